@@ -1,0 +1,161 @@
+"""The checked program: a small, monomorphised IR that the runtime evaluates.
+
+The checker elaborates each expression into IR as it types it, so everything the runtime must
+agree with (which branch a constant condition takes, which instance of a generic function is
+called, each mechanism's calibrated noise) is decided once, by the checker.  Every node keeps
+the span of the source it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..diagnostics import Span
+
+
+@dataclass(eq=False)
+class IR:
+    span: Optional[Span] = field(default=None, repr=False, kw_only=True)
+
+
+@dataclass(eq=False)
+class IConst(IR):
+    value: Any
+
+
+@dataclass(eq=False)
+class IVar(IR):
+    name: str
+
+
+# Patterns: a name, "_" (None), or ("tensor"|"with", [patterns]).
+IPattern = Any
+
+
+@dataclass(eq=False)
+class ILet(IR):
+    pattern: IPattern
+    bound: IR
+    body: IR
+
+
+@dataclass(eq=False)
+class ISample(IR):
+    """Run a distribution (`bound`), bind the released value, continue with `body`."""
+
+    pattern: IPattern
+    bound: IR
+    body: IR
+
+
+@dataclass(eq=False)
+class IReturn(IR):
+    value: IR
+
+
+@dataclass(eq=False)
+class IIf(IR):
+    cond: IR
+    then: IR
+    other: IR
+
+
+@dataclass(eq=False)
+class IPrim(IR):
+    """A call of a registry primitive; `info` is what its rule decided (bounds, calibration)."""
+
+    name: str
+    args: list[IR]
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Instance:
+    """One checked instance of a top-level function (generic functions get one per use)."""
+
+    name: str
+    params: list[str]
+    body: Optional[IR] = None
+    key: Any = None
+
+
+@dataclass(eq=False)
+class ICall(IR):
+    instance: Instance
+    args: list[IR]
+
+
+@dataclass(eq=False)
+class IClosure(IR):
+    """Capture the current environment; the code comes from each application site."""
+
+
+@dataclass(eq=False)
+class ILambda(IR):
+    """A function value with its own code (used where a function is passed as data)."""
+
+    params: list[str]
+    body: IR
+    env: Optional[IR] = None  # an IClosure-producing IR whose environment is captured
+
+
+@dataclass(eq=False)
+class IApply(IR):
+    """Apply a function value: with `params`/`body` given, the value supplies only its
+    environment (checked closure at this site); otherwise the value carries its code."""
+
+    fn: IR
+    args: list[IR]
+    params: Optional[list[str]] = None
+    body: Optional[IR] = None
+
+
+@dataclass(eq=False)
+class ITuple(IR):
+    kind: str
+    items: list[IR]
+
+
+@dataclass(eq=False)
+class IProj(IR):
+    value: IR
+    index: int  # 0-based
+
+
+@dataclass(eq=False)
+class IField(IR):
+    value: IR
+    name: str
+
+
+@dataclass(eq=False)
+class IRecord(IR):
+    fields: list[tuple[str, IR]]
+
+
+@dataclass(eq=False)
+class IInject(IR):
+    side: str
+    value: IR
+
+
+@dataclass(eq=False)
+class ICase(IR):
+    """Sum case (`inl`/`inr` arms) or list case (`nil`/`cons` arms)."""
+
+    scrutinee: IR
+    kind: str  # "sum" | "list"
+    left: tuple[IPattern, IR]   # inl pattern + body, or (None, nil body)
+    right: tuple[IPattern, IR]  # inr pattern + body, or ((head, tail), cons body)
+
+
+@dataclass(eq=False)
+class IList(IR):
+    items: list[IR]
+
+
+@dataclass(eq=False)
+class ICons(IR):
+    head: IR
+    tail: IR

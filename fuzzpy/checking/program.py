@@ -1,0 +1,351 @@
+"""Check a whole program: declarations, public parameters, every function, the entry point.
+
+`check_source` / `check_file` are the checking stage's API, used by the CLI, the runtime and
+the language server.  They never raise for a user error: everything ends in diagnostics.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Optional
+
+from ..diagnostics import Diagnostic, FuzzError, Span
+from ..primitives.registry import NOCONST
+from ..solving.lp import LP_STATS
+from ..syntax import ast as A
+from ..syntax.loader import load_program, read_source
+from . import ir as I
+from .checker import Checker, MechanismRecord, _has_tvar
+from .sens import INF, fmt_coef, is_const
+from .typeexpr import TypeResolver
+from .types import Bool, Cat, Column, Fun, Fuzzy, Num, Schema, Str, Type, is_subtype
+from .values import FnT, TopFn, Val
+
+STACK_BYTES = 512 * 1024 * 1024
+
+
+@dataclass
+class FunctionReport:
+    name: str
+    span: Span
+    type: str
+    generic: bool = False
+
+
+@dataclass
+class InputReport:
+    name: str
+    type: str
+    epsilon: Any  # Fraction or INF
+
+
+@dataclass
+class CheckReport:
+    file: str
+    sources: dict[str, str]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    functions: list[FunctionReport] = field(default_factory=list)
+    entry: Optional[str] = None
+    inputs: list[InputReport] = field(default_factory=list)
+    mechanisms: list[MechanismRecord] = field(default_factory=list)
+    schemas: dict[str, Schema] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    entry_instance: Optional[I.Instance] = None
+    entry_type: Optional[Type] = None
+    timings: dict[str, float] = field(default_factory=dict)
+    lp_solves: int = 0
+    pragma_budget: Optional[Fraction] = None
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.severity == "error" for d in self.diagnostics)
+
+    @property
+    def epsilon(self) -> Any:
+        """Total epsilon: the sum over private inputs (one person may be in several tables)."""
+        total: Any = Fraction(0)
+        for inp in self.inputs:
+            total = INF if inp.epsilon == INF or total == INF else total + inp.epsilon
+        return total
+
+
+def check_file(path: str | Path, params: dict[str, str] | None = None, entry: str = "main") -> CheckReport:
+    path = Path(path)
+    text, err = read_source(path)
+    if err is not None:
+        report = CheckReport(str(path), {})
+        report.diagnostics.append(err)
+        return report
+    return check_source(text, str(path), params, entry)
+
+
+def check_source(source: str, file: str = "<input>", params: dict[str, str] | None = None,
+                 entry: str | None = "main", overlays: dict[str, str] | None = None) -> CheckReport:
+    """Parse and check; runs in a thread with a large stack so deep programs cannot crash."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["report"] = _check(source, file, params or {}, entry, overlays)
+        except RecursionError:
+            report = CheckReport(file, {file: source})
+            report.diagnostics.append(Diagnostic("E0107", "program nested too deeply to check",
+                                                 Span.point(file, 1, 1)))
+            box["report"] = report
+
+    old = threading.stack_size()
+    threading.stack_size(STACK_BYTES)
+    try:
+        t = threading.Thread(target=work, name="fuzzpy-check")
+        t.start()
+        t.join()
+    finally:
+        threading.stack_size(old)
+    return box["report"]
+
+
+def _check(source: str, file: str, params: dict[str, str], entry: str | None,
+           overlays: dict[str, str] | None) -> CheckReport:
+    import sys
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 60000))
+    t0 = time.perf_counter()
+    modules, diags, texts = load_program(source, file, overlays)
+    report = CheckReport(file, texts, list(diags))
+    report.pragma_budget = _pragma_budget(source)
+    report.timings["parse"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    solves0 = LP_STATS["solves"]
+    decls = [d for m in modules for d in m.decls]
+    _ProgramChecker(report, decls, params, entry).run()
+    report.timings["check"] = time.perf_counter() - t1
+    report.lp_solves = LP_STATS["solves"] - solves0
+    return report
+
+
+def _pragma_budget(source: str) -> Optional[Fraction]:
+    """`# fuzzpy: budget 1.0` in a file declares its own budget."""
+    import re
+
+    m = re.search(r"^\s*#\s*fuzzpy:\s*budget\s+([0-9]+(?:\.[0-9]+)?(?:/[0-9]+)?)\s*$", source, re.M)
+    return Fraction(m.group(1)) if m else None
+
+
+class _ProgramChecker:
+    def __init__(self, report: CheckReport, decls: list[A.Decl], params: dict[str, str], entry: str | None):
+        self.report = report
+        self.decls = decls
+        self.cli_params = params
+        self.entry = entry
+        self.functions: dict[str, A.FunDecl] = {}
+        self.schemas: dict[str, Schema] = {}
+
+    def error(self, exc: FuzzError) -> None:
+        self.report.diagnostics.extend(exc.diagnostics)
+
+    def run(self) -> None:
+        self.collect()
+        resolver = TypeResolver(self.schemas)
+        self.resolver = resolver
+        self.build_schemas(resolver)
+        globals_ = self.build_params(resolver)
+        self.checker = Checker(self.functions, resolver, globals_)
+        for decl in self.functions.values():
+            if decl.name != self.entry:
+                self.check_function(decl)
+        if self.entry is not None:
+            self.check_entry()
+
+    def collect(self) -> None:
+        seen: dict[str, A.Decl] = {}
+        for d in self.decls:
+            name = getattr(d, "name", None)
+            if name is None:
+                continue
+            if name in seen:
+                self.error(FuzzError(Diagnostic("E0206", f"'{name}' is declared twice", d.span,
+                                                [f"first declared at {seen[name].span}"])))
+                continue
+            seen[name] = d
+            if isinstance(d, A.FunDecl):
+                self.functions[name] = d
+
+    # ---- schemas ------------------------------------------------------------------------------
+
+    def build_schemas(self, resolver: TypeResolver) -> None:
+        for d in self.decls:
+            if isinstance(d, A.SchemaDecl) and d.name not in self.schemas:
+                try:
+                    self.schemas[d.name] = self.build_schema(d, resolver)
+                except FuzzError as exc:
+                    self.error(exc)
+        self.report.schemas = dict(self.schemas)
+
+    def build_schema(self, d: A.SchemaDecl, resolver: TypeResolver) -> Schema:
+        columns = []
+        names = set()
+        for c in d.columns:
+            if c.name in names:
+                raise FuzzError(Diagnostic("E0206", f"column '{c.name}' is declared twice in schema {d.name}", c.span))
+            names.add(c.name)
+            t = resolver.resolve(c.type)
+            if not isinstance(t, (Num, Bool, Str, Cat)):
+                raise FuzzError(Diagnostic("E0208", f"column '{c.name}' has type {t}; columns must be num, int, "
+                                           "bool, string or cat{...}", c.type.span))
+            default = None
+            if c.policy == "default":
+                default = self.column_default(c, t)
+            columns.append(Column(c.name, t, c.policy, default))
+        return Schema(d.name, tuple(columns))
+
+    def column_default(self, c: A.ColumnDecl, t: Type) -> Any:
+        v = c.default.value if c.default is not None else None
+        ok = ((isinstance(t, Num) and isinstance(v, Fraction) and (t.lo is None or v >= t.lo)
+               and (t.hi is None or v <= t.hi) and (not t.integer or v.denominator == 1))
+              or (isinstance(t, Cat) and v in t.values) or (isinstance(t, Str) and isinstance(v, str))
+              or (isinstance(t, Bool) and isinstance(v, bool)))
+        if not ok:
+            raise FuzzError(Diagnostic("E0208", f"the default of column '{c.name}' is not a valid {t}",
+                                       c.default.span if c.default else c.span))
+        return v
+
+    # ---- public parameters --------------------------------------------------------------------
+
+    def build_params(self, resolver: TypeResolver) -> dict[str, Val]:
+        from ..syntax.parser import parse_expr
+
+        declared = {d.name: d for d in self.decls if isinstance(d, A.ParamDecl)}
+        for name in self.cli_params:
+            if name not in declared:
+                import difflib
+                close = difflib.get_close_matches(name, sorted(declared), n=1)
+                note = [f"did you mean {close[0]}?"] if close else ["declare it with: param name : num;"]
+                self.error(FuzzError(Diagnostic("E0211", f"--param {name}: the program declares no parameter "
+                                                f"'{name}'", None, note)))
+        out: dict[str, Val] = {}
+        scratch = Checker({}, resolver, {})
+        for name, d in declared.items():
+            try:
+                if name in self.cli_params:
+                    expr = parse_expr(self.cli_params[name], f"--param {name}")
+                elif d.default is not None:
+                    expr = d.default
+                else:
+                    raise FuzzError(Diagnostic("E0211", f"parameter '{name}' has no value", d.span,
+                                               [f"pass it with --param {name}=VALUE or give a default"]))
+                out[name] = self.param_value(name, d, expr, scratch, resolver)
+            except FuzzError as exc:
+                self.error(exc)
+        self.report.params = {k: v.const for k, v in out.items()}
+        return out
+
+    def param_value(self, name: str, d: A.ParamDecl, expr: A.Expr, scratch: Checker,
+                    resolver: TypeResolver) -> Val:
+        from .types import ListT
+
+        v = scratch.expr(expr, scratch.globals)
+        if not v.is_const:
+            raise FuzzError(Diagnostic("E0209", f"parameter '{name}' must be a constant", expr.span))
+        t = resolver.resolve(d.type)
+        actual = v.type
+        if isinstance(t, ListT) and isinstance(actual, ListT) and actual.elem.__class__.__name__ == "_Hole":
+            actual = t
+        if not is_subtype(actual, t):
+            raise FuzzError(Diagnostic("E0702", f"parameter '{name}' should be {t}, but the value given is {v.type}",
+                                       expr.span))
+        if isinstance(t, Num):
+            t = Num(v.const, v.const, t.integer)  # public constants carry their exact value
+        return Val(t, {}, I.IConst(v.const), v.const)
+
+    # ---- functions ------------------------------------------------------------------------------
+
+    def is_generic(self, decl: A.FunDecl) -> bool:
+        return any(p.type is None or _has_tvar(self.resolver.resolve(p.type)) for p in decl.params)
+
+    def check_function(self, decl: A.FunDecl) -> None:
+        try:
+            if self.is_generic(decl):
+                self.report.functions.append(FunctionReport(decl.name, decl.name_span, _generic_sig(decl), True))
+                return
+            summary, types = self.generic_instance(decl)
+            self.report.functions.append(FunctionReport(decl.name, decl.name_span,
+                                                        _fun_type(types, summary.coefs, summary.cod)))
+        except FuzzError as exc:
+            self.error(exc)
+
+    def generic_instance(self, decl: A.FunDecl):
+        types = [self.resolver.resolve(p.type) for p in decl.params]  # type: ignore[arg-type]
+        placeholders = [Val(t, {}, I.IVar(p.name), NOCONST) for p, t in zip(decl.params, types)]
+        for v, t in zip(placeholders, types):
+            if isinstance(t, Fun):
+                from .values import Opaque
+                v.fn = Opaque(t)
+        ck = self.checker
+        ck.current_function = decl.name
+        fval = Val(FnT(decl.name), {}, I.IClosure(), NOCONST, TopFn(decl))
+        summary = ck.summary(fval.fn, placeholders, decl.span)
+        return summary, types
+
+    def check_entry(self) -> None:
+        decl = self.functions.get(self.entry)  # type: ignore[arg-type]
+        if decl is None:
+            close = [n for n in self.functions]
+            note = [f"functions here: {', '.join(close[:8])}"] if close else []
+            self.error(FuzzError(Diagnostic("E0207", f"no entry point: declare function {self.entry} "
+                                            f"(db : bag Schema) : fuzzy T", None, note)))
+            return
+        try:
+            if any(p.type is None for p in decl.params):
+                p = next(p for p in decl.params if p.type is None)
+                raise FuzzError(Diagnostic("E0212", f"parameter '{p.name}' of the entry point needs a type, "
+                                           "e.g. (db : bag Adult)", p.span))
+            summary, types = self.generic_instance(decl)
+            if not isinstance(summary.cod, Fuzzy):
+                raise FuzzError(Diagnostic("E0202", f"the entry point {decl.name} must return a distribution "
+                                           f"(fuzzy T), but it returns {summary.cod}", decl.name_span,
+                                           ["release values with a mechanism, e.g. sample c = laplace 0.1 "
+                                            "(count db); return c"]))
+            self.report.entry = decl.name
+            self.report.entry_instance = summary.instance
+            self.report.entry_type = summary.cod
+            self.report.functions.append(FunctionReport(decl.name, decl.name_span,
+                                                        _fun_type(types, summary.coefs, summary.cod)))
+            for p, t, c in zip(decl.params, types, summary.coefs):
+                self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF))
+        except FuzzError as exc:
+            self.error(exc)
+        finally:
+            self.report.mechanisms = _unique(self.checker.mechanisms)
+
+
+def _fun_type(types: list[Type], coefs, cod: Type) -> str:
+    if not types:
+        return str(cod)
+    parts = []
+    for t, c in zip(types, coefs):
+        arrow = "->" if c == INF else "-o" if c == 1 else f"-o[{fmt_coef(c)}]"
+        dom = f"({t})" if isinstance(t, Fun) else str(t)
+        parts.append(f"{dom} {arrow}")
+    return " ".join(parts) + f" {cod}"
+
+
+def _generic_sig(decl: A.FunDecl) -> str:
+    return f"generic in {', '.join(p.name for p in decl.params if p.type is None) or 'its type variables'}; " \
+           "checked at each use"
+
+
+def _unique(records: list[MechanismRecord]) -> list[MechanismRecord]:
+    seen, out = set(), []
+    for r in records:
+        key = (r.span, r.name, r.sensitivity, r.epsilon, r.scale)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
+

@@ -1,0 +1,92 @@
+"""Resolve syntactic types (syntax/ast.py) to semantic types (types.py)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..diagnostics import Diagnostic, FuzzError
+from ..syntax import ast as A
+from .types import (BOOL, STRING, UNIT, Bag, Cat, Fun, Fuzzy, ListT, Num, Parts, Record, Schema, SumT, Tensor,
+                    TVar, Type, With)
+
+
+class TypeResolver:
+    def __init__(self, schemas: dict[str, Schema]):
+        self.schemas = schemas
+
+    def resolve(self, t: A.TypeExpr) -> Type:
+        method = getattr(self, "t_" + type(t).__name__)
+        return method(t)
+
+    def t_TNum(self, t: A.TNum) -> Type:
+        if t.lo is not None and t.hi is not None and t.lo > t.hi:
+            raise FuzzError(Diagnostic("E0208", f"empty interval: lower bound {t.lo} is above upper bound {t.hi}",
+                                       t.span))
+        return Num(t.lo, t.hi, t.integer)
+
+    def t_TSimple(self, t: A.TSimple) -> Type:
+        return {"bool": BOOL, "string": STRING, "unit": UNIT}[t.name]
+
+    def t_TCat(self, t: A.TCat) -> Type:
+        if len(set(t.values)) != len(t.values):
+            raise FuzzError(Diagnostic("E0208", "a category lists the same value twice", t.span))
+        return Cat(tuple(t.values))
+
+    def t_TRecord(self, t: A.TRecord) -> Type:
+        names = [n for n, _ in t.fields]
+        if len(set(names)) != len(names):
+            raise FuzzError(Diagnostic("E0208", "a record type lists the same field twice", t.span))
+        return Record(tuple((n, self.resolve(x)) for n, x in t.fields))
+
+    def t_TProduct(self, t: A.TProduct) -> Type:
+        items = tuple(self.resolve(x) for x in t.items)
+        return Tensor(items) if t.kind == "tensor" else With(items)
+
+    def t_TSum(self, t: A.TSum) -> Type:
+        return SumT(self.resolve(t.left), self.resolve(t.right))
+
+    def t_TWrap(self, t: A.TWrap) -> Type:
+        inner = self.resolve(t.inner)
+        return {"bag": Bag, "fuzzy": Fuzzy, "list": ListT}[t.kind](inner)
+
+    def t_TFun(self, t: A.TFun) -> Type:
+        sens = t.sens if t.sens == float("inf") else Fraction(t.sens)
+        return Fun(self.resolve(t.dom), sens, self.resolve(t.cod))
+
+    def t_TName(self, t: A.TName) -> Type:
+        schema = self.schemas.get(t.name)
+        if schema is None:
+            import difflib
+            close = difflib.get_close_matches(t.name, sorted(self.schemas), n=1)
+            notes = [f"did you mean {close[0]}?"] if close else ["declare it with: schema Name { column : type, ... }"]
+            raise FuzzError(Diagnostic("E0208", f"unknown type '{t.name}'", t.span, notes))
+        return schema.row_type
+
+    def t_TVarExpr(self, t: A.TVarExpr) -> Type:
+        return TVar(t.name)
+
+
+def match_type(pattern: Type, actual: Type, binding: dict | None = None) -> bool:
+    """Does `actual` have the shape of `pattern` (which may contain type variables)?"""
+    binding = {} if binding is None else binding
+    if isinstance(pattern, TVar):
+        if pattern.name in binding:
+            return binding[pattern.name] == actual
+        binding[pattern.name] = actual
+        return True
+    if type(pattern) is not type(actual):
+        return False
+    if isinstance(pattern, (Bag, ListT)):
+        return match_type(pattern.elem, actual.elem, binding)  # type: ignore[attr-defined]
+    if isinstance(pattern, Fuzzy):
+        return match_type(pattern.inner, actual.inner, binding)  # type: ignore[attr-defined]
+    if isinstance(pattern, Parts):
+        return match_type(pattern.elem, actual.elem, binding)  # type: ignore[attr-defined]
+    if isinstance(pattern, (Tensor, With)):
+        return len(pattern.items) == len(actual.items) and all(  # type: ignore[attr-defined]
+            match_type(p, a, binding) for p, a in zip(pattern.items, actual.items))  # type: ignore[attr-defined]
+    if isinstance(pattern, SumT):
+        return match_type(pattern.left, actual.left, binding) and match_type(pattern.right, actual.right, binding)  # type: ignore[attr-defined]
+    if isinstance(pattern, Num):
+        return True
+    return pattern == actual

@@ -1,0 +1,321 @@
+"""Semantic types of fuzzpy, with the metric each one carries.
+
+Metrics (as in Fuzz): numbers |x - y|; bool, string and categories discrete; tensor pairs add
+their components' distances, with-pairs take the max; records add their fields; bags use the
+size of the symmetric difference; `fuzzy T` uses max-divergence; functions carry their
+sensitivity in the type.  Sensitivities inside function types are `Sens` values (exact).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Union
+
+INF = float("inf")
+# A sensitivity: an exact non-negative rational, or infinity.
+Sens = Union[Fraction, float]
+
+
+def fmt_sens(s: Sens) -> str:
+    if s == INF:
+        return "inf"
+    f = Fraction(s)
+    return str(f.numerator) if f.denominator == 1 else f"{float(f):g}" if _short(f) else str(f)
+
+
+def _short(f: Fraction) -> bool:
+    return Fraction(float(f)).limit_denominator(10**6) == f and len(f"{float(f):g}") <= 8
+
+
+class Type:
+    """Base of all types; subclasses are frozen dataclasses, so types compare structurally."""
+
+    def __str__(self) -> str:  # pragma: no cover - overridden
+        return self.__class__.__name__
+
+
+@dataclass(frozen=True)
+class Num(Type):
+    """`num`, `int`, or a bounded `num[lo, hi]` / `int[lo, hi]`; bounds are public."""
+
+    lo: Fraction | None = None
+    hi: Fraction | None = None
+    integer: bool = False
+
+    @property
+    def bounded(self) -> bool:
+        return self.lo is not None and self.hi is not None
+
+    def __str__(self) -> str:
+        base = "int" if self.integer else "num"
+        if self.lo is None and self.hi is None:
+            return base
+        lo = "-inf" if self.lo is None else fmt_num(self.lo)
+        hi = "inf" if self.hi is None else fmt_num(self.hi)
+        return f"{base}[{lo}, {hi}]"
+
+
+def fmt_num(x: Fraction) -> str:
+    x = Fraction(x)
+    if x.denominator == 1:
+        return str(x.numerator)
+    return f"{float(x):g}" if Fraction(float(x)) == x else str(x)
+
+
+@dataclass(frozen=True)
+class Bool(Type):
+    def __str__(self) -> str:
+        return "bool"
+
+
+@dataclass(frozen=True)
+class Str(Type):
+    def __str__(self) -> str:
+        return "string"
+
+
+@dataclass(frozen=True)
+class Unit(Type):
+    def __str__(self) -> str:
+        return "unit"
+
+
+@dataclass(frozen=True)
+class Cat(Type):
+    """A finite category with a public, declared set of values (a group-by key domain)."""
+
+    values: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return "cat{" + ", ".join(f'"{v}"' for v in self.values) + "}"
+
+
+@dataclass(frozen=True)
+class Tensor(Type):
+    """`(A, B, ...)`: distances add (L1)."""
+
+    items: tuple[Type, ...]
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(map(str, self.items)) + ")"
+
+
+@dataclass(frozen=True)
+class With(Type):
+    """`(|A, B, ...|)`: distance is the max of the components'."""
+
+    items: tuple[Type, ...]
+
+    def __str__(self) -> str:
+        return "(|" + ", ".join(map(str, self.items)) + "|)"
+
+
+@dataclass(frozen=True)
+class SumT(Type):
+    """`A + B` with `inl` / `inr` / `case`; values in different branches are infinitely far."""
+
+    left: Type
+    right: Type
+
+    def __str__(self) -> str:
+        return f"({self.left} + {self.right})"
+
+
+@dataclass(frozen=True)
+class Record(Type):
+    """A row: named fields; distances add over fields."""
+
+    fields: tuple[tuple[str, Type], ...]
+    name: str | None = field(default=None, compare=False)
+
+    def field_type(self, name: str) -> Type | None:
+        for n, t in self.fields:
+            if n == name:
+                return t
+        return None
+
+    def __str__(self) -> str:
+        if self.name:
+            return self.name
+        return "{" + ", ".join(f"{n}: {t}" for n, t in self.fields) + "}"
+
+
+@dataclass(frozen=True)
+class Bag(Type):
+    """A multiset of rows; distance is the size of the symmetric difference."""
+
+    elem: Type
+
+    def __str__(self) -> str:
+        return f"bag {_paren(self.elem)}"
+
+
+@dataclass(frozen=True)
+class ListT(Type):
+    """A public-shape list: same length or infinitely far; elementwise distances add."""
+
+    elem: Type
+
+    def __str__(self) -> str:
+        return f"list {_paren(self.elem)}"
+
+
+@dataclass(frozen=True)
+class Parts(Type):
+    """The result of a partition: one bag per public key; distances add over the parts."""
+
+    keys: tuple[str, ...]
+    elem: Type
+
+    def __str__(self) -> str:
+        return f"parts {{{', '.join(repr(k) for k in self.keys)}}} {_paren(self.elem)}"
+
+
+@dataclass(frozen=True)
+class Fuzzy(Type):
+    """A distribution; distance is max-divergence, so an s-sensitive map into it is s-DP."""
+
+    inner: Type
+
+    def __str__(self) -> str:
+        return f"fuzzy {_paren(self.inner)}"
+
+
+@dataclass(frozen=True)
+class Fun(Type):
+    """`A -o[s] B`; s = 1 prints as `-o`, s = inf as `->`."""
+
+    dom: Type
+    sens: Sens
+    cod: Type
+
+    def __str__(self) -> str:
+        dom = f"({self.dom})" if isinstance(self.dom, Fun) else str(self.dom)
+        if self.sens == INF:
+            arrow = "->"
+        elif self.sens == 1:
+            arrow = "-o"
+        else:
+            arrow = f"-o[{fmt_sens(self.sens)}]"
+        return f"{dom} {arrow} {self.cod}"
+
+
+@dataclass(frozen=True)
+class TVar(Type):
+    """A type variable in a declared signature (`'a`), instantiated at each call."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"'{self.name}"
+
+
+def _paren(t: Type) -> str:
+    s = str(t)
+    return f"({s})" if " " in s and not isinstance(t, (Record, Tensor, With, Cat)) else s
+
+
+NUM = Num()
+INT = Num(integer=True)
+BOOL = Bool()
+STRING = Str()
+UNIT = Unit()
+
+
+# ---- schema of a private table -------------------------------------------------------------
+
+MISSING_POLICIES = ("drop", "default")
+
+
+@dataclass(frozen=True)
+class Column:
+    """A declared column: its type (Num / Bool / Str / Cat) and what to do with bad values.
+
+    `on_invalid` applies to missing values and to categories outside the declared set:
+    "drop" removes the row (the default), "default" replaces the value with `default`.
+    Numbers outside declared bounds are always clamped to the bounds.
+    """
+
+    name: str
+    type: Type
+    on_invalid: str = "drop"
+    default: object = None
+
+
+@dataclass(frozen=True)
+class Schema:
+    name: str
+    columns: tuple[Column, ...]
+
+    @property
+    def row_type(self) -> Record:
+        return Record(tuple((c.name, c.type) for c in self.columns), name=self.name)
+
+    def column(self, name: str) -> Column | None:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        return None
+
+
+def join_types(a: Type, b: Type) -> Type | None:
+    """Least common type of two branches (bounds widen), or None if incompatible."""
+    if a == b:
+        return a
+    if isinstance(a, Num) and isinstance(b, Num):
+        lo = None if a.lo is None or b.lo is None else min(a.lo, b.lo)
+        hi = None if a.hi is None or b.hi is None else max(a.hi, b.hi)
+        return Num(lo, hi, a.integer and b.integer)
+    if type(a) is type(b) and isinstance(a, (Tensor, With)) and len(a.items) == len(b.items):
+        items = [join_types(x, y) for x, y in zip(a.items, b.items)]
+        return None if any(i is None for i in items) else type(a)(tuple(items))
+    if isinstance(a, SumT) and isinstance(b, SumT):
+        l, r = join_types(a.left, b.left), join_types(a.right, b.right)
+        return None if l is None or r is None else SumT(l, r)
+    if isinstance(a, Record) and isinstance(b, Record):
+        if [n for n, _ in a.fields] != [n for n, _ in b.fields]:
+            return None
+        fs = [(n, join_types(x, y)) for (n, x), (_, y) in zip(a.fields, b.fields)]
+        return None if any(t is None for _, t in fs) else Record(tuple(fs), a.name)
+    for wrap in (Bag, ListT, Fuzzy):
+        if isinstance(a, wrap) and isinstance(b, wrap):
+            inner = join_types(_inner(a), _inner(b))
+            return None if inner is None else wrap(inner)
+    if isinstance(a, Fun) and isinstance(b, Fun) and a.dom == b.dom:
+        cod = join_types(a.cod, b.cod)
+        return None if cod is None else Fun(a.dom, max(a.sens, b.sens), cod)
+    return None
+
+
+def _inner(t: Type) -> Type:
+    return t.inner if isinstance(t, Fuzzy) else t.elem  # type: ignore[attr-defined]
+
+
+def is_subtype(a: Type, b: Type) -> bool:
+    """a can be used where b is expected (narrower bounds, smaller function sensitivity)."""
+    if a == b:
+        return True
+    if isinstance(a, Num) and isinstance(b, Num):
+        if b.integer and not a.integer:
+            return False
+        lo_ok = b.lo is None or (a.lo is not None and a.lo >= b.lo)
+        hi_ok = b.hi is None or (a.hi is not None and a.hi <= b.hi)
+        return lo_ok and hi_ok
+    if type(a) is type(b) and isinstance(a, (Tensor, With)):
+        return len(a.items) == len(b.items) and all(map(is_subtype, a.items, b.items))
+    if isinstance(a, SumT) and isinstance(b, SumT):
+        return is_subtype(a.left, b.left) and is_subtype(a.right, b.right)
+    if isinstance(a, Record) and isinstance(b, Record):
+        return [n for n, _ in a.fields] == [n for n, _ in b.fields] and all(
+            is_subtype(x, y) for (_, x), (_, y) in zip(a.fields, b.fields))
+    if isinstance(a, Cat) and isinstance(b, Cat):
+        return set(a.values) <= set(b.values)
+    for wrap in (Bag, ListT, Fuzzy):
+        if isinstance(a, wrap) and isinstance(b, wrap):
+            return is_subtype(_inner(a), _inner(b))
+    if isinstance(a, Parts) and isinstance(b, Parts):
+        return a.keys == b.keys and is_subtype(a.elem, b.elem)
+    if isinstance(a, Fun) and isinstance(b, Fun):
+        return is_subtype(b.dom, a.dom) and a.sens <= b.sens and is_subtype(a.cod, b.cod)
+    return False

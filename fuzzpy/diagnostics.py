@@ -1,0 +1,149 @@
+"""Diagnostics shared by every stage: stable error codes, source spans, rendering.
+
+Every error a user can cause ends as a `Diagnostic` with a code from `CODES`; the CLI and the
+language server render the same objects, so the message text is identical in both.
+Messages must never contain private data (row numbers, cell values, counts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+# The catalogue of stable codes. Codes are never reused or renumbered; docs/errors.md lists them.
+CODES: dict[str, str] = {
+    # E01xx: reading and parsing source
+    "E0101": "syntax error",
+    "E0102": "unexpected end of input",
+    "E0103": "invalid literal",
+    "E0104": "cannot read source file",
+    "E0105": "import not found",
+    "E0106": "import cycle",
+    "E0107": "nesting too deep",
+    # E02xx: names and types
+    "E0201": "unknown name",
+    "E0202": "type mismatch",
+    "E0203": "not a function",
+    "E0204": "wrong number of arguments",
+    "E0205": "unknown field",
+    "E0206": "duplicate definition",
+    "E0207": "missing entry point",
+    "E0208": "invalid type",
+    "E0209": "not a compile-time constant",
+    "E0210": "primitive must be fully applied",
+    "E0211": "unknown parameter",
+    "E0212": "missing type annotation",
+    "E0213": "domain error",
+    # E03xx: sensitivity and privacy
+    "E0301": "sensitivity exceeds annotation",
+    "E0302": "unbounded sensitivity",
+    "E0303": "private value released without noise",
+    "E0304": "cannot infer sensitivity",
+    "E0305": "mechanism argument not bounded",
+    "E0306": "recursion cannot be bounded",
+    "E0307": "not a partition of public keys",
+    "E0308": "private data in a function passed to a bag operation",
+    # E04xx: budget
+    "E0401": "privacy budget exceeded",
+    "E0402": "invalid budget",
+    # E05xx: data loading (runtime/data.py)
+    "E0501": "data file not found",
+    "E0502": "unsupported or unreadable data file",
+    "E0503": "missing column",
+    "E0504": "unparsable values",
+    "E0505": "schema mismatch",
+    "E0506": "no data given for a table",
+    "E0507": "data given for an unknown table",
+    # E06xx: runs and the ledger (runtime/ledger.py)
+    "E0601": "ledger cap exceeded",
+    "E0602": "ledger unavailable",
+    "E0603": "seed used together with a ledger",
+    "E0604": "runtime error in a checked program",
+    "E0605": "invalid ledger argument",
+    # E07xx: command line usage
+    "E0701": "invalid command-line argument",
+    "E0702": "invalid parameter value",
+    # E08xx: auditing
+    "E0801": "audit cannot be run",
+}
+
+
+@dataclass(frozen=True)
+class Span:
+    """A source range, 1-based lines and columns, end exclusive."""
+
+    file: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    @staticmethod
+    def point(file: str, line: int, col: int) -> "Span":
+        return Span(file, line, col, line, col + 1)
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass
+class Diagnostic:
+    code: str
+    message: str
+    span: Span | None = None
+    notes: list[str] = field(default_factory=list)
+    severity: str = "error"
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:
+            raise ValueError(f"unregistered diagnostic code {self.code}")
+
+    @property
+    def title(self) -> str:
+        return CODES[self.code]
+
+    def to_json(self) -> dict:
+        out: dict = {"code": self.code, "severity": self.severity, "title": self.title,
+                     "message": self.message, "notes": list(self.notes)}
+        if self.span is not None:
+            s = self.span
+            out["location"] = {"file": s.file, "line": s.line, "col": s.col,
+                               "end_line": s.end_line, "end_col": s.end_col}
+        return out
+
+
+class FuzzError(Exception):
+    """Raised by any stage with one or more diagnostics; interfaces catch it and render."""
+
+    def __init__(self, diagnostics: Diagnostic | Iterable[Diagnostic]):
+        if isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics: list[Diagnostic] = list(diagnostics)
+        super().__init__("; ".join(f"{d.code}: {d.message}" for d in self.diagnostics))
+
+
+def error(code: str, message: str, span: Span | None = None, *notes: str) -> FuzzError:
+    """Shorthand: `raise error("E0201", "unknown name x", span)`."""
+    return FuzzError(Diagnostic(code, message, span, list(notes)))
+
+
+def render(diag: Diagnostic, sources: dict[str, str] | None = None) -> str:
+    """Render like rustc: header, location, the source line and a caret under the span."""
+    lines = [f"{diag.severity}[{diag.code}]: {diag.message}"]
+    span = diag.span
+    if span is not None:
+        lines.append(f"  --> {span}")
+        text = (sources or {}).get(span.file)
+        if text is not None:
+            src_lines = text.splitlines()
+            if 1 <= span.line <= len(src_lines):
+                src = src_lines[span.line - 1]
+                width = (span.end_col - span.col) if span.end_line == span.line else len(src) - span.col + 1
+                gutter = str(span.line)
+                pad = " " * len(gutter)
+                lines.append(f"{pad} |")
+                lines.append(f"{gutter} | {src}")
+                lines.append(f"{pad} | {' ' * (span.col - 1)}{'^' * max(1, width)}")
+    for note in diag.notes:
+        lines.append(f"  = note: {note}")
+    return "\n".join(lines)

@@ -1,0 +1,194 @@
+"""`fuzzpy ledger show` and `fuzzpy ledger set-cap`: read and cap the privacy-budget ledger.
+
+Mounted into the main CLI with `app.add_typer(ledger_app)`. Imports stay light (no pandas):
+these commands only read SQLite and hash files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from fractions import Fraction
+from pathlib import Path
+from typing import Annotated, NoReturn, Optional
+
+import typer
+
+from fuzzpy.diagnostics import FuzzError, error, render
+from fuzzpy.runtime.ledger import (Entry, Ledger, dataset_identity, default_ledger_path,
+                                   format_exact, parse_amount, short_id)
+
+EXIT_USAGE = 2
+EXIT_LEDGER = 4
+_LEDGER_FAILURES = {"E0601", "E0602", "E0603", "E0604"}
+_FULL_ID = re.compile(r"sha256:[0-9a-f]{64}")
+
+ledger_app = typer.Typer(name="ledger", no_args_is_help=True,
+                         help="Show the privacy budget spent per dataset, and cap it.")
+
+LedgerOpt = Annotated[Optional[Path], typer.Option(
+    "--ledger", help="Ledger file (default: $FUZZPY_LEDGER or ~/.fuzzpy/ledger.sqlite).")]
+DatasetOpt = Annotated[Optional[str], typer.Option(
+    "--dataset", help="Dataset identity (sha256:...), as printed by `ledger show`.")]
+DataOpt = Annotated[Optional[Path], typer.Option(
+    "--data", help="Data file; its identity is the sha256 of its bytes.")]
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+
+
+@ledger_app.command("show")
+def show(ledger: LedgerOpt = None, dataset: DatasetOpt = None, data: DataOpt = None,
+         fmt: Annotated[str, typer.Option("--format", help="text or json")] = "text") -> None:
+    """Print, per dataset, the cap, what was spent and what remains, then every run."""
+    try:
+        if fmt not in ("text", "json"):
+            raise error("E0605", f"invalid --format {fmt!r}: expected text or json")
+        path = _ledger_path(ledger)
+        wanted = _identity_of(dataset, data) if (dataset or data) else None
+        if not path.exists():
+            _print_missing(path, fmt)
+            return
+        with Ledger(path, create=False) as book:
+            ids = book.datasets() if wanted is None else [_match(book, wanted)]
+            reports = [_report(book, d) for d in ids]
+    except FuzzError as exc:
+        _fail(exc)
+    if fmt == "json":
+        typer.echo(json.dumps({"ledger": str(path), "datasets": reports}, indent=2))
+    else:
+        typer.echo(_render_text(path, reports))
+
+
+@ledger_app.command("set-cap")
+def set_cap(cap: Annotated[str, typer.Option("--cap", help="Total epsilon, e.g. 2.0 or 1/3.")],
+            data: DataOpt = None, dataset: DatasetOpt = None,
+            label: Annotated[Optional[str], typer.Option(
+                "--label", help="A name shown beside the dataset (default: the file name).")
+            ] = None,
+            ledger: LedgerOpt = None) -> None:
+    """Set the total epsilon that may ever be spent on a dataset (replacing any earlier cap)."""
+    try:
+        amount = parse_amount(cap, "cap")
+        if not (dataset or data):
+            raise error("E0605", "say which dataset to cap: --data FILE or --dataset ID")
+        ident = _identity_of(dataset, data)
+        if not _FULL_ID.fullmatch(ident):
+            # A cap on a mistyped or shortened id would silently protect nothing.
+            raise error("E0605", f"a cap needs the full dataset identity (sha256: and 64 hex "
+                                 f"digits), not {dataset!r}; or pass --data FILE")
+        if label is None and data is not None:
+            label = data.name
+        with Ledger(_ledger_path(ledger)) as book:
+            book.set_cap(ident, amount, label)
+            spent = book.spent(ident)
+            name = _name(ident, book.cap_label(ident))
+    except FuzzError as exc:
+        _fail(exc)
+    typer.echo(f"cap of {name} set to {format_exact(amount)}: spent "
+               f"{format_exact(spent)}, remaining {format_exact(max(amount - spent, Fraction(0)))}")
+    if spent > amount:
+        typer.echo(f"warning: {format_exact(spent)} was already spent, more than the new cap; "
+                   "every further run on this dataset will be refused", err=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _fail(exc: FuzzError) -> NoReturn:
+    """Render like every other fuzzpy error, on stderr, and exit without a traceback."""
+    for diag in exc.diagnostics:
+        typer.echo(render(diag), err=True)
+    codes = {d.code for d in exc.diagnostics}
+    raise typer.Exit(EXIT_LEDGER if codes & _LEDGER_FAILURES else EXIT_USAGE)
+
+
+def _ledger_path(option: Path | None) -> Path:
+    return default_ledger_path() if option is None else option.expanduser()
+
+
+def _identity_of(dataset: str | None, data: Path | None) -> str:
+    if dataset and data:
+        raise error("E0605", "give either --dataset or --data, not both")
+    if data is not None:
+        return dataset_identity(data)
+    ident = (dataset or "").strip().rstrip("…").lower()
+    if not ident:
+        raise error("E0605", "--dataset needs a dataset identity such as sha256:3f2a9c81d04e")
+    return ident
+
+
+def _match(book: Ledger, wanted: str) -> str:
+    """An exact identity, or a unique prefix of one the ledger knows (as `show` prints them)."""
+    known = book.datasets()
+    if wanted in known or _FULL_ID.fullmatch(wanted):
+        return wanted
+    hits = [d for d in known if d.startswith(wanted)]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise error("E0605", f"no dataset in the ledger {book.path} starts with {wanted}")
+    raise error("E0605", f"{wanted} matches {len(hits)} datasets; give more of the identity")
+
+
+def _report(book: Ledger, dataset: str) -> dict:
+    """Everything `show` prints about one dataset; amounts as exact strings."""
+    runs = book.entries(dataset)
+    cap = book.cap(dataset)
+    spent = sum((r.epsilon for r in runs), Fraction(0))
+    label = book.cap_label(dataset) or next((r.label for r in reversed(runs) if r.label), "")
+    return {
+        "dataset": dataset,
+        "short": short_id(dataset),
+        "label": label,
+        "cap": None if cap is None else format_exact(cap),
+        "spent": format_exact(spent),
+        "remaining": None if cap is None else format_exact(max(cap - spent, Fraction(0))),
+        "runs": [_run(r) for r in runs],
+    }
+
+
+def _run(entry: Entry) -> dict:
+    return {"id": entry.id, "time": entry.started_at, "finished_at": entry.finished_at,
+            "program_hash": entry.program_hash, "epsilon": format_exact(entry.epsilon),
+            "status": entry.status, "label": entry.label}
+
+
+def _name(dataset: str, label: str | None) -> str:
+    return f"{short_id(dataset)} ({label})" if label else short_id(dataset)
+
+
+def _render_text(path: Path, reports: list[dict]) -> str:
+    lines = [f"ledger {path}", ""]
+    if not reports:
+        return "\n".join(lines + ["nothing recorded yet"])
+    summary = [["dataset", "cap", "spent", "remaining"]]
+    for r in reports:
+        summary.append([_name(r["dataset"], r["label"]), r["cap"] or "none", r["spent"],
+                        r["remaining"] if r["remaining"] is not None else "no cap"])
+    lines += _table(summary)
+    for r in reports:
+        lines += ["", f"runs on {_name(r['dataset'], r['label'])}"]
+        if not r["runs"]:
+            lines.append("  (none)")
+            continue
+        rows = [["time", "program", "epsilon", "status"]]
+        rows += [[x["time"], short_id(x["program_hash"]), x["epsilon"], x["status"]]
+                 for x in r["runs"]]
+        lines += ["  " + line for line in _table(rows)]
+    return "\n".join(lines)
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+
+
+def _print_missing(path: Path, fmt: str) -> None:
+    # Not an error: before the first run there is simply nothing to show.
+    if fmt == "json":
+        typer.echo(json.dumps({"ledger": str(path), "datasets": []}, indent=2))
+    else:
+        typer.echo(f"no ledger at {path} yet: nothing has been spent")

@@ -1,0 +1,250 @@
+"""Arithmetic, comparison and boolean primitives (the operators) and numeric helpers.
+
+Runtime implementations work unchanged on Python scalars, numpy arrays and pandas Series, so
+row functions built from them run as vectorised column operations.  None of them may raise on
+a data-dependent value: an error message would then depend on private data.
+"""
+
+from __future__ import annotations
+
+import operator
+from fractions import Fraction
+
+from ..checking.sens import INF, ZERO, d_add, d_inf, d_scale
+from ..checking.types import BOOL, Bool, Cat, Num, Str
+from .registry import NOCONST, Arg, Result, primitive
+
+_REF_FUZZ = "Reed & Pierce, Distance Makes the Types Grow Stronger (ICFP 2010), section 3"
+
+
+def _num(ctx, arg: Arg, op: str) -> Num:
+    if not isinstance(arg.type, Num):
+        raise ctx.fail("E0202", f"operator {op} expects a number, but this is {arg.type}", arg.span)
+    return arg.type
+
+
+def _abs_bound(t: Num, arg: Arg):
+    """Largest |value| of an argument: exact for constants, from declared bounds otherwise."""
+    if arg.is_const:
+        return abs(Fraction(arg.const))
+    if t.bounded:
+        return max(abs(t.lo), abs(t.hi))
+    return INF
+
+
+def _interval(lo_hi_pairs, integer: bool) -> Num:
+    los = [lo for lo, _ in lo_hi_pairs]
+    his = [hi for _, hi in lo_hi_pairs]
+    if any(v is None for v in los + his):
+        return Num(None, None, integer)
+    return Num(min(los), max(his), integer)
+
+
+def _const_type(value: Fraction, integer: bool) -> Num:
+    return Num(value, value, integer)
+
+
+def _arith_type(op: str, a: Num, b: Num, ac, bc) -> Num:
+    integer = a.integer and b.integer and op != "/"
+    alo, ahi = (ac, ac) if ac is not NOCONST else (a.lo, a.hi)
+    blo, bhi = (bc, bc) if bc is not NOCONST else (b.lo, b.hi)
+    if op == "+":
+        return _interval([(_s(alo, blo, operator.add), _s(ahi, bhi, operator.add))], integer)
+    if op == "-":
+        return _interval([(_s(alo, bhi, operator.sub), _s(ahi, blo, operator.sub))], integer)
+    if op == "*":
+        if None in (alo, ahi, blo, bhi):
+            return Num(None, None, integer)
+        prods = [x * y for x in (alo, ahi) for y in (blo, bhi)]
+        return Num(min(prods), max(prods), integer)
+    # division: bounded only by a non-zero constant divisor
+    if bc is not NOCONST and bc != 0 and None not in (alo, ahi):
+        qs = [alo / bc, ahi / bc]
+        return Num(min(qs), max(qs), False)
+    return Num(None, None, False)
+
+
+def _s(x, y, f):
+    return None if x is None or y is None else f(x, y)
+
+
+def _fold(ctx, op: str, a: Arg, b: Arg, span):
+    if not (a.is_const and b.is_const):
+        return NOCONST
+    if op == "/" and b.const == 0:
+        raise ctx.fail("E0213", "division by zero in a constant expression", span)
+    return {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}[op](
+        Fraction(a.const), Fraction(b.const))
+
+
+def _arith_rule(op: str):
+    def rule(ctx, args: list[Arg], span) -> Result:
+        a, b = args
+        ta, tb = _num(ctx, a, op), _num(ctx, b, op)
+        const = _fold(ctx, op, a, b, span)
+        rtype = _arith_type(op, ta, tb, a.const, b.const)
+        if const is not NOCONST:
+            return Result(_const_type(const, rtype.integer), {}, const)
+        if op in "+-":
+            dist = d_add(a.dist, b.dist)
+        elif op == "*":
+            dist = d_add(d_scale(_abs_bound(tb, b), a.dist), d_scale(_abs_bound(ta, a), b.dist))
+        else:  # division: Lipschitz only when dividing by a public non-zero constant
+            if b.is_const and b.const != 0:
+                dist = d_scale(1 / abs(Fraction(b.const)), a.dist)
+            else:
+                dist = d_inf(d_add(a.dist, b.dist))
+        return Result(rtype, dist)
+    return rule
+
+
+def _div(x, y):
+    import numpy as np
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(x, y)
+
+
+_ARITH_DOC = {
+    "+": ("add", "num -o num -o num", "Addition; bounds add (interval arithmetic).",
+          "|(x+y)-(x'+y')| <= |x-x'| + |y-y'|: 1-sensitive in each argument. " + _REF_FUZZ, operator.add),
+    "-": ("sub", "num -o num -o num", "Subtraction.",
+          "|(x-y)-(x'-y')| <= |x-x'| + |y-y'|. " + _REF_FUZZ, operator.sub),
+    "*": ("mul", "num -o[B_y] num -o[B_x] num",
+          "Multiplication; scaling by a constant c is |c|-sensitive; a product of two values is "
+          "sensitive by the other factor's bound (infinite if it has none).",
+          "xy - x'y' = x(y-y') + y'(x-x'), so |xy - x'y'| <= B_x|y-y'| + B_y|x-x'| where B bounds |x|, |y|.",
+          operator.mul),
+    "/": ("div", "num -o[1/|c|] num -> num", "Division; Lipschitz only when the divisor is a non-zero constant.",
+          "x/c moves by |x-x'|/|c|; a private divisor can make the quotient jump arbitrarily (infinite).",
+          _div),
+}
+
+for _op, (_name, _sig, _doc, _why, _run) in _ARITH_DOC.items():
+    primitive(_name, ("x", "y"), _sig, _doc, _why, category="arithmetic", run=_run, vectorised=True)(
+        _arith_rule(_op))
+
+
+@primitive("neg", ("x",), "num -o num", "Negation.", "|-x - -x'| = |x-x'|.", category="arithmetic",
+           run=operator.neg, vectorised=True)
+def _neg(ctx, args, span):
+    (a,) = args
+    t = _num(ctx, a, "-")
+    if a.is_const:
+        return Result(_const_type(-Fraction(a.const), t.integer), {}, -Fraction(a.const))
+    lo, hi = t.lo, t.hi
+    return Result(Num(None if hi is None else -hi, None if lo is None else -lo, t.integer), a.dist)
+
+
+# ---- comparisons and booleans: results are discrete, so any dependence is infinite ---------
+
+def _comparable(ctx, op: str, a: Arg, b: Arg) -> None:
+    ta, tb = a.type, b.type
+    if isinstance(ta, Num) and isinstance(tb, Num):
+        return
+    if op in ("==", "!="):
+        textual = (Str, Cat)
+        if isinstance(ta, textual) and isinstance(tb, textual):
+            return
+        if type(ta) is type(tb):
+            return
+    raise ctx.fail("E0202", f"cannot compare {ta} with {tb} using {op}", a.span)
+
+
+def _cmp_rule(op: str, fn):
+    def rule(ctx, args, span):
+        a, b = args
+        _comparable(ctx, op, a, b)
+        if a.is_const and b.is_const:
+            return Result(BOOL, {}, bool(fn(a.const, b.const)))
+        return Result(BOOL, d_inf(d_add(a.dist, b.dist)))
+    return rule
+
+
+_CMP_WHY = ("Booleans carry the discrete metric (distance 0 or infinity), so a comparison is "
+            "infinitely sensitive in anything private it reads. " + _REF_FUZZ)
+
+for _op, _name, _fn in [("==", "eq", operator.eq), ("!=", "ne", operator.ne), ("<", "lt", operator.lt),
+                        ("<=", "le", operator.le), (">", "gt", operator.gt), (">=", "ge", operator.ge)]:
+    primitive(_name, ("x", "y"), "'a -> 'a -> bool", f"Comparison {_op}.", _CMP_WHY, category="comparison",
+              run=_fn, vectorised=True)(_cmp_rule(_op, _fn))
+
+
+def _bool_rule(name: str, fn):
+    def rule(ctx, args, span):
+        for a in args:
+            if not isinstance(a.type, Bool):
+                raise ctx.fail("E0202", f"{name} expects booleans, but this is {a.type}", a.span)
+        if all(a.is_const for a in args):
+            return Result(BOOL, {}, bool(fn(*[a.const for a in args])))
+        return Result(BOOL, d_inf(d_add(*[a.dist for a in args])))
+    return rule
+
+
+def _np_and(x, y):
+    import numpy as np
+    return np.logical_and(x, y)
+
+
+def _np_or(x, y):
+    import numpy as np
+    return np.logical_or(x, y)
+
+
+def _np_not(x):
+    import numpy as np
+    return np.logical_not(x)
+
+
+primitive("and", ("x", "y"), "bool -> bool -> bool", "Boolean and (&&).", _CMP_WHY, category="boolean",
+          run=_np_and, vectorised=True)(_bool_rule("&&", lambda x, y: x and y))
+primitive("or", ("x", "y"), "bool -> bool -> bool", "Boolean or (||).", _CMP_WHY, category="boolean",
+          run=_np_or, vectorised=True)(_bool_rule("||", lambda x, y: x or y))
+primitive("not", ("x",), "bool -o bool", "Boolean negation (!).", _CMP_WHY, category="boolean",
+          run=_np_not, vectorised=True)(_bool_rule("!", lambda x: not x))
+
+
+# ---- numeric helpers ------------------------------------------------------------------------
+
+def _clip_run(lo, hi, x):
+    import numpy as np
+    # NaN (e.g. 0/0 in a row function) becomes the lower bound: clip must be total.
+    return np.clip(np.nan_to_num(x, nan=float(lo), posinf=float(hi), neginf=float(lo)), float(lo), float(hi))
+
+
+@primitive("clip", ("lo", "hi", "x"), "num -> num -> num -o num[lo, hi]",
+           "clip lo hi x: x clamped into the public interval [lo, hi]; gives a bounded type for sums.",
+           "Clamping to an interval is a projection onto a convex set, hence 1-Lipschitz; lo and hi "
+           "must be public constants, so the bound never comes from the data.",
+           category="numeric", run=_clip_run, vectorised=True)
+def _clip(ctx, args, span):
+    lo, hi, x = args
+    for bound in (lo, hi):
+        if not bound.is_const or not isinstance(bound.type, Num):
+            raise ctx.fail("E0209", "clip bounds must be public constants (literals or params)", bound.span)
+    if Fraction(lo.const) > Fraction(hi.const):
+        raise ctx.fail("E0213", "clip: lower bound is above upper bound", span)
+    t = _num(ctx, x, "clip")
+    l, h = Fraction(lo.const), Fraction(hi.const)
+    if x.is_const:
+        v = min(max(Fraction(x.const), l), h)
+        return Result(_const_type(v, t.integer), {}, v)
+    return Result(Num(l, h, t.integer and lo.type.integer and hi.type.integer), x.dist)
+
+
+def _abs_run(x):
+    import numpy as np
+    return np.abs(x)
+
+
+@primitive("abs", ("x",), "num -o num", "Absolute value.", "||x| - |x'|| <= |x - x'|.",
+           category="numeric", run=_abs_run, vectorised=True)
+def _abs(ctx, args, span):
+    (x,) = args
+    t = _num(ctx, x, "abs")
+    if x.is_const:
+        v = abs(Fraction(x.const))
+        return Result(_const_type(v, t.integer), {}, v)
+    hi = None if not t.bounded else max(abs(t.lo), abs(t.hi))
+    lo = ZERO if not t.bounded or t.lo <= 0 <= t.hi else min(abs(t.lo), abs(t.hi))
+    return Result(Num(lo, hi, t.integer), x.dist)

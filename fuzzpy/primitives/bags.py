@@ -1,0 +1,115 @@
+"""Bag (private table) primitives.
+
+A bag's distance is the size of the symmetric difference (add or remove one row).  Functions
+given to `map` and `filter` run once per row, so anything private they capture would be read
+once per row: their captured distance is multiplied by infinity (Fuzz's `!` on bag functions).
+Runtime implementations receive pandas objects (a DataFrame for bags of records, a Series for
+bags of scalars) and compiled, vectorised row functions.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..checking.sens import d_add, d_inf, d_scale
+from ..checking.types import Bag, Bool, Num, Tensor, Type, join_types
+from .registry import Arg, Result, primitive
+
+_REF_FUZZ = "Reed & Pierce, ICFP 2010, section 4 (bag primitives)"
+
+
+def elem_type(ctx, arg: Arg, what: str) -> Type:
+    if not isinstance(arg.type, Bag):
+        raise ctx.fail("E0202", f"{what} expects a bag, but this is {arg.type}", arg.span)
+    return arg.type.elem
+
+
+def row_function(ctx, fn: Arg, elem: Type, span):
+    """Check a per-row function; returns (instantiation, extra distance from its captures)."""
+    inst = ctx.instantiate(fn, [elem], span)
+    captured = d_inf(inst.captured)
+    return inst, captured
+
+
+@primitive("count", ("b",), "bag 'a -o int[0, inf]",
+           "count b: the number of rows of b.",
+           "Adding or removing one row changes the count by exactly 1. " + _REF_FUZZ,
+           category="bag")
+def _count(ctx, args, span):
+    (b,) = args
+    elem_type(ctx, b, "count")
+    return Result(Num(Fraction(0), None, True), b.dist)
+
+
+@primitive("filter", ("p", "b"), "('a -> bool) -> bag 'a -o bag 'a",
+           "filter p b: the rows of b for which the public predicate p holds.",
+           "Each row is kept or dropped on its own, so a table at distance d stays within d. "
+           "The predicate may not capture private values (they would be read once per row). " + _REF_FUZZ,
+           category="bag")
+def _filter(ctx, args, span):
+    p, b = args
+    elem = elem_type(ctx, b, "filter")
+    inst, captured = row_function(ctx, p, elem, span)
+    if not isinstance(inst.cod, Bool):
+        raise ctx.fail("E0202", f"filter expects a predicate returning bool, but it returns {inst.cod}", p.span)
+    return Result(b.type, d_add(b.dist, captured), ir_args=[inst.code, b.ir])
+
+
+@primitive("map", ("f", "b"), "('a -> 'b) -> bag 'a -o bag 'b",
+           "map f b: apply the public row function f to every row of b.",
+           "Rows map one to one, so the symmetric difference cannot grow. " + _REF_FUZZ,
+           category="bag")
+def _map(ctx, args, span):
+    f, b = args
+    elem = elem_type(ctx, b, "map")
+    inst, captured = row_function(ctx, f, elem, span)
+    return Result(Bag(inst.cod), d_add(b.dist, captured), ir_args=[inst.code, b.ir])
+
+
+@primitive("sum", ("b",), "bag num[lo, hi] -o[max(|lo|, |hi|)] num",
+           "sum b: the sum of a bag of bounded numbers (clip them first: map (fun x -> clip 0 100 x) b).",
+           "One row added or removed changes the sum by at most max(|lo|, |hi|); the bounds come from "
+           "the schema or a clip, never from the data (DESIGN.md, Domains in types).",
+           category="bag")
+def _sum(ctx, args, span):
+    (b,) = args
+    t = elem_type(ctx, b, "sum")
+    if not isinstance(t, Num):
+        raise ctx.fail("E0202", f"sum expects a bag of numbers, but the rows are {t}", b.span)
+    if not t.bounded:
+        raise ctx.fail("E0305", f"sum needs bounded values, but the rows are {t}", b.span,
+                       "clip the values first, e.g. sum (map (fun x -> clip 0 100 x) b), "
+                       "or declare bounds in the schema (num[0, 100])")
+    bound = max(abs(t.lo), abs(t.hi))
+    return Result(Num(None, None, t.integer), d_scale(bound, b.dist), info={"bound": bound})
+
+
+@primitive("union", ("a", "b"), "bag 'a -o bag 'a -o bag 'a",
+           "union a b: all rows of a and of b (a bag sum, duplicates kept).",
+           "The symmetric difference of a union is at most the sum of the two differences.",
+           category="bag")
+def _union(ctx, args, span):
+    a, b = args
+    ta, tb = elem_type(ctx, a, "union"), elem_type(ctx, b, "union")
+    joined = join_types(ta, tb)
+    if joined is None:
+        raise ctx.fail("E0202", f"union of bags with different rows: {ta} and {tb}", span)
+    return Result(Bag(joined), d_add(a.dist, b.dist))
+
+
+@primitive("split", ("p", "b"), "('a -> bool) -> bag 'a -o (bag 'a, bag 'a)",
+           "split p b: the pair (rows where p holds, rows where it does not); the parts are disjoint.",
+           "Each row goes to exactly one side, so d(yes) + d(no) <= d(b): the two parts get distance "
+           "variables d1 + d2 <= d (Spar; PrivJail section 4.3), which yields parallel composition.",
+           category="partition")
+def _split(ctx, args, span):
+    p, b = args
+    elem = elem_type(ctx, b, "split")
+    inst, captured = row_function(ctx, p, elem, span)
+    if not isinstance(inst.cod, Bool):
+        raise ctx.fail("E0202", f"split expects a predicate returning bool, but it returns {inst.cod}", p.span)
+    parent = d_add(b.dist, captured)
+    yes, no = ctx.split(parent, ["yes", "no"])
+    parts = [{yes: Fraction(1)}, {no: Fraction(1)}]
+    return Result(Tensor((b.type, b.type)), d_add(*parts), ir_args=[inst.code, b.ir], parts=parts)
+

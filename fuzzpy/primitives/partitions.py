@@ -1,0 +1,97 @@
+"""Partitions over a finite, public set of keys, and operations on their parts.
+
+`groupby key b` maps every declared key to its part, empty parts included (whether a key is
+present is itself private).  Each part gets a fresh distance variable d_k with
+d_1 + ... + d_k <= d(b) (Spar's distance variables, as PrivJail implements them), so
+mechanisms applied to different parts compose in parallel and unions of parts follow
+PrivJail's generalised parallel composition.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..checking.sens import d_add, d_inf, d_scale
+from ..checking.types import Bag, Cat, Fuzzy, Parts
+from .bags import elem_type, row_function
+from .registry import Result, primitive
+
+_REF = "PrivJail (seed 003) section 4.3 and appendix B; Spar distance variables"
+
+
+@primitive("groupby", ("key", "b"), "('a -> cat K) -> bag 'a -o parts K 'a",
+           "groupby key b: one part per declared category of key (a row function returning a "
+           "category with a finite declared set of values), empty parts included.",
+           "Each row lands in exactly one part, so sum_k d_k <= d(b); the keys come from the declared "
+           "category, never from the data. " + _REF,
+           category="partition")
+def _groupby(ctx, args, span):
+    key, b = args
+    elem = elem_type(ctx, b, "groupby")
+    inst, captured = row_function(ctx, key, elem, span)
+    if not isinstance(inst.cod, Cat):
+        raise ctx.fail("E0307", f"groupby needs a key with a finite, declared set of values, but the key is {inst.cod}",
+                       key.span, "declare the column as a category in the schema, e.g. sex : cat{\"Male\", \"Female\"}")
+    keys = inst.cod.values
+    symbols = ctx.split(d_add(b.dist, captured), list(keys))
+    parts = [{s: Fraction(1)} for s in symbols]
+    return Result(Parts(keys, elem), d_add(*parts), ir_args=[inst.code, b.ir], parts=parts,
+                  info={"keys": keys})
+
+
+def _parts_type(ctx, arg, what):
+    if not isinstance(arg.type, Parts):
+        raise ctx.fail("E0202", f"{what} expects the parts of a partition, but this is {arg.type}", arg.span)
+    return arg.type
+
+
+def _parts_dists(arg):
+    return arg.parts if arg.parts is not None else [arg.dist] * len(arg.type.keys)
+
+
+@primitive("part", ("ps", "key"), "parts K 'a -o string -> bag 'a",
+           "part ps \"key\": the part of a partition for one key (ps.key works for keys that are names).",
+           "Projection from a tensor of parts is 1-sensitive in that part's distance variable. " + _REF,
+           category="partition")
+def _part(ctx, args, span):
+    ps, key = args
+    t = _parts_type(ctx, ps, "part")
+    if not key.is_const or key.const not in t.keys:
+        raise ctx.fail("E0205", f"part: the key must be one of the declared keys {list(t.keys)}", key.span)
+    i = t.keys.index(key.const)
+    return Result(Bag(t.elem), _parts_dists(ps)[i], info={"index": i})
+
+
+def _per_part(ctx, f, ps, span, fuzzy: bool):
+    t = _parts_type(ctx, ps, "each" if fuzzy else "pmap")
+    inst = ctx.instantiate(f, [Bag(t.elem)], span)
+    if fuzzy and not isinstance(inst.cod, Fuzzy):
+        raise ctx.fail("E0202", f"each expects a function returning a distribution, but it returns {inst.cod}",
+                       f.span, "use pmap for a function that releases nothing")
+    k = inst.param_coefs[0]
+    # The function runs once per part: its captured private data is read k times -> infinite.
+    captured = d_inf(inst.captured)
+    parts = [d_add(d_scale(k, d), captured) for d in _parts_dists(ps)]
+    return inst, parts
+
+
+@primitive("pmap", ("f", "ps"), "(bag 'a -o[s] 'b) -> parts K 'a -o[s] parts K 'b",
+           "pmap f ps: apply f to every part (no release).",
+           "An s-sensitive function applied to each component of a tensor is s-sensitive in each "
+           "component's distance variable. " + _REF,
+           category="partition")
+def _pmap(ctx, args, span):
+    f, ps = args
+    inst, parts = _per_part(ctx, f, ps, span, fuzzy=False)
+    return Result(Parts(ps.type.keys, inst.cod), d_add(*parts), ir_args=[inst.code, ps.ir], parts=parts)
+
+
+@primitive("each", ("f", "ps"), "(bag 'a -o[s] fuzzy 'b) -> parts K 'a -o[s] fuzzy (parts K 'b)",
+           "each f ps: run the mechanism f on every part and release all results (a map from key to value).",
+           "Releases on disjoint parts compose in parallel: the cost is sum_k s * d_k <= s * d(b) "
+           "(parallel composition; PrivJail appendix B for unions of parts). " + _REF,
+           category="partition")
+def _each(ctx, args, span):
+    f, ps = args
+    inst, parts = _per_part(ctx, f, ps, span, fuzzy=True)
+    return Result(Fuzzy(Parts(ps.type.keys, inst.cod.inner)), d_add(*parts), ir_args=[inst.code, ps.ir])

@@ -1,0 +1,143 @@
+"""The one registry of primitives.
+
+Each built-in is declared exactly once, with its name, its signature (type with sensitivities,
+for people), its typing rule (for the checker), its runtime implementation (for the
+interpreter), a documentation line (hover, generated docs) and a justification of why its
+rule is sound, with a reference.  The checker, the interpreter, the language server and
+`docs/primitives.md` all read `REGISTRY`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Optional, Protocol
+
+from ..checking.ir import IR, ILambda
+from ..checking.sens import Coef, Dist
+from ..checking.types import Type
+from ..diagnostics import Span
+
+
+class _NoConst:
+    def __repr__(self) -> str:
+        return "NOCONST"
+
+
+NOCONST: Any = _NoConst()  # "value not known at check time"
+
+
+@dataclass
+class Arg:
+    """What the checker knows about one argument of a primitive call."""
+
+    type: Type
+    dist: Dist
+    const: Any
+    span: Span
+    ir: IR
+    fn: Any = None  # a check-time function value, for higher-order primitives
+    parts: Optional[list[Dist]] = None  # per-component distances of a tuple or partition
+
+    @property
+    def is_const(self) -> bool:
+        return self.const is not NOCONST
+
+
+@dataclass
+class Result:
+    type: Type
+    dist: Dist
+    const: Any = NOCONST
+    info: dict = field(default_factory=dict)
+    ir_args: Optional[list[IR]] = None  # replaces the argument IR (e.g. functions -> code)
+    parts: Optional[list[Dist]] = None  # per-component distances (splits, partitions)
+
+
+@dataclass
+class Instantiated:
+    """A function argument checked at a given parameter type."""
+
+    cod: Type
+    param_coefs: list[Coef]  # sensitivity in each parameter
+    captured: Dist           # distance of what the function captured from its context
+    code: ILambda
+
+
+class RuleContext(Protocol):
+    def fail(self, code: str, message: str, span: Span | None, *notes: str) -> Exception: ...
+    def c_max(self, a: Coef, b: Coef) -> Coef: ...
+    def d_max(self, a: Dist, b: Dist) -> Dist: ...
+    def instantiate(self, arg: Arg, param_types: list[Type], span: Span) -> Instantiated: ...
+    def sensitivity(self, dist: Dist, span: Span) -> Fraction: ...
+    def split(self, parent: Dist, labels: list[str]) -> list[str]: ...
+    def record_mechanism(self, name: str, span: Span, sensitivity: Fraction, epsilon: Fraction,
+                         scale: Fraction, cost: Dist, extra: dict | None = None) -> None: ...
+
+
+Rule = Callable[[RuleContext, list[Arg], Span], Result]
+
+
+@dataclass
+class Primitive:
+    name: str
+    params: tuple[str, ...]
+    signature: str
+    doc: str
+    justification: str
+    rule: Rule
+    run: Optional[Callable[..., Any]] = None
+    category: str = "other"
+    is_mechanism: bool = False
+    # Can the runtime apply it to whole columns (vectorised row functions)?
+    vectorised: bool = False
+    fold: Optional[Callable[..., Any]] = None  # evaluate on check-time constants
+
+    @property
+    def arity(self) -> int:
+        return len(self.params)
+
+
+REGISTRY: dict[str, Primitive] = {}
+
+# Source operators and the primitives that implement them.
+OPERATORS: dict[str, str] = {
+    "+": "add", "-": "sub", "*": "mul", "/": "div",
+    "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge",
+    "&&": "and", "||": "or", "!": "not", "neg": "neg",
+}
+
+
+def primitive(name: str, params: tuple[str, ...], signature: str, doc: str, justification: str, *,
+              category: str, run: Optional[Callable[..., Any]] = None, is_mechanism: bool = False,
+              vectorised: bool = False, fold: Optional[Callable[..., Any]] = None) -> Callable[[Rule], Rule]:
+    """Decorator declaring a primitive; the decorated function is its typing rule."""
+
+    def register(rule: Rule) -> Rule:
+        if name in REGISTRY:
+            raise ValueError(f"primitive {name} declared twice")
+        REGISTRY[name] = Primitive(name, params, signature, doc, justification, rule, run, category,
+                                   is_mechanism, vectorised, fold)
+        return rule
+
+    return register
+
+
+def lookup(name: str) -> Optional[Primitive]:
+    _load()
+    return REGISTRY.get(name)
+
+
+def all_primitives() -> dict[str, Primitive]:
+    _load()
+    return REGISTRY
+
+
+_loaded = False
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from . import arith, bags, mechanisms, partitions  # noqa: F401 - registration side effects

@@ -1,0 +1,466 @@
+"""Load private tables and make them conform to their declared schema.
+
+The checker proves privacy bounds from the schema alone (bounds of numbers, sets of categories).
+Those proofs only hold if the data really has that shape, so this module forces it to:
+numbers are clamped into their declared bounds, and missing values or undeclared categories are
+dropped or replaced by a public default.  Each input row yields at most one output row, so two
+tables at distance d stay within distance d (see docs/data.md for the argument).
+
+No message raised here depends on private data beyond "this column has at least one value that
+cannot be parsed": never a row number, a cell value or a count.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import math
+import numbers
+import re
+import warnings
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from fuzzpy.checking.types import MISSING_POLICIES, Bool, Cat, Column, Num, Schema, Str
+from fuzzpy.diagnostics import Diagnostic, FuzzError, error
+
+CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data", ".test")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+# Compared after stripping whitespace and lower-casing.
+MISSING_MARKERS = frozenset({"", "?", "na", "nan", "null"})
+TRUE_WORDS = frozenset({"true", "1", "yes"})
+FALSE_WORDS = frozenset({"false", "0", "no"})
+# Integers read through float64 are exact only up to this magnitude.
+MAX_EXACT_INT = 2**53
+
+_SNIFF_BYTES = 64 * 1024
+_SNIFF_LINES = 50
+_DELIMITERS = (",", ";", "\t")
+# Signatures of common binary formats that must never be parsed as text.
+_BINARY_MAGIC = (b"PAR1", b"\x1f\x8b", b"PK\x03\x04", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd",
+                 b"SQLite format 3", b"\x89HDF", b"ARROW1", b"Obj\x01")
+_FIX_NOTE = ("this is a statement about the file, not a privacy release: fix the file "
+             "before running; no budget has been spent")
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A column checked against the schema rules, ready to conform data."""
+
+    column: Column
+    lo: float | None  # effective float bounds, inside the declared ones
+    hi: float | None
+    default: object  # normalised default (float, bool, str or category code), or None
+
+
+# ---- public API -----------------------------------------------------------------------------
+
+
+def load_table(path: str | Path, schema: Schema, *, table: str | None = None) -> pd.DataFrame:
+    """Read a CSV or Parquet file and return it conformed to `schema`.
+
+    The result has exactly the schema's columns, in order, with dtypes float64 / int64 / bool /
+    str / category (declared categories, declared order) and a fresh RangeIndex.
+    """
+    name = table or schema.name
+    plans = _plan_schema(schema, name)  # schema errors come before any data is read
+    path = Path(path)
+    kind, head = _file_kind(path, name)
+    if kind == "parquet":
+        raw = _read_parquet(path, schema, name)
+    else:
+        raw = _read_csv(path, head, schema, name)
+    return _conform(raw, plans, name)
+
+
+def load_tables(spec: dict[str, Path], schemas: dict[str, Schema]) -> dict[str, pd.DataFrame]:
+    """Load every declared private table; all tables must be given and none extra."""
+    known = ", ".join(schemas) or "(none)"
+    diags = [Diagnostic("E0507", f"data given for unknown table '{t}'; declared tables: {known}")
+             for t in spec if t not in schemas]
+    diags += [Diagnostic("E0506", f"no data file given for table '{t}'")
+              for t in schemas if t not in spec]
+    if diags:
+        raise FuzzError(diags)
+    return {t: load_table(spec[t], schemas[t], table=t) for t in schemas}
+
+
+# ---- schema rules (checked before any data is touched) --------------------------------------
+
+
+def _plan_schema(schema: Schema, table: str) -> list[_Plan]:
+    if not schema.columns:
+        raise error("E0505", f"table '{table}' declares no columns")
+    names = [c.name for c in schema.columns]
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        raise error("E0505", f"table '{table}' declares column(s) more than once: {', '.join(dups)}")
+    return [_plan_column(c, table) for c in schema.columns]
+
+
+def _plan_column(col: Column, table: str) -> _Plan:
+    where = f"column '{col.name}' of table '{table}'"
+    if col.on_invalid not in MISSING_POLICIES:
+        raise error("E0505", f"{where} has on_invalid='{col.on_invalid}'; "
+                             f"expected one of: {', '.join(MISSING_POLICIES)}")
+    t = col.type
+    lo = hi = None
+    if isinstance(t, Num):
+        lo, hi = _float_bounds(t, where)
+    elif isinstance(t, Cat):
+        if not all(isinstance(v, str) for v in t.values) or len(set(t.values)) != len(t.values):
+            raise error("E0505", f"{where}: categories must be distinct strings")
+        if any(v != v.strip() for v in t.values):
+            # Cells are stripped, so such a category could never match: every row would go.
+            raise error("E0505", f"{where}: categories cannot start or end with whitespace")
+    elif not isinstance(t, (Bool, Str)):
+        raise error("E0505", f"{where} has type {t}; table columns must be numbers, booleans, "
+                             "strings or categories")
+    default = None
+    if col.on_invalid == "default":
+        default = _normalise_default(col, lo, hi, where)
+    return _Plan(col, lo, hi, default)
+
+
+def _float_bounds(t: Num, where: str) -> tuple[float | None, float | None]:
+    """Float bounds that lie inside the declared (exact) bounds, so clamped values satisfy them."""
+    lo, hi = _exact_bound(t.lo, where), _exact_bound(t.hi, where)
+    if t.integer:
+        lo = None if lo is None else Fraction(math.ceil(lo))
+        hi = None if hi is None else Fraction(math.floor(hi))
+    if lo is not None and hi is not None and lo > hi:
+        raise error("E0505", f"{where} has type {t}, which contains no value")
+    return (None if lo is None else _float_inside(lo, up=True),
+            None if hi is None else _float_inside(hi, up=False))
+
+
+def _exact_bound(b: object, where: str) -> Fraction | None:
+    if b is None or (isinstance(b, float) and math.isinf(b)):
+        return None
+    try:
+        return Fraction(b)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise error("E0505", f"{where} has a bound that is not a number") from None
+
+
+def _float_inside(q: Fraction, *, up: bool) -> float:
+    """The float nearest to q on the inner side (rounding could otherwise leave the bounds)."""
+    try:
+        f = float(q)
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
+    if up and Fraction(f) < q:
+        f = math.nextafter(f, math.inf)
+    elif not up and Fraction(f) > q:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def _normalise_default(col: Column, lo: float | None, hi: float | None, where: str) -> object:
+    t, d = col.type, col.default
+    bad = error("E0505", f"{where} has on_invalid='default' but its default {d!r} "
+                         f"is not a value of type {t}")
+    if d is None:
+        raise error("E0505", f"{where} has on_invalid='default' but no default value")
+    if isinstance(t, Num):
+        return _num_default(t, d, lo, hi, bad)
+    if isinstance(t, Bool):
+        if isinstance(d, (bool, np.bool_)):
+            return bool(d)
+        if isinstance(d, str) and d.strip().lower() in TRUE_WORDS | FALSE_WORDS:
+            return d.strip().lower() in TRUE_WORDS
+        raise bad
+    if isinstance(t, Str):
+        if isinstance(d, str):
+            return d
+        raise bad
+    assert isinstance(t, Cat)
+    if isinstance(d, str) and d in t.values:
+        return t.values.index(d)  # stored as a category code
+    raise bad
+
+
+def _num_default(t: Num, d: object, lo: float | None, hi: float | None, bad: FuzzError) -> float:
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (numbers.Real, str)):
+        raise bad
+    try:
+        q = Fraction(d.strip() if isinstance(d, str) else d)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        raise bad from None  # not a number, or inf / nan
+    if t.integer and q.denominator != 1:
+        raise bad
+    x = float(np.clip(float(q), -math.inf if lo is None else lo, math.inf if hi is None else hi))
+    if t.integer and abs(x) > MAX_EXACT_INT:
+        raise bad
+    return x
+
+
+# ---- reading files --------------------------------------------------------------------------
+
+
+def _file_kind(path: Path, table: str) -> tuple[str, bytes]:
+    """Decide CSV or Parquet from the extension and the first bytes; both must agree."""
+    where = f"data file '{path}' for table '{table}'"
+    if not path.exists():
+        raise error("E0501", f"{where} does not exist")
+    if not path.is_file():
+        raise error("E0502", f"{where} is a directory or not a regular file")
+    suffix = path.suffix.lower()
+    if suffix not in CSV_SUFFIXES + PARQUET_SUFFIXES:
+        raise error("E0502", f"{where} has an unsupported extension '{suffix}'; supported: "
+                             f"{', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)}")
+    try:
+        with path.open("rb") as f:
+            head = f.read(_SNIFF_BYTES)
+    except OSError:
+        raise error("E0502", f"{where} cannot be read") from None
+    if suffix in PARQUET_SUFFIXES:
+        if head and not head.startswith(b"PAR1"):
+            raise error("E0502", f"{where} is named like a Parquet file but is not one")
+        return "parquet", head
+    if head.startswith(b"PAR1"):
+        raise error("E0502", f"{where} is a Parquet file named like a text file",
+                    None, "rename it to end in .parquet")
+    if head.startswith(_BINARY_MAGIC) or b"\x00" in head or not _is_utf8(head):
+        raise error("E0502", f"{where} is not a UTF-8 text file",
+                    None, "compressed and binary files are not supported; "
+                          "give a plain CSV or a Parquet file")
+    return "csv", head
+
+
+def _is_utf8(head: bytes) -> bool:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        decoder.decode(head, final=len(head) < _SNIFF_BYTES)  # a cut character may end the sample
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _read_csv(path: Path, head: bytes, schema: Schema, table: str) -> pd.DataFrame:
+    text = head.decode("utf-8-sig", errors="ignore")
+    skip, delimiter = _csv_layout(text, truncated=len(head) >= _SNIFF_BYTES,
+                                  prefer_tab=path.suffix.lower() == ".tsv")
+    try:
+        with warnings.catch_warnings():  # a parser warning could quote a line of the file
+            warnings.simplefilter("ignore")
+            body = pd.read_csv(path, sep=delimiter, header=None, dtype=str, keep_default_na=False,
+                               na_filter=False, skiprows=skip, skip_blank_lines=True,
+                               encoding="utf-8", engine="c")
+    except pd.errors.EmptyDataError:
+        return _empty_raw(schema)
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError):
+        # pandas' own message names line numbers: never pass it on.
+        raise error("E0502", f"data file '{path}' for table '{table}' is not well-formed "
+                             "delimited text (bad quoting, invalid UTF-8, or rows with more "
+                             "fields than the first row)", None, _FIX_NOTE) from None
+    return _select_columns(body, schema, table, path)
+
+
+def _csv_layout(text: str, *, truncated: bool, prefer_tab: bool) -> tuple[int, str]:
+    """Leading lines to skip (blank, or UCI-style '|' comments) and the delimiter to use."""
+    lines = re.split(r"\r\n|\n|\r", text)
+    if truncated:
+        lines = lines[:-1]  # the last line of the sample may be cut
+    skip = 0
+    while skip < len(lines) and (not lines[skip].strip() or lines[skip].startswith("|")):
+        skip += 1
+    sample = [ln for ln in lines[skip:skip + _SNIFF_LINES] if ln.strip()]
+    order = ("\t", ",", ";") if prefer_tab else _DELIMITERS
+
+    def score(d: str) -> tuple[bool, int]:
+        counts = [len(r) for r in csv.reader(sample, delimiter=d)] or [1]
+        return counts[0] > 1 and len(set(counts)) == 1, counts[0]
+
+    return skip, max(order, key=score)  # ties go to the earlier delimiter in `order`
+
+
+def _select_columns(body: pd.DataFrame, schema: Schema, table: str, path: Path) -> pd.DataFrame:
+    """Match declared columns by header name, or by position when there is no header."""
+    names = [c.name for c in schema.columns]
+    if body.empty:
+        return _empty_raw(schema)
+    first = [str(v).strip() for v in body.iloc[0].tolist()]
+    if set(names) <= set(first):
+        dups = [n for n in names if first.count(n) > 1]
+        if dups:
+            raise error("E0505", f"the header of data file '{path}' names column(s) "
+                                 f"{', '.join(dups)} more than once")
+        data = body.iloc[1:, [first.index(n) for n in names]]
+    elif _looks_like_header(first, names):
+        missing = ", ".join(f"'{n}'" for n in names if n not in first)
+        raise error("E0503", f"column(s) {missing} of table '{table}' not found in the header "
+                             f"of data file '{path}'; columns in the file: {', '.join(first)}")
+    elif len(first) == len(names):
+        data = body
+    else:
+        raise error("E0505", f"data file '{path}' has {len(first)} fields per row and no header "
+                             f"naming the columns of table '{table}', which declares "
+                             f"{len(names)} columns",
+                    None, "give a header row with the column names, or exactly one field "
+                          "per declared column, in declared order")
+    data = data.set_axis(names, axis=1)
+    return data.reset_index(drop=True)
+
+
+def _looks_like_header(first: list[str], names: list[str]) -> bool:
+    """A row naming some declared columns, with no numbers or blanks, is an incomplete header.
+
+    The strict test keeps a data row that happens to contain a column name from being
+    printed as a list of column names.
+    """
+    if not set(first) & set(names) or len(set(first)) != len(first):
+        return False
+    if any(f.lower() in MISSING_MARKERS for f in first):
+        return False
+    return not pd.to_numeric(pd.Series(first, dtype=object), errors="coerce").notna().any()
+
+
+def _read_parquet(path: Path, schema: Schema, table: str) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = [c.name for c in schema.columns]
+    unreadable = error("E0502", f"data file '{path}' for table '{table}' is not a readable "
+                                "Parquet file")
+    try:
+        in_file = list(pq.read_schema(path).names)
+    except (pa.ArrowException, OSError, ValueError):
+        raise unreadable from None
+    missing = [n for n in names if n not in in_file]
+    if missing:
+        raise error("E0503", f"column(s) {', '.join(repr(n) for n in missing)} of table "
+                             f"'{table}' not found in data file '{path}'; columns in the file: "
+                             f"{', '.join(in_file)}")
+    dups = [n for n in names if in_file.count(n) > 1]
+    if dups:
+        raise error("E0505", f"data file '{path}' has column(s) {', '.join(dups)} more than once")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            data = pd.read_parquet(path, columns=names, engine="pyarrow")
+    except (pa.ArrowException, OSError, ValueError):
+        raise unreadable from None
+    return data[names].reset_index(drop=True)
+
+
+def _empty_raw(schema: Schema) -> pd.DataFrame:
+    return pd.DataFrame({c.name: pd.Series([], dtype=object) for c in schema.columns})
+
+
+# ---- conformance ----------------------------------------------------------------------------
+
+
+def _conform(raw: pd.DataFrame, plans: list[_Plan], table: str) -> pd.DataFrame:
+    """Parse every column, then drop or fill its invalid cells by the column's policy."""
+    drop = np.zeros(len(raw), dtype=bool)
+    parsed = []
+    for plan in plans:
+        values, invalid = _parser(plan.column.type)(raw[plan.column.name], plan, table)
+        if plan.column.on_invalid == "drop":
+            drop |= invalid
+        else:
+            values = np.where(invalid, plan.default, values)  # type: ignore[call-overload]
+        parsed.append(values)
+    keep = ~drop
+    n = int(keep.sum())
+    cols = {p.column.name: _finish(v[keep], p.column.type) for p, v in zip(plans, parsed)}
+    return pd.DataFrame(cols, index=pd.RangeIndex(n))
+
+
+def _finish(values: np.ndarray, t: object) -> pd.Series | pd.Categorical:
+    if isinstance(t, Num):
+        return pd.Series(values.astype(np.int64 if t.integer else np.float64))
+    if isinstance(t, Bool):
+        return pd.Series(values.astype(bool))
+    if isinstance(t, Str):
+        return pd.Series(values.astype(object), dtype="str")
+    assert isinstance(t, Cat)
+    return pd.Categorical.from_codes(values.astype(np.int64), categories=pd.Index(list(t.values)))
+
+
+def _text(raw: pd.Series) -> tuple[pd.Series, np.ndarray]:
+    """Stripped text of a column and its missing mask (nulls and missing markers)."""
+    null = raw.isna().to_numpy()
+    if isinstance(raw.dtype, pd.StringDtype):
+        text = raw.fillna("").str.strip()
+    else:
+        text = raw.astype(object).where(~null, "").astype(str).str.strip()
+    missing = null | text.str.lower().isin(MISSING_MARKERS).to_numpy()
+    return text, missing
+
+
+def _unparsable(plan: _Plan, table: str, what: str) -> FuzzError:
+    return error("E0504", f"column '{plan.column.name}' of table '{table}' has values that "
+                          f"are not {what}", None, _FIX_NOTE)
+
+
+def _parse_num(raw: pd.Series, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
+    t = plan.column.type
+    assert isinstance(t, Num)
+    if pd.api.types.is_numeric_dtype(raw.dtype) and not pd.api.types.is_bool_dtype(raw.dtype):
+        x = raw.to_numpy(dtype=np.float64, na_value=np.nan)
+        missing = np.isnan(x)
+    else:
+        text, missing = _text(raw)
+        x = np.full(len(raw), np.nan)
+        ok = ~missing
+        parsed = np.asarray(pd.to_numeric(text.to_numpy(object)[ok], errors="coerce"),
+                            dtype=np.float64)
+        if np.isnan(parsed).any():
+            raise _unparsable(plan, table, "numbers")
+        x[ok] = parsed
+    # An infinity with no bound on its side has no value to be clamped to: treat it as missing.
+    missing = missing | (np.isposinf(x) & (plan.hi is None)) | (np.isneginf(x) & (plan.lo is None))
+    finite = np.isfinite(x)
+    if t.integer and (x[finite] != np.floor(x[finite])).any():
+        raise _unparsable(plan, table, "integers")
+    x = np.clip(x, -np.inf if plan.lo is None else plan.lo, np.inf if plan.hi is None else plan.hi)
+    if t.integer and (np.abs(x[~missing]) > MAX_EXACT_INT).any():
+        raise _unparsable(plan, table, "integers between -2^53 and 2^53")
+    return x, missing
+
+
+def _parse_bool(raw: pd.Series, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
+    if raw.dtype == np.bool_:
+        return raw.to_numpy(dtype=bool), np.zeros(len(raw), dtype=bool)
+    text, missing = _text(raw)
+    low = text.str.lower()
+    is_true = low.isin(TRUE_WORDS).to_numpy()
+    if (~(is_true | low.isin(FALSE_WORDS).to_numpy() | missing)).any():
+        raise _unparsable(plan, table, "booleans (true/false, 1/0, yes/no)")
+    return is_true, missing
+
+
+def _parse_str(raw: pd.Series, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
+    text, missing = _text(raw)
+    return text.to_numpy(dtype=object), missing
+
+
+def _parse_cat(raw: pd.Series, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
+    """Category codes; a declared value wins over a missing marker ("NA" may be a real key)."""
+    t = plan.column.type
+    assert isinstance(t, Cat)
+    null = raw.isna().to_numpy()
+    text, _ = _text(raw)
+    codes = pd.Index(list(t.values), dtype=object).get_indexer(text.to_numpy(dtype=object))
+    codes[null] = -1
+    return codes, codes < 0
+
+
+_Parser = Callable[[pd.Series, _Plan, str], tuple[np.ndarray, np.ndarray]]
+
+
+def _parser(t: object) -> _Parser:
+    """Each parser returns (values, invalid mask); it raises E0504 on text it cannot read."""
+    parsers: tuple[tuple[type, _Parser], ...] = (
+        (Num, _parse_num), (Bool, _parse_bool), (Str, _parse_str), (Cat, _parse_cat))
+    for cls, parse in parsers:
+        if isinstance(t, cls):
+            return parse
+    raise AssertionError("column types are checked by _plan_column")  # pragma: no cover

@@ -1,0 +1,409 @@
+"""The privacy-budget ledger: a SQLite file recording every epsilon spent on every dataset.
+
+Soundness rules this module keeps (see docs/ledger.md):
+- A charge is committed to disk *before* `charge` returns, so the caller can only release values
+  after the budget is booked; a process killed afterwards keeps its charge.
+- Check-and-charge is one `BEGIN IMMEDIATE` transaction, which takes SQLite's write lock before
+  reading the total, so concurrent processes are serialised and can never overspend a cap.
+- Amounts are `Fraction`s stored as exact strings ("3/10"); sums and comparisons are exact.
+- Finishing a run never refunds: a failed run may already have released something.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from fractions import Fraction
+from pathlib import Path
+from typing import Iterator
+
+from fuzzpy.diagnostics import error
+
+ENV_VAR = "FUZZPY_LEDGER"
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 30.0  # how long a run waits for another process's charge before giving up
+FINISH_STATUSES = ("released", "failed")
+_CHUNK = 1 << 20
+_SHORT_HEX = 12
+_MAX_DECIMALS = 20  # beyond this many decimals a fraction is easier to read
+
+_CAPS_COLUMNS = ("dataset", "cap", "label", "set_at")
+_CHARGES_COLUMNS = ("id", "dataset", "label", "program_hash", "epsilon", "status",
+                    "started_at", "finished_at")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS caps (
+    dataset TEXT PRIMARY KEY,
+    cap     TEXT NOT NULL,
+    label   TEXT,
+    set_at  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS charges (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    dataset      TEXT NOT NULL,
+    label        TEXT NOT NULL,
+    program_hash TEXT NOT NULL,
+    epsilon      TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    started_at   TEXT NOT NULL,
+    finished_at  TEXT
+);
+CREATE INDEX IF NOT EXISTS charges_by_dataset ON charges (dataset);
+"""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One recorded run. `epsilon` counts against the cap whatever the status."""
+
+    id: int
+    dataset: str
+    label: str
+    program_hash: str
+    epsilon: Fraction
+    status: str  # "charged" (unfinished or killed), "released" or "failed"
+    started_at: str
+    finished_at: str | None
+
+
+# ---------------------------------------------------------------------------------------------
+# Identities, hashes and exact numbers
+
+
+def default_ledger_path() -> Path:
+    """$FUZZPY_LEDGER if set, else ~/.fuzzpy/ledger.sqlite (creating ~/.fuzzpy)."""
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        return Path(env).expanduser()
+    try:
+        folder = Path.home() / ".fuzzpy"
+        folder.mkdir(parents=True, exist_ok=True)
+    except (OSError, RuntimeError) as exc:
+        raise error("E0602", f"cannot create the default ledger folder ~/.fuzzpy ({_why(exc)}); "
+                             f"set {ENV_VAR} or pass --ledger") from None
+    return folder / "ledger.sqlite"
+
+
+def dataset_identity(path: Path) -> str:
+    """"sha256:<hex>" of the file's bytes: a renamed copy is the same dataset, an edit is not."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                digest.update(chunk)
+    except FileNotFoundError:
+        raise error("E0501", f"data file not found: {path}") from None
+    except OSError as exc:
+        raise error("E0502", f"cannot read data file {path} ({_why(exc)})") from None
+    return "sha256:" + digest.hexdigest()
+
+
+def program_hash(source: str, params: dict[str, str] | None = None) -> str:
+    """"sha256:<hex>" of the program text; with public params, of the text plus the sorted params.
+
+    Without params this equals `sha256sum` of the UTF-8 source, so a curator can match a file.
+    """
+    digest = hashlib.sha256(source.encode("utf-8"))
+    if params:
+        canonical = json.dumps(params, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        digest.update(b"\n\0fuzzpy-params\0" + canonical.encode("utf-8"))
+    return "sha256:" + digest.hexdigest()
+
+
+def short_id(identity: str) -> str:
+    """"sha256:3f2a9c81d04e" — enough to tell datasets apart on screen, never the whole hash."""
+    algo, sep, hexpart = identity.partition(":")
+    if not sep:
+        return identity[:_SHORT_HEX]
+    return f"{algo}:{hexpart[:_SHORT_HEX]}"
+
+
+def parse_amount(text: str, what: str = "cap") -> Fraction:
+    """Parse "2.0", "0.3", "1/3" or "1e-3" exactly; reject negatives, nan, inf -> E0605."""
+    try:
+        value = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        raise error("E0605", f"invalid {what} {text!r}: expected a number such as 1.0, 0.25 "
+                             "or 1/3") from None
+    return _check_amount(value, what)
+
+
+def format_exact(value: Fraction) -> str:
+    """Exact decimal when the value has one ("0.3", "2.0"), else a fraction ("1/3")."""
+    value = Fraction(value)
+    den = value.denominator
+    twos = fives = 0
+    while den % 2 == 0:
+        den //= 2
+        twos += 1
+    while den % 5 == 0:
+        den //= 5
+        fives += 1
+    places = max(twos, fives)
+    if den != 1 or places > _MAX_DECIMALS:
+        return f"{value.numerator}/{value.denominator}"
+    sign = "-" if value < 0 else ""
+    scaled = abs(value.numerator) * 10**places // value.denominator
+    digits = str(scaled).rjust(places + 1, "0")
+    if places == 0:
+        return f"{sign}{digits}.0"
+    return f"{sign}{digits[:-places]}.{digits[-places:]}"
+
+
+def _check_amount(value: object, what: str) -> Fraction:
+    # Floats are refused: Fraction(0.1) is slightly above 0.1, the unsafe side for a cap.
+    if isinstance(value, bool) or not isinstance(value, (int, Fraction)):
+        raise error("E0605", f"invalid {what}: give an exact number (Fraction, int or a string "
+                             f"such as '0.3'), not {type(value).__name__}")
+    value = Fraction(value)
+    if value < 0:
+        raise error("E0605", f"invalid {what} {format_exact(value)}: it must not be negative")
+    return value
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _why(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# The ledger
+
+
+class Ledger:
+    """A ledger file. One instance per process: do not share it across fork()."""
+
+    def __init__(self, path: Path, create: bool = True) -> None:
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise error("E0602", f"no ledger at {self.path}")
+        if self.path.is_dir():
+            raise error("E0602", f"the ledger path {self.path} is a folder, not a file")
+        if not self.path.parent.is_dir():
+            # Not created silently: a typo in --ledger would otherwise start a ledger without caps.
+            raise error("E0602", f"cannot create the ledger {self.path}: "
+                                 f"folder {self.path.parent} does not exist")
+        try:
+            self._db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S,
+                                       isolation_level=None)
+        except sqlite3.Error as exc:
+            raise self._unavailable(exc) from None
+        try:
+            self._prepare()
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _prepare(self) -> None:
+        with self._guard():
+            # WAL lets `show` read while a run writes; FULL sync keeps a commit through power loss.
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                with self._write():
+                    # Statement by statement: executescript() would COMMIT our transaction.
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            self._db.execute(statement)
+                    self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            elif version > SCHEMA_VERSION:
+                raise error("E0602", f"the ledger {self.path} was written by a newer fuzzpy "
+                                     f"(schema {version}); upgrade fuzzpy to use it")
+            self._check_columns("caps", _CAPS_COLUMNS)
+            self._check_columns("charges", _CHARGES_COLUMNS)
+
+    def _check_columns(self, table: str, expected: tuple[str, ...]) -> None:
+        rows = self._db.execute(f"PRAGMA table_info({table})").fetchall()
+        if tuple(r[1] for r in rows) != expected:
+            raise error("E0602", f"{self.path} is not a fuzzpy ledger (table {table!r} is "
+                                 "missing or has other columns)")
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turn any SQLite failure (corrupt file, disk full, lock timeout) into E0602."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._unavailable(exc) from None
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One atomic write: BEGIN IMMEDIATE takes the write lock before anything is read."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self._db.execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:  # SQLite may already have rolled back (disk full)
+                self._db.execute("ROLLBACK")
+            raise
+
+    def _unavailable(self, exc: sqlite3.Error):
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return error("E0602", f"the ledger {self.path} stayed busy for {BUSY_TIMEOUT_S:g} s "
+                                  "(another run holds it); try again")
+        return error("E0602", f"cannot use the ledger {self.path}: {text}")
+
+    # -- caps ---------------------------------------------------------------------------------
+
+    def set_cap(self, dataset: str, cap: Fraction, label: str | None = None) -> None:
+        """Set (or replace) the total epsilon allowed on `dataset`. A None label keeps the old one."""
+        cap = _check_amount(cap, "cap")
+        _check_dataset(dataset)
+        with self._guard(), self._write():
+            self._db.execute(
+                "INSERT INTO caps (dataset, cap, label, set_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(dataset) DO UPDATE SET cap = excluded.cap, "
+                "label = COALESCE(excluded.label, caps.label), set_at = excluded.set_at",
+                (dataset, str(cap), label, _now()))
+
+    def cap(self, dataset: str) -> Fraction | None:
+        with self._guard():
+            return self._cap(dataset)
+
+    def cap_label(self, dataset: str) -> str | None:
+        with self._guard():
+            row = self._db.execute("SELECT label FROM caps WHERE dataset = ?",
+                                   (dataset,)).fetchone()
+        return row[0] if row else None
+
+    def spent(self, dataset: str) -> Fraction:
+        """Exact sum of every charge, finished or not: a killed run may have released values."""
+        with self._guard():
+            return self._spent(dataset)
+
+    def remaining(self, dataset: str) -> Fraction | None:
+        """cap - spent, never below 0 (a cap can be lowered under what was spent); None: no cap."""
+        with self._guard():
+            cap = self._cap(dataset)
+            if cap is None:
+                return None
+            return max(cap - self._spent(dataset), Fraction(0))
+
+    def _cap(self, dataset: str) -> Fraction | None:
+        row = self._db.execute("SELECT cap FROM caps WHERE dataset = ?", (dataset,)).fetchone()
+        return None if row is None else self._stored_amount(row[0])
+
+    def _spent(self, dataset: str) -> Fraction:
+        rows = self._db.execute("SELECT epsilon FROM charges WHERE dataset = ?", (dataset,))
+        return sum((self._stored_amount(r[0]) for r in rows), Fraction(0))
+
+    def _stored_amount(self, text: object) -> Fraction:
+        try:
+            value = Fraction(str(text))
+        except (ValueError, ZeroDivisionError):
+            value = Fraction(-1)
+        if value < 0:
+            raise error("E0602", f"the ledger {self.path} is corrupted (bad amount {text!r})")
+        return value
+
+    # -- charges ------------------------------------------------------------------------------
+
+    def charge(self, dataset: str, epsilon: Fraction, program_hash: str, label: str = "") -> int:
+        """Book `epsilon` on `dataset` before anything is released; returns the charge id.
+
+        Raises E0601 if spent + epsilon would exceed the cap. The row is committed when this
+        returns, so it survives the process being killed at any later point.
+        """
+        epsilon = _check_amount(epsilon, "epsilon")
+        _check_dataset(dataset)
+        with self._guard(), self._write():
+            cap = self._cap(dataset)
+            if cap is not None:
+                spent = self._spent(dataset)
+                if spent + epsilon > cap:
+                    raise _over_cap(dataset, epsilon, cap, spent)
+            cursor = self._db.execute(
+                "INSERT INTO charges (dataset, label, program_hash, epsilon, status, started_at) "
+                "VALUES (?, ?, ?, ?, 'charged', ?)",
+                (dataset, label, program_hash, str(epsilon), _now()))
+            return int(cursor.lastrowid)
+
+    def finish(self, charge_id: int, status: str = "released") -> None:
+        """Mark a run finished. Never refunds: a failed run may have released something."""
+        if status not in FINISH_STATUSES:
+            raise error("E0605", f"invalid run status {status!r}: expected one of "
+                                 f"{', '.join(FINISH_STATUSES)}")
+        with self._guard(), self._write():
+            row = self._db.execute("SELECT status FROM charges WHERE id = ?",
+                                   (charge_id,)).fetchone()
+            if row is None:
+                raise error("E0605", f"no charge with id {charge_id} in the ledger")
+            if row[0] != "charged":
+                raise error("E0605", f"charge {charge_id} is already finished ({row[0]})")
+            self._db.execute("UPDATE charges SET status = ?, finished_at = ? WHERE id = ?",
+                             (status, _now(), charge_id))
+
+    @contextmanager
+    def charged_run(self, dataset: str, epsilon: Fraction, program_hash: str,
+                    label: str = "") -> Iterator[int]:
+        """Charge, run the body, then finish as "released", or "failed" if the body raised."""
+        charge_id = self.charge(dataset, epsilon, program_hash, label)
+        try:
+            yield charge_id
+        except BaseException:
+            self.finish(charge_id, "failed")
+            raise
+        self.finish(charge_id, "released")
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def entries(self, dataset: str | None = None) -> list[Entry]:
+        """All runs, oldest first; only those on `dataset` if given."""
+        query = f"SELECT {', '.join(_CHARGES_COLUMNS)} FROM charges"
+        args: tuple = ()
+        if dataset is not None:
+            query += " WHERE dataset = ?"
+            args = (dataset,)
+        with self._guard():
+            rows = self._db.execute(query + " ORDER BY id", args).fetchall()
+        return [Entry(r[0], r[1], r[2], r[3], self._stored_amount(r[4]), r[5], r[6], r[7])
+                for r in rows]
+
+    def datasets(self) -> list[str]:
+        """Every dataset with a charge (by first charge), then those with only a cap."""
+        with self._guard():
+            charged = [r[0] for r in self._db.execute(
+                "SELECT dataset FROM charges GROUP BY dataset ORDER BY MIN(id)")]
+            capped = [r[0] for r in self._db.execute("SELECT dataset FROM caps ORDER BY set_at")]
+        seen = set(charged)
+        return charged + [d for d in capped if d not in seen]
+
+
+def open_ledger(path: Path | None = None, create: bool = True) -> Ledger:
+    """The ledger at `path`, or at the default location when `path` is None."""
+    return Ledger(default_ledger_path() if path is None else Path(path).expanduser(), create)
+
+
+def _check_dataset(dataset: str) -> None:
+    if not isinstance(dataset, str) or not dataset.strip():
+        raise error("E0605", "invalid dataset identity: it must be a non-empty string")
+
+
+def _over_cap(dataset: str, epsilon: Fraction, cap: Fraction, spent: Fraction):
+    left = max(cap - spent, Fraction(0))
+    return error("E0601", f"this run needs epsilon {format_exact(epsilon)} but only "
+                          f"{format_exact(left)} of the cap {format_exact(cap)} remains for "
+                          f"dataset {short_id(dataset)}…",
+                 None, "the cap is set with `fuzzpy ledger set-cap`; "
+                       "`fuzzpy ledger show` lists what was spent")

@@ -1,0 +1,199 @@
+"""Randomness and exact samplers (Canonne, Kamath, Steinke 2020, "CKS20").
+
+Every sampler draws only uniform integers from a `RandomSource` and computes with Python
+integers, so each distribution is exactly the stated one: no floating point touches the
+sampling path of a release. The one exception, `sample_discrete_laplace_batch`, is a
+float-based numpy sampler for auditing and simulation; no release may use it.
+
+Parameters are exact rationals (`int` or `fractions.Fraction`). Floats are refused: a float
+such as 0.7 is not the number the caller meant, and the difference would silently change the
+privacy guarantee.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import random
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = [
+    "RandomSource",
+    "exact_rational",
+    "sample_bernoulli_exp",
+    "sample_geometric_exp",
+    "sample_discrete_laplace",
+    "sample_discrete_laplace_batch",
+]
+
+
+class RandomSource:
+    """The single source of randomness for every sampler: uniform random integers.
+
+    `RandomSource()` reads the operating system's CSPRNG (`random.SystemRandom`, i.e.
+    os.urandom). `RandomSource.seeded(seed)` is a deterministic Mersenne Twister for tests and
+    demos ONLY: anyone who knows or guesses the seed can subtract the noise, so a seeded run
+    gives no privacy at all.
+    """
+
+    __slots__ = ("_gen", "_seed")
+
+    def __init__(self) -> None:
+        self._gen: random.Random = random.SystemRandom()
+        self._seed: int | None = None
+
+    @classmethod
+    def seeded(cls, seed: int) -> RandomSource:
+        """A deterministic source, for reproducible tests and demos only (no privacy)."""
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise TypeError("a seed must be an integer")
+        src = cls.__new__(cls)
+        src._gen = random.Random(int(seed))
+        src._seed = int(seed)
+        return src
+
+    @property
+    def is_seeded(self) -> bool:
+        """True for a deterministic test source; False for the secure default."""
+        return self._seed is not None
+
+    def randbits(self, k: int) -> int:
+        """A uniform integer in [0, 2**k)."""
+        if k < 0:
+            raise ValueError("randbits needs k >= 0")
+        return self._gen.getrandbits(k)
+
+    def randbelow(self, n: int) -> int:
+        """A uniform integer in [0, n), by rejection on (n-1).bit_length() bits (exact)."""
+        if n <= 0:
+            raise ValueError("randbelow needs n > 0")
+        getbits = self._gen.getrandbits
+        k = (n - 1).bit_length()
+        r = getbits(k)
+        while r >= n:
+            r = getbits(k)
+        return r
+
+    def numpy_generator(self) -> np.random.Generator:
+        """A numpy Generator for bulk (auditing, simulation) sampling, seeded with 128 bits
+        drawn from this source: reproducible for a seeded source, unpredictable otherwise.
+        PCG64 is not a cryptographic generator, which is why releases never use it."""
+        return np.random.default_rng(self.randbits(128))
+
+    def __repr__(self) -> str:
+        if self.is_seeded:
+            return f"RandomSource.seeded({self._seed}) [TESTING ONLY: no privacy]"
+        return "RandomSource(os secure generator)"
+
+
+def exact_rational(x: object, name: str) -> Fraction:
+    """`x` as an exact Fraction; ints and Fractions only (floats are refused, see module doc)."""
+    if isinstance(x, bool):
+        raise TypeError(f"{name} must be an int or a Fraction, not a bool")
+    if isinstance(x, numbers.Rational):
+        return Fraction(x.numerator, x.denominator)
+    if isinstance(x, numbers.Real) and not math.isfinite(float(x)):
+        raise ValueError(f"{name} must be finite")
+    raise TypeError(f"{name} must be an int or a fractions.Fraction (exact), got {type(x).__name__}")
+
+
+# --- integer cores: probabilities are num/den with Python ints -----------------------------
+
+def _bernoulli_exp_unit(num: int, den: int, rng: RandomSource) -> bool:
+    """Bernoulli(exp(-num/den)) for 0 <= num/den <= 1 (CKS20, Algorithm 1).
+
+    Draw A_k ~ Bernoulli(gamma/k) for k = 1, 2, ... until one fails; the index K of the
+    failure is odd with probability exactly sum_j (-gamma)^j / j! = exp(-gamma)."""
+    k = 1
+    while rng.randbelow(den * k) < num:
+        k += 1
+    return k % 2 == 1
+
+
+def _bernoulli_exp(num: int, den: int, rng: RandomSource) -> bool:
+    """Bernoulli(exp(-num/den)) for num/den >= 0: exp(-g) = exp(-1)^floor(g) * exp(-frac(g)),
+    a product of independent coins; stop at the first failure (expected < 2 coins)."""
+    whole, rem = divmod(num, den)
+    for _ in range(whole):
+        if not _bernoulli_exp_unit(1, 1, rng):
+            return False
+    return _bernoulli_exp_unit(rem, den, rng)
+
+
+def _geometric_exp(num: int, den: int, rng: RandomSource) -> int:
+    """k >= 0 with P(k) = (1 - e^-g) e^(-g k), g = num/den > 0 (CKS20, inside Algorithm 2).
+
+    X with P(X = x) proportional to exp(-x/den) is U + den*V, U uniform on [0, den) accepted
+    with probability exp(-U/den) and V ~ Geometric(1 - e^-1); then X // num has
+    P(k) proportional to exp(-k num/den)."""
+    while True:
+        u = rng.randbelow(den)
+        if not _bernoulli_exp_unit(u, den, rng):
+            continue
+        v = 0
+        while _bernoulli_exp_unit(1, 1, rng):
+            v += 1
+        return (u + den * v) // num
+
+
+def _discrete_laplace(num: int, den: int, rng: RandomSource) -> int:
+    """z with P(z) proportional to exp(-|z| / (num/den)) (CKS20, Algorithm 2).
+
+    A fair sign on a geometric magnitude counts 0 twice, so (sign -, 0) is rejected."""
+    while True:
+        y = _geometric_exp(den, num, rng)
+        negative = rng.randbits(1) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+# --- public samplers ------------------------------------------------------------------------
+
+def sample_bernoulli_exp(gamma: Fraction, rng: RandomSource) -> bool:
+    """True with probability exactly exp(-gamma), for rational gamma >= 0."""
+    g = exact_rational(gamma, "gamma")
+    if g < 0:
+        raise ValueError("gamma must be >= 0")
+    return _bernoulli_exp(g.numerator, g.denominator, rng)
+
+
+def sample_geometric_exp(gamma: Fraction, rng: RandomSource) -> int:
+    """k in {0, 1, ...} with probability exactly (1 - exp(-gamma)) * exp(-gamma * k), gamma > 0."""
+    g = exact_rational(gamma, "gamma")
+    if g <= 0:
+        raise ValueError("gamma must be > 0")
+    return _geometric_exp(g.numerator, g.denominator, rng)
+
+
+def sample_discrete_laplace(scale: Fraction, rng: RandomSource) -> int:
+    """An integer z with P(z) = (1-q)/(1+q) * q^|z|, q = exp(-1/scale), exactly; scale > 0."""
+    s = exact_rational(scale, "scale")
+    if s <= 0:
+        raise ValueError("scale must be > 0")
+    return _discrete_laplace(s.numerator, s.denominator, rng)
+
+
+# Beyond this the int64 differences of numpy geometrics could overflow.
+_BATCH_MAX_SCALE = Fraction(2) ** 50
+
+
+def sample_discrete_laplace_batch(scale: Fraction, n: int, rng: RandomSource) -> np.ndarray:
+    """AUDITING / SIMULATION ONLY: n draws of the discrete Laplace, as int64.
+
+    The difference of two independent Geometric(p) variables, p = 1 - exp(-1/scale), has
+    P(z) proportional to exp(-|z|/scale): the same law as `sample_discrete_laplace` except that
+    p is a float and numpy's geometric sampler uses floating point. That is fine for estimating
+    a mechanism's behaviour in bulk and NOT fine for releasing anything (Mironov 2012)."""
+    s = exact_rational(scale, "scale")
+    if s <= 0:
+        raise ValueError("scale must be > 0")
+    if s > _BATCH_MAX_SCALE:
+        raise ValueError("scale too large for the batch sampler")
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        raise ValueError("n must be a non-negative integer")
+    gen = rng.numpy_generator()
+    p = -math.expm1(-1.0 / float(s))  # expm1 keeps p accurate when the scale is large
+    return gen.geometric(p, size=int(n)) - gen.geometric(p, size=int(n))

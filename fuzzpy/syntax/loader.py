@@ -1,0 +1,90 @@
+"""Read a program and the library files it imports (`import "stdlib/stats.fz"`).
+
+An import path is looked up next to the importing file, then in the project's `stdlib/`
+folder (also when given as `stdlib/NAME.fz`).  Each file is parsed once; cycles are an error.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..diagnostics import Diagnostic, Span
+from . import ast as A
+from .parser import parse_module
+
+STDLIB = Path(os.environ.get("FUZZPY_STDLIB", Path(__file__).resolve().parents[2] / "stdlib"))
+
+
+def read_source(path: Path) -> tuple[str | None, Diagnostic | None]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, Diagnostic("E0104", f"cannot read {path}: no such file", None)
+    except OSError as exc:
+        return None, Diagnostic("E0104", f"cannot read {path}: {exc.strerror or 'unreadable'}", None)
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return None, Diagnostic("E0104", f"{path} is not UTF-8 text (is it a binary file?)",
+                                Span.point(str(path), 1, 1))
+
+
+def resolve_import(path: str, importer: str) -> Path | None:
+    base = Path(importer).parent if importer and not importer.startswith("<") else Path.cwd()
+    candidates = [base / path, STDLIB / path]
+    if path.startswith("stdlib/"):
+        candidates.append(STDLIB / path[len("stdlib/"):])
+    for c in candidates:
+        if c.is_file():
+            return c.resolve()
+    return None
+
+
+def load_program(source: str, file: str, overlays: dict[str, str] | None = None
+                 ) -> tuple[list[A.Module], list[Diagnostic], dict[str, str]]:
+    """Parse `source` (named `file`) and, transitively, its imports.
+
+    `overlays` maps file paths to unsaved editor text.  Returns the modules (the main file
+    last), the diagnostics, and the texts of all files read (for rendering carets)."""
+    modules: list[A.Module] = []
+    diags: list[Diagnostic] = []
+    texts: dict[str, str] = {}
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(text: str, name: str) -> None:
+        visiting.append(name)
+        texts[name] = text
+        module, errs = parse_module(text, name)
+        diags.extend(errs)
+        for decl in module.decls:
+            if isinstance(decl, A.Import):
+                _load_import(decl, name)
+        modules.append(module)
+        visiting.pop()
+        done.add(name)
+
+    def _load_import(decl: A.Import, importer: str) -> None:
+        target = resolve_import(decl.path, importer)
+        if target is None:
+            diags.append(Diagnostic("E0105", f"cannot find the library file \"{decl.path}\"", decl.span,
+                                    [f"looked next to {importer} and in {STDLIB}"]))
+            return
+        key = str(target)
+        if key in visiting:
+            diags.append(Diagnostic("E0106", f"import cycle: {decl.path} imports this file again", decl.span))
+            return
+        if key in done:
+            return
+        text = (overlays or {}).get(key)
+        if text is None:
+            text, err = read_source(target)
+            if err is not None:
+                err.span = decl.span
+                diags.append(err)
+                return
+        visit(text, key)
+
+    visit(source, file)
+    return modules, diags, texts

@@ -1,0 +1,472 @@
+"""Parse fuzzpy source straight into the AST (lark LALR with a transformer, cached grammar).
+
+Files are split into declaration chunks (a line starting with `function`, `schema`, `param` or
+`import` starts a new one) and each chunk is parsed on its own: a syntax error is reported and
+parsing resumes at the next declaration, so one file yields all its independent errors, and the
+language server can re-parse only the chunks an edit touched (`parse_chunk` is memoised).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from ..diagnostics import Diagnostic, FuzzError, Span
+from . import ast as A
+
+GRAMMAR = Path(__file__).with_name("grammar.lark")
+MAX_SOURCE_BYTES = 5_000_000
+MAX_LITERAL_DIGITS = 400
+_DECL_START = re.compile(r"^(function|schema|param|import)\b", re.M)
+
+
+_PARSE_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=None)
+def _lark() -> Lark:
+    """The one parser; `cache=True` stores the LALR tables on disk between runs."""
+    return Lark(GRAMMAR.read_text(), parser="lalr", lexer="contextual", propagate_positions=True,
+                transformer=_BUILDER, cache=True, maybe_placeholders=False, keep_all_tokens=True)
+
+
+def _tok_span(file: str, tok: Token) -> Span:
+    return Span(file, tok.line, tok.column, tok.end_line or tok.line, tok.end_column or tok.column + 1)
+
+
+def _number(tok: Token, file: str) -> Fraction:
+    text = str(tok)
+    if len(text) > MAX_LITERAL_DIGITS:
+        raise FuzzError(Diagnostic("E0103", f"numeric literal too long ({len(text)} characters)",
+                                   _tok_span(file, tok)))
+    mantissa, _, exp = text.lower().partition("e")
+    if exp and abs(int(exp)) > 308:
+        raise FuzzError(Diagnostic("E0103", f"numeric literal {text} is out of range", _tok_span(file, tok)))
+    return Fraction(text)
+
+
+def _unescape(tok: Token) -> str:
+    body = str(tok)[1:-1]
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
+
+
+class _Builder(Transformer):
+    """Builds AST nodes bottom-up during parsing; callbacks are named after grammar aliases."""
+
+    def __init__(self) -> None:
+        super().__init__(visit_tokens=False)
+        self.file = "<input>"  # set before each parse, under _PARSE_LOCK
+
+    # ---- declarations
+    def start(self, sp, decls):
+        return list(decls)
+
+    def import_decl(self, sp, c):
+        return A.Import(sp, _unescape(c[0]))
+
+    def param_decl(self, sp, c):
+        return A.ParamDecl(sp, str(c[0]), c[1], c[2] if len(c) > 2 else None,
+                           name_span=_tok_span(self.file, c[0]))
+
+    def schema_decl(self, sp, c):
+        return A.SchemaDecl(sp, str(c[0]), list(c[1:]), name_span=_tok_span(self.file, c[0]))
+
+    def column(self, sp, c):
+        policy, default = ("drop", None)
+        if len(c) > 2:
+            policy, default = c[2]
+        return A.ColumnDecl(sp, str(c[0]), c[1], policy, default)
+
+    def policy_drop(self, sp, c):
+        return ("drop", None)
+
+    def policy_default(self, sp, c):
+        return ("default", c[0])
+
+    def fun_decl(self, sp, c):
+        name, rest = c[0], list(c[1:])
+        body = rest.pop()
+        ret = rest.pop() if rest and isinstance(rest[-1], tuple) and rest[-1][0] == "ret" else None
+        return A.FunDecl(sp, str(name), rest, ret[1] if ret else None, body,
+                         name_span=_tok_span(self.file, name))
+
+    def ret_type(self, sp, c):
+        return ("ret", c[0])
+
+    def typed_param(self, sp, c):
+        sens = c[1] if len(c) == 3 else None
+        return A.Param(sp, str(c[0]), c[-1], sens)
+
+    def untyped_param(self, sp, c):
+        return A.Param(sp, str(c[0]), None, None)
+
+    def sens_ann(self, sp, c):
+        return c[0]
+
+    def sens(self, sp, c):
+        return _number(c[0], self.file)
+
+    def sens_inf(self, sp, c):
+        return float("inf")
+
+    # ---- types
+    def num_type(self, sp, c):
+        lo, hi = c[0] if c else (None, None)
+        return A.TNum(sp, lo, hi, False, bool(c))
+
+    def int_type(self, sp, c):
+        lo, hi = c[0] if c else (None, None)
+        return A.TNum(sp, lo, hi, True, bool(c))
+
+    def bounds(self, sp, c):
+        return (c[0], c[1])
+
+    def signed(self, sp, c):
+        return _number(c[0], self.file)
+
+    def neg_number(self, sp, c):
+        return -_number(c[0], self.file)
+
+    def pos_inf(self, sp, c):
+        return None
+
+    def neg_inf(self, sp, c):
+        return None
+
+    def bool_type(self, sp, c):
+        return A.TSimple(sp, "bool")
+
+    def string_type(self, sp, c):
+        return A.TSimple(sp, "string")
+
+    def unit_type(self, sp, c):
+        return A.TSimple(sp, "unit")
+
+    def cat_type(self, sp, c):
+        return A.TCat(sp, [_unescape(t) for t in c])
+
+    def record_type(self, sp, c):
+        return A.TRecord(sp, list(c))
+
+    def field_type(self, sp, c):
+        return (str(c[0]), c[1])
+
+    def atom_type(self, sp, c):
+        return c[0]
+
+    def tensor_type(self, sp, c):
+        return A.TProduct(sp, "tensor", list(c))
+
+    def with_type(self, sp, c):
+        return A.TProduct(sp, "with", list(c))
+
+    def sum_type(self, sp, c):
+        return A.TSum(sp, c[0], c[1])
+
+    def bag_type(self, sp, c):
+        return A.TWrap(sp, "bag", c[0])
+
+    def fuzzy_type(self, sp, c):
+        return A.TWrap(sp, "fuzzy", c[0])
+
+    def list_type(self, sp, c):
+        return A.TWrap(sp, "list", c[0])
+
+    def fun_lin(self, sp, c):
+        return A.TFun(sp, c[0], Fraction(1), c[1])
+
+    def fun_sens(self, sp, c):
+        return A.TFun(sp, c[0], c[1], c[2])
+
+    def fun_inf(self, sp, c):
+        return A.TFun(sp, c[0], float("inf"), c[1])
+
+    def named_type(self, sp, c):
+        return A.TName(sp, str(c[0]))
+
+    def tyvar(self, sp, c):
+        return A.TVarExpr(sp, str(c[0])[1:])
+
+    # ---- patterns
+    def pat_var(self, sp, c):
+        return A.PVar(sp, str(c[0]))
+
+    def pat_wild(self, sp, c):
+        return A.PWild(sp)
+
+    def pat_tensor(self, sp, c):
+        return A.PProduct(sp, "tensor", list(c))
+
+    def pat_with(self, sp, c):
+        return A.PProduct(sp, "with", list(c))
+
+    # ---- expressions
+    def let_expr(self, sp, c):
+        return A.Let(sp, c[0], c[1], c[2])
+
+    def sample_expr(self, sp, c):
+        return A.Sample(sp, c[0], c[1], c[2])
+
+    def if_expr(self, sp, c):
+        return A.If(sp, c[0], c[1], c[2])
+
+    def lambda_expr(self, sp, c):
+        return A.Lambda(sp, list(c[:-1]), c[-1])
+
+    def return_expr(self, sp, c):
+        return A.Return(sp, c[0])
+
+    def case_expr(self, sp, c):
+        return A.Case(sp, c[0], list(c[1:]))
+
+    def arm_inl(self, sp, c):
+        return A.CaseArm(sp, "inl", [c[0]], c[1])
+
+    def arm_inr(self, sp, c):
+        return A.CaseArm(sp, "inr", [c[0]], c[1])
+
+    def arm_nil(self, sp, c):
+        return A.CaseArm(sp, "nil", [], c[0])
+
+    def arm_cons(self, sp, c):
+        return A.CaseArm(sp, "cons", [c[0], c[1]], c[2])
+
+    def _bin(op):  # noqa: N805 - helper building a callback
+        def build(self, sp, c):
+            return A.BinOp(sp, op, c[0], c[1])
+        return build
+
+    or_op, and_op = _bin("||"), _bin("&&")
+    add_op, sub_op, mul_op, div_op = _bin("+"), _bin("-"), _bin("*"), _bin("/")
+
+    def cmp_op(self, sp, c):
+        return A.BinOp(sp, str(c[1]), c[0], c[2])
+
+    def not_op(self, sp, c):
+        return A.UnOp(sp, "!", c[0])
+
+    def neg_op(self, sp, c):
+        return A.UnOp(sp, "-", c[0])
+
+    def cons_op(self, sp, c):
+        return A.Cons(sp, c[0], c[1])
+
+    def apply(self, sp, c):
+        return A.Apply(sp, c[0], c[1])
+
+    def inl_expr(self, sp, c):
+        return A.Inject(sp, "inl", c[0])
+
+    def inr_expr(self, sp, c):
+        return A.Inject(sp, "inr", c[0])
+
+    def field_access(self, sp, c):
+        return A.Field(sp, c[0], str(c[1]), name_span=_tok_span(self.file, c[1]))
+
+    def projection(self, sp, c):
+        return A.Proj(sp, c[0], int(str(c[1])))
+
+    def number(self, sp, c):
+        text = str(c[0])
+        value = _number(c[0], self.file)
+        return A.Lit(sp, value, integer=not any(ch in text for ch in ".eE"))
+
+    def neg_number_lit(self, sp, c):
+        text = str(c[0])
+        return A.Lit(sp, -_number(c[0], self.file), integer=not any(ch in text for ch in ".eE"))
+
+    def string(self, sp, c):
+        return A.Lit(sp, _unescape(c[0]))
+
+    def true(self, sp, c):
+        return A.Lit(sp, True)
+
+    def false(self, sp, c):
+        return A.Lit(sp, False)
+
+    def unit(self, sp, c):
+        return A.Lit(sp, None)
+
+    def var(self, sp, c):
+        return A.Var(sp, str(c[0]))
+
+    def paren(self, sp, c):
+        return c[0]
+
+    def ascribe(self, sp, c):
+        return A.Ascribe(sp, c[0], c[1])
+
+    def tensor(self, sp, c):
+        return A.Tuple(sp, "tensor", list(c))
+
+    def with_pair(self, sp, c):
+        return A.Tuple(sp, "with", list(c))
+
+    def list_lit(self, sp, c):
+        return A.ListLit(sp, list(c))
+
+    def record(self, sp, c):
+        return A.RecordLit(sp, list(c))
+
+    def field_init(self, sp, c):
+        return (str(c[0]), c[1])
+
+
+# lark's in-parser transformer cannot receive positions (meta), so the parser keeps all tokens and
+# each callback computes its span from its first and last child, then drops keyword tokens.
+_KEPT_TOKENS = {"NAME", "NUMBER", "STRING", "INT", "CMP_OP", "TYVAR"}
+
+
+def _edge_span(items, file: str, last: bool):
+    for item in (reversed(items) if last else items):
+        if isinstance(item, Token):
+            return _tok_span(file, item)
+        span = getattr(item, "span", None)
+        if span is not None:
+            return span
+        if isinstance(item, (list, tuple)) and item:
+            found = _edge_span(item, file, last)
+            if found is not None:
+                return found
+    return None
+
+
+def _with_span(fn):
+    def callback(self, children):
+        first, last = _edge_span(children, self.file, False), _edge_span(children, self.file, True)
+        if first is None:
+            first = last = Span.point(self.file, 1, 1)
+        span = Span(self.file, first.line, first.col, last.end_line, last.end_col)
+        kept = [c for c in children if not (isinstance(c, Token) and c.type not in _KEPT_TOKENS)]
+        return fn(self, span, kept)
+    return callback
+
+
+for _name, _fn in list(vars(_Builder).items()):
+    if callable(_fn) and not _name.startswith("_"):
+        setattr(_Builder, _name, _with_span(_fn))
+
+_BUILDER = _Builder()
+
+
+def split_chunks(source: str) -> list[tuple[int, str]]:
+    """Split a file at declaration starts; returns (first line number, text) pairs."""
+    starts = [m.start() for m in _DECL_START.finditer(source)]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    chunks = []
+    for i, begin in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else len(source)
+        chunks.append((source.count("\n", 0, begin) + 1, source[begin:end]))
+    return chunks
+
+
+@lru_cache(maxsize=4096)
+def parse_chunk(file: str, first_line: int, text: str) -> tuple[tuple[A.Decl, ...], tuple[Diagnostic, ...]]:
+    """Parse one declaration chunk; positions are made file-absolute by padding with newlines."""
+    padded = "\n" * (first_line - 1) + text
+    try:
+        with _PARSE_LOCK:
+            _BUILDER.file = file
+            decls = _lark().parse(padded)
+        return tuple(decls), ()
+    except FuzzError as e:
+        return (), tuple(e.diagnostics)
+    except VisitError as e:
+        if isinstance(e.orig_exc, FuzzError):
+            return (), tuple(e.orig_exc.diagnostics)
+        raise
+    except UnexpectedInput as e:
+        return (), (_syntax_diagnostic(file, e, padded),)
+    except RecursionError:
+        span = Span.point(file, first_line, 1)
+        return (), (Diagnostic("E0107", "expression nested too deeply to parse", span),)
+
+
+def _syntax_diagnostic(file: str, e: UnexpectedInput, text: str) -> Diagnostic:
+    line, col = getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1
+    if isinstance(e, UnexpectedEOF) or (isinstance(e, UnexpectedToken) and e.token.type == "$END"):
+        last = text.rstrip().splitlines() or [""]
+        line = len(last)
+        col = len(last[-1]) + 1
+        return Diagnostic("E0102", "unexpected end of input: the declaration is not finished",
+                          Span.point(file, line, col), [_expected(e)] if _expected(e) else [])
+    if isinstance(e, UnexpectedCharacters):
+        char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else "?"
+        shown = char if char.isprintable() else repr(char)
+        return Diagnostic("E0101", f"unexpected character {shown!r}", Span.point(file, line, col))
+    tok = e.token  # type: ignore[attr-defined]
+    width = max(1, len(str(tok)))
+    span = Span(file, line, col, line, col + width)
+    note = _expected(e)
+    return Diagnostic("E0101", f"unexpected {_describe(tok)}", span, [note] if note else [])
+
+
+_PRETTY = {"NAME": "a name", "NUMBER": "a number", "STRING": "a string", "INT": "an integer",
+           "TYVAR": "a type variable", "CMP_OP": "a comparison"}
+
+
+def _describe(tok: Token) -> str:
+    text = str(tok)
+    if len(text) > 20:
+        text = text[:20] + "..."
+    return f"{_PRETTY.get(tok.type, 'token')} '{text}'" if tok.type in _PRETTY else f"'{text}'"
+
+
+def _expected(e: UnexpectedInput) -> str:
+    exp = getattr(e, "expected", None) or getattr(e, "allowed", None)
+    if not exp:
+        return ""
+    names = []
+    for name in sorted(exp):
+        pretty = _PRETTY.get(name)
+        if pretty is None:
+            try:
+                pretty = "'" + _lark().get_terminal(name).pattern.value + "'"
+            except Exception:  # noqa: BLE001 - a name we cannot pretty-print is shown raw
+                pretty = name
+        names.append(pretty)
+    if len(names) > 8:
+        names = names[:8] + ["..."]
+    return "expected " + ", ".join(names)
+
+
+def parse_module(source: str, file: str = "<input>") -> tuple[A.Module, list[Diagnostic]]:
+    """Parse a whole file, collecting one diagnostic per failed declaration chunk."""
+    if len(source) > MAX_SOURCE_BYTES:
+        return A.Module(file, [], source), [Diagnostic("E0104", "source file too large", Span.point(file, 1, 1))]
+    if "\x00" in source:
+        line = source.count("\n", 0, source.index("\x00")) + 1
+        return A.Module(file, [], source), [Diagnostic("E0101", "unexpected NUL byte (is this a binary file?)",
+                                                       Span.point(file, line, 1))]
+    decls: list[A.Decl] = []
+    diags: list[Diagnostic] = []
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 20000))
+    try:
+        for first_line, text in split_chunks(source):
+            if not text.strip():
+                continue
+            d, errs = parse_chunk(file, first_line, text)
+            decls.extend(d)
+            diags.extend(errs)
+    finally:
+        sys.setrecursionlimit(old_limit)
+    return A.Module(file, decls, source), diags
+
+
+def parse_expr(text: str, file: str = "<expr>") -> A.Expr:
+    """Parse a single expression (used for `--param name=expr` values and tests)."""
+    module, diags = parse_module(f"param __value : num = {text};", file)
+    if diags:
+        raise FuzzError(diags)
+    decl = module.decls[0]
+    assert isinstance(decl, A.ParamDecl) and decl.default is not None
+    return decl.default
