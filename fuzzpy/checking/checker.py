@@ -29,8 +29,8 @@ from ..syntax import ast as A
 from . import ir as I
 from .sens import (INF, ONE, ZERO, Coef, ConstraintStore, Dist, NonLinear, d_add, d_inf, d_scale,
                    d_substitute, fmt_coef, is_const, substitute)
-from .types import (BOOL, STRING, UNIT, Bool, Fun, Fuzzy, ListT, Num, Parts, Record, SumT, Tensor, TVar, Type,
-                    With, is_subtype, join_types)
+from .types import (BOOL, STRING, UNIT, Bool, Fun, Fuzzy, Hole, ListT, Num, Parts, Record, SumT, Tensor, TVar,
+                    Type, With, is_subtype, join_types)
 from .typeexpr import TypeResolver, match_type
 from .values import Closure, Env, FnT, FnValue, Opaque, Partial, TopFn, Val, fn_params
 
@@ -111,9 +111,9 @@ class Checker:
             out = d_add(out, self._scale(m, parent, None))
         return out
 
-    def _scale(self, k: Coef, d: Dist, span: Optional[Span]) -> Dist:
+    def _scale(self, k: Coef, d: Dist, span: Optional[Span], apply: bool = False) -> Dist:
         try:
-            return d_scale(k, d)
+            return apply_scale(k, d) if apply else d_scale(k, d)
         except NonLinear:
             raise self.fail("E0304", "cannot infer this sensitivity: it is a product of two unknown "
                             "sensitivities", span, "annotate the recursive function's parameters, e.g. (x :[2] num)")
@@ -133,11 +133,15 @@ class Checker:
         """The proven sensitivity of a mechanism's argument: the largest distance it can move
         when any one input moves by one, after eliminating split parts."""
         flat = self.eliminate(dist)
+        finite = {s: c for s, c in flat.items() if c != INF}
+        if flat and not finite:
+            sym = next(iter(flat))
+            raise self.fail("E0305", f"the argument of this mechanism has unbounded sensitivity in "
+                            f"{self.describe(sym)}", span, *self._why_infinite())
         best = ZERO
-        for sym, c in flat.items():
-            if c == INF:
-                raise self.fail("E0305", f"the argument of this mechanism has unbounded sensitivity in "
-                                f"{self.describe(sym)}", span, *self._why_infinite())
+        # Inputs it depends on infinitely are charged infinity by the cost (eps/S) * distance,
+        # so they must be public at every use; the noise is calibrated on the others.
+        for sym, c in finite.items():
             if not is_const(c):
                 raise self.fail("E0304", "the sensitivity of this mechanism's argument depends on the "
                                 "sensitivity of a recursive function that is not solved yet", span,
@@ -261,7 +265,7 @@ class Checker:
             return self.expr(e.then if cond.const else e.other, env)
         then, other = self.expr(e.then, env), self.expr(e.other, env)
         t = self.join(then, other, e.span)
-        dist = d_add(d_inf(cond.dist), self.d_max(then.dist, other.dist))
+        dist = d_add(_branch_choice(cond.dist), self.d_max(then.dist, other.dist))
         return Val(t, dist, I.IIf(cond.ir, then.ir, other.ir, span=e.span), fn=self._join_fn(then, other))
 
     def join(self, a: Val, b: Val, span: Span) -> Type:
@@ -322,7 +326,7 @@ class Checker:
             results.append((pat, self.expr(arms[side].body, env.extend(bindings))))
         (lp, lv), (rp, rv) = results
         rtype = self.join(lv, rv, e.span)
-        dist = d_add(d_inf(scrut.dist), self.d_max(lv.dist, rv.dist))
+        dist = d_add(_branch_choice(scrut.dist), self.d_max(lv.dist, rv.dist))
         return Val(rtype, dist, I.ICase(scrut.ir, "sum", (lp, lv.ir), (rp, rv.ir), span=e.span))
 
     def _case_list(self, e: A.Case, scrut: Val, env: Env) -> Val:
@@ -346,7 +350,7 @@ class Checker:
         tb, tp = self.bind_pattern(cons.patterns[1], Val(scrut.type, {ts: ONE}, I.IVar("_")))
         consv = self.expr(cons.body, env.extend({**hb, **tb}))
         rtype = self.join(nil, consv, e.span)
-        dist = d_add(d_inf(scrut.dist), self.d_max(nil.dist, consv.dist))
+        dist = d_add(_branch_choice(scrut.dist), self.d_max(nil.dist, consv.dist))
         return Val(rtype, dist, I.ICase(scrut.ir, "list", (None, nil.ir), ((hp, tp), consv.ir), span=e.span))
 
     def const_val(self, value: Any, t: Type) -> Val:
@@ -361,7 +365,7 @@ class Checker:
     def x_Inject(self, e: A.Inject, env: Env) -> Val:
         v = self.expr(e.value, env)
         # The other side is unconstrained; `unit` is a placeholder that joins with anything via annotations.
-        t = SumT(v.type, _Hole()) if e.side == "inl" else SumT(_Hole(), v.type)
+        t = SumT(v.type, Hole()) if e.side == "inl" else SumT(Hole(), v.type)
         const = (e.side, v.const) if v.is_const else NOCONST
         return Val(t, v.dist, I.IInject(e.side, v.ir, span=e.span), const)
 
@@ -424,7 +428,7 @@ class Checker:
             elem = v.type if elem is None else join_types(elem, v.type)
             if elem is None:
                 raise self.fail("E0202", "list elements have different types", v.ir.span or e.span)
-        t = ListT(elem if elem is not None else _Hole())
+        t = ListT(elem if elem is not None else Hole())
         const = tuple(v.const for v in vals) if all(v.is_const for v in vals) else NOCONST
         return Val(t, d_add(*[v.dist for v in vals]), I.IList([v.ir for v in vals], span=e.span), const)
 
@@ -432,7 +436,7 @@ class Checker:
         h, tl = self.expr(e.head, env), self.expr(e.tail, env)
         if not isinstance(tl.type, ListT):
             raise self.fail("E0202", f":: needs a list on its right, but this is {tl.type}", e.tail.span)
-        elem = h.type if isinstance(tl.type.elem, _Hole) else join_types(h.type, tl.type.elem)
+        elem = h.type if isinstance(tl.type.elem, Hole) else join_types(h.type, tl.type.elem)
         if elem is None:
             raise self.fail("E0202", f"cannot put {h.type} into a list of {tl.type.elem}", e.head.span)
         const = (h.const,) + tuple(tl.const) if h.is_const and tl.is_const else NOCONST
@@ -518,7 +522,7 @@ class Checker:
     def _apply_opaque(self, f: Val, fn: Opaque, arg: Val, span: Span) -> Val:
         t = fn.type
         arg = self.coerce(arg, t.dom, span)
-        dist = d_add(self._scale(t.sens, arg.dist, span), f.dist)
+        dist = d_add(self._scale(t.sens, arg.dist, span, apply=True), f.dist)
         return Val(t.cod, dist, I.IApply(f.ir, [arg.ir], span=span))
 
     def _apply_full(self, f: Val, fn: FnValue, args: list[Val], span: Span) -> Val:
@@ -532,7 +536,7 @@ class Checker:
         summary = self.summary(fn, args, span)
         dist = dict(summary.captured)
         for coef, a in zip(summary.coefs, args):
-            dist = d_add(dist, self._scale(coef, a.dist, span))
+            dist = d_add(dist, self._scale(coef, a.dist, span, apply=True))
         if summary.instance is not None:
             node: I.IR = I.ICall(summary.instance, [a.ir for a in args], span=span)
         else:
@@ -711,17 +715,19 @@ class Checker:
         self.pending_checks = []
 
 
-class _Hole(Type):
-    """The unknown half of an injection or the element type of an empty list."""
+def _branch_choice(scrutinee: Dist) -> Dist:
+    """Which branch runs can change only where the scrutinee can move infinitely far: bools,
+    sums and lists of different shapes are infinitely apart, so a finite move keeps the branch.
+    Anything a private comparison decided is infinite, and so is what it controls."""
+    return {s: INF for s, c in scrutinee.items() if c == INF}
 
-    def __eq__(self, other) -> bool:
-        return isinstance(other, _Hole)
 
-    def __hash__(self) -> int:
-        return 7
-
-    def __str__(self) -> str:
-        return "_"
+def apply_scale(coef: Coef, arg: Dist) -> Dist:
+    """coef * distance for a function application, with 0 * inf = inf: a 0-sensitive function
+    may still tell apart arguments that are infinitely far apart (a branch on a bool)."""
+    if coef == 0:
+        return {s: INF for s, c in arg.items() if c == INF}
+    return d_scale(coef, arg)
 
 
 def _spine(e: A.Apply) -> tuple[A.Expr, list[A.Expr]]:

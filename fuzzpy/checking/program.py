@@ -59,6 +59,7 @@ class CheckReport:
     timings: dict[str, float] = field(default_factory=dict)
     lp_solves: int = 0
     pragma_budget: Optional[Fraction] = None
+    budget: Optional[Fraction] = None  # the effective budget, set by the interface
 
     @property
     def ok(self) -> bool:

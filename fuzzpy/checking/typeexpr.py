@@ -49,6 +49,9 @@ class TypeResolver:
         inner = self.resolve(t.inner)
         return {"bag": Bag, "fuzzy": Fuzzy, "list": ListT}[t.kind](inner)
 
+    def t_TParts(self, t: A.TParts) -> Type:
+        return Parts(tuple(t.keys), self.resolve(t.elem))
+
     def t_TFun(self, t: A.TFun) -> Type:
         sens = t.sens if t.sens == float("inf") else Fraction(t.sens)
         return Fun(self.resolve(t.dom), sens, self.resolve(t.cod))

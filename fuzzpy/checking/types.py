@@ -211,6 +211,14 @@ class TVar(Type):
         return f"'{self.name}"
 
 
+@dataclass(frozen=True)
+class Hole(Type):
+    """The unknown half of an injection, or the element type of an empty list: fits anything."""
+
+    def __str__(self) -> str:
+        return "_"
+
+
 def _paren(t: Type) -> str:
     s = str(t)
     return f"({s})" if " " in s and not isinstance(t, (Record, Tensor, With, Cat)) else s
@@ -261,8 +269,10 @@ class Schema:
 
 def join_types(a: Type, b: Type) -> Type | None:
     """Least common type of two branches (bounds widen), or None if incompatible."""
-    if a == b:
+    if a == b or isinstance(b, Hole):
         return a
+    if isinstance(a, Hole):
+        return b
     if isinstance(a, Num) and isinstance(b, Num):
         lo = None if a.lo is None or b.lo is None else min(a.lo, b.lo)
         hi = None if a.hi is None or b.hi is None else max(a.hi, b.hi)
@@ -294,7 +304,7 @@ def _inner(t: Type) -> Type:
 
 def is_subtype(a: Type, b: Type) -> bool:
     """a can be used where b is expected (narrower bounds, smaller function sensitivity)."""
-    if a == b:
+    if a == b or isinstance(a, Hole):
         return True
     if isinstance(a, Num) and isinstance(b, Num):
         if b.integer and not a.integer:

@@ -78,6 +78,26 @@ class RuleContext(Protocol):
 Rule = Callable[[RuleContext, list[Arg], Span], Result]
 
 
+class RunContext(Protocol):
+    """What the interpreter hands to primitives declared with `needs_context=True`.
+
+    Calling convention: `run(ctx, *argument_values)`.  Plain primitives are called as
+    `run(*argument_values)` and must work on Python scalars, numpy arrays and pandas Series.
+    Function arguments arrive as runtime closures; call them with `ctx.call(fn, *args)` or
+    vectorise them with `ctx.vectorised(fn)` (column-at-a-time).  Mechanisms return a
+    `Distribution` (an object with `sample(ctx) -> value`); the interpreter samples it at a
+    `sample` binding.  Nothing here may raise on a data-dependent value."""
+
+    info: dict        # what the primitive's typing rule decided (bounds, calibration)
+    span: Any         # source span of the call
+    rng: Any          # fuzzpy.runtime.noise.RandomSource
+
+    def call(self, fn: Any, *args: Any) -> Any: ...
+    def vectorised(self, fn: Any) -> Callable[[Any], Any]: ...
+    def record_release(self, mechanism: str, value: Any, epsilon: Fraction, scale: Fraction,
+                       accuracy: Any, **extra: Any) -> None: ...
+
+
 @dataclass
 class Primitive:
     name: str
@@ -92,6 +112,7 @@ class Primitive:
     # Can the runtime apply it to whole columns (vectorised row functions)?
     vectorised: bool = False
     fold: Optional[Callable[..., Any]] = None  # evaluate on check-time constants
+    needs_context: bool = False  # run(ctx, *args) instead of run(*args); see RunContext
 
     @property
     def arity(self) -> int:
@@ -110,14 +131,15 @@ OPERATORS: dict[str, str] = {
 
 def primitive(name: str, params: tuple[str, ...], signature: str, doc: str, justification: str, *,
               category: str, run: Optional[Callable[..., Any]] = None, is_mechanism: bool = False,
-              vectorised: bool = False, fold: Optional[Callable[..., Any]] = None) -> Callable[[Rule], Rule]:
+              vectorised: bool = False, fold: Optional[Callable[..., Any]] = None,
+              needs_context: bool = False) -> Callable[[Rule], Rule]:
     """Decorator declaring a primitive; the decorated function is its typing rule."""
 
     def register(rule: Rule) -> Rule:
         if name in REGISTRY:
             raise ValueError(f"primitive {name} declared twice")
         REGISTRY[name] = Primitive(name, params, signature, doc, justification, rule, run, category,
-                                   is_mechanism, vectorised, fold)
+                                   is_mechanism, vectorised, fold, needs_context)
         return rule
 
     return register

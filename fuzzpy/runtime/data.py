@@ -21,10 +21,14 @@ import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Union
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
 
 from fuzzpy.checking.types import MISSING_POLICIES, Bool, Cat, Column, Num, Schema, Str
 from fuzzpy.diagnostics import Diagnostic, FuzzError, error
@@ -44,6 +48,7 @@ _DELIMITERS = (",", ";", "\t")
 # Signatures of common binary formats that must never be parsed as text.
 _BINARY_MAGIC = (b"PAR1", b"\x1f\x8b", b"PK\x03\x04", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd",
                  b"SQLite format 3", b"\x89HDF", b"ARROW1", b"Obj\x01")
+_Raw = dict[str, pa.ChunkedArray]  # declared column name -> raw column, all of one length
 _FIX_NOTE = ("this is a statement about the file, not a privacy release: fix the file "
              "before running; no budget has been spent")
 
@@ -242,28 +247,42 @@ def _is_utf8(head: bytes) -> bool:
     return True
 
 
-def _read_csv(path: Path, head: bytes, schema: Schema, table: str) -> pd.DataFrame:
-    text = head.decode("utf-8-sig", errors="ignore")
-    skip, delimiter = _csv_layout(text, truncated=len(head) >= _SNIFF_BYTES,
-                                  prefer_tab=path.suffix.lower() == ".tsv")
+def _read_csv(path: Path, head: bytes, schema: Schema, table: str) -> _Raw:
+    truncated = len(head) >= _SNIFF_BYTES
+    skip, delimiter, width = _csv_layout(head.decode("utf-8-sig", errors="ignore"),
+                                         truncated=truncated,
+                                         prefer_tab=path.suffix.lower() == ".tsv")
+    if width == 0 and not truncated:
+        return _empty_raw(schema)  # nothing but blank lines and comments
+    read = pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip)
+    parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True,
+                              invalid_row_handler=_skip_blank_row)
+    # Every column as exact text: our own rules decide what is missing and what is a number.
+    convert = pcsv.ConvertOptions(column_types={f"f{i}": pa.string() for i in range(width)},
+                                  null_values=[], strings_can_be_null=False,
+                                  quoted_strings_can_be_null=False, check_utf8=True)
     try:
         with warnings.catch_warnings():  # a parser warning could quote a line of the file
             warnings.simplefilter("ignore")
-            body = pd.read_csv(path, sep=delimiter, header=None, dtype=str, keep_default_na=False,
-                               na_filter=False, skiprows=skip, skip_blank_lines=True,
-                               encoding="utf-8", engine="c")
-    except pd.errors.EmptyDataError:
-        return _empty_raw(schema)
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError):
-        # pandas' own message names line numbers: never pass it on.
+            body = pcsv.read_csv(path, read_options=read, parse_options=parse,
+                                 convert_options=convert)
+    except (pa.ArrowException, OSError, ValueError):
+        body = None  # Arrow's own message quotes the offending row: never pass it on.
+    if body is None or not all(pa.types.is_string(t) for t in body.schema.types):
         raise error("E0502", f"data file '{path}' for table '{table}' is not well-formed "
-                             "delimited text (bad quoting, invalid UTF-8, or rows with more "
-                             "fields than the first row)", None, _FIX_NOTE) from None
-    return _select_columns(body, schema, table, path)
+                             "delimited text (bad quoting, invalid UTF-8, or rows with a "
+                             "different number of fields than the first row)", None, _FIX_NOTE)
+    return _select_columns(body.columns, schema, table, path)
 
 
-def _csv_layout(text: str, *, truncated: bool, prefer_tab: bool) -> tuple[int, str]:
-    """Leading lines to skip (blank, or UCI-style '|' comments) and the delimiter to use."""
+def _skip_blank_row(row: object) -> str:
+    """Arrow calls this for rows of the wrong width: whitespace-only lines are skipped."""
+    return "skip" if not getattr(row, "text", "x").strip() else "error"
+
+
+def _csv_layout(text: str, *, truncated: bool, prefer_tab: bool) -> tuple[int, str, int]:
+    """Leading lines to skip (blank, or UCI-style '|' comments), the delimiter, and the number
+    of fields of the first row (0 if the sample has no row)."""
     lines = re.split(r"\r\n|\n|\r", text)
     if truncated:
         lines = lines[:-1]  # the last line of the sample may be cut
@@ -271,41 +290,44 @@ def _csv_layout(text: str, *, truncated: bool, prefer_tab: bool) -> tuple[int, s
     while skip < len(lines) and (not lines[skip].strip() or lines[skip].startswith("|")):
         skip += 1
     sample = [ln for ln in lines[skip:skip + _SNIFF_LINES] if ln.strip()]
+    if not sample:
+        return skip, ",", 0
     order = ("\t", ",", ";") if prefer_tab else _DELIMITERS
 
+    def counts(d: str) -> list[int]:
+        return [len(r) for r in csv.reader(sample, delimiter=d)]
+
     def score(d: str) -> tuple[bool, int]:
-        counts = [len(r) for r in csv.reader(sample, delimiter=d)] or [1]
-        return counts[0] > 1 and len(set(counts)) == 1, counts[0]
+        c = counts(d)
+        return c[0] > 1 and len(set(c)) == 1, c[0]
 
-    return skip, max(order, key=score)  # ties go to the earlier delimiter in `order`
+    best = max(order, key=score)  # ties go to the earlier delimiter in `order`
+    return skip, best, counts(best)[0]
 
 
-def _select_columns(body: pd.DataFrame, schema: Schema, table: str, path: Path) -> pd.DataFrame:
+def _select_columns(cols: list[pa.ChunkedArray], schema: Schema, table: str, path: Path) -> _Raw:
     """Match declared columns by header name, or by position when there is no header."""
     names = [c.name for c in schema.columns]
-    if body.empty:
+    if not cols or len(cols[0]) == 0:
         return _empty_raw(schema)
-    first = [str(v).strip() for v in body.iloc[0].tolist()]
+    first = [str(c[0].as_py()).strip() for c in cols]
     if set(names) <= set(first):
         dups = [n for n in names if first.count(n) > 1]
         if dups:
             raise error("E0505", f"the header of data file '{path}' names column(s) "
                                  f"{', '.join(dups)} more than once")
-        data = body.iloc[1:, [first.index(n) for n in names]]
-    elif _looks_like_header(first, names):
+        return {n: cols[first.index(n)][1:] for n in names}
+    if _looks_like_header(first, names):
         missing = ", ".join(f"'{n}'" for n in names if n not in first)
         raise error("E0503", f"column(s) {missing} of table '{table}' not found in the header "
                              f"of data file '{path}'; columns in the file: {', '.join(first)}")
-    elif len(first) == len(names):
-        data = body
-    else:
-        raise error("E0505", f"data file '{path}' has {len(first)} fields per row and no header "
-                             f"naming the columns of table '{table}', which declares "
-                             f"{len(names)} columns",
-                    None, "give a header row with the column names, or exactly one field "
-                          "per declared column, in declared order")
-    data = data.set_axis(names, axis=1)
-    return data.reset_index(drop=True)
+    if len(first) == len(names):
+        return dict(zip(names, cols))
+    raise error("E0505", f"data file '{path}' has {len(first)} fields per row and no header "
+                         f"naming the columns of table '{table}', which declares "
+                         f"{len(names)} columns",
+                None, "give a header row with the column names, or exactly one field "
+                      "per declared column, in declared order")
 
 
 def _looks_like_header(first: list[str], names: list[str]) -> bool:
@@ -321,10 +343,7 @@ def _looks_like_header(first: list[str], names: list[str]) -> bool:
     return not pd.to_numeric(pd.Series(first, dtype=object), errors="coerce").notna().any()
 
 
-def _read_parquet(path: Path, schema: Schema, table: str) -> pd.DataFrame:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def _read_parquet(path: Path, schema: Schema, table: str) -> _Raw:
     names = [c.name for c in schema.columns]
     unreadable = error("E0502", f"data file '{path}' for table '{table}' is not a readable "
                                 "Parquet file")
@@ -343,56 +362,87 @@ def _read_parquet(path: Path, schema: Schema, table: str) -> pd.DataFrame:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            data = pd.read_parquet(path, columns=names, engine="pyarrow")
+            data = pq.read_table(path, columns=names)
     except (pa.ArrowException, OSError, ValueError):
         raise unreadable from None
-    return data[names].reset_index(drop=True)
+    return {n: data.column(n) for n in names}
 
 
-def _empty_raw(schema: Schema) -> pd.DataFrame:
-    return pd.DataFrame({c.name: pd.Series([], dtype=object) for c in schema.columns})
+def _empty_raw(schema: Schema) -> _Raw:
+    return {c.name: pa.chunked_array([], type=pa.string()) for c in schema.columns}
 
 
 # ---- conformance ----------------------------------------------------------------------------
+# Parsers take a raw Arrow column and return (values, invalid mask): values are a numpy array
+# (numbers, booleans, category codes) or an Arrow string column; they raise E0504 on text that
+# cannot be read.  Everything is a whole-column Arrow or numpy operation.
+
+_Values = Union[np.ndarray, pa.ChunkedArray]
 
 
-def _conform(raw: pd.DataFrame, plans: list[_Plan], table: str) -> pd.DataFrame:
+def _conform(raw: _Raw, plans: list[_Plan], table: str) -> pd.DataFrame:
     """Parse every column, then drop or fill its invalid cells by the column's policy."""
-    drop = np.zeros(len(raw), dtype=bool)
+    drop = np.zeros(len(raw[plans[0].column.name]), dtype=bool)
     parsed = []
     for plan in plans:
         values, invalid = _parser(plan.column.type)(raw[plan.column.name], plan, table)
         if plan.column.on_invalid == "drop":
             drop |= invalid
         else:
-            values = np.where(invalid, plan.default, values)  # type: ignore[call-overload]
+            values = _fill(values, invalid, plan.default)
         parsed.append(values)
     keep = ~drop
-    n = int(keep.sum())
-    cols = {p.column.name: _finish(v[keep], p.column.type) for p, v in zip(plans, parsed)}
-    return pd.DataFrame(cols, index=pd.RangeIndex(n))
+    cols = {p.column.name: _finish(_take(v, keep), p.column.type) for p, v in zip(plans, parsed)}
+    return pd.DataFrame(cols, index=pd.RangeIndex(int(keep.sum())))
 
 
-def _finish(values: np.ndarray, t: object) -> pd.Series | pd.Categorical:
-    if isinstance(t, Num):
-        return pd.Series(values.astype(np.int64 if t.integer else np.float64))
-    if isinstance(t, Bool):
-        return pd.Series(values.astype(bool))
+def _fill(values: _Values, invalid: np.ndarray, default: object) -> _Values:
+    if isinstance(values, np.ndarray):
+        return np.where(invalid, default, values)  # type: ignore[call-overload]
+    return pc.if_else(pa.array(invalid), pa.scalar(default, type=values.type), values)
+
+
+def _take(values: _Values, keep: np.ndarray) -> _Values:
+    if isinstance(values, np.ndarray):
+        return values[keep]
+    return pc.filter(values, pa.array(keep))
+
+
+def _finish(values: _Values, t: object) -> object:
     if isinstance(t, Str):
-        return pd.Series(values.astype(object), dtype="str")
+        assert isinstance(values, pa.ChunkedArray)
+        return values.to_pandas().astype("str")
+    assert isinstance(values, np.ndarray)
+    if isinstance(t, Num):
+        return values.astype(np.int64 if t.integer else np.float64)
+    if isinstance(t, Bool):
+        return values.astype(bool)
     assert isinstance(t, Cat)
     return pd.Categorical.from_codes(values.astype(np.int64), categories=pd.Index(list(t.values)))
 
 
-def _text(raw: pd.Series) -> tuple[pd.Series, np.ndarray]:
-    """Stripped text of a column and its missing mask (nulls and missing markers)."""
-    null = raw.isna().to_numpy()
-    if isinstance(raw.dtype, pd.StringDtype):
-        text = raw.fillna("").str.strip()
-    else:
-        text = raw.astype(object).where(~null, "").astype(str).str.strip()
-    missing = null | text.str.lower().isin(MISSING_MARKERS).to_numpy()
-    return text, missing
+def _np(col: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(col.to_numpy())
+
+
+def _value_set(words: Iterable[str], like: pa.ChunkedArray) -> pa.Array:
+    return pa.array(sorted(words), type=like.type)
+
+
+def _text(col: pa.ChunkedArray, plan: _Plan,
+          table: str) -> tuple[pa.ChunkedArray, np.ndarray, np.ndarray]:
+    """Stripped text of a column, its null mask, and its missing mask (nulls and markers)."""
+    null = _np(col.is_null())
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        try:
+            col = pc.cast(col, pa.string())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise _unparsable(plan, table, "text") from None
+    text = pc.utf8_trim_whitespace(pc.fill_null(col, ""))
+    marker = _np(pc.is_in(pc.utf8_lower(text), value_set=_value_set(MISSING_MARKERS, text)))
+    return text, null, null | marker
 
 
 def _unparsable(plan: _Plan, table: str, what: str) -> FuzzError:
@@ -400,21 +450,26 @@ def _unparsable(plan: _Plan, table: str, what: str) -> FuzzError:
                           f"are not {what}", None, _FIX_NOTE)
 
 
-def _parse_num(raw: pd.Series, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
+def _is_number_type(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _parse_num(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
     t = plan.column.type
     assert isinstance(t, Num)
-    if pd.api.types.is_numeric_dtype(raw.dtype) and not pd.api.types.is_bool_dtype(raw.dtype):
-        x = raw.to_numpy(dtype=np.float64, na_value=np.nan)
+    if _is_number_type(col.type):
+        x = _np(pc.fill_null(pc.cast(col, pa.float64(), safe=False), math.nan))
         missing = np.isnan(x)
     else:
-        text, missing = _text(raw)
-        x = np.full(len(raw), np.nan)
-        ok = ~missing
-        parsed = np.asarray(pd.to_numeric(text.to_numpy(object)[ok], errors="coerce"),
-                            dtype=np.float64)
-        if np.isnan(parsed).any():
+        text, _, missing = _text(col, plan, table)
+        x = np.full(len(col), math.nan)
+        try:
+            parsed = _np(pc.cast(pc.filter(text, pa.array(~missing)), pa.float64()))
+        except pa.ArrowInvalid:
+            raise _unparsable(plan, table, "numbers") from None
+        if np.isnan(parsed).any():  # e.g. "-nan": not a marker, not a number
             raise _unparsable(plan, table, "numbers")
-        x[ok] = parsed
+        x[~missing] = parsed
     # An infinity with no bound on its side has no value to be clamped to: treat it as missing.
     missing = missing | (np.isposinf(x) & (plan.hi is None)) | (np.isneginf(x) & (plan.lo is None))
     finite = np.isfinite(x)
@@ -426,38 +481,39 @@ def _parse_num(raw: pd.Series, plan: _Plan, table: str) -> tuple[np.ndarray, np.
     return x, missing
 
 
-def _parse_bool(raw: pd.Series, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
-    if raw.dtype == np.bool_:
-        return raw.to_numpy(dtype=bool), np.zeros(len(raw), dtype=bool)
-    text, missing = _text(raw)
-    low = text.str.lower()
-    is_true = low.isin(TRUE_WORDS).to_numpy()
-    if (~(is_true | low.isin(FALSE_WORDS).to_numpy() | missing)).any():
+def _parse_bool(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
+    if pa.types.is_boolean(col.type):
+        return _np(pc.fill_null(col, False)).astype(bool), _np(col.is_null())
+    text, _, missing = _text(col, plan, table)
+    low = pc.utf8_lower(text)
+    is_true = _np(pc.is_in(low, value_set=_value_set(TRUE_WORDS, low)))
+    is_false = _np(pc.is_in(low, value_set=_value_set(FALSE_WORDS, low)))
+    if (~(is_true | is_false | missing)).any():
         raise _unparsable(plan, table, "booleans (true/false, 1/0, yes/no)")
     return is_true, missing
 
 
-def _parse_str(raw: pd.Series, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
-    text, missing = _text(raw)
-    return text.to_numpy(dtype=object), missing
+def _parse_str(col: pa.ChunkedArray, plan: _Plan,
+               table: str) -> tuple[pa.ChunkedArray, np.ndarray]:
+    text, _, missing = _text(col, plan, table)
+    return text, missing
 
 
-def _parse_cat(raw: pd.Series, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
+def _parse_cat(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
     """Category codes; a declared value wins over a missing marker ("NA" may be a real key)."""
     t = plan.column.type
     assert isinstance(t, Cat)
-    null = raw.isna().to_numpy()
-    text, _ = _text(raw)
-    codes = pd.Index(list(t.values), dtype=object).get_indexer(text.to_numpy(dtype=object))
+    text, null, _ = _text(col, plan, table)
+    found = pc.index_in(text, value_set=pa.array(list(t.values), type=text.type))
+    codes = _np(pc.fill_null(found, -1)).astype(np.int64)  # a writable copy
     codes[null] = -1
     return codes, codes < 0
 
 
-_Parser = Callable[[pd.Series, _Plan, str], tuple[np.ndarray, np.ndarray]]
+_Parser = Callable[[pa.ChunkedArray, _Plan, str], tuple[_Values, np.ndarray]]
 
 
 def _parser(t: object) -> _Parser:
-    """Each parser returns (values, invalid mask); it raises E0504 on text it cannot read."""
     parsers: tuple[tuple[type, _Parser], ...] = (
         (Num, _parse_num), (Bool, _parse_bool), (Str, _parse_str), (Cat, _parse_cat))
     for cls, parse in parsers:

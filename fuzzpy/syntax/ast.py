@@ -64,6 +64,12 @@ class TWrap(TypeExpr):
 
 
 @dataclass(eq=False)
+class TParts(TypeExpr):
+    keys: list[str]
+    elem: TypeExpr
+
+
+@dataclass(eq=False)
 class TFun(TypeExpr):
     dom: TypeExpr
     sens: Union[Fraction, float]  # float("inf") for `->`

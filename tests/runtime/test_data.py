@@ -146,10 +146,32 @@ def test_ragged_rows_are_refused_without_line_numbers(tmp_path):
     assert not re.search(r"\d", text) and "line" not in text
 
 
-def test_short_rows_are_missing_values(tmp_path):
-    p = write(tmp_path, "a,b\n1,2\n3\n")
-    df = load_table(p, Schema("t", (Column("a", Num()), Column("b", Num()))))
-    assert df.to_dict("list") == {"a": [1.0], "b": [2.0]}
+def test_short_rows_are_refused_but_blank_lines_skipped(tmp_path):
+    s = Schema("t", (Column("a", Num()), Column("b", Num())))
+    with pytest.raises(FuzzError) as e:
+        load_table(write(tmp_path, "a,b\n1,2\n3\n"), s)
+    assert codes(e) == ["E0502"]
+    df = load_table(write(tmp_path, "a,b\n\n1,2\n  \n\t\n3,4\n\n"), s)
+    assert df.to_dict("list") == {"a": [1.0, 3.0], "b": [2.0, 4.0]}
+
+
+def test_quoted_newline_and_crlf(tmp_path):
+    p = write(tmp_path, 'k,v\r\n"two\nlines",1\r\nb,2\r\n')
+    df = load_table(p, Schema("t", (Column("k", STRING), Column("v", Num()))))
+    assert df["k"].tolist() == ["two\nlines", "b"] and df["v"].tolist() == [1.0, 2.0]
+
+
+def test_utf8_bom_and_unicode_whitespace(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_bytes("\ufeffname,v\n\u00a0Åsa\u2003,1\n".encode())
+    df = load_table(p, Schema("t", (Column("name", STRING), Column("v", Num()))))
+    assert df.to_dict("list") == {"name": ["Åsa"], "v": [1.0]}
+
+
+def test_numeric_looking_strings_stay_exact(tmp_path):
+    p = write(tmp_path, "zip,c\n00501,007\n")
+    df = load_table(p, Schema("t", (Column("zip", STRING), Column("c", Cat(("007",))))))
+    assert df["zip"].tolist() == ["00501"] and df["c"].tolist() == ["007"]
 
 
 # ---- the real Adult files --------------------------------------------------------------------
@@ -552,3 +574,34 @@ def test_matches_a_row_by_row_reference(tmp_path_factory, rows):
     got = list(zip(out["x"].tolist(), out["c"].astype(str).tolist()))
     assert got == expected
     assert all(math.isfinite(x) for x, _ in got)
+
+
+def test_parquet_unusual_column_types(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.table({
+        "code": pa.array([1, 2, 1, 9]).dictionary_encode(),   # dictionary of ints
+        "flag": pa.array([1, 0, 1, 0], type=pa.int8()),       # 0/1 as booleans
+        "big": pa.array([2**60, 5, None, -3], type=pa.int64()),
+        "amount": pa.array(["1.50", "2", "3", "4"]).cast(pa.decimal128(5, 2)),
+    }), p)
+    s = Schema("t", (Column("code", Cat(("1", "2"))), Column("flag", BOOL),
+                     Column("big", Num(F(0), F(100), True), "default", 7),
+                     Column("amount", Num(F(0), F(3)))))
+    df = load_table(p, s)
+    assert df.to_dict("list") == {"code": ["1", "2", "1"], "flag": [True, False, True],
+                                  "big": [100, 5, 7], "amount": [1.5, 2.0, 3.0]}
+
+
+@pytest.mark.parametrize("values", [
+    [True, False],                                   # booleans are not numbers
+    [[1, 2], [3]],                                   # lists are not numbers
+])
+def test_parquet_values_of_the_wrong_kind(tmp_path, values):
+    p = tmp_path / "t.parquet"
+    pd.DataFrame({"x": values}).to_parquet(p)
+    with pytest.raises(FuzzError) as e:
+        load_table(p, NUM_SCHEMA)
+    assert codes(e) == ["E0504"]

@@ -1,0 +1,139 @@
+"""The `fuzzpy` command line.  Heavy libraries are imported inside the commands that need them.
+
+Exit codes: 0 success; 1 the program has errors (syntax, types, privacy); 2 usage error;
+3 over budget; 4 data, ledger or runtime error.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..diagnostics import Diagnostic, FuzzError, render
+
+EXIT_OK, EXIT_PROGRAM, EXIT_USAGE, EXIT_BUDGET, EXIT_RUNTIME = 0, 1, 2, 3, 4
+
+app = typer.Typer(name="fuzzpy", add_completion=False, no_args_is_help=True,
+                  help="fuzzpy: a checked language for differentially private data analysis.")
+
+
+def exit_code_for(diags: list[Diagnostic]) -> int:
+    codes = {d.code[:3] for d in diags if d.severity == "error"}
+    if not codes:
+        return EXIT_OK
+    if codes & {"E05", "E06"}:
+        return EXIT_RUNTIME
+    if codes <= {"E07"}:
+        return EXIT_USAGE
+    if codes <= {"E04"}:
+        return EXIT_BUDGET
+    return EXIT_PROGRAM
+
+
+def print_diagnostics(diags: list[Diagnostic], sources: dict[str, str] | None = None) -> None:
+    for d in diags:
+        typer.echo(render(d, sources), err=True)
+
+
+def usage_error(message: str) -> typer.Exit:
+    print_diagnostics([Diagnostic("E0701", message)])
+    return typer.Exit(EXIT_USAGE)
+
+
+def parse_params(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise usage_error(f"--param expects NAME=VALUE, got '{item}'")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def parse_budget(text: Optional[str]):
+    from fractions import Fraction
+
+    if text is None:
+        return None
+    try:
+        value = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        raise usage_error(f"--budget expects a non-negative number, got '{text}'")
+    if value < 0:
+        raise usage_error(f"--budget expects a non-negative number, got '{text}'")
+    return value
+
+
+def collect_files(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files.extend(sorted(p.rglob("*.fz")))
+        else:
+            files.append(p)
+    return files
+
+
+@app.command()
+def check(
+    paths: List[Path] = typer.Argument(..., help="Program files or folders of .fz files."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Fail if a program's epsilon exceeds this."),
+    fmt: str = typer.Option("text", "--format", help="text, json or sarif."),
+    param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
+    entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
+) -> None:
+    """Check programs and print their privacy report. Reads no data."""
+    from . import report as R
+
+    if fmt not in ("text", "json", "sarif"):
+        raise usage_error(f"--format must be text, json or sarif, got '{fmt}'")
+    limit = parse_budget(budget)
+    params = parse_params(param)
+    results = [R.check_with_budget(f, params, entry, limit) for f in collect_files(paths)]
+    if not results:
+        raise usage_error("no .fz files found")
+    if fmt == "json":
+        R.print_json(results)
+    elif fmt == "sarif":
+        R.print_sarif(results)
+    else:
+        for res in results:
+            R.print_text(res)
+    raise typer.Exit(max(exit_code_for(res.diagnostics) for res in results))
+
+
+def _mount_optional() -> None:
+    """Commands that live in their own modules (run, ledger, lsp, audit), when present."""
+    import importlib
+
+    for module, attr, kind in [("run_command", "register", "fn"), ("ledger_commands", "ledger_app", "typer"),
+                               ("lsp_command", "register", "fn"), ("audit_command", "register", "fn")]:
+        try:
+            mod = importlib.import_module(f"{__package__}.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.endswith(module):
+                continue
+            raise
+        obj = getattr(mod, attr)
+        if kind == "typer":
+            app.add_typer(obj)
+        else:
+            obj(app)
+
+
+_mount_optional()
+
+
+def main() -> None:  # pragma: no cover - console entry
+    try:
+        app()
+    except FuzzError as exc:
+        print_diagnostics(exc.diagnostics)
+        sys.exit(exit_code_for(exc.diagnostics))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,147 @@
+"""Render the checker's privacy report: text for people, JSON for tools, SARIF for code review."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ..checking.program import CheckReport, check_file
+from ..checking.sens import INF, fmt_coef
+from ..diagnostics import Diagnostic, render
+
+
+def check_with_budget(path: Path, params: dict[str, str], entry: str, budget: Optional[Fraction]) -> CheckReport:
+    """Check one file; add E0401 when its epsilon exceeds the CLI budget or its own pragma."""
+    report = check_file(path, params, entry)
+    report.budget = _effective_budget(budget, report.pragma_budget)
+    if report.ok and report.entry is not None:
+        over = over_budget(report, report.budget)
+        if over is not None:
+            report.diagnostics.append(over)
+        unbounded = unbounded_diagnostic(report)
+        if unbounded is not None and over is None:
+            report.diagnostics.append(unbounded)
+    return report
+
+
+def _effective_budget(cli: Optional[Fraction], pragma: Optional[Fraction]) -> Optional[Fraction]:
+    given = [b for b in (cli, pragma) if b is not None]
+    return min(given) if given else None
+
+
+def unbounded_diagnostic(report: CheckReport) -> Optional[Diagnostic]:
+    """An entry point with infinite epsilon is not differentially private: always an error."""
+    for inp in report.inputs:
+        if inp.epsilon == INF:
+            fn = next((f for f in report.functions if f.name == report.entry), None)
+            return Diagnostic("E0302", f"{report.entry} is not differentially private in {inp.name}: its privacy "
+                              f"loss is unbounded", fn.span if fn else None,
+                              ["a private value reaches the output without noise: it is returned directly, or it "
+                               "decides a branch (if/case) that controls what is released",
+                               "release private values only through mechanisms (laplace, ...) and branch only on "
+                               "released (sampled) values"])
+    return None
+
+
+def over_budget(report: CheckReport, budget: Optional[Fraction]) -> Optional[Diagnostic]:
+    if budget is None:
+        return None
+    eps = report.epsilon
+    if eps != INF and eps <= budget:
+        return None
+    fn = next((f for f in report.functions if f.name == report.entry), None)
+    per_input = ", ".join(f"{i.name}: {fmt_coef(i.epsilon)}" for i in report.inputs)
+    notes = [f"privacy loss per private input: {per_input}"]
+    for m in report.mechanisms[:10]:
+        notes.append(f"{m.name} at {m.span} charges {fmt_coef(m.epsilon)} per use "
+                     f"(sensitivity {fmt_coef(m.sensitivity)}, noise scale {fmt_coef(m.scale)})")
+    return Diagnostic("E0401", f"{report.entry} has epsilon {fmt_coef(eps)}, but the budget is {fmt_coef(budget)}",
+                      fn.span if fn else None, notes)
+
+
+def exact(x: Any) -> Any:
+    if x == INF:
+        return "inf"
+    return str(Fraction(x))
+
+
+def number(x: Any) -> Any:
+    return None if x == INF else float(Fraction(x))
+
+
+def report_json(report: CheckReport) -> dict:
+    return {
+        "file": report.file,
+        "ok": report.ok,
+        "entry": report.entry,
+        "epsilon": number(report.epsilon) if report.entry else None,
+        "epsilon_exact": exact(report.epsilon) if report.entry else None,
+        "delta": 0,
+        "budget": number(report.budget) if report.budget is not None else None,
+        "inputs": [{"name": i.name, "type": i.type, "epsilon": number(i.epsilon), "epsilon_exact": exact(i.epsilon)}
+                   for i in report.inputs],
+        "functions": [{"name": f.name, "type": f.type, "generic": f.generic,
+                       "location": {"file": f.span.file, "line": f.span.line, "col": f.span.col}}
+                      for f in report.functions],
+        "mechanisms": [{"mechanism": m.name, "function": m.function,
+                        "location": {"file": m.span.file, "line": m.span.line, "col": m.span.col},
+                        "sensitivity": number(m.sensitivity), "sensitivity_exact": exact(m.sensitivity),
+                        "epsilon": number(m.epsilon), "epsilon_exact": exact(m.epsilon),
+                        "scale": number(m.scale), "scale_exact": exact(m.scale), **_extra(m.extra)}
+                       for m in report.mechanisms],
+        "params": {k: _plain(v) for k, v in report.params.items()},
+        "diagnostics": [d.to_json() for d in report.diagnostics],
+        "timings_ms": {k: round(v * 1000, 3) for k, v in report.timings.items()},
+        "lp_solves": report.lp_solves,
+    }
+
+
+def _extra(extra: dict) -> dict:
+    return {k: _plain(v) for k, v in extra.items()}
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, Fraction):
+        return float(v)
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
+
+
+def print_json(reports: list[CheckReport]) -> None:
+    if len(reports) == 1:
+        typer.echo(json.dumps(report_json(reports[0]), indent=2))
+    else:
+        typer.echo(json.dumps({"ok": all(r.ok for r in reports), "files": [report_json(r) for r in reports]},
+                              indent=2))
+
+
+def print_text(report: CheckReport) -> None:
+    for d in report.diagnostics:
+        typer.echo(render(d, report.sources), err=True)
+    status = "ok" if report.ok else f"{sum(d.severity == 'error' for d in report.diagnostics)} error(s)"
+    typer.echo(f"{report.file}: {status}")
+    if report.functions:
+        width = max(len(f.name) for f in report.functions)
+        for f in report.functions:
+            typer.echo(f"  {f.name.ljust(width)} : {f.type}")
+    if report.entry and report.ok:
+        per_input = ", ".join(f"{i.name} {fmt_coef(i.epsilon)}" for i in report.inputs)
+        typer.echo(f"privacy: epsilon = {fmt_coef(report.epsilon)}, delta = 0  ({report.entry}; per input: {per_input})")
+        if report.budget is not None:
+            typer.echo(f"budget: {fmt_coef(report.budget)} (within budget)")
+    if report.mechanisms and report.ok:
+        typer.echo("mechanisms:")
+        for m in report.mechanisms:
+            typer.echo(f"  {m.span}  {m.name}: sensitivity {fmt_coef(m.sensitivity)}, epsilon {fmt_coef(m.epsilon)}, "
+                       f"noise scale {fmt_coef(m.scale)}  (in {m.function})")
+
+
+def print_sarif(reports: list[CheckReport]) -> None:
+    from .sarif import sarif_log
+
+    typer.echo(json.dumps(sarif_log(reports), indent=2))
