@@ -41,6 +41,7 @@ class InputReport:
     name: str
     type: str
     epsilon: Any  # Fraction or INF
+    semantic: Optional[Type] = None  # the declared type (e.g. Bag(schema row record))
 
 
 @dataclass
@@ -316,7 +317,7 @@ class _ProgramChecker:
             self.report.functions.append(FunctionReport(decl.name, decl.name_span,
                                                         _fun_type(types, summary.coefs, summary.cod)))
             for p, t, c in zip(decl.params, types, summary.coefs):
-                self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF))
+                self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t))
         except FuzzError as exc:
             self.error(exc)
         finally:

@@ -45,9 +45,9 @@ MAX_EXACT_INT = 2**53
 _SNIFF_BYTES = 64 * 1024
 _SNIFF_LINES = 50
 _DELIMITERS = (",", ";", "\t")
-# Signatures of common binary formats that must never be parsed as text.
-_BINARY_MAGIC = (b"PAR1", b"\x1f\x8b", b"PK\x03\x04", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd",
-                 b"SQLite format 3", b"\x89HDF", b"ARROW1", b"Obj\x01")
+# Signatures of common binary formats (gzip, zip, xz, zstd, HDF5) that must never be parsed as
+# text; other binary files are caught by the NUL-byte and UTF-8 checks.
+_BINARY_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd", b"\x89HDF")
 _Raw = dict[str, pa.ChunkedArray]  # declared column name -> raw column, all of one length
 _FIX_NOTE = ("this is a statement about the file, not a privacy release: fix the file "
              "before running; no budget has been spent")
@@ -104,7 +104,8 @@ def _plan_schema(schema: Schema, table: str) -> list[_Plan]:
     names = [c.name for c in schema.columns]
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
-        raise error("E0505", f"table '{table}' declares column(s) more than once: {', '.join(dups)}")
+        raise error("E0505", f"table '{table}' declares column(s) more than once: "
+                             f"{', '.join(dups)}")
     return [_plan_column(c, table) for c in schema.columns]
 
 
@@ -199,8 +200,13 @@ def _num_default(t: Num, d: object, lo: float | None, hi: float | None, bad: Fuz
         raise bad from None  # not a number, or inf / nan
     if t.integer and q.denominator != 1:
         raise bad
-    x = float(np.clip(float(q), -math.inf if lo is None else lo, math.inf if hi is None else hi))
-    if t.integer and abs(x) > MAX_EXACT_INT:
+    try:
+        x = float(q)
+    except OverflowError:
+        x = math.inf if q > 0 else -math.inf
+    # Clamped like the data, to float bounds that lie inside the declared ones.
+    x = min(max(x, -math.inf if lo is None else lo), math.inf if hi is None else hi)
+    if not math.isfinite(x) or (t.integer and abs(x) > MAX_EXACT_INT):
         raise bad
     return x
 
@@ -222,13 +228,17 @@ def _file_kind(path: Path, table: str) -> tuple[str, bytes]:
     try:
         with path.open("rb") as f:
             head = f.read(_SNIFF_BYTES)
+            f.seek(max(0, f.seek(0, 2) - 4))
+            tail = f.read(4)
     except OSError:
         raise error("E0502", f"{where} cannot be read") from None
+    # A Parquet file starts and ends with PAR1; a CSV whose first column is PAR1... does not.
+    is_parquet = head.startswith(b"PAR1") and tail == b"PAR1" and len(head) >= 8
     if suffix in PARQUET_SUFFIXES:
-        if head and not head.startswith(b"PAR1"):
+        if head and not is_parquet:
             raise error("E0502", f"{where} is named like a Parquet file but is not one")
         return "parquet", head
-    if head.startswith(b"PAR1"):
+    if is_parquet:
         raise error("E0502", f"{where} is a Parquet file named like a text file",
                     None, "rename it to end in .parquet")
     if head.startswith(_BINARY_MAGIC) or b"\x00" in head or not _is_utf8(head):

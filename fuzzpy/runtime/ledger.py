@@ -15,14 +15,17 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from fuzzpy.diagnostics import error
+
+T = TypeVar("T")
 
 ENV_VAR = "FUZZPY_LEDGER"
 SCHEMA_VERSION = 1
@@ -213,29 +216,36 @@ class Ledger:
         self.close()
 
     def _prepare(self) -> None:
-        with self._guard():
+        def setup() -> int:
             # WAL lets `show` read while a run writes; FULL sync keeps a commit through power loss.
-            self._db.execute("PRAGMA journal_mode=WAL")
+            # Switch only when needed: the switch can fail at once while another process opens.
+            if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
-                with self._write():
-                    # Statement by statement: executescript() would COMMIT our transaction.
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            self._db.execute(statement)
-                    self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            elif version > SCHEMA_VERSION:
-                raise error("E0602", f"the ledger {self.path} was written by a newer fuzzpy "
-                                     f"(schema {version}); upgrade fuzzpy to use it")
-            self._check_columns("caps", _CAPS_COLUMNS)
-            self._check_columns("charges", _CHARGES_COLUMNS)
+            return self._db.execute("PRAGMA user_version").fetchone()[0]
 
-    def _check_columns(self, table: str, expected: tuple[str, ...]) -> None:
-        rows = self._db.execute(f"PRAGMA table_info({table})").fetchall()
-        if tuple(r[1] for r in rows) != expected:
-            raise error("E0602", f"{self.path} is not a fuzzpy ledger (table {table!r} is "
-                                 "missing or has other columns)")
+        with self._guard():
+            version = _retry_busy(setup)
+        if version == 0:
+            self._transaction(self._create_schema)
+        elif version > SCHEMA_VERSION:
+            raise error("E0602", f"the ledger {self.path} was written by a newer fuzzpy "
+                                 f"(schema {version}); upgrade fuzzpy to use it")
+        self._transaction(self._check_schema, write=False)
+
+    def _create_schema(self) -> None:
+        # Statement by statement: executescript() would COMMIT our transaction.
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                self._db.execute(statement)
+        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def _check_schema(self) -> None:
+        for table, expected in (("caps", _CAPS_COLUMNS), ("charges", _CHARGES_COLUMNS)):
+            rows = self._db.execute(f"PRAGMA table_info({table})").fetchall()
+            if tuple(r[1] for r in rows) != expected:
+                raise error("E0602", f"{self.path} is not a fuzzpy ledger (table {table!r} is "
+                                     "missing or has other columns)")
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
@@ -245,24 +255,30 @@ class Ledger:
         except sqlite3.Error as exc:
             raise self._unavailable(exc) from None
 
-    @contextmanager
-    def _write(self) -> Iterator[None]:
-        """One atomic write: BEGIN IMMEDIATE takes the write lock before anything is read."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-            self._db.execute("COMMIT")
-        except BaseException:
-            if self._db.in_transaction:  # SQLite may already have rolled back (disk full)
-                self._db.execute("ROLLBACK")
-            raise
+    def _transaction(self, body: Callable[[], T], write: bool = True) -> T:
+        """Run `body` in one transaction; a write takes the lock (BEGIN IMMEDIATE) before reading.
+
+        Nothing is committed unless `body` returns, so a busy retry re-runs it from scratch.
+        """
+        def attempt() -> T:
+            self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                result = body()
+                self._db.execute("COMMIT")
+                return result
+            except BaseException:
+                if self._db.in_transaction:  # SQLite may already have rolled back (disk full)
+                    self._db.execute("ROLLBACK")
+                raise
+
+        with self._guard():
+            return _retry_busy(attempt)
 
     def _unavailable(self, exc: sqlite3.Error):
-        text = str(exc)
-        if "locked" in text or "busy" in text:
+        if _is_busy(exc):
             return error("E0602", f"the ledger {self.path} stayed busy for {BUSY_TIMEOUT_S:g} s "
                                   "(another run holds it); try again")
-        return error("E0602", f"cannot use the ledger {self.path}: {text}")
+        return error("E0602", f"cannot use the ledger {self.path}: {exc}")
 
     # -- caps ---------------------------------------------------------------------------------
 
@@ -270,35 +286,30 @@ class Ledger:
         """Set (or replace) the total epsilon allowed on `dataset`. A None label keeps the old one."""
         cap = _check_amount(cap, "cap")
         _check_dataset(dataset)
-        with self._guard(), self._write():
-            self._db.execute(
-                "INSERT INTO caps (dataset, cap, label, set_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(dataset) DO UPDATE SET cap = excluded.cap, "
-                "label = COALESCE(excluded.label, caps.label), set_at = excluded.set_at",
-                (dataset, str(cap), label, _now()))
+        self._transaction(lambda: self._db.execute(
+            "INSERT INTO caps (dataset, cap, label, set_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(dataset) DO UPDATE SET cap = excluded.cap, "
+            "label = COALESCE(excluded.label, caps.label), set_at = excluded.set_at",
+            (dataset, str(cap), label, _now())))
 
     def cap(self, dataset: str) -> Fraction | None:
-        with self._guard():
-            return self._cap(dataset)
+        return self._transaction(lambda: self._cap(dataset), write=False)
 
     def cap_label(self, dataset: str) -> str | None:
-        with self._guard():
-            row = self._db.execute("SELECT label FROM caps WHERE dataset = ?",
-                                   (dataset,)).fetchone()
+        row = self._transaction(lambda: self._db.execute(
+            "SELECT label FROM caps WHERE dataset = ?", (dataset,)).fetchone(), write=False)
         return row[0] if row else None
 
     def spent(self, dataset: str) -> Fraction:
         """Exact sum of every charge, finished or not: a killed run may have released values."""
-        with self._guard():
-            return self._spent(dataset)
+        return self._transaction(lambda: self._spent(dataset), write=False)
 
     def remaining(self, dataset: str) -> Fraction | None:
         """cap - spent, never below 0 (a cap can be lowered under what was spent); None: no cap."""
-        with self._guard():
+        def read() -> Fraction | None:
             cap = self._cap(dataset)
-            if cap is None:
-                return None
-            return max(cap - self._spent(dataset), Fraction(0))
+            return None if cap is None else max(cap - self._spent(dataset), Fraction(0))
+        return self._transaction(read, write=False)
 
     def _cap(self, dataset: str) -> Fraction | None:
         row = self._db.execute("SELECT cap FROM caps WHERE dataset = ?", (dataset,)).fetchone()
@@ -327,7 +338,8 @@ class Ledger:
         """
         epsilon = _check_amount(epsilon, "epsilon")
         _check_dataset(dataset)
-        with self._guard(), self._write():
+
+        def book() -> int:
             cap = self._cap(dataset)
             if cap is not None:
                 spent = self._spent(dataset)
@@ -339,12 +351,15 @@ class Ledger:
                 (dataset, label, program_hash, str(epsilon), _now()))
             return int(cursor.lastrowid)
 
+        return self._transaction(book)
+
     def finish(self, charge_id: int, status: str = "released") -> None:
         """Mark a run finished. Never refunds: a failed run may have released something."""
         if status not in FINISH_STATUSES:
             raise error("E0605", f"invalid run status {status!r}: expected one of "
                                  f"{', '.join(FINISH_STATUSES)}")
-        with self._guard(), self._write():
+
+        def mark() -> None:
             row = self._db.execute("SELECT status FROM charges WHERE id = ?",
                                    (charge_id,)).fetchone()
             if row is None:
@@ -353,6 +368,8 @@ class Ledger:
                 raise error("E0605", f"charge {charge_id} is already finished ({row[0]})")
             self._db.execute("UPDATE charges SET status = ?, finished_at = ? WHERE id = ?",
                              (status, _now(), charge_id))
+
+        self._transaction(mark)
 
     @contextmanager
     def charged_run(self, dataset: str, epsilon: Fraction, program_hash: str,
@@ -375,17 +392,20 @@ class Ledger:
         if dataset is not None:
             query += " WHERE dataset = ?"
             args = (dataset,)
-        with self._guard():
-            rows = self._db.execute(query + " ORDER BY id", args).fetchall()
+        rows = self._transaction(
+            lambda: self._db.execute(query + " ORDER BY id", args).fetchall(), write=False)
         return [Entry(r[0], r[1], r[2], r[3], self._stored_amount(r[4]), r[5], r[6], r[7])
                 for r in rows]
 
     def datasets(self) -> list[str]:
         """Every dataset with a charge (by first charge), then those with only a cap."""
-        with self._guard():
+        def read() -> tuple[list[str], list[str]]:
             charged = [r[0] for r in self._db.execute(
                 "SELECT dataset FROM charges GROUP BY dataset ORDER BY MIN(id)")]
             capped = [r[0] for r in self._db.execute("SELECT dataset FROM caps ORDER BY set_at")]
+            return charged, capped
+
+        charged, capped = self._transaction(read, write=False)
         seen = set(charged)
         return charged + [d for d in capped if d not in seen]
 
@@ -407,3 +427,26 @@ def _over_cap(dataset: str, epsilon: Fraction, cap: Fraction, spent: Fraction):
                           f"dataset {short_id(dataset)}…",
                  None, "the cap is set with `fuzzpy ledger set-cap`; "
                        "`fuzzpy ledger show` lists what was spent")
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def _retry_busy(action: Callable[[], T]) -> T:
+    """Run `action`, retrying while SQLite reports the file busy, for up to BUSY_TIMEOUT_S.
+
+    SQLite's own busy timeout covers most waits but not all: switching a fresh file to WAL, or
+    WAL recovery, reports "locked" at once while another process is opening the same file.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    delay = 0.001
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(2 * delay, 0.1)

@@ -18,6 +18,7 @@ from functools import lru_cache
 from ..checking.sens import INF, Coef, Lin
 
 Constraint = tuple[Coef, Coef]
+# pulp >= 3.3 builds variables through the problem (`add_variable`); pyproject pins that.
 LP_STATS = {"solves": 0, "cache_hits": 0}
 
 
@@ -104,7 +105,7 @@ def _lp_guess(rows, n: int, infinite: set[int]) -> list[Fraction] | None:
     import pulp
 
     prob = pulp.LpProblem("least_sensitivities", pulp.LpMinimize)
-    xs = [pulp.LpVariable(f"u{i}", lowBound=0) for i in range(n)]
+    xs = [prob.add_variable(f"u{i}", lowBound=0) for i in range(n)]
 
     def expr(enc):
         if enc[0] == "c":

@@ -360,6 +360,16 @@ def test_missing_markers_replaced_by_defaults(tmp_path):
     assert [str(t) for t in df.dtypes] == ["float64", "int64", "bool", "str"]
 
 
+def test_default_forms(tmp_path):
+    p = write(tmp_path, "x,n,b\n?,?,?\n")
+    s = Schema("t", (Column("x", Num(F(0), F(1)), "default", F(1, 3)),
+                     Column("n", Num(F(0), F(9), True), "default", " 4 "),
+                     Column("b", BOOL, "default", "Yes")))
+    df = load_table(p, s)
+    assert df.to_dict("list") == {"x": [float(F(1, 3))], "n": [4], "b": [True]}
+    assert F(df["x"][0]) >= 0
+
+
 def test_drop_in_one_column_and_default_in_another(tmp_path):
     p = write(tmp_path, "a,b\n?,1\n2,?\n3,3\n")
     s = Schema("t", (Column("a", Num()), Column("b", Num(), "default", 0)))
@@ -372,6 +382,8 @@ def test_drop_in_one_column_and_default_in_another(tmp_path):
     Column("c", Num(F(0), F(5), True), "default", 1.5),
     Column("c", Num(), "default", float("nan")),
     Column("c", Num(), "default", True),
+    Column("c", Num(), "default", F(10**400)),
+    Column("c", Num(integer=True), "default", 2**60),
     Column("c", BOOL, "default", "maybe"),
     Column("c", STRING, "default", 3),
     Column("c", Num(), "sometimes"),
@@ -605,3 +617,9 @@ def test_parquet_values_of_the_wrong_kind(tmp_path, values):
     with pytest.raises(FuzzError) as e:
         load_table(p, NUM_SCHEMA)
     assert codes(e) == ["E0504"]
+
+
+def test_text_that_merely_starts_like_a_magic_number_is_text(tmp_path):
+    p = write(tmp_path, "PAR1,x\nBZh,1\n")
+    df = load_table(p, Schema("t", (Column("PAR1", STRING), Column("x", Num()))))
+    assert df.to_dict("list") == {"PAR1": ["BZh"], "x": [1.0]}

@@ -1,0 +1,46 @@
+"""Shared helpers for the test suite."""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ADULT = ROOT.parent / "shared" / "data" / "adult"
+EXAMPLES = ROOT / "examples"
+
+
+def check(source: str, **kw):
+    """Check a program given as text; returns the CheckReport."""
+    from fuzzpy.checking.program import check_source
+
+    return check_source(source, "test.fz", **kw)
+
+
+def codes(report) -> list[str]:
+    return [d.code for d in report.diagnostics]
+
+
+def eps(report) -> Fraction:
+    assert report.ok, [f"{d.code} {d.message}" for d in report.diagnostics]
+    return report.epsilon
+
+
+def fn_type(report, name: str) -> str:
+    for f in report.functions:
+        if f.name == name:
+            return f.type
+    raise KeyError(name)
+
+
+@pytest.fixture
+def adult_dir() -> Path:
+    if not ADULT.exists():
+        pytest.skip("shared Adult data not available")
+    return ADULT
+
+
+sys.path.insert(0, str(Path(__file__).parent))
