@@ -114,7 +114,16 @@ def _check(source: str, file: str, params: dict[str, str], entry: str | None,
            overlays: dict[str, str] | None) -> CheckReport:
     import sys
 
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 60000))
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 60000))  # safe: this thread has a large stack
+    try:
+        return _check_inner(source, file, params, entry, overlays)
+    finally:
+        sys.setrecursionlimit(old_limit)
+
+
+def _check_inner(source: str, file: str, params: dict[str, str], entry: str | None,
+                 overlays: dict[str, str] | None) -> CheckReport:
     t0 = time.perf_counter()
     modules, diags, texts = load_program(source, file, overlays)
     report = CheckReport(file, texts, list(diags))
@@ -294,6 +303,8 @@ class _ProgramChecker:
 
     def check_entry(self) -> None:
         decl = self.functions.get(self.entry)  # type: ignore[arg-type]
+        if decl is None and any(d.code.startswith("E01") for d in self.report.diagnostics):
+            return  # the entry point may be the declaration that failed to parse
         if decl is None:
             close = [n for n in self.functions]
             note = [f"functions here: {', '.join(close[:8])}"] if close else []
