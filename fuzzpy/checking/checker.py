@@ -74,12 +74,14 @@ class Checker:
         self.globals = Env(dict(globals_))
         self.store = ConstraintStore()
         self.splits: list[tuple[list[str], Dist]] = []
+        self.split_of: dict[str, int] = {}  # part symbol -> index of its split
         self.symbol_names: dict[str, str] = {}
         self.uses: dict[str, list[Span]] = {}
         self.mechanisms: list[MechanismRecord] = []
         self.instances: dict[Any, Summary] = {}
         self.active: dict[Any, _Active] = {}
         self.pending_checks: list[tuple[Coef, Coef, Span, str]] = []
+        self.unsolved: list[Summary] = []  # summaries whose coefficients mention LP unknowns
         self.current_function = "<top>"
         self._sym = 0
 
@@ -93,18 +95,25 @@ class Checker:
 
     def split(self, parent: Dist, labels: list[str]) -> list[str]:
         parts = [self.fresh_symbol(f"part[{label}]") for label in labels]
+        for p in parts:
+            self.split_of[p] = len(self.splits)
         self.splits.append((parts, dict(parent)))
         return parts
 
     def eliminate(self, dist: Dist, since: int = 0) -> Dist:
         """Replace split parts by their parent: sum_k c_k d_k <= max_k c_k * d(parent), the exact
-        maximum of the linear form over {sum_k d_k <= d(parent)} (newest split first)."""
+        maximum of the linear form over {sum_k d_k <= d(parent)}.  Splits are eliminated newest
+        first (a parent only mentions older symbols); only the splits that occur are visited."""
         out = dict(dist)
-        for j in range(len(self.splits) - 1, since - 1, -1):
+        pending = {self.split_of[s] for s in out if self.split_of.get(s, -1) >= since}
+        while pending:
+            j = max(pending)
+            pending.discard(j)
             parts, parent = self.splits[j]
             coefs = [out.pop(p) for p in parts if p in out]
             if not coefs:
                 continue
+            pending |= {self.split_of[s] for s in parent if self.split_of.get(s, -1) >= since}
             m: Coef = coefs[0]
             for c in coefs[1:]:
                 m = self.store.c_max(m, c)
@@ -176,6 +185,13 @@ class Checker:
         return Instantiated(result.type, coefs, flat, code)
 
     # ---- names -------------------------------------------------------------------------------
+
+    def _note_binding(self, span: Span, name: str, v: Val) -> None:
+        """Tool hook: when a tool (the language server's hover) has set `Checker.on_bind`, tell
+        it each local binding's span, name and value.  Checking never depends on it."""
+        hook = getattr(Checker, "on_bind", None)
+        if hook is not None:
+            hook(self, span, name, v)
 
     def describe(self, sym: str) -> str:
         return self.symbol_names.get(sym, sym)
@@ -446,6 +462,7 @@ class Checker:
 
     def bind_pattern(self, p: A.Pattern, v: Val) -> tuple[dict[str, Val], Any]:
         if isinstance(p, A.PVar):
+            self._note_binding(p.span, p.name, v)
             return {p.name: v}, p.name
         if isinstance(p, A.PWild):
             return {}, None
@@ -580,7 +597,21 @@ class Checker:
             raise self.fail("E0306", f"recursion is more than {MAX_INSTANCE_DEPTH} calls deep at check time",
                             span, "recursion on public constants is unrolled while checking; "
                             "make sure it reaches its base case")
-        return self.check_instance(fn, params, param_types, args, key, span)
+        try:
+            return self.check_instance(fn, params, param_types, args, key, span)
+        except FuzzError as exc:
+            self._note_call_site(exc, fn, span)
+            raise
+
+    def _note_call_site(self, exc: FuzzError, fn: FnValue, span: Span) -> None:
+        """Errors inside a function instance also say which use of the function led there."""
+        diag = exc.diagnostics[0]
+        if diag.span is not None and diag.span.file == span.file and diag.span.line == span.line:
+            return
+        sites = [n for n in diag.notes if n.startswith("in the use of")]
+        if len(sites) < 3:
+            name = fn.decl.name if isinstance(fn, TopFn) else "a function"
+            diag.notes.append(f"in the use of {name} at {span}")
 
     def param_type(self, p: A.Param, arg: Val, span: Span) -> Type:
         if p.type is None:
@@ -594,7 +625,9 @@ class Checker:
         return declared
 
     def instance_key(self, fn: FnValue, types: list[Type], args: list[Val]):
-        ident = ("top", fn.decl.name) if isinstance(fn, TopFn) else ("closure", id(fn))  # type: ignore[union-attr]
+        # Closures are keyed by the object itself (identity hash), which also keeps it alive:
+        # an id() could be reused by a later closure and return a wrong cached instance.
+        ident = ("top", fn.decl.name) if isinstance(fn, TopFn) else ("closure", fn)  # type: ignore[union-attr]
         consts = tuple(_hashable(a.const) if a.is_const else None for a in args)
         fns = tuple(_fn_identity(a.fn) for a in args)
         return (ident, tuple(types), consts, fns)
@@ -645,6 +678,8 @@ class Checker:
         else:
             summary.body = body.ir
         self.instances[key] = summary
+        if any(not is_const(c) for c in summary.coefs) or any(not is_const(c) for c in summary.captured.values()):
+            self.unsolved.append(summary)
         if state.recursive and not any(a.recursive for a in self.active.values()):
             self.solve_pending(span)
         return summary
@@ -661,6 +696,7 @@ class Checker:
                 bindings[p.name] = Val(t, {sym: ONE}, I.IVar(p.name), NOCONST, Opaque(t))
             else:
                 bindings[p.name] = Val(t, {sym: ONE}, I.IVar(p.name), a.const)
+            self._note_binding(p.span, p.name, bindings[p.name])
         body = fn.decl.body if isinstance(fn, TopFn) else fn.body
         return self.expr(body, env.extend(bindings)), symbols
 
@@ -703,9 +739,10 @@ class Checker:
         except Unsolvable as exc:
             raise self.fail("E0304", f"could not certify the sensitivity of a recursive function ({exc})", span,
                             "annotate the parameters of recursive functions with their sensitivity")
-        for summary in self.instances.values():
+        for summary in self.unsolved:
             summary.coefs = [substitute(c, values) for c in summary.coefs]
             summary.captured = d_substitute(summary.captured, values)
+        self.unsolved = []
         for c, bound, pspan, name in self.pending_checks:
             v = substitute(c, values)
             if v > bound:
@@ -759,7 +796,7 @@ def _fn_identity(fn: Optional[FnValue]):
         return ("top", fn.decl.name)
     if isinstance(fn, Opaque):
         return ("opaque", fn.type)
-    return ("id", id(fn))
+    return ("id", fn)
 
 
 def _has_tvar(t: Type) -> bool:

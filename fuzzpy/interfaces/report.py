@@ -125,9 +125,10 @@ def print_text(report: CheckReport) -> None:
         typer.echo(render(d, report.sources), err=True)
     status = "ok" if report.ok else f"{sum(d.severity == 'error' for d in report.diagnostics)} error(s)"
     typer.echo(f"{report.file}: {status}")
-    if report.functions:
-        width = max(len(f.name) for f in report.functions)
-        for f in report.functions:
+    own = [f for f in report.functions if f.span is None or f.span.file == report.file]
+    if own:
+        width = max(len(f.name) for f in own)
+        for f in own:
             typer.echo(f"  {f.name.ljust(width)} : {f.type}")
     if report.entry and report.ok:
         per_input = ", ".join(f"{i.name} {fmt_coef(i.epsilon)}" for i in report.inputs)

@@ -1,21 +1,37 @@
-"""Privacy mechanisms (pure epsilon).
+"""Privacy mechanisms (pure epsilon): laplace, exponential, noisy_max, above_threshold,
+randomized_response.
 
 Every mechanism takes an explicit public epsilon.  Its noise is calibrated to the sensitivity
-the checker proved for its argument (`ctx.sensitivity`), and the same number is handed to the
-runtime in the IR node's `info`: one calibration, used by both sides.  A mechanism applied to an
-argument of proven sensitivity S with epsilon eps is (eps/S)-sensitive as a map into
-distributions (max-divergence), so its cost is (eps/S) * distance(argument): eps when the input
-moves by one row.
+the checker proved (`ctx.sensitivity`), and the same numbers are handed to the runtime in the
+IR node's `info`: one calibration, decided once by the checker, read (never recomputed) by the
+runtime.  A mechanism whose private input has proven sensitivity S, run with epsilon eps, is
+(eps/S)-sensitive as a map into distributions (max-divergence), so its cost is
+(eps/S) * distance(input): eps when the input moves by one row.
+
+For the selection mechanisms and the sparse vector, the private input is what the public score
+function captures from its context (`Instantiated.captured`); the candidate or query it is
+applied to is a public constant.  Runtimes import `fuzzpy.runtime.noise` lazily, so checking
+never loads the samplers.  See docs/mechanisms.md for the prose version of every rule.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any, Callable, Optional
 
-from ..checking.sens import d_scale
-from ..checking.types import Fuzzy, Num, Tensor
-from .registry import Arg, Result, primitive
+from ..checking.sens import INF, Dist, d_scale, is_const
+from ..checking.types import BOOL, Bool, Fuzzy, ListT, Num, Tensor, Type
+from .registry import Arg, Instantiated, Result, primitive
 
+# Accuracy statements are given at confidence 1 - BETA.
+BETA = Fraction(1, 20)
+
+_REF_EXACT = "Sampled exactly (Canonne, Kamath, Steinke 2020); see fuzzpy/runtime/noise.py."
+
+
+# ---- public arguments -------------------------------------------------------------------------
 
 def public_epsilon(ctx, arg: Arg) -> Fraction:
     if not arg.is_const or not isinstance(arg.type, Num):
@@ -27,16 +43,119 @@ def public_epsilon(ctx, arg: Arg) -> Fraction:
     return eps
 
 
-def calibrate(ctx, name: str, eps: Fraction, arg: Arg, span, extra: dict | None = None):
-    """Proven sensitivity S, scale S/eps, and the cost (eps/S) * distance; recorded for the report."""
-    sens = ctx.sensitivity(arg.dist, arg.span)
-    if sens == 0:
+def public_list(ctx, arg: Arg, what: str, mech: str) -> Type:
+    """The element type of a public, constant, non-empty list (candidates, queries)."""
+    if not isinstance(arg.type, ListT):
+        raise ctx.fail("E0202", f"{mech} expects a list of {what}, but this is {arg.type}", arg.span)
+    if not arg.is_const:
+        raise ctx.fail("E0209", f"the {what} of {mech} must be a public constant list (a literal or a param)",
+                       arg.span, "the list is public; private data enters only through the score function")
+    if len(arg.const) == 0:
+        raise ctx.fail("E0213", f"{mech} needs at least one element in its list of {what}", arg.span)
+    return arg.type.elem
+
+
+def public_number(ctx, arg: Arg, what: str, mech: str) -> Fraction:
+    if not isinstance(arg.type, Num):
+        raise ctx.fail("E0202", f"the {what} of {mech} must be a number, but this is {arg.type}", arg.span)
+    if not arg.is_const:
+        raise ctx.fail("E0209", f"the {what} of {mech} must be a public constant (a literal or a param)", arg.span)
+    return Fraction(arg.const)
+
+
+def public_cutoff(ctx, arg: Arg, mech: str) -> int:
+    c = public_number(ctx, arg, "cutoff", mech)
+    if c.denominator != 1 or c < 1:
+        raise ctx.fail("E0213", f"the cutoff of {mech} must be a positive whole number, got {c}", arg.span)
+    return c.numerator
+
+
+def score_function(ctx, fn: Arg, elem: Type, span, mech: str) -> Instantiated:
+    """Check the score at the element type; its private input is what it captures."""
+    inst = ctx.instantiate(fn, [elem], span)
+    if not isinstance(inst.cod, Num):
+        raise ctx.fail("E0202", f"the score function of {mech} must return a number, but it returns {inst.cod}",
+                       fn.span)
+    return inst
+
+
+# ---- calibration: the one place where scales and costs are decided ----------------------------
+
+def charge(ctx, name: str, eps: Fraction, dist: Dist, dist_span, span, factor: Fraction = Fraction(1),
+           extra: Optional[dict] = None, sens: Optional[Fraction] = None) -> tuple[Fraction, Fraction, Dist]:
+    """Proven sensitivity S of `dist`, scale factor*S/eps, cost (eps/S) * dist; recorded.
+
+    `factor` is the mechanism's own constant (2 for the exponential mechanism's
+    exp(eps*q/(2S)), for instance); the cost does not depend on it.  `sens`, when given, must
+    be `ctx.sensitivity(dist, ...)` already computed by the caller."""
+    if sens is None:
+        sens = ctx.sensitivity(dist, dist_span)
+    if sens == 0:  # the input is public: nothing to hide, nothing charged
         scale, cost = Fraction(0), {}
     else:
-        scale, cost = sens / eps, d_scale(eps / sens, arg.dist)
+        scale, cost = factor * sens / eps, d_scale(eps / sens, dist)
     ctx.record_mechanism(name, span, sens, eps if sens else Fraction(0), scale, cost, extra)
     return sens, scale, cost
 
+
+def calibrate(ctx, name: str, eps: Fraction, arg: Arg, span, extra: dict | None = None):
+    """Laplace's calibration: S proven for `arg`, scale S/eps, cost (eps/S) * distance."""
+    return charge(ctx, name, eps, arg.dist, arg.span, span, Fraction(1), extra)
+
+
+def _info(sens: Fraction, eps: Fraction, scale: Fraction, **more: Any) -> dict:
+    # `epsilon` is the user's epsilon (the runtime needs it even when S = 0); `charged` is what
+    # the checker charges per unit of distance.
+    return {"sensitivity": sens, "epsilon": eps, "scale": scale, "charged": eps if sens else Fraction(0), **more}
+
+
+# ---- runtime support ----------------------------------------------------------------------------
+
+class Distribution:
+    """A mechanism applied to its inputs, not yet sampled: `sample(ctx)` draws fresh noise and
+    records the release through `ctx.record_release`.  Its repr never shows the inputs."""
+
+    __slots__ = ("name", "_draw")
+
+    def __init__(self, name: str, draw: Callable[[Any], Any]):
+        self.name = name
+        self._draw = draw
+
+    def sample(self, ctx) -> Any:
+        return self._draw(ctx)
+
+    def __repr__(self) -> str:
+        return f"<distribution {self.name}>"
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """A public statement about a release's error: `what <= bound`, with probability at least
+    1 - beta (beta = 0: always)."""
+
+    bound: Fraction
+    beta: Fraction
+    what: str
+
+    def __str__(self) -> str:
+        text = f"{self.what} <= {float(self.bound):.6g}"
+        return text + (f" with probability >= {float(1 - self.beta):g}" if self.beta else "")
+
+
+_SLACK = Fraction(1, 2**40)  # far above the rounding error of math.log / math.exp on doubles
+
+
+def log_upper(x: Fraction) -> Fraction:
+    """An exact upper bound on ln(x), x >= 1 (display only: accuracy, never noise or cost)."""
+    return Fraction(math.log(float(x))) * (1 + _SLACK) + _SLACK
+
+
+def _tail(scale: Fraction, beta: Fraction) -> Fraction:
+    """|Laplace(scale)| <= scale * ln(1/beta) with probability 1 - beta (continuous-law tails)."""
+    return scale * log_upper(1 / beta)
+
+
+# ---- laplace ------------------------------------------------------------------------------------
 
 def _laplace_shape(ctx, arg: Arg):
     t = arg.type
@@ -48,17 +167,239 @@ def _laplace_shape(ctx, arg: Arg):
                    "with-pairs (| |) measure the max, not the L1 sum the Laplace mechanism needs")
 
 
+def _run_laplace(ctx, eps, x):
+    from ..runtime.noise import laplace_release
+
+    info = dict(ctx.info)
+
+    def draw(sctx):
+        rel = laplace_release(x, info["sensitivity"], info["epsilon"], sctx.rng)
+        n = len(rel.values) if isinstance(rel.values, tuple) else 1
+        # Union bound: every coordinate within the bound at once.
+        acc = Accuracy(rel.accuracy(BETA / n), BETA, "|noise| in every coordinate")
+        sctx.record_release("laplace", rel.values, info["charged"], rel.scale, acc,
+                            sensitivity=info["sensitivity"])
+        return rel.values
+
+    return Distribution("laplace", draw)
+
+
 @primitive("laplace", ("eps", "x"), "(eps : num) -> num -o[eps/S] fuzzy num",
            "laplace eps x: x plus Laplace noise of scale S/eps, where S is the sensitivity the checker "
            "proved for x (a number, or a tensor tuple of numbers with L1 sensitivity S). Costs eps.",
            "Dwork, McSherry, Nissim, Smith 2006: Laplace noise of scale S/eps on an S-sensitive (L1) "
            "query is eps-DP. Sampled exactly on a fixed-point grid (Canonne, Kamath, Steinke 2020); "
-           "see docs/noise.md.",
-           category="mechanism", is_mechanism=True)
+           "see docs/mechanisms.md and fuzzpy/runtime/noise.py.",
+           category="mechanism", is_mechanism=True, run=_run_laplace, needs_context=True)
 def _laplace(ctx, args, span):
     eps_arg, x = args
     eps = public_epsilon(ctx, eps_arg)
     shape = _laplace_shape(ctx, x)
     sens, scale, cost = calibrate(ctx, "laplace", eps, x, span)
-    info = {"sensitivity": sens, "epsilon": eps, "scale": scale}
-    return Result(Fuzzy(shape), cost, info=info)
+    return Result(Fuzzy(shape), cost, info=_info(sens, eps, scale))
+
+
+# ---- exponential mechanism and report noisy max ------------------------------------------------
+
+def _selection_rule(name: str, ctx, args, span) -> Result:
+    """exponential / noisy_max: public candidates, a score whose captured input is S-sensitive."""
+    eps_arg, cands, score = args
+    eps = public_epsilon(ctx, eps_arg)
+    elem = public_list(ctx, cands, "candidates", name)
+    inst = score_function(ctx, score, elem, span, name)
+    n = len(cands.const)
+    sens, scale, cost = charge(ctx, name, eps, inst.captured, score.span, span, Fraction(2), {"candidates": n})
+    return Result(Fuzzy(elem), cost, info=_info(sens, eps, scale, candidates=n),
+                  ir_args=[eps_arg.ir, cands.ir, inst.code])
+
+
+def selection_accuracy(scale: Fraction, n: int, beta: Fraction = BETA) -> Fraction:
+    """score(chosen) >= max score - scale * ln(n/beta) with probability >= 1 - beta.
+
+    Exponential mechanism: Dwork & Roth 2014, Theorem 3.11 (scale = 2S/eps).  Report noisy max
+    with Exponential(scale) noise: the chosen score plus its noise beats the best score, and
+    max_i noise_i > scale*ln(n/beta) has probability <= n * beta/n."""
+    return scale * log_upper(Fraction(n) / beta)
+
+
+def _selection_runner(name: str, select_name: str):
+    def run(ctx, eps, candidates, score):
+        from ..runtime import noise
+
+        select = getattr(noise, select_name)
+        info = dict(ctx.info)
+        cands = list(candidates)
+        scores = [ctx.call(score, c) for c in cands]
+
+        def draw(sctx):
+            i = select(scores, info["sensitivity"], info["epsilon"], sctx.rng)
+            acc = Accuracy(selection_accuracy(info["scale"], len(cands)), BETA,
+                           "best score - score of the chosen candidate")
+            sctx.record_release(name, cands[i], info["charged"], info["scale"], acc,
+                                sensitivity=info["sensitivity"])
+            return cands[i]  # only the candidate: its score and noise never leave
+
+        return Distribution(name, draw)
+
+    return run
+
+
+@primitive("exponential", ("eps", "candidates", "score"),
+           "(eps : num) -> list 'c -> ('c -> num) -o[eps/S] fuzzy 'c",
+           "exponential eps cs score: a candidate c of the public list cs, drawn with probability "
+           "proportional to exp(eps * score c / (2S)), where S is the sensitivity of what score captures "
+           "(its private input). Costs eps.",
+           "McSherry & Talwar 2007 (Mechanism Design via Differential Privacy); Dwork & Roth 2014, "
+           "Theorem 3.10: every score moves by at most S, so each probability changes by at most "
+           "exp(eps/2) in the numerator and in the normaliser. " + _REF_EXACT,
+           category="mechanism", is_mechanism=True, run=_selection_runner("exponential", "exponential_mechanism"),
+           needs_context=True)
+def _exponential(ctx, args, span):
+    return _selection_rule("exponential", ctx, args, span)
+
+
+@primitive("noisy_max", ("eps", "candidates", "score"),
+           "(eps : num) -> list 'c -> ('c -> num) -o[eps/S] fuzzy 'c",
+           "noisy_max eps cs score: the candidate of the public list cs whose score plus Exponential "
+           "noise of scale 2S/eps is largest (S: sensitivity of what score captures). Returns only the "
+           "candidate, never its noisy score. Costs eps.",
+           "Permute-and-flip with coins exp(-eps (max - score)/(2S)) is eps-DP (McKenna & Sheldon 2020, "
+           "NeurIPS) and has exactly the law of report noisy max with Exponential(2S/eps) noise (Ding, Kifer, "
+           "Saghaian, Steinke, Wang, Xiao, Zhang 2021); compare Dwork & Roth 2014, Claim 3.9. " + _REF_EXACT,
+           category="mechanism", is_mechanism=True, run=_selection_runner("noisy_max", "report_noisy_max"),
+           needs_context=True)
+def _noisy_max(ctx, args, span):
+    return _selection_rule("noisy_max", ctx, args, span)
+
+
+# ---- sparse vector (AboveThreshold) -------------------------------------------------------------
+
+def svt_scales(sens: Fraction, eps: Fraction, cutoff: int) -> tuple[Fraction, Fraction]:
+    """Lyu, Su & Li 2017, Algorithm 1 with eps1 = eps2 = eps/2: the threshold's noise scale
+    S/eps1 and each query's 2*cutoff*S/eps2 (fuzzpy.runtime.noise.above_threshold)."""
+    return 2 * sens / eps, 4 * cutoff * sens / eps
+
+
+def svt_accuracy(info: dict, n_queries: int, beta: Fraction = BETA) -> Fraction:
+    """alpha with: every answered query that says True is >= threshold - alpha, every False is
+    < threshold + alpha, with probability >= 1 - beta.
+
+    Threshold noise within b1*ln(2/beta) + g and all query noises within b2*ln(2k/beta) + g
+    (each event failing with probability <= beta/2; a discrete Laplace on step g has tails at
+    most one step heavier than the continuous law), plus half a step of rounding on each side."""
+    from ..runtime.noise import GRID_BITS
+
+    sens, eps = info["sensitivity"], info["epsilon"]
+    if sens == 0:
+        return Fraction(0)
+    b1, b2 = svt_scales(sens, eps, info["cutoff"])
+    step = sens / max(Fraction(1), 2**GRID_BITS * eps)  # noise.py's grid step is at most this
+    return b1 * log_upper(2 / beta) + b2 * log_upper(2 * n_queries / beta) + 3 * step
+
+
+def _run_above_threshold(ctx, eps, cutoff, threshold, queries, score):
+    from ..runtime.noise import above_threshold
+
+    info = dict(ctx.info)
+    qs = list(queries)
+    values = [ctx.call(score, q) for q in qs]
+
+    def draw(sctx):
+        answers = tuple(above_threshold(values, info["threshold"], info["sensitivity"], info["epsilon"],
+                                        info["cutoff"], sctx.rng))
+        acc = Accuracy(svt_accuracy(info, len(qs)), BETA, "distance of a wrong answer's score from the threshold")
+        sctx.record_release("above_threshold", answers, info["charged"], info["scale"], acc,
+                            sensitivity=info["sensitivity"], query_scale=info["query_scale"],
+                            cutoff=info["cutoff"])
+        return answers
+
+    return Distribution("above_threshold", draw)
+
+
+@primitive("above_threshold", ("eps", "cutoff", "threshold", "queries", "score"),
+           "(eps : num) -> (c : int) -> (t : num) -> list 'q -> ('q -> num) -o[eps/S] fuzzy (list bool)",
+           "above_threshold eps c t qs score: the sparse vector technique. Answers, in order, whether "
+           "score q is above the public threshold t for each public query q, and stops right after the "
+           "c-th True. Threshold noise scale 2S/eps, query noise scale 4cS/eps (S: sensitivity of what "
+           "score captures). Costs eps in total, however many queries are answered.",
+           "Lyu, Su & Li 2017 (Understanding the Sparse Vector Technique for Differential Privacy, "
+           "PVLDB 10(6)), Algorithm 1 with eps1 = eps2 = eps/2: Lap(S/eps1) on the "
+           "threshold and Lap(2cS/eps2) on each query is eps-DP for queries of sensitivity S. "
+           + _REF_EXACT,
+           category="mechanism", is_mechanism=True, run=_run_above_threshold, needs_context=True)
+def _above_threshold(ctx, args, span):
+    eps_arg, cutoff_arg, threshold_arg, queries, score = args
+    name = "above_threshold"
+    eps = public_epsilon(ctx, eps_arg)
+    cutoff = public_cutoff(ctx, cutoff_arg, name)
+    threshold = public_number(ctx, threshold_arg, "threshold", name)
+    elem = public_list(ctx, queries, "queries", name)
+    inst = score_function(ctx, score, elem, span, name)
+    sens = ctx.sensitivity(inst.captured, score.span)
+    query_scale = svt_scales(sens, eps, cutoff)[1]
+    sens, scale, cost = charge(ctx, name, eps, inst.captured, score.span, span, Fraction(2),
+                               {"cutoff": cutoff, "query_scale": query_scale}, sens)
+    info = _info(sens, eps, scale, cutoff=cutoff, threshold=threshold, query_scale=query_scale)
+    return Result(Fuzzy(ListT(BOOL)), cost, info=info,
+                  ir_args=[eps_arg.ir, cutoff_arg.ir, threshold_arg.ir, queries.ir, inst.code])
+
+
+# ---- randomized response -------------------------------------------------------------------------
+
+def rr_flip_upper(eps: Fraction) -> Fraction:
+    """An upper bound on the flip probability 1/(1 + e^eps) (display only)."""
+    return 1 / (1 + Fraction(math.exp(float(eps))) * (1 - _SLACK))
+
+
+def rr_cost(ctx, dist: Dist, eps: Fraction) -> Dist:
+    """eps per unit of distance of every input b depends on, where that is sound.
+
+    Whatever happens to its inputs, b takes one of two values, so the output's odds move by at
+    most e^eps: the loss is eps * [the input moved], not eps * distance.  A finite coefficient
+    means b cannot change at all (bools are infinitely apart), so eps * t over-charges.  An
+    infinite one means b may flip for any move t > 0, and eps * t >= eps only for whole t
+    (tables: distance 0, 1, 2, ...).  A symbol that may move by a fraction (a num parameter of
+    a helper function) is charged infinity, when the checker can say which symbols are whole
+    (`ctx.integral`, proposed); without it every symbol is taken to be whole (see
+    docs/mechanisms.md, "Known gaps")."""
+    integral = getattr(ctx, "integral", None)
+    cost: Dist = {}
+    for s, c in dist.items():
+        finite = is_const(c) and c != INF
+        cost[s] = eps if finite or integral is None or integral(s) else INF
+    return cost
+
+
+def _run_randomized_response(ctx, eps, b):
+    from ..runtime.noise import randomized_response
+
+    info = dict(ctx.info)
+
+    def draw(sctx):
+        out = randomized_response(bool(b), info["epsilon"], sctx.rng)
+        acc = Accuracy(rr_flip_upper(info["epsilon"]), Fraction(0), "probability that the bit was flipped")
+        sctx.record_release("randomized_response", out, info["charged"], info["scale"], acc,
+                            sensitivity=info["sensitivity"])
+        return out
+
+    return Distribution("randomized_response", draw)
+
+
+@primitive("randomized_response", ("eps", "b"), "(eps : num) -> bool -o[eps] fuzzy bool",
+           "randomized_response eps b: b, kept with probability e^eps / (1 + e^eps) and flipped otherwise. "
+           "Costs eps for each input b depends on, however strongly (a bool changes at most once).",
+           "Warner 1965; Dwork & Roth 2014, section 3.2: the odds of any output change by at most e^eps "
+           "between the two values of b. Neighbouring tables (distance >= 1 when they differ) change b "
+           "at most once, so eps per unit of distance bounds the loss. Coins are exact Bernoulli draws "
+           "(Canonne, Kamath, Steinke 2020).",
+           category="mechanism", is_mechanism=True, run=_run_randomized_response, needs_context=True)
+def _randomized_response(ctx, args, span):
+    eps_arg, b = args
+    eps = public_epsilon(ctx, eps_arg)
+    if not isinstance(b.type, Bool):
+        raise ctx.fail("E0202", f"randomized_response expects a bool, but this is {b.type}", b.span)
+    cost = rr_cost(ctx, b.dist, eps)
+    sens = Fraction(1) if cost else Fraction(0)
+    scale = 1 / eps  # the log-odds temperature: keep/flip odds are exp(1/scale)
+    ctx.record_mechanism("randomized_response", span, sens, eps if cost else Fraction(0), scale, cost, None)
+    return Result(Fuzzy(BOOL), cost, info=_info(sens, eps, scale))

@@ -2,8 +2,10 @@
 
 The checker emits constraints `lhs <= rhs` between coefficients that mention unknowns (the
 sensitivity annotations of recursive functions, and maxima of non-constant coefficients).  All
-of them are monotone, so the least solution is the componentwise minimum; we minimise the sum
-of unknowns with PuLP (HiGHS in-process when available).  The float optimum is only a hint:
+of them are monotone, so the least solution is the componentwise minimum.  When plain
+iteration from zero reaches a fixpoint within a few rounds, that fixpoint is the exact least
+solution and no solver is needed (most recursive functions: PuLP is not even imported).
+Otherwise we minimise the sum of unknowns with PuLP (HiGHS in-process when available).  The float optimum is only a hint:
 it is turned into fractions and *certified* by checking every constraint exactly; a violated
 constraint lifts its unknown (never lowers anything), so an accepted value is always a valid,
 sound annotation.  Systems are cached by their canonical form, so an unchanged function is
@@ -68,8 +70,39 @@ def _eval(enc, values) -> Coef:
     return total
 
 
+KLEENE_ROUNDS = 64
+
+
+def _kleene(key: tuple, n: int) -> tuple[Coef, ...] | None:
+    """Exact least fixpoint by iteration from zero, when it stabilises in a few rounds.
+
+    Every constraint with an unknown on its right raises that unknown to its left side; all
+    left sides are monotone, so if an iteration changes nothing, the values are the least
+    solution, in exact arithmetic (Kleene).  Systems that only converge in the limit
+    (s >= 1 + s/2) or diverge (s >= 1 + s) are left to the LP."""
+    values: list[Coef] = [Fraction(0)] * n
+    rows = [(a, b[2][0][0], b[2][0][1]) for a, b in key
+            if b[0] == "lin" and len(b[2]) == 1 and b[1] == 0 and b[2][0][1] > 0]
+    if len(rows) != sum(1 for _, b in key if b[0] == "lin"):
+        return None
+    for _ in range(KLEENE_ROUNDS):
+        changed = False
+        for a, i, k in rows:
+            need = _eval(a, values)
+            need = need if need == INF else need / k
+            if need > values[i]:
+                values[i] = need
+                changed = True
+        if not changed:
+            return tuple(values)
+    return None
+
+
 @lru_cache(maxsize=1024)
 def _solve_canonical(key: tuple, n: int) -> tuple[Coef, ...]:
+    exact = _kleene(key, n)
+    if exact is not None:
+        return exact
     LP_STATS["solves"] += 1
     infinite = _propagate_infinity(key, n)
     finite_rows = [(a, b) for a, b in key if not _mentions(a, infinite) and not _mentions(b, infinite)

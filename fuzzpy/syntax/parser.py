@@ -33,7 +33,7 @@ _PARSE_LOCK = threading.Lock()
 @lru_cache(maxsize=None)
 def _lark() -> Lark:
     """The one parser; `cache=True` stores the LALR tables on disk between runs."""
-    return Lark(GRAMMAR.read_text(), parser="lalr", lexer="contextual", propagate_positions=True,
+    return Lark(GRAMMAR.read_text(), parser="lalr", lexer="contextual", propagate_positions=False,
                 transformer=_BUILDER, cache=True, maybe_placeholders=False, keep_all_tokens=True)
 
 
