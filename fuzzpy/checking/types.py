@@ -162,6 +162,17 @@ class ListT(Type):
 
 
 @dataclass(frozen=True)
+class Seq(Type):
+    """An ordered table (the result of a stable sort); distance is the edit (LCS) distance,
+    insertions plus deletions, as in PrivJail."""
+
+    elem: Type
+
+    def __str__(self) -> str:
+        return f"seq {_paren(self.elem)}"
+
+
+@dataclass(frozen=True)
 class Parts(Type):
     """The result of a partition: one bag per public key; distances add over the parts."""
 
@@ -169,7 +180,8 @@ class Parts(Type):
     elem: Type
 
     def __str__(self) -> str:
-        return f"parts {{{', '.join(repr(k) for k in self.keys)}}} {_paren(self.elem)}"
+        keys = ", ".join('"' + k + '"' for k in self.keys)
+        return f"parts {{{keys}}} {_paren(self.elem)}"
 
 
 @dataclass(frozen=True)
@@ -288,7 +300,7 @@ def join_types(a: Type, b: Type) -> Type | None:
             return None
         fs = [(n, join_types(x, y)) for (n, x), (_, y) in zip(a.fields, b.fields)]
         return None if any(t is None for _, t in fs) else Record(tuple(fs), a.name)
-    for wrap in (Bag, ListT, Fuzzy):
+    for wrap in (Bag, ListT, Fuzzy, Seq):
         if isinstance(a, wrap) and isinstance(b, wrap):
             inner = join_types(_inner(a), _inner(b))
             return None if inner is None else wrap(inner)
@@ -321,7 +333,7 @@ def is_subtype(a: Type, b: Type) -> bool:
             is_subtype(x, y) for (_, x), (_, y) in zip(a.fields, b.fields))
     if isinstance(a, Cat) and isinstance(b, Cat):
         return set(a.values) <= set(b.values)
-    for wrap in (Bag, ListT, Fuzzy):
+    for wrap in (Bag, ListT, Fuzzy, Seq):
         if isinstance(a, wrap) and isinstance(b, wrap):
             return is_subtype(_inner(a), _inner(b))
     if isinstance(a, Parts) and isinstance(b, Parts):

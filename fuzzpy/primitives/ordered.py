@@ -1,0 +1,79 @@
+"""Ordered operations, with PrivJail's edit (LCS) distance.
+
+A stable sort by a public key maps tables at symmetric-difference distance d to sequences at
+edit distance d: the rows the two tables share keep their relative order.  Taking rows by
+position (head, tail, slice) doubles the distance: one added row can push one row into the
+window and another out of it, so a window of the sequence moves by 2 per unit of edit distance.
+The result of a window is a bag again (order forgotten).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..checking.sens import d_add, d_scale
+from ..checking.types import Bag, Cat, Num, Seq, Str
+from .bags import elem_type, row_function
+from .registry import Result, primitive
+
+_REF = "PrivJail (seed 003) section 4.2: ordered operations use the edit distance"
+
+
+def _seq_elem(ctx, arg, what: str):
+    if not isinstance(arg.type, Seq):
+        raise ctx.fail("E0202", f"{what} expects a sorted table (seq, from sort_by), but this is {arg.type}",
+                       arg.span, "sort it first: sort_by (fun r -> r.age) b")
+    return arg.type.elem
+
+
+def _count_arg(ctx, arg, what: str) -> int:
+    if not arg.is_const or not isinstance(arg.type, Num) or Fraction(arg.const).denominator != 1 \
+            or arg.const < 0:
+        raise ctx.fail("E0209", f"{what} needs a public, non-negative integer constant", arg.span)
+    return int(arg.const)
+
+
+def _sort_run(ctx, key, b):
+    import pandas as pd
+
+    keys = ctx.vectorised(key)(b)
+    order = pd.Series(keys).reset_index(drop=True).sort_values(kind="stable").index
+    return b.iloc[order].reset_index(drop=True)
+
+
+@primitive("sort_by", ("key", "b"), "('a -> num | cat | string) -> bag 'a -o seq 'a",
+           "sort_by key b: the rows of b in increasing order of the public key function (stable).",
+           "A stable sort keeps the relative order of shared rows, so tables at symmetric-difference "
+           "distance d give sequences at edit distance d. " + _REF,
+           category="ordered", run=_sort_run, needs_context=True)
+def _sort_by(ctx, args, span):
+    key, b = args
+    elem = elem_type(ctx, b, "sort_by")
+    inst, captured = row_function(ctx, key, elem, span)
+    if not isinstance(inst.cod, (Num, Cat, Str)):
+        raise ctx.fail("E0202", f"sort_by needs a key that is a number, category or string, not {inst.cod}", key.span)
+    return Result(Seq(elem), d_add(b.dist, captured), ir_args=[inst.code, b.ir])
+
+
+def _window(name: str, doc: str, take):
+    def rule(ctx, args, span):
+        *counts, s = args
+        elem = _seq_elem(ctx, s, name)
+        info = {"bounds": [_count_arg(ctx, c, name) for c in counts]}
+        return Result(Bag(elem), d_scale(Fraction(2), s.dist), info=info)
+
+    primitive(name, tuple([*(["i", "j"] if name == "slice" else ["n"]), "s"]),
+              ("int -> int -> " if name == "slice" else "int -> ") + "seq 'a -o[2] bag 'a", doc,
+              "One row added to the input can push one row into the window and another out of it: "
+              "the window moves by 2 per unit of edit distance. " + _REF,
+              category="ordered", run=take, needs_context=True)(rule)
+
+
+_window("head", "head n s: the first n rows of a sorted table (a bag).",
+        lambda ctx, n, s: s.head(int(n)).reset_index(drop=True))
+_window("tail", "tail n s: the last n rows of a sorted table (a bag).",
+        lambda ctx, n, s: s.tail(int(n)).reset_index(drop=True) if int(n) > 0 else s.iloc[0:0])
+_window("slice", "slice i j s: the rows at positions i (inclusive) to j (exclusive) of a sorted table.",
+        lambda ctx, i, j, s: s.iloc[int(i):int(j)].reset_index(drop=True))
+
+

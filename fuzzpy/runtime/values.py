@@ -1,0 +1,266 @@
+"""Runtime values of the interpreter (docs/runtime.md, "Values").
+
+Numbers are Python floats (numpy scalars are fine), booleans bools, strings str, tensor and
+with tuples Python tuples, records dicts, sums `("inl" | "inr", value)`, public lists tuples,
+partitions dicts key -> part in declared key order.  A bag is a pandas DataFrame (rows are
+records: string column labels; or tuples: integer labels 0..k-1), a pandas Series (rows are
+scalars), or a `MaskedBag`: the rows of one of those where a mask holds, selected lazily so
+that counting needs no copy and row functions read only the columns they use.  Every bag has a
+fresh RangeIndex.
+
+Functions are `Closure`s; distributions (`fuzzy T`) are objects with `sample(ctx)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Optional, Union
+
+import numpy as np
+import pandas as pd
+
+from ..checking.ir import IR
+from ..diagnostics import Span
+
+BETA = Fraction(1, 20)  # accuracy statements are at 95% confidence
+
+
+# ---- functions and distributions --------------------------------------------------------------
+
+@dataclass(eq=False)
+class Closure:
+    """A function value: the environment it captured, and its code when it carries its own
+    (ILambda); an IClosure value gets its code from each application site (IApply)."""
+
+    env: dict[str, Any]
+    params: Optional[list[str]] = None
+    body: Optional[IR] = None
+
+    def __repr__(self) -> str:  # never shows captured values
+        return "<function>"
+
+
+class Distribution:
+    """A value of type `fuzzy T`: `sample(ctx)` draws from it (fresh noise each time) and
+    records every release through `ctx.record_release`."""
+
+    def sample(self, ctx: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return "<distribution>"
+
+
+@dataclass(eq=False, repr=False)
+class Returned(Distribution):
+    """`return v`: the point mass at v."""
+
+    value: Any
+
+    def sample(self, ctx: Any) -> Any:
+        return self.value
+
+
+@dataclass(eq=False, repr=False)
+class Located(Distribution):
+    """A distribution made by a primitive, sampled with the context of the call that made it,
+    so its releases carry the mechanism's own source span."""
+
+    inner: Any
+    ctx: Any
+
+    def sample(self, ctx: Any) -> Any:
+        return self.inner.sample(self.ctx)
+
+
+_DIST_TYPES: tuple[type, ...] = (Distribution,)
+
+
+def distribution_types() -> tuple[type, ...]:
+    """Our base class, plus the mechanisms' own class (which does not derive from it)."""
+    global _DIST_TYPES
+    if len(_DIST_TYPES) == 1:
+        from ..primitives import mechanisms
+
+        extra = getattr(mechanisms, "Distribution", None)
+        if isinstance(extra, type) and not issubclass(extra, Distribution):
+            _DIST_TYPES = (Distribution, extra)
+        else:
+            _DIST_TYPES = (Distribution, Distribution)
+    return _DIST_TYPES
+
+
+def is_distribution(v: Any) -> bool:
+    # Not duck typing on `.sample`: DataFrame.sample exists and must never be called.
+    return isinstance(v, distribution_types())
+
+
+# ---- releases ----------------------------------------------------------------------------------
+
+@dataclass
+class ReleaseRecord:
+    """One value that left the system through a mechanism, with the public facts about it."""
+
+    mechanism: str
+    span: Optional[Span]
+    epsilon: Fraction
+    scale: Fraction
+    accuracy: Any  # the mechanism's statement at beta = 0.05 (bound/beta/what), or a number
+    value: Any
+    name: Optional[str] = None        # the `sample` variable it was bound to, if any
+    keys: tuple[str, ...] = ()        # partition keys (each) under which it was released
+    extra: dict = field(default_factory=dict)
+
+
+# ---- bags ----------------------------------------------------------------------------------------
+
+Frame = Union[pd.DataFrame, pd.Series]
+
+
+class MaskedBag:
+    """The rows of `base` where a boolean mask holds, selected only when needed.
+
+    `mask_fn` lets a group-by part compute its mask on first use; `count` may be given when it
+    is already known (group sizes from one bincount)."""
+
+    __slots__ = ("base", "_mask", "_mask_fn", "_count", "_columns", "_frame")
+
+    def __init__(self, base: Frame, mask: Optional[np.ndarray] = None, *,
+                 mask_fn: Optional[Callable[[], np.ndarray]] = None, count: Optional[int] = None):
+        self.base = base
+        self._mask = mask
+        self._mask_fn = mask_fn
+        self._count = count
+        self._columns: dict[Any, pd.Series] = {}
+        self._frame: Optional[Frame] = None
+
+    @property
+    def mask(self) -> np.ndarray:
+        if self._mask is None:
+            assert self._mask_fn is not None
+            self._mask = self._mask_fn()
+            self._mask_fn = None
+        return self._mask
+
+    def __len__(self) -> int:
+        if self._count is None:
+            self._count = int(np.count_nonzero(self.mask))
+        return self._count
+
+    @property
+    def is_frame(self) -> bool:
+        return isinstance(self.base, pd.DataFrame)
+
+    def column(self, label: Any) -> pd.Series:
+        """One selected column (cached): only what a row function reads is copied."""
+        col = self._columns.get(label)
+        if col is None:
+            if self._frame is not None:
+                col = self._frame[label]
+            else:
+                src = self.base[label] if self.is_frame else self.base
+                col = select(src, self.mask)
+            self._columns[label] = col
+        return col
+
+    def series(self) -> pd.Series:
+        """The selected values of a bag of scalars."""
+        return self.column(None)
+
+    def materialise(self) -> Frame:
+        if self._frame is None:
+            if self.is_frame:
+                self._frame = self.base.take(np.flatnonzero(self.mask)).reset_index(drop=True)
+            else:
+                self._frame = self.series()
+        return self._frame
+
+    def __repr__(self) -> str:  # never shows rows or their number
+        return "<bag>"
+
+
+Bag = Union[pd.DataFrame, pd.Series, MaskedBag]
+
+
+def is_bag(v: Any) -> bool:
+    return isinstance(v, (pd.DataFrame, pd.Series, MaskedBag))
+
+
+def select(series: pd.Series, mask: np.ndarray) -> pd.Series:
+    """series[mask] with a fresh RangeIndex; categoricals stay categorical."""
+    return pd.Series(series.array[mask], name=series.name, copy=False)
+
+
+def nrows(bag: Bag) -> int:
+    return len(bag)
+
+
+def base_and_mask(bag: Bag) -> tuple[Frame, Optional[np.ndarray]]:
+    if isinstance(bag, MaskedBag):
+        return bag.base, bag.mask
+    return bag, None
+
+
+def restrict(bag: Bag, keep: np.ndarray) -> MaskedBag:
+    """The rows of `bag` (in its own row order) for which `keep` holds."""
+    base, mask = base_and_mask(bag)
+    if mask is None:
+        return MaskedBag(base, keep)
+    full = np.zeros(len(base), dtype=bool)
+    full[mask] = keep
+    return MaskedBag(base, full)
+
+
+def materialise(v: Any) -> Any:
+    """A MaskedBag as a plain DataFrame/Series, also inside tuples, records and partitions
+    (for primitives that do not know lazy bags)."""
+    if isinstance(v, MaskedBag):
+        return v.materialise()
+    if isinstance(v, tuple) and any(isinstance(x, (MaskedBag, tuple, dict)) for x in v):
+        return tuple(materialise(x) for x in v)
+    if isinstance(v, dict) and any(isinstance(x, (MaskedBag, tuple, dict)) for x in v.values()):
+        return {k: materialise(x) for k, x in v.items()}
+    return v
+
+
+def is_tuple_frame(df: pd.DataFrame) -> bool:
+    """Bags of tuples are frames with integer column labels 0..k-1; records have names."""
+    return len(df.columns) > 0 and all(isinstance(c, (int, np.integer)) for c in df.columns)
+
+
+def frame_columns(bag: Bag) -> list[Any]:
+    base = bag.base if isinstance(bag, MaskedBag) else bag
+    return list(base.columns) if isinstance(base, pd.DataFrame) else []
+
+
+# ---- rows as Python values (the per-row fallback) ----------------------------------------------
+
+def _as_floats(df: pd.DataFrame) -> pd.DataFrame:
+    ints = {c: np.float64 for c, t in df.dtypes.items() if pd.api.types.is_integer_dtype(t)}
+    return df.astype(ints) if ints else df
+
+
+def bag_rows(bag: Bag) -> list[Any]:
+    """Every row as a Python value: dicts for records, tuples, or scalars (numbers as floats)."""
+    frame = materialise(bag)
+    if isinstance(frame, pd.Series):
+        if pd.api.types.is_integer_dtype(frame.dtype):
+            frame = frame.astype(np.float64)
+        return frame.tolist()
+    frame = _as_floats(frame)
+    if is_tuple_frame(frame):
+        return list(frame.itertuples(index=False, name=None))
+    return frame.to_dict("records")
+
+
+def bag_from_rows(rows: list[Any]) -> Frame:
+    """The inverse of `bag_rows` for the rows a row function produced."""
+    if not rows:
+        return pd.Series([], dtype=object)
+    first = rows[0]
+    if isinstance(first, dict) and all(isinstance(r, dict) for r in rows):
+        return pd.DataFrame.from_records(rows, columns=list(first))
+    if isinstance(first, tuple) and all(isinstance(r, tuple) and len(r) == len(first) for r in rows) and first:
+        return pd.DataFrame.from_records(rows, columns=list(range(len(first))))
+    return pd.Series(rows)
