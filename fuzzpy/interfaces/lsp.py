@@ -55,6 +55,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from ..checking.checker import Checker, MechanismRecord
 from ..checking.program import CheckReport, FunctionReport, check_source
+from ..checking.program import _pragma_budget  # the one reading of `# fuzzpy: budget`
 from ..checking.sens import INF, fmt_coef
 from ..diagnostics import Diagnostic, Span
 from ..primitives.registry import all_primitives
@@ -67,7 +68,8 @@ log = logging.getLogger("fuzzpy.lsp")
 SOURCE = "fuzzpy"
 INTERNAL_CODE = "internal-error"
 SYNTHETIC_ENTRY = "__fuzzpy_lsp_entry__"
-FULL_FACTOR = 1.5
+FULL_FACTOR = 1.5   # re-run changed units unless that costs more than 1.5 full checks
+RUN_OVERHEAD = 3    # fixed cost of one check run, in "functions"
 CACHE_ENTRIES = 20_000
 STACK_BYTES = 512 * 1024 * 1024
 KEYWORDS = ("function", "schema", "param", "import", "let", "sample", "fun", "if", "then", "else", "return",
@@ -136,6 +138,8 @@ class UnitResult:
     functions: list[FunctionReport]
     mechanisms: list[MechanismRecord]
     bindings: list[Binding]
+    params: dict[str, Any] = field(default_factory=dict)
+    schemas: dict[str, Any] = field(default_factory=dict)
     report: Optional[CheckReport] = None  # kept for the entry unit: inputs, epsilon, entry type
     uses_names: bool = False
     names: tuple = ()
@@ -242,6 +246,7 @@ class IncrementalChecker:
         self.cache: OrderedDict[str, UnitResult] = OrderedDict()
         self.max_entries = max_entries
         self.lock = threading.Lock()
+        self.names_used: dict[tuple[int, str], frozenset] = {}  # per chunk text: names it mentions
 
     # -- public
 
@@ -254,17 +259,14 @@ class IncrementalChecker:
             if not settings.incremental or plan.reason_full:
                 return self._full(plan, settings, modules, parse_diags, texts, overlays)
             missing = [u for u in plan.units if self._lookup(plan, u) is None]
-            cost = sum(len(plan.closure[u]) for u in missing)
-            if cost > FULL_FACTOR * max(1, len(plan.units)) and len(missing) > 1:
+            if _unit_cost(plan, missing) > FULL_FACTOR * _unit_cost(plan, None) and len(missing) > 1:
                 return self._full(plan, settings, modules, parse_diags, texts, overlays)
-            results = []
-            for name in sorted(missing, key=lambda u: len(plan.closure[u])):
-                results.append(self._run_unit(plan, settings, name, overlays))
+            results = [self._run_unit(plan, settings, name, overlays)
+                       for name in sorted(missing, key=lambda u: len(plan.closure[u]))]
             results += [self._lookup(plan, u) for u in plan.units if u not in missing]  # type: ignore[misc]
             if not plan.units:
                 results.append(self._prelude_run(plan, settings, overlays))
-            return self._merge(plan, settings, modules, parse_diags, texts, results, runs=len(results)
-                               if not plan.units else len(missing))
+            return self._merge(plan, settings, modules, parse_diags, texts, results, runs=len(missing))
 
     def warm(self, text: str, file: str, settings: Settings, overlays: Optional[dict[str, str]] = None,
              limit: int = 1) -> int:
@@ -297,7 +299,7 @@ class IncrementalChecker:
                 units[fn.name] = c
             elif any(isinstance(d, A.FunDecl) for d in c.decls):
                 reason = "several declarations in one chunk"
-        closure = _closures(units)
+        closure = _closures({name: self._names_of(c) for name, c in units.items()})
         library = tuple(sorted((k, v) for k, v in texts.items() if k != file))
         prelude = [(c.first_line, c.text) for c in chunks if c.function is None and not c.broken]
         entry_mode = settings.entry in units
@@ -307,6 +309,15 @@ class IncrementalChecker:
                 for name in units}
         return _Plan(file, text, chunks, units, closure, keys, prelude_key, tuple(sorted(units)),
                      entry_mode, reason)
+
+    def _names_of(self, chunk: _Chunk) -> frozenset:
+        key = (chunk.first_line, chunk.text)
+        names = self.names_used.get(key)
+        if names is None:
+            if len(self.names_used) > self.max_entries:
+                self.names_used.clear()
+            names = self.names_used[key] = frozenset(_names_used(chunk.function))  # type: ignore[arg-type]
+        return names
 
     def _lookup(self, plan: _Plan, unit: str) -> Optional[UnitResult]:
         hit = self.cache.get(plan.keys[unit])
@@ -329,8 +340,9 @@ class IncrementalChecker:
         is_entry = plan.entry_mode and name == settings.entry
         source = _reduced_source(plan, needed, synthetic_entry=not is_entry)
         entry = settings.entry if is_entry else SYNTHETIC_ENTRY
+        lines = _lines_of(plan, needed)
         result = self._check(source, plan.file, settings, entry, overlays,
-                             keep=lambda s: _in_units(s, plan, needed))
+                             keep=lambda s: s.file != plan.file or s.line in lines)
         if not is_entry:
             result.report = None
         result.uses_names = any(d.code == "E0201" for d in result.diagnostics)
@@ -371,8 +383,8 @@ class IncrementalChecker:
         finally:
             _RECORDER.items = None
         functions = [f for f in report.functions if f.name != SYNTHETIC_ENTRY and keep(f.span)]
-        diags = [d for d in report.diagnostics if d.code != "E0207" or entry != SYNTHETIC_ENTRY]
-        return UnitResult(diags, functions, list(report.mechanisms), bindings, report)
+        return UnitResult(list(report.diagnostics), functions, list(report.mechanisms), bindings,
+                          dict(report.params), dict(report.schemas), report)
 
     # -- merging
 
@@ -385,14 +397,16 @@ class IncrementalChecker:
         report.mechanisms = _unique_by(
             (m for r in results for m in r.mechanisms),
             lambda m: (m.span, m.name, m.sensitivity, m.epsilon, m.scale))
+        for r in results:
+            report.params.update(r.params)
+            report.schemas.update(r.schemas)
         entry = next((r.report for r in results if r.report is not None), None)
         if entry is not None:
-            report.entry, report.inputs = entry.entry, list(entry.inputs)
-            report.entry_type, report.params = entry.entry_type, dict(entry.params)
+            report.entry, report.inputs, report.entry_type = entry.entry, list(entry.inputs), entry.entry_type
         report.pragma_budget = _pragma_budget(plan.text)
         _apply_budget(report, settings.budget)
         report.diagnostics.sort(key=_diag_order)
-        bindings = _unique_by((b for r in results for b in r.bindings), lambda b: b)
+        bindings = [b for r in results for b in r.bindings]  # duplicates are merged by hover
         return Analysis(plan.file, plan.text, report, modules, bindings, runs)
 
 
@@ -407,11 +421,11 @@ def _chunks(text: str, file: str) -> list[_Chunk]:
     return out
 
 
-def _closures(units: dict[str, _Chunk]) -> dict[str, frozenset]:
+def _closures(mentions: dict[str, frozenset]) -> dict[str, frozenset]:
     """Each unit's dependency closure: itself and the unit functions it names, transitively."""
-    direct = {name: _names_used(c.function) & units.keys() for name, c in units.items()}  # type: ignore[arg-type]
+    direct = {name: names & mentions.keys() for name, names in mentions.items()}
     out: dict[str, frozenset] = {}
-    for name in units:
+    for name in mentions:
         seen, todo = {name}, [name]
         while todo:
             for dep in direct[todo.pop()]:
@@ -463,10 +477,16 @@ def _with_synthetic_entry(source: str) -> str:
     return f"{source}{sep}function {SYNTHETIC_ENTRY} {{ return 0 }}\n"
 
 
-def _in_units(span: Span, plan: _Plan, needed: frozenset) -> bool:
-    if span.file != plan.file:
-        return True
-    return any(plan.units[n].first_line <= span.line <= plan.units[n].last_line for n in needed)
+def _unit_cost(plan: _Plan, missing: Optional[list[str]]) -> int:
+    """Estimated cost, in function checks, of running these units (None: one full check); each
+    run also pays a fixed set-up (re-reading the file, schemas, params) of a few functions."""
+    if missing is None:
+        return len(plan.units) + RUN_OVERHEAD
+    return sum(len(plan.closure[u]) + RUN_OVERHEAD for u in missing)
+
+
+def _lines_of(plan: _Plan, needed: frozenset) -> set[int]:
+    return {line for n in needed for line in range(plan.units[n].first_line, plan.units[n].last_line + 1)}
 
 
 def _hash(value: Any) -> str:
@@ -490,12 +510,6 @@ def _unique_by(items: Iterable[Any], key: Callable[[Any], Any]) -> list[Any]:
 def _diag_order(d: Diagnostic) -> tuple:
     s = d.span
     return (0, "", 0, 0) if s is None else (1, s.file, s.line, s.col)
-
-
-def _pragma_budget(source: str) -> Optional[Fraction]:
-    """`# fuzzpy: budget 1.0`, read as `checking.program` reads it."""
-    m = re.search(r"^\s*#\s*fuzzpy:\s*budget\s+([0-9]+(?:\.[0-9]+)?(?:/[0-9]+)?)\s*$", source, re.M)
-    return Fraction(m.group(1)) if m else None
 
 
 def _apply_budget(report: CheckReport, configured: Optional[Fraction]) -> None:
@@ -890,11 +904,7 @@ def hover(ls: FuzzpyServer, params: T.HoverParams) -> Optional[T.Hover]:
         return None
     rng = None
     if word is not None:
-        rng = T.Range(T.Position(line - 1, word[1]), T.Position(line - 1, word[2]))
-        codec = ls.codec()
-        if codec is not None:
-            rng = codec.range_to_client_units([text], T.Range(T.Position(0, word[1]), T.Position(0, word[2])))
-            rng = T.Range(T.Position(line - 1, rng.start.character), T.Position(line - 1, rng.end.character))
+        rng = span_to_range(Span("", line, word[1] + 1, line, word[2] + 1), [""] * (line - 1) + [text], ls.codec())
     return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value=value), range=rng)
 
 
@@ -1034,13 +1044,16 @@ def code_lens(ls: FuzzpyServer, params: T.CodeLensParams) -> list[T.CodeLens]:
                        command=T.Command(title=title, command="fuzzpy.privacyReport", arguments=[uri]))]
 
 
-def privacy_report(ls: FuzzpyServer, args: Any) -> Optional[dict]:
-    """`fuzzpy.privacyReport [uri]`: the JSON report of `fuzzpy check --format json`."""
+def privacy_report(ls: FuzzpyServer, *args: Any) -> Optional[dict]:
+    """`fuzzpy.privacyReport uri`: the document's report as `fuzzpy check --format json` gives it."""
     from .report import report_json
 
-    uri = args[0] if isinstance(args, (list, tuple)) and args else None
-    analysis = ls.analysis(uri) if isinstance(uri, str) else None
-    return report_json(analysis.report) if analysis is not None else None
+    try:
+        analysis = ls.analysis(args[0]) if args and isinstance(args[0], str) else None
+        return report_json(analysis.report) if analysis is not None else None
+    except Exception:  # noqa: BLE001
+        log.exception("privacyReport failed")
+        return None
 
 
 def create_server() -> FuzzpyServer:
@@ -1048,7 +1061,10 @@ def create_server() -> FuzzpyServer:
 
     @ls.feature(T.INITIALIZE)
     def on_initialize(ls: FuzzpyServer, params: T.InitializeParams) -> None:
-        ls.settings = Settings.from_options(params.initialization_options)
+        try:
+            ls.settings = Settings.from_options(params.initialization_options)
+        except Exception:  # noqa: BLE001 - bad options fall back to the defaults
+            log.exception("invalid initializationOptions %r", params.initialization_options)
 
     @ls.feature(T.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: FuzzpyServer, params: T.DidOpenTextDocumentParams) -> None:
@@ -1075,7 +1091,7 @@ def create_server() -> FuzzpyServer:
     ls.feature(T.TEXT_DOCUMENT_DEFINITION)(_safe(None)(definition))
     ls.feature(T.TEXT_DOCUMENT_COMPLETION)(_safe(T.CompletionList(is_incomplete=False, items=[]))(completion))
     ls.feature(T.TEXT_DOCUMENT_CODE_LENS)(_safe([])(code_lens))
-    ls.command("fuzzpy.privacyReport")(_safe(None)(privacy_report))
+    ls.command("fuzzpy.privacyReport")(privacy_report)
     return ls
 
 

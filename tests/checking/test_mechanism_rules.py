@@ -314,3 +314,16 @@ def test_every_mechanism_is_declared_once_with_runtime_and_reference():
     for p in mechs.values():
         assert p.run is not None and p.needs_context and p.category == "mechanism"
         assert any(str(year) in p.justification for year in (1965, 2006, 2007, 2014, 2017, 2020, 2021))
+
+
+def test_randomized_response_charges_infinity_on_fractional_symbols_when_the_checker_says_which():
+    from fuzzpy.primitives.mechanisms import rr_cost
+
+    class Ctx:
+        @staticmethod
+        def integral(sym):
+            return sym == "db"
+
+    dist = {"db": INF, "x": INF, "b": F(1)}
+    assert rr_cost(Ctx(), dist, F(1, 2)) == {"db": F(1, 2), "x": INF, "b": F(1, 2)}
+    assert rr_cost(object(), dist, F(1, 2)) == {"db": F(1, 2), "x": F(1, 2), "b": F(1, 2)}  # no hook yet

@@ -30,7 +30,7 @@ PROG = program_hash("main db = count db")
 # fork when the platform has it: the child then needs no re-import of this module, whatever
 # pytest's import mode; each child still opens its own SQLite connection, as real runs do.
 _CTX = multiprocessing.get_context(
-    "spawn")
+    "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
 
 
 def code_of(exc_info: pytest.ExceptionInfo[FuzzError]) -> str:

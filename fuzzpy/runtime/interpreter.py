@@ -1,0 +1,396 @@
+"""The interpreter: evaluates the IR of a checked program over loaded tables.
+
+Only programs the checker accepted reach this module, and the runtime never re-decides what the
+checker decided: which branch a constant condition takes, which function instance is called,
+each mechanism's calibration (in `IPrim.info`) all come from the IR.
+
+Evaluation is eager except for distributions: `sample x = d; body` evaluates to a `Bind` that
+runs only when sampled, so a distribution sampled twice draws fresh noise twice (as the checker
+charged).  The entry point's distribution is sampled once, at the top.  Row functions given to
+bag primitives run column-at-a-time (`vectorize.py`).  See docs/runtime.md.
+
+Nothing here may raise on a data-dependent value: primitives are total, and the only errors
+this module raises itself (`RunFailure`) carry messages fixed by the program text.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Iterator, Optional
+
+from ..checking import ir as I
+from ..diagnostics import Diagnostic, FuzzError, Span
+from ..primitives.registry import Primitive, lookup
+from .values import (Closure, Distribution, Located, ReleaseRecord, Returned, is_distribution,
+                     materialise)
+
+STACK_BYTES = 512 * 1024 * 1024
+RECURSION_LIMIT = 200_000
+
+# Primitives whose runtimes accept lazy MaskedBags; every other primitive gets plain frames.
+LAZY_BAG_PRIMITIVES = frozenset({"count", "filter", "map", "sum", "union", "split", "groupby", "part",
+                                 "pmap", "each"})
+
+
+class RunFailure(FuzzError):
+    """An error whose message depends only on the program (never on data): safe to show."""
+
+    def __init__(self, message: str, span: Optional[Span] = None):
+        super().__init__(Diagnostic("E0604", message, span))
+
+
+# ---- run state and the RunContext handed to primitives -----------------------------------------
+
+@dataclass
+class RunState:
+    rng: Any
+    vectorise: bool = True           # False: every row function runs row by row (tests)
+    releases: list[ReleaseRecord] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)     # partition keys of the `each` being sampled
+    no_vector: set[int] = field(default_factory=set)  # row functions known to need the fallback
+    fallbacks: int = 0                                # row functions that ran row by row
+
+
+class Context:
+    """The RunContext of one primitive call (see primitives/registry.py)."""
+
+    __slots__ = ("interp", "info", "span")
+
+    def __init__(self, interp: "Interpreter", info: dict, span: Optional[Span]):
+        self.interp = interp
+        self.info = info
+        self.span = span
+
+    @property
+    def rng(self) -> Any:
+        return self.interp.state.rng
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        return self.interp.apply(fn, list(args))
+
+    def vectorised(self, fn: Any) -> Callable[[Any], Any]:
+        from .vectorize import row_function
+
+        return row_function(self.interp.state, fn)
+
+    def record_release(self, mechanism: str, value: Any, epsilon: Fraction, scale: Fraction,
+                       accuracy: Any, **extra: Any) -> None:
+        state = self.interp.state
+        state.releases.append(ReleaseRecord(mechanism, self.span, Fraction(epsilon), Fraction(scale), accuracy,
+                                            value, None, tuple(state.keys), dict(extra)))
+
+    @contextmanager
+    def labelled(self, key: str) -> Iterator[None]:
+        """Releases made inside belong to partition key `key` (used by `each`)."""
+        keys = self.interp.state.keys
+        keys.append(key)
+        try:
+            yield
+        finally:
+            keys.pop()
+
+
+# ---- distributions built by the interpreter --------------------------------------------------------
+
+class Bind(Distribution):
+    """`sample pattern = bound; body`, not yet run."""
+
+    __slots__ = ("interp", "node", "env")
+
+    def __init__(self, interp: "Interpreter", node: I.ISample, env: dict):
+        self.interp, self.node, self.env = interp, node, env
+
+    def sample(self, ctx: Any) -> Any:
+        dist: Any = self
+        while isinstance(dist, Bind):  # a loop, not recursion: long sample chains stay flat
+            interp, node, env = dist.interp, dist.node, dist.env
+            before = len(interp.state.releases)
+            value = interp.draw(interp.eval(node.bound, env))
+            if isinstance(node.pattern, str):
+                for rec in interp.state.releases[before:]:
+                    if rec.name is None:
+                        rec.name = node.pattern
+            dist = interp.eval(node.body, bind(env, node.pattern, value))
+        return self.interp.draw(dist)
+
+
+# ---- patterns and constants -----------------------------------------------------------------------
+
+def bind(env: dict, pattern: Any, value: Any) -> dict:
+    """A new environment with `pattern` (name, None, or (kind, [patterns])) bound to `value`."""
+    if pattern is None:
+        return env
+    out = dict(env)
+    _bind_into(out, pattern, value)
+    return out
+
+
+def _bind_into(out: dict, pattern: Any, value: Any) -> None:
+    if pattern is None:
+        return
+    if isinstance(pattern, str):
+        out[pattern] = value
+        return
+    _, items = pattern
+    if not isinstance(value, tuple) or len(value) != len(items):
+        raise TypeError("tuple pattern on a value that is not a tuple")  # vector mode falls back
+    for p, v in zip(items, value):
+        _bind_into(out, p, v)
+
+
+def runtime_const(v: Any) -> Any:
+    """Check-time constants (Fractions, tuples of them) as runtime values (floats)."""
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, (Fraction, int)):
+        try:
+            return float(v)
+        except OverflowError:
+            return float("inf") if v > 0 else float("-inf")
+    if isinstance(v, (tuple, list)):
+        return tuple(runtime_const(x) for x in v)
+    if isinstance(v, dict):
+        return {k: runtime_const(x) for k, x in v.items()}
+    return v
+
+
+def field_of(value: Any, name: str) -> Any:
+    if isinstance(value, tuple):  # a record constant: ((name, value), ...)
+        return dict(value)[name]
+    return value[name]
+
+
+# ---- the evaluator ------------------------------------------------------------------------------
+
+class Interpreter:
+    """Evaluates IR to runtime values (docs/runtime.md).  One instance per row-wise context;
+    all of them share one `RunState`."""
+
+    def __init__(self, state: RunState):
+        self.state = state
+        self._prims: dict[str, Primitive] = {}
+        self._consts: dict[int, Any] = {}
+
+    # -- entry points --------------------------------------------------------------------------
+
+    _table: dict[type, Callable[..., Any]] = {}
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        cls._table = _dispatch_table(cls)
+
+    def eval(self, node: I.IR, env: dict) -> Any:
+        return self._table[type(node)](self, node, env)
+
+    def apply(self, fn: Any, args: list[Any]) -> Any:
+        """Call a function value that carries its own code (row functions, per-part functions)."""
+        if not isinstance(fn, Closure) or fn.body is None or fn.params is None:
+            raise RunFailure("internal error: a function passed to a primitive has no code")
+        env = dict(fn.env)
+        env.update(zip(fn.params, args))
+        return self.eval(fn.body, env)
+
+    def draw(self, value: Any) -> Any:
+        """Sample a distribution (the checker guarantees `value` is one)."""
+        if is_distribution(value):
+            return value.sample(Context(self, {}, None))
+        raise RunFailure("internal error: sampled something that is not a distribution")
+
+    # -- nodes -----------------------------------------------------------------------------------
+
+    def e_IConst(self, node: I.IConst, env: dict) -> Any:
+        key = id(node)
+        if key not in self._consts:
+            self._consts[key] = runtime_const(node.value)
+        return self._consts[key]
+
+    def e_IVar(self, node: I.IVar, env: dict) -> Any:
+        try:
+            return env[node.name]
+        except KeyError:
+            raise RunFailure(f"internal error: '{node.name}' is not bound at run time", node.span) from None
+
+    def e_ILet(self, node: I.ILet, env: dict) -> Any:
+        while type(node) is I.ILet:  # let chains are loops, not recursion
+            env = bind(env, node.pattern, self.eval(node.bound, env))
+            node = node.body  # type: ignore[assignment]
+        return self.eval(node, env)
+
+    def e_ISample(self, node: I.ISample, env: dict) -> Any:
+        return Bind(self, node, env)
+
+    def e_IReturn(self, node: I.IReturn, env: dict) -> Any:
+        return Returned(self.eval(node.value, env))
+
+    def e_IIf(self, node: I.IIf, env: dict) -> Any:
+        return self.eval(node.then if self.eval(node.cond, env) else node.other, env)
+
+    def e_IPrim(self, node: I.IPrim, env: dict) -> Any:
+        prim = self.prim(node)
+        return self.call_prim(prim, node, [self.eval(a, env) for a in node.args])
+
+    def e_ICall(self, node: I.ICall, env: dict) -> Any:
+        return self.call_instance(node, [self.eval(a, env) for a in node.args])
+
+    def e_IClosure(self, node: I.IClosure, env: dict) -> Any:
+        return Closure(env)
+
+    def e_ILambda(self, node: I.ILambda, env: dict) -> Any:
+        # The code was checked at this program point, so the current environment is the one
+        # its free names (including the function it wraps) refer to.
+        return Closure(env, node.params, node.body)
+
+    def e_IApply(self, node: I.IApply, env: dict) -> Any:
+        fn = self.eval(node.fn, env)
+        args = [self.eval(a, env) for a in node.args]
+        if node.body is None:
+            return self.apply(fn, args)
+        if not isinstance(fn, Closure):
+            raise RunFailure("internal error: applied a value that is not a function", node.span)
+        inner = dict(fn.env)
+        inner.update(zip(node.params or [], args))
+        return self.eval(node.body, inner)
+
+    def e_ITuple(self, node: I.ITuple, env: dict) -> Any:
+        return tuple(self.eval(x, env) for x in node.items)
+
+    def e_IProj(self, node: I.IProj, env: dict) -> Any:
+        return self.eval(node.value, env)[node.index]
+
+    def e_IField(self, node: I.IField, env: dict) -> Any:
+        return field_of(self.eval(node.value, env), node.name)
+
+    def e_IRecord(self, node: I.IRecord, env: dict) -> Any:
+        return {name: self.eval(x, env) for name, x in node.fields}
+
+    def e_IInject(self, node: I.IInject, env: dict) -> Any:
+        return (node.side, self.eval(node.value, env))
+
+    def e_ICase(self, node: I.ICase, env: dict) -> Any:
+        return self.case_on(node, self.eval(node.scrutinee, env), env)
+
+    def e_IList(self, node: I.IList, env: dict) -> Any:
+        return tuple(self.eval(x, env) for x in node.items)
+
+    def e_ICons(self, node: I.ICons, env: dict) -> Any:
+        head = self.eval(node.head, env)
+        return (head,) + tuple(self.eval(node.tail, env))
+
+    # -- shared pieces (overridden by the vectorising evaluator) ------------------------------------
+
+    def case_on(self, node: I.ICase, value: Any, env: dict) -> Any:
+        if node.kind == "sum":
+            side, inner = value
+            pattern, body = node.left if side == "inl" else node.right
+            return self.eval(body, bind(env, pattern, inner))
+        if len(value) == 0:
+            return self.eval(node.left[1], env)
+        (head_p, tail_p), body = node.right
+        return self.eval(body, bind(bind(env, head_p, value[0]), tail_p, tuple(value[1:])))
+
+    def call_instance(self, node: I.ICall, args: list[Any]) -> Any:
+        inst = node.instance
+        if inst.body is None:
+            raise RunFailure(f"internal error: function {inst.name} was not checked", node.span)
+        return self.eval(inst.body, dict(zip(inst.params, args)))
+
+    def prim(self, node: I.IPrim) -> Primitive:
+        prim = self._prims.get(node.name)
+        if prim is None:
+            prim = lookup(node.name)
+            if prim is None or prim.run is None:
+                raise RunFailure(f"primitive {node.name} has no runtime implementation", node.span)
+            self._prims[node.name] = prim
+        return prim
+
+    def call_prim(self, prim: Primitive, node: I.IPrim, args: list[Any]) -> Any:
+        if prim.name not in LAZY_BAG_PRIMITIVES:
+            args = [materialise(a) for a in args]
+        if prim.needs_context:
+            ctx = Context(self, node.info, node.span)
+            out = prim.run(ctx, *args)  # type: ignore[misc]
+            return Located(out, ctx) if is_distribution(out) else out
+        return prim.run(*args)  # type: ignore[misc]
+
+
+_NODE_TYPES = (I.IConst, I.IVar, I.ILet, I.ISample, I.IReturn, I.IIf, I.IPrim, I.ICall, I.IClosure, I.ILambda,
+               I.IApply, I.ITuple, I.IProj, I.IField, I.IRecord, I.IInject, I.ICase, I.IList, I.ICons)
+
+
+def _dispatch_table(cls: type) -> dict[type, Callable[..., Any]]:
+    """node type -> the class's `e_<Node>` method (so subclasses' overrides are used)."""
+    return {t: getattr(cls, "e_" + t.__name__) for t in _NODE_TYPES}
+
+
+Interpreter._table = _dispatch_table(Interpreter)
+
+
+# ---- running an entry point ---------------------------------------------------------------------
+
+@dataclass
+class RunResult:
+    value: Any
+    releases: list[ReleaseRecord]
+    fallbacks: int = 0  # row functions that could not be vectorised
+
+
+def evaluate_entry(instance: I.Instance, tables: dict[str, Any], rng: Any, *,
+                   vectorise: bool = True) -> RunResult:
+    """Run the entry point with its parameters bound to `tables` and sample its distribution.
+    Runs on the calling thread (see `start_run` for a large stack)."""
+    missing = [p for p in instance.params if p not in tables]
+    if missing or instance.body is None:
+        raise RunFailure(f"no input given for {', '.join(missing) or 'the entry point'}")
+    state = RunState(rng, vectorise)
+    interp = Interpreter(state)
+    value = interp.eval(instance.body, {p: tables[p] for p in instance.params})
+    result = interp.draw(value) if is_distribution(value) else value
+    return RunResult(materialise(result), state.releases, state.fallbacks)
+
+
+class RunHandle:
+    """A run on its own thread with a large stack (deep recursion over public lists)."""
+
+    def __init__(self, work: Callable[[], RunResult]):
+        self._box: dict[str, Any] = {}
+        self._thread = threading.Thread(target=self._main, args=(work,), name="fuzzpy-run", daemon=True)
+
+    def _main(self, work: Callable[[], RunResult]) -> None:
+        try:
+            sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+            self._box["result"] = work()
+        except BaseException as exc:  # handed to the caller, who decides what may be shown
+            self._box["error"] = exc
+
+    def start(self) -> "RunHandle":
+        old = threading.stack_size()
+        threading.stack_size(STACK_BYTES)
+        try:
+            self._thread.start()
+        finally:
+            threading.stack_size(old)
+        return self
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def result(self) -> RunResult:
+        if "error" in self._box:
+            raise self._box["error"]
+        return self._box["result"]
+
+
+def start_run(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True) -> RunHandle:
+    return RunHandle(lambda: evaluate_entry(instance, tables, rng, vectorise=vectorise)).start()
+
+
+def run_program(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True) -> RunResult:
+    """Run to completion on a large-stack thread; re-raises whatever the run raised."""
+    handle = start_run(instance, tables, rng, vectorise=vectorise)
+    handle.wait()
+    return handle.result()

@@ -1,0 +1,270 @@
+"""Row functions as column operations (docs/runtime.md, "Vectorisation").
+
+A row function given to map / filter / split / groupby is evaluated once for the whole bag:
+its row parameter is bound to the bag's columns, so `r.age` is the age column, `r.age + 1` one
+vectorised addition, `if c then a else b` one `numpy.where`, and constants broadcast.  This is
+the ordinary evaluator with a few node rules changed (`VectorEvaluator`); values derived from
+the row are wrapped in `Vec`.
+
+What it cannot express raises `NotVectorisable` (or any library error), and the row function
+then runs once per row on Python values (`_row_by_row`), the reference semantics.  The fallback
+changes speed, never results: both paths are total and compute the same values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pandas as pd
+
+from ..checking import ir as I
+from .interpreter import Interpreter, RunFailure, RunState, field_of
+from .values import (Bag, Closure, Frame, MaskedBag, bag_from_rows, bag_rows, is_tuple_frame, nrows)
+
+
+class NotVectorisable(Exception):
+    """This row function needs the per-row fallback."""
+
+
+class Vec:
+    """A column derived from the row: a Series or ndarray, one entry per row of the bag."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: Any):
+        self.data = data
+
+
+class RowView(Mapping):
+    """The row parameter of a bag of records: field access reads (and, for a lazily filtered
+    bag, selects) only the columns the function uses."""
+
+    __slots__ = ("bag", "labels")
+
+    def __init__(self, bag: Bag, labels: list[Any]):
+        self.bag = bag
+        self.labels = labels
+
+    def __getitem__(self, name: Any) -> Vec:
+        return Vec(_column(self.bag, name))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.labels)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def _column(bag: Bag, label: Any) -> pd.Series:
+    return bag.column(label) if isinstance(bag, MaskedBag) else bag[label]
+
+
+def has_vec(v: Any) -> bool:
+    t = type(v)
+    if t is Vec or t is RowView:
+        return True
+    if t is tuple:
+        return any(has_vec(x) for x in v)
+    if t is dict:
+        return any(has_vec(x) for x in v.values())
+    return False
+
+
+# ---- applying a row function to a bag ------------------------------------------------------------
+
+def row_function(state: RunState, fn: Any) -> Callable[[Bag], Frame]:
+    """`ctx.vectorised(fn)`: bag -> one result per row (a Series, or a DataFrame for records
+    and tuples), with a fresh RangeIndex, in the bag's row order."""
+    if not isinstance(fn, Closure) or fn.body is None or not fn.params:
+        raise RunFailure("internal error: a row function has no code")
+    return lambda bag: apply_rows(state, fn, bag)
+
+
+def apply_rows(state: RunState, fn: Closure, bag: Bag) -> Frame:
+    key = id(fn.body)
+    if state.vectorise and key not in state.no_vector:
+        try:
+            return _vectorised(state, fn, bag)
+        except Exception:  # noqa: BLE001 - any failure here means: use the reference path
+            state.no_vector.add(key)
+    state.fallbacks += 1
+    return _row_by_row(state, fn, bag)
+
+
+def _vectorised(state: RunState, fn: Closure, bag: Bag) -> Frame:
+    if not isinstance(bag, MaskedBag) and not _has_range_index(bag):
+        bag = bag.reset_index(drop=True)
+    env = dict(fn.env)
+    env[fn.params[0]] = row_value(bag)  # type: ignore[index]
+    out = VectorEvaluator(state).eval(fn.body, env)  # type: ignore[arg-type]
+    return to_frame(out, nrows(bag))
+
+
+def _row_by_row(state: RunState, fn: Closure, bag: Bag) -> Frame:
+    """The documented fallback: one evaluation per row, on Python values."""
+    interp = Interpreter(state)
+    param, body, base_env = fn.params[0], fn.body, fn.env  # type: ignore[index]
+    out = []
+    for row in bag_rows(bag):
+        env = dict(base_env)
+        env[param] = row
+        out.append(interp.eval(body, env))  # type: ignore[arg-type]
+    return bag_from_rows(out)
+
+
+def _has_range_index(frame: Frame) -> bool:
+    idx = frame.index
+    return isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1
+
+
+def row_value(bag: Bag) -> Any:
+    """The row parameter bound to whole columns."""
+    base = bag.base if isinstance(bag, MaskedBag) else bag
+    if isinstance(base, pd.Series):
+        return Vec(bag.series() if isinstance(bag, MaskedBag) else bag)
+    labels = list(base.columns)
+    if is_tuple_frame(base):
+        return tuple(Vec(_column(bag, c)) for c in labels)
+    return RowView(bag, labels)
+
+
+# ---- results back to a bag -------------------------------------------------------------------------
+
+def to_frame(out: Any, n: int) -> Frame:
+    if isinstance(out, RowView):
+        bag = out.bag
+        return bag.materialise() if isinstance(bag, MaskedBag) else bag
+    if isinstance(out, dict):
+        return pd.DataFrame({k: _series(v, n) for k, v in out.items()}, index=pd.RangeIndex(n))
+    if isinstance(out, tuple):
+        if not out:
+            raise NotVectorisable("empty tuple rows")
+        return pd.DataFrame({i: _series(v, n) for i, v in enumerate(out)}, index=pd.RangeIndex(n))
+    return _series(out, n)
+
+
+def _series(v: Any, n: int) -> pd.Series:
+    if isinstance(v, Vec):
+        data = v.data
+        if np.ndim(data) == 0:
+            return pd.Series(data, index=pd.RangeIndex(n))
+        if isinstance(data, pd.Series):
+            if len(data) != n:
+                raise NotVectorisable("column of another length")
+            return data if _has_range_index(data) else data.reset_index(drop=True)
+        series = pd.Series(data, copy=False)
+        if len(series) != n:
+            raise NotVectorisable("column of another length")
+        return series
+    if _is_scalar(v):
+        return pd.Series(v, index=pd.RangeIndex(n), dtype=object if v is None else None)
+    raise NotVectorisable("a row function result that is not a column")  # nested values, lists
+
+
+def _is_scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (bool, int, float, str, np.generic))
+
+
+# ---- the evaluator over columns -------------------------------------------------------------------
+
+def _raw(v: Any) -> Any:
+    return v.data if type(v) is Vec else v
+
+
+def _as_bool_array(data: Any) -> np.ndarray:
+    if isinstance(data, pd.Series):
+        return data.to_numpy(dtype=bool, na_value=False)
+    return np.asarray(data, dtype=bool)
+
+
+def where(cond: Any, a: Any, b: Any) -> Any:
+    """`if cond then a else b` for a column `cond`, component-wise on records and tuples."""
+    if (type(a) is Vec or _is_scalar(a)) and (type(b) is Vec or _is_scalar(b)):
+        return Vec(np.where(cond, _raw(a), _raw(b)))
+    if isinstance(a, Mapping) and isinstance(b, Mapping) and list(a) == list(b):
+        return {k: where(cond, a[k], b[k]) for k in a}
+    if type(a) is tuple and type(b) is tuple and len(a) == len(b):
+        return tuple(where(cond, x, y) for x, y in zip(a, b))
+    raise NotVectorisable("branches of different shapes")
+
+
+class VectorEvaluator(Interpreter):
+    """The evaluator with the row bound to columns; only these node rules differ."""
+
+    def __init__(self, state: RunState):
+        super().__init__(state)
+        self._active: set[int] = set()  # instances being evaluated on columns (recursion check)
+
+    def e_IPrim(self, node: I.IPrim, env: dict) -> Any:
+        prim = self.prim(node)
+        args = [self.eval(a, env) for a in node.args]
+        if any(has_vec(a) for a in args):
+            if not prim.vectorised or prim.needs_context:
+                raise NotVectorisable(node.name)
+            if any(type(a) is not Vec and has_vec(a) for a in args):
+                raise NotVectorisable("tuple or record given to an operator")
+            return Vec(prim.run(*[_raw(a) for a in args]))  # type: ignore[misc]
+        if not prim.vectorised and any(isinstance(a, Closure) for a in args):
+            # A function handed on may have captured columns of this row: not on columns.
+            raise NotVectorisable(node.name)
+        return self.call_prim(prim, node, args)
+
+    def e_IIf(self, node: I.IIf, env: dict) -> Any:
+        cond = self.eval(node.cond, env)
+        if type(cond) is Vec:
+            mask = _as_bool_array(cond.data)
+            return where(mask, self.eval(node.then, env), self.eval(node.other, env))
+        if has_vec(cond):
+            raise NotVectorisable("if on a tuple")
+        return self.eval(node.then if cond else node.other, env)
+
+    def case_on(self, node: I.ICase, value: Any, env: dict) -> Any:
+        if has_vec(value):
+            raise NotVectorisable("case on a value that depends on the row")
+        return super().case_on(node, value, env)
+
+    def call_instance(self, node: I.ICall, args: list[Any]) -> Any:
+        if not any(has_vec(a) for a in args):
+            return super().call_instance(node, args)
+        key = id(node.instance)
+        if key in self._active:
+            # Both branches of every `if` run on columns, so a recursion on the row would
+            # never stop: recursive functions of the row run row by row.
+            raise NotVectorisable("recursive call on the row")
+        self._active.add(key)
+        try:
+            return super().call_instance(node, args)
+        finally:
+            self._active.discard(key)
+
+    def e_IProj(self, node: I.IProj, env: dict) -> Any:
+        value = self.eval(node.value, env)
+        if type(value) is not tuple:
+            raise NotVectorisable("projection from a column")
+        return value[node.index]
+
+    def e_IField(self, node: I.IField, env: dict) -> Any:
+        value = self.eval(node.value, env)
+        if type(value) is Vec:
+            raise NotVectorisable("field of a column")
+        return field_of(value, node.name)
+
+    def e_IInject(self, node: I.IInject, env: dict) -> Any:
+        value = self.eval(node.value, env)
+        if has_vec(value):
+            raise NotVectorisable("inl/inr of a column")
+        return (node.side, value)
+
+    def e_IList(self, node: I.IList, env: dict) -> Any:
+        items = tuple(self.eval(x, env) for x in node.items)
+        if any(has_vec(x) for x in items):
+            raise NotVectorisable("list of columns")
+        return items
+
+    def e_ICons(self, node: I.ICons, env: dict) -> Any:
+        head, tail = self.eval(node.head, env), self.eval(node.tail, env)
+        if has_vec(head) or has_vec(tail):
+            raise NotVectorisable("list of columns")
+        return (head,) + tuple(tail)
