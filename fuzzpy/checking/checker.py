@@ -82,6 +82,7 @@ class Checker:
         self.active: dict[Any, _Active] = {}
         self.pending_checks: list[tuple[Coef, Coef, Span, str]] = []
         self.unsolved: list[Summary] = []  # summaries whose coefficients mention LP unknowns
+        self.inf_origins: list[tuple[Span, str]] = []  # where private data first met an unbounded rule
         self.current_function = "<top>"
         self._sym = 0
 
@@ -268,8 +269,13 @@ class Checker:
                             f"return ...), but it is {body.type}", e.body.span)
         return Val(body.type, d_add(bound.dist, body.dist), I.ISample(pat, bound.ir, body.ir, span=e.span))
 
+    def note_infinite(self, span: Span, dist: Dist, reason: str) -> None:
+        if dist and len(self.inf_origins) < 20:
+            self.inf_origins.append((span, reason))
+
     def x_Return(self, e: A.Return, env: Env) -> Val:
         v = self.expr(e.value, env)
+        self.note_infinite(e.span, v.dist, "a private value is returned without noise")
         # Point masses at different values are infinitely far apart in max-divergence.
         return Val(Fuzzy(v.type), d_inf(v.dist), I.IReturn(v.ir, span=e.span))
 
@@ -280,6 +286,8 @@ class Checker:
         if cond.is_const:  # public constant: only the branch taken is checked and run
             return self.expr(e.then if cond.const else e.other, env)
         then, other = self.expr(e.then, env), self.expr(e.other, env)
+        self.note_infinite(e.cond.span, _branch_choice(cond.dist), "this condition depends on private data, so it "
+                           "reveals it through the branch taken")
         t = self.join(then, other, e.span)
         dist = d_add(_branch_choice(cond.dist), self.d_max(then.dist, other.dist))
         return Val(t, dist, I.IIf(cond.ir, then.ir, other.ir, span=e.span), fn=self._join_fn(then, other))

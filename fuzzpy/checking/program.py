@@ -338,10 +338,24 @@ class _ProgramChecker:
                                                         _fun_type(types, summary.coefs, summary.cod)))
             for p, t, c in zip(decl.params, types, summary.coefs):
                 self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t))
+            self.check_bounded(decl)
         except FuzzError as exc:
             self.error(exc)
         finally:
             self.report.mechanisms = _unique(self.checker.mechanisms)
+
+
+    def check_bounded(self, decl: A.FunDecl) -> None:
+        """An entry point with infinite epsilon is not differentially private: an error (E0302)."""
+        unbounded = [i.name for i in self.report.inputs if i.epsilon == INF]
+        if not unbounded:
+            return
+        notes = [f"{span}: {reason}" for span, reason in self.checker.inf_origins[:3]]
+        notes.append("release private values only through mechanisms (laplace, ...) and branch only on "
+                     "released (sampled) values")
+        self.error(FuzzError(Diagnostic("E0302", f"{decl.name} is not differentially private in "
+                                        f"{', '.join(unbounded)}: its privacy loss is unbounded", decl.name_span,
+                                        notes)))
 
 
 def _fun_type(types: list[Type], coefs, cod: Type) -> str:

@@ -22,29 +22,12 @@ def check_with_budget(path: Path, params: dict[str, str], entry: str, budget: Op
         over = over_budget(report, report.budget)
         if over is not None:
             report.diagnostics.append(over)
-        unbounded = unbounded_diagnostic(report)
-        if unbounded is not None and over is None:
-            report.diagnostics.append(unbounded)
     return report
 
 
 def _effective_budget(cli: Optional[Fraction], pragma: Optional[Fraction]) -> Optional[Fraction]:
     given = [b for b in (cli, pragma) if b is not None]
     return min(given) if given else None
-
-
-def unbounded_diagnostic(report: CheckReport) -> Optional[Diagnostic]:
-    """An entry point with infinite epsilon is not differentially private: always an error."""
-    for inp in report.inputs:
-        if inp.epsilon == INF:
-            fn = next((f for f in report.functions if f.name == report.entry), None)
-            return Diagnostic("E0302", f"{report.entry} is not differentially private in {inp.name}: its privacy "
-                              f"loss is unbounded", fn.span if fn else None,
-                              ["a private value reaches the output without noise: it is returned directly, or it "
-                               "decides a branch (if/case) that controls what is released",
-                               "release private values only through mechanisms (laplace, ...) and branch only on "
-                               "released (sampled) values"])
-    return None
 
 
 def over_budget(report: CheckReport, budget: Optional[Fraction]) -> Optional[Diagnostic]:
@@ -146,3 +129,8 @@ def print_sarif(reports: list[CheckReport]) -> None:
     from .sarif import sarif_log
 
     typer.echo(json.dumps(sarif_log(reports), indent=2))
+
+
+def unbounded_diagnostic(report: CheckReport) -> Optional[Diagnostic]:
+    """Transitional: the checker itself now reports E0302 for an unbounded entry point."""
+    return None

@@ -18,6 +18,121 @@ from .registry import Arg, Result, primitive
 _REF_FUZZ = "Reed & Pierce, ICFP 2010, section 4 (bag primitives)"
 
 
+# ---- runtime implementations (pandas/numpy are imported only when a program runs) ---------------
+# Bags are DataFrames, Series or lazily filtered MaskedBags (fuzzpy/runtime/values.py).  All of
+# these are total: a NaN or an odd value never raises.
+
+SUM_GRID_BITS = 24  # sum rounds each value onto a grid of 2**-24 of its bound (see _bounded_sum)
+
+
+def _truth(col):
+    """A row function's booleans as a numpy mask; a missing value counts as false."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(col, pd.Series):
+        return col.to_numpy(dtype=bool, na_value=False)
+    return np.asarray(col, dtype=bool)
+
+
+def _run_count(b):
+    return float(len(b))
+
+
+def _run_filter(ctx, p, b):
+    from ..runtime.values import restrict
+
+    return restrict(b, _truth(ctx.vectorised(p)(b)))
+
+
+def _run_map(ctx, f, b):
+    return ctx.vectorised(f)(b)
+
+
+def _numbers(b):
+    """The values of a bag of numbers as a float64 array (NaN for anything unreadable)."""
+    import numpy as np
+    import pandas as pd
+
+    from ..runtime.values import MaskedBag
+
+    s = b.series() if isinstance(b, MaskedBag) else b
+    try:
+        return s.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        return pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _float_at_most(q: Fraction) -> float:
+    import math
+    import sys
+
+    try:
+        f = float(q)
+    except OverflowError:
+        f = sys.float_info.max
+    return math.nextafter(f, 0.0) if Fraction(f) > q else f
+
+
+def _bounded_sum(x, bound: Fraction) -> float:
+    """sum_i clamp(x_i) computed exactly, so one row moves it by at most `bound`.
+
+    A float sum's rounding depends on every other row, so its sensitivity can exceed the bound
+    (Casacuberta et al., CCS 2022).  Here each value is clamped to [-b, b] (b: the largest float
+    <= bound; NaN counts as 0) and rounded toward zero onto the grid g = 2**k with b/g <= 2**24.
+    Integers of at most 24 bits add exactly in float64 while n < 2**29, so the total is exact,
+    and |g * trunc(x/g)| <= b keeps one row's share within the bound; g depends only on the
+    bound (public).  Integer data below 2**24 * g is not changed at all."""
+    import math
+
+    import numpy as np
+
+    n = len(x)
+    if n == 0 or bound <= 0:
+        return 0.0
+    b = _float_at_most(Fraction(bound))
+    k = max(math.frexp(b)[1] - SUM_GRID_BITS, -1000)  # b < 2**(k + 24); 2**-k stays finite
+    inv = math.ldexp(1.0, -k)
+    lim = b * inv  # exact: scaling by a power of two
+    y = np.multiply(x, inv)
+    np.clip(y, -lim, lim, out=y)
+    np.trunc(y, out=y)
+    if n < 2 ** (53 - SUM_GRID_BITS):
+        total = float(y.sum())
+        if math.isnan(total):
+            np.nan_to_num(y, copy=False, nan=0.0)
+            total = float(y.sum())
+        return math.ldexp(total, k)
+    np.nan_to_num(y, copy=False, nan=0.0)
+    exact = int(y.astype(np.int64).sum())  # exact; the one rounding is to the nearest float
+    return float(Fraction(exact) * Fraction(2) ** k)
+
+
+def _run_sum(ctx, b):
+    return _bounded_sum(_numbers(b), ctx.info["bound"])
+
+
+def _run_union(a, b):
+    import pandas as pd
+
+    from ..runtime.values import bag_from_rows, bag_rows
+
+    if len(b) == 0:
+        return a
+    if len(a) == 0:
+        return b
+    if isinstance(a, pd.DataFrame) != isinstance(b, pd.DataFrame):
+        return bag_from_rows(bag_rows(a) + bag_rows(b))
+    return pd.concat([a, b], ignore_index=True)
+
+
+def _run_split(ctx, p, b):
+    from ..runtime.values import restrict
+
+    keep = _truth(ctx.vectorised(p)(b))
+    return restrict(b, keep), restrict(b, ~keep)
+
+
 def elem_type(ctx, arg: Arg, what: str) -> Type:
     if not isinstance(arg.type, Bag):
         raise ctx.fail("E0202", f"{what} expects a bag, but this is {arg.type}", arg.span)
@@ -34,7 +149,7 @@ def row_function(ctx, fn: Arg, elem: Type, span):
 @primitive("count", ("b",), "bag 'a -o int[0, inf]",
            "count b: the number of rows of b.",
            "Adding or removing one row changes the count by exactly 1. " + _REF_FUZZ,
-           category="bag")
+           category="bag", run=_run_count)
 def _count(ctx, args, span):
     (b,) = args
     elem_type(ctx, b, "count")
@@ -45,7 +160,7 @@ def _count(ctx, args, span):
            "filter p b: the rows of b for which the public predicate p holds.",
            "Each row is kept or dropped on its own, so a table at distance d stays within d. "
            "The predicate may not capture private values (they would be read once per row). " + _REF_FUZZ,
-           category="bag")
+           category="bag", run=_run_filter, needs_context=True)
 def _filter(ctx, args, span):
     p, b = args
     elem = elem_type(ctx, b, "filter")
@@ -58,7 +173,7 @@ def _filter(ctx, args, span):
 @primitive("map", ("f", "b"), "('a -> 'b) -> bag 'a -o bag 'b",
            "map f b: apply the public row function f to every row of b.",
            "Rows map one to one, so the symmetric difference cannot grow. " + _REF_FUZZ,
-           category="bag")
+           category="bag", run=_run_map, needs_context=True)
 def _map(ctx, args, span):
     f, b = args
     elem = elem_type(ctx, b, "map")
@@ -70,7 +185,7 @@ def _map(ctx, args, span):
            "sum b: the sum of a bag of bounded numbers (clip them first: map (fun x -> clip 0 100 x) b).",
            "One row added or removed changes the sum by at most max(|lo|, |hi|); the bounds come from "
            "the schema or a clip, never from the data (DESIGN.md, Domains in types).",
-           category="bag")
+           category="bag", run=_run_sum, needs_context=True)
 def _sum(ctx, args, span):
     (b,) = args
     t = elem_type(ctx, b, "sum")
@@ -87,7 +202,7 @@ def _sum(ctx, args, span):
 @primitive("union", ("a", "b"), "bag 'a -o bag 'a -o bag 'a",
            "union a b: all rows of a and of b (a bag sum, duplicates kept).",
            "The symmetric difference of a union is at most the sum of the two differences.",
-           category="bag")
+           category="bag", run=_run_union)
 def _union(ctx, args, span):
     a, b = args
     ta, tb = elem_type(ctx, a, "union"), elem_type(ctx, b, "union")
@@ -101,7 +216,7 @@ def _union(ctx, args, span):
            "split p b: the pair (rows where p holds, rows where it does not); the parts are disjoint.",
            "Each row goes to exactly one side, so d(yes) + d(no) <= d(b): the two parts get distance "
            "variables d1 + d2 <= d (Spar; PrivJail section 4.3), which yields parallel composition.",
-           category="partition")
+           category="partition", run=_run_split, needs_context=True)
 def _split(ctx, args, span):
     p, b = args
     elem = elem_type(ctx, b, "split")

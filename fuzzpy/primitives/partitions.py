@@ -19,12 +19,74 @@ from .registry import Result, primitive
 _REF = "PrivJail (seed 003) section 4.3 and appendix B; Spar distance variables"
 
 
+# ---- runtime implementations (pandas/numpy are imported only when a program runs) ---------------
+# A partition is a dict key -> part in declared key order, every key present.  Parts are lazy
+# MaskedBags over the grouped bag: their sizes come from one bincount, and their rows are
+# selected only if a function reads them.
+
+
+def category_codes(values, keys):
+    """Position of each value in the declared `keys` (-1 for anything else), as an int array.
+    Categorical columns use their codes; the keys never come from the data."""
+    import numpy as np
+    import pandas as pd
+
+    keys = list(keys)
+    index = pd.Index(keys)
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        raw = values.cat.codes.to_numpy()
+        cats = list(values.cat.categories)
+        if cats == keys:
+            return raw
+        lookup = np.append(index.get_indexer(pd.Index(cats)), -1).astype(np.int64)
+        return lookup[raw]  # code -1 (missing) picks the appended -1
+    return index.get_indexer(values)
+
+
+def _group_counts(codes, k: int):
+    import numpy as np
+
+    valid = codes[codes >= 0]
+    return np.bincount(valid.astype(np.intp, copy=False), minlength=k)[:k]
+
+
+def _run_groupby(ctx, key, b):
+    import numpy as np
+
+    from ..runtime.values import MaskedBag, base_and_mask
+
+    keys = tuple(ctx.info["keys"])
+    codes = category_codes(ctx.vectorised(key)(b), keys)
+    base, mask = base_and_mask(b)
+    if mask is not None:  # codes of the selected rows, spread back over the base rows
+        full = np.full(len(base), -1, dtype=codes.dtype)
+        full[mask] = codes
+        codes = full
+    counts = _group_counts(codes, len(keys))
+    return {k: MaskedBag(base, mask_fn=lambda i=i: codes == i, count=int(counts[i]))
+            for i, k in enumerate(keys)}
+
+
+def _run_part(ps, key):
+    return ps[key]
+
+
+def _run_pmap(ctx, f, ps):
+    return {k: ctx.call(f, part) for k, part in ps.items()}
+
+
+def _run_each(ctx, f, ps):
+    from ..runtime.values import EachDistribution
+
+    return EachDistribution({k: ctx.call(f, part) for k, part in ps.items()})
+
+
 @primitive("groupby", ("key", "b"), "('a -> cat K) -> bag 'a -o parts K 'a",
            "groupby key b: one part per declared category of key (a row function returning a "
            "category with a finite declared set of values), empty parts included.",
            "Each row lands in exactly one part, so sum_k d_k <= d(b); the keys come from the declared "
            "category, never from the data. " + _REF,
-           category="partition")
+           category="partition", run=_run_groupby, needs_context=True)
 def _groupby(ctx, args, span):
     key, b = args
     elem = elem_type(ctx, b, "groupby")
@@ -52,7 +114,7 @@ def _parts_dists(arg):
 @primitive("part", ("ps", "key"), "parts K 'a -o string -> bag 'a",
            "part ps \"key\": the part of a partition for one key (ps.key works for keys that are names).",
            "Projection from a tensor of parts is 1-sensitive in that part's distance variable. " + _REF,
-           category="partition")
+           category="partition", run=_run_part)
 def _part(ctx, args, span):
     ps, key = args
     t = _parts_type(ctx, ps, "part")
@@ -79,7 +141,7 @@ def _per_part(ctx, f, ps, span, fuzzy: bool):
            "pmap f ps: apply f to every part (no release).",
            "An s-sensitive function applied to each component of a tensor is s-sensitive in each "
            "component's distance variable. " + _REF,
-           category="partition")
+           category="partition", run=_run_pmap, needs_context=True)
 def _pmap(ctx, args, span):
     f, ps = args
     inst, parts = _per_part(ctx, f, ps, span, fuzzy=False)
@@ -90,7 +152,7 @@ def _pmap(ctx, args, span):
            "each f ps: run the mechanism f on every part and release all results (a map from key to value).",
            "Releases on disjoint parts compose in parallel: the cost is sum_k s * d_k <= s * d(b) "
            "(parallel composition; PrivJail appendix B for unions of parts). " + _REF,
-           category="partition")
+           category="partition", run=_run_each, needs_context=True)
 def _each(ctx, args, span):
     f, ps = args
     inst, parts = _per_part(ctx, f, ps, span, fuzzy=True)

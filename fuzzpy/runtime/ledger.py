@@ -351,7 +351,7 @@ class Ledger:
                 (dataset, label, program_hash, str(epsilon), _now()))
             return int(cursor.lastrowid)
 
-        return book()
+        return self._transaction(book)
 
     def finish(self, charge_id: int, status: str = "released") -> None:
         """Mark a run finished. Never refunds: a failed run may have released something."""

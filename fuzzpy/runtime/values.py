@@ -264,3 +264,20 @@ def bag_from_rows(rows: list[Any]) -> Frame:
     if isinstance(first, tuple) and all(isinstance(r, tuple) and len(r) == len(first) for r in rows) and first:
         return pd.DataFrame.from_records(rows, columns=list(range(len(first))))
     return pd.Series(rows)
+
+
+class EachDistribution(Distribution):
+    """`each f ps`: the per-part distributions, sampled in declared key order; the result maps
+    every key to its released value."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: dict[str, Any]):
+        self.parts = parts
+
+    def sample(self, ctx: Any) -> Any:
+        out = {}
+        for key, dist in self.parts.items():
+            with ctx.labelled(key):
+                out[key] = dist.sample(ctx) if is_distribution(dist) else dist
+        return out

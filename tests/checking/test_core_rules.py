@@ -117,15 +117,17 @@ def test_branching_on_a_private_number_to_choose_a_release_is_infinite():
     # Adaptive Fuzz's test: must be refused.
     r = check(T + "function main (db : bag T) : fuzzy num { if count db > 5 then laplace 1 (count db) "
               "else laplace 1 (count db) }")
-    assert r.ok and r.epsilon == float("inf")
-    from fuzzpy.interfaces.report import unbounded_diagnostic
-    d = unbounded_diagnostic(r)
-    assert d is not None and d.code == "E0302" and "not differentially private in db" in d.message
+    assert r.epsilon == float("inf")
+    assert codes(r) == ["E0302"]
+    d = r.diagnostics[0]
+    assert "main is not differentially private in db" in d.message
+    assert "condition depends on private data" in d.notes[0] and "test.fz:2:" in d.notes[0]
 
 
 def test_returning_a_private_value_without_noise_is_infinite():
     r = check(T + "function main (db : bag T) : fuzzy num { return count db }")
-    assert r.epsilon == float("inf")
+    assert r.epsilon == float("inf") and codes(r) == ["E0302"]
+    assert "returned without noise" in r.diagnostics[0].notes[0]
 
 
 def test_branching_on_a_released_value_is_free():

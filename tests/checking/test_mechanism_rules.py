@@ -187,7 +187,8 @@ def test_svt_cutoff_must_be_a_public_positive_integer(cutoff, code, message):
 def test_svt_threshold_must_be_public():
     r = check(main("(list bool)", f"above_threshold 1 1 (count db) [1, 2] {COUNT_SCORE}"))
     assert codes(r) == ["E0209"]
-    assert r.diagnostics[0].message == "the threshold of above_threshold must be a public constant (a literal or a param)"
+    assert r.diagnostics[0].message == ("the threshold of above_threshold must be a public constant "
+                                        "(a literal or a param)")
 
 
 @pytest.mark.parametrize("body, code, message", [

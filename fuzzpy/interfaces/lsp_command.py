@@ -1,0 +1,25 @@
+"""`fuzzpy lsp`: start the language server (mounted by cli.py through `register`)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("lsp")
+    def lsp(
+        stdio: bool = typer.Option(True, "--stdio/--no-stdio",
+                                   help="Talk LSP over stdin/stdout (the only transport; the flag is "
+                                        "accepted because editors pass it)."),
+        log_level: str = typer.Option("warning", "--log-level", help="Server log level on stderr."),
+    ) -> None:
+        """Start the fuzzpy language server on stdin/stdout (for editors)."""
+        import logging
+
+        from . import lsp as server
+
+        if not stdio:
+            raise typer.BadParameter("only --stdio is supported")
+        logging.basicConfig(level=getattr(logging, log_level.upper(), logging.WARNING),
+                            format="fuzzpy-lsp %(levelname)s %(message)s")
+        server.main()
