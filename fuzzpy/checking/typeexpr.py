@@ -6,8 +6,8 @@ from fractions import Fraction
 
 from ..diagnostics import Diagnostic, FuzzError
 from ..syntax import ast as A
-from .types import (BOOL, STRING, UNIT, Bag, Cat, Fun, Fuzzy, ListT, Num, Parts, Record, Schema, SumT, Tensor,
-                    TVar, Type, With)
+from .types import (BOOL, STRING, UNIT, Bag, Cat, Fun, Fuzzy, ListT, Num, Parts, Record, Schema, Seq, SumT,
+                    Tensor, TVar, Type, With)
 
 
 class TypeResolver:
@@ -47,7 +47,7 @@ class TypeResolver:
 
     def t_TWrap(self, t: A.TWrap) -> Type:
         inner = self.resolve(t.inner)
-        return {"bag": Bag, "fuzzy": Fuzzy, "list": ListT}[t.kind](inner)
+        return {"bag": Bag, "fuzzy": Fuzzy, "list": ListT, "seq": Seq}[t.kind](inner)
 
     def t_TParts(self, t: A.TParts) -> Type:
         return Parts(tuple(t.keys), self.resolve(t.elem))
@@ -79,7 +79,7 @@ def match_type(pattern: Type, actual: Type, binding: dict | None = None) -> bool
         return True
     if type(pattern) is not type(actual):
         return False
-    if isinstance(pattern, (Bag, ListT)):
+    if isinstance(pattern, (Bag, ListT, Seq)):
         return match_type(pattern.elem, actual.elem, binding)  # type: ignore[attr-defined]
     if isinstance(pattern, Fuzzy):
         return match_type(pattern.inner, actual.inner, binding)  # type: ignore[attr-defined]

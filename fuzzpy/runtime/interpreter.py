@@ -338,14 +338,12 @@ class RunResult:
     fallbacks: int = 0  # row functions that could not be vectorised
 
 
-def evaluate_entry(instance: I.Instance, tables: dict[str, Any], rng: Any, *,
-                   vectorise: bool = True) -> RunResult:
+def evaluate_entry(instance: I.Instance, tables: dict[str, Any], state: RunState) -> RunResult:
     """Run the entry point with its parameters bound to `tables` and sample its distribution.
-    Runs on the calling thread (see `start_run` for a large stack)."""
+    Releases are appended to `state.releases` as they happen (they survive a failure)."""
     missing = [p for p in instance.params if p not in tables]
     if missing or instance.body is None:
         raise RunFailure(f"no input given for {', '.join(missing) or 'the entry point'}")
-    state = RunState(rng, vectorise)
     interp = Interpreter(state)
     value = interp.eval(instance.body, {p: tables[p] for p in instance.params})
     result = interp.draw(value) if is_distribution(value) else value
@@ -355,14 +353,16 @@ def evaluate_entry(instance: I.Instance, tables: dict[str, Any], rng: Any, *,
 class RunHandle:
     """A run on its own thread with a large stack (deep recursion over public lists)."""
 
-    def __init__(self, work: Callable[[], RunResult]):
+    def __init__(self, instance: I.Instance, tables: dict[str, Any], state: RunState):
+        self.state = state
         self._box: dict[str, Any] = {}
-        self._thread = threading.Thread(target=self._main, args=(work,), name="fuzzpy-run", daemon=True)
+        self._thread = threading.Thread(target=self._main, args=(instance, tables), name="fuzzpy-run",
+                                        daemon=True)
 
-    def _main(self, work: Callable[[], RunResult]) -> None:
+    def _main(self, instance: I.Instance, tables: dict[str, Any]) -> None:
         try:
             sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
-            self._box["result"] = work()
+            self._box["result"] = evaluate_entry(instance, tables, self.state)
         except BaseException as exc:  # handed to the caller, who decides what may be shown
             self._box["error"] = exc
 
@@ -386,7 +386,7 @@ class RunHandle:
 
 
 def start_run(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True) -> RunHandle:
-    return RunHandle(lambda: evaluate_entry(instance, tables, rng, vectorise=vectorise)).start()
+    return RunHandle(instance, tables, RunState(rng, vectorise)).start()
 
 
 def run_program(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True) -> RunResult:

@@ -216,22 +216,33 @@ class Ledger:
         self.close()
 
     def _prepare(self) -> None:
-        def setup() -> int:
-            # WAL lets `show` read while a run writes; FULL sync keeps a commit through power loss.
-            # Switch only when needed: the switch can fail at once while another process opens.
-            if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            return self._db.execute("PRAGMA user_version").fetchone()[0]
-
-        with self._guard():
-            version = _retry_busy(setup)
-        if version == 0:
-            self._transaction(self._create_schema)
-        elif version > SCHEMA_VERSION:
+        # Inspect before changing anything: a mistyped --ledger must not alter someone's database.
+        version, has_tables = self._transaction(self._inspect, write=False)
+        if version > SCHEMA_VERSION:
             raise error("E0602", f"the ledger {self.path} was written by a newer fuzzpy "
                                  f"(schema {version}); upgrade fuzzpy to use it")
-        self._transaction(self._check_schema, write=False)
+        if version == 0 and has_tables:
+            raise error("E0602", f"{self.path} is not a fuzzpy ledger (it holds other tables)")
+        if version == SCHEMA_VERSION:
+            self._transaction(self._check_schema, write=False)
+        with self._guard():
+            _retry_busy(self._configure)
+        if version == 0:
+            self._transaction(self._create_schema)
+            self._transaction(self._check_schema, write=False)
+
+    def _inspect(self) -> tuple[int, bool]:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        tables = self._db.execute(
+            "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchone()[0]
+        return int(version), tables > 0
+
+    def _configure(self) -> None:
+        # WAL lets `show` read while a run writes; FULL sync keeps a commit through power loss.
+        # Switch only when needed: the switch fails at once while another process opens the file.
+        if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
 
     def _create_schema(self) -> None:
         # Statement by statement: executescript() would COMMIT our transaction.

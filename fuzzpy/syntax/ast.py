@@ -59,7 +59,7 @@ class TSum(TypeExpr):
 
 @dataclass(eq=False)
 class TWrap(TypeExpr):
-    kind: str  # "bag" | "fuzzy" | "list"
+    kind: str  # "bag" | "fuzzy" | "list" | "seq"
     inner: TypeExpr
 
 

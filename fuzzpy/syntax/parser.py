@@ -179,6 +179,9 @@ class _Builder(Transformer):
     def list_type(self, sp, c):
         return A.TWrap(sp, "list", c[0])
 
+    def seq_type(self, sp, c):
+        return A.TWrap(sp, "seq", c[0])
+
     def parts_type(self, sp, c):
         return A.TParts(sp, [_unescape(t) for t in c[:-1]], c[-1])
 

@@ -23,6 +23,13 @@ COUNT_SCORE = "(fun c -> count (filter (fun r -> r.x < c) db))"
 SUM_SCORE = "(fun c -> sum (map (fun r -> clip 0 5 r.x) (filter (fun r -> r.x < c) db)))"  # S = 5
 
 
+def assert_unbounded(report):
+    """Rejected: the privacy loss in db is infinite."""
+    assert report.epsilon == INF
+    assert codes(report) == ["E0302"]
+    assert report.diagnostics[0].message == "main is not differentially private in db: its privacy loss is unbounded"
+
+
 def mech(report):
     (m,) = report.mechanisms
     return m.name, m.sensitivity, m.epsilon, m.scale
@@ -268,13 +275,13 @@ def test_hand_written_svt_without_noise_is_infinite():
                   "    if count (filter (fun r -> r.x < q) b) > 5 then return [true]\n"
                   "    else (sample rest = svt b t; return (false :: rest)) } }\n"
                   "function main (db : bag T) : fuzzy (list bool) { svt db [1, 2, 3] }")
-    assert r.ok and r.epsilon == INF
+    assert_unbounded(r)
 
 
 def test_svt_with_noise_on_the_threshold_only_is_infinite():
     # A noisy threshold alone does not hide the comparison with an exact private count.
     r = check(main("bool", "sample t = laplace 1 5; if count db > t then return true else return false"))
-    assert r.ok and r.epsilon == INF
+    assert_unbounded(r)
 
 
 def test_noise_on_a_public_constant_is_no_noise():
@@ -283,7 +290,7 @@ def test_noise_on_a_public_constant_is_no_noise():
 
 
 def test_releasing_a_bool_without_randomized_response_is_infinite():
-    assert check(main("bool", "return (count db > 5)")).epsilon == INF
+    assert_unbounded(check(main("bool", "return (count db > 5)")))
     assert eps(check(main("bool", "randomized_response 1 (count db > 5)"))) == 1
 
 
@@ -297,7 +304,7 @@ def test_randomized_response_behind_a_bool_parameter_is_charged_conservatively()
     # A bool parameter is infinitely far from its flip (Fuzz's metric), so the call is charged infinity.
     r = check(T + "function f (b : bool) : fuzzy bool { randomized_response 1 b }\n"
                   "function main (db : bag T) : fuzzy bool { f (count db > 2) }")
-    assert r.ok and r.epsilon == INF
+    assert_unbounded(r)
 
 
 @pytest.mark.xfail(strict=True, reason="needs RuleContext.integral: a num symbol can move by a fraction "

@@ -349,6 +349,17 @@ def test_foreign_sqlite_file(tmp_path: Path) -> None:
     assert "not a fuzzpy ledger" in _expect_unavailable(path)
 
 
+def test_foreign_database_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    raw = sqlite3.connect(path)
+    raw.execute("CREATE TABLE users (name TEXT)")
+    raw.commit()
+    raw.close()
+    before = path.read_bytes()
+    assert "not a fuzzpy ledger" in _expect_unavailable(path)
+    assert path.read_bytes() == before  # no tables added, not switched to WAL
+
+
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "l.sqlite"
     Ledger(path).close()

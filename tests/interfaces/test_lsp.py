@@ -1,0 +1,349 @@
+"""The language server, driven over stdio by a real LSP client (pytest-lsp), and its incremental
+checker compared with a plain full check."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as T
+from pygls.protocol import default_converter
+from pygls.uris import from_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+
+from fuzzpy.checking.program import check_source
+from fuzzpy.interfaces import report as R
+from fuzzpy.interfaces.lsp import IncrementalChecker, Settings, make_executor, word_at
+
+HANG_GUARD = 60  # seconds before a missing notification fails the test (not a speed assertion)
+
+BROKEN = textwrap.dedent("""\
+    schema Adult { age : num[17, 90] }
+
+    function helper (db : bag Adult) : num {
+      count db +
+    }
+
+    function main (db : bag Adult) : fuzzy num {
+      sample c = laplace 0.1 (cuont db);
+      return c
+    }
+    """)
+
+FIXED = textwrap.dedent("""\
+    schema Adult { age : num[17, 90] }
+
+    function helper (db : bag Adult) : num {
+      count db + count db
+    }
+
+    function main (db : bag Adult) : fuzzy num {
+      let adults = filter (fun r -> r.age >= 18) db;
+      sample c = laplace 0.1 (helper adults);
+      return c
+    }
+    """)
+
+SERVER = [sys.executable, "-m", "fuzzpy.interfaces.cli", "lsp", "--stdio"]
+
+
+def on_publish(client: LanguageClient, params: T.PublishDiagnosticsParams) -> None:
+    """pytest-lsp's handler, plus the version each list of diagnostics belongs to."""
+    client.diagnostics[params.uri] = params.diagnostics
+    client.versions[params.uri] = params.version
+
+
+def make_client() -> LanguageClient:
+    client = LanguageClient(converter_factory=default_converter)
+    client.versions = {}
+    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: on_publish})
+    return client
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, client_factory=make_client), scope="module")
+async def client(lsp_client: LanguageClient):
+    caps = T.ClientCapabilities(workspace=T.WorkspaceClientCapabilities(
+        code_lens=T.CodeLensWorkspaceClientCapabilities(refresh_support=False)))
+    await lsp_client.initialize_session(T.InitializeParams(capabilities=caps,
+                                                           initialization_options={"debounceMs": 10}))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def diagnostics_for(client: LanguageClient, uri: str, version: int) -> list[T.Diagnostic]:
+    """Wait until the server has published diagnostics for this version of the document."""
+
+    async def wait() -> list[T.Diagnostic]:
+        while client.versions.get(uri) != version:
+            await client.wait_for_notification(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        return list(client.diagnostics[uri])
+
+    return await asyncio.wait_for(wait(), HANG_GUARD)
+
+
+def open_doc(client: LanguageClient, path: Path, text: str, version: int = 1) -> str:
+    path.write_text(text)
+    uri = from_fs_path(str(path))
+    client.text_document_did_open(T.DidOpenTextDocumentParams(
+        T.TextDocumentItem(uri=uri, language_id="fuzzpy", version=version, text=text)))
+    return uri
+
+
+def change_doc(client: LanguageClient, uri: str, text: str, version: int) -> None:
+    client.text_document_did_change(T.DidChangeTextDocumentParams(
+        text_document=T.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[T.TextDocumentContentChangeWholeDocument(text=text)]))
+
+
+def position_of(text: str, needle: str, offset: int = 0) -> T.Position:
+    index = text.index(needle) + offset
+    line = text.count("\n", 0, index)
+    return T.Position(line, index - (text.rfind("\n", 0, index) + 1))
+
+
+def hover_text(result: T.Hover | None) -> str:
+    assert result is not None
+    assert isinstance(result.contents, T.MarkupContent)
+    return result.contents.value
+
+
+# ---- over stdio ------------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_diagnostics_published_and_cleared(client: LanguageClient, tmp_path: Path):
+    uri = open_doc(client, tmp_path / "two_errors.fz", BROKEN)
+    diags = await diagnostics_for(client, uri, 1)
+    by_code = {d.code: d for d in diags}
+    assert sorted(by_code) == ["E0101", "E0201"]
+
+    syntax = by_code["E0101"]  # the '}' on line 5 (0-based 4) ends `count db +` too early
+    assert syntax.range == T.Range(T.Position(4, 0), T.Position(4, 1))
+    assert syntax.message.startswith("unexpected '}'\nnote: expected ")
+    unknown = by_code["E0201"]  # 'cuont' on line 8, columns 27-31 (1-based) -> 26..31 (0-based, end excl.)
+    assert unknown.range == T.Range(position_of(BROKEN, "cuont"), position_of(BROKEN, "cuont", 5))
+    assert unknown.range.start == T.Position(7, 26)
+    assert unknown.message.splitlines()[:2] == ["unknown name 'cuont'", "note: did you mean count or union?"]
+    assert {d.source for d in diags} == {"fuzzpy"}
+    assert {d.severity for d in diags} == {T.DiagnosticSeverity.Error}
+
+    change_doc(client, uri, FIXED, 2)
+    assert await diagnostics_for(client, uri, 2) == []
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_function_mechanism_variable_primitive(client: LanguageClient, tmp_path: Path):
+    uri = open_doc(client, tmp_path / "hover.fz", FIXED)
+    assert await diagnostics_for(client, uri, 1) == []
+    doc = T.TextDocumentIdentifier(uri=uri)
+
+    fn = hover_text(await client.text_document_hover_async(
+        T.HoverParams(doc, position_of(FIXED, "helper (db", 2))))
+    assert "function helper : bag Adult -o[2] num" in fn
+
+    entry = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(FIXED, "main", 1))))
+    assert "function main : bag Adult -o[0.1] fuzzy num" in entry
+    assert "epsilon = 0.1 (db 0.1)" in entry
+
+    mech = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(FIXED, "laplace", 3))))
+    assert "proven sensitivity 2, epsilon charged 0.1, noise scale 20" in mech
+    assert "Dwork" in mech  # the registry's justification follows
+
+    var = hover_text(await client.text_document_hover_async(
+        T.HoverParams(doc, position_of(FIXED, "helper adults", 8))))
+    assert "adults : bag {age : num[17, 90]}" in var or "adults : bag Adult" in var
+    assert "sensitivity 1 in db" in var
+
+    prim = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(FIXED, "filter", 1))))
+    assert "filter p b" in prim
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_code_lens_shows_epsilon_and_follows_edits(client: LanguageClient, tmp_path: Path):
+    uri = open_doc(client, tmp_path / "lens.fz", FIXED)
+    await diagnostics_for(client, uri, 1)
+    lenses = await client.text_document_code_lens_async(T.CodeLensParams(T.TextDocumentIdentifier(uri=uri)))
+    assert [lens.command.title for lens in lenses] == ["epsilon = 0.1 (db 0.1)"]
+    assert lenses[0].range.start == position_of(FIXED, "main")
+
+    change_doc(client, uri, FIXED.replace("laplace 0.1", "laplace 0.25"), 2)
+    await diagnostics_for(client, uri, 2)
+    lenses = await client.text_document_code_lens_async(T.CodeLensParams(T.TextDocumentIdentifier(uri=uri)))
+    assert [lens.command.title for lens in lenses] == ["epsilon = 0.25 (db 0.25)"]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_pragma_budget_gives_the_cli_error(client: LanguageClient, tmp_path: Path):
+    text = "# fuzzpy: budget 0.05\n" + FIXED
+    uri = open_doc(client, tmp_path / "budget.fz", text)
+    diags = await diagnostics_for(client, uri, 1)
+    assert [d.code for d in diags] == ["E0401"]
+    assert diags[0].message.startswith("main has epsilon 0.1, but the budget is 0.05")
+    assert diags[0].range.start == position_of(text, "main")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_completion_lists_primitives_functions_params_keywords(client: LanguageClient, tmp_path: Path):
+    text = "param eps : num = 0.5;\n" + FIXED
+    uri = open_doc(client, tmp_path / "complete.fz", text)
+    await diagnostics_for(client, uri, 1)
+    result = await client.text_document_completion_async(T.CompletionParams(
+        T.TextDocumentIdentifier(uri=uri), position_of(text, "return c")))
+    items = {i.label: i for i in (result.items if isinstance(result, T.CompletionList) else result)}
+    assert items["laplace"].detail == "(eps : num) -> num -o[eps/S] fuzzy num"
+    assert items["laplace"].kind == T.CompletionItemKind.Function
+    assert items["helper"].detail == "bag Adult -o[2] num"
+    assert items["eps"].kind == T.CompletionItemKind.Constant
+    assert items["sample"].kind == T.CompletionItemKind.Keyword
+    assert "adults" in items  # a local bound before the cursor
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_definition_in_an_imported_library_file(client: LanguageClient, tmp_path: Path):
+    lib = tmp_path / "mylib.fz"
+    lib.write_text("# a small library\nfunction twice (x : num) : num {\n  x + x\n}\n")
+    text = 'import "mylib.fz"\n' + FIXED.replace("(helper adults)", "(twice (count adults))")
+    uri = open_doc(client, tmp_path / "uses_lib.fz", text)
+    assert await diagnostics_for(client, uri, 1) == []
+    doc = T.TextDocumentIdentifier(uri=uri)
+
+    result = await client.text_document_definition_async(T.DefinitionParams(doc, position_of(text, "twice", 2)))
+    assert isinstance(result, list) and len(result) == 1
+    assert result[0].uri == from_fs_path(str(lib.resolve()))
+    assert result[0].range == T.Range(T.Position(1, 9), T.Position(1, 14))
+
+    local = await client.text_document_definition_async(T.DefinitionParams(doc, position_of(text, "adults))")))
+    assert local[0].uri == uri and local[0].range.start == position_of(text, "adults =")
+
+    mech = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(text, "laplace"))))
+    assert "proven sensitivity 2, epsilon charged 0.1, noise scale 20" in mech
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_rapid_changes_publish_the_last_version(client: LanguageClient, tmp_path: Path):
+    uri = open_doc(client, tmp_path / "typing.fz", FIXED)
+    await diagnostics_for(client, uri, 1)
+    for version in range(2, 8):  # sent back to back: debounced, only the newest matters
+        change_doc(client, uri, FIXED.replace("laplace 0.1", f"laplace 0.{version}"), version)
+    change_doc(client, uri, FIXED.replace("helper adults", "helpr adults"), 8)
+    diags = await diagnostics_for(client, uri, 8)
+    assert [(d.code, d.message.splitlines()[0]) for d in diags] == [("E0201", "unknown name 'helpr'")]
+
+
+# ---- a server whose checker fails ----------------------------------------------------------------
+
+FAILING_SERVER = [sys.executable, "-c", textwrap.dedent("""\
+    from fuzzpy.interfaces import lsp
+    real = lsp.IncrementalChecker.analyse
+    def analyse(self, text, *args, **kwargs):
+        if "BOOM" in text:
+            raise ZeroDivisionError("simulated checker bug")
+        return real(self, text, *args, **kwargs)
+    lsp.IncrementalChecker.analyse = analyse
+    lsp.main()
+    """)]
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=FAILING_SERVER, client_factory=make_client))
+async def failing(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(T.InitializeParams(capabilities=T.ClientCapabilities()))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio
+async def test_checker_exception_becomes_one_diagnostic(failing: LanguageClient, tmp_path: Path):
+    uri = open_doc(failing, tmp_path / "boom.fz", "# BOOM\n" + FIXED)
+    diags = await diagnostics_for(failing, uri, 1)
+    assert len(diags) == 1
+    assert diags[0].code == "internal-error"
+    assert "ZeroDivisionError: simulated checker bug" in diags[0].message
+    assert any("simulated checker bug" in m.message for m in failing.log_messages)
+
+    change_doc(failing, uri, FIXED, 2)  # the server is still alive and checks the next version
+    assert await diagnostics_for(failing, uri, 2) == []
+
+
+# ---- the incremental checker against a plain full check ------------------------------------------
+
+PROGRAM = textwrap.dedent("""\
+    # fuzzpy: budget 1
+    schema Adult { age : num[17, 90], hours : num[1, 99] }
+    param eps : num = 0.1;
+
+    function clipped (db : bag Adult) : bag num {
+      map (fun r -> clip 0 50 r.hours) db
+    }
+
+    function total (db : bag Adult) : num {
+      sum (clipped db)
+    }
+
+    function twice x { x + x }
+
+    function unused (db : bag Adult) : num {
+      count db
+    }
+
+    function main (db : bag Adult) : fuzzy (num, num) {
+      sample a = laplace eps (total db);
+      sample b = laplace eps (twice (count db));
+      return (a, b)
+    }
+    """)
+
+EDITS = [
+    PROGRAM.replace("clip 0 50", "clip 0 60"),                     # a callee of a callee of main
+    PROGRAM.replace("count db\n}", "count dbb\n}"),                # unknown name outside main's closure
+    PROGRAM.replace("twice x { x + x }", "twice x { x + x + x }"),  # a generic function
+    PROGRAM.replace("sum (clipped db)", "sum (clipped db"),         # a syntax error in a callee
+    PROGRAM.replace("eps : num = 0.1", "eps : num = 0.4"),          # the prelude: over budget
+    PROGRAM.replace("    return (a, b)", "    return (a, db)"),     # a privacy error in main
+    PROGRAM.replace("function unused", "\nfunction unused"),        # a line inserted: positions move
+    PROGRAM,
+]
+
+
+def full_check(text: str, file: str) -> tuple[list, object]:
+    report = check_source(text, file)
+    report.budget = report.pragma_budget
+    if report.ok and report.entry is not None:
+        over = R.over_budget(report, report.budget)
+        extra = [over] if over else ([u] if (u := R.unbounded_diagnostic(report)) else [])
+        report.diagnostics.extend(extra)
+    return report.diagnostics, report.epsilon
+
+
+def comparable(diags) -> list:
+    return sorted((d.code, d.message, str(d.span), tuple(d.notes)) for d in diags)
+
+
+def test_incremental_results_equal_a_full_check(tmp_path: Path):
+    file = str(tmp_path / "prog.fz")
+    engine, settings, executor = IncrementalChecker(), Settings(), make_executor()
+    runs = []
+    for i, text in enumerate([PROGRAM] + EDITS):
+        analysis = executor.submit(engine.analyse, text, file, settings).result()
+        while executor.submit(engine.warm, text, file, settings).result():
+            pass
+        diags, eps = full_check(text, file)
+        assert comparable(analysis.report.diagnostics) == comparable(diags), f"edit {i}"
+        assert analysis.report.epsilon == eps, f"edit {i}"
+        runs.append(analysis.runs)
+    assert analysis.report.epsilon == Fraction(1, 5)
+    # The first edit re-checks only the units whose closure holds `clipped`: clipped, total, main.
+    assert runs[1] == 3
+    # The second touches `unused` alone.
+    assert runs[2] == 1
+
+
+def test_word_at_finds_identifiers():
+    assert word_at("  sample c = laplace 0.1 x;", 15) == ("laplace", 13, 20)
+    assert word_at("  sample c = laplace 0.1 x;", 20) == ("laplace", 13, 20)
+    assert word_at("  (x)", 0) is None
