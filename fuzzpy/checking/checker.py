@@ -29,8 +29,8 @@ from ..syntax import ast as A
 from . import ir as I
 from .sens import (INF, ONE, ZERO, Coef, ConstraintStore, Dist, NonLinear, d_add, d_inf, d_scale,
                    d_substitute, fmt_coef, is_const, substitute)
-from .types import (BOOL, STRING, UNIT, Bool, Fun, Fuzzy, Hole, ListT, Num, Parts, Record, SumT, Tensor, TVar,
-                    Type, With, is_subtype, join_types)
+from .types import (BOOL, STRING, UNIT, Bag, Bool, Cat, Fun, Fuzzy, Hole, ListT, Num, Parts, Record, Seq, Str,
+                    SumT, Tensor, TVar, Type, Unit, With, is_subtype, join_types)
 from .typeexpr import TypeResolver, match_type
 from .values import Closure, Env, FnT, FnValue, Opaque, Partial, TopFn, Val, fn_params
 
@@ -75,6 +75,7 @@ class Checker:
         self.store = ConstraintStore()
         self.splits: list[tuple[list[str], Dist]] = []
         self.split_of: dict[str, int] = {}  # part symbol -> index of its split
+        self.integral_syms: set[str] = set()  # symbols whose distances are whole numbers
         self.symbol_names: dict[str, str] = {}
         self.uses: dict[str, list[Span]] = {}
         self.mechanisms: list[MechanismRecord] = []
@@ -88,14 +89,23 @@ class Checker:
 
     # ---- symbols, splits and elimination ----------------------------------------------------
 
-    def fresh_symbol(self, name: str) -> str:
+    def fresh_symbol(self, name: str, t: Optional[Type] = None) -> str:
         self._sym += 1
         sym = f"{name}#{self._sym}"
         self.symbol_names[sym] = name
+        if t is not None and _integral_type(t):
+            self.integral_syms.add(sym)
         return sym
 
-    def split(self, parent: Dist, labels: list[str]) -> list[str]:
-        parts = [self.fresh_symbol(f"part[{label}]") for label in labels]
+    def integral(self, sym: str) -> bool:
+        """Does this symbol only ever move by whole numbers (tables, ints, discrete values)?"""
+        return sym in self.integral_syms
+
+    def split(self, parent: Dist, labels: list[str], types: Optional[list[Type]] = None) -> list[str]:
+        """Fresh part symbols with sum(parts) <= parent.  `types` are the parts' types (bags by
+        default: primitives split tables)."""
+        types = types or [Bag(Unit())] * len(labels)
+        parts = [self.fresh_symbol(f"part[{label}]", t) for label, t in zip(labels, types)]
         for p in parts:
             self.split_of[p] = len(self.splits)
         self.splits.append((parts, dict(parent)))
@@ -175,7 +185,7 @@ class Checker:
         names = [f"_a{self._sym}_{i}" for i in range(len(param_types))]
         holders = []
         for name, t in zip(names, param_types):
-            sym = self.fresh_symbol(name)
+            sym = self.fresh_symbol(name, t)
             holders.append(Val(t, {sym: ONE}, I.IVar(name, span=span)))
         since = len(self.splits)
         fval = Val(arg.type, arg.dist, arg.ir, arg.const, fn)
@@ -369,7 +379,7 @@ class Checker:
             return Val(body.type, body.dist, body.ir, body.const, body.fn, body.parts)
         nil = self.expr(arms["nil"].body, env)
         # Head and tail are the two components of a tensor: d(h) + d(t) <= d(list).
-        hs, ts = self.split(scrut.dist, ["head", "tail"])
+        hs, ts = self.split(scrut.dist, ["head", "tail"], [elem, scrut.type])
         hb, hp = self.bind_pattern(cons.patterns[0], Val(elem, {hs: ONE}, I.IVar("_")))
         tb, tp = self.bind_pattern(cons.patterns[1], Val(scrut.type, {ts: ONE}, I.IVar("_")))
         consv = self.expr(cons.body, env.extend({**hb, **tb}))
@@ -496,7 +506,8 @@ class Checker:
         if kind == "with" or not v.dist:
             return [v.dist] * n  # each component of a with-pair moves at most as the whole
         # Tensor destructuring (Fuzz's rule): components share the whole's distance.
-        return [{s: ONE} for s in self.split(v.dist, [f"component {i + 1}" for i in range(n)])]
+        labels = [f"component {i + 1}" for i in range(n)]
+        return [{s: ONE} for s in self.split(v.dist, labels, list(v.type.items))]  # type: ignore[attr-defined]
 
     # ---- application ---------------------------------------------------------------------------
 
@@ -696,7 +707,7 @@ class Checker:
         env = self.globals if isinstance(fn, TopFn) else fn.env
         bindings, symbols = {}, []
         for p, t, a in zip(params, param_types, args):
-            sym = self.fresh_symbol(p.name)
+            sym = self.fresh_symbol(p.name, t)
             symbols.append(sym)
             if a.fn is not None and not isinstance(t, Fun):
                 bindings[p.name] = Val(a.type, a.dist, I.IVar(p.name), a.const, a.fn)
@@ -758,6 +769,21 @@ class Checker:
                                 f"function, but its annotation allows {fmt_coef(bound)}", pspan)
         self.store = ConstraintStore()
         self.pending_checks = []
+
+
+def _integral_type(t: Type) -> bool:
+    """Values of these types are at whole-number (or infinite) distances from each other."""
+    if isinstance(t, Num):
+        return t.integer
+    if isinstance(t, (Bag, Seq, Parts, Bool, Str, Cat, Unit)):
+        return True
+    if isinstance(t, (Tensor, With)):
+        return all(_integral_type(i) for i in t.items)
+    if isinstance(t, Record):
+        return all(_integral_type(ft) for _, ft in t.fields)
+    if isinstance(t, ListT):
+        return _integral_type(t.elem)
+    return False
 
 
 def _branch_choice(scrutinee: Dist) -> Dist:

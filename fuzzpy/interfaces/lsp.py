@@ -242,9 +242,10 @@ class _Plan:
 class IncrementalChecker:
     """Checks documents, re-using the results of functions an edit did not affect."""
 
-    def __init__(self, max_entries: int = CACHE_ENTRIES) -> None:
+    def __init__(self, max_entries: int = CACHE_ENTRIES, full_factor: float = FULL_FACTOR) -> None:
         self.cache: OrderedDict[str, UnitResult] = OrderedDict()
         self.max_entries = max_entries
+        self.full_factor = full_factor
         self.lock = threading.Lock()
         self.names_used: dict[tuple[int, str], frozenset] = {}  # per chunk text: names it mentions
 
@@ -259,7 +260,7 @@ class IncrementalChecker:
             if not settings.incremental or plan.reason_full:
                 return self._full(plan, settings, modules, parse_diags, texts, overlays)
             missing = [u for u in plan.units if self._lookup(plan, u) is None]
-            if _unit_cost(plan, missing) > FULL_FACTOR * _unit_cost(plan, None) and len(missing) > 1:
+            if _unit_cost(plan, missing) > self.full_factor * _unit_cost(plan, None) and len(missing) > 1:
                 return self._full(plan, settings, modules, parse_diags, texts, overlays)
             results = [self._run_unit(plan, settings, name, overlays)
                        for name in sorted(missing, key=lambda u: len(plan.closure[u]))]
@@ -751,7 +752,7 @@ class FuzzpyServer(LanguageServer):
                 self.schedule(other, self.settings.debounce)
 
     async def _check_later(self, uri: str, generation: int, delay: float) -> None:
-        st = self.state(uri)
+        st, version = self.state(uri), None
         try:
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -769,7 +770,7 @@ class FuzzpyServer(LanguageServer):
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a failing check must never take the server down
-            self.internal_error(uri, exc)
+            self.internal_error(uri, version, exc)
 
     async def _warm(self, uri: str, generation: int, text: str, file: str) -> None:
         """Refill the unit cache after a full check, one unit at a time, while nothing is edited."""
@@ -805,7 +806,7 @@ class FuzzpyServer(LanguageServer):
         return T.Diagnostic(range=span_to_range(span, lines, self.codec()), message=message, severity=severity,
                             code=d.code, source=SOURCE, related_information=related)
 
-    def internal_error(self, uri: str, exc: BaseException) -> None:
+    def internal_error(self, uri: str, version: Optional[int], exc: BaseException) -> None:
         detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         log.error("analysis of %s failed:\n%s", uri, detail)
         self.log_message(T.MessageType.Error, f"fuzzpy: analysis of {uri} failed:\n{detail}")
@@ -814,7 +815,8 @@ class FuzzpyServer(LanguageServer):
                                     f"{type(exc).__name__}: {exc} (please report it; details in the server log)",
                             severity=T.DiagnosticSeverity.Error, code=INTERNAL_CODE, source=SOURCE)
         try:
-            self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=[diag]))
+            self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, version=version,
+                                                                              diagnostics=[diag]))
         except Exception:  # noqa: BLE001 - the connection itself may be gone
             log.exception("could not publish the internal error")
 
@@ -832,6 +834,26 @@ class FuzzpyServer(LanguageServer):
                 self.workspace_code_lens_refresh(None)
             except Exception:  # noqa: BLE001
                 log.exception("code lens refresh failed")
+
+    def markup(self, value: str, formats: Optional[list]) -> T.MarkupContent:
+        """Markdown when the client accepts it, else the same text without the fences."""
+        if formats and T.MarkupKind.Markdown in formats:
+            return T.MarkupContent(kind=T.MarkupKind.Markdown, value=value)
+        plain = re.sub(r"```\w*\n?", "", value).replace("**", "").replace("`", "")
+        return T.MarkupContent(kind=T.MarkupKind.PlainText, value=plain.strip())
+
+    def text_caps(self) -> Any:
+        caps = self.client_capabilities
+        return caps.text_document if caps is not None else None
+
+    def hover_formats(self) -> Optional[list]:
+        hover = getattr(self.text_caps(), "hover", None)
+        return hover.content_format if hover is not None else None
+
+    def completion_formats(self) -> Optional[list]:
+        completion = getattr(self.text_caps(), "completion", None)
+        item = completion.completion_item if completion is not None else None
+        return item.documentation_format if item is not None else None
 
     def codec(self) -> Any:
         try:
@@ -905,7 +927,7 @@ def hover(ls: FuzzpyServer, params: T.HoverParams) -> Optional[T.Hover]:
     rng = None
     if word is not None:
         rng = span_to_range(Span("", line, word[1] + 1, line, word[2] + 1), [""] * (line - 1) + [text], ls.codec())
-    return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value=value), range=rng)
+    return T.Hover(contents=ls.markup(value, ls.hover_formats()), range=rng)
 
 
 def _hover_text(analysis: Analysis, line: int, col: int, word: Optional[tuple[str, int, int]],
@@ -984,10 +1006,10 @@ def completion(ls: FuzzpyServer, params: T.CompletionParams) -> T.CompletionList
     items: dict[str, T.CompletionItem] = {}
     for kw in KEYWORDS:
         items[kw] = T.CompletionItem(label=kw, kind=T.CompletionItemKind.Keyword)
+    formats = ls.completion_formats()
     for name, prim in all_primitives().items():
-        items[name] = T.CompletionItem(
-            label=name, kind=T.CompletionItemKind.Function, detail=prim.signature,
-            documentation=T.MarkupContent(kind=T.MarkupKind.Markdown, value=prim.doc))
+        items[name] = T.CompletionItem(label=name, kind=T.CompletionItemKind.Function, detail=prim.signature,
+                                       documentation=ls.markup(prim.doc, formats))
     if analysis is not None:
         _complete_declarations(analysis, items)
     doc = ls.workspace.get_text_document(uri)

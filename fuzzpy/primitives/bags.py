@@ -31,6 +31,8 @@ def _truth(col):
     import pandas as pd
 
     if isinstance(col, pd.Series):
+        if col.dtype == np.bool_:
+            return col.to_numpy()  # no copy
         return col.to_numpy(dtype=bool, na_value=False)
     return np.asarray(col, dtype=bool)
 
@@ -82,7 +84,8 @@ def _bounded_sum(x, bound: Fraction) -> float:
     <= bound; NaN counts as 0) and rounded toward zero onto the grid g = 2**k with b/g <= 2**24.
     Integers of at most 24 bits add exactly in float64 while n < 2**29, so the total is exact,
     and |g * trunc(x/g)| <= b keeps one row's share within the bound; g depends only on the
-    bound (public).  Integer data below 2**24 * g is not changed at all."""
+    bound (public).  Integer data below 2**24 * g is not changed at all.  A total beyond the float
+    range saturates at the largest float."""
     import math
 
     import numpy as np
@@ -102,10 +105,22 @@ def _bounded_sum(x, bound: Fraction) -> float:
         if math.isnan(total):
             np.nan_to_num(y, copy=False, nan=0.0)
             total = float(y.sum())
-        return math.ldexp(total, k)
+        return _saturate(Fraction(int(total)) * Fraction(2) ** k)
     np.nan_to_num(y, copy=False, nan=0.0)
-    exact = int(y.astype(np.int64).sum())  # exact; the one rounding is to the nearest float
-    return float(Fraction(exact) * Fraction(2) ** k)
+    return _saturate(Fraction(int(y.astype(np.int64).sum())) * Fraction(2) ** k)  # rounded once
+
+
+def _saturate(q: Fraction) -> float:
+    """The nearest float, or the largest finite one beyond the float range (clamping keeps the
+    sensitivity; an infinity would make the mechanism fail)."""
+    import math
+    import sys
+
+    try:
+        f = float(q)
+    except OverflowError:
+        f = math.inf
+    return f if math.isfinite(f) else (sys.float_info.max if q > 0 else -sys.float_info.max)
 
 
 def _run_sum(ctx, b):
@@ -115,8 +130,9 @@ def _run_sum(ctx, b):
 def _run_union(a, b):
     import pandas as pd
 
-    from ..runtime.values import bag_from_rows, bag_rows
+    from ..runtime.values import bag_from_rows, bag_rows, materialise
 
+    a, b = materialise(a), materialise(b)
     if len(b) == 0:
         return a
     if len(a) == 0:

@@ -359,14 +359,11 @@ def rr_cost(ctx, dist: Dist, eps: Fraction) -> Dist:
     means b cannot change at all (bools are infinitely apart), so eps * t over-charges.  An
     infinite one means b may flip for any move t > 0, and eps * t >= eps only for whole t
     (tables: distance 0, 1, 2, ...).  A symbol that may move by a fraction (a num parameter of
-    a helper function) is charged infinity, when the checker can say which symbols are whole
-    (`ctx.integral`, proposed); without it every symbol is taken to be whole (see
-    docs/mechanisms.md, "Known gaps")."""
-    integral = getattr(ctx, "integral", None)
+    a helper function) is charged infinity (`ctx.integral` tells which symbols are whole)."""
     cost: Dist = {}
     for s, c in dist.items():
         finite = is_const(c) and c != INF
-        cost[s] = eps if finite or integral is None or integral(s) else INF
+        cost[s] = eps if finite or ctx.integral(s) else INF
     return cost
 
 

@@ -294,7 +294,7 @@ class Ledger:
     # -- caps ---------------------------------------------------------------------------------
 
     def set_cap(self, dataset: str, cap: Fraction, label: str | None = None) -> None:
-        """Set (or replace) the total epsilon allowed on `dataset`. A None label keeps the old one."""
+        """Set (or replace) the total epsilon allowed on `dataset`; a None label keeps the old."""
         cap = _check_amount(cap, "cap")
         _check_dataset(dataset)
         self._transaction(lambda: self._db.execute(

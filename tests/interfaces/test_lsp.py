@@ -59,17 +59,27 @@ def on_publish(client: LanguageClient, params: T.PublishDiagnosticsParams) -> No
     client.versions[params.uri] = params.version
 
 
+def on_lens_refresh(client: LanguageClient, params: None) -> None:
+    client.lens_refreshes += 1
+
+
 def make_client() -> LanguageClient:
     client = LanguageClient(converter_factory=default_converter)
-    client.versions = {}
-    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: on_publish})
+    client.versions, client.lens_refreshes = {}, 0
+    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: on_publish,
+                                   T.WORKSPACE_CODE_LENS_REFRESH: on_lens_refresh})
     return client
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, client_factory=make_client), scope="module")
 async def client(lsp_client: LanguageClient):
-    caps = T.ClientCapabilities(workspace=T.WorkspaceClientCapabilities(
-        code_lens=T.CodeLensWorkspaceClientCapabilities(refresh_support=False)))
+    markdown = [T.MarkupKind.Markdown, T.MarkupKind.PlainText]
+    caps = T.ClientCapabilities(
+        workspace=T.WorkspaceClientCapabilities(code_lens=T.CodeLensWorkspaceClientCapabilities(refresh_support=True)),
+        text_document=T.TextDocumentClientCapabilities(
+            hover=T.HoverClientCapabilities(content_format=markdown),
+            completion=T.CompletionClientCapabilities(
+                completion_item=T.ClientCompletionItemOptions(documentation_format=markdown))))
     await lsp_client.initialize_session(T.InitializeParams(capabilities=caps,
                                                            initialization_options={"debounceMs": 10}))
     yield
@@ -85,6 +95,11 @@ async def diagnostics_for(client: LanguageClient, uri: str, version: int) -> lis
         return list(client.diagnostics[uri])
 
     return await asyncio.wait_for(wait(), HANG_GUARD)
+
+
+async def until(condition) -> None:
+    while not condition():
+        await asyncio.sleep(0.01)
 
 
 def open_doc(client: LanguageClient, path: Path, text: str, version: int = 1) -> str:
@@ -172,8 +187,10 @@ async def test_code_lens_shows_epsilon_and_follows_edits(client: LanguageClient,
     assert [lens.command.title for lens in lenses] == ["epsilon = 0.1 (db 0.1)"]
     assert lenses[0].range.start == position_of(FIXED, "main")
 
+    refreshes = client.lens_refreshes
     change_doc(client, uri, FIXED.replace("laplace 0.1", "laplace 0.25"), 2)
     await diagnostics_for(client, uri, 2)
+    await asyncio.wait_for(until(lambda: client.lens_refreshes > refreshes), HANG_GUARD)
     lenses = await client.text_document_code_lens_async(T.CodeLensParams(T.TextDocumentIdentifier(uri=uri)))
     assert [lens.command.title for lens in lenses] == ["epsilon = 0.25 (db 0.25)"]
 
@@ -277,7 +294,7 @@ PROGRAM = textwrap.dedent("""\
     schema Adult { age : num[17, 90], hours : num[1, 99] }
     param eps : num = 0.1;
 
-    function clipped (db : bag Adult) : bag num {
+    function clipped (db : bag Adult) {
       map (fun r -> clip 0 50 r.hours) db
     }
 
@@ -303,44 +320,55 @@ EDITS = [
     PROGRAM.replace("count db\n}", "count dbb\n}"),                # unknown name outside main's closure
     PROGRAM.replace("twice x { x + x }", "twice x { x + x + x }"),  # a generic function
     PROGRAM.replace("sum (clipped db)", "sum (clipped db"),         # a syntax error in a callee
-    PROGRAM.replace("eps : num = 0.1", "eps : num = 0.4"),          # the prelude: over budget
-    PROGRAM.replace("    return (a, b)", "    return (a, db)"),     # a privacy error in main
+    PROGRAM.replace("eps : num = 0.1", "eps : num = 0.6"),          # the prelude: over budget
+    PROGRAM.replace("return (a, b)", "return (a, count db)"),      # a privacy error in main
     PROGRAM.replace("function unused", "\nfunction unused"),        # a line inserted: positions move
     PROGRAM,
 ]
 
 
-def full_check(text: str, file: str) -> tuple[list, object]:
+def full_check(text: str, file: str):
     report = check_source(text, file)
     report.budget = report.pragma_budget
     if report.ok and report.entry is not None:
         over = R.over_budget(report, report.budget)
         extra = [over] if over else ([u] if (u := R.unbounded_diagnostic(report)) else [])
         report.diagnostics.extend(extra)
-    return report.diagnostics, report.epsilon
+    return report
+
+
+def mechanisms(report) -> list:
+    return sorted((str(m.span), m.name, m.sensitivity, m.epsilon, m.scale) for m in report.mechanisms)
 
 
 def comparable(diags) -> list:
     return sorted((d.code, d.message, str(d.span), tuple(d.notes)) for d in diags)
 
 
-def test_incremental_results_equal_a_full_check(tmp_path: Path):
+@pytest.mark.parametrize("full_factor", [100.0, 1.5])
+def test_incremental_results_equal_a_full_check(tmp_path: Path, full_factor: float):
+    """100: always re-check changed units one by one; 1.5 (the default): a full check when cheaper."""
     file = str(tmp_path / "prog.fz")
-    engine, settings, executor = IncrementalChecker(), Settings(), make_executor()
+    engine, settings, executor = IncrementalChecker(full_factor=full_factor), Settings(), make_executor()
     runs = []
     for i, text in enumerate([PROGRAM] + EDITS):
         analysis = executor.submit(engine.analyse, text, file, settings).result()
         while executor.submit(engine.warm, text, file, settings).result():
             pass
-        diags, eps = full_check(text, file)
-        assert comparable(analysis.report.diagnostics) == comparable(diags), f"edit {i}"
-        assert analysis.report.epsilon == eps, f"edit {i}"
-        runs.append(analysis.runs)
+        full = full_check(text, file)
+        assert comparable(analysis.report.diagnostics) == comparable(full.diagnostics), f"edit {i}"
+        assert analysis.report.epsilon == full.epsilon, f"edit {i}"
+        if full.ok:
+            assert mechanisms(analysis.report) == mechanisms(full), f"edit {i}"
+        runs.append((analysis.runs, analysis.full))
     assert analysis.report.epsilon == Fraction(1, 5)
-    # The first edit re-checks only the units whose closure holds `clipped`: clipped, total, main.
-    assert runs[1] == 3
-    # The second touches `unused` alone.
-    assert runs[2] == 1
+    if full_factor == 100.0:
+        # clipped changed: re-check the units whose closure holds it (clipped, total, main) ...
+        assert runs[1] == (3, False)
+        # ... `unused` alone ...
+        assert runs[2] == (1, False)
+        # ... and back to the first text: everything comes from the cache.
+        assert runs[-1] == (0, False)
 
 
 def test_word_at_finds_identifiers():

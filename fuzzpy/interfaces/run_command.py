@@ -1,0 +1,508 @@
+"""`fuzzpy run`: check, compare with the budget, load the data, charge the ledger, run, release.
+
+The order is fixed (docs/runtime.md): nothing is read before the program is proven within
+budget, nothing is charged before the data loaded cleanly, nothing is released before the
+charge is committed.  A run that fails keeps its charge.  Output and errors never contain
+private data: only released values, their epsilon and accuracy, and messages fixed by the
+program text.  Mounted by cli.py through `register(app)`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+
+from ..diagnostics import Diagnostic, FuzzError, render
+
+# Exit codes, as in cli.py (imported lazily there: cli imports this module while it loads).
+EXIT_OK, EXIT_USAGE, EXIT_RUNTIME = 0, 2, 4
+
+PROGRESS_AFTER_S = 2.0
+SEED_WARNING = ("warning: --seed makes the noise reproducible, so anyone who knows the seed can remove it: "
+                "this output is NOT differentially private. Use it only for tests and demos. "
+                "No budget was charged.")
+_GENERIC_FAILURE = ("the run of {entry} stopped with an internal error; no details are shown because they "
+                    "could depend on the data")
+_KEPT_NOTE = "the epsilon charged for this run stays spent: values may have been released before the failure"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+
+
+def run(
+    program: Path = typer.Argument(..., help="The program (.fz) to run."),
+    data: List[str] = typer.Option([], "--data", help="Data file for the private table (PATH), or NAME=PATH for "
+                                                      "the entry parameter NAME (repeatable)."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Refuse to run if the program's epsilon exceeds this "
+                                                                "(default: the program's '# fuzzpy: budget' pragma)."),
+    param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="TESTING ONLY: reproducible noise, no privacy, no ledger."),
+    ledger: Optional[Path] = typer.Option(None, "--ledger", help="Ledger file (default: $FUZZPY_LEDGER or "
+                                                                 "~/.fuzzpy/ledger.sqlite)."),
+    fmt: str = typer.Option("text", "--format", help="text or json."),
+    entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
+) -> None:
+    """Check a program, charge its epsilon, run it over the data and print the released values."""
+    from .cli import parse_budget, parse_params
+
+    if fmt not in ("text", "json"):
+        raise _usage("E0701", f"--format must be text or json, got '{fmt}'")
+    if seed is not None and ledger is not None:
+        raise _usage("E0603", "--seed and --ledger cannot be used together: a seeded run is not private, so it is "
+                     "never recorded in a ledger")
+    opts = _Options(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry)
+    raise typer.Exit(_Run(opts).execute())
+
+
+def _usage(code: str, message: str) -> typer.Exit:
+    print_diagnostics([Diagnostic(code, message)])
+    return typer.Exit(EXIT_USAGE)
+
+
+def print_diagnostics(diags: list[Diagnostic], sources: Optional[dict[str, str]] = None) -> None:
+    for d in diags:
+        typer.echo(render(d, sources), err=True)
+
+
+def exit_code_for(diags: list[Diagnostic]) -> int:
+    from .cli import exit_code_for as codes
+
+    return codes(diags)
+
+
+@dataclass
+class _Options:
+    program: Path
+    data: list[str]
+    budget: Optional[Fraction]
+    params: dict[str, str]
+    seed: Optional[int]
+    ledger: Optional[Path]
+    fmt: str
+    entry: str
+
+
+@dataclass
+class _Charge:
+    dataset: str
+    id: int
+
+
+@dataclass
+class _Run:
+    opts: _Options
+    report: Any = None
+    charges: list[_Charge] = field(default_factory=list)
+    book: Any = None
+    ledger_path: Optional[Path] = None
+
+    # -- the pipeline: check -> budget -> load -> charge -> run -> release ---------------------------
+
+    def execute(self) -> int:
+        from . import report as R
+
+        o = self.opts
+        self.report = R.check_with_budget(o.program, o.params, o.entry, o.budget)
+        if not self.report.ok:
+            return self.fail_check()
+        try:
+            if self.report.budget is None:
+                raise _usage_error("fuzzpy run needs a budget: pass --budget B or declare it in the program "
+                                   "with the line '# fuzzpy: budget B'")
+            spec = match_data(o.data, table_inputs(self.report))
+            if o.seed is not None:
+                typer.echo(SEED_WARNING, err=True)
+            tables, identities = self.load(spec)
+            if o.seed is None:
+                self.charge(identities)
+        except FuzzError as exc:
+            return self.fail(exc.diagnostics, "data" if not self.charges else "ledger")
+        try:
+            return self.run_and_release(tables)
+        finally:
+            if self.book is not None:
+                self.book.close()
+
+    def load(self, spec: dict[str, Path]) -> tuple[dict[str, Any], dict[str, str]]:
+        from ..runtime.data import load_table
+        from ..runtime.ledger import dataset_identity
+
+        schemas = dict(table_inputs(self.report))
+        tables, identities = {}, {}
+        for name, path in spec.items():
+            before = dataset_identity(path) if self.opts.seed is None else ""
+            tables[name] = load_table(path, schemas[name], table=name)
+            if self.opts.seed is None:
+                if dataset_identity(path) != before:
+                    raise FuzzError(Diagnostic("E0502", f"data file '{path}' changed while it was being read; "
+                                                        "nothing was charged, run again"))
+                identities[name] = before
+        return tables, identities
+
+    def charge(self, identities: dict[str, str]) -> None:
+        """Book the program's epsilon on every distinct dataset before anything runs."""
+        from ..runtime.ledger import default_ledger_path, open_ledger, program_hash
+
+        o, report = self.opts, self.report
+        self.ledger_path = Path(o.ledger).expanduser() if o.ledger is not None else default_ledger_path()
+        self.book = open_ledger(self.ledger_path)
+        source = report.sources.get(report.file, "")
+        digest = program_hash(source, o.params)
+        label = f"{o.program.name}:{report.entry}"
+        try:
+            for dataset in dict.fromkeys(identities.values()):
+                self.charges.append(_Charge(dataset, self.book.charge(dataset, report.epsilon, digest, label)))
+        except FuzzError:
+            self.finish("failed")  # no refund of a charge already booked, but it ran nothing
+            raise
+
+    def finish(self, status: str) -> Optional[FuzzError]:
+        problem = None
+        for c in self.charges:
+            try:
+                self.book.finish(c.id, status)
+            except FuzzError as exc:
+                problem = exc
+        return problem
+
+    def run_and_release(self, tables: dict[str, Any]) -> int:
+        from ..runtime.interpreter import RunFailure, start_run
+        from ..runtime.samplers import RandomSource
+
+        o = self.opts
+        rng = RandomSource.seeded(o.seed) if o.seed is not None else RandomSource()
+        handle = start_run(self.report.entry_instance, tables, rng)
+        try:
+            _wait_with_progress(handle, self.report.entry)
+            result = handle.result()
+        except KeyboardInterrupt:
+            self.finish("failed")
+            typer.echo("interrupted; the epsilon charged for this run stays spent", err=True)
+            return 130
+        except RunFailure as exc:
+            return self.fail_run(exc.diagnostics, handle.state.releases)
+        except BaseException:  # noqa: BLE001 - its text could depend on the data: never shown
+            diag = Diagnostic("E0604", _GENERIC_FAILURE.format(entry=self.report.entry), None, [_KEPT_NOTE])
+            return self.fail_run([diag], handle.state.releases)
+        problem = self.finish("released") if self.charges else None
+        self.emit_success(result)
+        if problem is not None:
+            print_diagnostics(problem.diagnostics)
+            return EXIT_RUNTIME
+        return EXIT_OK
+
+    # -- output -------------------------------------------------------------------------------------
+
+    def fail_check(self) -> int:
+        from . import report as R
+
+        if self.opts.fmt == "json":
+            for d in self.report.diagnostics:
+                typer.echo(render(d, self.report.sources), err=True)
+            typer.echo(json.dumps({**R.report_json(self.report), "stage": "check"}, indent=2))
+        else:
+            R.print_text(self.report)
+        return exit_code_for(self.report.diagnostics)
+
+    def fail(self, diags: list[Diagnostic], stage: str) -> int:
+        print_diagnostics(diags, self.report.sources)
+        if self.opts.fmt == "json":
+            typer.echo(json.dumps({"ok": False, "stage": stage, "file": self.report.file,
+                                   "diagnostics": [d.to_json() for d in diags]}, indent=2))
+        code = exit_code_for(diags)
+        return code if code != EXIT_OK else EXIT_RUNTIME
+
+    def fail_run(self, diags: list[Diagnostic], releases: list) -> int:
+        self.finish("failed")
+        print_diagnostics(diags, self.report.sources)
+        if self.opts.fmt == "json":
+            typer.echo(json.dumps({**self.header_json(), "ok": False, "stage": "run",
+                                   "diagnostics": [d.to_json() for d in diags],
+                                   "releases": [release_json(r, self.report.sources) for r in releases]}, indent=2))
+        elif releases:
+            typer.echo("released before the failure (charged):")
+            for r in releases:
+                typer.echo("  " + release_text(r, self.report.sources))
+        return EXIT_RUNTIME
+
+    def emit_success(self, result: Any) -> None:
+        report = self.report
+        inner = getattr(report.entry_type, "inner", None)
+        if self.opts.fmt == "json":
+            typer.echo(json.dumps({**self.header_json(), "ok": True,
+                                   "releases": [release_json(r, report.sources) for r in result.releases],
+                                   "result": value_json(result.value, inner)}, indent=2))
+            return
+        typer.echo(self.header_text())
+        if result.releases:
+            typer.echo("released:")
+            for r in result.releases:
+                typer.echo("  " + release_text(r, report.sources))
+        typer.echo(f"result: {value_text(result.value, inner)}")
+
+    def header_text(self) -> str:
+        from ..checking.sens import fmt_coef
+        from ..runtime.ledger import short_id
+
+        r = self.report
+        head = f"{r.file} ({r.entry}): epsilon {fmt_coef(r.epsilon)} of budget {fmt_coef(r.budget)}"
+        if self.opts.seed is not None:
+            return head + f"; seeded test run (seed {self.opts.seed}): NOT private, nothing charged"
+        where = ", ".join(short_id(c.dataset) for c in self.charges)
+        return head + f"; charged on {where} in {self.ledger_path}"
+
+    def header_json(self) -> dict:
+        from . import report as R
+
+        r = self.report
+        return {"file": r.file, "entry": r.entry, "epsilon": R.number(r.epsilon), "epsilon_exact": R.exact(r.epsilon),
+                "budget": R.number(r.budget), "budget_exact": R.exact(r.budget), "seeded": self.opts.seed is not None,
+                "warning": SEED_WARNING if self.opts.seed is not None else None,
+                "ledger": None if self.opts.seed is not None or self.ledger_path is None else {
+                    "path": str(self.ledger_path),
+                    "charges": [{"dataset": c.dataset, "id": c.id} for c in self.charges]}}
+
+
+def _usage_error(message: str) -> FuzzError:
+    return FuzzError(Diagnostic("E0701", message))
+
+
+def _wait_with_progress(handle: Any, entry: str) -> None:
+    """Wait for the run; after PROGRESS_AFTER_S, show that it is still going (stderr only)."""
+    start = time.monotonic()
+    tty = sys.stderr.isatty()
+    shown = last = 0.0
+    while not handle.wait(0.1):
+        elapsed = time.monotonic() - start
+        if elapsed < PROGRESS_AFTER_S:
+            continue
+        if tty:
+            typer.echo(f"\rfuzzpy: running {entry}... {elapsed:.0f}s", nl=False, err=True)
+            shown = elapsed
+        elif not shown or elapsed - last >= 30:
+            typer.echo(f"fuzzpy: running {entry}... ({elapsed:.0f}s so far)", err=True)
+            shown = last = elapsed
+    if tty and shown:
+        typer.echo("\r\033[K", nl=False, err=True)
+
+
+# ---- tables: which entry parameter reads which file ---------------------------------------------
+
+def table_inputs(report: Any) -> list[tuple[str, Any]]:
+    """(parameter, schema) for each entry parameter; every one must be `bag Schema`."""
+    from ..checking.types import Bag, Record
+
+    out = []
+    for inp in report.inputs:
+        t = inp.semantic
+        name = t.elem.name if isinstance(t, Bag) and isinstance(t.elem, Record) else None
+        if name is None or name not in report.schemas:
+            raise _usage_error(f"entry parameter '{inp.name}' has type {inp.type}; fuzzpy run can only bind "
+                               "parameters of type bag Schema to data files")
+        out.append((inp.name, report.schemas[name]))
+    return out
+
+
+def match_data(items: list[str], inputs: list[tuple[str, Any]]) -> dict[str, Path]:
+    """--data PATH (one table) or --data NAME=PATH (by entry parameter name)."""
+    names = [n for n, _ in inputs]
+    named: dict[str, Path] = {}
+    plain: list[Path] = []
+    for item in items:
+        name, sep, rest = item.partition("=")
+        if sep and _NAME.fullmatch(name) and not Path(item).exists():
+            if name in named:
+                raise _usage_error(f"--data {name}=... is given twice")
+            named[name] = Path(rest)
+        else:
+            plain.append(Path(item))
+    if plain:
+        if len(plain) > 1 or named or len(names) != 1:
+            raise _usage_error("give one --data PATH for a program with one table, or --data NAME=PATH for each "
+                               f"of its tables ({', '.join(names) or 'none'})")
+        named[names[0]] = plain[0]
+    known = ", ".join(names) or "(none)"
+    diags = [Diagnostic("E0507", f"data given for unknown table '{n}'; the entry point's tables: {known}")
+             for n in named if n not in names]
+    diags += [Diagnostic("E0506", f"no data file given for table '{n}'", None,
+                         [f"pass --data {n}=PATH" if len(names) > 1 else "pass --data PATH"])
+              for n in names if n not in named]
+    if diags:
+        raise FuzzError(diags)
+    return {n: named[n] for n in names}
+
+
+# ---- rendering released values -------------------------------------------------------------------
+
+def source_text(span: Any, sources: dict[str, str], limit: int = 60) -> str:
+    text = sources.get(span.file) if span is not None else None
+    if text is None:
+        return "?"
+    lines = text.splitlines()
+    if not 1 <= span.line <= len(lines):
+        return "?"
+    line = lines[span.line - 1]
+    end = span.end_col - 1 if span.end_line == span.line else len(line)
+    out = line[span.col - 1:end].strip()
+    out += ")" * max(0, out.count("(") - out.count(")"))  # spans stop before an argument's ")"
+    if span.end_line != span.line:
+        out += " ..."
+    return out if len(out) <= limit else out[:limit - 3] + "..."
+
+
+def release_label(r: Any, sources: dict[str, str]) -> str:
+    base = r.name or source_text(r.span, sources)
+    return base + "".join(f"[{k}]" for k in r.keys)
+
+
+def _accuracy_parts(acc: Any) -> tuple[Optional[float], Optional[float], str]:
+    """(bound, beta, what) of a mechanism's accuracy statement."""
+    if acc is None:
+        return None, None, ""
+    if isinstance(acc, (int, float, Fraction)):
+        return float(acc), 0.05, "|noise|"
+    bound, beta, what = getattr(acc, "bound", None), getattr(acc, "beta", 0.05), getattr(acc, "what", "")
+    return (None if bound is None else float(bound)), float(beta), str(what)
+
+
+def accuracy_words(acc: Any, value: Any) -> str:
+    bound, beta, what = _accuracy_parts(acc)
+    if bound is None:
+        return ""
+    pct = f"{100 * (1 - beta):g}%"
+    if what.startswith("|noise|"):
+        each = "each " if isinstance(value, tuple) else ""
+        return f"{each}within +-{bound:.4g} with {pct} probability"
+    if not beta:
+        return f"{what} <= {bound:.4g}"
+    return f"{what} <= {bound:.4g} with {pct} probability"
+
+
+def _decimals(acc: Any) -> Optional[int]:
+    bound, _, what = _accuracy_parts(acc)
+    if bound is None or not what.startswith("|noise|") or not bound > 0 or not math.isfinite(bound):
+        return None
+    return max(0, min(10, 2 - math.floor(math.log10(bound))))
+
+
+def release_text(r: Any, sources: dict[str, str]) -> str:
+    from ..checking.sens import fmt_coef
+
+    value = value_text(r.value, None, _decimals(r.accuracy))
+    words = "; ".join(w for w in (f"epsilon {fmt_coef(r.epsilon)}", accuracy_words(r.accuracy, r.value)) if w)
+    where = f"  [{r.span.file}:{r.span.line}]" if r.span is not None else ""
+    return f"{release_label(r, sources)} = {value}  ({words}){where}"
+
+
+def release_json(r: Any, sources: dict[str, str]) -> dict:
+    from . import report as R
+
+    bound, beta, what = _accuracy_parts(r.accuracy)
+    loc = None if r.span is None else {"file": r.span.file, "line": r.span.line, "col": r.span.col}
+    return {"name": r.name, "keys": list(r.keys), "mechanism": r.mechanism, "location": loc,
+            "source": source_text(r.span, sources), "epsilon": R.number(r.epsilon), "epsilon_exact": R.exact(r.epsilon),
+            "scale": R.number(r.scale), "scale_exact": R.exact(r.scale),
+            "accuracy": None if bound is None else {"bound": bound, "beta": beta, "what": what,
+                                                    "words": accuracy_words(r.accuracy, r.value)},
+            "value": value_json(r.value, None)}
+
+
+def _num_text(x: Any, decimals: Optional[int]) -> str:
+    x = float(x)
+    if not math.isfinite(x):
+        return str(x)
+    if decimals is not None and abs(x) < 1e15:
+        return f"{x:.{decimals}f}"
+    return f"{x:.7g}"
+
+
+def value_text(v: Any, t: Any = None, decimals: Optional[int] = None) -> str:
+    """A released or post-processed value in fuzzpy's notation, guided by its type when known."""
+    from ..checking import types as T
+
+    v = _plain(v)
+    if isinstance(t, T.Fuzzy):
+        return "<distribution>"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return _num_text(v, decimals)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if v is None:
+        return "()"
+    if isinstance(v, dict):
+        elem = t.elem if isinstance(t, T.Parts) else None
+        fields = dict(t.fields) if isinstance(t, T.Record) else {}
+        if isinstance(t, T.Parts):
+            return "{" + ", ".join(f"{json.dumps(k)}: {value_text(x, elem, decimals)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{k} = {value_text(x, fields.get(k), decimals)}" for k, x in v.items()) + "}"
+    if isinstance(v, tuple):
+        return _tuple_text(v, t, decimals)
+    return "<" + ("bag" if _is_bag(v) else "function" if callable(v) else "value") + ">"
+
+
+def _tuple_text(v: tuple, t: Any, decimals: Optional[int]) -> str:
+    from ..checking import types as T
+
+    if isinstance(t, T.SumT) and len(v) == 2 and v[0] in ("inl", "inr"):
+        return f"{v[0]} {value_text(v[1], t.left if v[0] == 'inl' else t.right, decimals)}"
+    if isinstance(t, T.ListT):
+        return "[" + ", ".join(value_text(x, t.elem, decimals) for x in v) + "]"
+    items = t.items if isinstance(t, (T.Tensor, T.With)) and len(t.items) == len(v) else [None] * len(v)
+    inner = ", ".join(value_text(x, it, decimals) for x, it in zip(v, items))
+    return f"(|{inner}|)" if isinstance(t, T.With) else f"({inner})"
+
+
+def _plain(v: Any) -> Any:
+    """numpy scalars as Python ones (np.float64 is a float already; np.bool_ and ints are not)."""
+    if type(v).__module__ == "numpy" and hasattr(v, "item"):
+        try:
+            return v.item()
+        except (TypeError, ValueError):
+            return v
+    return v
+
+
+def _is_bag(v: Any) -> bool:
+    from ..runtime.values import is_bag
+
+    return is_bag(v)
+
+
+def value_json(v: Any, t: Any = None) -> Any:
+    from ..checking import types as T
+
+    v = _plain(v)
+    if isinstance(t, T.Fuzzy):
+        return "<distribution>"
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        x = float(v)
+        return x if math.isfinite(x) else str(x)
+    if isinstance(v, str) or v is None:
+        return v
+    if isinstance(v, dict):
+        elem = t.elem if isinstance(t, T.Parts) else None
+        fields = dict(t.fields) if isinstance(t, T.Record) else {}
+        return {str(k): value_json(x, elem if elem is not None else fields.get(k)) for k, x in v.items()}
+    if isinstance(v, tuple):
+        if isinstance(t, T.SumT) and len(v) == 2 and v[0] in ("inl", "inr"):
+            return {v[0]: value_json(v[1], t.left if v[0] == "inl" else t.right)}
+        if isinstance(t, T.ListT):
+            return [value_json(x, t.elem) for x in v]
+        items = t.items if isinstance(t, (T.Tensor, T.With)) and len(t.items) == len(v) else [None] * len(v)
+        return [value_json(x, it) for x, it in zip(v, items)]
+    return "<bag>" if _is_bag(v) else "<value>"
