@@ -295,12 +295,20 @@ class Checker:
             raise self.fail("E0202", f"the condition of if must be a bool, but it is {cond.type}", e.cond.span)
         if cond.is_const:  # public constant: only the branch taken is checked and run
             return self.expr(e.then if cond.const else e.other, env)
-        then, other = self.expr(e.then, env), self.expr(e.other, env)
+        then, other = self.branch(e.then, env), self.branch(e.other, env)
         self.note_infinite(e.cond.span, _branch_choice(cond.dist), "this condition depends on private data, so it "
                            "reveals it through the branch taken")
         t = self.join(then, other, e.span)
         dist = d_add(_branch_choice(cond.dist), self.d_max(then.dist, other.dist))
         return Val(t, dist, I.IIf(cond.ir, then.ir, other.ir, span=e.span), fn=self._join_fn(then, other))
+
+    def branch(self, e: A.Expr, env: Env, since: Optional[int] = None) -> Val:
+        """Check one branch, with the parts it split eliminated: the max of two branches must
+        compare distances over common symbols (a part and its whole are related only through
+        their split constraint)."""
+        since = len(self.splits) if since is None else since
+        v = self.expr(e, env)
+        return Val(v.type, self.eliminate(v.dist, since), v.ir, v.const, v.fn, None)
 
     def join(self, a: Val, b: Val, span: Span) -> Type:
         if isinstance(a.type, FnT) or isinstance(b.type, FnT):
@@ -357,7 +365,7 @@ class Checker:
         for side, inner_t in (("inl", t.left), ("inr", t.right)):
             inner = Val(inner_t, scrut.dist, I.IVar("_"))
             bindings, pat = self.bind_pattern(arms[side].patterns[0], inner)
-            results.append((pat, self.expr(arms[side].body, env.extend(bindings))))
+            results.append((pat, self.branch(arms[side].body, env.extend(bindings))))
         (lp, lv), (rp, rv) = results
         rtype = self.join(lv, rv, e.span)
         dist = d_add(_branch_choice(scrut.dist), self.d_max(lv.dist, rv.dist))
@@ -377,12 +385,13 @@ class Checker:
             tb, tp = self.bind_pattern(cons.patterns[1], tail)
             body = self.expr(cons.body, env.extend({**hb, **tb}))
             return Val(body.type, body.dist, body.ir, body.const, body.fn, body.parts)
-        nil = self.expr(arms["nil"].body, env)
+        nil = self.branch(arms["nil"].body, env)
         # Head and tail are the two components of a tensor: d(h) + d(t) <= d(list).
+        since = len(self.splits)
         hs, ts = self.split(scrut.dist, ["head", "tail"], [elem, scrut.type])
         hb, hp = self.bind_pattern(cons.patterns[0], Val(elem, {hs: ONE}, I.IVar("_")))
         tb, tp = self.bind_pattern(cons.patterns[1], Val(scrut.type, {ts: ONE}, I.IVar("_")))
-        consv = self.expr(cons.body, env.extend({**hb, **tb}))
+        consv = self.branch(cons.body, env.extend({**hb, **tb}), since)
         rtype = self.join(nil, consv, e.span)
         dist = d_add(_branch_choice(scrut.dist), self.d_max(nil.dist, consv.dist))
         return Val(rtype, dist, I.ICase(scrut.ir, "list", (None, nil.ir), ((hp, tp), consv.ir), span=e.span))

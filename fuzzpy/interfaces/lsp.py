@@ -70,7 +70,7 @@ INTERNAL_CODE = "internal-error"
 SYNTHETIC_ENTRY = "__fuzzpy_lsp_entry__"
 FULL_FACTOR = 1.5   # re-run changed units unless that costs more than 1.5 full checks
 RUN_OVERHEAD = 3    # fixed cost of one check run, in "functions"
-CACHE_ENTRIES = 20_000
+CACHE_ENTRIES = 5_000
 STACK_BYTES = 512 * 1024 * 1024
 KEYWORDS = ("function", "schema", "param", "import", "let", "sample", "fun", "if", "then", "else", "return",
             "case", "of", "inl", "inr", "true", "false", "num", "int", "bool", "string", "unit", "cat", "bag",
@@ -91,7 +91,7 @@ class Settings:
     entry: str = "main"
     params: dict[str, str] = field(default_factory=dict)
     budget: Optional[Fraction] = None
-    debounce: float = 0.025
+    debounce: float = 0.015
     incremental: bool = True
 
     @staticmethod
@@ -140,7 +140,7 @@ class UnitResult:
     bindings: list[Binding]
     params: dict[str, Any] = field(default_factory=dict)
     schemas: dict[str, Any] = field(default_factory=dict)
-    report: Optional[CheckReport] = None  # kept for the entry unit: inputs, epsilon, entry type
+    entry: Optional[CheckReport] = None  # the entry unit's: entry name, inputs, entry type only
     uses_names: bool = False
     names: tuple = ()
 
@@ -345,7 +345,7 @@ class IncrementalChecker:
         result = self._check(source, plan.file, settings, entry, overlays,
                              keep=lambda s: s.file != plan.file or s.line in lines)
         if not is_entry:
-            result.report = None
+            result.entry = None
         result.uses_names = any(d.code == "E0201" for d in result.diagnostics)
         result.names = plan.names
         self._store(plan.keys[name], result)
@@ -357,7 +357,7 @@ class IncrementalChecker:
         if hit is None:
             hit = self._check(_reduced_source(plan, frozenset(), True), plan.file, settings, SYNTHETIC_ENTRY,
                               overlays, keep=lambda s: s.file != plan.file)
-            hit.report = None
+            hit.entry = None
             self._store(key, hit)
         return hit
 
@@ -368,7 +368,7 @@ class IncrementalChecker:
             source, entry = _with_synthetic_entry(plan.text), SYNTHETIC_ENTRY
         result = self._check(source, plan.file, settings, entry, overlays, keep=lambda s: True)
         if not plan.entry_mode:
-            result.report = None
+            result.entry = None
         analysis = self._merge(plan, settings, modules, parse_diags, texts, [result], runs=1)
         analysis.full = True
         analysis.stale_units = 0 if plan.reason_full else sum(
@@ -384,8 +384,10 @@ class IncrementalChecker:
         finally:
             _RECORDER.items = None
         functions = [f for f in report.functions if f.name != SYNTHETIC_ENTRY and keep(f.span)]
+        entry_part = CheckReport(file, {}, entry=report.entry, inputs=list(report.inputs),
+                                 entry_type=report.entry_type)  # not the IR: cache entries stay small
         return UnitResult(list(report.diagnostics), functions, list(report.mechanisms), bindings,
-                          dict(report.params), dict(report.schemas), report)
+                          dict(report.params), dict(report.schemas), entry_part)
 
     # -- merging
 
@@ -401,7 +403,7 @@ class IncrementalChecker:
         for r in results:
             report.params.update(r.params)
             report.schemas.update(r.schemas)
-        entry = next((r.report for r in results if r.report is not None), None)
+        entry = next((r.entry for r in results if r.entry is not None), None)
         if entry is not None:
             report.entry, report.inputs, report.entry_type = entry.entry, list(entry.inputs), entry.entry_type
         report.pragma_budget = _pragma_budget(plan.text)
@@ -831,7 +833,7 @@ class FuzzpyServer(LanguageServer):
         lens = caps.code_lens if caps else None
         if lens is not None and lens.refresh_support:
             try:
-                self.workspace_code_lens_refresh(None)
+                self.workspace_code_lens_refresh(None).add_done_callback(lambda f: f.exception())
             except Exception:  # noqa: BLE001
                 log.exception("code lens refresh failed")
 

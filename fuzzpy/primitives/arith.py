@@ -248,3 +248,63 @@ def _abs(ctx, args, span):
     hi = None if not t.bounded else max(abs(t.lo), abs(t.hi))
     lo = ZERO if not t.bounded or t.lo <= 0 <= t.hi else min(abs(t.lo), abs(t.hi))
     return Result(Num(lo, hi, t.integer), x.dist)
+
+
+# ---- order statistics of two numbers -----------------------------------------------------------
+
+def _np_min(x, y):
+    import numpy as np
+    return np.minimum(x, y)
+
+
+def _np_max(x, y):
+    import numpy as np
+    return np.maximum(x, y)
+
+
+def _minmax_rule(name: str, pick):
+    def rule(ctx, args, span):
+        a, b = args
+        ta, tb = _num(ctx, a, name), _num(ctx, b, name)
+        if a.is_const and b.is_const:
+            v = pick(Fraction(a.const), Fraction(b.const))
+            return Result(_const_type(v, ta.integer and tb.integer), {}, v)
+        lo = _s(ta.lo, tb.lo, pick)
+        hi = _s(ta.hi, tb.hi, pick)
+        return Result(Num(lo, hi, ta.integer and tb.integer), d_add(a.dist, b.dist))
+    return rule
+
+
+_MINMAX_WHY = ("min and max are 1-Lipschitz in each argument: |max(x,y) - max(x',y')| <= max(|x-x'|, |y-y'|) "
+               "<= |x-x'| + |y-y'|.")
+primitive("min", ("x", "y"), "num -o num -o num", "min x y: the smaller of two numbers.", _MINMAX_WHY,
+          category="numeric", run=_np_min, vectorised=True)(_minmax_rule("min", min))
+primitive("max", ("x", "y"), "num -o num -o num", "max x y: the larger of two numbers.", _MINMAX_WHY,
+          category="numeric", run=_np_max, vectorised=True)(_minmax_rule("max", max))
+
+
+def _cswap_run(p):
+    x, y = p
+    return (_np_min(x, y), _np_max(x, y))
+
+
+@primitive("cswap", ("p",), "(num, num) -o (num, num)",
+           "cswap (x, y): the pair in increasing order, (min x y, max x y); the building block of "
+           "sorting networks and insertion sort.",
+           "Fuzz (Reed & Pierce 2010, section 5) types the conditional swap as 1-sensitive on the tensor "
+           "(L1) pair: |min - min'| + |max - max'| <= |x - x'| + |y - y'|.",
+           category="numeric", run=_cswap_run, vectorised=True)
+def _cswap(ctx, args, span):
+    from ..checking.types import Tensor
+
+    (p,) = args
+    t = p.type
+    if not (isinstance(t, Tensor) and len(t.items) == 2 and all(isinstance(i, Num) for i in t.items)):
+        raise ctx.fail("E0202", f"cswap expects a tensor pair of numbers (x, y), but this is {t}", p.span)
+    a, b = t.items
+    lo = Num(_s(a.lo, b.lo, min), _s(a.hi, b.hi, min), a.integer and b.integer)
+    hi = Num(_s(a.lo, b.lo, max), _s(a.hi, b.hi, max), a.integer and b.integer)
+    if p.is_const:
+        x, y = Fraction(p.const[0]), Fraction(p.const[1])
+        return Result(Tensor((lo, hi)), {}, (min(x, y), max(x, y)))
+    return Result(Tensor((lo, hi)), p.dist)

@@ -23,6 +23,7 @@ _REF_FUZZ = "Reed & Pierce, ICFP 2010, section 4 (bag primitives)"
 # these are total: a NaN or an odd value never raises.
 
 SUM_GRID_BITS = 24  # sum rounds each value onto a grid of 2**-24 of its bound (see _bounded_sum)
+SUM_CHUNK_BITS = 18  # 2**18 values of at most 2**24 sum below 2**42 < 2**53: exact in float64
 
 
 def _truth(col):
@@ -81,11 +82,12 @@ def _bounded_sum(x, bound: Fraction) -> float:
 
     A float sum's rounding depends on every other row, so its sensitivity can exceed the bound
     (Casacuberta et al., CCS 2022).  Here each value is clamped to [-b, b] (b: the largest float
-    <= bound; NaN counts as 0) and rounded toward zero onto the grid g = 2**k with b/g <= 2**24.
-    Integers of at most 24 bits add exactly in float64 while n < 2**29, so the total is exact,
-    and |g * trunc(x/g)| <= b keeps one row's share within the bound; g depends only on the
-    bound (public).  Integer data below 2**24 * g is not changed at all.  A total beyond the float
-    range saturates at the largest float."""
+    <= bound; NaN counts as 0) and rounded toward zero onto the grid g = 2**k with b/g <= 2**24:
+    |g * trunc(x/g)| <= b keeps one row's share within the bound, and g depends only on the
+    bound (public).  A chunk of 2**SUM_CHUNK_BITS such integers sums exactly in float64, and the
+    chunk sums add exactly as Python ints, so the total is exact at any size; working chunk by
+    chunk in one small buffer also keeps it fast.  Integer data is unchanged when the bound is
+    below 2**24.  A total beyond the float range saturates at the largest float."""
     import math
 
     import numpy as np
@@ -97,17 +99,21 @@ def _bounded_sum(x, bound: Fraction) -> float:
     k = max(math.frexp(b)[1] - SUM_GRID_BITS, -1000)  # b < 2**(k + 24); 2**-k stays finite
     inv = math.ldexp(1.0, -k)
     lim = b * inv  # exact: scaling by a power of two
-    y = np.multiply(x, inv)
-    np.clip(y, -lim, lim, out=y)
-    np.trunc(y, out=y)
-    if n < 2 ** (53 - SUM_GRID_BITS):
-        total = float(y.sum())
-        if math.isnan(total):
+    chunk = 1 << SUM_CHUNK_BITS
+    buf = np.empty(min(n, chunk))
+    total = 0
+    for start in range(0, n, chunk):  # chunks of rows, not rows: O(n / 2**18) numpy calls
+        part = x[start:start + chunk]
+        y = buf[:len(part)]
+        np.multiply(part, inv, out=y)
+        np.clip(y, -lim, lim, out=y)
+        np.trunc(y, out=y)
+        s = y.sum()
+        if s != s:  # NaN in this chunk
             np.nan_to_num(y, copy=False, nan=0.0)
-            total = float(y.sum())
-        return _saturate(Fraction(int(total)) * Fraction(2) ** k)
-    np.nan_to_num(y, copy=False, nan=0.0)
-    return _saturate(Fraction(int(y.astype(np.int64).sum())) * Fraction(2) ** k)  # rounded once
+            s = y.sum()
+        total += int(s)
+    return _saturate(Fraction(total) * Fraction(2) ** k)
 
 
 def _saturate(q: Fraction) -> float:

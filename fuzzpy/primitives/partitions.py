@@ -43,9 +43,16 @@ def category_codes(values, keys):
     return index.get_indexer(values)
 
 
+PER_KEY_COUNT_MAX = 32  # up to this many keys, one vectorised comparison per key beats bincount
+
+
 def _group_counts(codes, k: int):
+    """Rows per key; codes are small ints (-1: no key).  bincount needs them widened to intp
+    (8 bytes a row), so for few keys a comparison per key is faster and allocates nothing big."""
     import numpy as np
 
+    if k <= PER_KEY_COUNT_MAX:
+        return np.array([np.count_nonzero(codes == i) for i in range(k)], dtype=np.int64)
     valid = codes[codes >= 0]
     return np.bincount(valid.astype(np.intp, copy=False), minlength=k)[:k]
 

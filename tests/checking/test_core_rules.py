@@ -235,3 +235,23 @@ def test_unknown_cli_parameter_is_reported():
 def test_malformed_parameter_values_are_diagnostics(bad):
     r = check(T + "param e : num = 1;\n" + MAIN1, params={"e": bad})
     assert r.diagnostics and all(d.code.startswith("E01") or d.code.startswith("E02") for d in r.diagnostics)
+
+
+def test_insertion_sort_with_conditional_swap_is_1_sensitive():
+    # Spar / Fuzz: sorting is non-expansive; built from the 1-sensitive cswap.
+    t = types("function insert (x : num) (xs : list num) : list num {\n"
+              "  case xs of { [] => [x] | h :: t => let (a, b) = cswap (x, h); a :: insert b t } }\n"
+              "function isort (xs : list num) : list num { case xs of { [] => [] | h :: t => insert h (isort t) } }")
+    assert t["insert"] == "num -o list num -o list num"
+    assert t["isort"] == "list num -o list num"
+
+
+def test_branch_max_compares_a_part_with_its_whole():
+    # One branch uses the parts of a split, the other the whole: the max is 1, not 2.
+    t = types("function f (c : bool) (p : (num, num)) { if c then (let (a, b) = p; a + b) else p.1 }")
+    assert t["f"] == "bool -o[0] (num, num) -o num"
+
+
+def test_min_max_are_1_sensitive_in_each_argument():
+    t = types("function f (x : num) (y : num) { max x y + min x 3 }")
+    assert t["f"] == "num -o[2] num -o num"

@@ -243,6 +243,26 @@ async def test_definition_in_an_imported_library_file(client: LanguageClient, tm
 
 
 @pytest.mark.asyncio(loop_scope="module")
+async def test_errors_in_an_imported_file_and_unsaved_library_edits(client: LanguageClient, tmp_path: Path):
+    lib_text = "function twice (x : num) : num {\n  x + x\n}\n"
+    lib_uri = open_doc(client, tmp_path / "lib2.fz", lib_text)
+    text = 'import "lib2.fz"\n' + FIXED.replace("(helper adults)", "(twice (count adults))")
+    uri = open_doc(client, tmp_path / "main2.fz", text)
+    assert await diagnostics_for(client, uri, 1) == []
+
+    # An unsaved edit of the open library re-checks the program that imports it.
+    broken = lib_text.replace("x + x", "x + y")
+    change_doc(client, lib_uri, broken, 2)
+    assert [d.code for d in await diagnostics_for(client, lib_uri, 2)] == ["E0201"]
+    await asyncio.wait_for(until(lambda: [d.code for d in client.diagnostics[uri]] == ["E0201"]), HANG_GUARD)
+    (diag,) = client.diagnostics[uri]
+    assert diag.range == T.Range(T.Position(0, 0), T.Position(0, 16))  # shown on the import ...
+    (related,) = diag.related_information  # ... with a link to the place in the library
+    assert related.location.uri == lib_uri
+    assert related.location.range == T.Range(T.Position(1, 6), T.Position(1, 7))
+
+
+@pytest.mark.asyncio(loop_scope="module")
 async def test_rapid_changes_publish_the_last_version(client: LanguageClient, tmp_path: Path):
     uri = open_doc(client, tmp_path / "typing.fz", FIXED)
     await diagnostics_for(client, uri, 1)
