@@ -142,7 +142,13 @@ class _Run:
         tables, identities = {}, {}
         for name, path in spec.items():
             before = dataset_identity(path) if self.opts.seed is None else ""
-            tables[name] = load_table(path, schemas[name], table=name)
+            try:
+                tables[name] = load_table(path, schemas[name], table=name)
+            except FuzzError:
+                raise
+            except Exception:  # noqa: BLE001 - a loader bug: its text could quote the file
+                raise FuzzError(Diagnostic("E0502", f"data file '{path}' for table '{name}' could not be loaded "
+                                                    "(internal error); nothing was charged")) from None
             if self.opts.seed is None:
                 if dataset_identity(path) != before:
                     raise FuzzError(Diagnostic("E0502", f"data file '{path}' changed while it was being read; "

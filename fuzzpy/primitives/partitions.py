@@ -12,7 +12,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..checking.sens import d_add, d_inf, d_scale
-from ..checking.types import Bag, Cat, Fuzzy, Parts
+from ..checking.types import Bag, Cat, Fuzzy, Num, Parts
 from .bags import elem_type, row_function
 from .registry import Result, primitive
 
@@ -43,6 +43,18 @@ def category_codes(values, keys):
     return index.get_indexer(values)
 
 
+def int_codes(values, lo: int, k: int):
+    """Part index of bounded int keys (the checker proved lo <= key <= lo + k - 1)."""
+    import numpy as np
+
+    arr = np.asarray(values, dtype=np.float64)
+    codes = np.where(np.isfinite(arr), np.rint(arr) - lo, -1).astype(np.int64)
+    codes[(codes < 0) | (codes >= k)] = -1
+    if codes.ndim == 0:
+        return codes.reshape(1)
+    return codes
+
+
 PER_KEY_COUNT_MAX = 32  # up to this many keys, one vectorised comparison per key beats bincount
 
 
@@ -63,7 +75,11 @@ def _run_groupby(ctx, key, b):
     from ..runtime.values import MaskedBag, base_and_mask
 
     keys = tuple(ctx.info["keys"])
-    codes = category_codes(ctx.vectorised(key)(b), keys)
+    values = ctx.vectorised(key)(b)
+    if "int_lo" in ctx.info:  # a bounded int key: the part index is value - lo
+        codes = int_codes(values, int(ctx.info["int_lo"]), len(keys))
+    else:
+        codes = category_codes(values, keys)
     base, mask = base_and_mask(b)
     if mask is not None:  # codes of the selected rows, spread back over the base rows
         full = np.full(len(base), -1, dtype=codes.dtype)
@@ -88,9 +104,12 @@ def _run_each(ctx, f, ps):
     return EachDistribution({k: ctx.call(f, part) for k, part in ps.items()})
 
 
-@primitive("groupby", ("key", "b"), "('a -> cat K) -> bag 'a -o parts K 'a",
-           "groupby key b: one part per declared category of key (a row function returning a "
-           "category with a finite declared set of values), empty parts included.",
+MAX_INT_KEYS = 100_000
+
+
+@primitive("groupby", ("key", "b"), "('a -> cat K | int[lo, hi]) -> bag 'a -o parts K 'a",
+           "groupby key b: one part per declared value of key (a row function returning a category, "
+           "or an int with public bounds [lo, hi]: keys \"lo\" .. \"hi\"), empty parts included.",
            "Each row lands in exactly one part, so sum_k d_k <= d(b); the keys come from the declared "
            "category, never from the data. " + _REF,
            category="partition", run=_run_groupby, needs_context=True)
@@ -98,14 +117,23 @@ def _groupby(ctx, args, span):
     key, b = args
     elem = elem_type(ctx, b, "groupby")
     inst, captured = row_function(ctx, key, elem, span)
-    if not isinstance(inst.cod, Cat):
-        raise ctx.fail("E0307", f"groupby needs a key with a finite, declared set of values, but the key is {inst.cod}",
-                       key.span, "declare the column as a category in the schema, e.g. sex : cat{\"Male\", \"Female\"}")
-    keys = inst.cod.values
+    keys, info = _key_domain(ctx, inst.cod, key.span)
     symbols = ctx.split(d_add(b.dist, captured), list(keys))
     parts = [{s: Fraction(1)} for s in symbols]
-    return Result(Parts(keys, elem), d_add(*parts), ir_args=[inst.code, b.ir], parts=parts,
-                  info={"keys": keys})
+    return Result(Parts(keys, elem), d_add(*parts), ir_args=[inst.code, b.ir], parts=parts, info=info)
+
+
+def _key_domain(ctx, t, span) -> tuple[tuple[str, ...], dict]:
+    """The public keys of a partition: a category's values, or a bounded int's range."""
+    if isinstance(t, Cat):
+        return t.values, {"keys": t.values}
+    if isinstance(t, Num) and t.integer and t.bounded and 0 <= t.hi - t.lo < MAX_INT_KEYS:
+        lo, hi = int(t.lo), int(t.hi)
+        keys = tuple(str(i) for i in range(lo, hi + 1))
+        return keys, {"keys": keys, "int_lo": lo}
+    raise ctx.fail("E0307", f"groupby needs a key with a finite, declared set of values, but the key is {t}",
+                   span, "declare the column as a category in the schema, e.g. sex : cat{\"Male\", \"Female\"}, "
+                   "or make the key a bounded int, e.g. clip 0 3 (nearest p)")
 
 
 def _parts_type(ctx, arg, what):
@@ -114,8 +142,15 @@ def _parts_type(ctx, arg, what):
     return arg.type
 
 
-def _parts_dists(arg):
-    return arg.parts if arg.parts is not None else [arg.dist] * len(arg.type.keys)
+def _parts_dists(ctx, arg):
+    """Per-key distances; a partition known only by its type gets fresh part variables
+    (its metric is the sum over parts, so they satisfy sum_k d_k <= d(whole))."""
+    if arg.parts is not None:
+        return arg.parts
+    if not arg.dist:
+        return [{} for _ in arg.type.keys]
+    symbols = ctx.split(arg.dist, list(arg.type.keys), [Bag(arg.type.elem)] * len(arg.type.keys))
+    return [{s: Fraction(1)} for s in symbols]
 
 
 @primitive("part", ("ps", "key"), "parts K 'a -o string -> bag 'a",
@@ -128,7 +163,7 @@ def _part(ctx, args, span):
     if not key.is_const or key.const not in t.keys:
         raise ctx.fail("E0205", f"part: the key must be one of the declared keys {list(t.keys)}", key.span)
     i = t.keys.index(key.const)
-    return Result(Bag(t.elem), _parts_dists(ps)[i], info={"index": i})
+    return Result(Bag(t.elem), _parts_dists(ctx, ps)[i], info={"index": i})
 
 
 def _per_part(ctx, f, ps, span, fuzzy: bool):
@@ -140,7 +175,7 @@ def _per_part(ctx, f, ps, span, fuzzy: bool):
     k = inst.param_coefs[0]
     # The function runs once per part: its captured private data is read k times -> infinite.
     captured = d_inf(inst.captured)
-    parts = [d_add(d_scale(k, d), captured) for d in _parts_dists(ps)]
+    parts = [d_add(d_scale(k, d), captured) for d in _parts_dists(ctx, ps)]
     return inst, parts
 
 
@@ -164,3 +199,16 @@ def _each(ctx, args, span):
     f, ps = args
     inst, parts = _per_part(ctx, f, ps, span, fuzzy=True)
     return Result(Fuzzy(Parts(ps.type.keys, inst.cod.inner)), d_add(*parts), ir_args=[inst.code, ps.ir])
+
+
+@primitive("values", ("ps",), "parts K 'a -o list 'a",
+           "values ps: the parts' values as a list, in declared key order (e.g. released per-group "
+           "results, to feed the next iteration of an algorithm).",
+           "A list's distance is the sum of its elements' distances, like the parts'. " + _REF,
+           category="partition", run=lambda ps: tuple(ps.values()))
+def _values(ctx, args, span):
+    (ps,) = args
+    t = _parts_type(ctx, ps, "values")
+    from ..checking.types import ListT
+
+    return Result(ListT(t.elem), d_add(*_parts_dists(ctx, ps)) if ps.dist else {})

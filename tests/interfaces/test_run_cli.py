@@ -189,6 +189,19 @@ def test_bad_data_exits_4_and_charges_nothing(tmp_path, content, code):
     assert not book.exists() or Ledger(book).entries() == []
 
 
+def test_a_loader_crash_shows_no_details_and_charges_nothing(tmp_path, monkeypatch):
+    import fuzzpy.runtime.data as data
+
+    def crash(*a, **kw):
+        raise RuntimeError("cell 'SECRET' in row 9")
+
+    monkeypatch.setattr(data, "load_table", crash)
+    book = tmp_path / "l.sqlite"
+    res = fz("run", program(tmp_path, COUNT), "--data", SAMPLE, "--budget", "1", "--ledger", book)
+    assert res.exit_code == 4 and "E0502" in res.stderr and "SECRET" not in res.stderr
+    assert not book.exists() or Ledger(book).entries() == []
+
+
 def test_usage_errors(tmp_path):
     prog = program(tmp_path, COUNT)
     both = fz("run", prog, "--data", SAMPLE, "--budget", "1", "--seed", "1", "--ledger", tmp_path / "l.sqlite")

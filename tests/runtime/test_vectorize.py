@@ -133,6 +133,15 @@ def test_category_codes_follow_the_declared_keys():
     assert category_codes(plain, keys).tolist() == [1, -1, -1, 0]
 
 
+@pytest.mark.parametrize("k", [3, 40])
+def test_group_counts_ignore_rows_without_a_key(k):
+    from fuzzpy.primitives.partitions import _group_counts
+
+    codes = np.array([0, 1, -1, 1, k - 1, -1, 0, 0], dtype=np.int8)
+    expected = [3, 2] + [0] * (k - 3) + [1]
+    assert _group_counts(codes, k).tolist() == expected
+
+
 def test_groupby_of_a_filtered_bag_never_materialises_rows(db):
     from fuzzpy.primitives.partitions import _run_groupby
     from fuzzpy.runtime.interpreter import Context, Interpreter
