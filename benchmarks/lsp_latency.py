@@ -69,10 +69,19 @@ class Session:
             self.logs.append(params.message)
             self.event.set()
 
-    async def start(self) -> None:
-        await self.client.start_io(sys.executable, "-m", "fuzzpy.interfaces.cli", "lsp")
+    async def start(self, server_log: bool) -> None:
+        level = "info" if server_log else "warning"
+        await self.client.start_io(sys.executable, "-m", "fuzzpy.interfaces.cli", "lsp", "--log-level", level)
+        self.stderr_task = asyncio.create_task(self.drain_stderr(server_log))
         await self.client.initialize_async(T.InitializeParams(capabilities=T.ClientCapabilities()))
         self.client.initialized(T.InitializedParams())
+
+    async def drain_stderr(self, echo: bool) -> None:
+        """Read the server's log so its pipe never fills; with --server-log, show its timings."""
+        stream = self.client._server.stderr  # the server process pygls started
+        while line := await stream.readline():
+            if echo and b"checked" in line:
+                print("    server:", line.decode().strip().split("fuzzpy-lsp INFO ")[-1])
 
     async def until(self, condition, timeout: float = 120) -> None:
         async def wait() -> None:
@@ -87,7 +96,7 @@ class Session:
         await self.client.stop()
 
 
-async def measure(functions: int, edits: int) -> None:
+async def measure(functions: int, edits: int, server_log: bool) -> None:
     text = generate(functions)
     folder = Path(tempfile.mkdtemp(prefix="fuzzpy-lsp-bench-"))
     path = folder / "big.fz"
@@ -97,7 +106,7 @@ async def measure(functions: int, edits: int) -> None:
           f"(main calls {int(functions * CALLED_BY_MAIN)} of them)")
 
     s = Session()
-    await s.start()
+    await s.start(server_log)
     t0 = time.perf_counter()
     s.client.text_document_did_open(T.DidOpenTextDocumentParams(
         T.TextDocumentItem(uri=uri, language_id="fuzzpy", version=1, text=text)))
@@ -198,8 +207,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--functions", type=int, default=100)
     parser.add_argument("--edits", type=int, default=20)
+    parser.add_argument("--server-log", action="store_true", help="show the server's own check times")
     args = parser.parse_args()
-    asyncio.run(measure(args.functions, args.edits))
+    asyncio.run(measure(args.functions, args.edits, args.server_log))
 
 
 if __name__ == "__main__":

@@ -761,8 +761,11 @@ class FuzzpyServer(LanguageServer):
             doc = self.workspace.get_text_document(uri)
             text, version, file = doc.source, doc.version, self.file_of(uri)
             loop = asyncio.get_running_loop()
+            started = loop.time()
             analysis = await loop.run_in_executor(self.executor, self.engine.analyse, text, file,
                                                   self.settings, self.overlays(uri))
+            log.info("checked %s v%s in %.1f ms (%d check runs%s)", uri, version, 1000 * (loop.time() - started),
+                     analysis.runs, ", full" if analysis.full else "")
             if st.generation != generation:
                 return
             st.analysis = analysis

@@ -163,4 +163,4 @@ def _load() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
-        from . import arith, bags, mechanisms, ordered, partitions  # noqa: F401 - registration side effects
+        from . import arith, bags, library, mechanisms, ordered, partitions, trees  # noqa: F401 - registers
