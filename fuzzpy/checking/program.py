@@ -127,7 +127,7 @@ def _check_inner(source: str, file: str, params: dict[str, str], entry: str | No
     t0 = time.perf_counter()
     modules, diags, texts = load_program(source, file, overlays)
     report = CheckReport(file, texts, list(diags))
-    report.pragma_budget = _pragma_budget(source)
+    report.pragma_budget = pragma_budget(source)
     report.timings["parse"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     solves0 = LP_STATS["solves"]
@@ -138,7 +138,7 @@ def _check_inner(source: str, file: str, params: dict[str, str], entry: str | No
     return report
 
 
-def _pragma_budget(source: str) -> Optional[Fraction]:
+def pragma_budget(source: str) -> Optional[Fraction]:
     """`# fuzzpy: budget 1.0` in a file declares its own budget."""
     import re
 

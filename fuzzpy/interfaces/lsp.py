@@ -4,8 +4,8 @@ completion.  Start it with `fuzzpy lsp` (stdio).
 Diagnostics are the checker's own `Diagnostic`s with the CLI's text, including the budget checks
 of `fuzzpy check` (the `# fuzzpy: budget` pragma, or a `budget` initialization option).
 
-Speed: the checker costs about 1 ms per function, so re-checking a 1,000-line file on every key
-press would take ~100 ms.  `IncrementalChecker` re-checks only the top-level functions whose
+Speed: the checker costs 0.5-1 ms per function, so re-checking a 1,000-line file on every key
+press takes 40-100 ms.  `IncrementalChecker` re-checks only the top-level functions whose
 text, or the text of a function they call (transitively), changed:
 
 * A *unit* is a declaration chunk of the open file (see `syntax.parser.split_chunks`) holding
@@ -55,7 +55,8 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from ..checking.checker import Checker, MechanismRecord
 from ..checking.program import CheckReport, FunctionReport, check_source
-from ..checking.program import _pragma_budget  # the one reading of `# fuzzpy: budget`
+from ..checking.program import pragma_budget  # the one reading of `# fuzzpy: budget`
+from .report import apply_budget
 from ..checking.sens import INF, fmt_coef
 from ..diagnostics import Diagnostic, Span
 from ..primitives.registry import all_primitives
@@ -406,8 +407,8 @@ class IncrementalChecker:
         entry = next((r.entry for r in results if r.entry is not None), None)
         if entry is not None:
             report.entry, report.inputs, report.entry_type = entry.entry, list(entry.inputs), entry.entry_type
-        report.pragma_budget = _pragma_budget(plan.text)
-        _apply_budget(report, settings.budget)
+        report.pragma_budget = pragma_budget(plan.text)
+        apply_budget(report, settings.budget)
         report.diagnostics.sort(key=_diag_order)
         bindings = [b for r in results for b in r.bindings]  # duplicates are merged by hover
         return Analysis(plan.file, plan.text, report, modules, bindings, runs)
@@ -513,21 +514,6 @@ def _unique_by(items: Iterable[Any], key: Callable[[Any], Any]) -> list[Any]:
 def _diag_order(d: Diagnostic) -> tuple:
     s = d.span
     return (0, "", 0, 0) if s is None else (1, s.file, s.line, s.col)
-
-
-def _apply_budget(report: CheckReport, configured: Optional[Fraction]) -> None:
-    """The budget checks `fuzzpy check` adds (interfaces.report.check_with_budget)."""
-    from .report import over_budget, unbounded_diagnostic
-
-    given = [b for b in (configured, report.pragma_budget) if b is not None]
-    report.budget = min(given) if given else None
-    if report.ok and report.entry is not None:
-        over = over_budget(report, report.budget)
-        if over is not None:
-            report.diagnostics.append(over)
-        unbounded = unbounded_diagnostic(report)
-        if unbounded is not None and over is None:
-            report.diagnostics.append(unbounded)
 
 
 def make_executor() -> ThreadPoolExecutor:

@@ -17,17 +17,19 @@ from ..diagnostics import Diagnostic, render
 def check_with_budget(path: Path, params: dict[str, str], entry: str, budget: Optional[Fraction]) -> CheckReport:
     """Check one file; add E0401 when its epsilon exceeds the CLI budget or its own pragma."""
     report = check_file(path, params, entry)
-    report.budget = _effective_budget(budget, report.pragma_budget)
+    apply_budget(report, budget)
+    return report
+
+
+def apply_budget(report: CheckReport, configured: Optional[Fraction]) -> None:
+    """The effective budget is the smaller of the configured one and the file's pragma; a
+    well-typed program over it gets E0401 (used by the CLI and the language server)."""
+    given = [b for b in (configured, report.pragma_budget) if b is not None]
+    report.budget = min(given) if given else None
     if report.ok and report.entry is not None:
         over = over_budget(report, report.budget)
         if over is not None:
             report.diagnostics.append(over)
-    return report
-
-
-def _effective_budget(cli: Optional[Fraction], pragma: Optional[Fraction]) -> Optional[Fraction]:
-    given = [b for b in (cli, pragma) if b is not None]
-    return min(given) if given else None
 
 
 def over_budget(report: CheckReport, budget: Optional[Fraction]) -> Optional[Diagnostic]:
@@ -130,7 +132,3 @@ def print_sarif(reports: list[CheckReport]) -> None:
 
     typer.echo(json.dumps(sarif_log(reports), indent=2))
 
-
-def unbounded_diagnostic(report: CheckReport) -> Optional[Diagnostic]:
-    """Transitional: the checker itself now reports E0302 for an unbounded entry point."""
-    return None

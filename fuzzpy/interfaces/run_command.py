@@ -106,10 +106,18 @@ class _Run:
     charges: list[_Charge] = field(default_factory=list)
     book: Any = None
     ledger_path: Optional[Path] = None
+    stage: str = "check"
 
     # -- the pipeline: check -> budget -> load -> charge -> run -> release ---------------------------
 
     def execute(self) -> int:
+        try:
+            return self._execute()
+        finally:
+            if self.book is not None:
+                self.book.close()
+
+    def _execute(self) -> int:
         from . import report as R
 
         o = self.opts
@@ -117,22 +125,21 @@ class _Run:
         if not self.report.ok:
             return self.fail_check()
         try:
+            self.stage = "arguments"
             if self.report.budget is None:
                 raise _usage_error("fuzzpy run needs a budget: pass --budget B or declare it in the program "
                                    "with the line '# fuzzpy: budget B'")
             spec = match_data(o.data, table_inputs(self.report))
             if o.seed is not None:
                 typer.echo(SEED_WARNING, err=True)
+            self.stage = "data"
             tables, identities = self.load(spec)
             if o.seed is None:
+                self.stage = "ledger"
                 self.charge(identities)
         except FuzzError as exc:
-            return self.fail(exc.diagnostics, "data" if not self.charges else "ledger")
-        try:
-            return self.run_and_release(tables)
-        finally:
-            if self.book is not None:
-                self.book.close()
+            return self.fail(exc.diagnostics, self.stage)
+        return self.run_and_release(tables)
 
     def load(self, spec: dict[str, Path]) -> tuple[dict[str, Any], dict[str, str]]:
         from ..runtime.data import load_table
@@ -388,8 +395,8 @@ def accuracy_words(acc: Any, value: Any) -> str:
         return ""
     pct = f"{100 * (1 - beta):g}%"
     if what.startswith("|noise|"):
-        each = "each " if isinstance(value, tuple) else ""
-        return f"{each}within +-{bound:.4g} with {pct} probability"
+        joint = "all " if isinstance(value, tuple) else ""  # one bound for every coordinate at once
+        return f"{joint}within +-{bound:.4g} with {pct} probability"
     if not beta:
         return f"{what} <= {bound:.4g}"
     return f"{what} <= {bound:.4g} with {pct} probability"

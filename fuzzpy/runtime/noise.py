@@ -97,7 +97,7 @@ def _as_float(x: Fraction) -> float:
     try:
         return float(x)
     except OverflowError:
-        return math.copysign(math.inf, x)
+        return math.inf if x > 0 else -math.inf
 
 
 # --- the fixed-point grid --------------------------------------------------------------------

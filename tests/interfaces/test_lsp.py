@@ -263,6 +263,20 @@ async def test_errors_in_an_imported_file_and_unsaved_library_edits(client: Lang
 
 
 @pytest.mark.asyncio(loop_scope="module")
+async def test_ranges_are_in_utf16_units(client: LanguageClient, tmp_path: Path):
+    # The checker counts code points; LSP clients count UTF-16 units by default: the emoji is 2 units.
+    text = FIXED.replace("sample c =", 'let label = "\U0001F600"; sample c =').replace("(helper adults)",
+                                                                                "(helper adulst)")
+    uri = open_doc(client, tmp_path / "emoji.fz", text)
+    (diag,) = await diagnostics_for(client, uri, 1)
+    assert diag.code == "E0201"
+    line = text.splitlines()[diag.range.start.line]
+    before = line[: line.index("adulst")]
+    assert diag.range.start.character == len(before.encode("utf-16-le")) // 2 == len(before) + 1
+    assert diag.range.end.character == diag.range.start.character + len("adulst")
+
+
+@pytest.mark.asyncio(loop_scope="module")
 async def test_rapid_changes_publish_the_last_version(client: LanguageClient, tmp_path: Path):
     uri = open_doc(client, tmp_path / "typing.fz", FIXED)
     await diagnostics_for(client, uri, 1)
@@ -349,11 +363,7 @@ EDITS = [
 
 def full_check(text: str, file: str):
     report = check_source(text, file)
-    report.budget = report.pragma_budget
-    if report.ok and report.entry is not None:
-        over = R.over_budget(report, report.budget)
-        extra = [over] if over else ([u] if (u := R.unbounded_diagnostic(report)) else [])
-        report.diagnostics.extend(extra)
+    R.apply_budget(report, None)
     return report
 
 

@@ -151,6 +151,22 @@ def test_two_tables_are_charged_once_per_dataset(tmp_path):
     assert len(Ledger(book).entries()) == 3
 
 
+def test_a_ledger_cap_stops_the_run_before_anything_is_released(tmp_path):
+    from fractions import Fraction
+
+    book = tmp_path / "l.sqlite"
+    with Ledger(book) as ledger:
+        ledger.set_cap(dataset_identity(SAMPLE), Fraction(3, 10))
+    prog = program(tmp_path, MEAN)  # epsilon 0.2
+    first = fz("run", prog, "--data", SAMPLE, "--budget", "1", "--ledger", book, "--format", "json")
+    assert first.exit_code == 0 and json.loads(first.stdout)["ok"]
+    second = fz("run", prog, "--data", SAMPLE, "--budget", "1", "--ledger", book, "--format", "json")
+    assert second.exit_code == 4 and "E0601" in second.stderr
+    out = json.loads(second.stdout)
+    assert out["stage"] == "ledger" and "releases" not in out
+    assert [str(e.epsilon) for e in Ledger(book).entries()] == ["1/5"]
+
+
 # ---- refusals ---------------------------------------------------------------------------------------------
 
 def test_over_budget_is_refused_before_reading_data(tmp_path):
@@ -275,6 +291,7 @@ def test_progress_indicator_on_slow_runs(tmp_path, monkeypatch):
     assert "running main" not in fast.stderr  # the default threshold is 2 s
 
 
+@pytest.mark.slow
 def test_released_values_have_the_stated_accuracy(tmp_path, sample_rows):
     """Across seeds, about 95% of released counts fall within the printed +- bound."""
     prog = program(tmp_path, COUNT)

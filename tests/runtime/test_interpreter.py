@@ -197,6 +197,15 @@ def test_groupby_key_computed_by_the_row_function(db):
     assert both(body, db, ret='fuzzy (parts {"a", "b", "c"} num)') == r.value
 
 
+def test_groupby_over_a_bounded_int_key(db):
+    body = "return (pmap (fun g -> count g) (groupby (fun r -> clip 1 3 r.y) db))"
+    v = both(body, db, ret='fuzzy (parts {"1", "2", "3"} num)')
+    assert v == {"1": 2.0, "2": 1.0, "3": 3.0}  # y = 0, 3, 5, 1, 2, 4 clipped into 1..3
+    w = both("return (values (pmap (fun g -> count g) (groupby (fun r -> r.y) (filter (fun r -> r.f) db))))", db,
+             ret="fuzzy (list num)")
+    assert w == (1.0, 1.0, 1.0, 0.0, 0.0, 0.0)
+
+
 def test_each_releases_every_part_in_key_order(db):
     r = run("each (fun g -> laplace 1000000 (count g)) (groupby (fun r -> r.k) db)", db,
             ret='fuzzy (parts {"a", "b", "c"} num)')

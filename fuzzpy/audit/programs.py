@@ -1,0 +1,108 @@
+"""A checked program as an audit target: its interpreter run is the sampler.
+
+Each draw is one complete run of the entry point (`evaluate_entry`) over synthetic tables with
+the runtime's real mechanisms and exact samplers, seeded for reproducibility (a seeded source
+gives no privacy; here there is nothing private to protect).  Runs happen on one thread with a
+large stack, as `fuzzpy run` does, because the interpreter recurses.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from fractions import Fraction
+from typing import Any, Optional
+
+import numpy as np
+
+from ..checking.sens import INF
+from ..checking.types import Bag, Record, Schema
+from ..diagnostics import Diagnostic, FuzzError
+from .neighbours import Tables, string_literals, table_pairs
+from .search import Pair, Sampler
+
+
+def audit_error(message: str, *notes: str) -> FuzzError:
+    return FuzzError(Diagnostic("E0801", message, None, list(notes)))
+
+
+def private_inputs(report: Any) -> list[tuple[str, Schema, Fraction]]:
+    """(parameter, schema, its epsilon) for each entry parameter; all must be `bag Schema`."""
+    out = []
+    for inp in report.inputs:
+        t = inp.semantic
+        name = t.elem.name if isinstance(t, Bag) and isinstance(t.elem, Record) else None
+        if name is None or name not in report.schemas:
+            raise audit_error(f"entry parameter '{inp.name}' has type {inp.type}; the auditor can only build "
+                              "neighbouring inputs for parameters of type bag Schema")
+        if inp.epsilon == INF:
+            raise audit_error(f"the checker proved no finite epsilon for '{inp.name}'")
+        out.append((inp.name, report.schemas[name], Fraction(inp.epsilon)))
+    if not out:
+        raise audit_error("the entry point has no private input: there is nothing to audit")
+    return out
+
+
+def program_pairs(report: Any, rng: np.random.Generator, max_pairs: int,
+                  claimed: Optional[Fraction] = None) -> list[Pair]:
+    """Neighbouring synthetic tables; `claimed` replaces every table's epsilon (for tests)."""
+    inputs = private_inputs(report)
+    if claimed is not None:
+        inputs = [(name, schema, claimed) for name, schema, _ in inputs]
+    strings = string_literals("\n".join(report.sources.values()))
+    return table_pairs(inputs, strings, rng, max_pairs)
+
+
+def program_sampler(report: Any) -> Sampler:
+    """sample(tables, n, rng): n runs of the entry point on `tables` (a `Tables`)."""
+    from ..runtime.samplers import RandomSource
+
+    instance = report.entry_instance
+    schemas = {name: schema for name, schema, _ in private_inputs(report)}
+
+    def sample(tables: Tables, n: int, rng: np.random.Generator) -> list[Any]:
+        frames = tables.frames(schemas)
+        source = RandomSource.seeded(int(rng.integers(2**63)))
+        return _on_big_stack(lambda: _runs(instance, frames, source, n))
+
+    return sample
+
+
+def _runs(instance: Any, frames: dict, source: Any, n: int) -> list[Any]:
+    from ..runtime.interpreter import RunState, evaluate_entry
+
+    state = RunState(source)
+    out = []
+    for _ in range(n):
+        state.releases.clear()  # releases are not needed: the entry point's value is the output
+        out.append(evaluate_entry(instance, frames, state).value)
+    return out
+
+
+def _on_big_stack(fn: Any) -> Any:
+    from ..runtime.interpreter import RECURSION_LIMIT, STACK_BYTES
+
+    box: dict[str, Any] = {}
+
+    def main() -> None:
+        try:
+            sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+            box["value"] = fn()
+        except BaseException as exc:  # handed back to the caller's thread
+            box["error"] = exc
+
+    old = threading.stack_size()
+    threading.stack_size(STACK_BYTES)
+    try:
+        t = threading.Thread(target=main, name="fuzzpy-audit", daemon=True)
+        t.start()
+    finally:
+        threading.stack_size(old)
+    t.join()
+    if "error" in box:
+        exc = box["error"]
+        if isinstance(exc, FuzzError):
+            raise exc
+        # Synthetic tables only, so the message holds nothing private; it is still kept short.
+        raise audit_error(f"the program failed on a synthetic input ({type(exc).__name__}: {exc})"[:300])
+    return box["value"]

@@ -1,0 +1,270 @@
+"""The audit pipeline: screen pairs, climb, explore events, validate on fresh samples.
+
+1. screen: with many candidate pairs, each is explored with a small sample and ranked by the
+   best event it shows (skipped when there are few pairs);
+2. climb: a coordinate search over the added row's values, moving the best pair toward a larger
+   estimated violation.  DP-Finder (Bichsel et al., CCS 2018) maximises a smoothed estimate
+   of the violation with SLSQP and correlated sampling; we keep its two ideas that matter for a
+   black-box sampler: every candidate of one climb is sampled with the same seed (common random
+   numbers, so candidates differ by their inputs, not by their noise), and the objective is the
+   bound a fresh sample is expected to give.  Derivative-free, because program outputs are not
+   differentiable in a row's values;
+3. explore: the best pairs get a larger sample per side; events are proposed on one half and
+   ranked on the other (events.py);
+4. validate: every chosen (pair, event) is measured on FRESH samples, independent of all the
+   choices above, and bounded with Clopper-Pearson at the stated confidence, Bonferroni over all
+   of them (stats.py).  Only this step's numbers enter the reported bound.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from .events import Event, Scored, counts, propose, rank
+from .outputs import Encoded, concat, encode
+from .stats import cp_lower, cp_upper, epsilon_lower_bound, per_bound_alpha, point_estimate
+
+# sample_fn(input, n, rng) -> n outputs (a numeric array of shape (n,) or (n, k), or a list).
+Sampler = Callable[[Any, int, np.random.Generator], Any]
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """Sizes are samples PER SIDE of a pair."""
+
+    samples: int = 50_000            # fresh samples for each validated pair
+    confidence: float = 0.95
+    seed: Optional[int] = None       # None: a random seed (reported, so a run can be repeated)
+    explore: Optional[int] = None    # default: samples // 5, within [2_000, samples]
+    screen: int = 400                # per pair, when there are more pairs than top_pairs
+    climb: int = 12                  # hill-climb evaluations (0: no climb)
+    climb_samples: int = 1_000
+    top_pairs: int = 3
+    events_per_pair: int = 3
+    chunk: int = 10_000              # samples per sampler call
+
+    @property
+    def explore_samples(self) -> int:
+        return self.explore if self.explore is not None else min(self.samples, max(2_000, self.samples // 5))
+
+    @property
+    def planned_tests(self) -> int:
+        return self.top_pairs * self.events_per_pair
+
+
+@dataclass
+class Pair:
+    """Two neighbouring inputs; `claimed` is the epsilon the checker proved for this kind of
+    neighbour; `moves` (optional) proposes nearby pairs for the climb."""
+
+    a: Any
+    b: Any
+    claimed: Fraction
+    label: str = ""
+    moves: Optional[Callable[[float], list["Pair"]]] = field(default=None, repr=False)
+    show: Optional[Callable[[Any], Any]] = field(default=None, repr=False)  # input -> JSON-able
+
+    def shown(self, x: Any) -> Any:
+        return self.show(x) if self.show is not None else repr(x)
+
+
+@dataclass(frozen=True)
+class Tested:
+    """One (pair, event, direction) measured on fresh samples."""
+
+    pair: Pair
+    event: Event
+    direction: int           # +1: P[A in E] / P[B in E]; -1: the reverse
+    k1: int
+    k2: int
+    n: int
+    alpha: float             # each one-sided interval's level
+    lower_bound: float
+    estimate: float
+
+    @property
+    def excess(self) -> float:
+        return self.lower_bound - float(self.pair.claimed)
+
+    def interval(self, k: int) -> tuple[float, float]:
+        return float(cp_lower(k, self.n, self.alpha)), float(cp_upper(k, self.n, self.alpha))
+
+
+@dataclass
+class SearchStats:
+    pairs: int = 0
+    screened: int = 0
+    climbed: int = 0
+    explored: int = 0
+    samples: int = 0         # outputs drawn in total, both sides, all stages
+    seconds: float = 0.0
+    sampling_seconds: float = 0.0
+
+    @property
+    def samples_per_second(self) -> float:
+        return self.samples / self.sampling_seconds if self.sampling_seconds > 0 else math.nan
+
+
+@dataclass
+class SearchResult:
+    tested: list[Tested]
+    stats: SearchStats
+    seed: int
+    tests: int
+
+
+class _Run:
+    def __init__(self, sampler: Sampler, config: AuditConfig, progress: Optional[Progress]):
+        self.sampler = sampler
+        self.config = config
+        self.progress = progress or (lambda message: None)
+        self.seed = config.seed if config.seed is not None else _random_seed()
+        self.seeds = np.random.SeedSequence(self.seed)
+        self.stats = SearchStats()
+        self.alpha_plan = per_bound_alpha(config.confidence, config.planned_tests)
+
+    # -- sampling -----------------------------------------------------------------------------------
+
+    def draw(self, x: Any, n: int, seed: np.random.SeedSequence, *, raw: bool = False,
+             what: str = "") -> Encoded:
+        """n outputs for input x, in chunks (progress after each)."""
+        rng = np.random.default_rng(seed)
+        parts, done, t0 = [], 0, time.perf_counter()
+        while done < n:
+            k = min(self.config.chunk, n - done)
+            out = self.sampler(x, k, rng)
+            enc = encode(out, keep_raw=raw)
+            if enc.n != k:
+                raise ValueError(f"the sampler returned {enc.n} outputs where {k} were asked for")
+            parts.append(enc)
+            done += k
+            if what and n > self.config.chunk:
+                self.progress(f"{what}: {done}/{n} samples")
+        self.stats.samples += n
+        self.stats.sampling_seconds += time.perf_counter() - t0
+        return concat(parts) if len(parts) > 1 else parts[0]
+
+    def explore(self, pair: Pair, n: int, seed: np.random.SeedSequence, top: int, what: str = "") -> list[Scored]:
+        """Propose events on the first half of n draws per side, rank them on the second half.
+        Both sides use the same seed: correlated sampling, as in DP-Finder."""
+        a = self.draw(pair.a, n, seed, raw=True, what=what and f"{what}, input A")
+        b = self.draw(pair.b, n, seed, raw=True, what=what and f"{what}, input B")
+        half = n // 2
+        pa, sa = _split(a, half)
+        pb, sb = _split(b, half)
+        events = propose(pa, pb)
+        return rank(events, sa, sb, self.config.samples, self.alpha_plan, top)
+
+    def score(self, pair: Pair, n: int, seed: np.random.SeedSequence) -> float:
+        best = self.explore(pair, n, seed, 1)
+        return best[0].predicted - float(pair.claimed) if best else -math.inf
+
+    # -- the stages -------------------------------------------------------------------------------------
+
+    def screen(self, pairs: Sequence[Pair]) -> list[Pair]:
+        cfg = self.config
+        if len(pairs) <= cfg.top_pairs:
+            return list(pairs)
+        seed = self.seeds.spawn(1)[0]
+        scores = []
+        for i, pair in enumerate(pairs):
+            self.progress(f"screening pairs: {i + 1}/{len(pairs)}")
+            scores.append(self.score(pair, cfg.screen, seed))
+        self.stats.screened = len(pairs)
+        order = sorted(range(len(pairs)), key=lambda i: scores[i], reverse=True)
+        return [pairs[i] for i in order[:cfg.top_pairs]]
+
+    def climb(self, pair: Pair) -> Pair:
+        """Coordinate search on `pair.moves`, step halving when no move improves."""
+        cfg = self.config
+        if pair.moves is None or cfg.climb <= 0:
+            return pair
+        seed = self.seeds.spawn(1)[0]  # one seed for every candidate: common random numbers
+        best, best_score, step, used = pair, self.score(pair, cfg.climb_samples, seed), 0.5, 1
+        while used < cfg.climb and step > 1 / 64:
+            improved = False
+            for cand in pair_moves(best, step):
+                if used >= cfg.climb:
+                    break
+                used += 1
+                self.progress(f"climbing: {used}/{cfg.climb}")
+                s = self.score(cand, cfg.climb_samples, seed)
+                if s > best_score:
+                    best, best_score, improved = cand, s, True
+            if not improved:
+                step /= 2
+        self.stats.climbed = used
+        return best
+
+    def validate(self, chosen: list[tuple[Pair, list[Scored]]]) -> list[Tested]:
+        cfg = self.config
+        tests = sum(len(c) for _, c in chosen)
+        alpha = per_bound_alpha(cfg.confidence, tests)
+        out: list[Tested] = []
+        for i, (pair, cands) in enumerate(chosen):
+            seed_a, seed_b = self.seeds.spawn(2)  # fresh and independent of every earlier draw
+            what = f"validating pair {i + 1}/{len(chosen)}"
+            self.progress(what)
+            a = self.draw(pair.a, cfg.samples, seed_a, what=f"{what}, input A")
+            b = self.draw(pair.b, cfg.samples, seed_b, what=f"{what}, input B")
+            events = [c.event for c in cands]
+            ka, kb = counts(events, a), counts(events, b)
+            for c, x, y in zip(cands, ka, kb):
+                k1, k2 = (int(x), int(y)) if c.direction == 1 else (int(y), int(x))
+                n = cfg.samples
+                lb = float(epsilon_lower_bound(k1, n, k2, n, alpha))
+                out.append(Tested(pair, c.event, c.direction, k1, k2, n, alpha, lb,
+                                  float(point_estimate(k1, n, k2, n))))
+        return out
+
+
+def run_search(sampler: Sampler, pairs: Sequence[Pair], config: AuditConfig,
+               progress: Optional[Progress] = None) -> SearchResult:
+    if not pairs:
+        raise ValueError("no pairs to audit")
+    if config.samples < 1:
+        raise ValueError("samples must be positive")
+    t0 = time.perf_counter()
+    run = _Run(sampler, config, progress)
+    run.stats.pairs = len(pairs)
+    best = run.screen(pairs)
+    if best and best[0].moves is not None:
+        climbed = run.climb(best[0])
+        if climbed is not best[0]:
+            best = [climbed] + best[:-1] if len(best) >= config.top_pairs else [climbed] + best
+    chosen = []
+    explore_seed = run.seeds.spawn(1)[0]
+    for i, pair in enumerate(best):
+        run.progress(f"exploring pair {i + 1}/{len(best)}")
+        cands = run.explore(pair, config.explore_samples, explore_seed, config.events_per_pair)
+        if cands:
+            chosen.append((pair, cands))
+    run.stats.explored = len(best)
+    tested = run.validate(chosen)
+    run.stats.seconds = time.perf_counter() - t0
+    return SearchResult(tested, run.stats, run.seed, len(tested))
+
+
+def pair_moves(pair: Pair, step: float) -> list[Pair]:
+    return pair.moves(step) if pair.moves is not None else []
+
+
+def _split(enc: Encoded, half: int) -> tuple[Encoded, Encoded]:
+    def part(sl: slice) -> Encoded:
+        raw = enc.raw[sl] if enc.raw is not None else None
+        return Encoded(len(enc.keys[sl]), enc.keys[sl], {k: v[sl] for k, v in enc.numeric.items()}, raw)
+
+    return part(slice(0, half)), part(slice(half, None))
+
+
+def _random_seed() -> int:
+    import secrets
+
+    return secrets.randbits(63)

@@ -1,0 +1,125 @@
+"""The statistics of an audit: Clopper-Pearson bounds, the epsilon lower bound, sample sizes.
+
+An audit tests m (pair, event) candidates on fresh samples.  For each it bounds P1 = P[M(A) in E]
+from below and P2 = P[M(B) in E] from above, each one-sided at level alpha/(2m) (Bonferroni over
+the 2m intervals), so with probability at least 1 - alpha every interval holds at once, and then
+epsilon >= ln(lower(P1) / upper(P2)) for every candidate: the largest is a valid lower bound.
+
+Clopper-Pearson intervals are exact (conservative) for any n and any p: no normal approximation,
+so they stay valid for the tiny probabilities of tail events.  Counts may be fractional in
+`cp_lower` / `cp_upper`: the planning functions use expected counts.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Union
+
+import numpy as np
+from scipy import stats as _st
+
+ArrayLike = Union[float, np.ndarray]
+
+
+def cp_lower(k: ArrayLike, n: ArrayLike, alpha: float) -> np.ndarray:
+    """One-sided Clopper-Pearson lower bound: P[p >= bound] >= 1 - alpha for k successes in n."""
+    k, n = np.broadcast_arrays(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
+    out = np.zeros(k.shape)
+    pos = k > 0
+    out[pos] = _st.beta.ppf(alpha, k[pos], n[pos] - k[pos] + 1)
+    return out
+
+
+def cp_upper(k: ArrayLike, n: ArrayLike, alpha: float) -> np.ndarray:
+    """One-sided Clopper-Pearson upper bound: P[p <= bound] >= 1 - alpha for k successes in n."""
+    k, n = np.broadcast_arrays(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
+    out = np.ones(k.shape)
+    below = k < n
+    out[below] = _st.beta.ppf(1 - alpha, k[below] + 1, n[below] - k[below])
+    return out
+
+
+def per_bound_alpha(confidence: float, tests: int) -> float:
+    """Each of the 2 * tests one-sided intervals gets (1 - confidence) / (2 * tests)."""
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be in (0, 1)")
+    return (1 - confidence) / (2 * max(1, tests))
+
+
+def _safe_log(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.log(x)
+
+
+def epsilon_lower_bound(k1: ArrayLike, n1: ArrayLike, k2: ArrayLike, n2: ArrayLike, alpha: float) -> np.ndarray:
+    """ln(cp_lower(k1) / cp_upper(k2)): -inf when k1 = 0 (nothing seen, nothing shown)."""
+    return _safe_log(cp_lower(k1, n1, alpha)) - _safe_log(cp_upper(k2, n2, alpha))
+
+
+def point_estimate(k1: ArrayLike, n1: ArrayLike, k2: ArrayLike, n2: ArrayLike) -> np.ndarray:
+    """ln(p1_hat / p2_hat), inf when k2 = 0 < k1 (for display only, never for the verdict)."""
+    p1 = np.asarray(k1, dtype=float) / np.asarray(n1, dtype=float)
+    p2 = np.asarray(k2, dtype=float) / np.asarray(n2, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(p1 > 0, _safe_log(p1) - _safe_log(p2), -np.inf)
+
+
+# ---- planning: what a fresh sample of a given size can be expected to show ----------------------
+
+def shrunk(k: ArrayLike, n: ArrayLike, q: float) -> np.ndarray:
+    """The q-quantile of the Jeffreys posterior Beta(k + 1/2, n - k + 1/2): an estimate of p that
+    a small count cannot push to 0 or 1.  Used to rank events, never in a reported bound."""
+    k, n = np.broadcast_arrays(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
+    return _st.beta.ppf(q, k + 0.5, n - k + 0.5)
+
+
+def predicted_bound(k1: ArrayLike, k2: ArrayLike, n: int, fresh: int, alpha: float) -> np.ndarray:
+    """The bound a fresh sample of `fresh` per side is expected to give for an event seen k1 and
+    k2 times in n exploration draws per side: p1 taken pessimistically low, p2 high (Jeffreys
+    quartiles), then Clopper-Pearson at the expected counts.  A ranking score only."""
+    p1 = shrunk(k1, n, 0.25)
+    p2 = shrunk(k2, n, 0.75)
+    return epsilon_lower_bound(p1 * fresh, fresh, p2 * fresh, fresh, alpha)
+
+
+def expected_bound(p1: float, p2: float, n: int, alpha: float) -> float:
+    """The bound obtained when the counts come out exactly at their expectations."""
+    return float(epsilon_lower_bound(p1 * n, n, p2 * n, n, alpha))
+
+
+def samples_needed(p2: float, claimed: float, excess: float, *, confidence: float = 0.95, tests: int = 1,
+                   limit: int = 10**12) -> int:
+    """Fresh samples per side for an event with P2 = p2 and true ratio exp(claimed + excess) to
+    give, at expected counts, a lower bound above `claimed` (`limit` if even that is too few).
+    For an event impossible on the other side (P2 = 0) use `samples_needed_support`."""
+    if p2 <= 0 or excess <= 0:
+        raise ValueError("need p2 > 0 and excess > 0 (use samples_needed_support for p2 = 0)")
+    p1 = min(1.0, p2 * math.exp(claimed + excess))
+    alpha = per_bound_alpha(confidence, tests)
+    return _bisect_n(lambda n: expected_bound(p1, p2, n, alpha) > claimed, limit)
+
+
+def samples_needed_support(p1: float, claimed: float, *, confidence: float = 0.95, tests: int = 1,
+                           limit: int = 10**12) -> int:
+    """Fresh samples per side when the event is impossible on the other side (P2 = 0)."""
+    if not 0 < p1 <= 1:
+        raise ValueError("need 0 < p1 <= 1")
+    alpha = per_bound_alpha(confidence, tests)
+    return _bisect_n(lambda n: expected_bound(p1, 0.0, n, alpha) > claimed, limit)
+
+
+def _bisect_n(ok, limit: int) -> int:
+    """The least n in [1, limit] with ok(n) (ok is monotone in n), or `limit`."""
+    hi = 1
+    while not ok(hi):
+        if hi >= limit:
+            return limit
+        hi = min(limit, hi * 2)
+    lo = hi // 2  # ok(lo) is false (or lo = 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

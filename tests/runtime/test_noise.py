@@ -1,0 +1,464 @@
+"""Deterministic tests of the noise layer: randomness sources, exact probabilities (by
+enumerating the samplers' random choices), the grid rule's sensitivity bound, argument checks.
+Statistical goodness-of-fit tests live in test_mechanisms_statistics.py."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fuzzpy.runtime import noise
+from fuzzpy.runtime.noise import (
+    GRID_BITS,
+    RandomSource,
+    Release,
+    above_threshold,
+    exponential_mechanism,
+    laplace_release,
+    plan_laplace,
+    randomized_response,
+    report_noisy_max,
+    sample_bernoulli_exp,
+    sample_discrete_laplace,
+    sample_discrete_laplace_batch,
+    sample_geometric_exp,
+)
+
+# --- exact enumeration of a sampler's random choices ----------------------------------------
+
+
+class _Branch(Exception):
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+class _Scripted:
+    """A stand-in RandomSource that replays a fixed prefix of choices, then asks to branch."""
+
+    def __init__(self, script: tuple[int, ...]) -> None:
+        self.script, self.widths = script, []
+
+    def randbelow(self, n: int) -> int:
+        i = len(self.widths)
+        if i < len(self.script):
+            self.widths.append(n)
+            return self.script[i]
+        raise _Branch(n)
+
+    def randbits(self, k: int) -> int:
+        return self.randbelow(2**k)
+
+
+def _enumerate(fn, depth: int) -> tuple[dict, F]:
+    """Exact probability of every outcome reached within `depth` random draws, and the exact
+    mass of the paths still running at that depth."""
+    dist: dict = {}
+    unresolved = F(0)
+    stack: list[tuple[int, ...]] = [()]
+    while stack:
+        script = stack.pop()
+        src = _Scripted(script)
+        try:
+            out = fn(src)
+        except _Branch as b:
+            if len(script) >= depth:
+                unresolved += F(1, math.prod(src.widths))
+            else:
+                stack.extend(script + (c,) for c in range(b.n))
+            continue
+        dist[out] = dist.get(out, F(0)) + F(1, math.prod(src.widths))
+    return dist, unresolved
+
+
+def _assert_brackets(dist: dict, unresolved: F, outcome, target: float) -> None:
+    low = float(dist.get(outcome, F(0)))
+    assert sum(dist.values()) + unresolved == 1
+    assert low - 1e-15 <= target <= low + float(unresolved) + 1e-15
+
+
+@pytest.mark.parametrize(
+    "gamma,depth",
+    [(F(1, 3), 16), (F(1), 16), (F(5, 3), 12), (F(7, 2), 16), (F(2, 7), 9)],
+)
+def test_bernoulli_exp_probability_is_exact(gamma, depth):
+    dist, unresolved = _enumerate(lambda r: sample_bernoulli_exp(gamma, r), depth)
+    assert unresolved < F(1, 1000)
+    _assert_brackets(dist, unresolved, True, math.exp(-gamma))
+
+
+def test_bernoulli_exp_zero_is_always_true():
+    dist, unresolved = _enumerate(lambda r: sample_bernoulli_exp(F(0), r), 4)
+    assert dist == {True: 1} and unresolved == 0
+
+
+def test_randomized_response_keep_probability_is_exact():
+    eps = F(1, 2)
+    dist, unresolved = _enumerate(lambda r: randomized_response(True, eps, r), 16)
+    assert unresolved < F(1, 1000)
+    _assert_brackets(dist, unresolved, True, 1 / (1 + math.exp(-0.5)))
+
+
+def _permute_and_flip_pmf(scores, eps: float, sens: float) -> list[float]:
+    """The exact law of permute-and-flip, by summing over all visiting orders."""
+    from itertools import permutations
+
+    top = max(scores)
+    p = [math.exp(eps * (q - top) / (2 * sens)) for q in scores]
+    pmf = [0.0] * len(scores)
+    orders = list(permutations(range(len(scores))))
+    for order in orders:
+        stay = 1.0
+        for i in order:
+            pmf[i] += stay * p[i] / len(orders)
+            stay *= 1 - p[i]
+    return pmf
+
+
+def test_report_noisy_max_probabilities_are_exact():
+    scores = [0, 2, 1]
+    dist, unresolved = _enumerate(lambda r: report_noisy_max(scores, 1, F(1), r), 14)
+    assert unresolved < F(1, 10**5)
+    for i, target in enumerate(_permute_and_flip_pmf(scores, 1.0, 1.0)):
+        _assert_brackets(dist, unresolved, i, target)
+
+
+# --- RandomSource ----------------------------------------------------------------------------
+
+
+def test_default_source_is_secure_and_unpredictable():
+    a, b = RandomSource(), RandomSource()
+    assert not a.is_seeded and not b.is_seeded
+    assert a.randbits(128) != b.randbits(128)
+    assert "secure" in repr(a)
+
+
+def test_seeded_source_is_labelled_and_reproducible():
+    a, b = RandomSource.seeded(7), RandomSource.seeded(7)
+    assert a.is_seeded and "TESTING ONLY" in repr(a)
+    assert [a.randbelow(1000) for _ in range(20)] == [b.randbelow(1000) for _ in range(20)]
+    assert RandomSource.seeded(8).randbits(64) != RandomSource.seeded(7).randbits(64)
+
+
+def test_randbelow_and_randbits_ranges():
+    rng = RandomSource.seeded(1)
+    assert {rng.randbelow(3) for _ in range(300)} == {0, 1, 2}
+    assert {rng.randbelow(1) for _ in range(10)} == {0}
+    assert all(0 <= rng.randbits(5) < 32 for _ in range(200))
+    assert rng.randbits(0) == 0
+    big = 10**40 + 7
+    assert all(0 <= rng.randbelow(big) < big for _ in range(50))
+
+
+@pytest.mark.parametrize("bad", [0, -3])
+def test_randbelow_rejects_empty_range(bad):
+    with pytest.raises(ValueError):
+        RandomSource().randbelow(bad)
+
+
+@pytest.mark.parametrize("seed", ["1", 1.0, True, None])
+def test_seed_must_be_an_integer(seed):
+    with pytest.raises(TypeError):
+        RandomSource.seeded(seed)
+
+
+def test_numpy_generator_follows_the_source():
+    g1 = RandomSource.seeded(5).numpy_generator()
+    g2 = RandomSource.seeded(5).numpy_generator()
+    assert isinstance(g1, np.random.Generator)
+    assert np.array_equal(g1.integers(0, 10**9, 10), g2.integers(0, 10**9, 10))
+    s1, s2 = RandomSource(), RandomSource()
+    assert not np.array_equal(s1.numpy_generator().integers(0, 2**62, 4),
+                              s2.numpy_generator().integers(0, 2**62, 4))
+
+
+def test_seeded_mechanisms_reproduce():
+    def run(seed: int):
+        r = RandomSource.seeded(seed)
+        return (
+            laplace_release([1.5, -2.0], F(1), F(1, 2), r).values,
+            exponential_mechanism([1, 2, 3, 4], F(1), F(1), r),
+            report_noisy_max([1, 2, 3, 4], F(1), F(1), r),
+            above_threshold([0.1, 0.9, 0.5, 2.0], 0.5, F(1), F(1), 2, r),
+            randomized_response([True, False] * 5, F(1), r),
+            sample_discrete_laplace(F(10), r),
+            sample_discrete_laplace_batch(F(10), 5, r).tolist(),
+        )
+
+    assert run(11) == run(11)
+    assert run(11) != run(12)
+
+
+# --- the grid and the Laplace plan -----------------------------------------------------------
+
+
+def test_scalar_scale_is_exactly_sensitivity_over_epsilon():
+    plan = plan_laplace(F(1), F(1, 10))
+    assert plan.scale == F(1) / F(1, 10) == 10
+    # 2**m >= 4096 * eps = 409.6 -> m = 9
+    assert plan.granularity == F(1, 512) and plan.grid_scale == 5120
+    assert plan.granularity <= plan.scale / 2**GRID_BITS
+    for sens, eps in [(F(3), F(2)), (F(1, 3), F(7, 5)), (F(100), F(1, 1000)), (F(5), F(10**6))]:
+        p = plan_laplace(sens, eps)
+        assert p.scale == sens / eps
+        assert p.granularity <= p.scale / 2**GRID_BITS or p.granularity == sens  # m = 0 case
+
+
+def test_tuple_scale_has_small_documented_overhead():
+    sens, eps = F(2), F(1, 2)
+    for n in (2, 3, 10, 1000):
+        p = plan_laplace(sens, eps, n)
+        m = round(math.log2(sens / p.granularity))
+        assert p.granularity == sens / 2**m
+        assert p.grid_scale == F(2**m + n - 1) / eps
+        assert sens / eps < p.scale <= (sens / eps) * (1 + F(1, 2**GRID_BITS))
+
+
+def test_tiny_epsilon_uses_the_sensitivity_as_step():
+    p = plan_laplace(F(1), F(1, 10**6))
+    assert p.granularity == 1 and p.grid_scale == 10**6 and p.scale == 10**6
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    x=st.fractions(min_value=-10**6, max_value=10**6, max_denominator=10**6),
+    frac=st.fractions(min_value=-1, max_value=1, max_denominator=10**4),
+    sens=st.fractions(min_value=F(1, 1000), max_value=1000, max_denominator=1000),
+    eps=st.fractions(min_value=F(1, 1000), max_value=50, max_denominator=1000),
+)
+def test_rounding_moves_at_most_K_steps_for_a_scalar(x, frac, sens, eps):
+    """The privacy step: inputs within `sensitivity` round to points within 2**m steps."""
+    p = plan_laplace(sens, eps)
+    k = p.grid_scale * eps
+    y = x + frac * sens
+    assert abs(noise._to_grid(x, p.granularity) - noise._to_grid(y, p.granularity)) <= k
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    xs=st.lists(st.fractions(min_value=-1000, max_value=1000, max_denominator=997), min_size=1, max_size=6),
+    weights=st.lists(st.fractions(min_value=-1, max_value=1, max_denominator=101), min_size=6, max_size=6),
+    sens=st.fractions(min_value=F(1, 100), max_value=100, max_denominator=100),
+)
+def test_rounding_keeps_l1_within_K_for_a_tuple(xs, weights, sens):
+    n, eps = len(xs), F(1, 3)
+    total = sum(abs(w) for w in weights[:n]) or F(1)
+    deltas = [w / total * sens for w in weights[:n]]  # sum |delta| <= sens exactly
+    p = plan_laplace(sens, eps, n)
+    g = p.granularity
+    moved = sum(abs(noise._to_grid(x, g) - noise._to_grid(x + d, g)) for x, d in zip(xs, deltas))
+    assert moved <= p.grid_scale * eps
+
+
+def test_tuple_overhead_is_needed():
+    # Without the n-1 extra steps the rounded L1 distance can exceed 2**m: each coordinate
+    # moves by just over half a step and crosses a rounding boundary.
+    g = F(1)  # grid step 1, think 2**m = 1
+    xs = [F(49, 100), F(49, 100)]
+    ys = [F(51, 100), F(51, 100)]  # L1 move 0.04 <= 1 step
+    moved = sum(abs(noise._to_grid(a, g) - noise._to_grid(b, g)) for a, b in zip(xs, ys))
+    assert moved == 2 > 1
+
+
+# --- Laplace releases ------------------------------------------------------------------------
+
+
+def test_release_shapes_and_values_are_close():
+    rng = RandomSource.seeded(3)
+    r = laplace_release(123.25, F(1), F(100), rng)
+    assert isinstance(r, Release) and isinstance(r.values, float) and r.value == r.values
+    assert abs(r.value - 123.25) < r.accuracy(F(1, 10**9))
+    t = laplace_release([1.0, 2.0, 3.0], F(1), F(100), rng)
+    assert isinstance(t.values, tuple) and len(t.values) == 3
+    assert all(abs(a - b) < 1 for a, b in zip(t.values, [1, 2, 3]))
+    with pytest.raises(TypeError):
+        _ = t.value
+    arr = laplace_release(np.array([5.0, 6.0]), F(1), F(100), rng)
+    assert len(arr.values) == 2
+    assert isinstance(laplace_release(np.float64(2.0), 1, 1, rng).values, float)
+
+
+def test_release_outputs_lie_on_the_grid():
+    rng = RandomSource.seeded(4)
+    r = laplace_release([0.1, 0.2, 1e-9], F(1), F(1, 2), rng)
+    for v in r.values:
+        assert (F(v) / r.granularity).denominator == 1
+
+
+def test_zero_sensitivity_releases_exactly():
+    r = laplace_release([0.1, 7.0], F(0), F(1), RandomSource.seeded(1))
+    assert r.values == (0.1, 7.0) and r.scale == 0 and r.accuracy() == 0
+
+
+def test_accuracy_formula():
+    r = laplace_release(0.0, F(1), F(1, 10), RandomSource.seeded(1))
+    g, s = r.granularity, r.grid_scale
+    expected = g * (math.ceil(float(s) * math.log(20) * (1 + 2.0**-40)) + F(1, 2))
+    assert r.accuracy() == expected
+    assert abs(float(r.accuracy()) - 10 * math.log(20)) < 0.01  # ~ scale * ln(1/beta)
+    # exact tail check: P(|Z| > k) = 2 q^(k+1) / (1+q) <= beta at the returned k
+    k = math.ceil(float(s) * math.log(20) * (1 + 2.0**-40))
+    q = math.exp(-1 / float(s))
+    assert 2 * q ** (k + 1) / (1 + q) <= 0.05
+    assert r.accuracy(F(1, 1000)) > r.accuracy(F(1, 10))
+    for bad in (0, 1, -0.5, 2):
+        with pytest.raises(ValueError):
+            r.accuracy(bad)
+
+
+def test_huge_values_saturate_instead_of_crashing():
+    r = laplace_release(1.7976931348623157e308, F(10**300), F(1), RandomSource.seeded(2))
+    assert r.value > 1e307 or math.isinf(r.value)
+
+
+# --- mechanisms: obvious answers ---------------------------------------------------------------
+
+
+def test_above_threshold_obvious_answers_and_cutoff():
+    rng = RandomSource.seeded(9)
+    qs = [-1000, 1000, -1000, 1000, 1000, 1000]
+    assert above_threshold(qs, 0, F(1), F(1), 2, rng) == [False, True, False, True]
+    assert above_threshold(qs, 0, F(1), F(1), 10, rng) == [False, True, False, True, True, True]
+    assert above_threshold([-1000] * 5, 0, F(1), F(1), 1, rng) == [False] * 5
+    assert above_threshold([], 0, F(1), F(1), 1, rng) == []
+
+
+def test_above_threshold_zero_sensitivity_is_deterministic():
+    rng = RandomSource.seeded(9)
+    assert above_threshold([0, 1, 2, 3], 1, F(0), F(1), 2, rng) == [False, True, True]
+
+
+def test_above_threshold_is_lazy_after_cutoff():
+    def gen():
+        yield 1000.0
+        raise AssertionError("read past the cutoff")
+
+    assert above_threshold(gen(), 0, F(1), F(1), 1, RandomSource.seeded(1)) == [True]
+
+
+def test_selection_with_a_dominant_candidate():
+    rng = RandomSource.seeded(5)
+    scores = [0, 0, 10_000, 0]
+    assert {exponential_mechanism(scores, F(1), F(1), rng) for _ in range(50)} == {2}
+    assert {report_noisy_max(scores, F(1), F(1), rng) for _ in range(50)} == {2}
+
+
+def test_selection_zero_sensitivity_picks_uniformly_among_ties():
+    rng = RandomSource.seeded(5)
+    picks = [exponential_mechanism([1, 3, 3, 2], F(0), F(1), rng) for _ in range(200)]
+    assert set(picks) == {1, 2}
+    picks = [report_noisy_max([1, 3, 3, 2], F(0), F(1), rng) for _ in range(200)]
+    assert set(picks) == {1, 2}
+
+
+def test_randomized_response_shapes():
+    rng = RandomSource.seeded(2)
+    assert isinstance(randomized_response(True, F(1), rng), bool)
+    out = randomized_response(np.array([True, False, True]), F(1), rng)
+    assert isinstance(out, list) and len(out) == 3 and all(isinstance(b, bool) for b in out)
+    # with a huge epsilon nothing flips (flip probability e^-1000)
+    assert randomized_response([True, False] * 20, F(1000), rng) == [True, False] * 20
+
+
+def test_geometric_support_and_bernoulli_edge():
+    rng = RandomSource.seeded(1)
+    assert all(sample_geometric_exp(F(1000), rng) == 0 for _ in range(20))
+    assert not any(sample_bernoulli_exp(F(10**6), rng) for _ in range(20))
+
+
+def test_batch_sampler_shape_and_type():
+    rng = RandomSource.seeded(1)
+    a = sample_discrete_laplace_batch(F(3), 1000, rng)
+    assert a.shape == (1000,) and a.dtype == np.int64
+    assert sample_discrete_laplace_batch(F(3), 0, rng).shape == (0,)
+    assert np.all(sample_discrete_laplace_batch(F(1, 10**6), 100, rng) == 0)
+
+
+# --- bad arguments ---------------------------------------------------------------------------
+
+R = RandomSource.seeded(0)
+
+
+@pytest.mark.parametrize(
+    "eps,exc",
+    [(0, ValueError), (F(-1), ValueError), (-2, ValueError), (float("inf"), ValueError),
+     (float("nan"), ValueError), (0.1, TypeError), ("1", TypeError), (True, TypeError)],
+)
+def test_bad_epsilon_rejected_everywhere(eps, exc):
+    calls = [
+        lambda: laplace_release(1.0, F(1), eps, R),
+        lambda: exponential_mechanism([1, 2], F(1), eps, R),
+        lambda: report_noisy_max([1, 2], F(1), eps, R),
+        lambda: above_threshold([1.0], 0.0, F(1), eps, 1, R),
+        lambda: randomized_response(True, eps, R),
+        lambda: plan_laplace(F(1), eps),
+    ]
+    for call in calls:
+        with pytest.raises(exc):
+            call()
+
+
+@pytest.mark.parametrize(
+    "sens,exc", [(float("inf"), ValueError), (F(-1), ValueError), (0.5, TypeError)]
+)
+def test_bad_sensitivity_rejected_everywhere(sens, exc):
+    calls = [
+        lambda: laplace_release(1.0, sens, F(1), R),
+        lambda: exponential_mechanism([1, 2], sens, F(1), R),
+        lambda: report_noisy_max([1, 2], sens, F(1), R),
+        lambda: above_threshold([1.0], 0.0, sens, F(1), 1, R),
+    ]
+    for call in calls:
+        with pytest.raises(exc):
+            call()
+
+
+def test_other_bad_arguments():
+    with pytest.raises(ValueError):
+        exponential_mechanism([], F(1), F(1), R)
+    with pytest.raises(ValueError):
+        report_noisy_max([], F(1), F(1), R)
+    for cutoff in (0, -1, 1.5, True):
+        with pytest.raises(ValueError):
+            above_threshold([1.0], 0.0, F(1), F(1), cutoff, R)
+    with pytest.raises(ValueError):
+        above_threshold([1.0], float("nan"), F(1), F(1), 1, R)
+    with pytest.raises(ValueError):
+        plan_laplace(F(1), F(1), 0)
+    with pytest.raises(TypeError):
+        randomized_response([1, 0], F(1), R)
+    with pytest.raises(ValueError):
+        laplace_release(np.zeros((2, 2)), F(1), F(1), R)
+    with pytest.raises(TypeError):
+        laplace_release("12", F(1), F(1), R)
+    for bad in (F(0), F(-1)):
+        with pytest.raises(ValueError):
+            sample_discrete_laplace(bad, R)
+        with pytest.raises(ValueError):
+            sample_geometric_exp(bad, R)
+        with pytest.raises(ValueError):
+            sample_discrete_laplace_batch(bad, 3, R)
+    with pytest.raises(ValueError):
+        sample_bernoulli_exp(F(-1, 2), R)
+    with pytest.raises(TypeError):
+        sample_discrete_laplace(2.5, R)
+    with pytest.raises(ValueError):
+        sample_discrete_laplace_batch(F(1), -1, R)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_private_values_fail_without_revealing_them(bad):
+    for call in (
+        lambda: laplace_release([1.0, bad], F(1), F(1), R),
+        lambda: exponential_mechanism([1.0, bad], F(1), F(1), R),
+        lambda: above_threshold([bad], 0.0, F(1), F(1), 1, R),
+    ):
+        with pytest.raises(ValueError) as info:
+            call()
+        msg = str(info.value)
+        assert "nan" not in msg.lower() and "inf" not in msg.replace("finite", "").lower()
+        assert "1" not in msg  # no position either
