@@ -107,7 +107,7 @@ def _bernoulli_exp_unit(num: int, den: int, rng: RandomSource) -> bool:
     Draw A_k ~ Bernoulli(gamma/k) for k = 1, 2, ... until one fails; the index K of the
     failure is odd with probability exactly sum_j (-gamma)^j / j! = exp(-gamma)."""
     k = 1
-    while rng.randbelow(den * k) <= num:
+    while rng.randbelow(den * k) < num:
         k += 1
     return k % 2 == 1
 
