@@ -192,7 +192,7 @@ class Checker:
         result = self.apply(fval, holders, span)
         flat = self.eliminate(result.dist, since)
         coefs = [flat.pop(next(iter(h.dist)), ZERO) for h in holders]
-        code = I.ILambda(names, result.ir, env=None, span=span)
+        code = I.ILambda(names, result.ir, span=span)
         return Instantiated(result.type, coefs, flat, code)
 
     # ---- names -------------------------------------------------------------------------------
@@ -578,7 +578,7 @@ class Checker:
             body = _rename_args(inner.ir, args, names)
             return Val(inner.type, inner.dist, I.IApply(f.ir, [a.ir for a in args], names, body, span=span),
                        inner.const, inner.fn, inner.parts)
-        summary = self.summary(fn, args, span)
+        summary, args = self.summary(fn, args, span)
         dist = dict(summary.captured)
         for coef, a in zip(summary.coefs, args):
             dist = d_add(dist, self._scale(coef, a.dist, span, apply=True))
@@ -607,26 +607,27 @@ class Checker:
             self.store.require(coef, t.sens, "function argument annotation")
         if not is_subtype(inst.cod, t.cod):
             raise self.fail("E0202", f"this function returns {inst.cod}, but {t} expects {t.cod}", span)
-        inst.code.env = v.ir
         return Val(t, inst.captured, inst.code, NOCONST, Opaque(t))
 
     # ---- function instances -------------------------------------------------------------------
 
-    def summary(self, fn: FnValue, args: list[Val], span: Span) -> Summary:
+    def summary(self, fn: FnValue, args: list[Val], span: Span) -> tuple[Summary, list[Val]]:
+        """The checked instance for these arguments, and the arguments as passed (function
+        values given to parameters of declared function type carry their code)."""
         params = fn.decl.params if isinstance(fn, TopFn) else fn.params  # type: ignore[union-attr]
         param_types = [self.param_type(p, a, span) for p, a in zip(params, args)]
         args = [self.coerce(a, t, span) if not isinstance(t, FnT) else a for a, t in zip(args, param_types)]
         key = self.instance_key(fn, param_types, args)
         if key in self.instances:
-            return self.instances[key]
+            return self.instances[key], args
         if key in self.active:
-            return self.recursive_summary(fn, key, span)
+            return self.recursive_summary(fn, key, span), args
         if len(self.active) >= MAX_INSTANCE_DEPTH:
             raise self.fail("E0306", f"recursion is more than {MAX_INSTANCE_DEPTH} calls deep at check time",
                             span, "recursion on public constants is unrolled while checking; "
                             "make sure it reaches its base case")
         try:
-            return self.check_instance(fn, params, param_types, args, key, span)
+            return self.check_instance(fn, params, param_types, args, key, span), args
         except FuzzError as exc:
             self._note_call_site(exc, fn, span)
             raise

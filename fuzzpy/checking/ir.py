@@ -93,11 +93,12 @@ class IClosure(IR):
 
 @dataclass(eq=False)
 class ILambda(IR):
-    """A function value with its own code (used where a function is passed as data)."""
+    """A function value with its own code (used where a function is passed as data).  It
+    captures the environment where it is evaluated; its body reaches the original function
+    through that environment, and the original closure carries its own."""
 
     params: list[str]
     body: IR
-    env: Optional[IR] = None  # an IClosure-producing IR whose environment is captured
 
 
 @dataclass(eq=False)

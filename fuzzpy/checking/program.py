@@ -307,7 +307,7 @@ class _ProgramChecker:
         ck = self.checker
         ck.current_function = decl.name
         fval = Val(FnT(decl.name), {}, I.IClosure(), NOCONST, TopFn(decl))
-        summary = ck.summary(fval.fn, placeholders, decl.span)
+        summary, _ = ck.summary(fval.fn, placeholders, decl.span)
         return summary, types
 
     def check_entry(self) -> None:

@@ -138,8 +138,6 @@ def test_params_and_closures(db):
     assert v2[0] == 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="checker: an ICall passes the uncoerced closure IR for a parameter of "
-                                       "function type (Checker._apply_full uses args, not summary's coerced args)")
 def test_function_typed_parameter(db):
     extra = "function app (g : num -o num) (v : num) : num { g v }"
     assert both("return (sum (map (fun r -> clip 0 20 (app (fun z -> z + 2) r.x)) db))", db,
