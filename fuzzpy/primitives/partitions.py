@@ -12,7 +12,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..checking.sens import d_add, d_inf, d_scale
-from ..checking.types import Bag, Cat, Fuzzy, Num, Parts
+from ..checking.types import Bag, Cat, Fuzzy, Num, Parts, Tensor
 from .bags import elem_type, row_function
 from .registry import Result, primitive
 
@@ -55,6 +55,22 @@ def int_codes(values, lo: int, k: int):
     return codes
 
 
+def key_codes(values, info: dict):
+    """Part index of each row's key, -1 for none: a category, a bounded int (value - lo), or a
+    tuple of those (a crosstab: row-major over the component domains)."""
+    import numpy as np
+
+    if "product" in info:
+        codes = np.zeros(len(values), dtype=np.int64)
+        for j, sub in enumerate(info["product"]):
+            c = key_codes(values.iloc[:, j], sub)
+            codes = np.where((codes >= 0) & (c >= 0), codes * len(sub["keys"]) + c, -1)
+        return codes
+    if "int_lo" in info:
+        return int_codes(values, int(info["int_lo"]), len(info["keys"]))
+    return category_codes(values, info["keys"])
+
+
 PER_KEY_COUNT_MAX = 32  # up to this many keys, one vectorised comparison per key beats bincount
 
 
@@ -75,11 +91,7 @@ def _run_groupby(ctx, key, b):
     from ..runtime.values import MaskedBag, base_and_mask
 
     keys = tuple(ctx.info["keys"])
-    values = ctx.vectorised(key)(b)
-    if "int_lo" in ctx.info:  # a bounded int key: the part index is value - lo
-        codes = int_codes(values, int(ctx.info["int_lo"]), len(keys))
-    else:
-        codes = category_codes(values, keys)
+    codes = key_codes(ctx.vectorised(key)(b), ctx.info)
     base, mask = base_and_mask(b)
     if mask is not None:  # codes of the selected rows, spread back over the base rows
         full = np.full(len(base), -1, dtype=codes.dtype)
@@ -107,9 +119,10 @@ def _run_each(ctx, f, ps):
 MAX_INT_KEYS = 100_000
 
 
-@primitive("groupby", ("key", "b"), "('a -> cat K | int[lo, hi]) -> bag 'a -o parts K 'a",
+@primitive("groupby", ("key", "b"), "('a -> cat K | int[lo, hi] | (K1, K2, ...)) -> bag 'a -o parts K 'a",
            "groupby key b: one part per declared value of key (a row function returning a category, "
-           "or an int with public bounds [lo, hi]: keys \"lo\" .. \"hi\"), empty parts included.",
+           "an int with public bounds [lo, hi]: keys \"lo\" .. \"hi\", or a tuple of those: a crosstab "
+           "with keys \"k1, k2\"), empty parts included.",
            "Each row lands in exactly one part, so sum_k d_k <= d(b); the keys come from the declared "
            "category, never from the data. " + _REF,
            category="partition", run=_run_groupby, needs_context=True)
@@ -124,7 +137,16 @@ def _groupby(ctx, args, span):
 
 
 def _key_domain(ctx, t, span) -> tuple[tuple[str, ...], dict]:
-    """The public keys of a partition: a category's values, or a bounded int's range."""
+    """The public keys of a partition: a category's values, a bounded int's range, or the
+    product of those for a tuple key (a crosstab; keys joined with ", ")."""
+    if isinstance(t, Tensor) and len(t.items) >= 2:
+        subs = [_key_domain(ctx, item, span)[1] for item in t.items]
+        keys: list[str] = [""]
+        for sub in subs:
+            keys = [f"{k}, {v}" if k else v for k in keys for v in sub["keys"]]
+        if len(keys) > MAX_INT_KEYS:
+            raise ctx.fail("E0307", f"this crosstab has {len(keys)} cells; at most {MAX_INT_KEYS} are allowed", span)
+        return tuple(keys), {"keys": tuple(keys), "product": subs}
     if isinstance(t, Cat):
         return t.values, {"keys": t.values}
     if isinstance(t, Num) and t.integer and t.bounded and 0 <= t.hi - t.lo < MAX_INT_KEYS:

@@ -167,3 +167,33 @@ def test_head_worst_case_moves_two_rows():
 def test_other_windows_double_too(window):
     r = check(T + f"function main (db : bag T) : fuzzy num {{ laplace 1 (count ({window} (sort_by (fun r -> r.x) db))) }}")
     assert eps(r) == 1 and r.mechanisms[0].sensitivity == 2
+
+
+def test_crosstab_of_two_categories_is_a_partition_over_the_product():
+    keys = ", ".join(f'"{a}, {b}"' for a in "abc" for b in ("yes", "no"))
+    r = check(T + "function main (db : bag T) : fuzzy (parts {" + keys + "} num) {\n"
+              "  each (fun g -> laplace 0.5 (count g)) (groupby (fun r -> (r.k, r.x > 50)) db) }".replace(
+                  "r.x > 50", 'if r.x > 50 then (r.k == "a") else false'))
+    # a bool key is not a declared category: rejected with what to declare
+    assert codes(r) == ["E0307"]
+    ok = check('schema U { a : cat{"p", "q"}, b : cat{"u", "v", "w"} }\n'
+               'function main (db : bag U) : fuzzy (parts {"p, u", "p, v", "p, w", "q, u", "q, v", "q, w"} num) {\n'
+               '  each (fun g -> laplace 0.5 (count g)) (groupby (fun r -> (r.a, r.b)) db) }')
+    assert eps(ok) == F(1, 2)
+
+
+def test_groupby_over_a_bounded_int_key():
+    r = check(T + 'function main (db : bag T) : fuzzy (parts {"0", "1", "2", "3"} num) {\n'
+              '  each (fun g -> laplace 1 (count g)) (groupby (fun r -> clip 0 3 (if r.x > 50 then 3 else 0)) db) }')
+    assert eps(r) == 1
+    r = check(T + "function main (db : bag T) : fuzzy num { laplace 1 (count (part (groupby (fun r -> 2) db) \"2\")) }")
+    assert eps(r) == 1
+
+
+def test_groupby_over_an_unbounded_int_is_rejected():
+    r = check(T + 'function main (db : bag T) : fuzzy num {\n'
+              '  let g = groupby (fun r -> if r.x > 50 then 3 else 0) db; laplace 1 (count db) }')
+    assert eps(r) == 1  # constant keys 3 / 0 join to int[0, 3]: bounded
+    r = check('schema V { n : int }\nfunction main (db : bag V) : fuzzy num {\n'
+              '  let g = groupby (fun r -> r.n) db; laplace 1 (count db) }')
+    assert codes(r) == ["E0307"] and "bounded int" in r.diagnostics[0].notes[0]

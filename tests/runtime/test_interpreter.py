@@ -204,6 +204,14 @@ def test_groupby_over_a_bounded_int_key(db):
     assert w == (1.0, 1.0, 1.0, 0.0, 0.0, 0.0)
 
 
+def test_crosstab_of_a_category_and_a_bounded_int(db):
+    keys = ", ".join(f'"{k}, {y}"' for k in "abc" for y in (0, 1))
+    body = "return (pmap (fun g -> count g) (groupby (fun r -> (r.k, clip 0 1 r.y)) db))"
+    v = both(body, db, ret="fuzzy (parts {" + keys + "} num)")
+    # rows (k, min(y, 1)): (a,0) (b,1) (a,1) (b,1) (a,1) (b,1)
+    assert v == {"a, 0": 1.0, "a, 1": 2.0, "b, 0": 0.0, "b, 1": 3.0, "c, 0": 0.0, "c, 1": 0.0}
+
+
 def test_each_releases_every_part_in_key_order(db):
     r = run("each (fun g -> laplace 1000000 (count g)) (groupby (fun r -> r.k) db)", db,
             ret='fuzzy (parts {"a", "b", "c"} num)')
