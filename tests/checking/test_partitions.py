@@ -197,3 +197,15 @@ def test_groupby_over_an_unbounded_int_is_rejected():
     r = check('schema V { n : int }\nfunction main (db : bag V) : fuzzy num {\n'
               '  let g = groupby (fun r -> r.n) db; laplace 1 (count db) }')
     assert codes(r) == ["E0307"] and "bounded int" in r.diagnostics[0].notes[0]
+
+
+def test_group_aggregates_from_the_stdlib_compose_in_parallel():
+    src = ('import "stdlib/groups.fz"\n' + T +
+           'function main (db : bag T) : fuzzy (parts {"a", "b", "c"} num) {\n'
+           '  sample c = group_count 0.1 (fun r -> r.k) db;\n'
+           '  sample s = group_sum 0.2 (fun r -> r.k) (fun r -> r.x) 0 50 db;\n'
+           '  group_mean 0.3 (fun r -> r.k) (fun r -> r.x) 0 100 db }')
+    r = check(src)
+    assert eps(r) == F(6, 10)
+    scales = sorted((m.sensitivity, m.scale) for m in r.mechanisms)
+    assert scales == [(1, 10), (1, F(20, 3)), (50, 250), (100, F(2000, 3))]
