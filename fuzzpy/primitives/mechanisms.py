@@ -287,13 +287,13 @@ def svt_accuracy(info: dict, n_queries: int, beta: Fraction = BETA) -> Fraction:
     Threshold noise within b1*ln(2/beta) + g and all query noises within b2*ln(2k/beta) + g
     (each event failing with probability <= beta/2; a discrete Laplace on step g has tails at
     most one step heavier than the continuous law), plus half a step of rounding on each side."""
-    from ..runtime.noise import GRID_BITS
+    from ..runtime.grid import grid_bits
 
     sens, eps = info["sensitivity"], info["epsilon"]
     if sens == 0:
         return Fraction(0)
     b1, b2 = svt_scales(sens, eps, info["cutoff"])
-    step = sens / max(Fraction(1), 2**GRID_BITS * eps)  # noise.py's grid step is at most this
+    step = sens / 2 ** grid_bits(eps)  # noise.py's grid step
     return b1 * log_upper(2 / beta) + b2 * log_upper(2 * n_queries / beta) + 3 * step
 
 
@@ -339,9 +339,33 @@ def _above_threshold(ctx, args, span):
     query_scale = svt_scales(sens, eps, cutoff)[1]
     sens, scale, cost = charge(ctx, name, eps, inst.captured, score.span, span, Fraction(2),
                                {"cutoff": cutoff, "query_scale": query_scale}, sens)
+    cost = svt_rounding_cost(ctx, inst.captured, cost, eps, sens)
     info = _info(sens, eps, scale, cutoff=cutoff, threshold=threshold, query_scale=query_scale)
     return Result(Fuzzy(ListT(BOOL)), cost, info=info,
                   ir_args=[eps_arg.ir, cutoff_arg.ir, threshold_arg.ir, queries.ir, inst.code])
+
+
+def svt_rounding_cost(ctx, dist: Dist, cost: Dist, eps: Fraction, sens: Fraction) -> Dist:
+    """The sparse vector rounds queries to the nearest point of a grid of step S/2^m (its proof
+    needs whole-step shifts).  A symbol whose unit move is a whole number of steps costs exactly
+    (eps/S) * c; otherwise rounding can add one step, so a symbol that only moves by whole units
+    (tables, ints) is charged eps * 2^-m more per unit, and one that can move by fractions (a num
+    parameter of a helper function) is charged infinity."""
+    from ..runtime.grid import grid_bits
+
+    if sens == 0:
+        return cost
+    steps_per_unit = Fraction(2 ** grid_bits(eps)) / sens
+    out: Dist = {}
+    for s, c in cost.items():
+        coef = dist.get(s, Fraction(0))
+        if c == INF or not ctx.integral(s):
+            out[s] = INF
+        elif (coef * steps_per_unit).denominator == 1:
+            out[s] = c
+        else:
+            out[s] = c + eps / 2 ** grid_bits(eps)
+    return out
 
 
 # ---- randomized response -------------------------------------------------------------------------

@@ -6,14 +6,16 @@ approximations of them. Floats appear only in inputs (converted exactly with Fra
 outputs (post-processing of an exact integer or index). The privacy arguments, with references,
 are in docs/noise.md; `plan_laplace` is the one place where a Laplace noise scale is computed.
 
-Callers (the interpreter) must hand over values whose sensitivity the checker proved; no error
-raised here names a value, but the caller must not let data reach an error path at all.
+Callers (the interpreter) must hand over values whose sensitivity the checker proved. Nothing
+here raises because of a private value: non-finite numbers saturate (see `_exact_value`); the
+errors are about public parameters (epsilon, sensitivity, cutoff, types).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
@@ -39,6 +41,7 @@ __all__ = [
     "above_threshold",
     "exponential_mechanism",
     "laplace_release",
+    "laplace_release_batch",
     "plan_laplace",
     "randomized_response",
     "report_noisy_max",
@@ -50,7 +53,7 @@ __all__ = [
 
 # The grid step is at most 2**-GRID_BITS of the noise scale, so rounding to it is invisible
 # next to the noise, and the tuple overhead (n-1)/2**m is at most the same fraction.
-GRID_BITS = 12
+from .grid import GRID_BITS, ceil_log2 as _ceil_log2, grid_bits as _grid_bits  # noqa: F401 (re-exported)
 
 
 # --- argument checks (defence in depth: the checker already enforces these) ----------------
@@ -78,8 +81,10 @@ def _exact_value(v: object) -> Fraction:
     if isinstance(v, numbers.Real):
         f = float(v)
         if not math.isfinite(f):
-            # Says nothing about which value or where: the caller should never get here.
-            raise ValueError("a mechanism was given a non-finite number")
+            # Saturate rather than raise: an error here would depend on private data. Clamping
+            # to the float range is 1-Lipschitz, so it cannot add sensitivity; NaN becomes 0
+            # (as in the interpreter's exact sum).
+            f = 0.0 if math.isnan(f) else math.copysign(sys.float_info.max, f)
         return Fraction(f)
     raise TypeError(f"a mechanism needs numbers, got {type(v).__name__}")
 
@@ -102,61 +107,58 @@ def _as_float(x: Fraction) -> float:
 
 # --- the fixed-point grid --------------------------------------------------------------------
 
-def _ceil_log2(x: Fraction) -> int:
-    """Smallest integer m with 2**m >= x, for x > 0 (exact)."""
-    m = x.numerator.bit_length() - x.denominator.bit_length()
-    while Fraction(2) ** m < x:
-        m += 1
-    while Fraction(2) ** (m - 1) >= x:
-        m -= 1
-    return m
-
-
-def _grid_bits(epsilon: Fraction, n: int) -> int:
-    """m >= 0 with 2**m >= 2**GRID_BITS * max(epsilon, n - 1): a function of public inputs
-    only. The first term makes the step sensitivity/2**m at most 2**-GRID_BITS of the scale
-    sensitivity/epsilon; the second keeps the tuple overhead (n-1)/2**m as small."""
-    target = Fraction(2**GRID_BITS) * max(epsilon, Fraction(n - 1))  # > 0 since epsilon > 0
-    return max(0, _ceil_log2(target))
-
-
 def _to_grid(x: Fraction, step: Fraction) -> int:
     """round(x / step), halves up: floor(y + 1/2). Monotone, and shifting x by k steps shifts
-    the result by exactly k, which is what carries the sensitivity onto the grid."""
+    the result by exactly k, which is what carries the sensitivity onto the grid (used by the
+    sparse vector, whose proof needs whole-step shifts)."""
     y = x / step
     return (2 * y.numerator + y.denominator) // (2 * y.denominator)
 
 
+def _round_randomly(x: Fraction, step: Fraction, rng: RandomSource) -> int:
+    """floor(y) or floor(y) + 1 for y = x / step, up with probability exactly frac(y).
+
+    Unbiased, and the law moves continuously with x: that is what makes the Laplace release's
+    privacy loss linear in the input's distance, fractional moves included (docs/noise.md)."""
+    y = x / step
+    low, rem = divmod(y.numerator, y.denominator)
+    return low + (1 if rem and rng.randbelow(y.denominator) < rem else 0)
+
+
 @dataclass(frozen=True)
 class LaplacePlan:
-    """How a Laplace release is calibrated, from public inputs only.
+    """How a Laplace release is calibrated, from public inputs only (docs/noise.md).
 
-    granularity: the grid step (value units); grid_scale: the discrete Laplace scale in grid
-    steps; scale: grid_scale * granularity, the per-coordinate noise scale in value units."""
+    granularity: the grid step g = sensitivity / 2**m (value units).
+    grid_scale: the discrete Laplace scale in grid steps, 2**m/epsilon + 1/2.
+    scale: sensitivity/epsilon exactly, the calibration: the privacy loss between inputs at L1
+        distance t is at most t/scale, as for continuous Laplace(scale) noise.
+    noise_scale: grid_scale * g, the scale of the noise actually added, a hair above `scale`
+        (by g/2, at most 2**-(GRID_BITS+1) of it)."""
 
     granularity: Fraction
     grid_scale: Fraction
+    scale: Fraction
 
     @property
-    def scale(self) -> Fraction:
+    def noise_scale(self) -> Fraction:
         return self.grid_scale * self.granularity
 
 
 def plan_laplace(sensitivity: Fraction, epsilon: Fraction, n: int = 1) -> LaplacePlan:
-    """The grid and noise scale for releasing n numbers with L1 sensitivity `sensitivity`.
+    """The grid and noise for releasing n numbers whose L1 sensitivity is `sensitivity`.
 
-    Step g = sensitivity / 2**m. A neighbouring input moves the rounded point by at most K grid
-    steps in L1, with K = 2**m for one number and 2**m + n - 1 for n (each coordinate's rounding
-    can add less than one step); noise of scale K/epsilon steps is then epsilon-DP. So the scale
-    is exactly sensitivity/epsilon for n = 1, and at most (1 + 2**-GRID_BITS) times it for tuples."""
+    Each coordinate is rounded randomly to the grid of step g = sensitivity/2**m and gets
+    discrete Laplace noise of grid_scale = 2**m/epsilon + 1/2 steps. The half step pays for
+    the random rounding: the loss per step of input movement is then at most epsilon/2**m, for
+    every coordinate and every real move, so n does not change the plan."""
     eps, sens = _epsilon(epsilon), _sensitivity(sensitivity)
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError("n must be a positive integer")
     if sens == 0:
-        return LaplacePlan(Fraction(0), Fraction(0))
-    m = _grid_bits(eps, int(n))
-    k = 2**m + (int(n) - 1)
-    return LaplacePlan(sens / 2**m, Fraction(k) / eps)
+        return LaplacePlan(Fraction(0), Fraction(0), Fraction(0))
+    k = 2 ** _grid_bits(eps)
+    return LaplacePlan(sens / k, Fraction(k) / eps + Fraction(1, 2), sens / eps)
 
 
 # --- Laplace ---------------------------------------------------------------------------------
@@ -165,8 +167,9 @@ def plan_laplace(sensitivity: Fraction, epsilon: Fraction, n: int = 1) -> Laplac
 class Release:
     """Values released by `laplace_release`, with the public facts about their noise.
 
-    `values` mirrors the input: a float for a number, a tuple of floats for a sequence. The
-    true values and the noise are deliberately not kept."""
+    `values` mirrors the input: a float for a number, a tuple of floats for a sequence.
+    `scale` is sensitivity/epsilon (the calibration, see `LaplacePlan`), `noise_scale` the
+    scale of the noise actually added. The true values and the noise are not kept."""
 
     values: float | tuple[float, ...]
     scale: Fraction
@@ -179,13 +182,17 @@ class Release:
             raise TypeError("this release holds a tuple; use .values")
         return self.values
 
+    @property
+    def noise_scale(self) -> Fraction:
+        return self.grid_scale * self.granularity
+
     def accuracy(self, beta: float | Fraction = Fraction(1, 20)) -> Fraction:
         """A bound a with P(|released - input| > a) <= beta, per coordinate.
 
         With q = exp(-1/s) (s = grid_scale), P(|Z| > k) = 2 q^(k+1) / (1+q) <= q^k, so
-        k = ceil(s ln(1/beta)) steps suffice; rounding the input to the grid adds at most half
-        a step: a = granularity * (ceil(s ln(1/beta)) + 1/2). The float logarithm is inflated
-        by a relative 2**-40 before the ceiling, far above its rounding error, so a is an upper
+        k = ceil(s ln(1/beta)) steps suffice; random rounding moves the input by less than one
+        step: a = granularity * (ceil(s ln(1/beta)) + 1). The float logarithm is inflated by a
+        relative 2**-40 before the ceiling, far above its rounding error, so a is an upper
         bound. For all n coordinates at once, use beta / n (union bound)."""
         b = float(beta)
         if not 0 < b < 1:
@@ -193,7 +200,7 @@ class Release:
         if self.grid_scale == 0:
             return Fraction(0)
         steps = math.ceil(float(self.grid_scale) * math.log(1 / b) * (1 + 2.0**-40))
-        return self.granularity * (Fraction(steps) + Fraction(1, 2))
+        return self.granularity * (steps + 1)
 
 
 def laplace_release(
@@ -204,8 +211,10 @@ def laplace_release(
 ) -> Release:
     """epsilon-DP release of a number or tuple whose L1 sensitivity is `sensitivity`.
 
-    Each value is rounded exactly to the grid of `plan_laplace`, gets an exact discrete Laplace
-    integer of `grid_scale` steps, and is turned back into a float (post-processing)."""
+    Each value is rounded randomly (and exactly) to the grid of `plan_laplace`, gets an exact
+    discrete Laplace integer of `grid_scale` steps, and is turned back into a float
+    (post-processing). The privacy loss between inputs at L1 distance t is at most
+    epsilon * t / sensitivity, for every real t."""
     scalar = _is_scalar(values)
     xs = [_exact_value(values)] if scalar else [_exact_value(v) for v in values]  # type: ignore[union-attr]
     plan = plan_laplace(sensitivity, epsilon, max(1, len(xs)))
@@ -214,11 +223,31 @@ def laplace_release(
     else:
         step, s = plan.granularity, plan.grid_scale
         outs = [
-            _as_float((_to_grid(x, step) + _discrete_laplace(s.numerator, s.denominator, rng)) * step)
+            _as_float((_round_randomly(x, step, rng) + _discrete_laplace(s.numerator, s.denominator, rng)) * step)
             for x in xs
         ]
     released = outs[0] if scalar else tuple(outs)
     return Release(released, plan.scale, plan.granularity, plan.grid_scale)
+
+
+def laplace_release_batch(
+    value: float, sensitivity: Fraction, epsilon: Fraction, n: int, rng: RandomSource
+) -> np.ndarray:
+    """AUDITING / SIMULATION ONLY: n independent `laplace_release(value, ...)` outputs as a
+    float64 array, vectorised: the same plan, random rounding with a float coin, and
+    `sample_discrete_laplace_batch` noise. Never use it to release anything."""
+    plan = plan_laplace(sensitivity, epsilon)
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        raise ValueError("n must be a non-negative integer")
+    x = _exact_value(value)
+    if plan.grid_scale == 0:
+        return np.full(int(n), _as_float(x))
+    y = x / plan.granularity
+    low, rem = divmod(y.numerator, y.denominator)
+    up = rng.numpy_generator().random(int(n)) < rem / y.denominator
+    noise = sample_discrete_laplace_batch(plan.grid_scale, int(n), rng)
+    steps = (noise + up).astype(np.float64) + float(low)
+    return steps * float(plan.granularity)
 
 
 # --- selection -------------------------------------------------------------------------------
@@ -316,7 +345,7 @@ def above_threshold(
     t = _exact_value(threshold)
     if sens == 0:
         return _first_trues((_exact_value(q) >= t for q in queries), int(cutoff))
-    k = 2 ** _grid_bits(eps, 1)
+    k = 2 ** _grid_bits(eps)
     step = sens / k
     eps1 = eps / 2
     eps2 = eps - eps1

@@ -332,3 +332,28 @@ def test_randomized_response_charges_infinity_on_fractional_symbols():
 
     dist = {"db": INF, "x": INF, "b": F(1)}
     assert rr_cost(Ctx(), dist, F(1, 2)) == {"db": F(1, 2), "x": INF, "b": F(1, 2)}
+
+
+def test_sparse_vector_on_a_fractionally_moving_input_is_refused():
+    # The sparse vector rounds to the nearest grid point (its proof needs whole-step shifts): an
+    # input that moves by a fraction of a unit could cross a rounding boundary. A num parameter of
+    # a helper can do that (count db / 3), so it is charged infinity; an int parameter cannot.
+    helpers = ("function f (y : num) : fuzzy (list bool) { above_threshold 1 1 5 [1, 2] (fun q -> y) }\n"
+               "function g (y : int) : fuzzy (list bool) { above_threshold 1 1 5 [1, 2] (fun q -> y) }\n")
+    r = check(T + helpers + "function main (db : bag T) : fuzzy (list bool) { f (count db / 3) }")
+    assert r.epsilon == INF and [d.code for d in r.diagnostics] == ["E0302"]
+    r = check(T + helpers + "function main (db : bag T) : fuzzy (list bool) { g (count db) }")
+    assert r.ok and r.epsilon == 1
+
+
+def test_sparse_vector_charges_the_rounding_step_when_a_unit_move_is_not_whole_steps():
+    from fuzzpy.runtime.grid import grid_bits
+
+    # two inputs with different coefficients: S = 1 (from db1); db2 moves the score by 1/3
+    src = ("schema T { x : num[0, 10] }\n"
+           "function main (a : bag T) (b : bag T) : fuzzy (list bool) {\n"
+           "  above_threshold 1 1 5 [1, 2] (fun q -> count a + count b / 3) }")
+    r = check(src)
+    per_a, per_b = (i.epsilon for i in r.inputs)
+    assert per_a == 1
+    assert per_b == F(1, 3) + F(1, 2 ** grid_bits(F(1)))

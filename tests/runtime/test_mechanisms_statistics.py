@@ -17,6 +17,7 @@ from fuzzpy.runtime.noise import (
     above_threshold,
     exponential_mechanism,
     laplace_release,
+    laplace_release_batch,
     plan_laplace,
     randomized_response,
     report_noisy_max,
@@ -94,45 +95,69 @@ def test_batch_sampler_has_the_same_law(scale, seed):
 # --- Laplace releases ------------------------------------------------------------------------
 
 
-def _grid_noise(release_values, inputs, step: F) -> np.ndarray:
-    """The integer noise behind released floats (exact: outputs are grid points)."""
+def release_pvalue(steps: np.ndarray, y: F, grid_scale: float, bins: int = 30) -> float:
+    """Chi-square of outputs (in grid steps) against the exact law for input y (in steps):
+    floor(y) + Bernoulli(frac(y)) + discrete Laplace(grid_scale)."""
+    low, f = math.floor(y), float(y - math.floor(y))
+    p = np.linspace(1 / bins, 1 - 1 / bins, bins - 1)
+    quant = np.where(p < 0.5, grid_scale * np.log(2 * p), -grid_scale * np.log(2 * (1 - p)))
+    edges = np.unique(np.round(quant).astype(np.int64))
+    below = (1 - f) * dlap_cdf(edges - 1, grid_scale) + f * dlap_cdf(edges - 2, grid_scale)
+    probs = np.diff(np.concatenate([[0.0], below, [1.0]]))
+    observed = np.bincount(np.searchsorted(edges, steps - low, side="right"), minlength=len(probs))
+    expected = probs * len(steps)
+    assert expected.min() >= 5
+    return stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue
+
+
+def _steps(values, step: F) -> np.ndarray:
     out = []
-    for v, x in zip(release_values, inputs):
+    for v in values:
         k = F(v) / step
-        assert k.denominator == 1
-        centre = (F(x) / step)
-        out.append(int(k) - math.floor(centre + F(1, 2)))
+        assert k.denominator == 1  # every output is a grid point
+        out.append(int(k))
     return np.array(out)
 
 
-def test_laplace_release_noise_has_the_claimed_scale():
-    sens, eps = F(1), F(1, 10)
+def test_laplace_release_has_the_claimed_law_and_scale():
+    sens, eps, x = F(1), F(1, 10), 0.3
     rng = RandomSource.seeded(21)
-    x = 0.3
     rels = [laplace_release(x, sens, eps, rng) for _ in range(6000)]
     assert {r.scale for r in rels} == {F(1) / F(1, 10)} and rels[0].scale == 10
     step, s = rels[0].granularity, rels[0].grid_scale
-    assert s * step == 10
-    z = _grid_noise([r.value for r in rels], [x] * len(rels), step)
-    assert dlap_pvalue(z, float(s)) > ALPHA
-    assert dlap_pvalue(z, float(s) * 1.15) < 1e-6
-    # in value units: mean absolute error of Laplace(10) is 10
+    assert s == 5120 + F(1, 2) and rels[0].noise_scale == 10 + step / 2
+    y = F(x) / step  # 153.6 steps: rounds up with probability 0.6
+    z = _steps([r.value for r in rels], step)
+    assert release_pvalue(z, y, float(s)) > ALPHA
+    assert release_pvalue(z, y, float(s) * 1.15) < 1e-6
     errors = np.array([r.value - x for r in rels])
-    assert 9.4 < np.abs(errors).mean() < 10.6
+    assert 9.4 < np.abs(errors).mean() < 10.6  # E|Laplace(10)| = 10
+    assert abs(errors.mean()) < 4 * 10 * math.sqrt(2 / len(errors))  # unbiased
 
 
 def test_laplace_release_tuple_noise_per_coordinate():
-    sens, eps, xs = F(2), F(1, 2), [1.25, -7.0, 1e6]
+    sens, eps, xs = F(2), F(1, 2), [1.25, -7.1, 1e6]
     rng = RandomSource.seeded(22)
     plan = plan_laplace(sens, eps, 3)
     rels = [laplace_release(xs, sens, eps, rng) for _ in range(3000)]
-    assert all(r.grid_scale == plan.grid_scale and r.granularity == plan.granularity for r in rels)
-    z = np.concatenate([_grid_noise(r.values, xs, plan.granularity) for r in rels])
-    assert dlap_pvalue(z, float(plan.grid_scale)) > ALPHA
+    assert all(r.grid_scale == plan.grid_scale and r.scale == 4 for r in rels)
+    for i, x in enumerate(xs):
+        z = _steps([r.values[i] for r in rels], plan.granularity)
+        assert release_pvalue(z, F(x) / plan.granularity, float(plan.grid_scale), bins=20) > ALPHA
     # coverage of the per-coordinate accuracy bound at beta = 0.05
     a = float(rels[0].accuracy(0.05))
+    n = 3 * len(rels)
     miss = np.mean([abs(v - x) > a for r in rels for v, x in zip(r.values, xs)])
-    assert miss <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / len(z))
+    assert miss <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / n)
+
+
+def test_laplace_release_batch_has_the_same_law():
+    sens, eps, x = F(1), F(1, 10), 0.3
+    out = laplace_release_batch(x, sens, eps, 100_000, RandomSource.seeded(23))
+    plan = plan_laplace(sens, eps)
+    z = _steps(out.tolist(), plan.granularity)
+    assert release_pvalue(z, F(x) / plan.granularity, float(plan.grid_scale), bins=50) > ALPHA
+    assert release_pvalue(z, F(x) / plan.granularity, float(plan.grid_scale) * 1.05, bins=50) < 1e-6
 
 
 # --- selection -------------------------------------------------------------------------------

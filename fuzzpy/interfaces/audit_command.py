@@ -1,0 +1,171 @@
+"""`fuzzpy audit`: look for privacy violations empirically (mounted by cli.py through `register`).
+
+    fuzzpy audit prog.fz [--samples N] [--confidence 0.95] [--seed S] [--format text|json] [--param ...]
+    fuzzpy audit --mechanism laplace [--epsilon 0.5] [--exact] ...
+
+Exit codes: 0 no violation found (which proves nothing), 5 violation found, 1 the program has
+errors or cannot be audited, 2 usage error.  Progress goes to stderr, the report to stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+
+from ..diagnostics import Diagnostic, FuzzError, render
+
+EXIT_OK, EXIT_USAGE, EXIT_VIOLATION = 0, 2, 5
+DEFAULT_SAMPLES = 50_000
+PROGRESS_EVERY_S = 1.0
+
+
+def register(app: typer.Typer) -> None:
+    app.command("audit")(audit)
+
+
+def audit(
+    program: Optional[Path] = typer.Argument(None, help="The program (.fz) to audit."),
+    mechanism: Optional[str] = typer.Option(None, "--mechanism", help="Audit one mechanism instead: laplace, "
+                                            "exponential, noisy_max, above_threshold or randomized_response."),
+    epsilon: Optional[str] = typer.Option(None, "--epsilon", help="Epsilon for --mechanism (default 0.5)."),
+    samples: int = typer.Option(DEFAULT_SAMPLES, "--samples", help="Fresh samples per side for each pair "
+                                                                   "validated."),
+    confidence: float = typer.Option(0.95, "--confidence", help="Confidence of the reported lower bound."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for reproducible sampling (default: random, "
+                                                            "and reported)."),
+    fmt: str = typer.Option("text", "--format", help="text or json."),
+    param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
+    entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
+    exact: bool = typer.Option(False, "--exact", help="--mechanism laplace: use the exact (slow) sampler."),
+    max_pairs: int = typer.Option(160, "--max-pairs", help="At most this many neighbouring pairs are screened."),
+) -> None:
+    """Estimate a lower bound on a program's (or a mechanism's) true epsilon by sampling, and compare
+    it with the checker's claim. Reads no data: the tables are synthetic, built from the schema."""
+    from .cli import exit_code_for, parse_params
+
+    _validate(program, mechanism, epsilon, param, samples, confidence, fmt, exact)
+    params = parse_params(param)
+    try:
+        result = _run(program, mechanism, epsilon, params, entry, samples, confidence, seed, exact, max_pairs)
+    except _CheckFailed as failed:
+        raise typer.Exit(failed.code)
+    except FuzzError as exc:
+        _print_diagnostics(exc.diagnostics)
+        raise typer.Exit(exit_code_for(exc.diagnostics))
+    _emit(result, fmt)
+    raise typer.Exit(EXIT_VIOLATION if result.violation else EXIT_OK)
+
+
+class _CheckFailed(Exception):
+    def __init__(self, code: int):
+        self.code = code
+
+
+def _usage(message: str) -> typer.Exit:
+    _print_diagnostics([Diagnostic("E0701", message)])
+    return typer.Exit(EXIT_USAGE)
+
+
+def _print_diagnostics(diags: list[Diagnostic], sources: Optional[dict[str, str]] = None) -> None:
+    for d in diags:
+        typer.echo(render(d, sources), err=True)
+
+
+def _validate(program: Optional[Path], mechanism: Optional[str], epsilon: Optional[str], param: list[str],
+              samples: int, confidence: float, fmt: str, exact: bool) -> None:
+    if fmt not in ("text", "json"):
+        raise _usage(f"--format must be text or json, got '{fmt}'")
+    if (program is None) == (mechanism is None):
+        raise _usage("give either a program to audit or --mechanism NAME, not both")
+    if mechanism is None and (epsilon is not None or exact):
+        raise _usage("--epsilon and --exact go with --mechanism; a program's epsilon comes from the checker")
+    if mechanism is not None and param:
+        raise _usage("--param goes with a program, not with --mechanism")
+    if samples < 100:
+        raise _usage(f"--samples must be at least 100, got {samples}")
+    if not 0 < confidence < 1:
+        raise _usage(f"--confidence must be strictly between 0 and 1, got {confidence}")
+
+
+def _parse_epsilon(text: Optional[str]) -> Any:
+    from fractions import Fraction
+
+    if text is None:
+        return Fraction(1, 2)
+    try:
+        value = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        raise _usage(f"--epsilon expects a positive number, got '{text}'")
+    if value <= 0:
+        raise _usage(f"--epsilon expects a positive number, got '{text}'")
+    return value
+
+
+def _run(program: Optional[Path], mechanism: Optional[str], epsilon: Optional[str], params: dict[str, str],
+         entry: str, samples: int, confidence: float, seed: Optional[int], exact: bool, max_pairs: int) -> Any:
+    from ..audit.auditor import audit_mechanism, audit_program, mechanism_names
+    from ..audit.search import AuditConfig
+
+    config = AuditConfig(samples=samples, confidence=confidence, seed=seed)
+    progress = _Progress()
+    try:
+        if mechanism is not None:
+            if mechanism not in mechanism_names():
+                raise _usage(f"--mechanism must be one of {', '.join(mechanism_names())}, got '{mechanism}'")
+            return audit_mechanism(mechanism, _parse_epsilon(epsilon), exact=exact, config=config, progress=progress)
+        report = _checked(program, params, entry)
+        return audit_program(report, config=config, progress=progress, max_pairs=max_pairs)
+    finally:
+        progress.done()
+
+
+def _checked(program: Optional[Path], params: dict[str, str], entry: str) -> Any:
+    """The checker's report; an ill-typed or unchecked program is refused with its diagnostics."""
+    from ..checking.program import check_file
+    from .cli import exit_code_for
+
+    report = check_file(program, params, entry)  # type: ignore[arg-type]
+    if not report.ok:
+        _print_diagnostics(report.diagnostics, report.sources)
+        typer.echo("fuzzpy audit: the program does not check, so there is no claim to audit", err=True)
+        raise _CheckFailed(exit_code_for(report.diagnostics))
+    return report
+
+
+def _emit(result: Any, fmt: str) -> None:
+    from ..audit.report import result_json, result_text
+
+    if fmt == "json":
+        typer.echo(json.dumps(result_json(result), indent=2))
+    else:
+        typer.echo(result_text(result))
+
+
+class _Progress:
+    """Stage messages on stderr: rewritten in place on a terminal, at most one line a second
+    otherwise."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = now
+        if self.tty:
+            typer.echo(f"\r\033[Kfuzzpy audit: {message}", nl=False, err=True)
+        else:
+            typer.echo(f"fuzzpy audit: {message}", err=True)
+        self.shown = True
+
+    def done(self) -> None:
+        if self.tty and self.shown:
+            typer.echo("\r\033[K", nl=False, err=True)
