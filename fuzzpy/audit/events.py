@@ -215,11 +215,11 @@ def _cell_unions(family: str, coord: Optional[str], ca: np.ndarray, cb: np.ndarr
         order = np.argsort(-sign * logratio, kind="stable")
         useful = int(np.sum(sign * logratio > 0))
         for length in _prefix_lengths(useful) if useful else []:
-            chosen = np.sort(codes[order[:length]])
+            chosen = codes[order[:length]]  # best ratio first, so the description leads with it
             events.append(CellEvent(_cells_text(prefix, chosen, describe), family, coord, chosen))
         only = (mine > 0) & (other == 0)
         if only.any() and only.sum() <= MAX_CODES:
-            chosen = np.sort(codes[only])
+            chosen = codes[order[only[order]]]
             side = "A" if sign == 1 else "B"
             text = _cells_text(prefix, chosen, describe) + f" (seen only under input {side} while exploring)"
             events.append(CellEvent(text, family, coord, chosen))

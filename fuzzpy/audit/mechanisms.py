@@ -67,9 +67,10 @@ TARGETS: dict[str, Target] = {
         _SCORE_PAIRS),
     "above_threshold": Target(
         "above_threshold",
-        f"above_threshold EPS 1 {THRESHOLD} [0, 1, 2] (fun q -> count (filter (fun r -> r.x >= q) db))",
-        lambda eps, x: (eps, 1, float(Fraction(THRESHOLD)), (0, 1, 2), _answers(x)),
-        (((0, 1, 0), (1, 0, 1)), ((0, 0, 0), (1, 1, 1)))),
+        f"above_threshold EPS 1 {THRESHOLD} [0, 1, 2, 3, 4] (fun q -> count (filter (fun r -> r.x >= q) db))",
+        lambda eps, x: (eps, 1, float(Fraction(THRESHOLD)), tuple(range(len(x))), _answers(x)),
+        # A run of Falses then one True, against its mirror: the shape of the SVT proof's worst case.
+        (((1, 1, 1, 1, 0), (0, 0, 0, 0, 1)), ((0, 1, 0, 1, 0), (1, 0, 1, 0, 1)))),
     "randomized_response": Target(
         "randomized_response", "randomized_response EPS (count db > 0)", lambda eps, x: (eps, bool(x)),
         ((False, True),), "bool"),
@@ -190,7 +191,7 @@ def _text(x: Any) -> str:
 def describe_inputs(name: str) -> str:
     t = TARGETS[name]
     what = {"laplace": "the count", "exponential": "the scores of (a, b, c)", "noisy_max": "the scores of (a, b, c)",
-            "above_threshold": f"the answers to 3 queries (threshold {THRESHOLD}, cutoff 1)",
+            "above_threshold": f"the answers to 5 queries (threshold {THRESHOLD}, cutoff 1)",
             "randomized_response": "the bit"}[name]
     return f"{what}: " + ", ".join(f"{_text(a)} vs {_text(b)}" for a, b in t.pairs)
 

@@ -31,10 +31,14 @@ from .sens import (INF, ONE, ZERO, Coef, ConstraintStore, Dist, NonLinear, d_add
                    d_substitute, fmt_coef, is_const, substitute)
 from .types import (BOOL, STRING, UNIT, Bag, Bool, Cat, Fun, Fuzzy, Hole, ListT, Num, Parts, Record, Seq, Str,
                     SumT, Tensor, TVar, Type, Unit, With, is_subtype, join_types)
-from .typeexpr import TypeResolver, match_type
+from .typeexpr import TypeResolver, match_type, subst_tvars
 from .values import Closure, Env, FnT, FnValue, Opaque, Partial, TopFn, Val, fn_params
 
 MAX_INSTANCE_DEPTH = 2000
+# Past this many nested instances of one function, numeric constant arguments are forgotten, so a
+# counter that changes at each call (i + 1) stops producing new instances and the recursion is
+# solved as a fixpoint.  Public lists stay constant: recursion over them is structural and ends.
+WIDEN_AFTER = 256
 
 
 @dataclass
@@ -568,7 +572,8 @@ class Checker:
         t = fn.type
         arg = self.coerce(arg, t.dom, span)
         dist = d_add(self._scale(t.sens, arg.dist, span, apply=True), f.dist)
-        return Val(t.cod, dist, I.IApply(f.ir, [arg.ir], span=span))
+        fn_out = Opaque(t.cod) if isinstance(t.cod, Fun) else None  # a curried function type
+        return Val(t.cod, dist, I.IApply(f.ir, [arg.ir], span=span), NOCONST, fn_out)
 
     def _apply_full(self, f: Val, fn: FnValue, args: list[Val], span: Span) -> Val:
         if isinstance(fn, Partial):
@@ -580,13 +585,17 @@ class Checker:
                        inner.const, inner.fn, inner.parts)
         summary, args = self.summary(fn, args, span)
         dist = dict(summary.captured)
-        for coef, a in zip(summary.coefs, args):
+        for coef, a, t in zip(summary.coefs, args, summary.param_types):
+            if isinstance(t, FnT):
+                # A function value checked inside this instance (not through a symbol): each of
+                # its applications, and any use of it as data, is already in the body's distance.
+                continue
             dist = d_add(dist, self._scale(coef, a.dist, span, apply=True))
         if summary.instance is not None:
             node: I.IR = I.ICall(summary.instance, [a.ir for a in args], span=span)
         else:
             node = I.IApply(f.ir, [a.ir for a in args], summary.params, summary.body, span=span)
-        return Val(summary.cod, dist, node, NOCONST, None)
+        return Val(summary.cod, dist, node, NOCONST, Opaque(summary.cod) if isinstance(summary.cod, Fun) else None)
 
     def coerce(self, v: Val, t: Type, span: Span) -> Val:
         """Check that v can be passed where t is expected (giving function values a Fun type)."""
@@ -597,17 +606,31 @@ class Checker:
         return v
 
     def to_opaque(self, v: Val, t: Fun, span: Span) -> Val:
+        """Give a function value the declared type t; a function of n parameters can stand for a
+        curried type A1 -o[s1] ... An -o[sn] B (checked at all n domains at once)."""
+        doms, senses, cod = [t.dom], [t.sens], t.cod
+        n = fn_params(v.fn) if v.fn is not None else 1
+        while len(doms) < n and isinstance(cod, Fun):
+            doms.append(cod.dom)
+            senses.append(cod.sens)
+            cod = cod.cod
         arg = Arg(v.type, v.dist, v.const, span, v.ir, v.fn)
-        inst = self.instantiate(arg, [t.dom], span)
-        coef = inst.param_coefs[0]
-        if is_const(coef) and coef > t.sens:
-            raise self.fail("E0301", f"this function is {fmt_coef(coef)}-sensitive, but {t} allows "
-                            f"{fmt_coef(t.sens)}", span)
-        if not is_const(coef):
-            self.store.require(coef, t.sens, "function argument annotation")
-        if not is_subtype(inst.cod, t.cod):
-            raise self.fail("E0202", f"this function returns {inst.cod}, but {t} expects {t.cod}", span)
-        return Val(t, inst.captured, inst.code, NOCONST, Opaque(t))
+        inst = self.instantiate(arg, doms, span)
+        for coef, sens in zip(inst.param_coefs, senses):
+            if is_const(coef) and coef > sens:
+                raise self.fail("E0301", f"this function is {fmt_coef(coef)}-sensitive, but {t} allows "
+                                f"{fmt_coef(sens)}", span)
+            if not is_const(coef):
+                self.store.require(coef, sens, "function argument annotation")
+        if not is_subtype(inst.cod, cod):
+            raise self.fail("E0202", f"this function returns {inst.cod}, but {t} expects {cod}", span)
+        code = inst.code
+        if len(code.params) > 1:  # curried: one parameter per function value
+            body = code.body
+            for name in reversed(code.params[1:]):
+                body = I.ILambda([name], body, span=span)
+            code = I.ILambda(code.params[:1], body, span=span)
+        return Val(t, inst.captured, code, NOCONST, Opaque(t))
 
     # ---- function instances -------------------------------------------------------------------
 
@@ -615,6 +638,8 @@ class Checker:
         """The checked instance for these arguments, and the arguments as passed (function
         values given to parameters of declared function type carry their code)."""
         params = fn.decl.params if isinstance(fn, TopFn) else fn.params  # type: ignore[union-attr]
+        if self._unrolled(fn) >= WIDEN_AFTER:
+            args = [_widen(a) for a in args]
         param_types = [self.param_type(p, a, span) for p, a in zip(params, args)]
         args = [self.coerce(a, t, span) if not isinstance(t, FnT) else a for a, t in zip(args, param_types)]
         key = self.instance_key(fn, param_types, args)
@@ -641,6 +666,12 @@ class Checker:
         if len(sites) < 3:
             name = fn.decl.name if isinstance(fn, TopFn) else "a function"
             diag.notes.append(f"in the use of {name} at {span}")
+
+    def _unrolled(self, fn: FnValue) -> int:
+        """How many instances of this function are being checked, one inside the other."""
+        if not isinstance(fn, TopFn):
+            return 0
+        return sum(1 for key in self.active if key[0] == ("top", fn.decl.name))
 
     def param_type(self, p: A.Param, arg: Val, span: Span) -> Type:
         if p.type is None:
@@ -677,8 +708,23 @@ class Checker:
                 else:
                     coefs.append(self.store.fresh(f"{decl.name}.{p.name}", minimise=True))
             state.summary.coefs = coefs
-            state.summary.cod = self.types.resolve(decl.ret)
+            state.summary.cod = self._declared_return(decl, state.summary.param_types)
         return state.summary
+
+    def _declared_return(self, decl: A.FunDecl, param_types: list[Type]) -> Type:
+        """The declared return type, with type variables bound by this instance's parameters."""
+        ret = self.types.resolve(decl.ret)
+        if not _has_tvar(ret):
+            return ret
+        binding: dict = {}
+        for p, t in zip(decl.params, param_types):
+            if p.type is not None:
+                match_type(self.types.resolve(p.type), t, binding)
+        ret = subst_tvars(ret, binding)
+        if _has_tvar(ret):
+            raise self.fail("E0212", f"the return type of {decl.name} has a type variable that its parameters "
+                            "do not fix", decl.ret.span)
+        return ret
 
     def check_instance(self, fn, params, param_types, args, key, span) -> Summary:
         label = fn.decl.name if isinstance(fn, TopFn) else fn.label
@@ -779,6 +825,12 @@ class Checker:
                                 f"function, but its annotation allows {fmt_coef(bound)}", pspan)
         self.store = ConstraintStore()
         self.pending_checks = []
+
+
+def _widen(v: Val) -> Val:
+    if v.is_const and isinstance(v.type, Num):
+        return Val(Num(None, None, v.type.integer), v.dist, v.ir, NOCONST, v.fn, v.parts)
+    return v
 
 
 def _integral_type(t: Type) -> bool:

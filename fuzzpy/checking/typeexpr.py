@@ -93,3 +93,24 @@ def match_type(pattern: Type, actual: Type, binding: dict | None = None) -> bool
     if isinstance(pattern, Num):
         return True
     return pattern == actual
+
+
+def subst_tvars(t: Type, binding: dict) -> Type:
+    """t with its type variables replaced by their bindings (unbound ones stay)."""
+    if isinstance(t, TVar):
+        return binding.get(t.name, t)
+    if isinstance(t, (Bag, ListT, Seq)):
+        return type(t)(subst_tvars(t.elem, binding))
+    if isinstance(t, Fuzzy):
+        return Fuzzy(subst_tvars(t.inner, binding))
+    if isinstance(t, Parts):
+        return Parts(t.keys, subst_tvars(t.elem, binding))
+    if isinstance(t, (Tensor, With)):
+        return type(t)(tuple(subst_tvars(i, binding) for i in t.items))
+    if isinstance(t, SumT):
+        return SumT(subst_tvars(t.left, binding), subst_tvars(t.right, binding))
+    if isinstance(t, Fun):
+        return Fun(subst_tvars(t.dom, binding), t.sens, subst_tvars(t.cod, binding))
+    if isinstance(t, Record):
+        return Record(tuple((n, subst_tvars(x, binding)) for n, x in t.fields), t.name)
+    return t

@@ -1,8 +1,7 @@
-"""Programs the checker should accept (with the bound given) but does not yet, found while
-writing the standard library and the conformance suite.  Each is the smallest program showing
-the gap, marked xfail(strict=True): when the checker is fixed the test passes and the marker
-must go.  All of them are conservative (a rejection or an infinite bound), never unsound.
-The library works around each one; see docs/conformance.md, "Gaps found"."""
+"""Programs found while writing the standard library and the conformance suite that the checker
+once refused (conservatively: a rejection or an infinite bound, never unsound).  Fixed ones are
+plain tests now; those still open are marked xfail(strict=True) and listed in
+docs/conformance.md, "Gaps found"."""
 
 from fractions import Fraction as F
 
@@ -22,11 +21,6 @@ def errors(r):
     return [(d.code, d.message) for d in r.diagnostics if d.severity == "error"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a closure that captures private data, passed to a user-defined function, is charged infinity at the "
-    "call: Checker._apply_full scales the closure's captured-estimate (d_inf of what it captures) by the "
-    "parameter's coefficient 0, and apply_scale makes 0 * inf = inf, although the instance is checked with "
-    "that closure and each application inside is charged precisely; actual: E0302, epsilon inf"))
 def test_a_score_closure_passed_to_a_library_function_costs_its_uses():
     r = check(T + "function sel (eps : num) score : fuzzy num { noisy_max eps [1, 2] score }\n"
                   "function main (db : bag T) : fuzzy num { sel 1 (fun c -> count (filter (fun r -> r.x < c) db)) }")
@@ -34,10 +28,6 @@ def test_a_score_closure_passed_to_a_library_function_costs_its_uses():
     assert r.epsilon == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a recursive function whose declared return type has a type variable: the recursive call's result gets "
-    "the declared type with 'a uninstantiated (Checker.recursive_summary resolves decl.ret as is), so "
-    "`h :: append t ys` fails with E0202 \"cannot put num into a list of 'a\""))
 def test_recursive_function_with_a_type_variable_in_its_return_type():
     r = check(T + "function append (xs : list 'a) (ys : list 'a) : list 'a "
                   "{ case xs of { [] => ys | h :: t => h :: append t ys } }\n"
@@ -46,21 +36,12 @@ def test_recursive_function_with_a_type_variable_in_its_return_type():
     assert {f.name: f.type for f in r.functions}["app"] == "list num -o list num -o list num"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a parameter with a curried function type cannot be applied to two arguments: Checker._apply_opaque "
-    "returns a value of the codomain type (a function type) without a function value (fn=None), so the "
-    "second application fails with E0203 \"this is not a function (it is num -o num)\""))
 def test_a_curried_function_parameter_applied_to_two_arguments():
     r = check(T + "function ap2 (f : num -> num -o num) (x : num) : num { f 1 x }\n" + MAIN)
     assert errors(r) == []
     assert {f.name: f.type for f in r.functions}["ap2"].endswith(" num -o num")  # 1-sensitive in x
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a two-parameter function given where a curried function type is expected: Checker.to_opaque checks it "
-    "at the first parameter only and gets a partial application, then E0202 \"this function returns "
-    "function (partial application), but num -> num -o num expects num -o num\" (DFuzz's IDC passes PA "
-    "and DUA like this; tests/conformance/programs/dfuzz_idc.fz leaves them untyped instead)"))
 def test_a_two_parameter_function_for_a_curried_function_type():
     r = check(T + "function ap1 (f : num -> num -o num) (x : num) : num { x }\n"
                   "function add (a : num) (b : num) : num { a + b }\n"
@@ -69,11 +50,6 @@ def test_a_two_parameter_function_for_a_curried_function_type():
     assert r.epsilon == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a recursion driven by a non-constant list that also carries a constant counter (i + 1) is unrolled "
-    "forever: each call has a new constant, hence a new instance key, and the recursion is never recognised "
-    "(E0306 after 2000 levels, and about a second of checking); stdlib/ml.fz's nearest returns the index "
-    "from the recursive result instead of counting up"))
 def test_a_constant_counter_in_a_recursion_over_a_non_constant_list():
     r = check(T + "function idx (xs : list num) (i : int) : int { case xs of { [] => i | h :: t => idx t (i + 1) } }\n"
                   "function g (xs : list num) { idx xs 0 }\n" + MAIN)
