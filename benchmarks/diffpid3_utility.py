@@ -107,6 +107,8 @@ def tree_of(rules) -> Any:
     """Rules (path, label) -> nested nodes: a label (leaf) or (attribute, {key: node})."""
     root: dict = {}
     for path, label in rules:
+        attrs = [attr for attr, _ in path]
+        assert len(set(attrs)) == len(attrs), "an attribute is tested twice on one path"
         node = root
         for attr, key in path:
             node.setdefault("attr", attr)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any
 
 from .auditor import AuditResult
 from .search import Tested
@@ -59,7 +59,7 @@ def result_json(r: AuditResult) -> dict:
         "lower_bound": r.lower_bound, "confidence": r.confidence,
         "verdict": r.verdict, "violation": r.violation,
         "samples_per_side": r.samples, "tests": r.tests, "seed": r.seed,
-        "witness": witness_json(best) if best is not None else None,
+        "witness": witness_json(best) if best is not None and best.lower_bound > 0 else None,
         "tested": [{"pair": t.pair.label, "event": t.event.text, "direction": "A/B" if t.direction == 1 else "B/A",
                     "k1": t.k1, "k2": t.k2, "n": t.n, "estimate": _num(t.estimate),
                     "lower_bound": _num(t.lower_bound), "claimed_epsilon": float(t.pair.claimed)}
@@ -112,7 +112,9 @@ def result_text(r: AuditResult) -> str:
              f"  largest lower bound: {r.lower_bound:.4g}  (at {level} confidence, Bonferroni over {r.tests} "
              f"test{'s' if r.tests != 1 else ''})"]
     best = r.best
-    if best is not None:
+    if best is None or best.lower_bound <= 0:
+        lines.append("witness: none (no tested event separates the two inputs at this sample size)")
+    else:
         num, den = _sides(best)
         lines += ["witness" + (" (synthetic tables)" if isinstance(best.pair.shown(best.pair.a), dict) else "") + ":",
                   f"  A: {_input_text(best.pair.shown(best.pair.a))}",
@@ -131,7 +133,3 @@ def result_text(r: AuditResult) -> str:
     rate = "" if math.isnan(s.samples_per_second) else f" ({s.samples_per_second:,.0f} samples/s)"
     lines.append(f"sampling: {s.samples:,} outputs in {s.seconds:.1f} s{rate}; seed {r.seed}")
     return "\n".join(lines)
-
-
-def summary_line(r: AuditResult) -> Optional[str]:
-    return f"{r.verdict}: lower bound {r.lower_bound:.4g} vs claimed {float(r.claimed):g}"

@@ -364,6 +364,29 @@ class Ledger:
 
         return self._transaction(book)
 
+    def charge_many(self, amounts: dict[str, Fraction], program_hash: str, label: str = "") -> list[int]:
+        """Book each dataset's epsilon in ONE transaction: all charges or none (a run over several
+        tables never books the first ones and then stops at a later dataset's cap)."""
+        for dataset in amounts:
+            _check_dataset(dataset)
+        checked = {d: _check_amount(e, "epsilon") for d, e in amounts.items()}
+
+        def book() -> list[int]:
+            for dataset, epsilon in checked.items():
+                cap = self._cap(dataset)
+                if cap is not None and self._spent(dataset) + epsilon > cap:
+                    raise _over_cap(dataset, epsilon, cap, self._spent(dataset))
+            ids = []
+            for dataset, epsilon in checked.items():
+                cursor = self._db.execute(
+                    "INSERT INTO charges (dataset, label, program_hash, epsilon, status, started_at) "
+                    "VALUES (?, ?, ?, ?, 'charged', ?)",
+                    (dataset, label, program_hash, str(epsilon), _now()))
+                ids.append(int(cursor.lastrowid))
+            return ids
+
+        return self._transaction(book)
+
     def finish(self, charge_id: int, status: str = "released") -> None:
         """Mark a run finished. Never refunds: a failed run may have released something."""
         if status not in FINISH_STATUSES:

@@ -2,10 +2,10 @@
 CLI on the shipped data with plausible results, and every command in examples/README.md runs and
 prints what the README shows (so the README cannot rot).
 
-True values are computed here with pandas from the shipped CSV files, never written down; the
-released values are compared with them within the accuracy each release states (or a small
-multiple of it: a seeded run is deterministic, but a sampler change must not make the test a
-coin toss).
+True values are computed here from the shipped files, loaded and conformed to each program's
+schema by fuzzpy's loader (what the program sees), never written down; the released values are
+compared with them within the accuracy each release states (or a small multiple of it: a seeded
+run is deterministic, but a sampler change must not make the test a coin toss).
 
 If an intended change alters the seeded outputs, regenerate the README's output blocks with
 `python tests/examples/test_examples.py --update-readme` and review the diff.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import re
 import shlex
 import sys
@@ -97,6 +96,16 @@ def conformed(name: str) -> pd.DataFrame:
     report = check(name)
     (schema,) = report.schemas.values()
     return load_table(EXPECTED[name][0], schema, table="db")
+
+
+def test_points_csv_is_what_its_script_makes(tmp_path):
+    import hashlib
+    import subprocess
+
+    out = tmp_path / "points.csv"
+    subprocess.run([sys.executable, str(EXAMPLES / "data" / "make_points.py"), str(out)], check=True)
+    assert out.read_bytes() == POINTS.read_bytes()
+    assert hashlib.sha256(POINTS.read_bytes()).hexdigest() in (EXAMPLES / "data" / "README.md").read_text()
 
 
 # ---- checked epsilons -------------------------------------------------------------------------------
@@ -304,20 +313,21 @@ def _conformed(path: Path, report) -> pd.DataFrame:
 
 
 def test_the_benchmark_bins_exactly_like_the_program():
-    """benchmarks/diffpid3_utility.py bins the test set in Python; the program bins with its own
-    `bucket`.  Count the rows of every bin both ways (noise scale 1e-6, then rounded)."""
+    """benchmarks/diffpid3_utility.py bins the test set in Python; the program bins in its `by`.
+    Count the rows of every bin both ways (noise scale 1e-6, then rounded)."""
     from fuzzpy.checking.program import check_source
     from fuzzpy.runtime.interpreter import run_program
     from fuzzpy.runtime.samplers import RandomSource
 
-    text = (EXAMPLES / "decision_tree.fz").read_text() + """
-function bins_of (db : bag Adult) {
-  sample a = each (fun g -> laplace 1000000 (count g)) (groupby (fun r -> bucket r.age 17 90) db);
-  sample h = each (fun g -> laplace 1000000 (count g)) (groupby (fun r -> bucket r.hours_per_week 1 99) db);
-  sample c = each (fun g -> laplace 1000000 (count g)) (groupby (fun r -> bucket r.capital_gain 0 99999) db);
-  sample l = each (fun g -> laplace 1000000 (count g)) (groupby (fun r -> bucket r.capital_loss 0 4356) db);
+    counts = "(fun ps -> each (fun g -> laplace 1000000 (count g)) ps)"
+    text = (EXAMPLES / "decision_tree.fz").read_text() + f"""
+function bins_of (db : bag Adult) {{
+  sample a = by "age" db {counts};
+  sample h = by "hours_per_week" db {counts};
+  sample c = by "capital_gain" db {counts};
+  sample l = by "capital_loss" db {counts};
   return (a, h, c, l)
-}"""
+}}"""
     report = check_source(text, str(EXAMPLES / "decision_tree.fz"), entry="bins_of")
     assert report.ok, [d.message for d in report.diagnostics]
     df = _conformed(SAMPLE, report)
@@ -332,8 +342,6 @@ function bins_of (db : bag Adult) {
 
 @needs_adult
 def test_decision_tree_on_the_full_adult_data_beats_the_majority_class():
-    from fuzzpy.runtime.interpreter import run_program  # noqa: F401 (the benchmark's path)
-
     bench = _bench()
     report = check("decision_tree", B="1")
     features = bench.Features.of(report)
@@ -394,7 +402,9 @@ def test_readme_command_runs_and_prints_what_the_readme_shows(cmd, expected, tmp
     result = fuzzpy(shlex.split(cmd)[1:], env={"FUZZPY_LEDGER": str(tmp_path / "ledger.sqlite")})
     assert result.exit_code == 0, result.output
     if expected is not None:
-        assert _matches(expected, result.stdout.splitlines()), result.stdout
+        assert _matches(expected, result.stdout.splitlines()), (
+            "the output differs from examples/README.md; if the change is intended, run "
+            "`python tests/examples/test_examples.py --update-readme` and review the diff\n" + result.stdout)
 
 
 def test_readme_epsilons_are_the_checked_ones():

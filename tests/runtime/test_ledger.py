@@ -578,3 +578,21 @@ def test_cli_ledger_errors_exit_4(tmp_path: Path, data_file: Path) -> None:
         assert result.exit_code == 4
         assert result.stderr.startswith("error[E0602]: cannot use the ledger")
         assert "Traceback" not in result.output
+
+
+def test_charge_many_books_all_datasets_or_none(tmp_path):
+    from fractions import Fraction as F
+
+    from fuzzpy.diagnostics import FuzzError
+    from fuzzpy.runtime.ledger import Ledger
+
+    book = Ledger(tmp_path / "l.sqlite")
+    a, b = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    book.set_cap(b, F(1, 2))
+    assert len(book.charge_many({a: F(1, 5), b: F(1, 5)}, "h")) == 2
+    try:
+        book.charge_many({a: F(1, 5), b: F(2, 5)}, "h")  # b would exceed its cap
+        raise AssertionError("expected E0601")
+    except FuzzError as exc:
+        assert exc.diagnostics[0].code == "E0601"
+    assert book.spent(a) == F(1, 5) and book.spent(b) == F(1, 5)  # nothing booked on a either
