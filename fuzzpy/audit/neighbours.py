@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..checking.types import Bool, Cat, Column, Num, Schema, Str
+from ..runtime.data import MISSING_MARKERS
 from ..runtime.data import _float_bounds  # the loader's own rule for what a number may be
 from .search import Pair
 
@@ -123,7 +124,8 @@ def column_values(col: Column, strings: Sequence[str]) -> list[Any]:
         return [False, True]
     if isinstance(t, Cat):
         return list(t.values)
-    return list(dict.fromkeys([*strings[:MAX_STRINGS], "", "x"]))
+    loadable = [v for v in strings if v == v.strip() and v.lower() not in MISSING_MARKERS]
+    return list(dict.fromkeys([*loadable[:MAX_STRINGS], "x"]))  # cells are stripped; markers are missing
 
 
 def edge_rows(schema: Schema, strings: Sequence[str]) -> tuple[Row, Row, Row]:

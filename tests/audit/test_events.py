@@ -1,0 +1,82 @@
+"""Output encoding and candidate events."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fuzzpy.audit.events import (CellEvent, IntervalEvent, ThresholdEvent, counts, lattice_codes, lattice_text,
+                                 propose, rank)
+from fuzzpy.audit.outputs import concat, encode, stable_key
+
+
+def test_numeric_arrays_encode_exactly():
+    enc = encode(np.array([[1.0, 2.0], [1.0, 2.0], [1.0, -0.0], [1.0, 0.0]]))
+    assert enc.n == 4 and list(enc.numeric) == ["y[0]", "y[1]"]
+    assert enc.keys[0] == enc.keys[1] != enc.keys[2]
+    assert enc.keys[2] == enc.keys[3]  # -0.0 and 0.0 are one output
+    np.testing.assert_array_equal(enc.coordinate("y[1]"), [2.0, 2.0, 0.0, 0.0])
+
+
+def test_released_values_encode_by_structure():
+    outs = [{"a": 1.5, "b": -2.0}, (True, False), "b", {"a": 1.5, "b": -2.0}, 3]
+    enc = encode(outs, keep_raw=True)
+    assert enc.keys[0] == enc.keys[3] and len(set(enc.keys.tolist())) == 4
+    assert enc.coordinate("y.a")[0] == 1.5 and math.isnan(enc.coordinate("y.a")[1])
+    assert enc.coordinate("y[0]")[1] == 1.0  # booleans are 0/1 coordinates
+    assert enc.label_of(int(enc.keys[1])) == "(true, false)"
+    assert enc.label_of(int(enc.keys[2])) == '"b"'
+    assert stable_key(3) == stable_key(3.0)  # one text per number
+    both = concat([enc, encode([(False, False)])])
+    assert both.n == 6 and math.isnan(both.coordinate("y.a")[5]) and both.coordinate("y[1]")[1] == 0.0
+
+
+def test_lattice_codes_tell_naive_laplace_apart():
+    # 1 + L lands on multiples of 2^-53 in (0, 1/2); L alone is an arbitrary double there.
+    rng = np.random.default_rng(0)
+    a = rng.laplace(0, 2, 200_000)
+    b = 1 + rng.laplace(0, 2, 200_000)
+    odd = lambda y: (lattice_codes(y) % 16 == 0) & (y > 0) & (y < 0.5)   # tz = 0: an odd multiple of the ulp
+    assert odd(b).sum() == 0
+    assert 0.05 < odd(a).mean() < 0.07  # about half of P(0 < L < 1/2) = 0.5 (1 - e^-0.25) / 2
+    assert lattice_text(int(lattice_codes(np.array([0.3]))[0])) == "[0.25, 0.5), an odd multiple of the ulp"
+    assert lattice_text(int(lattice_codes(np.array([-1.5]))[0])) == "-[1, 2), a multiple of 2^8 ulps"
+    specials = lattice_codes(np.array([0.0, np.nan, np.inf, -np.inf]))
+    assert [lattice_text(int(c)) for c in specials] == ["0", "nan", "inf", "-inf"]
+
+
+def test_threshold_and_interval_events():
+    enc = encode(np.array([-1.0, 0.0, 0.5, 2.0, np.nan]))
+    assert ThresholdEvent("", "y", 0.0, True).contains(enc).tolist() == [False, False, True, True, False]
+    assert ThresholdEvent("", "y", 0.0, False).contains(enc).tolist() == [True, True, False, False, False]
+    assert IntervalEvent("", "y", 0.0, 2.0).contains(enc).tolist() == [False, False, True, True, False]
+    assert ThresholdEvent("", "nope", 0.0, True).contains(enc).sum() == 0
+
+
+def test_the_support_cell_of_a_discrete_mechanism_ranks_first():
+    # Outputs 0/1/2; output 2 is possible only under A.
+    rng = np.random.default_rng(1)
+    a = rng.choice([0, 1, 2], size=4000, p=[0.5, 0.3, 0.2])
+    b = rng.choice([0, 1, 2], size=4000, p=[0.6, 0.4, 0.0])
+    pa, sa = encode(a[:2000].astype(float), True), encode(a[2000:].astype(float))
+    pb, sb = encode(b[:2000].astype(float), True), encode(b[2000:].astype(float))
+    events = propose(pa, pb)
+    top = rank(events, sa, sb, fresh=10_000, alpha=0.001, top=3)
+    best = top[0]
+    assert best.direction == 1 and best.k2 == 0 and 350 < best.k1 < 450
+    assert best.event.contains(encode(np.array([0.0, 1.0, 2.0]))).tolist() == [False, False, True]
+    # The ranking counts on the second half only.
+    assert counts([best.event], sa)[0] == best.k1
+
+
+def test_events_are_proposed_for_every_coordinate_and_family():
+    rng = np.random.default_rng(2)
+    a = encode(rng.laplace(0, 2, (1000, 2)), True)
+    b = encode(rng.laplace(0, 2, (1000, 2)) + [1, 0], True)
+    events = propose(a, b)
+    coords = {getattr(e, "coord", None) for e in events}
+    assert {"y[0]", "y[1]"} <= coords
+    kinds = {type(e) for e in events}
+    assert kinds == {CellEvent, ThresholdEvent, IntervalEvent}  # continuous: no value cells
+    assert not any(isinstance(e, CellEvent) and e.family == "value" for e in events)
