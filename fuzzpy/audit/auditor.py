@@ -20,7 +20,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..diagnostics import Diagnostic, FuzzError
-from .search import AuditConfig, Pair, Progress, Sampler, SearchStats, Tested, run_search
+from .search import AuditConfig, Pair, Progress, Sampler, SearchStats, Tested, random_seed, run_search
 
 VIOLATION = "violation found"
 NO_VIOLATION = "no violation found at this sample size"
@@ -141,7 +141,7 @@ def audit_program(report: Any, *, config: Optional[AuditConfig] = None, progress
         raise FuzzError(report.diagnostics or [Diagnostic("E0801", "the program has no checked entry point")])
     cfg = _config(config, overrides)
     if cfg.seed is None:
-        cfg = replace(cfg, seed=_random_seed())
+        cfg = replace(cfg, seed=random_seed())
     pair_rng = np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(1)[0])
     pairs = program_pairs(report, pair_rng, max_pairs, None if claimed is None else _fraction(claimed))
     res = run_search(program_sampler(report), pairs, cfg, progress)
@@ -155,9 +155,3 @@ def audit_program(report: Any, *, config: Optional[AuditConfig] = None, progress
 
 def _show(x: Fraction) -> str:
     return str(x.numerator) if x.denominator == 1 else f"{float(x):g}"
-
-
-def _random_seed() -> int:
-    import secrets
-
-    return secrets.randbits(63)

@@ -125,7 +125,7 @@ class _Run:
         self.sampler = sampler
         self.config = config
         self.progress = progress or (lambda message: None)
-        self.seed = config.seed if config.seed is not None else _random_seed()
+        self.seed = config.seed if config.seed is not None else random_seed()
         self.seeds = np.random.SeedSequence(self.seed)
         self.stats = SearchStats()
         self.alpha_plan = per_bound_alpha(config.confidence, config.planned_tests)
@@ -264,7 +264,8 @@ def _split(enc: Encoded, half: int) -> tuple[Encoded, Encoded]:
     return part(slice(0, half)), part(slice(half, None))
 
 
-def _random_seed() -> int:
+def random_seed() -> int:
+    """A fresh seed when none is given (reported, so the audit can be repeated)."""
     import secrets
 
     return secrets.randbits(63)

@@ -174,7 +174,9 @@ class Seq(Type):
 
 @dataclass(frozen=True)
 class Parts(Type):
-    """The result of a partition: one bag per public key; distances add over the parts."""
+    """One component per public key: the bags of a partition (`parts K (bag T)`, from groupby)
+    or per-part results (`parts K num`, from pmap / each).  `elem` is the component type;
+    distances add over the parts."""
 
     keys: tuple[str, ...]
     elem: Type

@@ -119,7 +119,7 @@ def _run_each(ctx, f, ps):
 MAX_INT_KEYS = 100_000
 
 
-@primitive("groupby", ("key", "b"), "('a -> cat K | int[lo, hi] | (K1, K2, ...)) -> bag 'a -o parts K 'a",
+@primitive("groupby", ("key", "b"), "('a -> cat K | int[lo, hi] | (K1, K2, ...)) -> bag 'a -o parts K (bag 'a)",
            "groupby key b: one part per declared value of key (a row function returning a category, "
            "an int with public bounds [lo, hi]: keys \"lo\" .. \"hi\", or a tuple of those: a crosstab "
            "with keys \"k1, k2\"), empty parts included.",
@@ -133,7 +133,7 @@ def _groupby(ctx, args, span):
     keys, info = _key_domain(ctx, inst.cod, key.span)
     symbols = ctx.split(d_add(b.dist, captured), list(keys))
     parts = [{s: Fraction(1)} for s in symbols]
-    return Result(Parts(keys, elem), d_add(*parts), ir_args=[inst.code, b.ir], parts=parts, info=info)
+    return Result(Parts(keys, Bag(elem)), d_add(*parts), ir_args=[inst.code, b.ir], parts=parts, info=info)
 
 
 def _key_domain(ctx, t, span) -> tuple[tuple[str, ...], dict]:
@@ -171,11 +171,11 @@ def _parts_dists(ctx, arg):
         return arg.parts
     if not arg.dist:
         return [{} for _ in arg.type.keys]
-    symbols = ctx.split(arg.dist, list(arg.type.keys), [Bag(arg.type.elem)] * len(arg.type.keys))
+    symbols = ctx.split(arg.dist, list(arg.type.keys), [arg.type.elem] * len(arg.type.keys))
     return [{s: Fraction(1)} for s in symbols]
 
 
-@primitive("part", ("ps", "key"), "parts K 'a -o string -> bag 'a",
+@primitive("part", ("ps", "key"), "parts K 'a -o string -> 'a",
            "part ps \"key\": the part of a partition for one key (ps.key works for keys that are names).",
            "Projection from a tensor of parts is 1-sensitive in that part's distance variable. " + _REF,
            category="partition", run=_run_part)
@@ -185,12 +185,12 @@ def _part(ctx, args, span):
     if not key.is_const or key.const not in t.keys:
         raise ctx.fail("E0205", f"part: the key must be one of the declared keys {list(t.keys)}", key.span)
     i = t.keys.index(key.const)
-    return Result(Bag(t.elem), _parts_dists(ctx, ps)[i], info={"index": i})
+    return Result(t.elem, _parts_dists(ctx, ps)[i], info={"index": i})
 
 
 def _per_part(ctx, f, ps, span, fuzzy: bool):
     t = _parts_type(ctx, ps, "each" if fuzzy else "pmap")
-    inst = ctx.instantiate(f, [Bag(t.elem)], span)
+    inst = ctx.instantiate(f, [t.elem], span)
     if fuzzy and not isinstance(inst.cod, Fuzzy):
         raise ctx.fail("E0202", f"each expects a function returning a distribution, but it returns {inst.cod}",
                        f.span, "use pmap for a function that releases nothing")
@@ -201,7 +201,7 @@ def _per_part(ctx, f, ps, span, fuzzy: bool):
     return inst, parts
 
 
-@primitive("pmap", ("f", "ps"), "(bag 'a -o[s] 'b) -> parts K 'a -o[s] parts K 'b",
+@primitive("pmap", ("f", "ps"), "('a -o[s] 'b) -> parts K 'a -o[s] parts K 'b",
            "pmap f ps: apply f to every part (no release).",
            "An s-sensitive function applied to each component of a tensor is s-sensitive in each "
            "component's distance variable. " + _REF,
@@ -212,7 +212,7 @@ def _pmap(ctx, args, span):
     return Result(Parts(ps.type.keys, inst.cod), d_add(*parts), ir_args=[inst.code, ps.ir], parts=parts)
 
 
-@primitive("each", ("f", "ps"), "(bag 'a -o[s] fuzzy 'b) -> parts K 'a -o[s] fuzzy (parts K 'b)",
+@primitive("each", ("f", "ps"), "('a -o[s] fuzzy 'b) -> parts K 'a -o[s] fuzzy (parts K 'b)",
            "each f ps: run the mechanism f on every part and release all results (a map from key to value).",
            "Releases on disjoint parts compose in parallel: the cost is sum_k s * d_k <= s * d(b) "
            "(parallel composition; PrivJail appendix B for unions of parts). " + _REF,

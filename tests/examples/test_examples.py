@@ -427,24 +427,18 @@ def _check_text(src: str):
     return check_source(PARTS_SCHEMA + src, "parts.fz")
 
 
-@pytest.mark.xfail(strict=True, reason="checker: `values` of a groupby is typed list T (rows) while it is a list "
-                                       "of bags, so h.x on a part releases every row's x with noise for "
-                                       "sensitivity 1 (an unsound epsilon)")
 def test_values_of_a_groupby_are_bags_not_rows():
     r = _check_text("function main (db : bag T) : fuzzy num {\n"
                     "  case values (groupby (fun r -> r.k) db) of { [] => return 0 | h :: t => laplace 1 h.x }\n}")
     assert not r.ok  # h is a bag: it has no field x
 
 
-@pytest.mark.xfail(strict=True, reason="checker: `values` of a groupby is typed list T instead of list (bag T)")
 def test_values_of_a_groupby_can_be_passed_as_a_list_of_bags():
     r = _check_text("function total (gs : list (bag T)) : num { case gs of { [] => 0 | h :: t => count h + total t } }\n"
                     "function main (db : bag T) : fuzzy num { laplace 1 (total (values (groupby (fun r -> r.k) db))) }")
     assert r.ok and r.epsilon == 1
 
 
-@pytest.mark.xfail(strict=True, reason="checker: `part` of a partition released by `each` is typed bag num "
-                                       "instead of num")
 def test_part_of_released_values_is_a_value():
     r = _check_text("function main (db : bag T) : fuzzy num {\n"
                     "  sample c = each (fun g -> laplace 1 (count g)) (groupby (fun r -> r.k) db);\n"

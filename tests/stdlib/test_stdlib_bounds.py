@@ -216,7 +216,7 @@ def test_kmeans_groups_by_a_bounded_int_key():
     # the centres are read once per row: they must be public (released), hence "->" for cs
     t = probe_type("(cs : list (num, num)) (pts : bag (num, num))",
                    "groupby (fun p -> clip 0 2 (nearest cs p)) pts")
-    assert t == 'list (num, num) -> bag (num, num) -o parts {"0", "1", "2"} (num, num)'
+    assert t == 'list (num, num) -> bag (num, num) -o parts {"0", "1", "2"} (bag (num, num))'
 
 
 @pytest.mark.parametrize("eps, iters, c", [(F(1, 10), 1, 1), (F(1, 10), 5, 1), (F(1, 2), 3, F(1, 4))])
