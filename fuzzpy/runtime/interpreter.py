@@ -110,15 +110,26 @@ class Bind(Distribution):
             interp, node, env = dist.interp, dist.node, dist.env
             before = len(interp.state.releases)
             value = interp.draw(interp.eval(node.bound, env))
-            if isinstance(node.pattern, str):
-                for rec in interp.state.releases[before:]:
-                    if rec.name is None:
-                        rec.name = node.pattern
+            label = pattern_label(node.pattern)  # releases made while drawing `bound` are this binding's
+            for rec in interp.state.releases[before:]:
+                if rec.name is None:
+                    rec.name = label
             dist = interp.eval(node.body, bind(env, node.pattern, value))
         return self.interp.draw(dist)
 
 
 # ---- patterns and constants -----------------------------------------------------------------------
+
+def pattern_label(pattern: Any) -> str:
+    """How a binding pattern is shown next to the values released for it: x, (u, v), _."""
+    if pattern is None:
+        return "_"
+    if isinstance(pattern, str):
+        return pattern
+    kind, items = pattern
+    inner = ", ".join(pattern_label(p) for p in items)
+    return f"({inner})" if kind == "tensor" else f"(|{inner}|)"
+
 
 def bind(env: dict, pattern: Any, value: Any) -> dict:
     """A new environment with `pattern` (name, None, or (kind, [patterns])) bound to `value`."""

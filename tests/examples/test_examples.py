@@ -446,10 +446,6 @@ def test_part_of_released_values_is_a_value():
     assert r.ok and r.epsilon == 1
 
 
-@pytest.mark.xfail(strict=True, reason="runtime: a release bound by a tuple pattern inside `each` is named after the "
-                                       "enclosing `sample` (here 'outer'), as if it were that value; outside `each` "
-                                       "it has no name (Bind.sample names only string patterns, and the outer Bind "
-                                       "then claims every unnamed release made while drawing its distribution)")
 def test_a_release_bound_by_a_tuple_pattern_is_not_named_after_the_enclosing_sample():
     import pandas as pd
 
@@ -462,7 +458,7 @@ def test_a_release_bound_by_a_tuple_pattern_is_not_named_after_the_enclosing_sam
     assert r.ok
     df = pd.DataFrame({"x": [1.0, 2.0], "k": pd.Categorical(["a", "b"], categories=["a", "b"])})
     releases = run_program(r.entry_instance, {"db": df}, RandomSource.seeded(0)).releases
-    assert [rel.name for rel in releases] != ["outer", "outer"]
+    assert [rel.name for rel in releases] == ["(u, v)", "(u, v)"]
 
 
 # ---- regenerate the README's output blocks ----------------------------------------------------------
