@@ -159,19 +159,13 @@ def mechanism_sampler(target: Target, info: dict, exact: bool) -> Sampler:
 
 
 def _laplace_batch(info: dict) -> Sampler:
-    """laplace_release's plan and grid rounding, with the vectorised discrete Laplace."""
-    from ..runtime.noise import _to_grid, plan_laplace
-    from ..runtime.samplers import RandomSource, sample_discrete_laplace_batch
-
-    plan = plan_laplace(info["sensitivity"], info["epsilon"], 1)
-    step = plan.granularity
+    """laplace_release's own vectorised twin (same plan, random rounding, discrete Laplace)."""
+    from ..runtime.noise import laplace_release_batch
+    from ..runtime.samplers import RandomSource
 
     def sample(x: Any, n: int, rng: np.random.Generator) -> np.ndarray:
         source = RandomSource.seeded(int(rng.integers(2**63)))
-        grid = _to_grid(Fraction(x), step)
-        noise = sample_discrete_laplace_batch(plan.grid_scale, n, source)
-        # One rounding, as in laplace_release: the step is a power of two (sensitivity 1).
-        return (grid + noise).astype(np.float64) * float(step)
+        return laplace_release_batch(x, info["sensitivity"], info["epsilon"], n, source)
 
     return sample
 
