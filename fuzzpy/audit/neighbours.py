@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..checking.types import Bool, Cat, Column, Num, Schema, Str
 from ..runtime.data import MISSING_MARKERS
-from ..runtime.data import _float_bounds  # the loader's own rule for what a number may be
+from ..runtime.data import float_bounds  # the loader's own rule for what a number may be
 from .search import Pair
 
 Row = tuple[Any, ...]           # one value per schema column, in order
@@ -94,7 +94,7 @@ def string_literals(source: str) -> list[str]:
 
 def num_range(t: Num) -> tuple[float, float]:
     """The lowest and highest value a loaded table can hold (finite reach where unbounded)."""
-    lo, hi = _float_bounds(t, "audit")
+    lo, hi = float_bounds(t, "audit")
     if lo is None and hi is None:
         lo, hi = -UNBOUNDED_REACH, UNBOUNDED_REACH
     elif lo is None:

@@ -117,7 +117,7 @@ def _plan_column(col: Column, table: str) -> _Plan:
     t = col.type
     lo = hi = None
     if isinstance(t, Num):
-        lo, hi = _float_bounds(t, where)
+        lo, hi = float_bounds(t, where)
     elif isinstance(t, Cat):
         if not all(isinstance(v, str) for v in t.values) or len(set(t.values)) != len(t.values):
             raise error("E0505", f"{where}: categories must be distinct strings")
@@ -133,7 +133,7 @@ def _plan_column(col: Column, table: str) -> _Plan:
     return _Plan(col, lo, hi, default)
 
 
-def _float_bounds(t: Num, where: str) -> tuple[float | None, float | None]:
+def float_bounds(t: Num, where: str) -> tuple[float | None, float | None]:
     """Float bounds that lie inside the declared (exact) bounds, so clamped values satisfy them."""
     lo, hi = _exact_bound(t.lo, where), _exact_bound(t.hi, where)
     if t.integer:
