@@ -105,15 +105,23 @@ class Checker:
         """Does this symbol only ever move by whole numbers (tables, ints, discrete values)?"""
         return sym in self.integral_syms
 
-    def split(self, parent: Dist, labels: list[str], types: Optional[list[Type]] = None) -> list[str]:
-        """Fresh part symbols with sum(parts) <= parent.  `types` are the parts' types (bags by
+    def split(self, parent: Dist, labels: list[str], types: Optional[list[Type]] = None) -> list[Dist]:
+        """The distances of the parts of a value: fresh part symbols with sum(parts) <= parent.
+        Each part also keeps the parent's infinite entries: a part of something that depends
+        infinitely on an input (a branch on it may flip) does so too, and a finite part symbol
+        alone would let a branch on the part look free.  `types` are the parts' types (bags by
         default: primitives split tables)."""
         types = types or [Bag(Unit())] * len(labels)
         parts = [self.fresh_symbol(f"part[{label}]", t) for label, t in zip(labels, types)]
         for p in parts:
             self.split_of[p] = len(self.splits)
         self.splits.append((parts, dict(parent)))
-        return parts
+        infinite = {s: INF for s, c in parent.items() if c == INF}
+        return [{p: ONE, **infinite} for p in parts]
+
+    def scale_apply(self, k: Coef, dist: Dist, span: Optional[Span] = None) -> Dist:
+        """k * dist for applying a k-sensitive function (0 * inf = inf; E0304 if non-linear)."""
+        return self._scale(k, dist, span, apply=True)
 
     def eliminate(self, dist: Dist, since: int = 0) -> Dist:
         """Replace split parts by their parent: sum_k c_k d_k <= max_k c_k * d(parent), the exact
@@ -392,9 +400,9 @@ class Checker:
         nil = self.branch(arms["nil"].body, env)
         # Head and tail are the two components of a tensor: d(h) + d(t) <= d(list).
         since = len(self.splits)
-        hs, ts = self.split(scrut.dist, ["head", "tail"], [elem, scrut.type])
-        hb, hp = self.bind_pattern(cons.patterns[0], Val(elem, {hs: ONE}, I.IVar("_")))
-        tb, tp = self.bind_pattern(cons.patterns[1], Val(scrut.type, {ts: ONE}, I.IVar("_")))
+        hd, td = self.split(scrut.dist, ["head", "tail"], [elem, scrut.type])
+        hb, hp = self.bind_pattern(cons.patterns[0], Val(elem, hd, I.IVar("_")))
+        tb, tp = self.bind_pattern(cons.patterns[1], Val(scrut.type, td, I.IVar("_")))
         consv = self.branch(cons.body, env.extend({**hb, **tb}), since)
         rtype = self.join(nil, consv, e.span)
         dist = d_add(_branch_choice(scrut.dist), self.d_max(nil.dist, consv.dist))
@@ -507,7 +515,8 @@ class Checker:
         pats = []
         for i, (sub, t, d) in enumerate(zip(p.items, v.type.items, dists)):
             const = v.const[i] if v.is_const else NOCONST
-            b, sp = self.bind_pattern(sub, Val(t, d, I.IVar("_"), const))
+            ir = I.IConst(const) if const is not NOCONST else I.IVar("_")  # constants are inlined
+            b, sp = self.bind_pattern(sub, Val(t, d, ir, const))
             bindings.update(b)
             pats.append(sp)
         return bindings, (p.kind, pats)
@@ -520,7 +529,7 @@ class Checker:
             return [v.dist] * n  # each component of a with-pair moves at most as the whole
         # Tensor destructuring (Fuzz's rule): components share the whole's distance.
         labels = [f"component {i + 1}" for i in range(n)]
-        return [{s: ONE} for s in self.split(v.dist, labels, list(v.type.items))]  # type: ignore[attr-defined]
+        return self.split(v.dist, labels, list(v.type.items))  # type: ignore[attr-defined]
 
     # ---- application ---------------------------------------------------------------------------
 
@@ -622,6 +631,7 @@ class Checker:
                                 f"{fmt_coef(sens)}", span)
             if not is_const(coef):
                 self.store.require(coef, sens, "function argument annotation")
+                self.pending_checks.append((coef, sens, span, "the function given here"))
         if not is_subtype(inst.cod, cod):
             raise self.fail("E0202", f"this function returns {inst.cod}, but {t} expects {cod}", span)
         code = inst.code

@@ -246,7 +246,6 @@ def _split(ctx, args, span):
     if not isinstance(inst.cod, Bool):
         raise ctx.fail("E0202", f"split expects a predicate returning bool, but it returns {inst.cod}", p.span)
     parent = d_add(b.dist, captured)
-    yes, no = ctx.split(parent, ["yes", "no"])
-    parts = [{yes: Fraction(1)}, {no: Fraction(1)}]
+    parts = ctx.split(parent, ["yes", "no"])
     return Result(Tensor((b.type, b.type)), d_add(*parts), ir_args=[inst.code, b.ir], parts=parts)
 

@@ -131,8 +131,7 @@ def _groupby(ctx, args, span):
     elem = elem_type(ctx, b, "groupby")
     inst, captured = row_function(ctx, key, elem, span)
     keys, info = _key_domain(ctx, inst.cod, key.span)
-    symbols = ctx.split(d_add(b.dist, captured), list(keys))
-    parts = [{s: Fraction(1)} for s in symbols]
+    parts = ctx.split(d_add(b.dist, captured), list(keys))
     return Result(Parts(keys, Bag(elem)), d_add(*parts), ir_args=[inst.code, b.ir], parts=parts, info=info)
 
 
@@ -140,12 +139,17 @@ def _key_domain(ctx, t, span) -> tuple[tuple[str, ...], dict]:
     """The public keys of a partition: a category's values, a bounded int's range, or the
     product of those for a tuple key (a crosstab; keys joined with ", ")."""
     if isinstance(t, Tensor) and len(t.items) >= 2:
+        if any(isinstance(item, Tensor) for item in t.items):
+            raise ctx.fail("E0307", f"a crosstab key must be a flat tuple of categories or bounded ints, not {t}", span)
         subs = [_key_domain(ctx, item, span)[1] for item in t.items]
         keys: list[str] = [""]
         for sub in subs:
             keys = [f"{k}, {v}" if k else v for k in keys for v in sub["keys"]]
         if len(keys) > MAX_INT_KEYS:
             raise ctx.fail("E0307", f"this crosstab has {len(keys)} cells; at most {MAX_INT_KEYS} are allowed", span)
+        if len(set(keys)) != len(keys):
+            raise ctx.fail("E0307", "this crosstab's cells would have the same name (a category value contains "
+                           "\", \"); rename the categories", span)
         return tuple(keys), {"keys": tuple(keys), "product": subs}
     if isinstance(t, Cat):
         return t.values, {"keys": t.values}
@@ -171,8 +175,7 @@ def _parts_dists(ctx, arg):
         return arg.parts
     if not arg.dist:
         return [{} for _ in arg.type.keys]
-    symbols = ctx.split(arg.dist, list(arg.type.keys), [arg.type.elem] * len(arg.type.keys))
-    return [{s: Fraction(1)} for s in symbols]
+    return ctx.split(arg.dist, list(arg.type.keys), [arg.type.elem] * len(arg.type.keys))
 
 
 @primitive("part", ("ps", "key"), "parts K 'a -o string -> 'a",
@@ -197,7 +200,7 @@ def _per_part(ctx, f, ps, span, fuzzy: bool):
     k = inst.param_coefs[0]
     # The function runs once per part: its captured private data is read k times -> infinite.
     captured = d_inf(inst.captured)
-    parts = [d_add(d_scale(k, d), captured) for d in _parts_dists(ctx, ps)]
+    parts = [d_add(ctx.scale_apply(k, d, span), captured) for d in _parts_dists(ctx, ps)]
     return inst, parts
 
 

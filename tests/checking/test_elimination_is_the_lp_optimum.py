@@ -22,7 +22,7 @@ def _system(draw_ops):
             sym = symbols[idx % len(symbols)]
             parent[sym] = parent.get(sym, F(0)) + F(coef)
         parts = ck.split(parent, [f"p{i}" for i in range(k)])
-        symbols.extend(parts)
+        symbols.extend(next(iter(d)) for d in parts)  # finite parents: each part is {symbol: 1}
     return ck, symbols
 
 

@@ -109,14 +109,6 @@ DESTRUCTURING_LEAKS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "UNSOUND: claimed epsilon 0, true epsilon infinite (the release is 1 iff a row of db exists). "
-    "A split part symbol (tensor destructuring in Checker._component_dists, list pattern in "
-    "_case_list, Parts without per-part distances in partitions._parts_dists) gets coefficient 1 "
-    "even when its parent is infinite; _branch_choice and apply_scale(0, .) only see INF "
-    "coefficients, so branching on the part (or feeding it to a 0-sensitive function) charges "
-    "nothing.  Fix: give each component the parent's INF entries ({part: 1} plus {s: INF for INF "
-    "s in parent}), or eliminate the scrutinee before _branch_choice/apply_scale."))
 @pytest.mark.parametrize("name", sorted(DESTRUCTURING_LEAKS))
 def test_destructured_component_hides_a_private_branch(name, tables):
     r = check(DESTRUCTURING_LEAKS[name])
@@ -138,13 +130,6 @@ PER_PART_LEAKS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "UNSOUND: claimed epsilon 0, true epsilon infinite (reveals which groups are non-empty). "
-    "partitions._per_part scales each part's distance by the function's coefficient with d_scale, "
-    "where 0 * inf = 0; a function that branches on a bool is 0-sensitive at finite distances "
-    "but tells apart bools that are infinitely far apart, and the parts of "
-    "`pmap (fun g -> count g > 0) ...` are at distance {part: inf}.  Fix: use the application "
-    "convention apply_scale (0 * inf = inf) in _per_part, as _apply_full and _apply_opaque do."))
 @pytest.mark.parametrize("name", sorted(PER_PART_LEAKS))
 def test_zero_sensitive_per_part_function_drops_infinity(name, tables):
     r = check(PER_PART_LEAKS[name])
@@ -205,14 +190,6 @@ function main (db : bag T) : fuzzy num {
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "UNSOUND: claimed epsilon 1 (laplace sensitivity 2), true loss 8 here (rec 2 x = 16 x) and "
-    "unbounded in k (rec k x = 2^(2^(k+1)-1) x...).  The closure `fun z -> rec (n - 1) z` is passed "
-    "where `num -o num` (1-sensitive) is declared while rec's own sensitivity is still an LP "
-    "unknown; to_opaque records `u_x <= 1` with store.require but not in pending_checks, and "
-    "solving/lp.py _certify skips constant right-hand sides, so u_x = 2 is accepted and app "
-    "keeps assuming g is 1-sensitive.  Fix: append (coef, sens, span) to pending_checks in "
-    "to_opaque, and make _certify fail (not skip) on a violated constant bound."))
 def test_recursive_closure_passed_as_declared_1_sensitive_function():
     r = check(RECURSIVE_HOF)
     # k = 2 (a public constant released unchanged): rec 2 x = app(rec 1)(x) = rec1(rec1 x),
@@ -266,13 +243,6 @@ def test_returned_closure_makes_run_failure_depend_on_data(tables):
         assert outcome(r, tables(ROW_A))[0] == outcome(r, tables(ROW_A + ROW_B))[0]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Checker/runtime mismatch: a case on a constant list with a tuple head pattern, "
-    "`case [(1, 2)] of { ... | (a, b) :: t => ... }`, binds a and b at check time only; the IR of "
-    "the constant branch (Checker._case_list) has no ILet, so the run fails with 'a is not bound'. "
-    "Inside a row function the failure happens iff the (filtered) bag is non-empty, so the exit "
-    "code reveals whether any row has k == \"b\".  Fix: wrap the constant cons branch in an ILet "
-    "binding the head and tail patterns to their constants, as _case_sum does."))
 def test_constant_list_case_with_tuple_pattern_fails_depending_on_data(tables):
     r = check('function main (db : bag T) : fuzzy num {\n'
               '  let sel = filter (fun r -> r.k == "b") db;\n'
@@ -341,13 +311,6 @@ def test_load_outcome_does_not_depend_on_an_unparsable_cell(tmp_path):
 # Open findings: crashes and checker/runtime mismatches without a direct leak
 # =============================================================================================
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Crash: check_source raises KeyError('report') instead of returning a diagnostic.  Inside a "
-    "recursive group, pmap scales part distances that already mention an LP unknown by a "
-    "function coefficient that is also an unknown; partitions._per_part calls d_scale directly, "
-    "so sens.NonLinear escapes (Checker._scale turns it into E0304 elsewhere), and the checking "
-    "thread dies.  Fix: route _per_part's scaling through ctx (Checker._scale), and make "
-    "check_source turn any unexpected exception into an internal-error diagnostic."))
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_pmap_inside_a_recursive_group_is_a_diagnostic_not_a_crash():
     src = """
@@ -364,11 +327,6 @@ function main (db : bag T) : fuzzy num { laplace 1 (count db) }
     assert "E0304" in codes(r)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Checker/runtime mismatch: a crosstab key with a nested tuple, ((k, n), k), is accepted "
-    "(partitions._key_domain recurses into the nested tuple), but key_codes calls "
-    "values.iloc[:, j] on a column of tuples and the run dies with pandas IndexingError (a raw "
-    "Python exception).  Fix: reject nested tuple keys in _key_domain (or flatten them)."))
 def test_nested_crosstab_key_runs(tables):
     r = check('function main (db : bag T) : fuzzy num {\n'
               '  let ps = groupby (fun r -> ((r.k, clip 0 1 r.n), r.k)) db;\n'
@@ -377,11 +335,6 @@ def test_nested_crosstab_key_runs(tables):
         assert outcome(r, tables(ROW_A))[0] == "value"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Checker/runtime mismatch: crosstab keys are joined with ', ', so categories containing ', ' "
-    "collide: ('a', 'b, c') and ('a, b', 'c') are both 'a, b, c'.  The checker's `part` takes the "
-    "first cell, the runtime dict keeps the last one (and drops a cell from values/each).  Fix: "
-    "reject duplicate keys in _key_domain (or key crosstab cells by tuples)."))
 def test_crosstab_keys_are_unique(tmp_path):
     src = ('schema U { p : cat{"a", "a, b"}, q : cat{"b, c", "c"} }\n'
            'function main (db : bag U) : fuzzy num {\n'
