@@ -746,6 +746,7 @@ class Checker:
         self.current_function = label if isinstance(fn, TopFn) else self.current_function
         try:
             body, symbols = self._check_body(fn, params, param_types, args)
+            body = self._coerce_return(fn, body, param_types)
         finally:
             self.current_function = saved_function
             state = self.active.pop(key)
@@ -805,12 +806,20 @@ class Checker:
         return self.fail("E0301", f"{p.name} is used with sensitivity {fmt_coef(used)}, but its annotation "
                          f"allows {fmt_coef(bound)}", p.span, *notes)
 
+    def _coerce_return(self, fn, body: Val, param_types: list[Type]) -> Val:
+        """A function returned where a function type is declared is checked against it (its
+        sensitivity too) and carries its own code, like a function argument."""
+        if not isinstance(fn, TopFn) or fn.decl.ret is None or not isinstance(body.type, FnT):
+            return body
+        declared = self._declared_return(fn.decl, param_types)
+        if not isinstance(declared, Fun):
+            return body
+        return self.to_opaque(body, declared, fn.decl.body.span)
+
     def _check_return(self, fn, body: Val) -> Type:
         if not isinstance(fn, TopFn) or fn.decl.ret is None:
             return body.type
         declared = self.types.resolve(fn.decl.ret)
-        if isinstance(body.type, FnT) and isinstance(declared, Fun):
-            return declared
         if not is_subtype(body.type, declared) and not _has_tvar(declared):
             raise self.fail("E0202", f"{fn.decl.name} returns {body.type}, but its declared return type is "
                             f"{declared}", fn.decl.body.span)

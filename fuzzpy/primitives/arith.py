@@ -98,6 +98,20 @@ def _arith_rule(op: str):
     return rule
 
 
+def _mul(x, y):
+    """x * y, with 0 * anything = 0, inf and NaN included: the checker reasons over the reals,
+    where scaling by 0 gives 0, so `(1 / count db) * 0` must be 0 on every table, not NaN on an
+    empty one (a float NaN would reveal what the checker proved public)."""
+    import numpy as np
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        product = np.multiply(x, y)
+        zero = np.logical_or(np.equal(x, 0), np.equal(y, 0))
+        if np.ndim(product) == 0:
+            return 0.0 if zero else float(product)
+        return np.where(zero, 0.0, product)
+
+
 def _div(x, y):
     import numpy as np
 
@@ -113,8 +127,9 @@ _ARITH_DOC = {
     "*": ("mul", "num -o[B_y] num -o[B_x] num",
           "Multiplication; scaling by a constant c is |c|-sensitive; a product of two values is "
           "sensitive by the other factor's bound (infinite if it has none).",
-          "xy - x'y' = x(y-y') + y'(x-x'), so |xy - x'y'| <= B_x|y-y'| + B_y|x-x'| where B bounds |x|, |y|.",
-          operator.mul),
+          "xy - x'y' = x(y-y') + y'(x-x'), so |xy - x'y'| <= B_x|y-y'| + B_y|x-x'| where B bounds |x|, |y|. "
+          "At run time 0 * x is 0 even for an infinite or undefined x, as over the reals.",
+          _mul),
     "/": ("div", "num -o[1/|c|] num -> num", "Division; Lipschitz only when the divisor is a non-zero constant.",
           "x/c moves by |x-x'|/|c|; a private divisor can make the quotient jump arbitrarily (infinite).",
           _div),

@@ -103,14 +103,21 @@ def _vectorised(state: RunState, fn: Closure, bag: Bag) -> Frame:
 
 
 def _row_by_row(state: RunState, fn: Closure, bag: Bag) -> Frame:
-    """The documented fallback: one evaluation per row, on Python values."""
+    """The documented fallback: one evaluation per row, on Python values.
+
+    A row whose evaluation fails (recursion too deep, say) gives a missing value (None: false
+    for filter and split, no part for groupby, 0 in a sum) instead of failing the run: whether
+    some row fails depends on private data, so it must not decide the run's outcome."""
     interp = Interpreter(state)
     param, body, base_env = fn.params[0], fn.body, fn.env  # type: ignore[index]
     out = []
     for row in bag_rows(bag):
         env = dict(base_env)
         env[param] = row
-        out.append(interp.eval(body, env))  # type: ignore[arg-type]
+        try:
+            out.append(interp.eval(body, env))  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - per-row failures are private: a missing value instead
+            out.append(None)
     return bag_from_rows(out)
 
 

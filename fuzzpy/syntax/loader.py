@@ -66,6 +66,11 @@ def load_program(source: str, file: str, overlays: dict[str, str] | None = None
         done.add(name)
 
     def _load_import(decl: A.Import, importer: str) -> None:
+        if not decl.path.endswith(".fz"):
+            # Never parse (and quote in errors) other files: a data file's rows are private.
+            diags.append(Diagnostic("E0105", f"only fuzzpy files (.fz) can be imported, not \"{decl.path}\"",
+                                    decl.span))
+            return
         target = resolve_import(decl.path, importer)
         if target is None:
             diags.append(Diagnostic("E0105", f"cannot find the library file \"{decl.path}\"", decl.span,

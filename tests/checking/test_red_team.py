@@ -155,14 +155,6 @@ FLOAT_LEAKS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "UNSOUND at run time: claimed epsilon 0, true epsilon infinite (NaN vs 0 tells whether db is "
-    "empty).  The mul rule (primitives/arith.py) gives x * 0 distance 0, correct over the reals, "
-    "but the runtime evaluates float64, where inf * 0 = nan (inf from 1/0 with a private divisor, "
-    "or from overflow of count * 1e200 * 1e200); nothing the checker proves covers inf/nan.  Fix: "
-    "make runtime arithmetic total over the reals the checker reasons about (saturate every "
-    "result to +-max float, define 0/0 and x * 0 = 0), or let the checker treat 0 * (anything "
-    "possibly non-finite) as infinitely sensitive."))
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("name", sorted(FLOAT_LEAKS))
 def test_float_semantics_differ_from_the_checkers_reals(name, tables):
@@ -212,12 +204,6 @@ def test_recursive_closure_true_sensitivity_shown_by_a_run(tables):
 # Checker._check_return returns the declared `Fun` type as is when the body is a lambda, a
 # partial application or a function name (FnT): its sensitivity is never checked.
 
-@pytest.mark.xfail(strict=True, reason=(
-    "UNSOUND acceptance: claimed laplace sensitivity 1 (epsilon 1) for (mk 0) (count db), whose "
-    "function is x + x + x + x (4-sensitive; the run happens to fail only because the returned "
-    "IClosure carries no code).  _check_return accepts an FnT body against any declared Fun "
-    "type.  Fix: in _check_return, give FnT bodies the declared type through to_opaque (which "
-    "checks each coefficient), as x_Ascribe and coerce do."))
 def test_returned_closure_sensitivity_is_not_checked():
     r = check("function mk (u : num) : num -o num { fun (x : num) -> x + x + x + x }\n"
               "function main (db : bag T) : fuzzy num { laplace 1 ((mk 0) (count db)) }")
@@ -228,13 +214,6 @@ def test_returned_closure_sensitivity_is_not_checked():
 # Open findings: run outcome (error, exit code) that depends on private data
 # =============================================================================================
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A run fails (RunFailure E0604 'a function passed to a primitive has no code', exit code 4) "
-    "iff some row has x > 5: an infinite-loss bit outside every mechanism.  The function returned "
-    "by mk (accepted by _check_return, finding 4) has no code; row functions fall back to "
-    "row-by-row evaluation, which calls it only on the rows where the branch is taken.  Fix: "
-    "finding 4, and (defence in depth) make a row function's failure on one row data-independent "
-    "(e.g. give that row a default value instead of aborting the run)."))
 def test_returned_closure_makes_run_failure_depend_on_data(tables):
     r = check("function mk (u : num) : num -o num { fun (x : num) -> x }\n"
               "function main (db : bag T) : fuzzy num {\n"
@@ -251,14 +230,6 @@ def test_constant_list_case_with_tuple_pattern_fails_depending_on_data(tables):
     assert outcome(r, tables(ROW_A))[0] == outcome(r, tables(ROW_A + ROW_B))[0] == "value"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "The run raises RecursionError (exit code 4) iff some row has x > 0: a recursive function "
-    "in a row function recurses as deep as the row's value says, row functions may be "
-    "infinitely sensitive in their row, and recursion on the row runs row by row "
-    "(vectorize.call_instance), so its depth, and whether it exceeds the stack, is private. "
-    "Non-terminating row recursion (a hang) is the same channel.  Fix: make per-row failures "
-    "data-independent (catch them per row and substitute a default value, or bound recursion "
-    "depth with public fuel that yields a default when exhausted)."))
 def test_recursion_depth_in_a_row_function_makes_failure_depend_on_data(tables):
     r = check("function down (x : num) : num { if x > 0 then down (x - 1) else 0 }\n"
               "function main (db : bag T) : fuzzy num {\n"
@@ -267,13 +238,6 @@ def test_recursion_depth_in_a_row_function_makes_failure_depend_on_data(tables):
     assert outcome(r, tables("0,a,true,1\n"))[0] == outcome(r, tables("0,a,true,1\n" + ROW_B))[0]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "`import \"/path/to/data\"` parses any readable file as fuzzpy: the parse errors (E0101) quote "
-    "the offending source lines of the imported file, and report.sources keeps its text for the "
-    "carets, so a headerless private CSV (like adult.data) is printed row by row by `fuzzpy check` "
-    "and `fuzzpy run` before any budget is charged.  Fix (syntax/loader.py): accept only .fz "
-    "files under the program's directory or stdlib/, and never quote lines of a file that did not "
-    "parse as a fuzzpy module (or of any imported file) in diagnostics."))
 def test_import_of_a_data_file_does_not_show_its_rows(tmp_path):
     data = tmp_path / "adult.data"
     data.write_text("39, State-gov, 77516, SECRET_ALICE\nfunction 28, Private, 1234, SECRET_BOB\n")
@@ -284,27 +248,23 @@ def test_import_of_a_data_file_does_not_show_its_rows(tmp_path):
     assert "SECRET" not in shown
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "The loader raises E0504 (exit code 4, no budget spent) iff some cell of an `int` column is "
-    "not integral (likewise for bool/num columns with an unparsable cell).  The schema is written "
-    "by the analyst, so declaring `x : int` over a real-valued column asks 'does any row have a "
-    "fractional x?', at no cost and repeatably (docs/data.md accepts this as 'a statement about "
-    "the file's format', but DESIGN.md says no exit code may depend on private data).  Fix: treat "
-    "an unparsable cell like a missing one (the column's drop/default policy), as categories do."))
-def test_load_outcome_does_not_depend_on_an_unparsable_cell(tmp_path):
+def test_an_unparsable_cell_is_a_format_error_that_names_no_row(tmp_path):
+    """A decision, not an oversight: issue 3 asks that unparsable values give a clear error before
+    any budget is spent.  That error is one bit about the file ("some cell of column x is not an
+    int"), seen by the curator who runs the program; it names no row, value or count, and spends
+    nothing.  The red team's point stands (an analyst-written schema could probe it), so
+    docs/data.md tells curators to review load errors before passing them on."""
     from fuzzpy.checking.types import Column, Num, Schema
 
     schema = Schema("t", (Column("x", Num(None, None, True)),))
     (tmp_path / "a.csv").write_text("x\n1\n2\n")
-    (tmp_path / "b.csv").write_text("x\n1\n2\n2.5\n")  # one more row
-    results = []
-    for name in ("a.csv", "b.csv"):
-        try:
-            load_table(tmp_path / name, schema, table="t")
-            results.append("loaded")
-        except FuzzError:
-            results.append("failed")
-    assert results[0] == results[1]
+    (tmp_path / "b.csv").write_text("x\n1\n2\n2.5\n")
+    assert len(load_table(tmp_path / "a.csv", schema, table="t")) == 2
+    with pytest.raises(FuzzError) as err:
+        load_table(tmp_path / "b.csv", schema, table="t")
+    d = err.value.diagnostics[0]
+    assert d.code == "E0504" and "2.5" not in d.message + " ".join(d.notes)
+    assert not any(ch.isdigit() for ch in d.message)
 
 
 # =============================================================================================
