@@ -1,0 +1,130 @@
+"""Application: the `x_Apply` rule, calls of primitives, applying function values (full and
+partial application, functions of a declared type), and giving a function value a declared
+function type (`coerce`, `to_opaque`).  Mixed into `Checker` (checker.py); the checking of a
+function's body for given arguments is in instances.py."""
+
+from __future__ import annotations
+
+from ..diagnostics import Span
+from ..primitives.registry import NOCONST, Arg, Result, lookup
+from ..syntax import ast as A
+from . import ir as I
+from .helpers import _cover, _rename_args, _spine
+from .sens import d_add, d_inf, fmt_coef, is_const
+from .types import Fun, Type, is_subtype
+from .values import Env, FnT, FnValue, Opaque, Partial, Val, fn_params
+
+
+class ApplicationRules:
+    """Applications and function types (a mixin of `Checker`)."""
+
+    # ---- application ---------------------------------------------------------------------------
+
+    def x_Apply(self, e: A.Apply, env: Env) -> Val:
+        head, args = _spine(e)
+        if isinstance(head, A.Var) and env.lookup(head.name) is None and head.name not in self.functions:
+            prim = lookup(head.name)
+            if prim is not None:
+                if len(args) < prim.arity:
+                    raise self.fail("E0210", f"primitive {head.name} needs {prim.arity} arguments "
+                                    f"({' '.join(prim.params)}), but has {len(args)}", e.span)
+                result = self.call_primitive(head.name, args[:prim.arity], env, _cover(head, args[:prim.arity]))
+                rest = [self.expr(a, env) for a in args[prim.arity:]]
+                return self.apply(result, rest, e.span) if rest else result
+        fval = self.expr(head, env)
+        return self.apply(fval, [self.expr(a, env) for a in args], e.span)
+
+    def call_primitive(self, name: str, arg_exprs: list[A.Expr], env: Env, span: Span) -> Val:
+        return self.call_primitive_vals(name, [self.expr(a, env) for a in arg_exprs], span)
+
+    def call_primitive_vals(self, name: str, vals: list[Val], span: Span) -> Val:
+        prim = lookup(name)
+        assert prim is not None
+        args = [Arg(v.type, v.dist, v.const, v.ir.span or span, v.ir, v.fn, v.parts) for v in vals]
+        res: Result = prim.rule(self, args, span)
+        ir_args = res.ir_args if res.ir_args is not None else [v.ir for v in vals]
+        node = I.IPrim(name, ir_args, dict(res.info), span=span)
+        if res.const is not NOCONST:
+            node = I.IConst(res.const, span=span)
+        return Val(res.type, res.dist, node, res.const, None, res.parts)
+
+    def apply(self, f: Val, args: list[Val], span: Span) -> Val:
+        while args:
+            fn = f.fn
+            if fn is None:
+                raise self.fail("E0203", f"this is not a function (it is {f.type}), but it is applied "
+                                f"to an argument", span)
+            if isinstance(fn, Opaque):
+                f, args = self._apply_opaque(f, fn, args[0], span), args[1:]
+                continue
+            n = fn_params(fn)
+            if len(args) < n:
+                return Val(FnT("(partial application)"), d_inf(d_add(f.dist, *[a.dist for a in args])),
+                           I.IClosure(span=span), NOCONST, Partial(f, list(args), n - len(args)))
+            f, args = self._apply_full(f, fn, args[:n], span), args[n:]
+        return f
+
+    def _apply_opaque(self, f: Val, fn: Opaque, arg: Val, span: Span) -> Val:
+        t = fn.type
+        arg = self.coerce(arg, t.dom, span)
+        dist = d_add(self._scale(t.sens, arg.dist, span, apply=True), f.dist)
+        fn_out = Opaque(t.cod) if isinstance(t.cod, Fun) else None  # a curried function type
+        return Val(t.cod, dist, I.IApply(f.ir, [arg.ir], span=span), NOCONST, fn_out)
+
+    def _apply_full(self, f: Val, fn: FnValue, args: list[Val], span: Span) -> Val:
+        if isinstance(fn, Partial):
+            names = [f"_p{self._sym}_{i}" for i in range(len(args))]
+            self._sym += 1
+            inner = self.apply(fn.fn, list(fn.given) + args, span)
+            body = _rename_args(inner.ir, args, names)
+            return Val(inner.type, inner.dist, I.IApply(f.ir, [a.ir for a in args], names, body, span=span),
+                       inner.const, inner.fn, inner.parts)
+        summary, args = self.summary(fn, args, span)
+        dist = dict(summary.captured)
+        for coef, a, t in zip(summary.coefs, args, summary.param_types):
+            if isinstance(t, FnT):
+                # A function value checked inside this instance (not through a symbol): each of
+                # its applications, and any use of it as data, is already in the body's distance.
+                continue
+            dist = d_add(dist, self._scale(coef, a.dist, span, apply=True))
+        if summary.instance is not None:
+            node: I.IR = I.ICall(summary.instance, [a.ir for a in args], span=span)
+        else:
+            node = I.IApply(f.ir, [a.ir for a in args], summary.params, summary.body, span=span)
+        return Val(summary.cod, dist, node, NOCONST, Opaque(summary.cod) if isinstance(summary.cod, Fun) else None)
+
+    def coerce(self, v: Val, t: Type, span: Span) -> Val:
+        """Check that v can be passed where t is expected (giving function values a Fun type)."""
+        if isinstance(v.type, FnT) and isinstance(t, Fun):
+            return self.to_opaque(v, t, span)
+        if not is_subtype(v.type, t):
+            raise self.fail("E0202", f"expected {t}, but this argument is {v.type}", v.ir.span or span)
+        return v
+
+    def to_opaque(self, v: Val, t: Fun, span: Span) -> Val:
+        """Give a function value the declared type t; a function of n parameters can stand for a
+        curried type A1 -o[s1] ... An -o[sn] B (checked at all n domains at once)."""
+        doms, senses, cod = [t.dom], [t.sens], t.cod
+        n = fn_params(v.fn) if v.fn is not None else 1
+        while len(doms) < n and isinstance(cod, Fun):
+            doms.append(cod.dom)
+            senses.append(cod.sens)
+            cod = cod.cod
+        arg = Arg(v.type, v.dist, v.const, span, v.ir, v.fn)
+        inst = self.instantiate(arg, doms, span)
+        for coef, sens in zip(inst.param_coefs, senses):
+            if is_const(coef) and coef > sens:
+                raise self.fail("E0301", f"this function is {fmt_coef(coef)}-sensitive, but {t} allows "
+                                f"{fmt_coef(sens)}", span)
+            if not is_const(coef):
+                self.store.require(coef, sens, "function argument annotation")
+                self.pending_checks.append((coef, sens, span, "the function given here"))
+        if not is_subtype(inst.cod, cod):
+            raise self.fail("E0202", f"this function returns {inst.cod}, but {t} expects {cod}", span)
+        code = inst.code
+        if len(code.params) > 1:  # curried: one parameter per function value
+            body = code.body
+            for name in reversed(code.params[1:]):
+                body = I.ILambda([name], body, span=span)
+            code = I.ILambda(code.params[:1], body, span=span)
+        return Val(t, inst.captured, code, NOCONST, Opaque(t))

@@ -1,0 +1,280 @@
+"""The typing rules of the expression forms other than application: literals, variables,
+ascriptions, let, sample, return, if and case (with their branches), lambdas, operators, sums,
+fields, projections, tuples, records and lists.
+
+`ExpressionRules` is mixed into `Checker` (checker.py): `self` is the checker, and `expr`
+dispatches each AST node to its `x_<NodeClass>` method, wherever it is defined.
+"""
+
+from __future__ import annotations
+
+import difflib
+from fractions import Fraction
+from typing import Any, Optional
+
+from ..diagnostics import Span
+from ..primitives.registry import NOCONST, OPERATORS
+from ..syntax import ast as A
+from . import ir as I
+from .helpers import _branch_choice, _free_vars
+from .sens import Dist, d_add, d_inf
+from .types import (BOOL, STRING, UNIT, Bool, Fun, Fuzzy, Hole, ListT, Num, Parts, Record, SumT, Tensor, Type, With,
+                    is_subtype, join_types)
+from .values import Closure, Env, FnT, Opaque, Val
+
+
+class ExpressionRules:
+    """The rules of the expression forms (a mixin of `Checker`)."""
+
+    # ---- expressions -------------------------------------------------------------------------
+
+    def expr(self, e: A.Expr, env: Env) -> Val:
+        method = getattr(self, "x_" + type(e).__name__)
+        return method(e, env)
+
+    def x_Lit(self, e: A.Lit, env: Env) -> Val:
+        v = e.value
+        if isinstance(v, bool):
+            return Val(BOOL, {}, I.IConst(v, span=e.span), v)
+        if isinstance(v, Fraction):
+            return Val(Num(v, v, e.integer), {}, I.IConst(v, span=e.span), v)
+        if isinstance(v, str):
+            return Val(STRING, {}, I.IConst(v, span=e.span), v)
+        return Val(UNIT, {}, I.IConst(None, span=e.span), None)
+
+    def x_Var(self, e: A.Var, env: Env) -> Val:
+        return self.var(e, env)
+
+    def x_Ascribe(self, e: A.Ascribe, env: Env) -> Val:
+        v = self.expr(e.value, env)
+        t = self.types.resolve(e.type)
+        if isinstance(v.type, FnT) and isinstance(t, Fun):
+            return self.to_opaque(v, t, e.span)
+        if not is_subtype(v.type, t):
+            raise self.fail("E0202", f"this has type {v.type}, which does not fit the annotation {t}", e.span)
+        return Val(t, v.dist, v.ir, v.const, v.fn, v.parts)
+
+    def x_Let(self, e: A.Let, env: Env) -> Val:
+        bound = self.expr(e.bound, env)
+        bindings, pat = self.bind_pattern(e.pattern, bound)
+        body = self.expr(e.body, env.extend(bindings))
+        return Val(body.type, body.dist, I.ILet(pat, bound.ir, body.ir, span=e.span), body.const, body.fn, body.parts)
+
+    def x_Sample(self, e: A.Sample, env: Env) -> Val:
+        bound = self.expr(e.bound, env)
+        if not isinstance(bound.type, Fuzzy):
+            raise self.fail("E0202", f"sample expects a distribution (fuzzy T), but this is {bound.type}",
+                            e.bound.span, "use let for values that are not distributions")
+        released = Val(bound.type.inner, {}, I.IVar("_", span=e.span))
+        bindings, pat = self.bind_pattern(e.pattern, released)
+        body = self.expr(e.body, env.extend(bindings))
+        if not isinstance(body.type, Fuzzy):
+            raise self.fail("E0202", f"the rest of a sample block must be a distribution (end it with "
+                            f"return ...), but it is {body.type}", e.body.span)
+        return Val(body.type, d_add(bound.dist, body.dist), I.ISample(pat, bound.ir, body.ir, span=e.span))
+
+    def note_infinite(self, span: Span, dist: Dist, reason: str) -> None:
+        if dist and len(self.inf_origins) < 20:
+            self.inf_origins.append((span, reason))
+
+    def x_Return(self, e: A.Return, env: Env) -> Val:
+        v = self.expr(e.value, env)
+        self.note_infinite(e.span, v.dist, "a private value is returned without noise")
+        # Point masses at different values are infinitely far apart in max-divergence.
+        return Val(Fuzzy(v.type), d_inf(v.dist), I.IReturn(v.ir, span=e.span))
+
+    def x_If(self, e: A.If, env: Env) -> Val:
+        cond = self.expr(e.cond, env)
+        if not isinstance(cond.type, Bool):
+            raise self.fail("E0202", f"the condition of if must be a bool, but it is {cond.type}", e.cond.span)
+        if cond.is_const:  # public constant: only the branch taken is checked and run
+            return self.expr(e.then if cond.const else e.other, env)
+        then, other = self.branch(e.then, env), self.branch(e.other, env)
+        self.note_infinite(e.cond.span, _branch_choice(cond.dist), "this condition depends on private data, so it "
+                           "reveals it through the branch taken")
+        t = self.join(then, other, e.span)
+        dist = d_add(_branch_choice(cond.dist), self.d_max(then.dist, other.dist))
+        return Val(t, dist, I.IIf(cond.ir, then.ir, other.ir, span=e.span), fn=self._join_fn(then, other))
+
+    def branch(self, e: A.Expr, env: Env, since: Optional[int] = None) -> Val:
+        """Check one branch, with the parts it split eliminated: the max of two branches must
+        compare distances over common symbols (a part and its whole are related only through
+        their split constraint)."""
+        since = len(self.splits) if since is None else since
+        v = self.expr(e, env)
+        return Val(v.type, self.eliminate(v.dist, since), v.ir, v.const, v.fn, None)
+
+    def join(self, a: Val, b: Val, span: Span) -> Type:
+        if isinstance(a.type, FnT) or isinstance(b.type, FnT):
+            raise self.fail("E0202", "branches that return functions need a function type annotation",
+                            span, "write (e : num -o[2] num) around the branches")
+        t = join_types(a.type, b.type)
+        if t is None:
+            raise self.fail("E0202", f"the branches have different types: {a.type} and {b.type}", span)
+        return t
+
+    def _join_fn(self, a: Val, b: Val):
+        if isinstance(a.fn, Opaque) and isinstance(b.fn, Opaque):
+            return Opaque(join_types(a.fn.type, b.fn.type))  # type: ignore[arg-type]
+        return None
+
+    def x_Lambda(self, e: A.Lambda, env: Env) -> Val:
+        clo = Closure(e.params, e.body, env, f"at line {e.span.line}")
+        captured = self._captured_estimate(e, env)
+        return Val(FnT(f"(lambda at line {e.span.line})"), captured, I.IClosure(span=e.span), NOCONST, clo)
+
+    def _captured_estimate(self, e: A.Lambda, env: Env) -> Dist:
+        """A closure stored as data: anything private it captures counts as infinitely used
+        (applications are checked precisely instead, at each application site)."""
+        free = _free_vars(e.body, {p.name for p in e.params})
+        total: Dist = {}
+        for name in free:
+            v = env.lookup(name)
+            if v is not None:
+                total = d_add(total, v.dist)
+        return d_inf(total)
+
+    def x_Case(self, e: A.Case, env: Env) -> Val:
+        scrut = self.expr(e.scrutinee, env)
+        kinds = sorted(arm.kind for arm in e.arms)
+        if kinds == ["inl", "inr"] and isinstance(scrut.type, SumT):
+            return self._case_sum(e, scrut, env)
+        if kinds == ["cons", "nil"] and isinstance(scrut.type, ListT):
+            return self._case_list(e, scrut, env)
+        raise self.fail("E0202", f"case arms do not match the scrutinee type {scrut.type}", e.span,
+                        "a sum needs arms inl x => ... | inr y => ...; a list needs [] => ... | h :: t => ...")
+
+    def _case_sum(self, e: A.Case, scrut: Val, env: Env) -> Val:
+        arms = {arm.kind: arm for arm in e.arms}
+        t: SumT = scrut.type  # type: ignore[assignment]
+        if scrut.is_const:
+            side, value = scrut.const
+            arm = arms[side]
+            inner = Val(t.left if side == "inl" else t.right, {}, I.IConst(value), value)
+            bindings, pat = self.bind_pattern(arm.patterns[0], inner)
+            body = self.expr(arm.body, env.extend(bindings))
+            return Val(body.type, body.dist, I.ILet(pat, I.IConst(value), body.ir, span=e.span), body.const,
+                       body.fn)
+        results = []
+        for side, inner_t in (("inl", t.left), ("inr", t.right)):
+            inner = Val(inner_t, scrut.dist, I.IVar("_"))
+            bindings, pat = self.bind_pattern(arms[side].patterns[0], inner)
+            results.append((pat, self.branch(arms[side].body, env.extend(bindings))))
+        (lp, lv), (rp, rv) = results
+        rtype = self.join(lv, rv, e.span)
+        dist = d_add(_branch_choice(scrut.dist), self.d_max(lv.dist, rv.dist))
+        return Val(rtype, dist, I.ICase(scrut.ir, "sum", (lp, lv.ir), (rp, rv.ir), span=e.span))
+
+    def _case_list(self, e: A.Case, scrut: Val, env: Env) -> Val:
+        arms = {arm.kind: arm for arm in e.arms}
+        elem = scrut.type.elem  # type: ignore[attr-defined]
+        cons = arms["cons"]
+        if scrut.is_const:
+            items = scrut.const
+            if not items:
+                return self.expr(arms["nil"].body, env)
+            head = self.const_val(items[0], elem)
+            tail = self.const_val(tuple(items[1:]), scrut.type)
+            hb, hp = self.bind_pattern(cons.patterns[0], head)
+            tb, tp = self.bind_pattern(cons.patterns[1], tail)
+            body = self.expr(cons.body, env.extend({**hb, **tb}))
+            return Val(body.type, body.dist, body.ir, body.const, body.fn, body.parts)
+        nil = self.branch(arms["nil"].body, env)
+        # Head and tail are the two components of a tensor: d(h) + d(t) <= d(list).
+        since = len(self.splits)
+        hd, td = self.split(scrut.dist, ["head", "tail"], [elem, scrut.type])
+        hb, hp = self.bind_pattern(cons.patterns[0], Val(elem, hd, I.IVar("_")))
+        tb, tp = self.bind_pattern(cons.patterns[1], Val(scrut.type, td, I.IVar("_")))
+        consv = self.branch(cons.body, env.extend({**hb, **tb}), since)
+        rtype = self.join(nil, consv, e.span)
+        dist = d_add(_branch_choice(scrut.dist), self.d_max(nil.dist, consv.dist))
+        return Val(rtype, dist, I.ICase(scrut.ir, "list", (None, nil.ir), ((hp, tp), consv.ir), span=e.span))
+
+    def const_val(self, value: Any, t: Type) -> Val:
+        return Val(t, {}, I.IConst(value), value)
+
+    def x_BinOp(self, e: A.BinOp, env: Env) -> Val:
+        return self.call_primitive(OPERATORS[e.op], [e.left, e.right], env, e.span)
+
+    def x_UnOp(self, e: A.UnOp, env: Env) -> Val:
+        return self.call_primitive("not" if e.op == "!" else "neg", [e.operand], env, e.span)
+
+    def x_Inject(self, e: A.Inject, env: Env) -> Val:
+        v = self.expr(e.value, env)
+        # The other side is unconstrained; `unit` is a placeholder that joins with anything via annotations.
+        t = SumT(v.type, Hole()) if e.side == "inl" else SumT(Hole(), v.type)
+        const = (e.side, v.const) if v.is_const else NOCONST
+        return Val(t, v.dist, I.IInject(e.side, v.ir, span=e.span), const)
+
+    def x_Field(self, e: A.Field, env: Env) -> Val:
+        v = self.expr(e.value, env)
+        if isinstance(v.type, Record):
+            ft = v.type.field_type(e.name)
+            if ft is None:
+                names = [n for n, _ in v.type.fields]
+                close = difflib.get_close_matches(e.name, names, n=1)
+                notes = [f"did you mean {close[0]}?"] if close else [f"the fields are: {', '.join(names)}"]
+                raise self.fail("E0205", f"{v.type} has no field '{e.name}'", e.name_span or e.span, *notes)
+            const = dict(v.const)[e.name] if v.is_const else NOCONST
+            idx = [n for n, _ in v.type.fields].index(e.name)
+            dist = v.parts[idx] if v.parts is not None else v.dist
+            return Val(ft, dist, I.IField(v.ir, e.name, span=e.span), const)
+        if isinstance(v.type, Parts):
+            return self.call_primitive_vals("part", [v, self.const_val(e.name, STRING)], e.span)
+        raise self.fail("E0205", f"field access .{e.name} needs a record, but this is {v.type}", e.span)
+
+    def x_Proj(self, e: A.Proj, env: Env) -> Val:
+        v = self.expr(e.value, env)
+        if not isinstance(v.type, (Tensor, With)) or not 1 <= e.index <= len(v.type.items):
+            raise self.fail("E0202", f"projection .{e.index} needs a tuple with at least {e.index} "
+                            f"components, but this is {v.type}", e.span)
+        i = e.index - 1
+        const = v.const[i] if v.is_const else NOCONST
+        dist = v.parts[i] if v.parts is not None else v.dist  # a component moves at most as the whole
+        return Val(v.type.items[i], dist, I.IProj(v.ir, i, span=e.span), const, None)
+
+    def x_Tuple(self, e: A.Tuple, env: Env) -> Val:
+        vals = [self.expr(x, env) for x in e.items]
+        kind = e.kind
+        t = (Tensor if kind == "tensor" else With)(tuple(v.type for v in vals))
+        parts = [v.dist for v in vals]
+        if kind == "tensor":
+            dist = d_add(*parts)
+        else:
+            dist = parts[0]
+            for p in parts[1:]:
+                dist = self.d_max(dist, p)
+        const = tuple(v.const for v in vals) if all(v.is_const for v in vals) else NOCONST
+        return Val(t, dist, I.ITuple(kind, [v.ir for v in vals], span=e.span), const, None, parts)
+
+    def x_RecordLit(self, e: A.RecordLit, env: Env) -> Val:
+        names = [n for n, _ in e.fields]
+        if len(set(names)) != len(names):
+            raise self.fail("E0206", "a field appears twice in this record", e.span)
+        vals = [self.expr(x, env) for _, x in e.fields]
+        t = Record(tuple((n, v.type) for n, v in zip(names, vals)))
+        const = tuple((n, v.const) for n, v in zip(names, vals)) if all(v.is_const for v in vals) else NOCONST
+        parts = [v.dist for v in vals]
+        return Val(t, d_add(*parts), I.IRecord([(n, v.ir) for n, v in zip(names, vals)], span=e.span), const,
+                   None, parts)
+
+    def x_ListLit(self, e: A.ListLit, env: Env) -> Val:
+        vals = [self.expr(x, env) for x in e.items]
+        elem: Optional[Type] = None
+        for v in vals:
+            elem = v.type if elem is None else join_types(elem, v.type)
+            if elem is None:
+                raise self.fail("E0202", "list elements have different types", v.ir.span or e.span)
+        t = ListT(elem if elem is not None else Hole())
+        const = tuple(v.const for v in vals) if all(v.is_const for v in vals) else NOCONST
+        return Val(t, d_add(*[v.dist for v in vals]), I.IList([v.ir for v in vals], span=e.span), const)
+
+    def x_Cons(self, e: A.Cons, env: Env) -> Val:
+        h, tl = self.expr(e.head, env), self.expr(e.tail, env)
+        if not isinstance(tl.type, ListT):
+            raise self.fail("E0202", f":: needs a list on its right, but this is {tl.type}", e.tail.span)
+        elem = h.type if isinstance(tl.type.elem, Hole) else join_types(h.type, tl.type.elem)
+        if elem is None:
+            raise self.fail("E0202", f"cannot put {h.type} into a list of {tl.type.elem}", e.head.span)
+        const = (h.const,) + tuple(tl.const) if h.is_const and tl.is_const else NOCONST
+        return Val(ListT(elem), d_add(h.dist, tl.dist), I.ICons(h.ir, tl.ir, span=e.span), const)

@@ -1,0 +1,133 @@
+"""Free helper functions of the checker's rules: distance scaling for applications and branch
+choices, integral types, widening, instance keys, type variables, and small AST walks (the
+spine of an application, free variables, pattern names)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..diagnostics import Span
+from ..primitives.registry import NOCONST
+from ..syntax import ast as A
+from . import ir as I
+from .sens import INF, Coef, Dist, d_scale
+from .types import Bag, Bool, Cat, ListT, Num, Parts, Record, Seq, Str, Tensor, TVar, Type, Unit, With
+from .values import FnValue, Opaque, TopFn, Val
+
+
+def _widen(v: Val) -> Val:
+    if v.is_const and isinstance(v.type, Num):
+        return Val(Num(None, None, v.type.integer), v.dist, v.ir, NOCONST, v.fn, v.parts)
+    return v
+
+
+def _integral_type(t: Type) -> bool:
+    """Values of these types are at whole-number (or infinite) distances from each other."""
+    if isinstance(t, Num):
+        return t.integer
+    if isinstance(t, (Bag, Seq, Parts, Bool, Str, Cat, Unit)):
+        return True
+    if isinstance(t, (Tensor, With)):
+        return all(_integral_type(i) for i in t.items)
+    if isinstance(t, Record):
+        return all(_integral_type(ft) for _, ft in t.fields)
+    if isinstance(t, ListT):
+        return _integral_type(t.elem)
+    return False
+
+
+def _branch_choice(scrutinee: Dist) -> Dist:
+    """Which branch runs can change only where the scrutinee can move infinitely far: bools,
+    sums and lists of different shapes are infinitely apart, so a finite move keeps the branch.
+    Anything a private comparison decided is infinite, and so is what it controls."""
+    return {s: INF for s, c in scrutinee.items() if c == INF}
+
+
+def apply_scale(coef: Coef, arg: Dist) -> Dist:
+    """coef * distance for a function application, with 0 * inf = inf: a 0-sensitive function
+    may still tell apart arguments that are infinitely far apart (a branch on a bool)."""
+    if coef == 0:
+        return {s: INF for s, c in arg.items() if c == INF}
+    return d_scale(coef, arg)
+
+
+def _spine(e: A.Apply) -> tuple[A.Expr, list[A.Expr]]:
+    args = []
+    node: A.Expr = e
+    while isinstance(node, A.Apply):
+        args.append(node.arg)
+        node = node.fn
+    return node, list(reversed(args))
+
+
+def _cover(head: A.Expr, args: list[A.Expr]) -> Span:
+    first, last = head.span, (args[-1].span if args else head.span)
+    return Span(first.file, first.line, first.col, last.end_line, last.end_col)
+
+
+def _hashable(v: Any):
+    if isinstance(v, dict):
+        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return tuple(_hashable(x) for x in v)
+    return v
+
+
+def _fn_identity(fn: Optional[FnValue]):
+    if fn is None:
+        return None
+    if isinstance(fn, TopFn):
+        return ("top", fn.decl.name)
+    if isinstance(fn, Opaque):
+        return ("opaque", fn.type)
+    return ("id", fn)
+
+
+def _has_tvar(t: Type) -> bool:
+    if isinstance(t, TVar):
+        return True
+    for value in vars(t).values() if hasattr(t, "__dict__") else []:
+        if isinstance(value, Type) and _has_tvar(value):
+            return True
+        if isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, Type) and _has_tvar(item):
+                    return True
+                if isinstance(item, tuple) and any(isinstance(x, Type) and _has_tvar(x) for x in item):
+                    return True
+    return False
+
+
+def _free_vars(e: A.Node, bound: set[str]) -> set[str]:
+    if isinstance(e, A.Var):
+        return set() if e.name in bound else {e.name}
+    out: set[str] = set()
+    if isinstance(e, (A.Let, A.Sample)):
+        return _free_vars(e.bound, bound) | _free_vars(e.body, bound | _pattern_names(e.pattern))
+    if isinstance(e, A.Lambda):
+        return _free_vars(e.body, bound | {p.name for p in e.params})
+    if isinstance(e, A.CaseArm):
+        names = set().union(*[_pattern_names(p) for p in e.patterns]) if e.patterns else set()
+        return _free_vars(e.body, bound | names)
+    for child in A.children(e):
+        out |= _free_vars(child, bound)
+    return out
+
+
+def _pattern_names(p: A.Pattern) -> set[str]:
+    if isinstance(p, A.PVar):
+        return {p.name}
+    if isinstance(p, A.PProduct):
+        return set().union(*[_pattern_names(x) for x in p.items])
+    return set()
+
+
+def _rename_args(body: I.IR, args: list[Val], names: list[str]) -> I.IR:
+    """The IR of a completed partial application refers to its new arguments by name."""
+    if isinstance(body, I.ICall):
+        n = len(names)
+        body.args = body.args[:-n] + [I.IVar(x) for x in names] if n else body.args
+    elif isinstance(body, I.IApply):
+        n = len(names)
+        body.args = body.args[:-n] + [I.IVar(x) for x in names] if n else body.args
+    return body

@@ -1,0 +1,135 @@
+"""The language server's settings, and what one analysis of a document produces: the merged
+check report, the parsed modules, and the local bindings the checker saw (recorded through
+`Checker.on_bind` while an analysis runs, for hover)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Optional
+
+from ...checking.checker import Checker, MechanismRecord
+from ...checking.program import CheckReport, FunctionReport
+from ...checking.sens import fmt_coef
+from ...diagnostics import Diagnostic, Span
+from ...syntax import ast as A
+
+log = logging.getLogger("fuzzpy.lsp")
+
+
+# ---- settings ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    """Server options, from the client's `initializationOptions` (all optional)."""
+
+    entry: str = "main"
+    params: dict[str, str] = field(default_factory=dict)
+    budget: Optional[Fraction] = None
+    debounce: float = 0.015
+    incremental: bool = True
+
+    @staticmethod
+    def from_options(options: Any) -> "Settings":
+        s = Settings()
+        if not isinstance(options, dict):
+            return s
+        s.entry = str(options.get("entry") or s.entry)
+        params = options.get("params") or {}
+        if isinstance(params, dict):
+            s.params = {str(k): str(v) for k, v in params.items()}
+        if options.get("budget") is not None:
+            try:
+                s.budget = Fraction(str(options["budget"]))
+            except (ValueError, ZeroDivisionError):
+                log.warning("ignoring invalid budget option %r", options["budget"])
+        if options.get("debounceMs") is not None:
+            s.debounce = max(0.0, float(options["debounceMs"]) / 1000)
+        s.incremental = bool(options.get("incremental", True))
+        return s
+
+    def key(self) -> tuple:
+        return (self.entry, tuple(sorted(self.params.items())))
+
+
+# ---- what one analysis produces -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A local variable or parameter as the checker saw it (recorded through `Checker.on_bind`)."""
+
+    span: Span
+    name: str
+    type: str
+    sensitivity: str
+
+
+@dataclass
+class UnitResult:
+    """The result of one check run (a unit's, the prelude's, or a full check)."""
+
+    diagnostics: list[Diagnostic]
+    functions: list[FunctionReport]
+    mechanisms: list[MechanismRecord]
+    bindings: list[Binding]
+    params: dict[str, Any] = field(default_factory=dict)
+    schemas: dict[str, Any] = field(default_factory=dict)
+    entry: Optional[CheckReport] = None  # the entry unit's: entry name, inputs, entry type only
+    uses_names: bool = False
+    names: tuple = ()
+
+
+@dataclass
+class Analysis:
+    """Everything the server knows about one version of a document."""
+
+    file: str
+    text: str
+    report: CheckReport
+    modules: list[A.Module]
+    bindings: list[Binding]
+    runs: int = 0          # check runs this analysis needed (0: everything from the cache)
+    full: bool = False     # whether a plain full check ran
+    stale_units: int = 0   # units left for background warming
+
+    @property
+    def decls(self) -> list[A.Decl]:
+        return [d for m in self.modules for d in m.decls]
+
+    @property
+    def own_decls(self) -> list[A.Decl]:
+        return self.modules[-1].decls if self.modules else []
+
+
+# ---- recording bindings from the checker --------------------------------------------------------
+
+
+class _BindingRecorder:
+    """Receives `Checker.on_bind` calls; records only while an analysis is running."""
+
+    def __init__(self) -> None:
+        self.items: Optional[list[Binding]] = None
+
+    def __call__(self, checker: Checker, span: Span, name: str, value: Any) -> None:
+        if self.items is None:
+            return
+        try:
+            self.items.append(Binding(span, name, str(value.type), _render_distance(checker, value)))
+        except Exception:  # noqa: BLE001 - hover data is best effort, never breaks a check
+            pass
+
+
+def _render_distance(checker: Checker, value: Any) -> str:
+    if value.fn is not None:
+        return "a function: its sensitivity is in its type, or checked at each use"
+    if not value.dist:
+        return "public: does not depend on private inputs"
+    parts = [f"{fmt_coef(c)} in {checker.describe(s)}" for s, c in value.dist.items()]
+    return "sensitivity " + ", ".join(parts)
+
+
+_RECORDER = _BindingRecorder()
+Checker.on_bind = _RECORDER  # type: ignore[attr-defined]

@@ -1,0 +1,116 @@
+"""Hover and code lens text: function types, the entry point's epsilon, mechanisms (proven
+sensitivity, epsilon charged, noise scale), primitives (documentation and why their rule is
+sound), local bindings, params and schemas."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Optional
+
+from ...checking.checker import MechanismRecord
+from ...checking.program import CheckReport
+from ...checking.sens import INF, fmt_coef
+from ...primitives.registry import all_primitives
+from ...syntax import ast as A
+from .analysis import Analysis, Binding
+from .incremental import _unique_by
+from .navigation import _contains, _local_at
+
+
+# ---- hover text ---------------------------------------------------------------------------------
+
+
+def _fence(text: str) -> str:
+    return f"```fuzzpy\n{text}\n```"
+
+
+def epsilon_summary(report: CheckReport) -> Optional[str]:
+    """`epsilon = 0.2 (db 0.2)`, the code lens text of the entry point."""
+    if report.entry is None or not report.inputs:
+        return None
+    per_input = ", ".join(f"{i.name} {fmt_coef(i.epsilon)}" for i in report.inputs)
+    text = f"epsilon = {fmt_coef(report.epsilon)} ({per_input})"
+    if report.budget is not None:
+        verdict = "within" if report.epsilon != INF and report.epsilon <= report.budget else "over"
+        text += f", {verdict} budget {fmt_coef(report.budget)}"
+    return text
+
+
+def hover_function(report: CheckReport, name: str) -> Optional[str]:
+    fn = next((f for f in report.functions if f.name == name), None)
+    if fn is None:
+        return None
+    text = _fence(f"function {name} : {fn.type}")
+    if name == report.entry:
+        summary = epsilon_summary(report)
+        if summary:
+            text += f"\n\nEntry point: {summary}, delta = 0."
+    return text
+
+
+def hover_mechanisms(records: list[MechanismRecord]) -> str:
+    lines = []
+    for m in records:
+        line = (f"**{m.name}** (in `{m.function}`): proven sensitivity {fmt_coef(m.sensitivity)}, "
+                f"epsilon charged {fmt_coef(m.epsilon)}, noise scale {fmt_coef(m.scale)}")
+        if m.name == "laplace" and m.scale:
+            line += f"; |error| <= {float(m.scale) * math.log(20):.4g} with probability 0.95"
+        lines.append(line)
+    return "\n\n".join(lines)
+
+
+def hover_primitive(name: str) -> Optional[str]:
+    prim = all_primitives().get(name)
+    if prim is None:
+        return None
+    head = f"{name} {' '.join(prim.params)} : {prim.signature}".replace("  ", " ")
+    return f"{_fence(head)}\n\n{prim.doc}\n\n*Why it is sound:* {prim.justification}"
+
+
+def hover_binding(name: str, found: list[Binding]) -> str:
+    seen = _unique_by(((b.type, b.sensitivity) for b in found), lambda x: x)
+    lines = [_fence(f"{name} : {t}") + f"\n\n{s}" for t, s in seen[:5]]
+    if len(seen) > 1:
+        lines.insert(0, f"`{name}` is checked at {len(seen)} instances:")
+    return "\n\n".join(lines)
+
+
+def _hover_text(analysis: Analysis, line: int, col: int, word: Optional[tuple[str, int, int]],
+                text: str) -> Optional[str]:
+    report = analysis.report
+    mechs = [m for m in report.mechanisms if m.span.file == analysis.file and _contains(m.span, line, col)]
+    if word is None:
+        return hover_mechanisms(mechs[:1]) if mechs else None
+    name, start, _ = word
+    if start > 0 and text[start - 1] == ".":
+        return None  # a field name
+    on_head = [m for m in mechs if m.span.line == line and m.span.col == start + 1 and m.name == name]
+    if on_head:
+        return hover_mechanisms(on_head) + "\n\n---\n\n" + (hover_primitive(name) or "")
+    local = _local_at(analysis, line, col, name)
+    if local is not None and local.binder is not None:
+        found = [b for b in analysis.bindings if b.span == local.binder]
+        if found:
+            return hover_binding(name, found)
+        return _fence(f"{name}") + "\n\n(not checked yet: the function has errors)"
+    fn_text = hover_function(report, name)
+    if fn_text is not None:
+        return fn_text
+    prim = hover_primitive(name)
+    if prim is not None:
+        return prim
+    return _hover_declaration(analysis, name)
+
+
+def _hover_declaration(analysis: Analysis, name: str) -> Optional[str]:
+    for d in analysis.decls:
+        if isinstance(d, A.ParamDecl) and d.name == name:
+            value = analysis.report.params.get(name)
+            shown = f" = {fmt_coef(value)}" if isinstance(value, Fraction) else ""
+            return _fence(f"param {name}{shown}") + "\n\nA public parameter: set it with `--param`."
+        if isinstance(d, A.SchemaDecl) and d.name == name:
+            schema = analysis.report.schemas.get(name)
+            cols = ", ".join(f"{c.name} : {c.type}" for c in schema.columns) if schema else ""
+            return _fence(f"schema {name} {{ {cols} }}")
+    return None

@@ -1,0 +1,279 @@
+"""The language server itself: `FuzzpyServer` (open documents, debounced checking in a worker
+thread, publishing diagnostics, client capabilities), `create_server`, which registers the
+handlers of features.py, and `main`.
+
+Robustness: every handler catches its own exceptions.  A failing analysis is logged and shown as
+one `internal-error` diagnostic; the server keeps running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from lsprotocol import types as T
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from ...diagnostics import Diagnostic, Span
+from ...primitives.registry import all_primitives
+from ...syntax import ast as A
+from ...syntax.loader import resolve_import
+from .analysis import Analysis, Settings
+from .features import _safe, code_lens, completion, definition, hover, privacy_report
+from .incremental import IncrementalChecker, make_executor
+from .navigation import span_to_range
+
+log = logging.getLogger("fuzzpy.lsp")
+
+SOURCE = "fuzzpy"
+INTERNAL_CODE = "internal-error"
+
+
+# ---- the server -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _DocState:
+    generation: int = 0
+    task: Optional[asyncio.Task] = None
+    analysis: Optional[Analysis] = None
+    published: Optional[int] = None
+
+
+class FuzzpyServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("fuzzpy", _version(), text_document_sync_kind=T.TextDocumentSyncKind.Full)
+        self.settings = Settings()
+        self.engine = IncrementalChecker()
+        self.executor = make_executor()
+        self.docs: dict[str, _DocState] = {}
+
+    # -- documents and files
+
+    def file_of(self, uri: str) -> str:
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        return str(Path(path).resolve()) if path else uri
+
+    def overlays(self, exclude: str) -> dict[str, str]:
+        """Unsaved text of the other open documents, for imports."""
+        out = {}
+        for uri, doc in list(self.workspace.text_documents.items()):
+            if uri != exclude and uri.startswith("file:"):
+                out[self.file_of(uri)] = doc.source
+        return out
+
+    def state(self, uri: str) -> _DocState:
+        return self.docs.setdefault(uri, _DocState())
+
+    # -- scheduling
+
+    def schedule(self, uri: str, delay: float) -> None:
+        """Debounce: each change restarts the timer; only the newest version is published."""
+        st = self.state(uri)
+        st.generation += 1
+        if st.task is not None and not st.task.done():
+            st.task.cancel()
+        st.task = asyncio.get_running_loop().create_task(self._check_later(uri, st.generation, delay))
+
+    def schedule_dependents(self, uri: str) -> None:
+        file = self.file_of(uri)
+        for other, st in list(self.docs.items()):
+            if other != uri and st.analysis is not None and file in st.analysis.report.sources:
+                self.schedule(other, self.settings.debounce)
+
+    async def _check_later(self, uri: str, generation: int, delay: float) -> None:
+        st, version = self.state(uri), None
+        try:
+            if delay > 0:
+                await asyncio.sleep(delay)
+            doc = self.workspace.get_text_document(uri)
+            text, version, file = doc.source, doc.version, self.file_of(uri)
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            analysis = await loop.run_in_executor(self.executor, self.engine.analyse, text, file,
+                                                  self.settings, self.overlays(uri))
+            log.info("checked %s v%s in %.1f ms (%d check runs%s)", uri, version, 1000 * (loop.time() - started),
+                     analysis.runs, ", full" if analysis.full else "")
+            if st.generation != generation:
+                return
+            st.analysis = analysis
+            self.publish(uri, version, analysis)
+            if analysis.stale_units:
+                await self._warm(uri, generation, text, file)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failing check must never take the server down
+            self.internal_error(uri, version, exc)
+
+    async def _warm(self, uri: str, generation: int, text: str, file: str) -> None:
+        """Refill the unit cache after a full check, one unit at a time, while nothing is edited."""
+        loop = asyncio.get_running_loop()
+        remaining = 1
+        while remaining and self.state(uri).generation == generation:
+            remaining = await loop.run_in_executor(self.executor, self.engine.warm, text, file, self.settings,
+                                                   self.overlays(uri))
+        if self.state(uri).generation == generation:
+            self.log_message(T.MessageType.Log, f"fuzzpy: analysis cache ready for {uri}")
+
+    # -- output
+
+    def publish(self, uri: str, version: Optional[int], analysis: Analysis) -> None:
+        lines = analysis.text.splitlines(True) or [""]
+        diags = [self.to_lsp(d, analysis, lines) for d in analysis.report.diagnostics]
+        self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, version=version,
+                                                                          diagnostics=diags))
+        self.state(uri).published = version
+        self.refresh_lenses()
+
+    def to_lsp(self, d: Diagnostic, analysis: Analysis, lines: list[str]) -> T.Diagnostic:
+        message = "\n".join([d.message] + [f"note: {n}" for n in d.notes])
+        severity = {"error": T.DiagnosticSeverity.Error, "warning": T.DiagnosticSeverity.Warning}.get(
+            d.severity, T.DiagnosticSeverity.Information)
+        related = None
+        span = d.span
+        if span is not None and span.file != analysis.file:
+            # An error inside an imported file: shown on the import, with a link to the place.
+            related = [T.DiagnosticRelatedInformation(
+                T.Location(from_fs_path(span.file) or span.file, span_to_range(span, [], None)), d.message)]
+            span = _import_span_for(analysis, span.file)
+        return T.Diagnostic(range=span_to_range(span, lines, self.codec()), message=message, severity=severity,
+                            code=d.code, source=SOURCE, related_information=related)
+
+    def internal_error(self, uri: str, version: Optional[int], exc: BaseException) -> None:
+        detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        log.error("analysis of %s failed:\n%s", uri, detail)
+        self.log_message(T.MessageType.Error, f"fuzzpy: analysis of {uri} failed:\n{detail}")
+        diag = T.Diagnostic(range=T.Range(T.Position(0, 0), T.Position(0, 0)),
+                            message=f"internal error in fuzzpy while checking this file: "
+                                    f"{type(exc).__name__}: {exc} (please report it; details in the server log)",
+                            severity=T.DiagnosticSeverity.Error, code=INTERNAL_CODE, source=SOURCE)
+        try:
+            self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, version=version,
+                                                                              diagnostics=[diag]))
+        except Exception:  # noqa: BLE001 - the connection itself may be gone
+            log.exception("could not publish the internal error")
+
+    def log_message(self, kind: T.MessageType, message: str) -> None:
+        try:
+            self.window_log_message(T.LogMessageParams(type=kind, message=message))
+        except Exception:  # noqa: BLE001
+            log.exception("could not send a log message")
+
+    def refresh_lenses(self) -> None:
+        caps = self.client_capabilities.workspace if self.client_capabilities else None
+        lens = caps.code_lens if caps else None
+        if lens is not None and lens.refresh_support:
+            try:
+                self.workspace_code_lens_refresh(None).add_done_callback(lambda f: f.exception())
+            except Exception:  # noqa: BLE001
+                log.exception("code lens refresh failed")
+
+    def markup(self, value: str, formats: Optional[list]) -> T.MarkupContent:
+        """Markdown when the client accepts it, else the same text without the fences."""
+        if formats and T.MarkupKind.Markdown in formats:
+            return T.MarkupContent(kind=T.MarkupKind.Markdown, value=value)
+        plain = re.sub(r"```\w*\n?", "", value).replace("**", "").replace("`", "")
+        return T.MarkupContent(kind=T.MarkupKind.PlainText, value=plain.strip())
+
+    def text_caps(self) -> Any:
+        caps = self.client_capabilities
+        return caps.text_document if caps is not None else None
+
+    def hover_formats(self) -> Optional[list]:
+        hover = getattr(self.text_caps(), "hover", None)
+        return hover.content_format if hover is not None else None
+
+    def completion_formats(self) -> Optional[list]:
+        completion = getattr(self.text_caps(), "completion", None)
+        item = completion.completion_item if completion is not None else None
+        return item.documentation_format if item is not None else None
+
+    def codec(self) -> Any:
+        try:
+            return self.workspace.position_codec
+        except Exception:  # noqa: BLE001 - before initialize
+            return None
+
+    # -- queries
+
+    def analysis(self, uri: str) -> Optional[Analysis]:
+        st = self.docs.get(uri)
+        return st.analysis if st else None
+
+    def cursor(self, uri: str, pos: T.Position) -> tuple[int, int, str]:
+        """The 1-based (line, column) in code points and the text of that line."""
+        doc = self.workspace.get_text_document(uri)
+        server_pos = doc.position_from_client_units(pos)
+        lines = doc.lines
+        text = lines[server_pos.line] if server_pos.line < len(lines) else ""
+        return server_pos.line + 1, server_pos.character + 1, text.rstrip("\r\n")
+
+
+def _import_span_for(analysis: Analysis, file: str) -> Optional[Span]:
+    imports = [d for d in analysis.own_decls if isinstance(d, A.Import)]
+    for d in imports:
+        target = resolve_import(d.path, analysis.file)
+        if target is not None and str(target) == file:
+            return d.span
+    return imports[0].span if imports else None
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("fuzzpy")
+    except Exception:  # noqa: BLE001
+        return "0.0.0"
+
+
+def create_server() -> FuzzpyServer:
+    ls = FuzzpyServer()
+
+    @ls.feature(T.INITIALIZE)
+    def on_initialize(ls: FuzzpyServer, params: T.InitializeParams) -> None:
+        try:
+            ls.settings = Settings.from_options(params.initialization_options)
+        except Exception:  # noqa: BLE001 - bad options fall back to the defaults
+            log.exception("invalid initializationOptions %r", params.initialization_options)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(ls: FuzzpyServer, params: T.DidOpenTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_CHANGE)
+    async def did_change(ls: FuzzpyServer, params: T.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, ls.settings.debounce)
+        ls.schedule_dependents(params.text_document.uri)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: FuzzpyServer, params: T.DidSaveTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_CLOSE)
+    async def did_close(ls: FuzzpyServer, params: T.DidCloseTextDocumentParams) -> None:
+        st = ls.docs.pop(params.text_document.uri, None)
+        if st is not None and st.task is not None:
+            st.task.cancel()
+        ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=params.text_document.uri,
+                                                                        diagnostics=[]))
+
+    ls.feature(T.TEXT_DOCUMENT_HOVER)(_safe(None)(hover))
+    ls.feature(T.TEXT_DOCUMENT_DEFINITION)(_safe(None)(definition))
+    ls.feature(T.TEXT_DOCUMENT_COMPLETION)(_safe(T.CompletionList(is_incomplete=False, items=[]))(completion))
+    ls.feature(T.TEXT_DOCUMENT_CODE_LENS)(_safe([])(code_lens))
+    ls.command("fuzzpy.privacyReport")(privacy_report)
+    return ls
+
+
+def main() -> None:
+    """Serve on stdin/stdout (the editor starts this process)."""
+    logging.basicConfig(level=logging.WARNING, format="fuzzpy-lsp %(levelname)s %(message)s")
+    all_primitives()  # load the registry before the first request
+    create_server().start_io()
