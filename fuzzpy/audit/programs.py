@@ -16,7 +16,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..checking.sens import INF
-from ..checking.types import Bag, Record, Schema
+from ..checking.types import Schema
 from ..diagnostics import Diagnostic, FuzzError
 from .neighbours import Tables, string_literals, table_pairs
 from .search import Pair, Sampler
@@ -30,14 +30,13 @@ def private_inputs(report: Any) -> list[tuple[str, Schema, Fraction]]:
     """(parameter, schema, its epsilon) for each entry parameter; all must be `bag Schema`."""
     out = []
     for inp in report.inputs:
-        t = inp.semantic
-        name = t.elem.name if isinstance(t, Bag) and isinstance(t.elem, Record) else None
-        if name is None or name not in report.schemas:
+        schema = report.table_schema(inp)
+        if schema is None:
             raise audit_error(f"entry parameter '{inp.name}' has type {inp.type}; the auditor can only build "
                               "neighbouring inputs for parameters of type bag Schema")
         if inp.epsilon == INF:
             raise audit_error(f"the checker proved no finite epsilon for '{inp.name}'")
-        out.append((inp.name, report.schemas[name], Fraction(inp.epsilon)))
+        out.append((inp.name, schema, Fraction(inp.epsilon)))
     if not out:
         raise audit_error("the entry point has no private input: there is nothing to audit")
     return out

@@ -66,6 +66,14 @@ class CheckReport:
     def ok(self) -> bool:
         return not any(d.severity == "error" for d in self.diagnostics)
 
+    def table_schema(self, inp: "InputReport") -> Optional[Schema]:
+        """The schema a private input reads (`bag Schema`), or None for another type."""
+        from .types import Bag, Record
+
+        t = inp.semantic
+        name = t.elem.name if isinstance(t, Bag) and isinstance(t.elem, Record) else None
+        return self.schemas.get(name) if name is not None else None
+
     @property
     def epsilon(self) -> Any:
         """Total epsilon: the sum over private inputs (one person may be in several tables)."""

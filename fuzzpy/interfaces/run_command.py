@@ -311,16 +311,13 @@ def _wait_with_progress(handle: Any, entry: str) -> None:
 
 def table_inputs(report: Any) -> list[tuple[str, Any]]:
     """(parameter, schema) for each entry parameter; every one must be `bag Schema`."""
-    from ..checking.types import Bag, Record
-
     out = []
     for inp in report.inputs:
-        t = inp.semantic
-        name = t.elem.name if isinstance(t, Bag) and isinstance(t.elem, Record) else None
-        if name is None or name not in report.schemas:
+        schema = report.table_schema(inp)
+        if schema is None:
             raise _usage_error(f"entry parameter '{inp.name}' has type {inp.type}; fuzzpy run can only bind "
                                "parameters of type bag Schema to data files")
-        out.append((inp.name, report.schemas[name]))
+        out.append((inp.name, schema))
     return out
 
 
