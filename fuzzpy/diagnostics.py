@@ -65,6 +65,8 @@ CODES: dict[str, str] = {
     "E0702": "invalid parameter value",
     # E08xx: auditing
     "E0801": "audit cannot be run",
+    # E09xx: bugs in fuzzpy itself (reported, never a traceback)
+    "E0901": "internal error",
 }
 
 

@@ -106,6 +106,12 @@ def check_source(source: str, file: str = "<input>", params: dict[str, str] | No
             report.diagnostics.append(Diagnostic("E0107", "program nested too deeply to check",
                                                  Span.point(file, 1, 1)))
             box["report"] = report
+        except Exception as exc:  # noqa: BLE001 - a checker bug must still end in a diagnostic
+            report = CheckReport(file, {file: source})
+            report.diagnostics.append(Diagnostic("E0901", f"internal error in the checker ({type(exc).__name__}); "
+                                                 "this is a bug in fuzzpy, please report it with the program",
+                                                 Span.point(file, 1, 1)))
+            box["report"] = report
 
     old = threading.stack_size()
     threading.stack_size(STACK_BYTES)

@@ -44,13 +44,14 @@ def public_epsilon(ctx, arg: Arg) -> Fraction:
 
 
 def public_list(ctx, arg: Arg, what: str, mech: str) -> Type:
-    """The element type of a public, constant, non-empty list (candidates, queries)."""
+    """The element type of a public, non-empty list (candidates, queries): a constant, or values
+    released earlier (public by post-processing; the calibration depends only on the score)."""
     if not isinstance(arg.type, ListT):
         raise ctx.fail("E0202", f"{mech} expects a list of {what}, but this is {arg.type}", arg.span)
-    if not arg.is_const:
-        raise ctx.fail("E0209", f"the {what} of {mech} must be a public constant list (a literal or a param)",
+    if arg.dist and not arg.is_const:  # a constant is public whatever symbol it arrived through
+        raise ctx.fail("E0209", f"the {what} of {mech} must be public (constants or released values)",
                        arg.span, "the list is public; private data enters only through the score function")
-    if len(arg.const) == 0:
+    if arg.is_const and len(arg.const) == 0:
         raise ctx.fail("E0213", f"{mech} needs at least one element in its list of {what}", arg.span)
     return arg.type.elem
 
@@ -207,7 +208,7 @@ def _selection_rule(name: str, ctx, args, span) -> Result:
     eps = public_epsilon(ctx, eps_arg)
     elem = public_list(ctx, cands, "candidates", name)
     inst = score_function(ctx, score, elem, span, name)
-    n = len(cands.const)
+    n = len(cands.const) if cands.is_const else None  # released candidates: known at run time
     sens, scale, cost = charge(ctx, name, eps, inst.captured, score.span, span, Fraction(2), {"candidates": n})
     return Result(Fuzzy(elem), cost, info=_info(sens, eps, scale, candidates=n),
                   ir_args=[eps_arg.ir, cands.ir, inst.code])

@@ -163,7 +163,7 @@ def test_epsilon_must_be_positive(name, bad, shown):
 def test_non_constant_lists_are_rejected(body, ret, what):
     r = check(main(ret, body))
     assert codes(r) == ["E0209"]
-    assert r.diagnostics[0].message == f"{what} must be a public constant list (a literal or a param)"
+    assert r.diagnostics[0].message == f"{what} must be public (constants or released values)"
 
 
 @pytest.mark.parametrize("body, ret, message", [

@@ -57,11 +57,6 @@ def test_a_constant_counter_in_a_recursion_over_a_non_constant_list():
     assert {f.name: f.type for f in r.functions}["g"] == "list num -o[0] int"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "candidates of noisy_max (and of exponential, and the queries of above_threshold) must be check-time "
-    "constants, so a list holding a released value is refused (E0209), although it is public and sound by "
-    "adaptive composition (docs/mechanisms.md, Known gaps); stdlib/select.fz's top_k walks the public list "
-    "and continues with a constant list in the branch where the winner is found"))
 def test_a_released_value_among_the_candidates_of_the_next_round():
     r = check(T + "function main (db : bag T) : fuzzy num {\n"
                   "  sample w = noisy_max 1 [1, 2, 3] (fun c -> count (filter (fun r -> r.x < c) db));\n"
