@@ -141,7 +141,8 @@ def _check_inner(source: str, file: str, params: dict[str, str], entry: str | No
     t0 = time.perf_counter()
     modules, diags, texts = load_program(source, file, overlays)
     report = CheckReport(file, texts, list(diags))
-    report.pragma_budget = pragma_budget(source)
+    report.pragma_budget, pragma_errors = read_pragmas(source, file)
+    report.diagnostics.extend(pragma_errors)
     report.timings["parse"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     solves0 = LP_STATS["solves"]
@@ -152,12 +153,36 @@ def _check_inner(source: str, file: str, params: dict[str, str], entry: str | No
     return report
 
 
-def pragma_budget(source: str) -> Optional[Fraction]:
-    """`# fuzzpy: budget 1.0` in a file declares its own budget."""
+_PRAGMA = r"^\s*#\s*fuzzpy:\s*budget\b(.*)$"
+
+
+def read_pragmas(source: str, file: str) -> tuple[Optional[Fraction], list[Diagnostic]]:
+    """`# fuzzpy: budget 1.0` lines declare the file's own budget: every one counts (the
+    smallest wins, so a stricter line added anywhere cannot be bypassed), and a malformed one is
+    an error (E0103, an invalid literal) rather than silently not a pragma.  A trailing
+    `# comment` is allowed."""
     import re
 
-    m = re.search(r"^\s*#\s*fuzzpy:\s*budget\s+([0-9]+(?:\.[0-9]+)?(?:/[0-9]+)?)\s*$", source, re.M)
-    return Fraction(m.group(1)) if m else None
+    from ..exact import parse_exact
+
+    budgets, diags = [], []
+    for m in re.finditer(_PRAGMA, source, re.M):
+        text = m.group(1).split("#", 1)[0].strip()
+        line = source.count("\n", 0, m.start()) + 1
+        try:
+            value = parse_exact(text)
+            if value < 0:
+                raise ValueError("negative")
+            budgets.append(value)
+        except ValueError:
+            diags.append(Diagnostic("E0103", f"invalid budget pragma: expected a non-negative number after "
+                                    f"'fuzzpy: budget', got {text[:40]!r}", Span.point(file, line, 1)))
+    return (min(budgets) if budgets else None), diags
+
+
+def pragma_budget(source: str) -> Optional[Fraction]:
+    """The smallest well-formed `# fuzzpy: budget` of a file (see read_pragmas)."""
+    return read_pragmas(source, "<source>")[0]
 
 
 class _ProgramChecker:

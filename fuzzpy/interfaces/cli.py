@@ -54,14 +54,14 @@ def parse_params(items: list[str]) -> dict[str, str]:
 
 
 def parse_budget(text: Optional[str]):
-    from fractions import Fraction
+    from ..exact import parse_exact
 
     if text is None:
         return None
     try:
-        value = Fraction(text.strip())
-    except (ValueError, ZeroDivisionError):
-        raise usage_error(f"--budget expects a non-negative number, got '{text}'")
+        value = parse_exact(text)
+    except ValueError:
+        raise usage_error(f"--budget expects a non-negative number, got '{text[:60]}'")
     if value < 0:
         raise usage_error(f"--budget expects a non-negative number, got '{text}'")
     return value

@@ -97,6 +97,7 @@ class _Options:
 class _Charge:
     dataset: str
     id: int
+    files: tuple[str, ...] = ()  # shown instead of the dataset's hash: a hash of private rows is not output
 
 
 @dataclass
@@ -104,6 +105,7 @@ class _Run:
     opts: _Options
     report: Any = None
     charges: list[_Charge] = field(default_factory=list)
+    data_paths: dict[str, Any] = field(default_factory=dict)
     book: Any = None
     ledger_path: Optional[Path] = None
     stage: str = "check"
@@ -146,6 +148,7 @@ class _Run:
         from ..runtime.ledger import dataset_identity
 
         schemas = dict(table_inputs(self.report))
+        self.data_paths = dict(spec)
         tables, identities = {}, {}
         for name, path in spec.items():
             before = dataset_identity(path) if self.opts.seed is None else ""
@@ -174,8 +177,12 @@ class _Run:
         digest = program_hash(source, o.params)
         label = f"{o.program.name}:{report.entry}"
         amounts = dataset_amounts(report, identities)
-        ids = self.book.charge_many(amounts, digest, label)  # all datasets or none
-        self.charges.extend(_Charge(d, i) for d, i in zip(amounts, ids))
+        files = {d: tuple(str(self.data_paths[n]) for n, dd in identities.items() if dd == d) for d in amounts}
+        try:
+            ids = self.book.charge_many(amounts, digest, label)  # all datasets or none
+        except FuzzError as exc:
+            raise _name_files(exc, files) from None
+        self.charges.extend(_Charge(d, i, files[d]) for d, i in zip(amounts, ids))
 
     def finish(self, status: str) -> Optional[FuzzError]:
         problem = None
@@ -263,13 +270,12 @@ class _Run:
 
     def header_text(self) -> str:
         from ..checking.sens import fmt_coef
-        from ..runtime.ledger import short_id
 
         r = self.report
         head = f"{r.file} ({r.entry}): epsilon {fmt_coef(r.epsilon)} of budget {fmt_coef(r.budget)}"
         if self.opts.seed is not None:
             return head + f"; seeded test run (seed {self.opts.seed}): NOT private, nothing charged"
-        where = ", ".join(short_id(c.dataset) for c in self.charges)
+        where = ", ".join(f for c in self.charges for f in c.files)
         return head + f"; charged on {where} in {self.ledger_path}"
 
     def header_json(self) -> dict:
@@ -281,7 +287,18 @@ class _Run:
                 "warning": SEED_WARNING if self.opts.seed is not None else None,
                 "ledger": None if self.opts.seed is not None or self.ledger_path is None else {
                     "path": str(self.ledger_path),
-                    "charges": [{"dataset": c.dataset, "id": c.id} for c in self.charges]}}
+                    "charges": [{"files": list(c.files), "id": c.id} for c in self.charges]}}
+
+
+def _name_files(exc: FuzzError, files: dict[str, tuple[str, ...]]) -> FuzzError:
+    """The ledger names datasets by hash; run output names the data files instead (a hash of
+    private rows is not shown to whoever reads a run's output)."""
+    from ..runtime.ledger import short_id
+
+    for d in exc.diagnostics:
+        for dataset, names in files.items():
+            d.message = d.message.replace(short_id(dataset), ", ".join(names))
+    return exc
 
 
 def _usage_error(message: str) -> FuzzError:
@@ -473,13 +490,23 @@ def _tuple_text(v: tuple, t: Any, decimals: Optional[int]) -> str:
 
 
 def _plain(v: Any) -> Any:
-    """numpy scalars as Python ones (np.float64 is a float already; np.bool_ and ints are not)."""
+    """numpy scalars as Python ones (np.float64 is a float already; np.bool_ and ints are not),
+    and exact numbers (released values after exact post-processing) as floats for display."""
+    if isinstance(v, Fraction):
+        return _as_float(v)
     if type(v).__module__ == "numpy" and hasattr(v, "item"):
         try:
             return v.item()
         except (TypeError, ValueError):
             return v
     return v
+
+
+def _as_float(v: Fraction) -> float:
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
 
 
 def _is_bag(v: Any) -> bool:

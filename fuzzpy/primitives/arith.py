@@ -119,6 +119,18 @@ def _div(x, y):
         return np.divide(x, y)
 
 
+def _fold_div(x, y):
+    """Exact division, total: x / 0 is 0 (a private divisor makes the result infinitely
+    sensitive in the checker anyway; the run must not fail on it)."""
+    return Fraction(0) if y == 0 else Fraction(x) / Fraction(y)
+
+
+# Exact semantics on scalars (Python ints and Fractions): the interpreter evaluates arithmetic
+# outside row functions with these, so a value reaching a mechanism moves exactly as the checker
+# proved (float rounding could turn a 1-sensitive count into a jump of 2^30).
+_FOLDS = {"+": operator.add, "-": operator.sub, "/": _fold_div,
+          "*": lambda x, y: Fraction(0) if x == 0 or y == 0 else x * y}
+
 _ARITH_DOC = {
     "+": ("add", "num -o num -o num", "Addition; bounds add (interval arithmetic).",
           "|(x+y)-(x'+y')| <= |x-x'| + |y-y'|: 1-sensitive in each argument. " + _REF_FUZZ, operator.add),
@@ -136,12 +148,12 @@ _ARITH_DOC = {
 }
 
 for _op, (_name, _sig, _doc, _why, _run) in _ARITH_DOC.items():
-    primitive(_name, ("x", "y"), _sig, _doc, _why, category="arithmetic", run=_run, vectorised=True)(
-        _arith_rule(_op))
+    primitive(_name, ("x", "y"), _sig, _doc, _why, category="arithmetic", run=_run, vectorised=True,
+              fold=_FOLDS[_op])(_arith_rule(_op))
 
 
 @primitive("neg", ("x",), "num -o num", "Negation.", "|-x - -x'| = |x-x'|.", category="arithmetic",
-           run=operator.neg, vectorised=True)
+           run=operator.neg, vectorised=True, fold=operator.neg)
 def _neg(ctx, args, span):
     (a,) = args
     t = _num(ctx, a, "-")
@@ -182,7 +194,7 @@ _CMP_WHY = ("Booleans carry the discrete metric (distance 0 or infinity), so a c
 for _op, _name, _fn in [("==", "eq", operator.eq), ("!=", "ne", operator.ne), ("<", "lt", operator.lt),
                         ("<=", "le", operator.le), (">", "gt", operator.gt), (">=", "ge", operator.ge)]:
     primitive(_name, ("x", "y"), "'a -> 'a -> bool", f"Comparison {_op}.", _CMP_WHY, category="comparison",
-              run=_fn, vectorised=True)(_cmp_rule(_op, _fn))
+              run=_fn, vectorised=True, fold=_fn)(_cmp_rule(_op, _fn))
 
 
 def _bool_rule(name: str, fn):
@@ -212,11 +224,11 @@ def _np_not(x):
 
 
 primitive("and", ("x", "y"), "bool -> bool -> bool", "Boolean and (&&).", _CMP_WHY, category="boolean",
-          run=_np_and, vectorised=True)(_bool_rule("&&", lambda x, y: x and y))
+          run=_np_and, vectorised=True, fold=lambda x, y: bool(x and y))(_bool_rule("&&", lambda x, y: x and y))
 primitive("or", ("x", "y"), "bool -> bool -> bool", "Boolean or (||).", _CMP_WHY, category="boolean",
-          run=_np_or, vectorised=True)(_bool_rule("||", lambda x, y: x or y))
+          run=_np_or, vectorised=True, fold=lambda x, y: bool(x or y))(_bool_rule("||", lambda x, y: x or y))
 primitive("not", ("x",), "bool -o bool", "Boolean negation (!).", _CMP_WHY, category="boolean",
-          run=_np_not, vectorised=True)(_bool_rule("!", lambda x: not x))
+          run=_np_not, vectorised=True, fold=lambda x: not x)(_bool_rule("!", lambda x: not x))
 
 
 # ---- numeric helpers ------------------------------------------------------------------------
@@ -232,7 +244,7 @@ def _clip_run(lo, hi, x):
            "clip lo hi x: x clamped into the public interval [lo, hi]; gives a bounded type for sums.",
            "Clamping to an interval is a projection onto a convex set, hence 1-Lipschitz; lo and hi "
            "must be public constants, so the bound never comes from the data.",
-           category="numeric", run=_clip_run, vectorised=True)
+           category="numeric", run=_clip_run, vectorised=True, fold=lambda lo, hi, x: min(max(x, lo), hi))
 def _clip(ctx, args, span):
     lo, hi, x = args
     for bound in (lo, hi):
@@ -254,7 +266,7 @@ def _abs_run(x):
 
 
 @primitive("abs", ("x",), "num -o num", "Absolute value.", "||x| - |x'|| <= |x - x'|.",
-           category="numeric", run=_abs_run, vectorised=True)
+           category="numeric", run=_abs_run, vectorised=True, fold=abs)
 def _abs(ctx, args, span):
     (x,) = args
     t = _num(ctx, x, "abs")
@@ -294,9 +306,9 @@ def _minmax_rule(name: str, pick):
 _MINMAX_WHY = ("min and max are 1-Lipschitz in each argument: |max(x,y) - max(x',y')| <= max(|x-x'|, |y-y'|) "
                "<= |x-x'| + |y-y'|.")
 primitive("min", ("x", "y"), "num -o num -o num", "min x y: the smaller of two numbers.", _MINMAX_WHY,
-          category="numeric", run=_np_min, vectorised=True)(_minmax_rule("min", min))
+          category="numeric", run=_np_min, vectorised=True, fold=min)(_minmax_rule("min", min))
 primitive("max", ("x", "y"), "num -o num -o num", "max x y: the larger of two numbers.", _MINMAX_WHY,
-          category="numeric", run=_np_max, vectorised=True)(_minmax_rule("max", max))
+          category="numeric", run=_np_max, vectorised=True, fold=max)(_minmax_rule("max", max))
 
 
 def _cswap_run(p):

@@ -39,7 +39,7 @@ def _truth(col):
 
 
 def _run_count(b):
-    return float(len(b))
+    return len(b)  # an exact int: scalar arithmetic after it stays exact
 
 
 def _run_filter(ctx, p, b):
@@ -113,20 +113,7 @@ def _bounded_sum(x, bound: Fraction) -> float:
             np.nan_to_num(y, copy=False, nan=0.0)
             s = y.sum()
         total += int(s)
-    return _saturate(Fraction(total) * Fraction(2) ** k)
-
-
-def _saturate(q: Fraction) -> float:
-    """The nearest float, or the largest finite one beyond the float range (clamping keeps the
-    sensitivity; an infinity would make the mechanism fail)."""
-    import math
-    import sys
-
-    try:
-        f = float(q)
-    except OverflowError:
-        f = math.inf
-    return f if math.isfinite(f) else (sys.float_info.max if q > 0 else -sys.float_info.max)
+    return Fraction(total) * Fraction(2) ** k  # exact: a float could round one row's share away
 
 
 def _run_sum(ctx, b):

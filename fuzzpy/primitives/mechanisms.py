@@ -230,6 +230,10 @@ def _selection_runner(name: str, select_name: str):
         select = getattr(noise, select_name)
         info = dict(ctx.info)
         cands = list(candidates)
+        if not cands:  # the list is public (released values), so this failure reveals nothing private
+            from ..runtime.interpreter import RunFailure
+
+            raise RunFailure(f"{name} was given an empty list of candidates", ctx.span)
         scores = [ctx.call(score, c) for c in cands]
 
         def draw(sctx):
@@ -291,7 +295,7 @@ def svt_accuracy(info: dict, n_queries: int, beta: Fraction = BETA) -> Fraction:
     from ..runtime.grid import grid_bits
 
     sens, eps = info["sensitivity"], info["epsilon"]
-    if sens == 0:
+    if sens == 0 or n_queries == 0:
         return Fraction(0)
     b1, b2 = svt_scales(sens, eps, info["cutoff"])
     step = sens / 2 ** grid_bits(eps)  # noise.py's grid step

@@ -61,6 +61,7 @@ def key_codes(values, info: dict):
     import numpy as np
 
     if "product" in info:
+        values = _tuple_columns(values, len(info["product"]))
         codes = np.zeros(len(values), dtype=np.int64)
         for j, sub in enumerate(info["product"]):
             c = key_codes(values.iloc[:, j], sub)
@@ -69,6 +70,17 @@ def key_codes(values, info: dict):
     if "int_lo" in info:
         return int_codes(values, int(info["int_lo"]), len(info["keys"]))
     return category_codes(values, info["keys"])
+
+
+def _tuple_columns(values, width: int):
+    """Tuple keys as a DataFrame of `width` columns, whether they came column-wise (a DataFrame)
+    or row by row (a Series of tuples, None for a row whose key could not be computed)."""
+    import pandas as pd
+
+    if isinstance(values, pd.DataFrame):
+        return values
+    rows = [v if isinstance(v, tuple) and len(v) == width else (None,) * width for v in values]
+    return pd.DataFrame(rows, columns=range(width)) if rows else pd.DataFrame(columns=range(width))
 
 
 PER_KEY_COUNT_MAX = 32  # up to this many keys, one vectorised comparison per key beats bincount

@@ -327,30 +327,16 @@ def _select_columns(cols: list[pa.ChunkedArray], schema: Schema, table: str, pat
             raise error("E0505", f"the header of data file '{path}' names column(s) "
                                  f"{', '.join(dups)} more than once")
         return {n: cols[first.index(n)][1:] for n in names}
-    if _looks_like_header(first, names):
-        missing = ", ".join(f"'{n}'" for n in names if n not in first)
-        raise error("E0503", f"column(s) {missing} of table '{table}' not found in the header "
-                             f"of data file '{path}'; columns in the file: {', '.join(first)}")
+    # Without a header naming every column, the layout is decided by the field count alone:
+    # whatever the first row says (it may be a private row) never changes the outcome or the
+    # message.
     if len(first) == len(names):
         return dict(zip(names, cols))
     raise error("E0505", f"data file '{path}' has {len(first)} fields per row and no header "
-                         f"naming the columns of table '{table}', which declares "
-                         f"{len(names)} columns",
+                         f"naming all the columns of table '{table}' ({', '.join(names)}), which "
+                         f"declares {len(names)} columns",
                 None, "give a header row with the column names, or exactly one field "
                       "per declared column, in declared order")
-
-
-def _looks_like_header(first: list[str], names: list[str]) -> bool:
-    """A row naming some declared columns, with no numbers or blanks, is an incomplete header.
-
-    The strict test keeps a data row that happens to contain a column name from being
-    printed as a list of column names.
-    """
-    if not set(first) & set(names) or len(set(first)) != len(first):
-        return False
-    if any(f.lower() in MISSING_MARKERS for f in first):
-        return False
-    return not pd.to_numeric(pd.Series(first, dtype=object), errors="coerce").notna().any()
 
 
 def _read_parquet(path: Path, schema: Schema, table: str) -> _Raw:

@@ -15,6 +15,8 @@ this module raises itself (`RunFailure`) carry messages fixed by the program tex
 
 from __future__ import annotations
 
+import numpy as np
+
 import sys
 import threading
 from contextlib import contextmanager
@@ -153,20 +155,42 @@ def _bind_into(out: dict, pattern: Any, value: Any) -> None:
         _bind_into(out, p, v)
 
 
-def runtime_const(v: Any) -> Any:
-    """Check-time constants (Fractions, tuples of them) as runtime values (floats)."""
+def runtime_const(v: Any, exact: bool = True) -> Any:
+    """Check-time constants as runtime values: exact (Fractions) for scalar evaluation, floats
+    for column evaluation (`exact=False`)."""
     if v is None or isinstance(v, (bool, str)):
         return v
     if isinstance(v, (Fraction, int)):
+        return Fraction(v) if exact else as_float(v)
+    if isinstance(v, (tuple, list)):
+        return tuple(runtime_const(x, exact) for x in v)
+    if isinstance(v, dict):
+        return {k: runtime_const(x, exact) for k, x in v.items()}
+    return v
+
+
+def as_float(v: Any) -> Any:
+    """An exact number as a float (saturating), for numpy; anything else unchanged."""
+    if isinstance(v, Fraction) or (isinstance(v, int) and not isinstance(v, bool)):
         try:
             return float(v)
         except OverflowError:
             return float("inf") if v > 0 else float("-inf")
-    if isinstance(v, (tuple, list)):
-        return tuple(runtime_const(x) for x in v)
-    if isinstance(v, dict):
-        return {k: runtime_const(x) for k, x in v.items()}
     return v
+
+
+def exact_scalar(v: Any) -> Any:
+    """A number as an exact Fraction (ints, finite floats, numpy scalars); None when it cannot be
+    (a non-finite float, an array, a string...)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, Fraction):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return Fraction(int(v))
+    if isinstance(v, (float, np.floating)) and np.isfinite(v):
+        return Fraction(float(v))
+    return None
 
 
 def field_of(value: Any, name: str) -> Any:
@@ -181,10 +205,13 @@ class Interpreter:
     """Evaluates IR to runtime values (docs/runtime.md).  One instance per row-wise context;
     all of them share one `RunState`."""
 
-    def __init__(self, state: RunState):
+    def __init__(self, state: RunState, exact: bool = True):
         self.state = state
         self._prims: dict[str, Primitive] = {}
         self._consts: dict[int, Any] = {}
+        # Exact arithmetic for values that can reach a mechanism; row functions (which only
+        # ever feed per-row results to bag primitives) use floats, like their column path.
+        self.exact = exact
 
     # -- entry points --------------------------------------------------------------------------
 
@@ -216,7 +243,7 @@ class Interpreter:
     def e_IConst(self, node: I.IConst, env: dict) -> Any:
         key = id(node)
         if key not in self._consts:
-            self._consts[key] = runtime_const(node.value)
+            self._consts[key] = runtime_const(node.value, self.exact)
         return self._consts[key]
 
     def e_IVar(self, node: I.IVar, env: dict) -> Any:
@@ -325,7 +352,29 @@ class Interpreter:
             ctx = Context(self, node.info, node.span)
             out = prim.run(ctx, *args)  # type: ignore[misc]
             return Located(out, ctx) if is_distribution(out) else out
-        return prim.run(*args)  # type: ignore[misc]
+        if prim.fold is not None and self.exact:
+            exact = fold_exact(prim.fold, args)
+            if exact is not _NOT_EXACT:
+                return exact
+        return prim.run(*[as_float(a) for a in args])  # type: ignore[misc]
+
+
+_NOT_EXACT = object()
+
+
+def fold_exact(fold: Callable[..., Any], args: list[Any]) -> Any:
+    """Scalar arithmetic and comparisons in exact arithmetic (the checker's reals); booleans
+    and strings pass through.  _NOT_EXACT when an argument is not a scalar (or not finite)."""
+    exact = []
+    for a in args:
+        if isinstance(a, (bool, str)):
+            exact.append(a)
+            continue
+        q = exact_scalar(a)
+        if q is None:
+            return _NOT_EXACT
+        exact.append(q)
+    return fold(*exact)
 
 
 _NODE_TYPES = (I.IConst, I.IVar, I.ILet, I.ISample, I.IReturn, I.IIf, I.IPrim, I.ICall, I.IClosure, I.ILambda,
@@ -371,9 +420,15 @@ class RunHandle:
                                         daemon=True)
 
     def _main(self, instance: I.Instance, tables: dict[str, Any]) -> None:
+        import warnings
+
         try:
             sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
-            self._box["result"] = evaluate_entry(instance, tables, self.state)
+            # A library warning ("overflow encountered") printed to stderr would say something
+            # about the rows: none may be shown while a program runs over private data.
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                self._box["result"] = evaluate_entry(instance, tables, self.state)
         except BaseException as exc:  # handed to the caller, who decides what may be shown
             self._box["error"] = exc
 

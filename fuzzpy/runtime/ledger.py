@@ -127,10 +127,12 @@ def short_id(identity: str) -> str:
 
 def parse_amount(text: str, what: str = "cap") -> Fraction:
     """Parse "2.0", "0.3", "1/3" or "1e-3" exactly; reject negatives, nan, inf -> E0605."""
+    from ..exact import parse_exact
+
     try:
-        value = Fraction(text.strip())
-    except (ValueError, ZeroDivisionError):
-        raise error("E0605", f"invalid {what} {text!r}: expected a number such as 1.0, 0.25 "
+        value = parse_exact(text)
+    except ValueError:
+        raise error("E0605", f"invalid {what} {text[:60]!r}: expected a number such as 1.0, 0.25 "
                              "or 1/3") from None
     return _check_amount(value, what)
 

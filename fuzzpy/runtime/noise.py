@@ -13,6 +13,7 @@ errors are about public parameters (epsilon, sensitivity, cutoff, types).
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import sys
@@ -324,6 +325,9 @@ def report_noisy_max(
 
 # --- sparse vector ---------------------------------------------------------------------------
 
+_NO_QUERY = object()
+
+
 def above_threshold(
     queries: Sequence[float],
     threshold: float,
@@ -342,6 +346,11 @@ def above_threshold(
     eps, sens = _epsilon(epsilon), _sensitivity(sensitivity)
     if isinstance(cutoff, bool) or not isinstance(cutoff, numbers.Integral) or cutoff < 1:
         raise ValueError("cutoff must be a positive integer")
+    queries = iter(queries)  # read lazily: nothing after the cutoff-th True is evaluated
+    first = next(queries, _NO_QUERY)
+    if first is _NO_QUERY:  # released (public) queries can be an empty list: nothing to answer
+        return []
+    queries = itertools.chain([first], queries)
     t = _exact_value(threshold)
     if sens == 0:
         return _first_trues((_exact_value(q) >= t for q in queries), int(cutoff))

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..checking import ir as I
-from .interpreter import Interpreter, RunFailure, RunState, field_of
+from .interpreter import Interpreter, RunFailure, RunState, as_float, field_of
 from .values import (Bag, Closure, Frame, MaskedBag, bag_from_rows, bag_rows, is_tuple_frame, nrows)
 
 
@@ -108,7 +108,7 @@ def _row_by_row(state: RunState, fn: Closure, bag: Bag) -> Frame:
     A row whose evaluation fails (recursion too deep, say) gives a missing value (None: false
     for filter and split, no part for groupby, 0 in a sum) instead of failing the run: whether
     some row fails depends on private data, so it must not decide the run's outcome."""
-    interp = Interpreter(state)
+    interp = Interpreter(state, exact=False)
     param, body, base_env = fn.params[0], fn.body, fn.env  # type: ignore[index]
     out = []
     for row in bag_rows(bag):
@@ -189,7 +189,7 @@ def _as_bool_array(data: Any) -> np.ndarray:
 def where(cond: Any, a: Any, b: Any) -> Any:
     """`if cond then a else b` for a column `cond`, component-wise on records and tuples."""
     if (type(a) is Vec or _is_scalar(a)) and (type(b) is Vec or _is_scalar(b)):
-        return Vec(np.where(cond, _raw(a), _raw(b)))
+        return Vec(np.where(cond, as_float(_raw(a)), as_float(_raw(b))))
     if isinstance(a, Mapping) and isinstance(b, Mapping) and list(a) == list(b):
         return {k: where(cond, a[k], b[k]) for k in a}
     if type(a) is tuple and type(b) is tuple and len(a) == len(b):
@@ -201,7 +201,7 @@ class VectorEvaluator(Interpreter):
     """The evaluator with the row bound to columns; only these node rules differ."""
 
     def __init__(self, state: RunState):
-        super().__init__(state)
+        super().__init__(state, exact=False)
         self._active: set[int] = set()  # instances being evaluated on columns (recursion check)
 
     def e_IPrim(self, node: I.IPrim, env: dict) -> Any:
@@ -212,7 +212,7 @@ class VectorEvaluator(Interpreter):
                 raise NotVectorisable(node.name)
             if any(type(a) is not Vec and has_vec(a) for a in args):
                 raise NotVectorisable("tuple or record given to an operator")
-            return Vec(prim.run(*[_raw(a) for a in args]))  # type: ignore[misc]
+            return Vec(prim.run(*[as_float(_raw(a)) for a in args]))  # type: ignore[misc]
         if not prim.vectorised and any(isinstance(a, Closure) for a in args):
             # A function handed on may have captured columns of this row: not on columns.
             raise NotVectorisable(node.name)

@@ -311,8 +311,10 @@ def test_bounded_sum_clamps_and_is_exact():
     grid = 2.0 ** -17  # 100 < 2**7; 7 - 24
     assert got == 1 - 5 + 100 + 0 + 100 - 100 + math.trunc(0.1 / grid) * grid
     assert _bounded_sum(np.array([]), F(3)) == 0.0
-    assert _bounded_sum(np.array([1e308, 1e308]), F(10) ** 400) == sys.float_info.max  # saturates, no error
-    assert _bounded_sum(np.array([-1e308, -1e308]), F(10) ** 309) == -sys.float_info.max
+    # beyond the float range the total stays exact (a Fraction): no rounding, no error
+    share = (F(1e308) // 2 ** 1000) * 2 ** 1000  # each value truncated onto the grid 2**1000
+    assert _bounded_sum(np.array([1e308, 1e308]), F(10) ** 400) == 2 * share > sys.float_info.max
+    assert _bounded_sum(np.array([-1e308, -1e308]), F(10) ** 309) == -2 * share
 
 
 @settings(max_examples=60, deadline=None)
