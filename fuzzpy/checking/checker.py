@@ -40,7 +40,7 @@ from ..syntax import ast as A
 from . import ir as I
 from .applications import ApplicationRules
 from .expressions import ExpressionRules
-from .helpers import (_branch_choice, _cover, _fn_identity, _free_vars, _has_tvar,  # noqa: F401 - re-exported
+from .helpers import (infinite_part, _branch_choice, _cover, _fn_identity, _free_vars, _has_tvar,  # noqa: F401 - re-exported
                       _hashable, _integral_type, _pattern_names, _rename_args, _spine, _widen, apply_scale)
 from .instances import MAX_INSTANCE_DEPTH, WIDEN_AFTER, InstanceRules, Summary, _Active  # noqa: F401
 from .patterns import PatternRules
@@ -108,7 +108,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules):
         for p in parts:
             self.split_of[p] = len(self.splits)
         self.splits.append((parts, dict(parent)))
-        infinite = {s: INF for s, c in parent.items() if c == INF}
+        infinite = infinite_part(parent)
         return [{p: ONE, **infinite} for p in parts]
 
     def scale_apply(self, k: Coef, dist: Dist, span: Optional[Span] = None) -> Dist:

@@ -17,7 +17,7 @@ from ..primitives.registry import NOCONST, OPERATORS
 from ..syntax import ast as A
 from . import ir as I
 from .helpers import _branch_choice, _free_vars
-from .sens import Dist, d_add, d_inf
+from .sens import INF, Dist, d_add, d_inf
 from .types import (BOOL, STRING, UNIT, Bool, Fun, Fuzzy, Hole, ListT, Num, Parts, Record, SumT, Tensor, Type, With,
                     is_subtype, join_types)
 from .values import Closure, Env, FnT, Opaque, Val
@@ -58,7 +58,13 @@ class ExpressionRules:
         bound = self.expr(e.bound, env)
         bindings, pat = self.bind_pattern(e.pattern, bound)
         body = self.expr(e.body, env.extend(bindings))
-        return Val(body.type, body.dist, I.ILet(pat, bound.ir, body.ir, span=e.span), body.const, body.fn, body.parts)
+        # The bound value is computed even if the body never uses it, and computing something
+        # infinitely sensitive (a recursion as deep as a count) can fail or run long depending
+        # on the data: its infinite dependences count, used or not.  (A function value is only
+        # a closure until applied.)
+        unused_risk = _computation_risk(bound)
+        return Val(body.type, d_add(body.dist, unused_risk), I.ILet(pat, bound.ir, body.ir, span=e.span),
+                   body.const, body.fn, body.parts)
 
     def x_Sample(self, e: A.Sample, env: Env) -> Val:
         bound = self.expr(e.bound, env)
@@ -278,3 +284,15 @@ class ExpressionRules:
             raise self.fail("E0202", f"cannot put {h.type} into a list of {tl.type.elem}", e.head.span)
         const = (h.const,) + tuple(tl.const) if h.is_const and tl.is_const else NOCONST
         return Val(ListT(elem), d_add(h.dist, tl.dist), I.ICons(h.ir, tl.ir, span=e.span), const)
+
+
+def _computation_risk(v: Val) -> Dist:
+    """The infinite dependences of what computing v involves; function values (closures, even
+    inside a tuple or record) are not computed until applied, and their applications are
+    charged where they happen."""
+    if v.fn is not None or isinstance(v.type, (FnT, Fun)):
+        return {}
+    items = getattr(v.type, "items", None) or [t for _, t in getattr(v.type, "fields", ())]
+    if v.parts is not None and len(v.parts) == len(items):
+        return d_add(*[_computation_risk(Val(t, d, v.ir)) for t, d in zip(items, v.parts)])
+    return {s: INF for s, c in v.dist.items() if c == INF}

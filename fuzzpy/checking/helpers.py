@@ -10,7 +10,7 @@ from ..diagnostics import Span
 from ..primitives.registry import NOCONST
 from ..syntax import ast as A
 from . import ir as I
-from .sens import INF, Coef, Dist, d_scale
+from .sens import INF, Coef, Dist, Lin, d_scale
 from .types import Bag, Bool, Cat, ListT, Num, Parts, Record, Seq, Str, Tensor, TVar, Type, Unit, With
 from .values import FnValue, Opaque, TopFn, Val
 
@@ -36,18 +36,29 @@ def _integral_type(t: Type) -> bool:
     return False
 
 
+def maybe_infinite(c: Coef) -> bool:
+    """Infinite, or not known yet: an unsolved sensitivity (inside an unfinished recursion) may
+    turn out infinite, so the rules that must not miss an infinity treat it as one."""
+    return c == INF or isinstance(c, Lin)
+
+
+def infinite_part(d: Dist) -> Dist:
+    """The entries of d that are (or may be) infinite, as infinities."""
+    return {s: INF for s, c in d.items() if maybe_infinite(c)}
+
+
 def _branch_choice(scrutinee: Dist) -> Dist:
     """Which branch runs can change only where the scrutinee can move infinitely far: bools,
     sums and lists of different shapes are infinitely apart, so a finite move keeps the branch.
     Anything a private comparison decided is infinite, and so is what it controls."""
-    return {s: INF for s, c in scrutinee.items() if c == INF}
+    return infinite_part(scrutinee)
 
 
 def apply_scale(coef: Coef, arg: Dist) -> Dist:
     """coef * distance for a function application, with 0 * inf = inf: a 0-sensitive function
     may still tell apart arguments that are infinitely far apart (a branch on a bool)."""
     if coef == 0:
-        return {s: INF for s, c in arg.items() if c == INF}
+        return infinite_part(arg)
     return d_scale(coef, arg)
 
 

@@ -88,7 +88,10 @@ def _arith_rule(op: str):
         if op in "+-":
             dist = d_add(a.dist, b.dist)
         elif op == "*":
-            dist = d_add(d_scale(_abs_bound(tb, b), a.dist), d_scale(_abs_bound(ta, a), b.dist))
+            # x * 0 is 0 over the reals, but x is still computed: an infinitely sensitive x (a
+            # recursion as deep as a count) may fail or run long depending on the data, so its
+            # infinite dependences stay.
+            dist = d_add(_scaled(_abs_bound(tb, b), a.dist), _scaled(_abs_bound(ta, a), b.dist))
         else:  # division: Lipschitz only when dividing by a public non-zero constant
             if b.is_const and b.const != 0:
                 dist = d_scale(1 / abs(Fraction(b.const)), a.dist)
@@ -112,6 +115,13 @@ def _mul(x, y):
         return np.where(zero, 0.0, product)
 
 
+def _scaled(k, dist):
+    out = d_scale(k, dist)
+    if k == 0:
+        out = {s: INF for s, c in dist.items() if c == INF}
+    return out
+
+
 def _div(x, y):
     import numpy as np
 
@@ -121,8 +131,13 @@ def _div(x, y):
 
 def _fold_div(x, y):
     """Exact division, total: x / 0 is 0 (a private divisor makes the result infinitely
-    sensitive in the checker anyway; the run must not fail on it)."""
-    return Fraction(0) if y == 0 else Fraction(x) / Fraction(y)
+    sensitive in the checker anyway; the run must not fail on it); an infinite or NaN operand
+    (public, from `exp` or a saturated release) divides as a float."""
+    if y == 0:
+        return Fraction(0)
+    if isinstance(x, float) or isinstance(y, float):
+        return x / y
+    return Fraction(x) / Fraction(y)
 
 
 # Exact semantics on scalars (Python ints and Fractions): the interpreter evaluates arithmetic
@@ -173,9 +188,29 @@ def _comparable(ctx, op: str, a: Arg, b: Arg) -> None:
         textual = (Str, Cat)
         if isinstance(ta, textual) and isinstance(tb, textual):
             return
-        if type(ta) is type(tb):
+        if type(ta) is type(tb) and _equality_type(ta) and _equality_type(tb):
             return
-    raise ctx.fail("E0202", f"cannot compare {ta} with {tb} using {op}", a.span)
+    raise ctx.fail("E0202", f"cannot compare {ta} with {tb} using {op}", a.span,
+                   "== and != compare numbers, booleans, strings, categories, and tuples, records, "
+                   "sums and lists of those; not tables, partitions, functions or distributions")
+
+
+def _equality_type(t) -> bool:
+    """Types whose equality is a plain value comparison (never one of tables or functions,
+    whose comparison could succeed or fail depending on the rows)."""
+    from ..checking.types import Hole, ListT, Record, SumT, Tensor, Unit, With
+
+    if isinstance(t, (Num, Bool, Str, Cat, Unit, Hole)):
+        return True
+    if isinstance(t, (Tensor, With)):
+        return all(_equality_type(i) for i in t.items)
+    if isinstance(t, Record):
+        return all(_equality_type(f) for _, f in t.fields)
+    if isinstance(t, SumT):
+        return _equality_type(t.left) and _equality_type(t.right)
+    if isinstance(t, ListT):
+        return _equality_type(t.elem)
+    return False
 
 
 def _cmp_rule(op: str, fn):

@@ -62,8 +62,18 @@ def _numbers(b):
     s = b.series() if isinstance(b, MaskedBag) else b
     try:
         return s.to_numpy(dtype=np.float64, na_value=np.nan)
-    except (TypeError, ValueError):
-        return pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError, OverflowError):
+        # exact numbers (Fractions captured by a row function) beyond the float range saturate
+        from ..runtime.interpreter import as_float
+
+        return np.array([_float_or_nan(as_float(x)) for x in s], dtype=np.float64)
+
+
+def _float_or_nan(x) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
 
 
 def _float_at_most(q: Fraction) -> float:
@@ -125,11 +135,9 @@ def _run_union(a, b):
 
     from ..runtime.values import bag_from_rows, bag_rows, materialise
 
+    # No shortcut for an empty side: how the result is stored (its column dtypes) must not
+    # depend on whether a bag happens to be empty.
     a, b = materialise(a), materialise(b)
-    if len(b) == 0:
-        return a
-    if len(a) == 0:
-        return b
     if isinstance(a, pd.DataFrame) != isinstance(b, pd.DataFrame):
         return bag_from_rows(bag_rows(a) + bag_rows(b))
     return pd.concat([a, b], ignore_index=True)

@@ -37,6 +37,12 @@ def _sort_run(ctx, key, b):
     import pandas as pd
 
     keys = ctx.vectorised(key)(b)
+    if "categories" in ctx.info:
+        # A category sorts in its declared order, however the column is stored (categorical or
+        # plain strings): the order must not depend on the data.
+        from .partitions import category_codes
+
+        keys = category_codes(pd.Series(keys).reset_index(drop=True), ctx.info["categories"])
     order = pd.Series(keys).reset_index(drop=True).sort_values(kind="stable").index
     return b.iloc[order].reset_index(drop=True)
 
@@ -52,7 +58,8 @@ def _sort_by(ctx, args, span):
     inst, captured = row_function(ctx, key, elem, span)
     if not isinstance(inst.cod, (Num, Cat, Str)):
         raise ctx.fail("E0202", f"sort_by needs a key that is a number, category or string, not {inst.cod}", key.span)
-    return Result(Seq(elem), d_add(b.dist, captured), ir_args=[inst.code, b.ir])
+    info = {"categories": inst.cod.values} if isinstance(inst.cod, Cat) else {}
+    return Result(Seq(elem), d_add(b.dist, captured), ir_args=[inst.code, b.ir], info=info)
 
 
 def _window(name: str, doc: str, take):

@@ -180,16 +180,17 @@ def as_float(v: Any) -> Any:
 
 
 def exact_scalar(v: Any) -> Any:
-    """A number as an exact Fraction (ints, finite floats, numpy scalars); None when it cannot be
-    (a non-finite float, an array, a string...)."""
+    """A number as an exact Fraction (ints, finite floats, numpy scalars); an infinity or NaN
+    stays a float (Python mixes it with Fractions as an extended real: min(q, inf) is q, exactly);
+    None when it is not a number (an array, a string...)."""
     if isinstance(v, bool):
         return None
     if isinstance(v, Fraction):
         return v
     if isinstance(v, (int, np.integer)):
         return Fraction(int(v))
-    if isinstance(v, (float, np.floating)) and np.isfinite(v):
-        return Fraction(float(v))
+    if isinstance(v, (float, np.floating)):
+        return Fraction(float(v)) if np.isfinite(v) else float(v)
     return None
 
 
@@ -363,8 +364,9 @@ _NOT_EXACT = object()
 
 
 def fold_exact(fold: Callable[..., Any], args: list[Any]) -> Any:
-    """Scalar arithmetic and comparisons in exact arithmetic (the checker's reals); booleans
-    and strings pass through.  _NOT_EXACT when an argument is not a scalar (or not finite)."""
+    """Scalar arithmetic and comparisons in exact arithmetic (the checker's reals, extended with
+    the infinities); booleans and strings pass through.  _NOT_EXACT when an argument is not a
+    scalar."""
     exact = []
     for a in args:
         if isinstance(a, (bool, str)):

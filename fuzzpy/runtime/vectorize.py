@@ -61,6 +61,20 @@ def _column(bag: Bag, label: Any) -> pd.Series:
     return bag.column(label) if isinstance(bag, MaskedBag) else bag[label]
 
 
+def _as_float_column(col: Any) -> Any:
+    """Row functions compute on floats, like their per-row fallback: int64 arithmetic would wrap
+    at 2**63 where floats do not, and whether a column is int64 can depend on the data (a union
+    with an empty bag).  Applied to the operands of arithmetic only (comparisons on ints are
+    exact, and a copy of every column read would double the memory of a filter)."""
+    dtype = getattr(col, "dtype", None)
+    if dtype is not None and pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+        return col.astype(np.float64)
+    return col
+
+
+_FLOAT_CATEGORIES = ("arithmetic", "numeric")
+
+
 def has_vec(v: Any) -> bool:
     t = type(v)
     if t is Vec or t is RowView:
@@ -212,7 +226,10 @@ class VectorEvaluator(Interpreter):
                 raise NotVectorisable(node.name)
             if any(type(a) is not Vec and has_vec(a) for a in args):
                 raise NotVectorisable("tuple or record given to an operator")
-            return Vec(prim.run(*[as_float(_raw(a)) for a in args]))  # type: ignore[misc]
+            raw = [as_float(_raw(a)) for a in args]
+            if prim.category in _FLOAT_CATEGORIES:
+                raw = [_as_float_column(r) for r in raw]
+            return Vec(prim.run(*raw))  # type: ignore[misc]
         if not prim.vectorised and any(isinstance(a, Closure) for a in args):
             # A function handed on may have captured columns of this row: not on columns.
             raise NotVectorisable(node.name)
