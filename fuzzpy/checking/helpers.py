@@ -11,7 +11,7 @@ from ..primitives.registry import NOCONST
 from ..syntax import ast as A
 from . import ir as I
 from .sens import INF, Coef, Dist, Lin, d_scale
-from .types import Bag, Bool, Cat, ListT, Num, Parts, Record, Seq, Str, Tensor, TVar, Type, Unit, With
+from .types import Bag, Bool, Cat, Num, Parts, Seq, Str, TVar, Type, Unit, components
 from .values import FnValue, Opaque, TopFn, Val
 
 
@@ -27,13 +27,8 @@ def _integral_type(t: Type) -> bool:
         return t.integer
     if isinstance(t, (Bag, Seq, Parts, Bool, Str, Cat, Unit)):
         return True
-    if isinstance(t, (Tensor, With)):
-        return all(_integral_type(i) for i in t.items)
-    if isinstance(t, Record):
-        return all(_integral_type(ft) for _, ft in t.fields)
-    if isinstance(t, ListT):
-        return _integral_type(t.elem)
-    return False
+    parts = components(t)
+    return parts is not None and all(_integral_type(p) for p in parts)
 
 
 def maybe_infinite(c: Coef) -> bool:

@@ -281,6 +281,20 @@ class Schema:
         return None
 
 
+def components(t: Type) -> tuple[Type, ...] | None:
+    """The component types of a structured value (tuple items, record fields, sum sides, list
+    elements), or None for a type that is not a plain structure of values."""
+    if isinstance(t, (Tensor, With)):
+        return t.items
+    if isinstance(t, Record):
+        return tuple(ft for _, ft in t.fields)
+    if isinstance(t, SumT):
+        return (t.left, t.right)
+    if isinstance(t, ListT):
+        return (t.elem,)
+    return None
+
+
 def join_types(a: Type, b: Type) -> Type | None:
     """Least common type of two branches (bounds widen), or None if incompatible."""
     if a == b or isinstance(b, Hole):

@@ -198,19 +198,12 @@ def _comparable(ctx, op: str, a: Arg, b: Arg) -> None:
 def _equality_type(t) -> bool:
     """Types whose equality is a plain value comparison (never one of tables or functions,
     whose comparison could succeed or fail depending on the rows)."""
-    from ..checking.types import Hole, ListT, Record, SumT, Tensor, Unit, With
+    from ..checking.types import Hole, Unit, components
 
     if isinstance(t, (Num, Bool, Str, Cat, Unit, Hole)):
         return True
-    if isinstance(t, (Tensor, With)):
-        return all(_equality_type(i) for i in t.items)
-    if isinstance(t, Record):
-        return all(_equality_type(f) for _, f in t.fields)
-    if isinstance(t, SumT):
-        return _equality_type(t.left) and _equality_type(t.right)
-    if isinstance(t, ListT):
-        return _equality_type(t.elem)
-    return False
+    parts = components(t)
+    return parts is not None and all(_equality_type(p) for p in parts)
 
 
 def _cmp_rule(op: str, fn):

@@ -55,7 +55,6 @@ def _run_map(ctx, f, b):
 def _numbers(b):
     """The values of a bag of numbers as a float64 array (NaN for anything unreadable)."""
     import numpy as np
-    import pandas as pd
 
     from ..runtime.values import MaskedBag
 

@@ -9,9 +9,7 @@ PrivJail's generalised parallel composition.
 
 from __future__ import annotations
 
-from fractions import Fraction
-
-from ..checking.sens import d_add, d_inf, d_scale
+from ..checking.sens import d_add, d_inf
 from ..checking.types import Bag, Cat, Fuzzy, Num, Parts, Tensor
 from .bags import elem_type, row_function
 from .registry import Result, primitive
