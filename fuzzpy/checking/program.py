@@ -83,7 +83,7 @@ class CheckReport:
         return total
 
 
-def check_file(path: str | Path, params: dict[str, str] | None = None, entry: str = "main") -> CheckReport:
+def check_file(path: str | Path, params: dict[str, str] | None = None, entry: str | None = "main") -> CheckReport:
     path = Path(path)
     text, err = read_source(path)
     if err is not None:
@@ -153,7 +153,7 @@ def _check_inner(source: str, file: str, params: dict[str, str], entry: str | No
     return report
 
 
-_PRAGMA = r"^\s*#\s*fuzzpy:\s*budget\b(.*)$"
+_PRAGMA = r"^\s*#\s*fuzzpy\s*:?\s*budget\b(.*)$"  # matched case-insensitively: near misses count
 
 
 def read_pragmas(source: str, file: str) -> tuple[Optional[Fraction], list[Diagnostic]]:
@@ -166,10 +166,13 @@ def read_pragmas(source: str, file: str) -> tuple[Optional[Fraction], list[Diagn
     from ..exact import parse_exact
 
     budgets, diags = [], []
-    for m in re.finditer(_PRAGMA, source, re.M):
+    for m in re.finditer(_PRAGMA, source, re.M | re.I):
         text = m.group(1).split("#", 1)[0].strip()
         line = source.count("\n", 0, m.start()) + 1
+        exact_form = re.match(r"^\s*#\s*fuzzpy:\s*budget\b", m.group(0))
         try:
+            if not exact_form:
+                raise ValueError("write it exactly as '# fuzzpy: budget B'")
             value = parse_exact(text)
             if value < 0:
                 raise ValueError("negative")

@@ -49,6 +49,10 @@ def audit(
     from .cli import exit_code_for, parse_params
 
     _validate(program, mechanism, epsilon, param, samples, confidence, fmt, exact)
+    if seed is not None and seed < 0:
+        raise _usage(f"--seed must be a non-negative integer, got {seed}")
+    if max_pairs < 1:
+        raise _usage(f"--max-pairs must be at least 1, got {max_pairs}")
     params = parse_params(param)
     try:
         result = _run(program, mechanism, epsilon, params, entry, samples, confidence, seed, exact, max_pairs)
@@ -57,6 +61,10 @@ def audit(
     except FuzzError as exc:
         _print_diagnostics(exc.diagnostics)
         raise typer.Exit(exit_code_for(exc.diagnostics))
+    except (ValueError, OverflowError, ArithmeticError) as exc:  # a sampler refusing these numbers
+        _print_diagnostics([Diagnostic("E0801", f"cannot audit with these settings: {type(exc).__name__}: "
+                                                f"{str(exc)[:120]}")])
+        raise typer.Exit(1)
     _emit(result, fmt)
     raise typer.Exit(EXIT_VIOLATION if result.violation else EXIT_OK)
 
@@ -95,12 +103,14 @@ def _validate(program: Optional[Path], mechanism: Optional[str], epsilon: Option
 def _parse_epsilon(text: Optional[str]) -> Any:
     from fractions import Fraction
 
+    from ..exact import parse_exact
+
     if text is None:
         return Fraction(1, 2)
     try:
-        value = Fraction(text.strip())
-    except (ValueError, ZeroDivisionError):
-        raise _usage(f"--epsilon expects a positive number, got '{text}'")
+        value = parse_exact(text)
+    except ValueError:
+        raise _usage(f"--epsilon expects a positive number, got '{text[:60]}'")
     if value <= 0:
         raise _usage(f"--epsilon expects a positive number, got '{text}'")
     return value

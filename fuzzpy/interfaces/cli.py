@@ -67,14 +67,29 @@ def parse_budget(text: Optional[str]):
     return value
 
 
-def collect_files(paths: list[Path]) -> list[Path]:
-    files: list[Path] = []
+def collect_files(paths: list[Path]) -> list[tuple[Path, bool]]:
+    """(file, found in a folder) for each program to check."""
+    files: list[tuple[Path, bool]] = []
     for p in paths:
         if p.is_dir():
-            files.extend(sorted(p.rglob("*.fz")))
+            files.extend((f, True) for f in sorted(p.rglob("*.fz")))
         else:
-            files.append(p)
+            files.append((p, False))
     return files
+
+
+def entry_for(path: Path, entry: str, in_folder: bool) -> Optional[str]:
+    """A file found in a folder that declares no entry point is a library: it is checked for
+    errors, not for an entry point (a file named on the command line must have one)."""
+    if not in_folder:
+        return entry
+    import re
+
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return entry
+    return entry if re.search(rf"\bfunction\s+{re.escape(entry)}\b", text) else None
 
 
 @app.command()
@@ -92,7 +107,8 @@ def check(
         raise usage_error(f"--format must be text, json or sarif, got '{fmt}'")
     limit = parse_budget(budget)
     params = parse_params(param)
-    results = [R.check_with_budget(f, params, entry, limit) for f in collect_files(paths)]
+    results = [R.check_with_budget(f, params, entry_for(f, entry, in_folder), limit)
+               for f, in_folder in collect_files(paths)]
     if not results:
         raise usage_error("no .fz files found")
     if fmt == "json":

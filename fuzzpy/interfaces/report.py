@@ -14,7 +14,8 @@ from ..checking.sens import INF, fmt_coef
 from ..diagnostics import Diagnostic, render
 
 
-def check_with_budget(path: Path, params: dict[str, str], entry: str, budget: Optional[Fraction]) -> CheckReport:
+def check_with_budget(path: Path, params: dict[str, str], entry: Optional[str],
+                      budget: Optional[Fraction]) -> CheckReport:
     """Check one file; add E0401 when its epsilon exceeds the CLI budget or its own pragma."""
     report = check_file(path, params, entry)
     apply_budget(report, budget)

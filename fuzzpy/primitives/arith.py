@@ -68,13 +68,20 @@ def _s(x, y, f):
     return None if x is None or y is None else f(x, y)
 
 
+MAX_CONSTANT_BITS = 4096
+
+
 def _fold(ctx, op: str, a: Arg, b: Arg, span):
     if not (a.is_const and b.is_const):
         return NOCONST
     if op == "/" and b.const == 0:
         raise ctx.fail("E0213", "division by zero in a constant expression", span)
-    return {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}[op](
+    value = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}[op](
         Fraction(a.const), Fraction(b.const))
+    if max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_CONSTANT_BITS:
+        # Exact constants could otherwise grow without bound (x * x, 30 times) and hang the check.
+        raise ctx.fail("E0213", f"this constant expression has more than {MAX_CONSTANT_BITS} bits", span)
+    return value
 
 
 def _arith_rule(op: str):

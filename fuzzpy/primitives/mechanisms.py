@@ -376,7 +376,10 @@ def svt_rounding_cost(ctx, dist: Dist, cost: Dist, eps: Fraction, sens: Fraction
 # ---- randomized response -------------------------------------------------------------------------
 
 def rr_flip_upper(eps: Fraction) -> Fraction:
-    """An upper bound on the flip probability 1/(1 + e^eps) (display only)."""
+    """An upper bound on the flip probability 1/(1 + e^eps) (display only); beyond the float
+    range of e^eps, e^-eps itself bounds it."""
+    if eps > 700:
+        return Fraction(1, 2 ** 1000)  # e^-eps < 2^-1000 here
     return 1 / (1 + Fraction(math.exp(float(eps))) * (1 - _SLACK))
 
 

@@ -72,6 +72,10 @@ def load_program(source: str, file: str, overlays: dict[str, str] | None = None
                                     decl.span))
             return
         target = resolve_import(decl.path, importer)
+        if target is not None and target.suffix != ".fz":  # a .fz link to a data file
+            diags.append(Diagnostic("E0105", f"only fuzzpy files (.fz) can be imported: \"{decl.path}\" "
+                                    "is a link to another kind of file", decl.span))
+            return
         if target is None:
             diags.append(Diagnostic("E0105", f"cannot find the library file \"{decl.path}\"", decl.span,
                                     [f"looked next to {importer} and in {STDLIB}"]))

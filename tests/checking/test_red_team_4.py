@@ -130,10 +130,6 @@ LSP_ENTRY_NOT_A_UNIT = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="Finding 1: the language server treats a file whose entry point is not its "
-                   "own declaration chunk (indented, or sharing a line) as a library: no E0302/E0401, no epsilon lens, "
-                   "while fuzzpy check reports them (lsp/incremental.py _plan: entry_mode = entry in units). Fix: take "
-                   "entry mode from the parsed modules and run the full check with the real entry.")
 @pytest.mark.parametrize("name", sorted(LSP_ENTRY_NOT_A_UNIT))
 def test_the_editor_reports_what_fuzzpy_check_reports_whatever_the_layout(name, tmp_path):
     text = LSP_ENTRY_NOT_A_UNIT[name]
@@ -171,9 +167,6 @@ def test_the_editor_matches_the_cli_when_main_starts_its_own_line(tmp_path):
 # with the resolved path.  DESIGN.md: "No error message ... may depend on private data".
 # Suggested fix: check the extension of the resolved target too (and refuse symlinks that leave the
 # importing project), or never quote source lines of an imported file that fails to parse.
-@pytest.mark.xfail(strict=True, reason="Finding 2: a .fz symlink to a data file is imported and its first row is "
-                   "quoted in the parse error (loader.py checks the link's name, not the resolved target). Fix: "
-                   "check the resolved path's extension too, or never quote lines of imported files.")
 def test_a_symlinked_import_does_not_quote_a_data_row(tmp_path):
     secret = write(tmp_path / "adult.data", "39, State-gov, SECRET_ALICE\n28, Private, SECRET_BOB\n")
     os.symlink(secret, tmp_path / "lib.fz")
@@ -206,9 +199,6 @@ def test_an_import_of_a_data_file_by_its_own_name_is_refused_unread(tmp_path):
 SQUARINGS = "".join(f"let a{i + 1} = a{i} * a{i}; " for i in range(28))
 
 
-@pytest.mark.xfail(strict=True, reason="Finding 3: exact constant folding has no size bound; 28 squarings of 10 "
-                   "make check_source run for minutes (LSP/CI denial of service). Fix: refuse folded constants beyond "
-                   "a few thousand bits with E0213.")
 def test_checking_a_tower_of_squares_finishes():
     src = T + f"function main (db : bag T) : fuzzy num {{ let a0 = 10; {SQUARINGS}laplace 1 (count db + a28 * 0) }}\n"
     code = "import sys; from fuzzpy.checking.program import check_source; check_source(sys.stdin.read(), 'sq.fz'); print('done')"
@@ -234,9 +224,6 @@ def test_a_small_tower_of_squares_is_checked_exactly():
 # should not fail on any data", and `fuzzpy audit --mechanism randomized_response --epsilon 800`
 # dies with the same OverflowError (Finding 5).  Suggested fix: bound the flip probability exactly
 # (e.g. 1 / (1 + 2^floor(eps * log2 e)) with exact integers), or saturate to 0 when exp overflows.
-@pytest.mark.xfail(strict=True, reason="Finding 4: rr_flip_upper overflows math.exp for eps > 709.78, so every run "
-                   "of randomized_response 800 fails with E0604 after charging. Fix: compute the bound exactly or "
-                   "saturate.")
 def test_randomized_response_with_a_large_epsilon_runs(tmp_path):
     from fuzzpy.runtime.data import load_table
     from fuzzpy.runtime.interpreter import run_program
@@ -275,20 +262,19 @@ AUDIT_CRASHES = {
     "zero-max-pairs": (["PROGRAM", "--max-pairs", "0"], 2),
     "negative-max-pairs": (["PROGRAM", "--max-pairs", "-3"], 2),
     "laplace-tiny-epsilon": (["--mechanism", "laplace", "--epsilon", "1e-30", "--seed", "1"], 1),
-    "randomized-response-huge-epsilon": (["--mechanism", "randomized_response", "--epsilon", "800", "--seed", "1"], 1),
+    # fixed at the root (rr_flip_upper no longer overflows): the audit now simply runs
+    "randomized-response-huge-epsilon": (["--mechanism", "randomized_response", "--epsilon", "800", "--seed", "1"], 0),
 }
 
 
-@pytest.mark.xfail(strict=True, reason="Finding 5: fuzzpy audit ends in a Python exception (traceback) for --seed -1, "
-                   "--max-pairs 0, --epsilon 1e-30 (laplace) and --epsilon 800 (randomized_response), and accepts "
-                   "--max-pairs -3. Fix: validate --seed and --max-pairs (E0701), turn sampler errors into E0801.")
 @pytest.mark.parametrize("name", sorted(AUDIT_CRASHES))
 def test_audit_options_are_diagnostics_not_tracebacks(name, tmp_path):
     program = write(tmp_path / "p.fz", T + "function main (db : bag T) : fuzzy num { laplace 1 (count db) }\n")
     args, code = AUDIT_CRASHES[name]
     res = fz("audit", *[program if a == "PROGRAM" else a for a in args], "--samples", "100")
     assert res.exception is None or isinstance(res.exception, SystemExit)
-    assert res.exit_code == code and "error[E0" in res.stderr
+    assert res.exit_code == code and (code == 0 or "error[E0" in res.stderr)
+    assert "Traceback" not in res.stderr + res.stdout
 
 
 AUDIT_USAGE = {
@@ -342,8 +328,6 @@ def test_audit_refuses_what_it_cannot_audit_with_one_diagnostic(name, tmp_path):
 # `fuzzpy audit --epsilon` (_parse_epsilon) also calls Fraction(text) directly and hangs on
 # "1e99999999".  Suggested fix: read both with fuzzpy.exact.parse_exact (refusing negatives), and
 # parse each server option on its own, ignoring (and logging) only the invalid one.
-@pytest.mark.xfail(strict=True, reason="Finding 6a: lsp Settings.from_options raises on a bad debounceMs, so the server "
-                   "falls back to default settings and drops the configured budget. Fix: parse options one by one.")
 def test_one_bad_server_option_keeps_the_budget():
     from fuzzpy.interfaces.lsp.analysis import Settings
 
@@ -351,8 +335,6 @@ def test_one_bad_server_option_keeps_the_budget():
     assert s.budget == F(1, 2)
 
 
-@pytest.mark.xfail(strict=True, reason="Finding 6b: the language server's budget option is read with Fraction() "
-                   "(no bound), so initialize hangs on '1e99999999'. Fix: use fuzzpy.exact.parse_exact.")
 def test_an_absurd_budget_option_does_not_hang_the_server():
     code = ("from fuzzpy.interfaces.lsp.analysis import Settings; "
             "print(Settings.from_options({'budget': '1e99999999'}).budget)")
@@ -360,8 +342,6 @@ def test_an_absurd_budget_option_does_not_hang_the_server():
     assert res is not None and res.stdout.strip() == "None"
 
 
-@pytest.mark.xfail(strict=True, reason="Finding 6c: fuzzpy audit --epsilon is read with Fraction() (no bound) and "
-                   "hangs on '1e99999999'. Fix: use fuzzpy.exact.parse_exact, exit 2 with E0701.")
 def test_an_absurd_audit_epsilon_is_a_usage_error():
     res = finishes(["-m", "fuzzpy.interfaces.cli", "audit", "--mechanism", "laplace", "--epsilon", "1e99999999",
                     "--samples", "100"], timeout=4.0)
@@ -383,8 +363,6 @@ def test_the_cli_refuses_absurd_and_negative_budgets_at_once(tmp_path):
 # fixed, and the checker charges such a closure exactly.  examples/README.md says logistic_regression
 # computes the sigmoid by squarings because "the language has no `exp`"; `exp` is a primitive
 # (docs/primitives.md, stdlib/ml.fz's sigmoid uses it).  Suggested fix: update both sentences.
-@pytest.mark.xfail(strict=True, reason="Finding 7a: docs/stdlib.md still says closures capturing private data passed to "
-                   "user functions are charged infinity; the checker charges them exactly since gap 1 was fixed.")
 def test_stdlib_doc_describes_how_closures_are_charged():
     r = check_source(T + "function app g (y : num) { g y }\n"
                      "function main (db : bag T) : fuzzy num { laplace 1 (app (fun (u : num) -> count db) 0) }\n", "t.fz")
@@ -392,8 +370,6 @@ def test_stdlib_doc_describes_how_closures_are_charged():
     assert "charged infinity by the checker today" not in " ".join((DOCS / "stdlib.md").read_text().split())
 
 
-@pytest.mark.xfail(strict=True, reason="Finding 7b: examples/README.md says 'the language has no exp', but exp is a "
-                   "primitive (docs/primitives.md).")
 def test_examples_readme_knows_exp_is_a_primitive():
     from fuzzpy.primitives.registry import all_primitives
 
@@ -410,9 +386,6 @@ def test_examples_readme_knows_exp_is_a_primitive():
 # reviewer sees a budget of 0.1 that nothing enforces (the program below, epsilon 1, is accepted
 # with exit 0).  Suggested fix: match `#\s*fuzzpy\b.*budget` case-insensitively and report E0103 for
 # anything that is not exactly the documented form.
-@pytest.mark.xfail(strict=True, reason="Finding 8: '# fuzzpy: Budget 0.1' and '# fuzzpy budget 0.1' are silently "
-                   "ignored (case-sensitive regex that needs the colon); read_pragmas promises malformed pragmas are "
-                   "E0103. Fix: match near-misses and report them.")
 @pytest.mark.parametrize("line", ["# fuzzpy: Budget 0.1", "# fuzzpy budget 0.1", "# FUZZPY: budget 0.1"])
 def test_a_near_miss_pragma_is_enforced_or_reported(line):
     r = check_source(line + "\n" + T + "function main (db : bag T) : fuzzy num { laplace 1 (count db) }\n", "t.fz")
@@ -436,8 +409,6 @@ def test_well_formed_pragmas_are_enforced_and_the_smallest_wins(line):
 # in the editor.  Suggested fix: when checking a folder, treat files without the entry point as
 # libraries (as the language server does), or say in the CI section that libraries must live outside
 # the checked folder.
-@pytest.mark.xfail(strict=True, reason="Finding 9: fuzzpy check on a folder reports E0207 for library files (exit 1) "
-                   "that the editor treats as libraries; the documented CI recipe checks folders.")
 def test_checking_a_folder_with_a_library_passes_like_the_editor(tmp_path):
     library = (ROOT / "stdlib" / "bags.fz").read_text()
     write(tmp_path / "bags.fz", library)

@@ -41,12 +41,20 @@ class Settings:
         if isinstance(params, dict):
             s.params = {str(k): str(v) for k, v in params.items()}
         if options.get("budget") is not None:
-            try:
-                s.budget = Fraction(str(options["budget"]))
-            except (ValueError, ZeroDivisionError):
-                log.warning("ignoring invalid budget option %r", options["budget"])
+            from ...exact import parse_exact
+
+            try:  # bounded reading: a hostile "1e99999999" must not block initialize
+                budget = parse_exact(str(options["budget"]))
+                if budget < 0:
+                    raise ValueError("negative")
+                s.budget = budget
+            except ValueError:
+                log.warning("ignoring invalid budget option %r", str(options["budget"])[:60])
         if options.get("debounceMs") is not None:
-            s.debounce = max(0.0, float(options["debounceMs"]) / 1000)
+            try:  # each option on its own: one bad value does not drop the others
+                s.debounce = max(0.0, float(options["debounceMs"]) / 1000)
+            except (TypeError, ValueError):
+                log.warning("ignoring invalid debounceMs option %r", str(options["debounceMs"])[:60])
         s.incremental = bool(options.get("incremental", True))
         return s
 

@@ -154,7 +154,11 @@ class IncrementalChecker:
         closure = _closures({name: self._names_of(c) for name, c in units.items()})
         library = tuple(sorted((k, v) for k, v in texts.items() if k != file))
         prelude = [(c.first_line, c.text) for c in chunks if c.function is None and not c.broken]
-        entry_mode = settings.entry in units
+        # The entry point is whatever the parser found, wherever it sits (indented, or sharing
+        # a line with another declaration): the editor must check what `fuzzpy check` checks.
+        own = next((m for m in modules if m.file == file), None)
+        entry_mode = settings.entry in units or (own is not None and any(
+            isinstance(d, A.FunDecl) and d.name == settings.entry for d in own.decls))
         prelude_key = _hash((file, settings.key(), entry_mode, tuple(prelude), library))
         keys = {name: _hash((prelude_key, name, tuple((units[g].first_line, units[g].text)
                                                       for g in sorted(closure[name]))))
