@@ -40,9 +40,9 @@ class ApplicationRules:
     def call_primitive_vals(self, name: str, vals: list[Val], span: Span) -> Val:
         prim = lookup(name)
         assert prim is not None
-        args = [Arg(v.type, v.dist, v.const, v.ir.span or span, v.ir, v.fn, v.parts) for v in vals]
+        args = [Arg(v.type, v.dist, v.const, v.ir.span or span, const_ir(v), v.fn, v.parts) for v in vals]
         res: Result = prim.rule(self, args, span)
-        ir_args = res.ir_args if res.ir_args is not None else [v.ir for v in vals]
+        ir_args = res.ir_args if res.ir_args is not None else [a.ir for a in args]
         node = I.IPrim(name, ir_args, dict(res.info), span=span)
         if res.const is not NOCONST:
             node = I.IConst(res.const, span=span)
@@ -88,7 +88,7 @@ class ApplicationRules:
                 continue
             dist = d_add(dist, self._scale(coef, a.dist, span, apply=True))
         if summary.instance is not None:
-            node: I.IR = I.ICall(summary.instance, [a.ir for a in args], span=span)
+            node: I.IR = I.ICall(summary.instance, [const_ir(a) for a in args], span=span)
         else:
             node = I.IApply(f.ir, [a.ir for a in args], summary.params, summary.body, span=span)
         return Val(summary.cod, dist, node, NOCONST, Opaque(summary.cod) if isinstance(summary.cod, Fun) else None)
@@ -128,3 +128,12 @@ class ApplicationRules:
                 body = I.ILambda([name], body, span=span)
             code = I.ILambda(code.params[:1], body, span=span)
         return Val(t, inst.captured, code, NOCONST, Opaque(t))
+
+
+def const_ir(v: Val) -> I.IR:
+    """The IR that passes v on: its constant itself when the checker knows it.  The expression
+    that produced the constant is not run (the language is pure, so nothing is lost), and so
+    cannot fail or run long at run time depending on private data it discarded."""
+    if v.is_const and v.fn is None and not isinstance(v.ir, I.IConst):
+        return I.IConst(v.const, span=v.ir.span)
+    return v.ir

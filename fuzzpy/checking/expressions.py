@@ -63,8 +63,9 @@ class ExpressionRules:
         # on the data: its infinite dependences count, used or not.  (A function value is only
         # a closure until applied.)
         unused_risk = _computation_risk(bound)
-        return Val(body.type, d_add(body.dist, unused_risk), I.ILet(pat, bound.ir, body.ir, span=e.span),
-                   body.const, body.fn, body.parts)
+        ir = I.IConst(body.const, span=e.span) if body.is_const and body.fn is None else \
+            I.ILet(pat, bound.ir, body.ir, span=e.span)  # a constant body needs nothing computed
+        return Val(body.type, d_add(body.dist, unused_risk), ir, body.const, body.fn, body.parts)
 
     def x_Sample(self, e: A.Sample, env: Env) -> Val:
         bound = self.expr(e.bound, env)

@@ -92,10 +92,6 @@ CONST_ARG_DOORS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="F1: primitives read a constant argument's value and drop its "
-                   "distance (the let's computation risk) while the runtime still evaluates it: "
-                   "applications.call_primitive_vals / mechanisms.public_* / arith._clip; fix: charge "
-                   "infinite_part(arg.dist) or inline IConst for constant arguments")
 @pytest.mark.parametrize("name", sorted(CONST_ARG_DOORS))
 def test_a_constant_argument_does_not_hide_a_failing_private_computation(name, tables):
     r = check(DOWN + f"function main (db : bag T) : {CONST_ARG_DOORS[name]}")
