@@ -128,12 +128,20 @@ def _check(source: str, file: str, params: dict[str, str], entry: str | None,
            overlays: dict[str, str] | None) -> CheckReport:
     import sys
 
+    import gc
+
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 60000))  # safe: this thread has a large stack
+    # A check allocates many small, short-lived objects and few cycles: the cyclic collector's
+    # full passes over a growing heap made checking superlinear in the program's size.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
         return _check_inner(source, file, params, entry, overlays)
     finally:
         sys.setrecursionlimit(old_limit)
+        if gc_was_enabled:
+            gc.enable()
 
 
 def _check_inner(source: str, file: str, params: dict[str, str], entry: str | None,

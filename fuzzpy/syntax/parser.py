@@ -368,9 +368,12 @@ def split_chunks(source: str) -> list[tuple[int, str]]:
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     chunks = []
+    line = 1
     for i, begin in enumerate(starts):
         end = starts[i + 1] if i + 1 < len(starts) else len(source)
-        chunks.append((source.count("\n", 0, begin) + 1, source[begin:end]))
+        text = source[begin:end]
+        chunks.append((line, text))
+        line += text.count("\n")  # counted chunk by chunk: linear in the file
     return chunks
 
 
