@@ -23,54 +23,19 @@ import pytest
 
 from fuzzpy.checking.program import check_source
 from fuzzpy.checking.sens import INF
-from fuzzpy.runtime.data import load_table
-from fuzzpy.runtime.interpreter import run_program
-from fuzzpy.runtime.samplers import RandomSource
+from red_team_support import (HEADER, ROW_A, ROW_B, T, assert_accepted_exactly, assert_rejected,  # noqa: F401
+                              check, codes, make_tables, outcome, run)
 
-T = 'schema T { x : num[0, 10], k : cat{"a", "b", "c"}, flag : bool, n : int[0, 5] }\n'
-HEADER = "x,k,flag,n\n"
-ROW_A = "1,a,true,1\n"
-ROW_B = "9,b,false,3\n"   # the individual whose presence the attacks try to learn
+
+@pytest.fixture
+def tables(tmp_path):
+    return make_tables(tmp_path)
+
 FIVES = "0,a,true,5\n" * 20  # twenty rows with n = 5 and x = 0
 
 K = 2**82                # a constant far beyond float precision
 HALF = 2**60 + 128       # exactly half an ulp above 2^60: float(HALF + c) jumps by 256 between c = 0 and 1
 TWO60 = 2**60
-
-
-def check(src: str, **kw):
-    return check_source(T + src, "t.fz", **kw)
-
-
-def codes(report) -> set[str]:
-    return {d.code for d in report.diagnostics}
-
-
-@pytest.fixture
-def tables(tmp_path):
-    """load(rows, schema_name="T", header=HEADER) -> a table conformed by the real loader."""
-    counter = [0]
-
-    def load(rows: str, report=None, schema: str = "T", header: str = HEADER):
-        report = report or check("function main (db : bag T) : fuzzy num { return 0 }")
-        counter[0] += 1
-        path = tmp_path / f"t{counter[0]}.csv"
-        path.write_text(header + rows)
-        return load_table(path, report.schemas[schema], table="db")
-
-    return load
-
-
-def run(report, db, seed: int = 0):
-    return run_program(report.entry_instance, {"db": db}, RandomSource.seeded(seed)).value
-
-
-def outcome(report, db, seed: int = 0):
-    """What an observer of a run sees: the released value, or the fact that it failed."""
-    try:
-        return ("value", run(report, db, seed))
-    except BaseException as exc:  # noqa: BLE001 - any failure is an observable outcome
-        return ("failed", type(exc).__name__)
 
 
 def moved(report, db, neighbour, seed: int = 5):
@@ -399,10 +364,7 @@ REJECTED = {
 
 @pytest.mark.parametrize("name", sorted(REJECTED))
 def test_rejected_attack(name):
-    code, src = REJECTED[name]
-    r = check(src)
-    assert not r.ok
-    assert code in codes(r), [(d.code, d.message) for d in r.diagnostics]
+    assert_rejected(*REJECTED[name])
 
 
 ACCEPTED = {
@@ -434,11 +396,7 @@ ACCEPTED = {
 
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
 def test_accepted_with_the_exact_bound(name):
-    src, epsilon, sensitivities = ACCEPTED[name]
-    r = check(src)
-    assert r.ok, [(d.code, d.message) for d in r.diagnostics]
-    assert r.epsilon == epsilon
-    assert [m.sensitivity for m in r.mechanisms] == sensitivities
+    assert_accepted_exactly(*ACCEPTED[name])
 
 
 def test_recursion_past_the_widening_depth_runs_with_its_calibration(tables):

@@ -15,45 +15,15 @@ from fractions import Fraction as F
 
 import pytest
 
-from fuzzpy.checking.program import check_source
-from fuzzpy.runtime.data import load_table
-from fuzzpy.runtime.interpreter import run_program
-from fuzzpy.runtime.samplers import RandomSource
-
-T = 'schema T { x : num[0, 10], k : cat{"a", "b", "c"}, flag : bool, n : int[0, 5] }\n'
-HEADER = "x,k,flag,n\n"
-ROW_A = "1,a,true,1\n"
-DOWN = "function down (x : num) : num { if x > 0 then down (x - 1) else 0 }\n"
-
-
-def check(src: str, **kw):
-    return check_source(T + src, "t.fz", **kw)
-
-
-def codes(report) -> set[str]:
-    return {d.code for d in report.diagnostics}
+from red_team_support import (HEADER, ROW_A, ROW_B, T, assert_accepted_exactly, assert_rejected,  # noqa: F401
+                              check, codes, make_tables, outcome, run)
 
 
 @pytest.fixture
 def tables(tmp_path):
-    report = check("function main (db : bag T) : fuzzy num { return 0 }")
-    counter = [0]
+    return make_tables(tmp_path)
 
-    def load(rows: str):
-        counter[0] += 1
-        path = tmp_path / f"t{counter[0]}.csv"
-        path.write_text(HEADER + rows)
-        return load_table(path, report.schemas["T"], table="db")
-
-    return load
-
-
-def outcome(report, db, seed: int = 0):
-    """What an observer of a run sees: the released value, or the fact that it failed."""
-    try:
-        return ("value", run_program(report.entry_instance, {"db": db}, RandomSource.seeded(seed)).value)
-    except BaseException as exc:  # noqa: BLE001 - any failure is an observable outcome
-        return ("failed", type(exc).__name__)
+DOWN = "function down (x : num) : num { if x > 0 then down (x - 1) else 0 }\n"
 
 
 # =============================================================================================
@@ -170,10 +140,7 @@ REJECTED = {
 
 @pytest.mark.parametrize("name", sorted(REJECTED))
 def test_rejected_attack(name):
-    code, src = REJECTED[name]
-    r = check(src)
-    assert not r.ok
-    assert code in codes(r), [(d.code, d.message) for d in r.diagnostics]
+    assert_rejected(*REJECTED[name])
 
 
 ACCEPTED = {
@@ -256,11 +223,7 @@ ACCEPTED = {
 
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
 def test_accepted_with_the_exact_bound(name):
-    src, epsilon, sensitivities = ACCEPTED[name]
-    r = check(src)
-    assert r.ok, [(d.code, d.message) for d in r.diagnostics]
-    assert r.epsilon == epsilon
-    assert [m.sensitivity for m in r.mechanisms] == sensitivities
+    assert_accepted_exactly(*ACCEPTED[name])
 
 
 def test_integer_division_cannot_be_a_groupby_key():

@@ -33,11 +33,8 @@ from fuzzpy.runtime.data import load_table
 from fuzzpy.runtime.interpreter import run_program
 from fuzzpy.runtime.ledger import Ledger, dataset_identity, program_hash
 from fuzzpy.runtime.samplers import RandomSource
+from red_team_support import HEADER, ROW_A, ROW_B, T, check, codes, make_tables, outcome, run  # noqa: F401
 
-T = 'schema T { x : num[0, 10], k : cat{"a", "b", "c"}, flag : bool, n : int[0, 5] }\n'
-HEADER = "x,k,flag,n\n"
-ROW_A = "1,a,true,1\n"
-ROW_B = "9,b,false,3\n"   # the individual whose presence the attacks try to learn
 CLI = "from fuzzpy.interfaces.cli import main; main()"
 
 runner = CliRunner()
@@ -47,14 +44,6 @@ runner = CliRunner()
 def _never_the_default_ledger(tmp_path, monkeypatch):
     """Belt and braces: a run that forgot --ledger books into tmp_path, never ~/.fuzzpy."""
     monkeypatch.setenv("FUZZPY_LEDGER", str(tmp_path / "env-ledger.sqlite"))
-
-
-def check(src: str, **kw):
-    return check_source(T + src, "t.fz", **kw)
-
-
-def codes(report) -> set[str]:
-    return {d.code for d in report.diagnostics}
 
 
 def fz(*args, catch: bool = False, env: dict | None = None):
@@ -85,18 +74,6 @@ def tables(tmp_path):
         return load_table(data(tmp_path, rows, f"t{counter[0]}.csv"), schema, table="db")
 
     return load
-
-
-def run(report, db, seed: int = 0):
-    return run_program(report.entry_instance, {"db": db}, RandomSource.seeded(seed)).value
-
-
-def outcome(report, db, seed: int = 0):
-    """What an observer of a run sees: the released value, or the fact that it failed."""
-    try:
-        return ("value", run(report, db, seed))
-    except BaseException as exc:  # noqa: BLE001 - any failure is an observable outcome
-        return ("failed", type(exc).__name__)
 
 
 def cli_subprocess(args: list, timeout: float):
