@@ -173,7 +173,9 @@ class _Run:
         o, report = self.opts, self.report
         self.ledger_path = Path(o.ledger).expanduser() if o.ledger is not None else default_ledger_path()
         self.book = open_ledger(self.ledger_path)
-        source = report.sources.get(report.file, "")
+        # The program and every library it imports: a changed stdlib function is another program.
+        source = report.sources.get(report.file, "") + "".join(
+            f"\n# imported: {name}\n{text}" for name, text in sorted(report.sources.items()) if name != report.file)
         digest = program_hash(source, o.params)
         label = f"{o.program.name}:{report.entry}"
         amounts = dataset_amounts(report, identities)
