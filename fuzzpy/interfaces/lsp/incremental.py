@@ -154,11 +154,12 @@ class IncrementalChecker:
         closure = _closures({name: self._names_of(c) for name, c in units.items()})
         library = tuple(sorted((k, v) for k, v in texts.items() if k != file))
         prelude = [(c.first_line, c.text) for c in chunks if c.function is None and not c.broken]
-        # The entry point is whatever the parser found, wherever it sits (indented, or sharing
-        # a line with another declaration): the editor must check what `fuzzpy check` checks.
-        own = next((m for m in modules if m.file == file), None)
-        entry_mode = settings.entry in units or (own is not None and any(
-            isinstance(d, A.FunDecl) and d.name == settings.entry for d in own.decls))
+        # The entry point is whatever the parser found, wherever it sits (indented, sharing a
+        # line, or in an imported file): the editor must check what `fuzzpy check` checks.
+        entry_mode = settings.entry in units or any(
+            isinstance(d, A.FunDecl) and d.name == settings.entry for m in modules for d in m.decls)
+        if entry_mode and settings.entry not in units and reason is None:
+            reason = "the entry point is not a declaration of its own in this file"  # check it all
         prelude_key = _hash((file, settings.key(), entry_mode, tuple(prelude), library))
         keys = {name: _hash((prelude_key, name, tuple((units[g].first_line, units[g].text)
                                                       for g in sorted(closure[name]))))
