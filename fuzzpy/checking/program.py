@@ -25,7 +25,7 @@ from .typeexpr import TypeResolver
 from .types import Bool, Cat, Column, Fun, Fuzzy, Num, Schema, Str, Type, is_subtype
 from .values import FnT, TopFn, Val
 
-STACK_BYTES = 512 * 1024 * 1024
+from ..limits import RECURSION_LIMIT, STACK_BYTES
 
 
 @dataclass
@@ -131,7 +131,7 @@ def _check(source: str, file: str, params: dict[str, str], entry: str | None,
     import gc
 
     old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 60000))  # safe: this thread has a large stack
+    sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))  # safe: this thread has a large stack
     # A check allocates many small, short-lived objects and few cycles: the cyclic collector's
     # full passes over a growing heap made checking superlinear in the program's size.
     gc_was_enabled = gc.isenabled()

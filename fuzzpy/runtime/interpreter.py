@@ -30,8 +30,8 @@ from ..primitives.registry import Primitive, lookup
 from .values import (Closure, Distribution, Located, ReleaseRecord, Returned, is_distribution,
                      materialise)
 
-STACK_BYTES = 512 * 1024 * 1024
-RECURSION_LIMIT = 200_000
+from .. import limits
+from ..limits import RECURSION_LIMIT, STACK_BYTES  # noqa: F401 - re-exported for the auditor
 
 # Primitives whose runtimes accept lazy MaskedBags; every other primitive gets plain frames.
 LAZY_BAG_PRIMITIVES = frozenset({"count", "filter", "map", "sum", "union", "split", "groupby", "part",
@@ -54,6 +54,7 @@ class RunState:
     releases: list[ReleaseRecord] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)     # partition keys of the `each` being sampled
     no_vector: set[int] = field(default_factory=set)  # row functions known to need the fallback
+    depth: int = 0                                    # function instances nested right now
     fallbacks: int = 0                                # row functions that ran row by row
 
 
@@ -335,7 +336,14 @@ class Interpreter:
         inst = node.instance
         if inst.body is None:
             raise RunFailure(f"internal error: function {inst.name} was not checked", node.span)
-        return self.eval(inst.body, dict(zip(inst.params, args)))
+        state = self.state
+        if state.depth >= limits.CALL_DEPTH:  # only recursion the checker could not unroll gets here
+            raise RunFailure(f"function calls nested more than {limits.CALL_DEPTH} deep", node.span)
+        state.depth += 1
+        try:
+            return self.eval(inst.body, dict(zip(inst.params, args)))
+        finally:
+            state.depth -= 1
 
     def prim(self, node: I.IPrim) -> Primitive:
         prim = self._prims.get(node.name)

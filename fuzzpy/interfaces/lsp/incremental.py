@@ -49,7 +49,7 @@ SYNTHETIC_ENTRY = "__fuzzpy_lsp_entry__"
 FULL_FACTOR = 1.5   # re-run changed units unless that costs more than 1.5 full checks
 RUN_OVERHEAD = 3    # fixed cost of one check run, in "functions"
 CACHE_ENTRIES = 5_000
-STACK_BYTES = 512 * 1024 * 1024
+from ...limits import STACK_BYTES
 
 
 @dataclass

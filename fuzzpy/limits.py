@@ -1,0 +1,18 @@
+"""Resource limits shared by the checker and the runtime.
+
+The checker only accepts a program whose unrolled recursion fits these limits, and the runtime
+enforces the same numbers, so a checked program never meets a limit the checker did not account
+for (docs/soundness.md, "Failure").  They are read at use time (`limits.CALL_DEPTH`), so a test
+harness can lower them for both sides at once.
+"""
+
+from __future__ import annotations
+
+# Function instances nested inside one another: the checker's unrolling of recursion over public
+# constants stops here (E0306), and the interpreter refuses to nest calls deeper (E0604).  The
+# interpreter's thread has the stack and recursion limit for this depth on every supported Python.
+CALL_DEPTH = 20_000
+
+# Python frames and stack for the checker's and the interpreter's threads.
+STACK_BYTES = 1024 * 1024 * 1024
+RECURSION_LIMIT = 1_000_000
