@@ -43,6 +43,9 @@ CODES: dict[str, str] = {
     "E0306": "recursion cannot be bounded",
     "E0307": "not a partition of public keys",
     "E0308": "private data in a function passed to a bag operation",
+    "E0309": "run may fail depending on private data",
+    "E0310": "function of a declared type may not complete",
+    "E0311": "table grows beyond the limit",
     # E04xx: budget
     "E0401": "privacy budget exceeded",
     "E0402": "invalid budget",

@@ -16,3 +16,9 @@ CALL_DEPTH = 20_000
 # Python frames and stack for the checker's and the interpreter's threads.
 STACK_BYTES = 1024 * 1024 * 1024
 RECURSION_LIMIT = 1_000_000
+
+# A checked program builds no table with more than this many times the rows of its inputs
+# (E0311): `union` is the only primitive that adds rows, and the checker bounds every table by
+# its distance coefficients (docs/soundness.md, "Growth").  The runtime needs memory for that
+# multiple of the loaded tables.
+MAX_GROWTH = 64

@@ -9,8 +9,9 @@ from ..diagnostics import Span
 from ..primitives.registry import NOCONST, Arg, Result, lookup
 from ..syntax import ast as A
 from . import ir as I
+from .effects import ARGS, r_presence, r_union
 from .helpers import _cover, _rename_args, _spine
-from .sens import d_add, d_inf, fmt_coef, is_const
+from .sens import ZERO, Dist, d_add, d_inf, fmt_coef, is_const
 from .types import Fun, Type, is_subtype
 from .values import Env, FnT, FnValue, Opaque, Partial, Val, fn_params
 
@@ -41,12 +42,23 @@ class ApplicationRules:
         prim = lookup(name)
         assert prim is not None
         args = [Arg(v.type, v.dist, v.const, v.ir.span or span, const_ir(v), v.fn, v.parts) for v in vals]
-        res: Result = prim.rule(self, args, span)
+        # Functions the rule checks (ctx.instantiate) add the risk of their bodies here.
+        self.primitive_risk.append({})
+        self.primitive_growth.append(ZERO)
+        try:
+            res: Result = prim.rule(self, args, span)
+        finally:
+            applied, grown = self.primitive_risk.pop(), self.primitive_growth.pop()
+        data = [v for v in vals if v.fn is None]  # what the primitive applies its functions to
+        if applied.pop(ARGS, 0):
+            applied = r_union(applied, *[r_presence(v.dist) for v in data])
+        if grown != 0:
+            self.note_growth(self._scale(grown, d_add(*[v.dist for v in data]), span))
         ir_args = res.ir_args if res.ir_args is not None else [a.ir for a in args]
         node = I.IPrim(name, ir_args, dict(res.info), span=span)
         if res.const is not NOCONST:
-            node = I.IConst(res.const, span=span)
-        return Val(res.type, res.dist, node, res.const, None, res.parts)
+            return Val(res.type, res.dist, I.IConst(res.const, span=span), res.const, None, res.parts)
+        return Val(res.type, res.dist, node, res.const, None, res.parts, r_union(applied, *map(evaluated_risk, vals)))
 
     def apply(self, f: Val, args: list[Val], span: Span) -> Val:
         while args:
@@ -60,8 +72,12 @@ class ApplicationRules:
             n = fn_params(fn)
             if len(args) < n:
                 return Val(FnT("(partial application)"), d_inf(d_add(f.dist, *[a.dist for a in args])),
-                           I.IClosure(span=span), NOCONST, Partial(f, list(args), n - len(args)))
-            f, args = self._apply_full(f, fn, args[:n], span), args[n:]
+                           I.IClosure(span=span), NOCONST, Partial(f, list(args), n - len(args)),
+                           risk=r_union(f.risk, *[a.risk for a in args]))
+            given = args[:n]
+            out = self._apply_full(f, fn, given, span)
+            out.risk = r_union(f.risk, out.risk, *map(evaluated_risk, given))
+            f, args = out, args[n:]
         return f
 
     def _apply_opaque(self, f: Val, fn: Opaque, arg: Val, span: Span) -> Val:
@@ -69,7 +85,9 @@ class ApplicationRules:
         arg = self.coerce(arg, t.dom, span)
         dist = d_add(self._scale(t.sens, arg.dist, span, apply=True), f.dist)
         fn_out = Opaque(t.cod) if isinstance(t.cod, Fun) else None  # a curried function type
-        return Val(t.cod, dist, I.IApply(f.ir, [arg.ir], span=span), NOCONST, fn_out)
+        # A function of a declared type always completes (to_opaque checks it): no risk of its own.
+        return Val(t.cod, dist, I.IApply(f.ir, [const_ir(arg)], span=span), NOCONST, fn_out,
+                   risk=r_union(f.risk, evaluated_risk(arg)))
 
     def _apply_full(self, f: Val, fn: FnValue, args: list[Val], span: Span) -> Val:
         if isinstance(fn, Partial):
@@ -77,21 +95,16 @@ class ApplicationRules:
             self._sym += 1
             inner = self.apply(fn.fn, list(fn.given) + args, span)
             body = _rename_args(inner.ir, args, names)
-            return Val(inner.type, inner.dist, I.IApply(f.ir, [a.ir for a in args], names, body, span=span),
+            return Val(inner.type, inner.dist, I.IApply(f.ir, [const_ir(a) for a in args], names, body, span=span),
                        inner.const, inner.fn, inner.parts)
         summary, args = self.summary(fn, args, span)
-        dist = dict(summary.captured)
-        for coef, a, t in zip(summary.coefs, args, summary.param_types):
-            if isinstance(t, FnT):
-                # A function value checked inside this instance (not through a symbol): each of
-                # its applications, and any use of it as data, is already in the body's distance.
-                continue
-            dist = d_add(dist, self._scale(coef, a.dist, span, apply=True))
+        dist, risk = self.map_summary(summary, args, span)
         if summary.instance is not None:
             node: I.IR = I.ICall(summary.instance, [const_ir(a) for a in args], span=span)
         else:
-            node = I.IApply(f.ir, [a.ir for a in args], summary.params, summary.body, span=span)
-        return Val(summary.cod, dist, node, NOCONST, Opaque(summary.cod) if isinstance(summary.cod, Fun) else None)
+            node = I.IApply(f.ir, [const_ir(a) for a in args], summary.params, summary.body, span=span)
+        return Val(summary.cod, dist, node, NOCONST, Opaque(summary.cod) if isinstance(summary.cod, Fun) else None,
+                   risk=risk)
 
     def coerce(self, v: Val, t: Type, span: Span) -> Val:
         """Check that v can be passed where t is expected (giving function values a Fun type)."""
@@ -111,7 +124,12 @@ class ApplicationRules:
             senses.append(cod.sens)
             cod = cod.cod
         arg = Arg(v.type, v.dist, v.const, span, v.ir, v.fn)
-        inst = self.instantiate(arg, doms, span)
+        inst = self.instantiate(arg, doms, span, record=False)
+        if inst.risk:
+            raise self.fail("E0310", f"a function given the type {t} must complete on every argument, but this "
+                            "one may not: it runs a recursion the checker could not unroll", span,
+                            *self.risk_notes(), "leave the function's type undeclared, so that it is checked at "
+                            "each application, or make the recursion's arguments public constants")
         for coef, sens in zip(inst.param_coefs, senses):
             if is_const(coef) and coef > sens:
                 raise self.fail("E0301", f"this function is {fmt_coef(coef)}-sensitive, but {t} allows "
@@ -128,6 +146,11 @@ class ApplicationRules:
                 body = I.ILambda([name], body, span=span)
             code = I.ILambda(code.params[:1], body, span=span)
         return Val(t, inst.captured, code, NOCONST, Opaque(t))
+
+
+def evaluated_risk(v: Val) -> Dist:
+    """The risk of an argument as the IR passes it: nothing for a constant (rule Const)."""
+    return {} if v.is_const and v.fn is None else v.risk
 
 
 def const_ir(v: Val) -> I.IR:

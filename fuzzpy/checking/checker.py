@@ -42,7 +42,8 @@ from .applications import ApplicationRules
 from .expressions import ExpressionRules
 from .helpers import (infinite_part, _branch_choice, _cover, _fn_identity, _free_vars, _has_tvar,  # noqa: F401 - re-exported
                       _hashable, _integral_type, _pattern_names, _rename_args, _spine, _widen, apply_scale)
-from .instances import MAX_INSTANCE_DEPTH, WIDEN_AFTER, InstanceRules, Summary, _Active  # noqa: F401
+from .effects import ARGS, r_union
+from .instances import WIDEN_SPECULATIVE, InstanceRules, Summary, _Active  # noqa: F401
 from .patterns import PatternRules
 from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, NonLinear, d_add, d_scale, is_const
 from .types import Bag, Type, Unit
@@ -80,8 +81,18 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules):
         self.pending_checks: list[tuple[Coef, Coef, Span, str]] = []
         self.unsolved: list[Summary] = []  # summaries whose coefficients mention LP unknowns
         self.inf_origins: list[tuple[Span, str]] = []  # where private data first met an unbounded rule
+        self.risk_origins: list[tuple[Span, str]] = []  # where a failure first came to depend on data
         self.current_function = "<top>"
         self._sym = 0
+        # Function instances (instances.py): the ones being checked, innermost last, and per
+        # top-level function; how deep in branches of non-constant choices the check is.
+        self.stack: list[_Active] = []
+        self.chains: dict[str, list[_Active]] = {}
+        self.speculation = 0
+        self.instance_count = 0
+        self.widened: list[tuple[str, Span]] = []
+        self.primitive_risk: list[Dist] = []  # risk of the functions a primitive's rule checked
+        self.primitive_growth: list[Coef] = []  # their growth relative to what they are applied to
 
     # ---- symbols, splits and elimination ----------------------------------------------------
 
@@ -145,7 +156,21 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules):
     # ---- the RuleContext used by primitives ---------------------------------------------------
 
     def fail(self, code: str, message: str, span: Optional[Span], *notes: str) -> FuzzError:
-        return FuzzError(Diagnostic(code, message, span, list(notes)))
+        notes_ = list(notes)
+        if code == "E0209" and self.widened:
+            name, where = self.widened[0]
+            notes_.append(f"the checker stopped unrolling {name} at {where}: after {WIDEN_SPECULATIVE} nested calls "
+                          "under conditions that are not public constants, the arguments that change from call to "
+                          "call are no longer constants; compute constants such as epsilon outside the recursion "
+                          "and pass them unchanged, or make the recursion's condition a public constant")
+        return FuzzError(Diagnostic(code, message, span, notes_))
+
+    def note_risk(self, span: Span, risk: Dist, reason: str) -> None:
+        if risk and len(self.risk_origins) < 20:
+            self.risk_origins.append((span, reason))
+
+    def risk_notes(self) -> list[str]:
+        return [f"{span}: {reason}" for span, reason in self.risk_origins[:3]]
 
     def c_max(self, a: Coef, b: Coef) -> Coef:
         return self.store.c_max(a, b)
@@ -181,8 +206,15 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules):
         self.mechanisms.append(MechanismRecord(name, span, sensitivity, epsilon, scale,
                                                self.current_function, dict(extra or {})))
 
-    def instantiate(self, arg: Arg, param_types: list[Type], span: Span) -> Instantiated:
-        """Check a function argument at the given parameter types (for higher-order primitives)."""
+    def instantiate(self, arg: Arg, param_types: list[Type], span: Span, per_row: bool = False,
+                    record: bool = True) -> Instantiated:
+        """Check a function argument at the given parameter types (for higher-order primitives).
+
+        Its failure risk goes to the primitive being checked (`record`), except for a row
+        function (`per_row`): the runtime runs it once per row and turns a row's failure into a
+        missing value for that row, so no failure of a row function ends the run (rule Row).  A
+        risk on its own parameters means it may fail depending on what it is applied to: the
+        primitive's arguments (ARGS)."""
         fn = arg.fn
         if fn is None:
             raise self.fail("E0203", f"expected a function here, but this is {arg.type}", arg.span)
@@ -193,11 +225,38 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules):
             holders.append(Val(t, {sym: ONE}, I.IVar(name, span=span)))
         since = len(self.splits)
         fval = Val(arg.type, arg.dist, arg.ir, arg.const, fn)
-        result = self.apply(fval, holders, span)
+        top = self.stack[-1]
+        outer_growth, top.growth = top.growth, {}  # what the function's body grows, on its own
+        try:
+            result = self.apply(fval, holders, span)
+        finally:
+            growth, top.growth = top.growth, outer_growth
+        syms = [next(iter(h.dist)) for h in holders]
         flat = self.eliminate(result.dist, since)
-        coefs = [flat.pop(next(iter(h.dist)), ZERO) for h in holders]
+        coefs = [flat.pop(s, ZERO) for s in syms]
+        risk = self.eliminate(result.risk, since)
+        if any(risk.pop(s, ZERO) != 0 for s in syms):
+            risk[ARGS] = ONE
+        self._note_applied_growth(growth, syms, per_row or not record)
         code = I.ILambda(names, result.ir, span=span)
-        return Instantiated(result.type, coefs, flat, code)
+        if per_row:
+            risk = {}
+        elif record and self.primitive_risk:
+            self.primitive_risk[-1] = r_union(self.primitive_risk[-1], risk)
+        return Instantiated(result.type, coefs, flat, code, risk)
+
+    def _note_applied_growth(self, growth: Dist, holders: list[str], per_row: bool) -> None:
+        """Tables a function given to a primitive builds: relative to what it captures, and to
+        what the primitive applies it to (a row: one row; otherwise the primitive's arguments,
+        ARGS, mapped in `call_primitive_vals`)."""
+        k: Coef = ZERO
+        for s in holders:
+            k = self.c_max(k, growth.pop(s, ZERO))
+        if k != 0 and not per_row and self.primitive_risk:
+            self.primitive_growth[-1] = self.c_max(self.primitive_growth[-1], k)
+        elif k != 0:
+            growth = d_add(growth, {s: k for s in self.stack[-1].summary.param_syms})  # never met today
+        self.note_growth(growth)
 
     # ---- names -------------------------------------------------------------------------------
 

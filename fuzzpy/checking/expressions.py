@@ -16,8 +16,9 @@ from ..diagnostics import Span
 from ..primitives.registry import NOCONST, OPERATORS
 from ..syntax import ast as A
 from . import ir as I
+from .effects import FAIL, r_presence, r_union
 from .helpers import _branch_choice, _free_vars
-from .sens import INF, Dist, d_add, d_inf
+from .sens import Dist, d_add, d_inf
 from .types import (BOOL, STRING, UNIT, Bool, Fun, Fuzzy, Hole, ListT, Num, Parts, Record, SumT, Tensor, Type, With,
                     is_subtype, join_types)
 from .values import Closure, Env, FnT, Opaque, Val
@@ -52,20 +53,18 @@ class ExpressionRules:
             return self.to_opaque(v, t, e.span)
         if not is_subtype(v.type, t):
             raise self.fail("E0202", f"this has type {v.type}, which does not fit the annotation {t}", e.span)
-        return Val(t, v.dist, v.ir, v.const, v.fn, v.parts)
+        return Val(t, v.dist, v.ir, v.const, v.fn, v.parts, v.risk)
 
     def x_Let(self, e: A.Let, env: Env) -> Val:
         bound = self.expr(e.bound, env)
         bindings, pat = self.bind_pattern(e.pattern, bound)
         body = self.expr(e.body, env.extend(bindings))
-        # The bound value is computed even if the body never uses it, and computing something
-        # infinitely sensitive (a recursion as deep as a count) can fail or run long depending
-        # on the data: its infinite dependences count, used or not.  (A function value is only
-        # a closure until applied.)
-        unused_risk = _computation_risk(bound)
-        ir = I.IConst(body.const, span=e.span) if body.is_const and body.fn is None else \
-            I.ILet(pat, bound.ir, body.ir, span=e.span)  # a constant body needs nothing computed
-        return Val(body.type, d_add(body.dist, unused_risk), ir, body.const, body.fn, body.parts)
+        if body.is_const and body.fn is None:  # rule Const: a constant body needs nothing computed
+            return Val(body.type, body.dist, I.IConst(body.const, span=e.span), body.const, None, body.parts)
+        # The bound value is computed even if the body never uses it: its failure risk counts,
+        # used or not (rule Let).
+        return Val(body.type, body.dist, I.ILet(pat, bound.ir, body.ir, span=e.span), body.const, body.fn,
+                   body.parts, r_union(bound.risk, body.risk))
 
     def x_Sample(self, e: A.Sample, env: Env) -> Val:
         bound = self.expr(e.bound, env)
@@ -78,7 +77,8 @@ class ExpressionRules:
         if not isinstance(body.type, Fuzzy):
             raise self.fail("E0202", f"the rest of a sample block must be a distribution (end it with "
                             f"return ...), but it is {body.type}", e.body.span)
-        return Val(body.type, d_add(bound.dist, body.dist), I.ISample(pat, bound.ir, body.ir, span=e.span))
+        return Val(body.type, d_add(bound.dist, body.dist), I.ISample(pat, bound.ir, body.ir, span=e.span),
+                   risk=r_union(bound.risk, body.risk))
 
     def note_infinite(self, span: Span, dist: Dist, reason: str) -> None:
         if dist and len(self.inf_origins) < 20:
@@ -88,7 +88,7 @@ class ExpressionRules:
         v = self.expr(e.value, env)
         self.note_infinite(e.span, v.dist, "a private value is returned without noise")
         # Point masses at different values are infinitely far apart in max-divergence.
-        return Val(Fuzzy(v.type), d_inf(v.dist), I.IReturn(v.ir, span=e.span))
+        return Val(Fuzzy(v.type), d_inf(v.dist), I.IReturn(v.ir, span=e.span), risk=v.risk)
 
     def x_If(self, e: A.If, env: Env) -> Val:
         cond = self.expr(e.cond, env)
@@ -101,15 +101,33 @@ class ExpressionRules:
                            "reveals it through the branch taken")
         t = self.join(then, other, e.span)
         dist = d_add(_branch_choice(cond.dist), self.d_max(then.dist, other.dist))
-        return Val(t, dist, I.IIf(cond.ir, then.ir, other.ir, span=e.span), fn=self._join_fn(then, other))
+        risk = self.branch_risk(cond, [then, other], e.cond.span)
+        return Val(t, dist, I.IIf(cond.ir, then.ir, other.ir, span=e.span), fn=self._join_fn(then, other), risk=risk)
 
     def branch(self, e: A.Expr, env: Env, since: Optional[int] = None) -> Val:
         """Check one branch, with the parts it split eliminated: the max of two branches must
         compare distances over common symbols (a part and its whole are related only through
         their split constraint)."""
         since = len(self.splits) if since is None else since
-        v = self.expr(e, env)
-        return Val(v.type, self.eliminate(v.dist, since), v.ir, v.const, v.fn, None)
+        self.speculation += 1  # a branch of a non-constant choice: it may not run (instances.py)
+        try:
+            v = self.expr(e, env)
+        finally:
+            self.speculation -= 1
+        return Val(v.type, self.eliminate(v.dist, since), v.ir, v.const, v.fn, None, self.eliminate(v.risk, since))
+
+    def branch_risk(self, scrutinee: Val, arms: list[Val], span: Span) -> Dist:
+        """Risk of a branch (soundness.md, rule Branch): the scrutinee's and the arms', and, when
+        an arm may fail at all, the choice itself: which arm runs then decides whether the run
+        completes."""
+        risk = r_union(scrutinee.risk, *[a.risk for a in arms])
+        if any(FAIL in a.risk for a in arms):
+            choice = r_presence(_branch_choice(scrutinee.dist))
+            if choice:
+                self.note_risk(span, choice, "this condition depends on private data and decides whether a "
+                               "part that may not complete (a recursion the checker could not unroll) runs")
+            risk = r_union(risk, choice)
+        return risk
 
     def join(self, a: Val, b: Val, span: Span) -> Type:
         if isinstance(a.type, FnT) or isinstance(b.type, FnT):
@@ -161,7 +179,7 @@ class ExpressionRules:
             bindings, pat = self.bind_pattern(arm.patterns[0], inner)
             body = self.expr(arm.body, env.extend(bindings))
             return Val(body.type, body.dist, I.ILet(pat, I.IConst(value), body.ir, span=e.span), body.const,
-                       body.fn)
+                       body.fn, risk=body.risk)
         results = []
         for side, inner_t in (("inl", t.left), ("inr", t.right)):
             inner = Val(inner_t, scrut.dist, I.IVar("_"))
@@ -170,7 +188,8 @@ class ExpressionRules:
         (lp, lv), (rp, rv) = results
         rtype = self.join(lv, rv, e.span)
         dist = d_add(_branch_choice(scrut.dist), self.d_max(lv.dist, rv.dist))
-        return Val(rtype, dist, I.ICase(scrut.ir, "sum", (lp, lv.ir), (rp, rv.ir), span=e.span))
+        risk = self.branch_risk(scrut, [lv, rv], e.scrutinee.span)
+        return Val(rtype, dist, I.ICase(scrut.ir, "sum", (lp, lv.ir), (rp, rv.ir), span=e.span), risk=risk)
 
     def _case_list(self, e: A.Case, scrut: Val, env: Env) -> Val:
         arms = {arm.kind: arm for arm in e.arms}
@@ -185,7 +204,7 @@ class ExpressionRules:
             hb, hp = self.bind_pattern(cons.patterns[0], head)
             tb, tp = self.bind_pattern(cons.patterns[1], tail)
             body = self.expr(cons.body, env.extend({**hb, **tb}))
-            return Val(body.type, body.dist, body.ir, body.const, body.fn, body.parts)
+            return Val(body.type, body.dist, body.ir, body.const, body.fn, body.parts, body.risk)
         nil = self.branch(arms["nil"].body, env)
         # Head and tail are the two components of a tensor: d(h) + d(t) <= d(list).
         since = len(self.splits)
@@ -195,7 +214,9 @@ class ExpressionRules:
         consv = self.branch(cons.body, env.extend({**hb, **tb}), since)
         rtype = self.join(nil, consv, e.span)
         dist = d_add(_branch_choice(scrut.dist), self.d_max(nil.dist, consv.dist))
-        return Val(rtype, dist, I.ICase(scrut.ir, "list", (None, nil.ir), ((hp, tp), consv.ir), span=e.span))
+        risk = self.branch_risk(scrut, [nil, consv], e.scrutinee.span)
+        return Val(rtype, dist, I.ICase(scrut.ir, "list", (None, nil.ir), ((hp, tp), consv.ir), span=e.span),
+                   risk=risk)
 
     def const_val(self, value: Any, t: Type) -> Val:
         return Val(t, {}, I.IConst(value), value)
@@ -211,7 +232,7 @@ class ExpressionRules:
         # The other side is unconstrained; `unit` is a placeholder that joins with anything via annotations.
         t = SumT(v.type, Hole()) if e.side == "inl" else SumT(Hole(), v.type)
         const = (e.side, v.const) if v.is_const else NOCONST
-        return Val(t, v.dist, I.IInject(e.side, v.ir, span=e.span), const)
+        return Val(t, v.dist, I.IInject(e.side, v.ir, span=e.span), const, risk=v.risk)
 
     def x_Field(self, e: A.Field, env: Env) -> Val:
         v = self.expr(e.value, env)
@@ -225,7 +246,7 @@ class ExpressionRules:
             const = dict(v.const)[e.name] if v.is_const else NOCONST
             idx = [n for n, _ in v.type.fields].index(e.name)
             dist = v.parts[idx] if v.parts is not None else v.dist
-            return Val(ft, dist, I.IField(v.ir, e.name, span=e.span), const)
+            return Val(ft, dist, I.IField(v.ir, e.name, span=e.span), const, risk=v.risk)
         if isinstance(v.type, Parts):
             return self.call_primitive_vals("part", [v, self.const_val(e.name, STRING)], e.span)
         raise self.fail("E0205", f"field access .{e.name} needs a record, but this is {v.type}", e.span)
@@ -238,7 +259,7 @@ class ExpressionRules:
         i = e.index - 1
         const = v.const[i] if v.is_const else NOCONST
         dist = v.parts[i] if v.parts is not None else v.dist  # a component moves at most as the whole
-        return Val(v.type.items[i], dist, I.IProj(v.ir, i, span=e.span), const, None)
+        return Val(v.type.items[i], dist, I.IProj(v.ir, i, span=e.span), const, None, risk=v.risk)
 
     def x_Tuple(self, e: A.Tuple, env: Env) -> Val:
         vals = [self.expr(x, env) for x in e.items]
@@ -252,7 +273,8 @@ class ExpressionRules:
             for p in parts[1:]:
                 dist = self.d_max(dist, p)
         const = tuple(v.const for v in vals) if all(v.is_const for v in vals) else NOCONST
-        return Val(t, dist, I.ITuple(kind, [v.ir for v in vals], span=e.span), const, None, parts)
+        return Val(t, dist, I.ITuple(kind, [v.ir for v in vals], span=e.span), const, None, parts,
+                   r_union(*[v.risk for v in vals]))
 
     def x_RecordLit(self, e: A.RecordLit, env: Env) -> Val:
         names = [n for n, _ in e.fields]
@@ -263,7 +285,7 @@ class ExpressionRules:
         const = tuple((n, v.const) for n, v in zip(names, vals)) if all(v.is_const for v in vals) else NOCONST
         parts = [v.dist for v in vals]
         return Val(t, d_add(*parts), I.IRecord([(n, v.ir) for n, v in zip(names, vals)], span=e.span), const,
-                   None, parts)
+                   None, parts, r_union(*[v.risk for v in vals]))
 
     def x_ListLit(self, e: A.ListLit, env: Env) -> Val:
         vals = [self.expr(x, env) for x in e.items]
@@ -274,7 +296,8 @@ class ExpressionRules:
                 raise self.fail("E0202", "list elements have different types", v.ir.span or e.span)
         t = ListT(elem if elem is not None else Hole())
         const = tuple(v.const for v in vals) if all(v.is_const for v in vals) else NOCONST
-        return Val(t, d_add(*[v.dist for v in vals]), I.IList([v.ir for v in vals], span=e.span), const)
+        return Val(t, d_add(*[v.dist for v in vals]), I.IList([v.ir for v in vals], span=e.span), const,
+                   risk=r_union(*[v.risk for v in vals]))
 
     def x_Cons(self, e: A.Cons, env: Env) -> Val:
         h, tl = self.expr(e.head, env), self.expr(e.tail, env)
@@ -284,16 +307,6 @@ class ExpressionRules:
         if elem is None:
             raise self.fail("E0202", f"cannot put {h.type} into a list of {tl.type.elem}", e.head.span)
         const = (h.const,) + tuple(tl.const) if h.is_const and tl.is_const else NOCONST
-        return Val(ListT(elem), d_add(h.dist, tl.dist), I.ICons(h.ir, tl.ir, span=e.span), const)
+        return Val(ListT(elem), d_add(h.dist, tl.dist), I.ICons(h.ir, tl.ir, span=e.span), const,
+                   risk=r_union(h.risk, tl.risk))
 
-
-def _computation_risk(v: Val) -> Dist:
-    """The infinite dependences of what computing v involves; function values (closures, even
-    inside a tuple or record) are not computed until applied, and their applications are
-    charged where they happen."""
-    if v.fn is not None or isinstance(v.type, (FnT, Fun)):
-        return {}
-    items = getattr(v.type, "items", None) or [t for _, t in getattr(v.type, "fields", ())]
-    if v.parts is not None and len(v.parts) == len(items):
-        return d_add(*[_computation_risk(Val(t, d, v.ir)) for t, d in zip(items, v.parts)])
-    return {s: INF for s, c in v.dist.items() if c == INF}

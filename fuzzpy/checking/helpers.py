@@ -11,7 +11,7 @@ from ..primitives.registry import NOCONST
 from ..syntax import ast as A
 from . import ir as I
 from .sens import INF, Coef, Dist, Lin, d_scale
-from .types import Bag, Bool, Cat, Num, Parts, Seq, Str, TVar, Type, Unit, components
+from .types import Bag, Bool, Cat, Hole, Num, Parts, Seq, Str, TVar, Type, Unit, components
 from .values import FnValue, Opaque, TopFn, Val
 
 
@@ -90,16 +90,24 @@ def _fn_identity(fn: Optional[FnValue]):
 
 
 def _has_tvar(t: Type) -> bool:
-    if isinstance(t, TVar):
+    return _contains(t, TVar)
+
+
+def _has_hole(t: Type) -> bool:
+    return _contains(t, Hole)
+
+
+def _contains(t: Type, kind: type) -> bool:
+    if isinstance(t, kind):
         return True
     for value in vars(t).values() if hasattr(t, "__dict__") else []:
-        if isinstance(value, Type) and _has_tvar(value):
+        if isinstance(value, Type) and _contains(value, kind):
             return True
         if isinstance(value, tuple):
             for item in value:
-                if isinstance(item, Type) and _has_tvar(item):
+                if isinstance(item, Type) and _contains(item, kind):
                     return True
-                if isinstance(item, tuple) and any(isinstance(x, Type) and _has_tvar(x) for x in item):
+                if isinstance(item, tuple) and any(isinstance(x, Type) and _contains(x, kind) for x in item):
                     return True
     return False
 

@@ -1,35 +1,48 @@
-"""Function instances: a function is checked once per instance (its parameter types, public
-constant arguments and function arguments), recursive calls get LP unknowns for their
-sensitivities, deep recursion on counters is widened, and the least annotations are solved
-once the outermost recursive instance is complete.  Mixed into `Checker` (checker.py)."""
+"""Function instances and recursion (docs/soundness.md, rules Instance, Recursion, Unroll and
+Widen).  Mixed into `Checker` (checker.py).
+
+A function is checked once per *instance*: its parameter types, its public constant arguments
+and the function values it is given.  Calling an instance maps its summary (the sensitivity in
+each parameter, what it captures, its failure risk, how much it grows tables) onto the
+arguments.  A call whose instance is being checked already (the same key, further up) is a
+recursive call: it gets an *assumed* summary whose every component is an LP unknown, the body
+is checked against that assumption, and the least solution is found once the outermost
+recursion is complete.  A recursion over public constants makes a new key at each level and is
+unrolled; a speculative one (under branches on non-constant values) stops unrolling after
+`WIDEN_SPECULATIVE` levels by forgetting the constants that change from one level to the next.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Optional
+from typing import Any, Optional
 
+from .. import limits
 from ..diagnostics import FuzzError, Span
 from ..primitives.registry import NOCONST
 from ..solving.lp import Unsolvable, solve_least
 from ..syntax import ast as A
 from . import ir as I
-from .helpers import _fn_identity, _has_tvar, _hashable, _widen
-from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, d_substitute, fmt_coef, is_const, substitute
-from .types import Fun, Type, is_subtype
-from .typeexpr import match_type, subst_tvars
+from .effects import FAIL, r_normal, r_presence, r_union
+from .helpers import _fn_identity, _has_hole, _has_tvar, _hashable, _widen, apply_scale
+from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, d_add, d_substitute, fmt_coef, is_const, substitute
+from .types import Fun, Num, Type, is_subtype
+from .typeexpr import bind_tvars, match_type, subst_tvars
 from .values import FnT, FnValue, Opaque, TopFn, Val
 
-MAX_INSTANCE_DEPTH = 2000
-# Past this many nested instances of one function, numeric constant arguments are forgotten, so a
-# counter that changes at each call (i + 1) stops producing new instances and the recursion is
-# solved as a fixpoint.  Public lists stay constant: recursion over them is structural and ends.
-WIDEN_AFTER = 256
+# Speculative levels (under branches on values that are not constants) of one function's chain
+# of nested instances before its changing numeric constants are forgotten (rule Widen).
+WIDEN_SPECULATIVE = 256
+# Instances checked in one program, in all (each costs a check of the function's body).
+MAX_INSTANCES = 200_000
 
 
 @dataclass
 class Summary:
-    """A checked function instance, as its callers see it."""
+    """A checked function instance, as its callers see it (rule Instance).  `coefs`, `captured`,
+    `risk` and `growth` are the components a call maps onto its arguments; `risk` and `growth`
+    are keyed by `param_syms` (the parameters' distance symbols) and by captured symbols."""
 
     cod: Type
     coefs: list[Coef]
@@ -38,25 +51,36 @@ class Summary:
     params: list[str] = field(default_factory=list)
     body: Optional[I.IR] = None            # closures: code checked at this site
     param_types: list[Type] = field(default_factory=list)
+    param_syms: list[str] = field(default_factory=list)
+    risk: Dist = field(default_factory=dict)
+    growth: Dist = field(default_factory=dict)
+    depth: int = 1  # function calls nested at run time, this one included
 
 
 @dataclass
 class _Active:
+    """An instance whose body is being checked."""
+
     summary: Summary
+    name: Optional[str]           # the top-level function, or None for a closure
+    speculation: int              # the checker's speculation depth when it was entered
+    consts: tuple                 # its constant arguments (None where not constant)
+    candidates: frozenset         # symbols its function arguments capture (rule Recursion)
     recursive: bool = False
+    growth: Dist = field(default_factory=dict)
+    callee_depth: int = 0
 
 
 class InstanceRules:
     """Function instances and recursion (a mixin of `Checker`)."""
 
-    # ---- function instances -------------------------------------------------------------------
+    # ---- rule Instance: look up or check the instance of a call ---------------------------------
 
     def summary(self, fn: FnValue, args: list[Val], span: Span) -> tuple[Summary, list[Val]]:
         """The checked instance for these arguments, and the arguments as passed (function
         values given to parameters of declared function type carry their code)."""
         params = fn.decl.params if isinstance(fn, TopFn) else fn.params  # type: ignore[union-attr]
-        if self._unrolled(fn) >= WIDEN_AFTER:
-            args = [_widen(a) for a in args]
+        args = self._widen_speculative(fn, args, span)
         param_types = [self.param_type(p, a, span) for p, a in zip(params, args)]
         args = [self.coerce(a, t, span) if not isinstance(t, FnT) else a for a, t in zip(args, param_types)]
         key = self.instance_key(fn, param_types, args)
@@ -64,10 +88,11 @@ class InstanceRules:
             return self.instances[key], args
         if key in self.active:
             return self.recursive_summary(fn, key, span), args
-        if len(self.active) >= MAX_INSTANCE_DEPTH:
-            raise self.fail("E0306", f"recursion is more than {MAX_INSTANCE_DEPTH} calls deep at check time",
-                            span, "recursion on public constants is unrolled while checking; "
-                            "make sure it reaches its base case")
+        if len(self.stack) >= limits.CALL_DEPTH or self.instance_count >= MAX_INSTANCES:
+            raise self.fail("E0306", f"function calls nested more than {limits.CALL_DEPTH} deep (or more than "
+                            f"{MAX_INSTANCES} function instances) at check time", span,
+                            "recursion on public constants is unrolled while checking, one level per call; "
+                            "make sure it reaches its base case within that depth")
         try:
             return self.check_instance(fn, params, param_types, args, key, span), args
         except FuzzError as exc:
@@ -83,12 +108,6 @@ class InstanceRules:
         if len(sites) < 3:
             name = fn.decl.name if isinstance(fn, TopFn) else "a function"
             diag.notes.append(f"in the use of {name} at {span}")
-
-    def _unrolled(self, fn: FnValue) -> int:
-        """How many instances of this function are being checked, one inside the other."""
-        if not isinstance(fn, TopFn):
-            return 0
-        return sum(1 for key in self.active if key[0] == ("top", fn.decl.name))
 
     def param_type(self, p: A.Param, arg: Val, span: Span) -> Type:
         if p.type is None:
@@ -109,6 +128,31 @@ class InstanceRules:
         fns = tuple(_fn_identity(a.fn) for a in args)
         return (ident, tuple(types), consts, fns)
 
+    # ---- rule Widen: stop unrolling a speculative chain ------------------------------------------
+
+    def _widen_speculative(self, fn: FnValue, args: list[Val], span: Span) -> list[Val]:
+        """Past WIDEN_SPECULATIVE speculative levels of one function's nested instances, the
+        numeric constants that changed since the enclosing instance are forgotten; constants that
+        stay the same (an epsilon, clip bounds) are kept.  Forgetting a constant only makes the
+        instance more general, so this is always sound (rule Widen)."""
+        if not isinstance(fn, TopFn):
+            return args
+        chain = self.chains.get(fn.decl.name)
+        if not chain or self.speculation - chain[0].speculation < WIDEN_SPECULATIVE:
+            return args
+        last = chain[-1].consts
+        out = []
+        for i, a in enumerate(args):
+            before = last[i] if i < len(last) else None
+            if a.is_const and isinstance(a.type, Num) and _hashable(a.const) != before:
+                out.append(_widen(a))
+                self.widened.append((fn.decl.name, span))
+            else:
+                out.append(a)
+        return out
+
+    # ---- rule Recursion: the assumed summary of a recursive call ---------------------------------
+
     def recursive_summary(self, fn: FnValue, key, span: Span) -> Summary:
         state = self.active[key]
         if not state.recursive:
@@ -117,16 +161,31 @@ class InstanceRules:
                 raise self.fail("E0212", f"recursive function {name} needs a declared return type", span,
                                 "write function f (x : num) : num { ... }")
             state.recursive = True
-            decl = fn.decl
-            coefs: list[Coef] = []
-            for p in decl.params:
-                if p.sens is not None:
-                    coefs.append(Fraction(p.sens) if p.sens != INF else INF)
-                else:
-                    coefs.append(self.store.fresh(f"{decl.name}.{p.name}", minimise=True))
-            state.summary.coefs = coefs
-            state.summary.cod = self._declared_return(decl, state.summary.param_types)
+            self._assume(fn.decl, state)
         return state.summary
+
+    def _assume(self, decl: A.FunDecl, state: _Active) -> None:
+        """Every component of the summary becomes an unknown the body is checked against:
+        sensitivities (or their annotations), what the function arguments capture, the failure
+        risk (which includes FAIL: a recursion may not complete) and the growth of tables."""
+        s, store = state.summary, self.store
+        s.coefs = []
+        for p, t in zip(decl.params, s.param_types):
+            if isinstance(t, FnT):
+                s.coefs.append(ZERO)  # its applications are checked in the body, through candidates
+            elif p.sens is not None:
+                s.coefs.append(Fraction(p.sens) if p.sens != INF else INF)
+            else:
+                s.coefs.append(store.fresh(f"{decl.name}.{p.name}", minimise=True))
+        cands = sorted(state.candidates)
+        s.captured = {c: store.fresh(f"{decl.name}.captured", minimise=True) for c in cands}
+        s.risk = {FAIL: ONE, **{x: store.fresh(f"{decl.name}.risk", minimise=True) for x in s.param_syms + cands}}
+        s.growth = {x: store.fresh(f"{decl.name}.growth", minimise=True) for x in s.param_syms + cands}
+        s.cod = self._declared_return(decl, s.param_types)
+        if _has_hole(s.cod):
+            raise self.fail("E0212", f"the recursive calls of {decl.name} cannot be given a return type: its type "
+                            f"variables are only given by empty lists here ({s.cod})", decl.ret.span,
+                            "pass a non-empty list for the type variable, or declare the element type")
 
     def _declared_return(self, decl: A.FunDecl, param_types: list[Type]) -> Type:
         """The declared return type, with type variables bound by this instance's parameters."""
@@ -136,48 +195,82 @@ class InstanceRules:
         binding: dict = {}
         for p, t in zip(decl.params, param_types):
             if p.type is not None:
-                match_type(self.types.resolve(p.type), t, binding)
+                bind_tvars(self.types.resolve(p.type), t, binding)
         ret = subst_tvars(ret, binding)
         if _has_tvar(ret):
             raise self.fail("E0212", f"the return type of {decl.name} has a type variable that its parameters "
                             "do not fix", decl.ret.span)
         return ret
 
+    # ---- checking an instance ---------------------------------------------------------------------
+
     def check_instance(self, fn, params, param_types, args, key, span) -> Summary:
         label = fn.decl.name if isinstance(fn, TopFn) else fn.label
         names = [p.name for p in params]
         instance = I.Instance(label, names, key=key) if isinstance(fn, TopFn) else None
         summary = Summary(FnT(label), [], {}, instance, names, None, param_types)
-        self.active[key] = _Active(summary)
+        name = fn.decl.name if isinstance(fn, TopFn) else None
+        state = _Active(summary, name, self.speculation, key[2], _candidates(args, param_types))
+        self._enter(key, state)
+        self.instance_count += 1
         saved_function, since = self.current_function, len(self.splits)
         self.current_function = label if isinstance(fn, TopFn) else self.current_function
         try:
-            body, symbols = self._check_body(fn, params, param_types, args)
+            body, symbols = self._check_body(fn, params, param_types, args, summary)
             body = self._coerce_return(fn, body, param_types)
         finally:
             self.current_function = saved_function
-            state = self.active.pop(key)
+            self._leave(key, state)
         flat = self.eliminate(body.dist, since)
         coefs = [flat.pop(s, ZERO) for s in symbols]
+        risk = r_normal(self.eliminate(body.risk, since))
+        growth = state.growth
         self._check_annotations(fn, params, coefs, symbols)
-        cod = self._check_return(fn, body)
+        cod = self._check_return(fn, body, param_types)
         if state.recursive:
-            for c, u in zip(coefs, state.summary.coefs):
-                self.store.require(c, u, "recursive call")
-            coefs = list(state.summary.coefs)
+            coefs, flat, risk, growth = self._require_assumed(state, coefs, flat, risk, growth, span)
         summary.cod, summary.coefs, summary.captured = cod, coefs, flat
+        summary.risk, summary.growth = risk, growth
+        summary.depth = 1 + state.callee_depth
         if instance is not None:
             instance.body = body.ir
         else:
             summary.body = body.ir
         self.instances[key] = summary
-        if any(not is_const(c) for c in summary.coefs) or any(not is_const(c) for c in summary.captured.values()):
+        if _mentions_unknowns(summary):
             self.unsolved.append(summary)
-        if state.recursive and not any(a.recursive for a in self.active.values()):
+        if state.recursive and not any(a.recursive for a in self.stack):
             self.solve_pending(span)
         return summary
 
-    def _check_body(self, fn, params, param_types, args):
+    def _enter(self, key, state: _Active) -> None:
+        self.active[key] = state
+        self.stack.append(state)
+        if state.name is not None:
+            self.chains.setdefault(state.name, []).append(state)
+
+    def _leave(self, key, state: _Active) -> None:
+        self.active.pop(key)
+        self.stack.pop()
+        if state.name is not None:
+            self.chains[state.name].pop()
+
+    def _require_assumed(self, state: _Active, coefs, flat, risk, growth, span):
+        """Rule Recursion: what the body needs must fit what its recursive calls assumed; the
+        summary is the assumption (solved once the outermost recursion is complete)."""
+        a = state.summary
+        for c, u in zip(coefs, a.coefs):
+            self.store.require(c, u, "recursive call")
+        for part, assumed, what in ((flat, a.captured, "captures"), (risk, a.risk, "may fail on"),
+                                    (growth, a.growth, "grows tables by")):
+            for sym, c in part.items():
+                if sym not in assumed:
+                    raise self.fail("E0304", f"cannot bound what this recursive function {what}: it depends on "
+                                    f"{self.describe(sym)}, which its arguments do not give it", span)
+                self.store.require(c, assumed[sym], "recursive call")
+        return list(a.coefs), dict(a.captured), dict(a.risk), dict(a.growth)
+
+    def _check_body(self, fn, params, param_types, args, summary: Summary):
         env = self.globals if isinstance(fn, TopFn) else fn.env
         bindings, symbols = {}, []
         for p, t, a in zip(params, param_types, args):
@@ -190,6 +283,7 @@ class InstanceRules:
             else:
                 bindings[p.name] = Val(t, {sym: ONE}, I.IVar(p.name), a.const)
             self._note_binding(p.span, p.name, bindings[p.name])
+        summary.param_syms = symbols  # a recursive call met in the body maps onto these
         body = fn.decl.body if isinstance(fn, TopFn) else fn.body
         return self.expr(body, env.extend(bindings)), symbols
 
@@ -221,16 +315,56 @@ class InstanceRules:
         declared = self._declared_return(fn.decl, param_types)
         if not isinstance(declared, Fun):
             return body
-        return self.to_opaque(body, declared, fn.decl.body.span)
+        coerced = self.to_opaque(body, declared, fn.decl.body.span)
+        coerced.risk = r_union(body.risk, coerced.risk)
+        return coerced
 
-    def _check_return(self, fn, body: Val) -> Type:
+    def _check_return(self, fn, body: Val, param_types: list[Type]) -> Type:
+        """The body's type must fit the declared return type, type variables instantiated by this
+        instance's parameters (rule Instance): a recursive call assumed exactly that type."""
         if not isinstance(fn, TopFn) or fn.decl.ret is None:
             return body.type
-        declared = self.types.resolve(fn.decl.ret)
-        if not is_subtype(body.type, declared) and not _has_tvar(declared):
+        declared = self._declared_return(fn.decl, param_types)
+        if _has_hole(declared):  # a type variable only given by an empty list: the body's type decides
+            fits = match_type(self.types.resolve(fn.decl.ret), body.type)
+        else:
+            fits = is_subtype(body.type, declared)
+        if not fits:
             raise self.fail("E0202", f"{fn.decl.name} returns {body.type}, but its declared return type is "
                             f"{declared}", fn.decl.body.span)
-        return declared if not _has_tvar(declared) else body.type
+        return body.type if _has_hole(declared) else declared
+
+    # ---- the caller's side of rule Instance ------------------------------------------------------
+
+    def map_summary(self, summary: Summary, args: list[Val], span: Span) -> tuple[Dist, Dist]:
+        """A call's distance and failure risk, and its table growth noted in the caller: each
+        parameter's component scaled by (or, for risk, present on) its argument."""
+        dist: Dist = dict(summary.captured)
+        risk = {s: c for s, c in summary.risk.items() if s not in summary.param_syms}
+        growth = {s: c for s, c in summary.growth.items() if s not in summary.param_syms}
+        for coef, a, t, sym in zip(summary.coefs, args, summary.param_types, summary.param_syms):
+            if isinstance(t, FnT):
+                # A function value checked inside this instance (not through a symbol): each of
+                # its applications, and any use of it as data, is already in the body's distance.
+                continue
+            dist = d_add(dist, self._scale(coef, a.dist, span, apply=True))
+            risk = r_union(risk, r_presence(a.dist, summary.risk.get(sym, ZERO)))
+            g = summary.growth.get(sym, ZERO)
+            if g != 0:
+                growth = d_add(growth, self._scale(g, a.dist, span, apply=True))
+        self.note_growth(growth)
+        if self.stack:
+            top = self.stack[-1]
+            top.callee_depth = max(top.callee_depth, summary.depth)
+        return dist, risk
+
+    def note_growth(self, dist: Dist) -> None:
+        """A table as large as `dist` (rows of the inputs it is built from) exists at run time."""
+        if dist and self.stack:
+            top = self.stack[-1]
+            top.growth = self.d_max(top.growth, self.eliminate(dist))
+
+    # ---- solving --------------------------------------------------------------------------------
 
     def solve_pending(self, span: Span) -> None:
         """Solve the least annotations of finished recursive instances and substitute them."""
@@ -242,7 +376,9 @@ class InstanceRules:
                             "annotate the parameters of recursive functions with their sensitivity")
         for summary in self.unsolved:
             summary.coefs = [substitute(c, values) for c in summary.coefs]
-            summary.captured = d_substitute(summary.captured, values)
+            summary.captured = _nonzero(d_substitute(summary.captured, values))
+            summary.risk = r_normal(_nonzero(d_substitute(summary.risk, values)))
+            summary.growth = _nonzero(d_substitute(summary.growth, values))
         self.unsolved = []
         for c, bound, pspan, name in self.pending_checks:
             v = substitute(c, values)
@@ -251,3 +387,25 @@ class InstanceRules:
                                 f"function, but its annotation allows {fmt_coef(bound)}", pspan)
         self.store = ConstraintStore()
         self.pending_checks = []
+
+
+def _candidates(args: list[Val], param_types: list[Type]) -> frozenset:
+    """The symbols an instance can capture: those of the function values it is given (a
+    top-level function's own environment holds only public constants)."""
+    out: set[str] = set()
+    for a, t in zip(args, param_types):
+        if a.fn is not None and not isinstance(t, Fun):
+            out |= set(a.dist)
+    return frozenset(out)
+
+
+def _mentions_unknowns(s: Summary) -> bool:
+    return any(not is_const(c) for c in s.coefs) or any(
+        not is_const(c) for part in (s.captured, s.risk, s.growth) for c in part.values())
+
+
+def _nonzero(d: Dist) -> Dist:
+    return {s: c for s, c in d.items() if c != 0}
+
+
+__all__ = ["Summary", "InstanceRules", "WIDEN_SPECULATIVE", "MAX_INSTANCES", "apply_scale"]

@@ -25,7 +25,7 @@ from .typeexpr import TypeResolver
 from .types import Bool, Cat, Column, Fun, Fuzzy, Num, Schema, Str, Type, is_subtype
 from .values import FnT, TopFn, Val
 
-from ..limits import RECURSION_LIMIT, STACK_BYTES
+from ..limits import MAX_GROWTH, RECURSION_LIMIT, STACK_BYTES
 
 
 @dataclass
@@ -59,6 +59,7 @@ class CheckReport:
     entry_type: Optional[Type] = None
     timings: dict[str, float] = field(default_factory=dict)
     lp_solves: int = 0
+    growth: Any = Fraction(1)  # the largest table the program builds, in multiples of its inputs' rows
     pragma_budget: Optional[Fraction] = None
     budget: Optional[Fraction] = None  # the effective budget, set by the interface
 
@@ -389,6 +390,8 @@ class _ProgramChecker:
             for p, t, c in zip(decl.params, types, summary.coefs):
                 self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t))
             self.check_bounded(decl)
+            self.check_completes(decl, summary)
+            self.check_growth(decl, summary)
         except FuzzError as exc:
             self.error(exc)
         finally:
@@ -406,6 +409,31 @@ class _ProgramChecker:
         self.error(FuzzError(Diagnostic("E0302", f"{decl.name} is not differentially private in "
                                         f"{', '.join(unbounded)}: its privacy loss is unbounded", decl.name_span,
                                         notes)))
+
+
+    def check_completes(self, decl: A.FunDecl, summary) -> None:
+        """Rule Entry: whether a run completes must not depend on private data (E0309)."""
+        risky = [p.name for p, sym in zip(decl.params, summary.param_syms) if summary.risk.get(sym, 0) != 0]
+        if not risky:
+            return
+        notes = self.checker.risk_notes()
+        notes.append("a recursion whose depth or end depends on private data can exceed the run's limits on one "
+                     "table and not on its neighbour; recurse on public constants or released values instead")
+        self.error(FuzzError(Diagnostic("E0309", f"whether a run of {decl.name} completes may depend on private "
+                                        f"data in {', '.join(risky)}", decl.name_span, notes)))
+
+    def check_growth(self, decl: A.FunDecl, summary) -> None:
+        """Rule Entry: every table the program builds has at most `growth` times the rows of its
+        inputs (union is the one primitive that adds rows); bounded by limits.MAX_GROWTH (E0311)."""
+        g = max([summary.growth.get(sym, 0) for sym in summary.param_syms] + [Fraction(1)])
+        self.report.growth = g if is_const(g) else INF
+        if self.report.growth > MAX_GROWTH:
+            self.error(FuzzError(Diagnostic(
+                "E0311", f"{decl.name} can build a table with {fmt_coef(self.report.growth)} times the rows of its "
+                f"input; at most {MAX_GROWTH} times is allowed", decl.name_span,
+                ["union adds the rows of both its arguments: a union of a table with itself, repeated, doubles "
+                 "it each time", "the limit keeps the memory a run needs within a fixed multiple of its input, "
+                 "whatever the data"])))
 
 
 def _fun_type(types: list[Type], coefs, cod: Type) -> str:

@@ -95,6 +95,35 @@ def match_type(pattern: Type, actual: Type, binding: dict | None = None) -> bool
     return pattern == actual
 
 
+def bind_tvars(pattern: Type, actual: Type, binding: dict) -> bool:
+    """Like `match_type`, but a type variable met several times is bound to the join of what it
+    meets (an empty list's element type `_` joins with anything): the type an instance's
+    parameters give it (rule Instance)."""
+    from .types import join_types
+
+    if isinstance(pattern, TVar):
+        if pattern.name in binding:
+            joined = join_types(binding[pattern.name], actual)
+            if joined is None:
+                return False
+            binding[pattern.name] = joined
+        else:
+            binding[pattern.name] = actual
+        return True
+    if type(pattern) is not type(actual):
+        return False
+    if isinstance(pattern, (Bag, ListT, Seq, Parts)):
+        return bind_tvars(pattern.elem, actual.elem, binding)  # type: ignore[attr-defined]
+    if isinstance(pattern, Fuzzy):
+        return bind_tvars(pattern.inner, actual.inner, binding)  # type: ignore[attr-defined]
+    if isinstance(pattern, (Tensor, With)):
+        return len(pattern.items) == len(actual.items) and all(  # type: ignore[attr-defined]
+            bind_tvars(p, a, binding) for p, a in zip(pattern.items, actual.items))  # type: ignore[attr-defined]
+    if isinstance(pattern, SumT):
+        return bind_tvars(pattern.left, actual.left, binding) and bind_tvars(pattern.right, actual.right, binding)  # type: ignore[attr-defined]
+    return True
+
+
 def subst_tvars(t: Type, binding: dict) -> Type:
     """t with its type variables replaced by their bindings (unbound ones stay)."""
     if isinstance(t, TVar):

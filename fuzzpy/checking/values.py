@@ -31,6 +31,7 @@ class Val:
     const: Any = NOCONST
     fn: Optional["FnValue"] = None
     parts: Optional[list[Dist]] = None  # per-component distances (tuples, partitions)
+    risk: Dist = field(default_factory=dict)  # effects.py: on what evaluating it may fail
 
     @property
     def is_const(self) -> bool:

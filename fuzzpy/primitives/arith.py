@@ -95,9 +95,6 @@ def _arith_rule(op: str):
         if op in "+-":
             dist = d_add(a.dist, b.dist)
         elif op == "*":
-            # x * 0 is 0 over the reals, but x is still computed: an infinitely sensitive x (a
-            # recursion as deep as a count) may fail or run long depending on the data, so its
-            # infinite dependences stay.
             dist = d_add(_scaled(_abs_bound(tb, b), a.dist), _scaled(_abs_bound(ta, a), b.dist))
         else:  # division: Lipschitz only when dividing by a public non-zero constant
             if b.is_const and b.const != 0:
@@ -123,10 +120,9 @@ def _mul(x, y):
 
 
 def _scaled(k, dist):
-    out = d_scale(k, dist)
-    if k == 0:
-        out = {s: INF for s, c in dist.items() if c == INF}
-    return out
+    """k * dist with 0 * inf = 0: x * 0 is 0 at run time whatever x is (`_mul`), so the value
+    does not move; computing x may still fail, which its failure risk carries (soundness.md)."""
+    return d_scale(k, dist)
 
 
 def _div(x, y):
@@ -332,10 +328,23 @@ def _minmax_rule(name: str, pick):
         if a.is_const and b.is_const:
             v = pick(Fraction(a.const), Fraction(b.const))
             return Result(_const_type(v, ta.integer and tb.integer), {}, v)
-        lo = _s(ta.lo, tb.lo, pick)
-        hi = _s(ta.hi, tb.hi, pick)
+        ta, tb = _exact_bounds(ta, a), _exact_bounds(tb, b)
+        if pick is min:  # min x y <= y whatever x is: one known upper bound is enough
+            lo, hi = _s(ta.lo, tb.lo, min), _one_sided(ta.hi, tb.hi, min)
+        else:
+            lo, hi = _one_sided(ta.lo, tb.lo, max), _s(ta.hi, tb.hi, max)
         return Result(Num(lo, hi, ta.integer and tb.integer), d_add(a.dist, b.dist))
     return rule
+
+
+def _exact_bounds(t: Num, arg: Arg) -> Num:
+    return Num(Fraction(arg.const), Fraction(arg.const), t.integer) if arg.is_const else t
+
+
+def _one_sided(x, y, pick):
+    """min of two upper bounds (or max of two lower bounds) where a missing one is unbounded."""
+    known = [v for v in (x, y) if v is not None]
+    return pick(known) if known else None
 
 
 _MINMAX_WHY = ("min and max are 1-Lipschitz in each argument: |max(x,y) - max(x',y')| <= max(|x-x'|, |y-y'|) "

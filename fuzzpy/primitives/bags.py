@@ -157,7 +157,7 @@ def elem_type(ctx, arg: Arg, what: str) -> Type:
 
 def row_function(ctx, fn: Arg, elem: Type, span):
     """Check a per-row function; returns (instantiation, extra distance from its captures)."""
-    inst = ctx.instantiate(fn, [elem], span)
+    inst = ctx.instantiate(fn, [elem], span, per_row=True)
     captured = d_inf(inst.captured)
     return inst, captured
 
@@ -225,7 +225,9 @@ def _union(ctx, args, span):
     joined = join_types(ta, tb)
     if joined is None:
         raise ctx.fail("E0202", f"union of bags with different rows: {ta} and {tb}", span)
-    return Result(Bag(joined), d_add(a.dist, b.dist))
+    dist = d_add(a.dist, b.dist)
+    ctx.note_growth(dist)  # the one primitive whose result can outgrow the tables it reads
+    return Result(Bag(joined), dist)
 
 
 @primitive("split", ("p", "b"), "('a -> bool) -> bag 'a -o (bag 'a, bag 'a)",

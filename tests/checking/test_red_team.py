@@ -310,7 +310,6 @@ REJECTED = {
     "svt-on-fractional-helper-parameter": ("E0302", "function f (x : num) : fuzzy (list bool) { above_threshold 1 1 0 [1] (fun q -> x) }\nfunction main (db : bag T) : fuzzy (list bool) { f (count db / 2) }"),
     # recursion and the solver
     "recursion-doubling-on-a-released-depth": ("E0305", "function loop (n : num) (x : num) : num { if n > 0 then loop (n - 1) (x + x) else x }\nfunction main (db : bag T) : fuzzy num { sample k = laplace 1 3; laplace 1 (loop k (count db)) }"),
-    "recursion-widened-after-256-instances": ("E0305", "function f (i : num) (x : num) : num { if i > 0 then f (i - 1) (x + x) else x }\nfunction main (db : bag T) : fuzzy num { laplace 1 (f 300 (count db)) }"),
     "recursive-main-releasing-forever": ("E0302", "function main (db : bag T) : fuzzy num { sample a = laplace 1 (count db); if a > 100 then return a else main db }"),
     # declared sensitivities
     "closure-exceeds-declared-argument-type": ("E0301", "function app (g : num -o num) (y : num) : num { g y }\nfunction main (db : bag T) : fuzzy num { laplace 1 (app (fun (z : num) -> z + z) (count db)) }"),
@@ -410,3 +409,13 @@ def test_zero_times_a_finite_value_is_public_and_really_zero(tables):
     r = check("function main (db : bag T) : fuzzy num { return (count db * 0) }")
     assert r.ok and r.epsilon == 0
     assert run(r, tables("")) == run(r, tables(ROW_A)) == 0
+
+
+def test_a_deterministic_300_level_recursion_is_unrolled_with_its_exact_doubling():
+    """Once widened after 256 levels (and refused); a recursion on public constants is now
+    unrolled to the end: x doubles 300 times, so the count is 2^300-sensitive, exactly."""
+    from red_team_support import assert_accepted_exactly
+
+    assert_accepted_exactly("function f (i : num) (x : num) : num { if i > 0 then f (i - 1) (x + x) else x }\n"
+                            "function main (db : bag T) : fuzzy num { laplace 1 (f 300 (count db)) }",
+                            1, [2 ** 300])
