@@ -361,9 +361,13 @@ def compare(a: Outcome, b: Outcome, epsilon: Any) -> list[Violation]:
     out: list[Violation] = []
     if (a.status, a.code) != (b.status, b.code) and b.status != "diverged":
         out.append(Violation("outcome", f"A {_status(a)}, B {_status(b)}"))
+    elif b.status == "diverged" and a.status != "ok" and len(b.calls) > len(a.calls):
+        out.append(Violation("outcome", f"A {_status(a)} after {len(a.calls)} mechanism call(s), "
+                             f"B went on to call {len(b.calls)}"))
     common = min(len(a.calls), len(b.calls))
     same_sites = all(x.site == y.site for x, y in zip(a.calls, b.calls))
-    if not same_sites or len(a.calls) != len(b.calls):
+    # A run that fails stops making calls: that is already the outcome's difference.
+    if (not same_sites or len(a.calls) != len(b.calls)) and (out == [] or b.status == "diverged"):
         out.append(Violation("calls", f"A made {len(a.calls)} mechanism call(s), B {len(b.calls)}"
                              + ("" if same_sites else " (at different sites)")))
     total: Any = Fraction(0)
