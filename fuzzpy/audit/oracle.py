@@ -85,6 +85,7 @@ class Outcome:
 class Violation:
     kind: str      # "outcome" | "calls" | "loss" | "zero-sensitivity" | "result"
     detail: str
+    over: int = 0  # for "loss": calls whose input moved more than their proven sensitivity
 
 
 # ---- exact values and distances -------------------------------------------------------------------
@@ -292,8 +293,9 @@ def run_identity(instance: I.Instance, tables: dict[str, Any], *, replay: Option
     def main() -> None:
         import warnings
 
+        old_limit = sys.getrecursionlimit()
         try:
-            sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+            sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))  # this thread has the stack for it
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 interp = OracleInterpreter(RunState(_NoNoise()), recorder, start + timeout)
@@ -303,6 +305,8 @@ def run_identity(instance: I.Instance, tables: dict[str, Any], *, replay: Option
                 box["result"] = canonical(result)
         except BaseException as exc:  # classified by the caller's thread
             box["error"] = exc
+        finally:
+            sys.setrecursionlimit(old_limit)
 
     thread = _start_big_stack(main)
     thread.join(timeout * 1.5 + 1)
@@ -367,7 +371,7 @@ def compare(a: Outcome, b: Outcome, epsilon: Any) -> list[Violation]:
     common = min(len(a.calls), len(b.calls))
     same_sites = all(x.site == y.site for x, y in zip(a.calls, b.calls))
     # A run that fails stops making calls: that is already the outcome's difference.
-    if (not same_sites or len(a.calls) != len(b.calls)) and (out == [] or b.status == "diverged"):
+    if (not same_sites or len(a.calls) != len(b.calls)) and not out:
         out.append(Violation("calls", f"A made {len(a.calls)} mechanism call(s), B {len(b.calls)}"
                              + ("" if same_sites else " (at different sites)")))
     total: Any = Fraction(0)
@@ -386,7 +390,7 @@ def compare(a: Outcome, b: Outcome, epsilon: Any) -> list[Violation]:
         total = total + call_loss(x, delta)
     if total > epsilon:
         out.append(Violation("loss", f"observed privacy loss {_num(total)} > proven epsilon {_num(epsilon)}"
-                             + ("; " + "; ".join(over[:3]) if over else "")))
+                             + ("; " + "; ".join(over[:3]) if over else ""), len(over)))
     if a.status == "ok" and b.status == "ok" and a.result != b.result:
         out.append(Violation("result", f"results differ: A {_short(a.result)}, B {_short(b.result)}"))
     return out

@@ -26,6 +26,12 @@ SCHEMA_Q = 'schema Q { v : num[-10, 10], tag : cat{"x", "y"} }'
 KEYS = {"sex": ['"M"', '"F"'], "n": [f'"{i}"' for i in range(6)]}
 
 EPSILONS = ["1", "0.5", "2", "0.1"]
+# A program's theme: "any" leaves everything to chance; the others put one shape a checker can
+# get wrong (a closure used once per iteration, a loop of releases, a type-variable return, a
+# list recursion, a release inside a helper, a discarded hazard) at the heart of main.
+THEMES = [(5, "any"), (2, "fold"), (2, "loop"), (2, "tvar"), (1, "lfold"), (1, "genrec"), (1, "mechfn"),
+          (2, "discard")]
+THEME_SHAPES = {"fold", "loop", "tvar", "lfold", "genrec", "mechfn"}
 SMALL = ["0", "1", "2", "3", "5", "10", "100"]
 # Counters that run past the checker's unrolling (256 nested instances) as well as small ones.
 LONG_COUNTS = ["257", "300", "1000"]
@@ -88,6 +94,9 @@ class ProgramGen:
         self.shapes: list[str] = []
         self.prelude: Optional[list[str]] = None  # main's statements to emit before the current one
         self.main_env: list[Var] = []
+        self.theme = "any"
+        self.theme_helper: Optional[Helper] = None
+        self.focused = False
 
     # ---- names and small pieces ------------------------------------------------------------------
 
@@ -115,6 +124,11 @@ class ProgramGen:
 
     def program(self) -> Program:
         tables = ["db", "db2"] if coin(self.ch, 15) else ["db"]
+        self.theme = weighted(self.ch, THEMES)
+        if self.theme in THEME_SHAPES:
+            self.shapes.append(self.theme)
+            getattr(self, "make_" + self.theme)()
+            self.theme_helper = self.helpers[-1]
         for _ in range(weighted(self.ch, [(2, 0), (4, 1), (3, 2), (1, 3)])):
             self.helper()
         env = [Var("db", "bag", False)] + ([Var("db2", "bagq", False)] if len(tables) > 1 else [])
@@ -128,15 +142,33 @@ class ProgramGen:
         self.prelude = []
         self.main_env = env
         lines: list[str] = []
-        for _ in range(weighted(self.ch, [(2, 0), (3, 1), (3, 2), (2, 3), (1, 5)])):
+        themed = self.theme != "any"
+        counts = [(3, 0), (3, 1), (2, 2), (1, 3)] if themed else [(2, 0), (3, 1), (3, 2), (2, 3), (1, 5)]
+        for _ in range(weighted(self.ch, counts)):
             stmt, new = self.statement(self.main_env, 3)
             lines += [f"  {s};" for s in self.prelude] + ([f"  {stmt};"] if stmt else [])
             self.prelude = []
             self.main_env = self.main_env + new
-        final = self.fuzzy(self.main_env, 3)
+        final = self.theme_final(self.main_env, 3) if themed and not coin(self.ch, 25) else self.fuzzy(self.main_env, 3)
         lines += [f"  {s};" for s in self.prelude] + [f"  {final}"]
         self.prelude = None
         return "\n".join(lines)
+
+    def theme_final(self, env: list[Var], d: int) -> str:
+        """main's last expression built around the program's theme: a release of the themed
+        helper's result, or a discarded hazard."""
+        if self.theme == "discard":
+            kind = pick(self.ch, ["return", "laplace", "sample"])
+            hidden = self.discard(env, d)
+            if kind == "laplace":
+                return f"laplace {self.eps()} {paren(hidden)}"
+            if kind == "sample":
+                return f"sample {self.fresh('s')} = laplace {self.eps()} {paren(self.private_num(env, d))}; return {paren(hidden)}"
+            return f"return {paren(hidden)}"
+        self.focused = True  # the helper's arguments take their sharpest forms
+        call = self.theme_helper.call(self, env, d)
+        self.focused = False
+        return call if self.theme_helper.ret == "fuzzy" else f"laplace {self.eps()} {paren(call)}"
 
     def statement(self, env: list[Var], d: int) -> tuple[Optional[str], list[Var]]:
         """One statement of main (without its `;`) and the variables it binds."""
@@ -156,13 +188,13 @@ class ProgramGen:
         if kind == "split":
             a, b = self.fresh("lo"), self.fresh("hi")
             src = self.bag(env, d - 1)
-            return (f"let ({a}, {b}) = split (fun r -> {self.row_pred(env)}) {paren(src)}",
-                    [Var(a, "bag", False), Var(b, "bag", False)])
+            bound = self.around(env, d, f"split (fun r -> {self.row_pred(env)}) {paren(src)}")
+            return f"let ({a}, {b}) = {bound}", [Var(a, "bag", False), Var(b, "bag", False)]
         if kind == "groupby":
             g = self.fresh("g")
             key = pick(self.ch, ["sex", "n"])
-            return (f"let {g} = groupby (fun r -> r.{key}) {paren(self.bag(env, d - 1))}",
-                    [Var(g, f"parts:{key}", False)])
+            bound = self.around(env, d, f"groupby (fun r -> r.{key}) {paren(self.bag(env, d - 1))}")
+            return f"let {g} = {bound}", [Var(g, f"parts:{key}", False)]
         if kind == "let_bag":
             b = self.fresh("b")
             return f"let {b} = {self.bag(env, d)}", [Var(b, "bag", False)]
@@ -176,17 +208,30 @@ class ProgramGen:
         z = self.fresh("z")
         return f"let {z} = {self.hazard(env, d)}", []
 
+    def around(self, env: list[Var], d: int, bound: str) -> str:
+        """`bound`, sometimes computed after a discarded hazard: (let z = hazard; bound)."""
+        if not coin(self.ch, 25):
+            return bound
+        return f"(let {self.fresh('z')} = {self.hazard(env, d - 1)}; {bound})"
+
     def sample_statement(self, env: list[Var], d: int) -> tuple[str, Optional[Var]]:
         x = self.fresh("s")
         mech, ty = self.mechanism(env, d)
         return f"sample {x} = {mech}", Var(x, ty, True)
 
-    def released_counter(self) -> Optional[Var]:
+    def sharp(self) -> bool:
+        """In a themed call: take the form most likely to expose a wrong rule (mostly)."""
+        return self.focused and not coin(self.ch, 20)
+
+    def released_counter(self, counts: Optional[list[str]] = None) -> Optional[Var]:
         """`sample k = laplace eps C` in main: a public value, exactly C under the identity."""
         if self.prelude is None:
             return None
         k = self.fresh("k")
-        c = weighted(self.ch, [(4, pick(self.ch, SHORT_COUNTS)), (1, pick(self.ch, LONG_COUNTS))])
+        if counts is not None:
+            c = pick(self.ch, counts)
+        else:
+            c = pick(self.ch, SHORT_COUNTS) if not coin(self.ch, 20) else pick(self.ch, LONG_COUNTS)
         self.prelude.append(f"sample {k} = laplace {self.eps()} {c}")
         v = Var(k, "num", True)
         self.main_env = self.main_env + [v]
@@ -286,9 +331,9 @@ class ProgramGen:
         """A private number that may be costly or fail depending on the data: a recursion as deep
         as a count, a comparison of private values, or any private expression."""
         ch = self.ch
-        kind = weighted(ch, [(3, "deep"), (1, "cmp"), (1, "any")])
+        kind = weighted(ch, [(4, "deep"), (1, "cmp"), (1, "any")])
         if kind == "deep":
-            return self.deep_call(env, d)
+            return self.deep_call(env, d, private=self.has_bag(env) and not coin(ch, 20))
         if kind == "cmp":
             return f"if {self.boolean(env, d - 1)} then 1 else 0"
         return self.num(env, d - 1)
@@ -298,7 +343,13 @@ class ProgramGen:
         ch = self.ch
         h = self.hazard(env, d - 1)
         keep = self.num(env, d - 2, public=coin(ch, 60))
-        form = pick(ch, ["proj", "zero", "let", "wproj", "letpair", "zerobound", "ign", "tuple3"])
+        form = weighted(ch, [(3, "proj"), (1, "zero"), (1, "let"), (1, "wproj"), (1, "letpair"), (1, "zerobound"),
+                             (1, "ign"), (1, "tuple3"), (1, "field"), (2, "letaround")])
+        if form == "field":
+            return f"{{ a = {paren(h)}, b = {paren(keep)} }}.b"
+        if form == "letaround":  # the hazard inside the bound of a pattern let
+            z, a, b = self.fresh("z"), self.fresh("u"), self.fresh("w")
+            return f"let ({a}, {b}) = (let {z} = {h}; ({paren(keep)}, 1)); {a}"
         if form == "proj":
             return f"({h}, {keep}).2"
         if form == "zero":
@@ -314,7 +365,7 @@ class ProgramGen:
         if form == "zerobound":
             return f"{paren(h)} * (clip 0 0 {paren(self.num(env, 0, public=True))})"
         if form == "tuple3":
-            return f"(({h}, count db), {keep}).2"
+            return f"(({h}, {paren(self.private_num(env, 1)) if self.has_bag(env) else '1'}), {keep}).2"
         return f"{self.ignore_helper()} {paren(h)} {paren(keep)}"
 
     def ignore_helper(self) -> str:
@@ -327,10 +378,13 @@ class ProgramGen:
         self.helpers.append(Helper(name, "none", lambda g, env, d: "0"))
         return name
 
-    def deep_call(self, env: list[Var], d: int) -> str:
+    def deep_call(self, env: list[Var], d: int, private: bool = False) -> str:
+        """A call of a recursion as deep as its argument; `private`: on a private number."""
         deep = next((h for h in self.helpers if h.name.startswith("deep")), None)
         if deep is None:
             deep = self.make_deep()
+        if private:
+            return f"{deep.name} {paren(self.private_num(env, d))}"
         return deep.call(self, env, d)
 
     # ---- bags, partitions -----------------------------------------------------------------------------
@@ -425,20 +479,38 @@ class ProgramGen:
             return "[" + ", ".join(paren(n()) for _ in range(weighted(ch, [(1, 0), (3, 1), (3, 2), (2, 3)]))) + "]"
         raise ValueError(ty)
 
-    def closure(self, env: list[Var], d: int) -> str:
-        """A num -> num function value, often capturing private data."""
+    def closure(self, env: list[Var], d: int, private: bool = False) -> str:
+        """A num -> num function value, often (`private`: always) capturing private data."""
         x = self.fresh("y")
         head = pick(self.ch, [f"fun {x} ->", f"fun ({x} : num) ->"])
-        return f"{head} {self.num(env + [Var(x, 'num', True)], d)}"
+        inner = env + [Var(x, "num", True)]
+        if self.has_bag(env) and (private or coin(self.ch, 50)):
+            return f"{head} {self.private_num(inner, d)}"
+        return f"{head} {self.num(inner, d)}"
+
+    def private_num(self, env: list[Var], d: int) -> str:
+        """A number that moves with the data (a count or a clipped sum, maybe scaled)."""
+        ch = self.ch
+        kind = pick(ch, ["count", "sum", "scaled", "plus"])
+        if kind == "sum":
+            return f"sum (map (fun r -> {self.row_num()}) {paren(self.bag(env, d - 1))})"
+        count = f"count {paren(self.bag(env, d - 1))}"
+        if kind == "scaled":
+            return f"{pick(ch, ['2', '10', '0.5'])} * {count}"
+        if kind == "plus":
+            return f"{count} + {paren(self.num(env, d - 1))}"
+        return count
 
     # ---- distributions and mechanisms ----------------------------------------------------------------
 
-    def mechanism(self, env: list[Var], d: int) -> tuple[str, str]:
-        """A mechanism call and the generator type of the value it releases."""
+    def mechanism(self, env: list[Var], d: int, num_only: bool = False) -> tuple[str, str]:
+        """A mechanism call and the generator type of the value it releases (a number only, with
+        `num_only`: the two branches of an `if` must have one type)."""
         ch = self.ch
-        bag = self.has_bag(env)
-        kind = weighted(ch, [(6, "laplace"), (1, "laplace2"), (1, "exponential"), (1, "noisy_max"),
-                             (1, "svt"), (1, "rr"), (1 if bag else 0, "each"), (2, "loop")])
+        other = 0 if num_only else 1
+        kind = weighted(ch, [(6, "laplace"), (other, "laplace2"), (1, "exponential"), (1, "noisy_max"),
+                             (other, "svt"), (other, "rr"), (other if self.has_bag(env) else 0, "each"),
+                             (2, "loop")])
         if kind == "laplace2":
             return f"laplace {self.eps()} ({self.num(env, d - 1)}, {self.num(env, d - 1)})", "pair"
         if kind in ("exponential", "noisy_max"):
@@ -475,10 +547,11 @@ class ProgramGen:
             return f"0 - abs ({c} - {paren(self.num(env, d - 1))})"
         return self.num(env, d)
 
-    def fuzzy(self, env: list[Var], d: int) -> str:
+    def fuzzy(self, env: list[Var], d: int, num_only: bool = False) -> str:
+        """A distribution: a mechanism, a return, a sample, a public branch (num_only: of fuzzy num)."""
         ch = self.ch
         kind = weighted(ch, [(5, "mech"), (3, "return"), (1, "sample"), (1 if d > 0 else 0, "if"),
-                             (1, "return_pair"), (1, "return_discard")])
+                             (0 if num_only else 1, "return_pair"), (1, "return_discard")])
         if kind == "return":
             return f"return {paren(self.num(env, d - 1, public=not coin(ch, 10)))}"
         if kind == "return_pair":
@@ -489,11 +562,11 @@ class ProgramGen:
             return f"return {paren(self.discard(env, d))}"
         if kind == "sample":
             stmt, var = self.sample_statement(env, d - 1)
-            return f"{stmt}; {self.fuzzy(env + [var] if var else env, d - 1)}"
+            return f"{stmt}; {self.fuzzy(env + [var] if var else env, d - 1, num_only)}"
         if kind == "if":
-            return (f"if {self.boolean(env, d - 1, public=not coin(ch, 10))} then {paren(self.fuzzy(env, d - 1))} "
-                    f"else {paren(self.fuzzy(env, d - 1))}")
-        return self.mechanism(env, d)[0]
+            return (f"if {self.boolean(env, d - 1, public=not coin(ch, 10))} "
+                    f"then {paren(self.fuzzy(env, d - 1, True))} else {paren(self.fuzzy(env, d - 1, True))}")
+        return self.mechanism(env, d, num_only)[0]
 
     # ---- helper functions --------------------------------------------------------------------------
 
@@ -505,8 +578,11 @@ class ProgramGen:
 
     def counter(self, env: list[Var], d: int, released: int = 1) -> str:
         """A recursion counter: a small or long public constant, a released value (`released`
-        scales its weight), or private."""
+        scales its weight), or private.  Sharp: a value released just before, small enough to
+        stay under the call-depth limit."""
         ch = self.ch
+        if self.sharp() and self.prelude is not None:
+            return self.released_counter(["1", "2", "3", "5", "12"]).name  # type: ignore[union-attr]
         kind = weighted(ch, [(3, "short"), (3 * released, "released"), (1, "long"), (2, "private"), (1, "var")])
         if kind == "short":
             return pick(ch, SHORT_COUNTS)
@@ -544,7 +620,7 @@ class ProgramGen:
         self.decls.append(f"function {name} {self.fn_param('f')} (n : num) : num "
                           f"{{ if n <= 0 then {pick(ch, ['0', '1'])} else {body} }}")
         self.helpers.append(Helper(name, "num", lambda g, env, d: (
-            f"{name} {paren(g.closure(env, d))} {paren(g.counter(env, d))}")))
+            f"{name} {paren(g.closure(env, d, g.sharp()))} {paren(g.counter(env, d))}")))
 
     def make_loop(self) -> None:
         """A loop of releases: each iteration samples the closure's distribution."""
@@ -561,8 +637,11 @@ class ProgramGen:
 
         def call(g: "ProgramGen", env: list[Var], d: int) -> str:
             u = g.fresh("w")
-            inner = f"laplace {g.eps()} {paren(g.num(env + [Var(u, 'num', True)], d))}"
-            return f"{name} (fun {u} -> {inner}) {paren(g.counter(env, d))}"
+            inner_env = env + [Var(u, "num", True)]
+            arg = g.private_num(inner_env, d) if g.has_bag(env) and g.sharp() else g.num(inner_env, d)
+            inner = f"laplace {g.eps()} {paren(arg)}"
+            counter = pick(g.ch, LONG_COUNTS) if g.sharp() and coin(g.ch, 50) else g.counter(env, d)
+            return f"{name} (fun {u} -> {inner}) {paren(counter)}"
 
         self.helpers.append(Helper(name, "fuzzy", call))
 
@@ -580,7 +659,9 @@ class ProgramGen:
         def call(g: "ProgramGen", env: list[Var], d: int) -> str:
             x = weighted(g.ch, [(2, "clip 0 1 {p}"), (1, "{p}"), (1, "clip 0 10 {p}")]).format(
                 p=paren(g.num(env, d - 1, public=True)))
-            z = pick(g.ch, ["clip 0 1 ({e} / 1000)", "clip 0 1 {e}", "{e}"]).format(e=paren(g.num(env, d - 1)))
+            zs = ["clip 0 1 ({e} / 1000)", "clip 0 1 {e}"] + (["{e}"] if ztype != "num[0, 1]" else [])
+            sharp = g.sharp() and g.has_bag(env)
+            z = (zs[0] if sharp else pick(g.ch, zs)).format(e=paren(g.private_num(env, d - 1) if sharp else g.num(env, d - 1)))
             return f"{name} {paren(g.counter(env, d, released=3))} ({x}) ({z})"
 
         self.helpers.append(Helper(name, "num", call))
@@ -610,7 +691,10 @@ class ProgramGen:
                           f"{{ case xs of {{ [] => 0 | h :: t => {comb.format(h=head, r=rec)} }} }}")
 
         def call(g: "ProgramGen", env: list[Var], d: int) -> str:
-            f = f"{paren(g.closure(env, d))} " if withf else ""
+            f = f"{paren(g.closure(env, d, g.sharp()))} " if withf else ""
+            if g.has_bag(env) and g.sharp():
+                p, _ = g.parts(env, d)
+                return f"{name} {f}(values (pmap (fun p -> count p) {paren(p)}))"
             return f"{name} {f}{paren(g.value('list', env, d))}"
 
         self.helpers.append(Helper(name, "num", call))
@@ -690,6 +774,8 @@ class ProgramGen:
         base = self.num(env, 1) if xkind == "bag" or coin(ch, 50) else pick(ch, ["x", "0", "1"])
         if xkind == "bag":
             rec = f"{name} (n - 1) {pick(ch, ['x', '(filter (fun r -> r.ok) x)'])}"
+        elif xty == "num[0, 1]":
+            rec = f"{name} (n - 1) {pick(ch, ['x', '(clip 0 1 (x * 2))', '(x * x)'])}"
         else:
             rec = f"{name} (n - 1) {pick(ch, ['x', '(x + 1)', '(x * 2)', '(clip 0 1 x)'])}"
         step = pick(ch, ["{r} + {e}", "{e} + {r}", "{r} * {e}", "{r}", "let v = {r}; {e}", "({r}, {e}).1",

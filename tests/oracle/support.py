@@ -12,12 +12,10 @@ from the rows.
 from __future__ import annotations
 
 import random
-import time
 from collections import Counter
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -216,18 +214,26 @@ def straddling_tables(report: Any, schemas: dict, done: list[tuple[Tables, PairR
             t = copies_tables(row, n, tables, True)
             return run_identity(report.entry_instance, t.frames(schemas, "a"), timeout=timeout).status != "ok"
 
-        if fails(0):
-            continue
-        lo, hi = 0, 1
-        while hi <= max_rows and not fails(hi):
-            lo, hi = hi, hi * 2
-        if hi > max_rows:
-            continue
-        while hi - lo > 1:  # fails(hi), not fails(lo)
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if fails(mid) else (mid, hi)
-        return [copies_tables(row, lo, tables, True), copies_tables(row, lo, tables, False)]
+        n = last_success(fails, max_rows)
+        if n is not None:
+            return [copies_tables(row, n, tables, True), copies_tables(row, n, tables, False)]
     return []
+
+
+def last_success(fails: Callable[[int], bool], max_n: int) -> Optional[int]:
+    """The n with fails(n + 1) but not fails(n), by doubling then bisection (assuming failure is
+    monotone in n); None when fails(0), or when nothing up to max_n fails."""
+    if fails(0):
+        return None
+    lo, hi = 0, 1
+    while not fails(hi):
+        if hi >= max_n:
+            return None
+        lo, hi = hi, min(hi * 2, max_n)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fails(mid) else (mid, hi)
+    return lo
 
 
 # ---- statistics and counterexamples -----------------------------------------------------------------
@@ -256,7 +262,7 @@ class Stats:
             self.pairs += res.pairs
             self.timeouts += res.timeouts
             self.runtime_errors += [(e, case.program.text) for e in res.runtime_errors[:1]]
-            kinds = {f.violation.kind for f in res.findings}
+            kinds = {finding_kind(f) for f in res.findings}
             for k in kinds:
                 self.violations[k] += 1
             if kinds:
@@ -272,6 +278,14 @@ class Stats:
         self.runtime_errors += other.runtime_errors
         self.violations.update(other.violations)
         self.examples += other.examples
+
+
+def finding_kind(f: Finding) -> str:
+    """The violation's kind; a loss is told apart by whether some call's input moved more than
+    its proven sensitivity (an understated sensitivity) or none did (calls charged too few times)."""
+    if f.violation.kind != "loss":
+        return f.violation.kind
+    return "loss (a call over its sensitivity)" if f.violation.over else "loss (more calls than charged)"
 
 
 def describe_finding(case: Case, res: CaseResult, finding: Optional[Finding] = None) -> str:
@@ -292,16 +306,3 @@ def save_finding(case: Case, res: CaseResult, name: str, directory: Path = FOUND
     path = directory / f"{name}.fz"
     path.write_text(describe_finding(case, res))
     return path
-
-
-def timed_cases(cases: Any, timeout: float = TIMEOUT) -> Stats:
-    stats = Stats()
-    t0 = time.perf_counter()
-    for case in cases:
-        stats.add(case, run_case(case, timeout))
-    stats.seconds = time.perf_counter() - t0
-    return stats
-
-
-def exact(x: Any) -> Fraction:
-    return Fraction(x)
