@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import queue
 import sys
 import threading
 import time
@@ -308,27 +309,65 @@ def run_identity(instance: I.Instance, tables: dict[str, Any], *, replay: Option
         finally:
             sys.setrecursionlimit(old_limit)
 
-    thread = _start_big_stack(main)
-    thread.join(timeout * 1.5 + 1)
-    if thread.is_alive():  # stuck outside the evaluator (a row function, a library call)
-        _interrupt(thread)
-        thread.join(timeout + 5)
-    out = _classify(box, thread.is_alive())
+    finished = _WORKER.run(main, timeout)
+    out = _classify(box, not finished)
     out.calls = recorder.calls
     out.max_depth = interp_box[0].max_depth if interp_box else 0
     out.seconds = time.monotonic() - start
     return out
 
 
-def _start_big_stack(main: Any) -> threading.Thread:
-    old = threading.stack_size()
-    threading.stack_size(STACK_BYTES)
-    try:
-        thread = threading.Thread(target=main, name="fuzzpy-oracle", daemon=True)
-        thread.start()
-    finally:
-        threading.stack_size(old)
-    return thread
+class _BigStackWorker:
+    """One long-lived thread with a large stack that runs the oracle's runs one at a time
+    (starting a thread with a 1 GB stack for every run costs more than a small run).  A run
+    past its deadline outside the evaluator (a row function, a library call) is interrupted;
+    a thread that still does not stop is abandoned and replaced."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread: Optional[threading.Thread] = None
+        self.lock = threading.Lock()
+
+    def run(self, fn: Any, timeout: float) -> bool:
+        """Run fn() on the worker; False if it had not finished in time."""
+        with self.lock:
+            thread = self._thread()
+            done = threading.Event()
+            self.jobs.put((fn, done))
+            if done.wait(timeout * 1.5 + 1):
+                return True
+            _interrupt(thread)
+            if done.wait(timeout + 5):
+                return True
+            self.thread, self.jobs = None, queue.SimpleQueue()  # abandon it (a daemon thread)
+            return False
+
+    def _thread(self) -> threading.Thread:
+        if self.thread is None or not self.thread.is_alive():
+            old = threading.stack_size()
+            threading.stack_size(STACK_BYTES)
+            try:
+                self.thread = threading.Thread(target=self._loop, args=(self.jobs,), name="fuzzpy-oracle",
+                                               daemon=True)
+                self.thread.start()
+            finally:
+                threading.stack_size(old)
+        return self.thread
+
+    @staticmethod
+    def _loop(jobs: queue.SimpleQueue) -> None:
+        while True:
+            try:
+                fn, done = jobs.get()
+                try:
+                    fn()
+                finally:
+                    done.set()
+            except OracleTimeout:  # an interrupt that arrived after its run had finished
+                continue
+
+
+_WORKER = _BigStackWorker()
 
 
 def _interrupt(thread: threading.Thread) -> None:

@@ -34,7 +34,7 @@ THEMES = [(5, "any"), (2, "fold"), (2, "loop"), (2, "tvar"), (1, "lfold"), (1, "
 THEME_SHAPES = {"fold", "loop", "tvar", "lfold", "genrec", "mechfn"}
 SMALL = ["0", "1", "2", "3", "5", "10", "100"]
 # Counters that run past the checker's unrolling (256 nested instances) as well as small ones.
-LONG_COUNTS = ["257", "300", "1000"]
+LONG_COUNTS = ["260", "300", "400", "1000"]
 SHORT_COUNTS = ["0", "1", "2", "3", "5", "12", "40"]
 
 # Generator types: "num", "bool", "bag" (bag P), "bagq" (bag Q), "pair" (num, num),
@@ -67,6 +67,7 @@ class Program:
     text: str
     tables: list[str]              # the entry point's private inputs ("db", "db2")
     shapes: list[str] = field(default_factory=list)   # the helper shapes used (for statistics)
+    theme: str = "any"             # the shape at the heart of main (see THEMES)
 
 
 def paren(e: str) -> str:
@@ -136,7 +137,7 @@ class ProgramGen:
         params = " ".join(f"({t} : bag {'P' if t == 'db' else 'Q'})" for t in tables)
         schemas = [SCHEMA_P] + ([SCHEMA_Q] if len(tables) > 1 else [])
         main = f"function main {params} {{\n{body}\n}}"
-        return Program("\n".join(schemas + self.decls + [main]) + "\n", tables, list(self.shapes))
+        return Program("\n".join(schemas + self.decls + [main]) + "\n", tables, list(self.shapes), self.theme)
 
     def main_body(self, env: list[Var]) -> str:
         self.prelude = []
@@ -168,7 +169,10 @@ class ProgramGen:
         self.focused = True  # the helper's arguments take their sharpest forms
         call = self.theme_helper.call(self, env, d)
         self.focused = False
-        return call if self.theme_helper.ret == "fuzzy" else f"laplace {self.eps()} {paren(call)}"
+        if self.theme_helper.ret == "fuzzy":
+            return call
+        # A result proven 0-sensitive may be returned as it is: the same promise, kept or not.
+        return f"return {paren(call)}" if coin(self.ch, 20) else f"laplace {self.eps()} {paren(call)}"
 
     def statement(self, env: list[Var], d: int) -> tuple[Optional[str], list[Var]]:
         """One statement of main (without its `;`) and the variables it binds."""

@@ -45,6 +45,7 @@ class Case:
     program: Program
     pairs: list[PairSpec]
     depth_limit: int = DEPTH_LIMIT
+    record: Optional[list[int]] = None  # the choices it was drawn from (the script's shrinker edits them)
 
 
 def draw_case(ch: Chooser, depth_limit: int = DEPTH_LIMIT, n_pairs: int = 3) -> Case:
@@ -306,3 +307,6 @@ def save_finding(case: Case, res: CaseResult, name: str, directory: Path = FOUND
     path = directory / f"{name}.fz"
     path.write_text(describe_finding(case, res))
     return path
+
+
+SESSION_STATS = Stats()  # what the property test tried in this pytest session (conftest.py reports it)
