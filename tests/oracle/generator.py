@@ -29,9 +29,9 @@ EPSILONS = ["1", "0.5", "2", "0.1"]
 # A program's theme: "any" leaves everything to chance; the others put one shape a checker can
 # get wrong (a closure used once per iteration, a loop of releases, a type-variable return, a
 # list recursion, a release inside a helper, a discarded hazard) at the heart of main.
-THEMES = [(5, "any"), (2, "fold"), (2, "loop"), (2, "tvar"), (1, "lfold"), (1, "genrec"), (1, "mechfn"),
-          (2, "discard")]
-THEME_SHAPES = {"fold", "loop", "tvar", "lfold", "genrec", "mechfn"}
+THEMES = [(5, "any"), (2, "fold"), (1, "loop"), (1, "longloop"), (2, "tvar"), (1, "lfold"), (1, "genrec"),
+          (1, "mechfn"), (2, "discard")]
+THEME_SHAPES = {"fold", "loop", "longloop", "tvar", "lfold", "genrec", "mechfn"}
 SMALL = ["0", "1", "2", "3", "5", "10", "100"]
 # Counters that run past the checker's unrolling (256 nested instances) as well as small ones.
 LONG_COUNTS = ["260", "300", "400", "1000"]
@@ -626,6 +626,10 @@ class ProgramGen:
         self.helpers.append(Helper(name, "num", lambda g, env, d: (
             f"{name} {paren(g.closure(env, d, g.sharp()))} {paren(g.counter(env, d))}")))
 
+    def make_longloop(self) -> None:
+        """A loop of releases, called with a public count past the checker's unrolling (256)."""
+        self.make_loop()
+
     def make_loop(self) -> None:
         """A loop of releases: each iteration samples the closure's distribution."""
         ch = self.ch
@@ -644,7 +648,8 @@ class ProgramGen:
             inner_env = env + [Var(u, "num", True)]
             arg = g.private_num(inner_env, d) if g.has_bag(env) and g.sharp() else g.num(inner_env, d)
             inner = f"laplace {g.eps()} {paren(arg)}"
-            counter = pick(g.ch, LONG_COUNTS) if g.sharp() and coin(g.ch, 50) else g.counter(env, d)
+            # The long-loop theme runs past the checker's unrolling; the others loop a released count.
+            counter = pick(g.ch, LONG_COUNTS) if g.theme == "longloop" and g.sharp() else g.counter(env, d)
             return f"{name} (fun {u} -> {inner}) {paren(counter)}"
 
         self.helpers.append(Helper(name, "fuzzy", call))

@@ -70,9 +70,10 @@ _POOLS: dict[str, list[tuple]] = {}
 def row_pool(schema: Any) -> list[tuple]:
     """Rows at the schema's edges (all low, middle, high, each column through its values) and a
     few random ones: fixed per schema."""
-    if schema.name not in _POOLS:
-        _POOLS[schema.name] = candidate_rows(schema, [], np.random.default_rng(0))
-    return _POOLS[schema.name]
+    key = repr(schema.columns)  # schemas of one name may differ between programs
+    if key not in _POOLS:
+        _POOLS[key] = candidate_rows(schema, [], np.random.default_rng(0))
+    return _POOLS[key]
 
 
 def base_rows(schema: Any, size: int, seed: int) -> list[tuple]:

@@ -4,12 +4,13 @@ timeout, the search for the size where a run starts failing, and the shrinker's 
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
 from fuzzpy.audit.oracle import (Call, Outcome, audit_pair, call_depth, compare, distance,
                                  first_trues, run_identity)
-from fuzzpy.checking.program import check_source
+from fuzzpy.checking.program import check_file, check_source
 
 from .choices import RandomChooser, ReplayChooser
 from .generator import generate
@@ -150,3 +151,26 @@ def test_replaying_a_recorded_choice_sequence_gives_the_same_program():
     text = generate(ch).text
     assert generate(ReplayChooser(ch.record)).text == text
     assert generate(ReplayChooser([])).text.count("function") >= 1  # all zeros: the simplest program
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.fz")), ids=lambda p: p.name)
+def test_no_objection_to_the_shipped_examples(path):
+    """Programs whose bounds are known to be right: the oracle must not object (it has no false
+    alarms on them), and their mechanisms are really exercised."""
+    report = check_file(path)
+    assert report.ok
+    schemas = {i.name: report.table_schema(i) for i in report.inputs}
+    inputs = list(schemas)
+    eps = {i.name: i.epsilon for i in report.inputs}
+    calls = 0
+    for k, size in enumerate([0, 1, 4, 9]):
+        for add in (True, False):
+            t = pair_tables(PairSpec(inputs[k % len(inputs)], size, k, 7 * k, add), schemas, inputs)
+            pr = audit_pair(report.entry_instance, eps[t.changed], t.frames(schemas, "a"), t.frames(schemas, "b"))
+            assert pr.violations == [], (size, add, pr.violations)
+            assert pr.a.status == "ok"
+            calls += len(pr.a.calls)
+    assert calls > 0
