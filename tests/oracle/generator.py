@@ -16,7 +16,7 @@ some (an infinite sensitivity, a private branch), and those are skipped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .choices import Chooser, coin, pick, weighted
@@ -66,7 +66,6 @@ class Helper:
 class Program:
     text: str
     tables: list[str]              # the entry point's private inputs ("db", "db2")
-    shapes: list[str] = field(default_factory=list)   # the helper shapes used (for statistics)
     theme: str = "any"             # the shape at the heart of main (see THEMES)
 
 
@@ -92,7 +91,6 @@ class ProgramGen:
         self.count = 0
         self.decls: list[str] = []
         self.helpers: list[Helper] = []
-        self.shapes: list[str] = []
         self.prelude: Optional[list[str]] = None  # main's statements to emit before the current one
         self.main_env: list[Var] = []
         self.theme = "any"
@@ -127,7 +125,6 @@ class ProgramGen:
         tables = ["db", "db2"] if coin(self.ch, 15) else ["db"]
         self.theme = weighted(self.ch, THEMES)
         if self.theme in THEME_SHAPES:
-            self.shapes.append(self.theme)
             getattr(self, "make_" + self.theme)()
             self.theme_helper = self.helpers[-1]
         for _ in range(weighted(self.ch, [(2, 0), (4, 1), (3, 2), (1, 3)])):
@@ -137,7 +134,7 @@ class ProgramGen:
         params = " ".join(f"({t} : bag {'P' if t == 'db' else 'Q'})" for t in tables)
         schemas = [SCHEMA_P] + ([SCHEMA_Q] if len(tables) > 1 else [])
         main = f"function main {params} {{\n{body}\n}}"
-        return Program("\n".join(schemas + self.decls + [main]) + "\n", tables, list(self.shapes), self.theme)
+        return Program("\n".join(schemas + self.decls + [main]) + "\n", tables, self.theme)
 
     def main_body(self, env: list[Var]) -> str:
         self.prelude = []
@@ -244,73 +241,91 @@ class ProgramGen:
     # ---- numbers -------------------------------------------------------------------------------------
 
     def num(self, env: list[Var], d: int, public: bool = False) -> str:
-        ch = self.ch
+        """A number; `public`: one that reads no private data (it may be returned or branched on)."""
         vs = self.vars(env, "num", public)
         bag = self.has_bag(env) and not public
         if d <= 0:
             options = [(2, "lit")] + ([(3, "var")] if vs else []) + ([(2, "count")] if bag else [])
         else:
-            options = [(2, "lit"), (3, "var") if vs else (0, "var"), (3 if bag else 0, "count"),
-                       (1 if bag else 0, "sum"), (3, "arith"), (1, "clip"), (1, "if"), (1, "proj"),
-                       (1, "field"), (1, "case"), (1, "let"), (3, "call"), (1, "apply"), (1, "minmax"),
-                       (0 if public else 1, "discard"), (1, "letpair")]
-        kind = weighted(ch, [o for o in options if o[0] > 0])
-        if kind == "var" and vs:
-            return pick(ch, vs).name
-        if kind == "count":
-            return f"count {paren(self.bag(env, d - 1))}"
-        if kind == "sum":
-            return f"sum (map (fun r -> {self.row_num()}) {paren(self.bag(env, d - 1))})"
-        if kind == "arith":
-            op = pick(ch, ["+", "-", "*", "/", "c*"])
-            a, b = self.num(env, d - 1, public), self.num(env, d - 1, public)
-            if op == "c*":
-                return f"{self.lit()} * {paren(a)}"
-            if op == "/":
-                return f"{paren(a)} / {pick(ch, ['2', '10', '1000'])}"
-            return f"{paren(a)} {op} {paren(b)}"
-        if kind == "clip":
-            lo, hi = pick(ch, [("0", "1"), ("0", "10"), ("0", "0"), ("0", "100"), ("1", "5")])
-            return f"clip {lo} {hi} {paren(self.num(env, d - 1, public))}"
-        if kind == "if":
-            return (f"if {self.boolean(env, d - 1, public=not coin(ch, 10))} then {self.num(env, d - 1, public)} "
-                    f"else {self.num(env, d - 1, public)}")
-        if kind == "proj":
-            return f"{paren(self.value(pick(ch, ['pair', 'wpair']), env, d - 1, public))}.{pick(ch, ['1', '2'])}"
-        if kind == "field":
-            return f"{paren(self.value('rec', env, d - 1, public))}.{pick(ch, ['a', 'b'])}"
-        if kind == "case":
-            s = self.value("sum", env, d - 1, public)
-            x, y = self.fresh("l"), self.fresh("r")
-            e1 = self.num(env + [Var(x, "num", public)], d - 1, public)
-            e2 = self.num(env + [Var(y, "num", public)], d - 1, public)
-            return f"case {paren(s)} of {{ inl {x} => {e1} | inr {y} => {e2} }}"
-        if kind == "let":
-            x = self.fresh("t")
-            bound = self.num(env, d - 1, public)
-            return f"let {x} = {bound}; {self.num(env + [Var(x, 'num', public)], d - 1, public)}"
-        if kind == "letpair":
-            a, b = self.fresh("p"), self.fresh("q")
-            pat, ty = pick(ch, [("({a}, {b})", "pair"), ("(|{a}, {b}|)", "wpair")])
-            bound = self.value(ty, env, d - 1, public)
-            inner = env + [Var(a, "num", public), Var(b, "num", public)]
-            return f"let {pat.format(a=a, b=b)} = {bound}; {self.num(inner, d - 1, public)}"
-        if kind == "call":
-            hs = self.callable(env, "num")
-            if hs:
-                return pick(ch, hs).call(self, env, d - 1)
-        if kind == "apply":
-            fs = self.vars(env, "fn")
-            f = pick(ch, fs).name if fs else paren(self.closure(env, d - 1))
-            return f"{f} {paren(self.num(env, d - 1, public))}"
-        if kind == "minmax":
-            op = pick(ch, ["max", "min", "abs"])
-            if op == "abs":
-                return f"abs {paren(self.num(env, d - 1, public))}"
-            return f"{op} {paren(self.num(env, d - 1, public))} {paren(self.num(env, d - 1, public))}"
-        if kind == "discard":
-            return self.discard(env, d)
+            options = [(2, "lit"), (3 if vs else 0, "var"), (3 if bag else 0, "count"), (1 if bag else 0, "sum"),
+                       (3, "arith"), (1, "clip"), (1, "if"), (1, "proj"), (1, "field"), (1, "case"), (1, "let"),
+                       (3, "call"), (1, "apply"), (1, "minmax"), (0 if public else 1, "discard"), (1, "letpair")]
+        kind = weighted(self.ch, [o for o in options if o[0] > 0])
+        out = getattr(self, "_num_" + kind)(env, d, public)
+        return out if out is not None else self.lit()
+
+    def _num_lit(self, env: list[Var], d: int, public: bool) -> Optional[str]:
         return self.lit()
+
+    def _num_var(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        return pick(self.ch, self.vars(env, "num", public)).name
+
+    def _num_count(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        return f"count {paren(self.bag(env, d - 1))}"
+
+    def _num_sum(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        return f"sum (map (fun r -> {self.row_num()}) {paren(self.bag(env, d - 1))})"
+
+    def _num_arith(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        op = pick(self.ch, ["+", "-", "*", "/", "c*"])
+        a, b = self.num(env, d - 1, public), self.num(env, d - 1, public)
+        if op == "c*":
+            return f"{self.lit()} * {paren(a)}"
+        if op == "/":
+            return f"{paren(a)} / {pick(self.ch, ['2', '10', '1000'])}"
+        return f"{paren(a)} {op} {paren(b)}"
+
+    def _num_clip(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        lo, hi = pick(self.ch, [("0", "1"), ("0", "10"), ("0", "0"), ("0", "100"), ("1", "5")])
+        return f"clip {lo} {hi} {paren(self.num(env, d - 1, public))}"
+
+    def _num_if(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        cond = self.boolean(env, d - 1, public=not coin(self.ch, 10))  # rarely a private branch
+        return f"if {cond} then {self.num(env, d - 1, public)} else {self.num(env, d - 1, public)}"
+
+    def _num_proj(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        pair = self.value(pick(self.ch, ["pair", "wpair"]), env, d - 1, public)
+        return f"{paren(pair)}.{pick(self.ch, ['1', '2'])}"
+
+    def _num_field(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        return f"{paren(self.value('rec', env, d - 1, public))}.{pick(self.ch, ['a', 'b'])}"
+
+    def _num_case(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        s = self.value("sum", env, d - 1, public)
+        x, y = self.fresh("l"), self.fresh("r")
+        e1 = self.num(env + [Var(x, "num", public)], d - 1, public)
+        e2 = self.num(env + [Var(y, "num", public)], d - 1, public)
+        return f"case {paren(s)} of {{ inl {x} => {e1} | inr {y} => {e2} }}"
+
+    def _num_let(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        x = self.fresh("t")
+        bound = self.num(env, d - 1, public)
+        return f"let {x} = {bound}; {self.num(env + [Var(x, 'num', public)], d - 1, public)}"
+
+    def _num_letpair(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        a, b = self.fresh("p"), self.fresh("q")
+        pat, ty = pick(self.ch, [("({a}, {b})", "pair"), ("(|{a}, {b}|)", "wpair")])
+        bound = self.value(ty, env, d - 1, public)
+        inner = env + [Var(a, "num", public), Var(b, "num", public)]
+        return f"let {pat.format(a=a, b=b)} = {bound}; {self.num(inner, d - 1, public)}"
+
+    def _num_call(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        hs = self.callable(env, "num")
+        return pick(self.ch, hs).call(self, env, d - 1) if hs else None
+
+    def _num_apply(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        fs = self.vars(env, "fn")
+        f = pick(self.ch, fs).name if fs else paren(self.closure(env, d - 1))
+        return f"{f} {paren(self.num(env, d - 1, public))}"
+
+    def _num_minmax(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        op = pick(self.ch, ["max", "min", "abs"])
+        if op == "abs":
+            return f"abs {paren(self.num(env, d - 1, public))}"
+        return f"{op} {paren(self.num(env, d - 1, public))} {paren(self.num(env, d - 1, public))}"
+
+    def _num_discard(self, env: list[Var], d: int, public: bool) -> Optional[str]:
+        return self.discard(env, d)
 
     def boolean(self, env: list[Var], d: int, public: bool = False) -> str:
         ch = self.ch
@@ -577,7 +592,6 @@ class ProgramGen:
     def helper(self) -> None:
         shape = weighted(self.ch, [(3, "fold"), (3, "loop"), (2, "tvar"), (2, "deep"), (2, "lfold"), (2, "hof"),
                                    (2, "plain"), (1, "cdf"), (1, "bagloop"), (2, "genrec"), (1, "mechfn")])
-        self.shapes.append(shape)
         getattr(self, "make_" + shape)()
 
     def counter(self, env: list[Var], d: int, released: int = 1) -> str:

@@ -296,11 +296,14 @@ def describe_finding(case: Case, res: CaseResult, finding: Optional[Finding] = N
     head = [f"soundness oracle: {f.violation.kind}: {f.violation.detail}",
             f"proven epsilon {res.epsilon}; call-depth limit {case.depth_limit}; the table that differs: "
             f"{f.tables.changed}",
-            f"run A: {f.pair.a.status} {f.pair.a.code or ''}, {len(f.pair.a.calls)} mechanism call(s); "
-            f"run B (replaying A's releases): {f.pair.b.status} {f.pair.b.code or ''}, "
-            f"{len(f.pair.b.calls)} call(s)"]
+            f"run A: {_run_text(f.pair.a)}, {len(f.pair.a.calls)} mechanism call(s); "
+            f"run B (replaying A's releases): {_run_text(f.pair.b)}, {len(f.pair.b.calls)} call(s)"]
     head += f.tables.describe(res.schemas).splitlines()
     return "\n".join("# " + line for line in head) + "\n" + case.program.text
+
+
+def _run_text(o: Any) -> str:
+    return o.status + (f" ({o.code})" if o.code else "")
 
 
 def save_finding(case: Case, res: CaseResult, name: str, directory: Path = FOUND) -> Path:

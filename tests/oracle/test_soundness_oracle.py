@@ -22,10 +22,10 @@ from fuzzpy.checking.program import check_source
 from fuzzpy.limits import RECURSION_LIMIT
 
 from .choices import RandomChooser
-from .generator import generate
+from .generator import Program, generate
 from .strategies import cases
-from .support import (DEPTH_LIMIT, SESSION_STATS, PairSpec, copies_tables, describe_finding, pair_tables,
-                      run_case)
+from .support import (DEPTH_LIMIT, FOUND, SESSION_STATS, Case, PairSpec, copies_tables, describe_finding,
+                      pair_tables, run_case)
 
 N_PROGRAMS = int(os.environ.get("FUZZPY_ORACLE_EXAMPLES", "600"))
 
@@ -170,3 +170,23 @@ def test_oracle_objects_to_a_failure_that_depends_on_the_data():
     report, found = _verdicts(DISCARDED_DEPTH, [3, DEPTH_LIMIT - 1])
     if report.ok:
         assert [v.kind for v in found] == ["outcome"]
+
+
+# ---- counterexamples the oracle found: a regression corpus ------------------------------------
+
+FOUND_FILES = sorted(FOUND.glob("*.fz"))
+
+
+@pytest.mark.parametrize("path", FOUND_FILES, ids=lambda p: p.name)
+def test_found_counterexamples_stay_fixed(path):
+    """Every program saved under found/ broke the checker's promise when it was found; once the
+    checker is fixed it must be rejected, or keep its (new) promise on the same kinds of tables."""
+    text = path.read_text()
+    tables = ["db", "db2"] if "db2 : bag Q" in text else ["db"]
+    # the low, middle and high rows added to (and removed from) an empty table and one at the limit
+    pairs = [PairSpec("db", size, 0, extra, add) for size in (0, DEPTH_LIMIT - 1) for extra in (0, 1, 2)
+             for add in (True, False)]
+    res = run_case(Case(Program(text, tables), pairs))
+    assert res.status != "internal"
+    if res.findings:
+        pytest.fail("\n" + describe_finding(Case(Program(text, tables), pairs), res), pytrace=False)
