@@ -3,8 +3,9 @@ promise on neighbouring tables.  Run A releases every mechanism's exact input (i
 mechanisms), run B replays A's releases; the observed privacy loss must stay within the proven
 epsilon, both runs must make the same calls, succeed or fail alike, and return the same result.
 
-The property test runs a fixed, derandomized number of programs (FUZZPY_ORACLE_EXAMPLES, 600 by
-default: about 30 s here); `python -m tests.oracle.run_oracle` runs many more.
+The property test runs a fixed, derandomized number of programs (FUZZPY_ORACLE_EXAMPLES, 1000 by
+default: about 25 s on two cores when nothing is found); `python -m tests.oracle.run_oracle` runs
+many more.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .strategies import cases
 from .support import (DEPTH_LIMIT, FOUND, SESSION_STATS, Case, PairSpec, copies_tables, describe_finding,
                       pair_tables, run_case)
 
-N_PROGRAMS = int(os.environ.get("FUZZPY_ORACLE_EXAMPLES", "600"))
+N_PROGRAMS = int(os.environ.get("FUZZPY_ORACLE_EXAMPLES", "1000"))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -63,7 +64,7 @@ CONSTRUCTS = {
     "sensitivity annotation": r":\s*\[\d\] num",
     "list pattern": r"h :: t =>",
     "released counter": r"sample k\d+ = laplace",
-    "long counter": r"\b(257|300|1000)\b",
+    "long counter": r"\b(260|300|400|1000)\b",
     "tensor pattern": r"let \(\w+, \w+\) =",
     "with pair": r"\(\|",
     "record": r"\{ a = ",
