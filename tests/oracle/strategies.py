@@ -1,0 +1,22 @@
+"""The oracle's generator as hypothesis strategies: hypothesis makes every choice, so it
+shrinks a failing program and its tables together."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from .choices import HypothesisChooser
+from .generator import Program, generate
+from .support import DEPTH_LIMIT, Case, draw_case
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> Program:
+    """Generated fuzzpy programs (text, and the entry point's private inputs)."""
+    return generate(HypothesisChooser(draw))
+
+
+@st.composite
+def cases(draw: st.DrawFn, depth_limit: int = DEPTH_LIMIT, n_pairs: int = 3) -> Case:
+    """A program with `n_pairs` pairs of neighbouring tables around the call-depth limit."""
+    return draw_case(HypothesisChooser(draw), depth_limit, n_pairs)
