@@ -8,10 +8,17 @@ harness can lower them for both sides at once.
 
 from __future__ import annotations
 
-# Function instances nested inside one another: the checker's unrolling of recursion over public
-# constants stops here (E0306), and the interpreter refuses to nest calls deeper (E0604).  The
-# interpreter's thread has the stack and recursion limit for this depth on every supported Python.
+# Function calls nested inside one another at run time: the interpreter refuses to nest deeper
+# (E0604), and the checker refuses a program whose unrolled calls could nest deeper (E0306), so
+# only a recursion the checker could not unroll can meet this limit (and that is a failure
+# effect, docs/soundness.md).  Calls under `sample` run when the distribution is drawn, at depth
+# 0, so a loop of releases does not nest.  The interpreter's thread has the stack and recursion
+# limit for this depth on every supported Python.
 CALL_DEPTH = 20_000
+
+# Function instances the checker checks one inside the other (unrolling a recursion over public
+# constants checks one level per call): deeper is refused (E0306).
+UNROLL_DEPTH = 20_000
 
 # Python frames and stack for the checker's and the interpreter's threads.
 STACK_BYTES = 1024 * 1024 * 1024

@@ -103,8 +103,8 @@ class ApplicationRules:
             node: I.IR = I.ICall(summary.instance, [const_ir(a) for a in args], span=span)
         else:
             node = I.IApply(f.ir, [const_ir(a) for a in args], summary.params, summary.body, span=span)
-        return Val(summary.cod, dist, node, NOCONST, Opaque(summary.cod) if isinstance(summary.cod, Fun) else None,
-                   risk=risk)
+        fn_out = Opaque(summary.cod) if isinstance(summary.cod, Fun) else self.rebind_returned(summary, args, span)
+        return Val(summary.cod, dist, node, NOCONST, fn_out, risk=risk)
 
     def coerce(self, v: Val, t: Type, span: Span) -> Val:
         """Check that v can be passed where t is expected (giving function values a Fun type)."""

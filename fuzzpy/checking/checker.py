@@ -89,6 +89,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules):
         self.stack: list[_Active] = []
         self.chains: dict[str, list[_Active]] = {}
         self.speculation = 0
+        self.deferred = 0  # inside a `sample` (bound or rest): evaluated when drawn, not now
         self.instance_count = 0
         self.widened: list[tuple[str, Span]] = []
         self.primitive_risk: list[Dist] = []  # risk of the functions a primitive's rule checked

@@ -24,14 +24,19 @@ from .types import (BOOL, STRING, UNIT, Bool, Fun, Fuzzy, Hole, ListT, Num, Part
 from .values import Closure, Env, FnT, Opaque, Val
 
 
+_RULES: dict[type, Any] = {}  # AST node class -> its rule (the `x_<Node>` method)
+
+
 class ExpressionRules:
     """The rules of the expression forms (a mixin of `Checker`)."""
 
     # ---- expressions -------------------------------------------------------------------------
 
     def expr(self, e: A.Expr, env: Env) -> Val:
-        method = getattr(self, "x_" + type(e).__name__)
-        return method(e, env)
+        rule = _RULES.get(type(e))
+        if rule is None:
+            rule = _RULES[type(e)] = getattr(type(self), "x_" + type(e).__name__)
+        return rule(self, e, env)
 
     def x_Lit(self, e: A.Lit, env: Env) -> Val:
         v = e.value
@@ -67,6 +72,13 @@ class ExpressionRules:
                    body.parts, r_union(bound.risk, body.risk))
 
     def x_Sample(self, e: A.Sample, env: Env) -> Val:
+        self.deferred += 1  # the interpreter runs both when the distribution is drawn (rule Unroll)
+        try:
+            return self._sample(e, env)
+        finally:
+            self.deferred -= 1
+
+    def _sample(self, e: A.Sample, env: Env) -> Val:
         bound = self.expr(e.bound, env)
         if not isinstance(bound.type, Fuzzy):
             raise self.fail("E0202", f"sample expects a distribution (fuzzy T), but this is {bound.type}",

@@ -4,6 +4,8 @@ spine of an application, free variables, pattern names)."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+from functools import lru_cache
 from typing import Any, Optional
 
 from ..diagnostics import Span
@@ -72,6 +74,8 @@ def _cover(head: A.Expr, args: list[A.Expr]) -> Span:
 
 
 def _hashable(v: Any):
+    if type(v) is Fraction:  # hashing a Fraction costs a modular inverse; its parts hash fast
+        return (v.numerator, v.denominator)
     if isinstance(v, dict):
         return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
     if isinstance(v, (list, tuple)):
@@ -89,10 +93,12 @@ def _fn_identity(fn: Optional[FnValue]):
     return ("id", fn)
 
 
+@lru_cache(maxsize=4096)
 def _has_tvar(t: Type) -> bool:
     return _contains(t, TVar)
 
 
+@lru_cache(maxsize=4096)
 def _has_hole(t: Type) -> bool:
     return _contains(t, Hole)
 

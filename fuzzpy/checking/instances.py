@@ -29,7 +29,7 @@ from .helpers import _fn_identity, _has_hole, _has_tvar, _hashable, _widen, appl
 from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, d_add, d_substitute, fmt_coef, is_const, substitute
 from .types import Fun, Num, Type, is_subtype
 from .typeexpr import bind_tvars, match_type, subst_tvars
-from .values import FnT, FnValue, Opaque, TopFn, Val
+from .values import Closure, Env, FnT, FnValue, Opaque, Partial, TopFn, Val
 
 # Speculative levels (under branches on values that are not constants) of one function's chain
 # of nested instances before its changing numeric constants are forgotten (rule Widen).
@@ -54,7 +54,11 @@ class Summary:
     param_syms: list[str] = field(default_factory=list)
     risk: Dist = field(default_factory=dict)
     growth: Dist = field(default_factory=dict)
-    depth: int = 1  # function calls nested at run time, this one included
+    depth: int = 1  # calls nested when it runs, this one included (rule Unroll)
+    draw_depth: int = 0  # calls nested when distributions it builds are drawn (from depth 0)
+    returned: Optional[Any] = None  # a function value it returns, with its environment (rule Closure)
+    frame: Optional[Env] = None     # the scope of its parameters
+    since: int = 0                  # splits made before its body was checked
 
 
 @dataclass
@@ -66,9 +70,12 @@ class _Active:
     speculation: int              # the checker's speculation depth when it was entered
     consts: tuple                 # its constant arguments (None where not constant)
     candidates: frozenset         # symbols its function arguments capture (rule Recursion)
+    since: int = 0                # splits made before it was entered
     recursive: bool = False
     growth: Dist = field(default_factory=dict)
     callee_depth: int = 0
+    draw_depth: int = 0
+    deferred: int = 0             # the checker's depth in `sample` when it was entered
 
 
 class InstanceRules:
@@ -88,8 +95,8 @@ class InstanceRules:
             return self.instances[key], args
         if key in self.active:
             return self.recursive_summary(fn, key, span), args
-        if len(self.stack) >= limits.CALL_DEPTH or self.instance_count >= MAX_INSTANCES:
-            raise self.fail("E0306", f"function calls nested more than {limits.CALL_DEPTH} deep (or more than "
+        if len(self.stack) >= limits.UNROLL_DEPTH or self.instance_count >= MAX_INSTANCES:
+            raise self.fail("E0306", f"function calls nested more than {limits.UNROLL_DEPTH} deep (or more than "
                             f"{MAX_INSTANCES} function instances) at check time", span,
                             "recursion on public constants is unrolled while checking, one level per call; "
                             "make sure it reaches its base case within that depth")
@@ -210,10 +217,11 @@ class InstanceRules:
         instance = I.Instance(label, names, key=key) if isinstance(fn, TopFn) else None
         summary = Summary(FnT(label), [], {}, instance, names, None, param_types)
         name = fn.decl.name if isinstance(fn, TopFn) else None
-        state = _Active(summary, name, self.speculation, key[2], _candidates(args, param_types))
+        saved_function, since = self.current_function, len(self.splits)
+        state = _Active(summary, name, self.speculation, key[2], _candidates(args, param_types), since,
+                        deferred=self.deferred)
         self._enter(key, state)
         self.instance_count += 1
-        saved_function, since = self.current_function, len(self.splits)
         self.current_function = label if isinstance(fn, TopFn) else self.current_function
         try:
             body, symbols = self._check_body(fn, params, param_types, args, summary)
@@ -231,7 +239,14 @@ class InstanceRules:
             coefs, flat, risk, growth = self._require_assumed(state, coefs, flat, risk, growth, span)
         summary.cod, summary.coefs, summary.captured = cod, coefs, flat
         summary.risk, summary.growth = risk, growth
-        summary.depth = 1 + state.callee_depth
+        if isinstance(body.type, FnT) and isinstance(body.fn, (Closure, Partial)):
+            summary.returned, summary.since = body.fn, since  # applied at each call (rebind_returned)
+        summary.depth, summary.draw_depth = 1 + state.callee_depth, state.draw_depth
+        if max(summary.depth, summary.draw_depth) > limits.CALL_DEPTH:  # rule Unroll: the runtime's limit
+            raise self.fail("E0306", f"function calls nested more than {limits.CALL_DEPTH} deep at run time", span,
+                            "recursion on public constants runs one nested call per level (except calls in the "
+                            "rest of a sample block, which run after it); make sure it reaches its base case "
+                            "within that depth")
         if instance is not None:
             instance.body = body.ir
         else:
@@ -284,8 +299,9 @@ class InstanceRules:
                 bindings[p.name] = Val(t, {sym: ONE}, I.IVar(p.name), a.const)
             self._note_binding(p.span, p.name, bindings[p.name])
         summary.param_syms = symbols  # a recursive call met in the body maps onto these
+        summary.frame = env.extend(bindings)
         body = fn.decl.body if isinstance(fn, TopFn) else fn.body
-        return self.expr(body, env.extend(bindings)), symbols
+        return self.expr(body, summary.frame), symbols
 
     def _check_annotations(self, fn, params, coefs, symbols) -> None:
         for p, c, sym in zip(params, coefs, symbols):
@@ -355,14 +371,30 @@ class InstanceRules:
         self.note_growth(growth)
         if self.stack:
             top = self.stack[-1]
-            top.callee_depth = max(top.callee_depth, summary.depth)
+            if self.deferred > top.deferred:  # under `sample`: it runs when drawn, from depth 0
+                top.draw_depth = max(top.draw_depth, summary.depth, summary.draw_depth)
+            else:
+                top.callee_depth = max(top.callee_depth, summary.depth)
+                top.draw_depth = max(top.draw_depth, summary.draw_depth)
         return dist, risk
+
+    def rebind_returned(self, summary: Summary, args: list[Val], span: Span) -> Optional[FnValue]:
+        """Rule Closure: a function value an instance returns, seen from the call.  Its
+        environment is the instance's, where parameters are distance symbols; at the call they
+        stand for the arguments, so every value the function can reach is re-expressed in the
+        caller's symbols (parts split inside the instance first replaced by what they split).
+        Each later application then checks its body in that environment, as for any closure."""
+        if summary.returned is None or summary.frame is None:
+            return None
+        subst = {sym: a.dist for sym, a, t in zip(summary.param_syms, args, summary.param_types)
+                 if not isinstance(t, FnT)}
+        return _Rebinder(self, subst, summary.frame, summary.since, span).fn(summary.returned)
 
     def note_growth(self, dist: Dist) -> None:
         """A table as large as `dist` (rows of the inputs it is built from) exists at run time."""
         if dist and self.stack:
-            top = self.stack[-1]
-            top.growth = self.d_max(top.growth, self.eliminate(dist))
+            top = self.stack[-1]  # parts split in this instance are replaced by what they split
+            top.growth = self.d_max(top.growth, self.eliminate(dist, top.since))
 
     # ---- solving --------------------------------------------------------------------------------
 
@@ -387,6 +419,50 @@ class InstanceRules:
                                 f"function, but its annotation allows {fmt_coef(bound)}", pspan)
         self.store = ConstraintStore()
         self.pending_checks = []
+
+
+class _Rebinder:
+    """Re-express values reachable from a returned function in the caller's symbols."""
+
+    def __init__(self, checker, subst: dict[str, Dist], frame: Env, since: int, span: Span):
+        self.ck, self.subst, self.frame, self.since, self.span = checker, subst, frame, since, span
+        self.envs: dict[int, Env] = {}
+
+    def fn(self, f: FnValue) -> FnValue:
+        if isinstance(f, Closure):
+            return Closure(f.params, f.body, self.env(f.env), f.label)
+        if isinstance(f, Partial):
+            return Partial(self.val(f.fn), [self.val(v) for v in f.given], f.arity_left)
+        return f  # top-level functions and functions of a declared type capture nothing here
+
+    def env(self, env: Env) -> Env:
+        """The chain up to the instance's parameter scope is rebuilt; what lies above it (the
+        globals, or the scope of an enclosing closure) does not mention the parameters."""
+        if not self._inside(env):
+            return env
+        done = self.envs.get(id(env))
+        if done is None:
+            parent = self.env(env.parent) if env is not self.frame else env.parent
+            done = self.envs[id(env)] = Env({n: self.val(v) for n, v in env.vars.items()}, parent)
+        return done
+
+    def _inside(self, env: Optional[Env]) -> bool:
+        while env is not None:
+            if env is self.frame:
+                return True
+            env = env.parent
+        return False
+
+    def val(self, v: Val) -> Val:
+        parts = None if v.parts is None else [self.dist(p) for p in v.parts]
+        fn = None if v.fn is None else self.fn(v.fn)
+        return Val(v.type, self.dist(v.dist), v.ir, v.const, fn, parts)
+
+    def dist(self, d: Dist) -> Dist:
+        out: Dist = {}
+        for sym, c in self.ck.eliminate(d, self.since).items():
+            out = d_add(out, self.ck.scale_apply(c, self.subst[sym], self.span) if sym in self.subst else {sym: c})
+        return out
 
 
 def _candidates(args: list[Val], param_types: list[Type]) -> frozenset:

@@ -13,10 +13,15 @@ from .types import (BOOL, STRING, UNIT, Bag, Cat, Fun, Fuzzy, ListT, Num, Parts,
 class TypeResolver:
     def __init__(self, schemas: dict[str, Schema]):
         self.schemas = schemas
+        self._resolved: dict[int, tuple[A.TypeExpr, Type]] = {}  # id -> (node kept alive, its type)
 
     def resolve(self, t: A.TypeExpr) -> Type:
-        method = getattr(self, "t_" + type(t).__name__)
-        return method(t)
+        hit = self._resolved.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        out = getattr(self, "t_" + type(t).__name__)(t)
+        self._resolved[id(t)] = (t, out)
+        return out
 
     def t_TNum(self, t: A.TNum) -> Type:
         if t.lo is not None and t.hi is not None and t.lo > t.hi:

@@ -92,7 +92,8 @@ CONSTRUCTS = {
 
 
 def test_generator_covers_the_language():
-    """Accepted programs use every construct listed, and most programs are accepted."""
+    """Accepted programs use every construct listed, and a good share are accepted (the themes
+    favour the shapes of known unsound rules, which the checker now refuses: about 40% pass)."""
     accepted, seen = 0, set()
     with call_depth(DEPTH_LIMIT):
         for seed in range(400):
@@ -101,7 +102,7 @@ def test_generator_covers_the_language():
                 continue
             accepted += 1
             seen |= {name for name, rx in CONSTRUCTS.items() if re.search(rx, program.text)}
-    assert accepted >= 200, accepted
+    assert accepted >= 140, accepted
     assert set(CONSTRUCTS) - seen == set()
 
 
