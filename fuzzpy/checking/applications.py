@@ -58,7 +58,8 @@ class ApplicationRules:
         node = I.IPrim(name, ir_args, dict(res.info), span=span)
         if res.const is not NOCONST:
             return Val(res.type, res.dist, I.IConst(res.const, span=span), res.const, None, res.parts)
-        return Val(res.type, res.dist, node, res.const, None, res.parts, r_union(applied, *map(evaluated_risk, vals)))
+        return Val(res.type, res.dist, node, res.const, None, res.parts,
+                   r_union(res.risk, applied, *map(evaluated_risk, vals)))
 
     def apply(self, f: Val, args: list[Val], span: Span) -> Val:
         while args:

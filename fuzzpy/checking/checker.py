@@ -208,14 +208,15 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules):
                                                self.current_function, dict(extra or {})))
 
     def instantiate(self, arg: Arg, param_types: list[Type], span: Span, per_row: bool = False,
-                    record: bool = True) -> Instantiated:
+                    record: bool = True, public: bool = False) -> Instantiated:
         """Check a function argument at the given parameter types (for higher-order primitives).
 
         Its failure risk goes to the primitive being checked (`record`), except for a row
         function (`per_row`): the runtime runs it once per row and turns a row's failure into a
         missing value for that row, so no failure of a row function ends the run (rule Row).  A
         risk on its own parameters means it may fail depending on what it is applied to: the
-        primitive's arguments (ARGS)."""
+        primitive's arguments (ARGS).  With `public`, the primitive applies the function only to
+        public values (candidates, queries): its parameters are public."""
         fn = arg.fn
         if fn is None:
             raise self.fail("E0203", f"expected a function here, but this is {arg.type}", arg.span)
@@ -223,7 +224,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules):
         holders = []
         for name, t in zip(names, param_types):
             sym = self.fresh_symbol(name, t)
-            holders.append(Val(t, {sym: ONE}, I.IVar(name, span=span)))
+            holders.append(Val(t, {} if public else {sym: ONE}, I.IVar(name, span=span)))
         since = len(self.splits)
         fval = Val(arg.type, arg.dist, arg.ir, arg.const, fn)
         top = self.stack[-1]
@@ -232,9 +233,9 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules):
             result = self.apply(fval, holders, span)
         finally:
             growth, top.growth = top.growth, outer_growth
-        syms = [next(iter(h.dist)) for h in holders]
+        syms = [next(iter(h.dist)) for h in holders if h.dist]
         flat = self.eliminate(result.dist, since)
-        coefs = [flat.pop(s, ZERO) for s in syms]
+        coefs = [flat.pop(s, ZERO) for s in syms] if syms else [ZERO] * len(holders)
         risk = self.eliminate(result.risk, since)
         if any(risk.pop(s, ZERO) != 0 for s in syms):
             risk[ARGS] = ONE

@@ -133,7 +133,7 @@ class InstanceRules:
         ident = ("top", fn.decl.name) if isinstance(fn, TopFn) else ("closure", fn)  # type: ignore[union-attr]
         consts = tuple(_hashable(a.const) if a.is_const else None for a in args)
         fns = tuple(_fn_identity(a.fn) for a in args)
-        return (ident, tuple(types), consts, fns)
+        return (ident, tuple(types), consts, fns, tuple(_public(a) for a in args))
 
     # ---- rule Widen: stop unrolling a speculative chain ------------------------------------------
 
@@ -295,6 +295,8 @@ class InstanceRules:
                 bindings[p.name] = Val(a.type, a.dist, I.IVar(p.name), a.const, a.fn)
             elif isinstance(t, Fun):
                 bindings[p.name] = Val(t, {sym: ONE}, I.IVar(p.name), NOCONST, Opaque(t))
+            elif _public(a):  # a released value: the same on neighbouring inputs (the key says so)
+                bindings[p.name] = Val(t, {}, I.IVar(p.name))
             else:
                 bindings[p.name] = Val(t, {sym: ONE}, I.IVar(p.name), a.const)
             self._note_binding(p.span, p.name, bindings[p.name])
@@ -463,6 +465,12 @@ class _Rebinder:
         for sym, c in self.ck.eliminate(d, self.since).items():
             out = d_add(out, self.ck.scale_apply(c, self.subst[sym], self.span) if sym in self.subst else {sym: c})
         return out
+
+
+def _public(a: Val) -> bool:
+    """A public value that is not a constant (a released value, a public candidate): an instance
+    checked for it treats the parameter as public and is never used for a private argument."""
+    return not a.dist and not a.is_const and a.fn is None
 
 
 def _candidates(args: list[Val], param_types: list[Type]) -> frozenset:

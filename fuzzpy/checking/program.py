@@ -350,7 +350,9 @@ class _ProgramChecker:
 
     def generic_instance(self, decl: A.FunDecl):
         types = [self.resolver.resolve(p.type) for p in decl.params]  # type: ignore[arg-type]
-        placeholders = [Val(t, {}, I.IVar(p.name), NOCONST) for p, t in zip(decl.params, types)]
+        # Each parameter stands for any value, private ones included (a distance symbol of its own).
+        placeholders = [Val(t, {self.checker.fresh_symbol(p.name, t): Fraction(1)}, I.IVar(p.name), NOCONST)
+                        for p, t in zip(decl.params, types)]
         for v, t in zip(placeholders, types):
             if isinstance(t, Fun):
                 from .values import Opaque

@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 from fractions import Fraction
 
-from ..checking.sens import INF, ZERO, d_add, d_inf, d_scale
+from ..checking.sens import INF, ONE, ZERO, d_add, d_inf, d_scale
 from ..checking.types import BOOL, Bool, Cat, Num, Str
 from .registry import NOCONST, Arg, Result, primitive
 
@@ -101,8 +101,21 @@ def _arith_rule(op: str):
                 dist = d_scale(1 / abs(Fraction(b.const)), a.dist)
             else:
                 dist = d_inf(d_add(a.dist, b.dist))
-        return Result(rtype, dist)
+        return Result(rtype, dist, risk=_exact_size_risk(op, a, b, rtype))
     return rule
+
+
+def _exact_size_risk(op: str, a: Arg, b: Arg, result: Num) -> dict:
+    """Rule Exact (docs/soundness.md): outside row functions numbers are exact, and the product or
+    quotient of two private numbers has as many digits as both together, so repeating it (squaring
+    a count 40 times) builds numbers whose size, and the time and memory to build them, depend on
+    the data.  Such a product is a failure risk on what both depend on, unless its result is a
+    bounded integer (whose size the bounds fix).  Inside a row function, which computes in floats,
+    the risk is dropped with the rest of the row's."""
+    private = [x for x in (a, b) if x.dist and not x.is_const]
+    if op in "*/" and len(private) == 2 and not (result.integer and result.bounded):
+        return {s: ONE for s in {**a.dist, **b.dist}}
+    return {}
 
 
 def _mul(x, y):

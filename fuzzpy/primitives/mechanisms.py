@@ -73,7 +73,7 @@ def public_cutoff(ctx, arg: Arg, mech: str) -> int:
 
 def score_function(ctx, fn: Arg, elem: Type, span, mech: str) -> Instantiated:
     """Check the score at the element type; its private input is what it captures."""
-    inst = ctx.instantiate(fn, [elem], span)
+    inst = ctx.instantiate(fn, [elem], span, public=True)  # applied to public candidates only
     if not isinstance(inst.cod, Num):
         raise ctx.fail("E0202", f"the score function of {mech} must return a number, but it returns {inst.cod}",
                        fn.span)

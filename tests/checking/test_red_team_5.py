@@ -53,7 +53,7 @@ CONST_ARG_DOORS = {
     "svt-threshold": ("fuzzy (list bool) { above_threshold 1 1 (let z = down (count db * 100000); 5) [1] "
                       "(fun q -> count db) }"),
     "exponential-candidates": ("fuzzy num { exponential 1 (let z = down (count db * 100000); [1, 2]) "
-                               "(fun q -> q * count db) }"),
+                               "(fun q -> q * clip 0 1000 (count db)) }"),
     "head-length": ("fuzzy num { laplace 1 (count (head (let z = down (count db * 100000); 2) "
                     "(sort_by (fun r -> r.x) db))) }"),
     "part-key": ('fuzzy num { laplace 1 (count (part (groupby (fun r -> r.k) db) '
