@@ -6,7 +6,7 @@ function's body for given arguments is in instances.py."""
 from __future__ import annotations
 
 from ..diagnostics import Span
-from ..primitives.registry import NOCONST, Arg, Result, lookup
+from ..primitives.registry import NOCONST, Arg, Result, lookup  # noqa: F401
 from ..syntax import ast as A
 from . import ir as I
 from .effects import ARGS, r_presence, r_union
@@ -42,24 +42,34 @@ class ApplicationRules:
         prim = lookup(name)
         assert prim is not None
         args = [Arg(v.type, v.dist, v.const, v.ir.span or span, const_ir(v), v.fn, v.parts) for v in vals]
-        # Functions the rule checks (ctx.instantiate) add the risk of their bodies here.
-        self.primitive_risk.append({})
-        self.primitive_growth.append(ZERO)
-        try:
-            res: Result = prim.rule(self, args, span)
-        finally:
-            applied, grown = self.primitive_risk.pop(), self.primitive_growth.pop()
-        data = [v for v in vals if v.fn is None]  # what the primitive applies its functions to
-        if applied.pop(ARGS, 0):
-            applied = r_union(applied, *[r_presence(v.dist) for v in data])
-        if grown != 0:
-            self.note_growth(self._scale(grown, d_add(*[v.dist for v in data]), span))
+        applied: Dist = {}
+        if any(v.fn is not None for v in vals):
+            res, applied = self._rule_applying_functions(prim, args, vals, span)
+        else:
+            res = prim.rule(self, args, span)
         ir_args = res.ir_args if res.ir_args is not None else [a.ir for a in args]
         node = I.IPrim(name, ir_args, dict(res.info), span=span)
         if res.const is not NOCONST:
             return Val(res.type, res.dist, I.IConst(res.const, span=span), res.const, None, res.parts)
         return Val(res.type, res.dist, node, res.const, None, res.parts,
                    r_union(res.risk, applied, *map(evaluated_risk, vals)))
+
+    def _rule_applying_functions(self, prim, args: list[Arg], vals: list[Val], span: Span) -> tuple[Result, Dist]:
+        """Rule Primitive for a primitive given functions: the functions its rule checks
+        (ctx.instantiate) add the risk and the table growth of their bodies, mapped onto what the
+        primitive applies them to, its other arguments."""
+        self.primitive_risk.append({})
+        self.primitive_growth.append(ZERO)
+        try:
+            res: Result = prim.rule(self, args, span)
+        finally:
+            applied, grown = self.primitive_risk.pop(), self.primitive_growth.pop()
+        data = [v for v in vals if v.fn is None]
+        if applied.pop(ARGS, 0):
+            applied = r_union(applied, *[r_presence(v.dist) for v in data])
+        if grown != 0:
+            self.note_growth(self._scale(grown, d_add(*[v.dist for v in data]), span))
+        return res, applied
 
     def apply(self, f: Val, args: list[Val], span: Span) -> Val:
         while args:

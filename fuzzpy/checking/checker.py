@@ -131,6 +131,8 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules):
         """Replace split parts by their parent: sum_k c_k d_k <= max_k c_k * d(parent), the exact
         maximum of the linear form over {sum_k d_k <= d(parent)}.  Splits are eliminated newest
         first (a parent only mentions older symbols); only the splits that occur are visited."""
+        if not dist:
+            return {}
         out = dict(dist)
         pending = {self.split_of[s] for s in out if self.split_of.get(s, -1) >= since}
         while pending:

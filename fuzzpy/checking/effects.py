@@ -25,6 +25,11 @@ def r_union(*risks: Dist) -> Dist:
     """Risk of evaluating several sub-expressions: the union of theirs."""
     out: Dist = {}
     for r in risks:
+        if not r:
+            continue
+        if not out:
+            out = dict(r)
+            continue
         for s, c in r.items():
             out[s] = _either(out[s], c) if s in out else c
     return out
