@@ -39,6 +39,7 @@ from ..primitives.registry import NOCONST, Arg, Instantiated, lookup
 from ..syntax import ast as A
 from . import ir as I
 from .applications import ApplicationRules
+from .counting import CountRules
 from .expressions import ExpressionRules
 from .helpers import (infinite_part, _branch_choice, _cover, _fn_identity, _free_vars, _has_tvar,  # noqa: F401 - re-exported
                       _hashable, _integral_type, _pattern_names, _rename_args, _spine, _widen, apply_scale)
@@ -62,7 +63,7 @@ class MechanismRecord:
     extra: dict = field(default_factory=dict)
 
 
-class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules):
+class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, CountRules):
     """Checks a program's functions; the rules come from the mixins (see the module docstring)."""
 
     def __init__(self, functions: dict[str, A.FunDecl], resolver: TypeResolver, globals_: dict[str, Val]):
@@ -94,6 +95,9 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules):
         self.widened: list[tuple[str, Span]] = []
         self.primitive_risk: list[Dist] = []  # risk of the functions a primitive's rule checked
         self.primitive_growth: list[Coef] = []  # their growth relative to what they are applied to
+        self._shapes: dict[int, Any] = {}  # counting.py: each declaration's rule Count shape
+        self._counting: Any = None         # the key of the counted step being checked
+        self._counted_state: Any = None
 
     # ---- symbols, splits and elimination ----------------------------------------------------
 

@@ -76,6 +76,7 @@ class _Active:
     callee_depth: int = 0
     draw_depth: int = 0
     deferred: int = 0             # the checker's depth in `sample` when it was entered
+    recursion_eager: bool = False  # a recursive call of it runs now, not when a sample is drawn
 
 
 class InstanceRules:
@@ -95,6 +96,10 @@ class InstanceRules:
             return self.instances[key], args
         if key in self.active:
             return self.recursive_summary(fn, key, span), args
+        counted = self.counted(fn, args, span) if isinstance(fn, TopFn) else None
+        if counted is not None:  # rule Count: checked once for every level
+            self.instances[key] = counted
+            return counted, args
         if len(self.stack) >= limits.UNROLL_DEPTH or self.instance_count >= MAX_INSTANCES:
             raise self.fail("E0306", f"function calls nested more than {limits.UNROLL_DEPTH} deep (or more than "
                             f"{MAX_INSTANCES} function instances) at check time", span,
@@ -162,6 +167,8 @@ class InstanceRules:
 
     def recursive_summary(self, fn: FnValue, key, span: Span) -> Summary:
         state = self.active[key]
+        if self.deferred == state.deferred:
+            state.recursion_eager = True
         if not state.recursive:
             if not isinstance(fn, TopFn) or fn.decl.ret is None:
                 name = fn.decl.name if isinstance(fn, TopFn) else "this function"
@@ -254,7 +261,9 @@ class InstanceRules:
         self.instances[key] = summary
         if _mentions_unknowns(summary):
             self.unsolved.append(summary)
-        if state.recursive and not any(a.recursive for a in self.stack):
+        if key == self._counting:
+            self._counted_state = state  # rule Count solves it (counting.py)
+        elif state.recursive and not any(a.recursive for a in self.stack):
             self.solve_pending(span)
         return summary
 

@@ -1,0 +1,345 @@
+"""Rule Count (docs/soundness.md): a recursion over a public counter, checked once.
+
+A function whose body is `if n <op> c then BASE else STEP` (or the arms the other way round),
+where every call of itself in STEP passes `n - k` for its counter n (k > 0 public) and the same
+other arguments, called with a constant N, runs STEP a number of times D that the checker can
+compute, then BASE.  Instead of unrolling D levels (rule Unroll, one check per level), the
+body is checked once with n public but not constant, its recursive call assumed to have the
+summary U (rule Recursion), which gives the body's summary as a monotone function F(U); the
+summary of the call is F applied D times to the summary of the base level, computed in exact
+arithmetic.  By induction on the level, F^d(S_base) bounds the level-d call: the body check
+holds for every public value of n, and level d calls level d - 1.  Anything the rule cannot
+establish (another shape, a mechanism that needs the recursion's own sensitivity, a nested
+recursion) falls back to unrolling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Optional
+
+from .. import limits
+from ..diagnostics import FuzzError, Span
+from ..primitives.registry import NOCONST
+from ..syntax import ast as A
+from .effects import FAIL
+from .helpers import _free_vars, _pattern_names, _spine
+from .sens import INF, ZERO, Coef, ConstraintStore, Lin, is_const
+from .types import Num
+from .values import TopFn, Val
+
+# Levels a counted recursion may have: each costs one step of exact arithmetic on its summary.
+MAX_COUNT_LEVELS = 1_000_000
+_FLIP = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "==": "==", "!=": "!="}
+
+
+@dataclass(frozen=True)
+class CountShape:
+    """The syntactic shape rule Count needs, read off a function declaration."""
+
+    param: int            # index of the counter parameter
+    op: str               # the guard is `n op bound`
+    bound: A.Expr         # mentions no parameter
+    base_is_then: bool    # the `then` arm is the base (holds no recursive call)
+    steps: tuple          # the decrement expressions of the recursive calls (no parameter)
+
+
+def count_shape(decl: A.FunDecl) -> Optional[CountShape]:
+    body, params = decl.body, [p.name for p in decl.params]
+    if decl.ret is None or not isinstance(body, A.If) or not isinstance(body.cond, A.BinOp):
+        return None
+    cond = body.cond
+    if cond.op not in _FLIP:
+        return None
+    if isinstance(cond.left, A.Var) and cond.left.name in params:
+        name, op, bound = cond.left.name, cond.op, cond.right
+    elif isinstance(cond.right, A.Var) and cond.right.name in params:
+        name, op, bound = cond.right.name, _FLIP[cond.op], cond.left
+    else:
+        return None
+    if _free_vars(bound, set()) & set(params) or _binds(body, name):
+        return None
+    in_then, in_other = _mentions(body.then, decl.name), _mentions(body.other, decl.name)
+    if in_then == in_other:
+        return None
+    step_arm = body.then if in_then else body.other
+    steps = _recursive_steps(step_arm, decl.name, params.index(name), name, len(params), set(params))
+    if not steps:
+        return None
+    return CountShape(params.index(name), op, bound, not in_then, tuple(steps))
+
+
+def _mentions(e: A.Node, name: str) -> bool:
+    return isinstance(e, A.Var) and e.name == name or any(_mentions(c, name) for c in A.children(e))
+
+
+def _binds(e: A.Node, name: str) -> bool:
+    """Is `name` bound anywhere inside e (so that some occurrence is not the parameter)?"""
+    if isinstance(e, (A.Let, A.Sample)) and name in _pattern_names(e.pattern):
+        return True
+    if isinstance(e, A.Lambda) and any(p.name == name for p in e.params):
+        return True
+    if isinstance(e, A.CaseArm) and any(name in _pattern_names(p) for p in e.patterns):
+        return True
+    return any(_binds(c, name) for c in A.children(e))
+
+
+def _recursive_steps(e: A.Node, fname: str, index: int, counter: str, arity: int, params: set) -> list:
+    """The decrement of every call of fname in e, or [] if some occurrence of fname is not a
+    full call whose counter argument is `counter - k` with k free of parameters."""
+    out: list = []
+    ok = [True]
+
+    def walk(node: A.Node) -> None:
+        if isinstance(node, A.Apply):
+            head, args = _spine(node)
+            if isinstance(head, A.Var) and head.name == fname:
+                arg = args[index] if len(args) == arity else None
+                if (isinstance(arg, A.BinOp) and arg.op == "-" and isinstance(arg.left, A.Var)
+                        and arg.left.name == counter and not (_free_vars(arg.right, set()) & params)):
+                    out.append(arg.right)
+                    for a in args:
+                        walk(a)
+                    return
+                ok[0] = False
+                return
+        if isinstance(node, A.Var) and node.name == fname:
+            ok[0] = False  # used as a value, or partially applied
+            return
+        for c in A.children(node):
+            walk(c)
+
+    walk(e)
+    return out if ok[0] else []
+
+
+def _holds(op: str, n: Fraction, bound: Fraction) -> bool:
+    return {"<=": n <= bound, "<": n < bound, ">=": n >= bound, ">": n > bound,
+            "==": n == bound, "!=": n != bound}[op]
+
+
+def levels(shape: CountShape, n: Fraction, bound: Fraction, k: Fraction) -> Optional[int]:
+    """How many times the step arm runs from counter n, decreasing by k > 0 (None: never stops,
+    or more than MAX_COUNT_LEVELS)."""
+    def step(x: Fraction) -> bool:
+        return not _holds(shape.op, x, bound) if shape.base_is_then else _holds(shape.op, x, bound)
+
+    if not step(n):
+        return 0
+    lo, hi = 0, 1  # step(n - lo k) holds; find the first t with step(n - t k) false
+    while step(n - hi * k):
+        lo, hi = hi, hi * 2
+        if hi > MAX_COUNT_LEVELS:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if step(n - mid * k) else (lo, mid)
+    # The steps before t must all hold (monotone guards hold from n down; == and != may not).
+    return hi if all(step(n - t * k) for t in _samples(hi)) else None
+
+
+def _samples(t: int) -> range | list:
+    return range(t) if t <= 64 else sorted({0, 1, t // 2, t - 2, t - 1})
+
+
+class CountRules:
+    """Rule Count (a mixin of `Checker`; see the module docstring)."""
+
+    def counted(self, fn: TopFn, args: list[Val], span: Span):
+        """The summary of a counted recursion called with a constant counter, or None when rule
+        Count does not apply (the caller then unrolls)."""
+        shape = self._shape(fn.decl)
+        if shape is None or self._counting is not None:
+            return None
+        n = args[shape.param]
+        if not n.is_const or not isinstance(n.type, Num):
+            return None
+        consts = [self._public_constant(e) for e in (shape.bound, *shape.steps)]
+        if any(c is None for c in consts) or any(c != consts[1] for c in consts[1:]) or consts[1] <= 0:
+            return None
+        bound, k = consts[0], consts[1]
+        depth = levels(shape, Fraction(n.const), bound, k)
+        if depth is None or depth < 2:
+            return None
+        return self._count(fn, args, shape, depth, Fraction(n.const) - depth * k, span)
+
+    def _shape(self, decl: A.FunDecl) -> Optional[CountShape]:
+        key = id(decl)
+        if key not in self._shapes:
+            self._shapes[key] = (decl, count_shape(decl))
+        return self._shapes[key][1]
+
+    def _public_constant(self, e: A.Expr) -> Optional[Fraction]:
+        try:
+            v = self.expr(e, self.globals)
+        except FuzzError:
+            return None
+        return Fraction(v.const) if v.is_const and isinstance(v.type, Num) else None
+
+    def _count(self, fn: TopFn, args: list[Val], shape: CountShape, depth: int, base_n: Fraction, span: Span):
+        base_args = list(args)
+        base_args[shape.param] = self.const_val(base_n, Num(base_n, base_n, args[shape.param].type.integer))
+        base, _ = self.summary(fn, base_args, span)
+        step_args = list(args)
+        counter = args[shape.param]
+        step_args[shape.param] = Val(Num(None, None, counter.type.integer), {}, counter.ir)  # public, not constant
+        snapshot = self._save()
+        try:
+            step = self._check_step(fn, step_args, span)
+            if step is None:
+                self._restore(snapshot)
+                return None
+            summary, state, key = step
+            self._iterate(summary, state, base, depth, span)
+        except FuzzError:
+            self._restore(snapshot)
+            return None
+        finally:
+            self.store, self.unsolved, self.pending_checks = snapshot[0], snapshot[1], snapshot[2]
+            self._counting = None
+        self.instances.pop(key, None)  # the summary holds for this counter value only (the caller keys it)
+        return summary
+
+    def _check_step(self, fn: TopFn, step_args: list[Val], span: Span):
+        params = fn.decl.params
+        param_types = [self.param_type(p, a, span) for p, a in zip(params, step_args)]
+        step_args = [self.coerce(a, t, span) if not _is_fnt(t) else a for a, t in zip(step_args, param_types)]
+        key = self.instance_key(fn, param_types, step_args)
+        if key in self.active or key in self.instances:
+            return None
+        self.store, self.unsolved, self.pending_checks = ConstraintStore(), [], []
+        self._counting = key
+        summary = self.check_instance(fn, params, param_types, step_args, key, span)
+        state = self._counted_state
+        own = set(_assumed_unknowns(summary))
+        if not state.recursive or any(u not in own and not u.startswith("max~") for u in self.store.unknowns):
+            return None  # not recursive after all, or a nested recursion: unroll instead
+        return summary, state, key
+
+    def _iterate(self, summary, state, base, depth: int, span: Span) -> None:
+        """summary := F^depth(base), F being one level of the body given the level below."""
+        values = _start(summary, base)
+        rows = [(lhs, _single(rhs)) for lhs, rhs, _ in self.store.constraints]
+        assumed = set(_assumed_unknowns(summary))
+        maxes = [r for r in rows if r[1] is not None and r[1] not in assumed]
+        steps = [r for r in rows if r[1] is not None and r[1] in assumed]
+        for _ in range(depth):
+            for m in {u for _, u in maxes}:
+                values[m] = ZERO
+            for _ in range(len(maxes) + 1):  # maxima depend on one another without cycles
+                changed = False
+                for lhs, u in maxes:
+                    v = _eval(lhs, values)
+                    if v > values[u]:
+                        values[u], changed = v, True
+                if not changed:
+                    break
+            nxt = {u: ZERO for u in assumed}
+            for lhs, u in steps:
+                nxt[u] = max(nxt[u], _eval(lhs, values))
+            values.update(nxt)
+        for lhs, rhs, why in self.store.constraints:
+            if _single(rhs) is None and _eval(lhs, values) > _eval(rhs, values):
+                raise self.fail("E0301", f"this counted recursion needs more than its annotation allows ({why})", span)
+        for c, bound, pspan, name in self.pending_checks:
+            if _eval(c, values) > bound:
+                raise self.fail("E0301", f"{name} is used with sensitivity {_eval(c, values)} by this recursion, but "
+                                f"its annotation allows {bound}", pspan)
+        self._substitute(summary, values)
+        summary.risk.pop(FAIL, None)  # it ends after `depth` levels, within the runtime's limits
+        self._count_depth(summary, state, base, depth, span)
+
+    def _substitute(self, summary, values: dict) -> None:
+        from .sens import d_substitute, substitute
+
+        for s in self.unsolved + [summary]:
+            s.coefs = [substitute(c, values) for c in s.coefs]
+            s.captured = {k: v for k, v in d_substitute(s.captured, values).items() if v != 0}
+            s.risk = {k: v for k, v in d_substitute(s.risk, values).items() if v != 0}
+            s.growth = {k: v for k, v in d_substitute(s.growth, values).items() if v != 0}
+
+    def _count_depth(self, summary, state, base, depth: int, span: Span) -> None:
+        """Rule Unroll for a counted recursion: an eager recursive call nests one level per step;
+        one under `sample` runs from depth 0 when drawn."""
+        per_level = summary.depth
+        if state.recursion_eager:
+            summary.depth = depth * per_level + base.depth
+        else:
+            summary.draw_depth = max(summary.draw_depth, per_level, base.depth, base.draw_depth)
+        if max(summary.depth, summary.draw_depth) > limits.CALL_DEPTH:
+            raise self.fail("E0306", f"function calls nested more than {limits.CALL_DEPTH} deep at run time", span)
+
+    def _save(self) -> tuple:
+        return (self.store, self.unsolved, self.pending_checks, len(self.mechanisms), dict(self.instances),
+                len(self.inf_origins), len(self.risk_origins), len(self.widened))
+
+    def _restore(self, snap: tuple) -> None:
+        self.store, self.unsolved, self.pending_checks = snap[0], snap[1], snap[2]
+        del self.mechanisms[snap[3]:]
+        self.instances = snap[4]
+        del self.inf_origins[snap[5]:]
+        del self.risk_origins[snap[6]:]
+        del self.widened[snap[7]:]
+
+
+def _is_fnt(t) -> bool:
+    from .values import FnT
+    return isinstance(t, FnT)
+
+
+def _key_of(v: Any):
+    f = Fraction(v)
+    return (f.numerator, f.denominator)
+
+
+def _assumed_unknowns(summary) -> list[str]:
+    out = []
+    for c in list(summary.coefs) + list(summary.captured.values()) + list(summary.risk.values()) + \
+            list(summary.growth.values()):
+        if isinstance(c, Lin):
+            out += [u for u, _ in c.terms]
+    return out
+
+
+def _start(summary, base) -> dict:
+    """The assumed unknowns set to the base level's summary (parameters matched by position)."""
+    values: dict[str, Coef] = {}
+    pos = {s: i for i, s in enumerate(summary.param_syms)}
+
+    def put(c: Coef, v: Coef) -> None:
+        if isinstance(c, Lin) and len(c.terms) == 1 and c.const == 0:
+            values[c.terms[0][0]] = v
+
+    for c, v in zip(summary.coefs, base.coefs):
+        put(c, v)
+    for sym, c in summary.captured.items():
+        put(c, base.captured.get(sym, ZERO))
+    for part, base_part in ((summary.risk, base.risk), (summary.growth, base.growth)):
+        for sym, c in part.items():
+            if sym in pos:
+                put(c, base_part.get(base.param_syms[pos[sym]], ZERO))
+            else:
+                put(c, base_part.get(sym, ZERO))
+    return values
+
+
+def _single(rhs: Coef) -> Optional[str]:
+    if isinstance(rhs, Lin) and rhs.const == 0 and len(rhs.terms) == 1 and rhs.terms[0][1] == 1:
+        return rhs.terms[0][0]
+    return None
+
+
+def _eval(c: Coef, values: dict) -> Coef:
+    if not isinstance(c, Lin):
+        return c
+    total: Coef = c.const
+    for u, k in c.terms:
+        v = values.get(u, ZERO)
+        if v == INF:
+            return INF
+        total += k * v
+    return total
+
+
+__all__ = ["CountRules", "count_shape", "levels", "NOCONST", "is_const"]
