@@ -23,7 +23,8 @@ EXIT_LEDGER = 4
 _LEDGER_FAILURES = {"E0601", "E0602", "E0603", "E0604"}
 _FULL_ID = re.compile(r"sha256:[0-9a-f]{64}")
 
-ledger_app = typer.Typer(name="ledger", no_args_is_help=True,
+ledger_app = typer.Typer(name="ledger", no_args_is_help=True, pretty_exceptions_enable=False,
+                         pretty_exceptions_show_locals=False,
                          help="Show the privacy budget spent per dataset, and cap it.")
 
 LedgerOpt = Annotated[Optional[Path], typer.Option(
