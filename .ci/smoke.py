@@ -7,8 +7,8 @@ wheel (`.ci/run` does).  It copies the examples to a temporary folder (so nothin
 repository, its stdlib/ in particular, can be found from there) and, with the `fuzzpy` of that
 environment:
 
-* checks and runs every example (text, `--format json`, `--format sarif`), and every command of
-  examples/README.md; stdout of each JSON and SARIF output must parse as one strict JSON value
+* checks and runs every example (text, `--format json`, `--format sarif`), a program that
+  imports the standard library, and every command of examples/README.md; stdout of each JSON and SARIF output must parse as one strict JSON value
   (no banner, no NaN/Infinity), and stderr must hold no traceback;
 * does one language-server round trip on examples/decision_tree.fz (initialize, didOpen,
   publishDiagnostics, shutdown, exit), reading stdout with strict Content-Length framing:
@@ -37,6 +37,23 @@ from urllib.parse import quote
 
 HANG_GUARD_S = 180.0  # only against hangs: a loaded 2-core machine needs a fraction of it
 EXAMPLE_DATA = {"kmeans": "points.csv"}  # every other example reads adult_sample.csv
+# No example imports the standard library; this program does (and needs the LP), so the
+# smoke job sees the stdlib shipped inside the installed package.
+LIBRARY_PROGRAM = """\
+import "stdlib/stats.fz"
+import "stdlib/select.fz"
+import "stdlib/adaptive.fz"
+
+schema Adult { age : num[17, 90], hours_per_week : num[1, 99], sex : cat{"Male", "Female"} }
+
+function main (db : bag Adult) : fuzzy (num, list num, list bool) {
+  let ages = map (fun r -> r.age) db;
+  sample m = adaptive_mean 0.25 0.25 10 0 [1, 10, 100] ages;
+  sample c = cdf_by_intervals 0.25 [30, 50, 70] ages;
+  sample s = sparse_vector 0.25 1 500 [20, 40, 60] (fun q r -> r.age < q) db;
+  return (m, c, s)
+}
+"""
 
 
 class ProtocolError(AssertionError):
@@ -210,6 +227,7 @@ def expect(done: subprocess.CompletedProcess, args: list[str], code: int = 0) ->
 def check_examples(work: Path, env: dict) -> int:
     """Every example checked (text, JSON, SARIF) and run (text, JSON); the count of commands."""
     count = 0
+    (work / "examples" / "library_tour.fz").write_text(LIBRARY_PROGRAM)
     for program in sorted((work / "examples").glob("*.fz")):
         rel = f"examples/{program.name}"
         data = f"examples/data/{EXAMPLE_DATA.get(program.stem, 'adult_sample.csv')}"
