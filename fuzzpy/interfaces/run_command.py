@@ -49,7 +49,7 @@ def run(
                                                                 "(default: the program's '# fuzzpy: budget' pragma)."),
     param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="TESTING ONLY: reproducible noise, no privacy, no ledger."),
-    ledger: Optional[Path] = typer.Option(None, "--ledger", help="Ledger file (default: $FUZZPY_LEDGER or "
+    ledger: Optional[Path] = typer.Option(None, "--ledger", readable=False, help="Ledger file (default: $FUZZPY_LEDGER or "
                                                                  "~/.fuzzpy/ledger.sqlite)."),
     fmt: str = typer.Option("text", "--format", help="text or json."),
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
