@@ -55,6 +55,7 @@ CODES: dict[str, str] = {
     "E0505": "schema mismatch",
     "E0506": "no data given for a table",
     "E0507": "data given for an unknown table",
+    "E0508": "row of a data file too long",
     # E06xx: runs and the ledger (runtime/ledger.py)
     "E0601": "ledger cap exceeded",
     "E0602": "ledger unavailable",

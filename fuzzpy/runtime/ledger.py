@@ -98,14 +98,21 @@ def default_ledger_path() -> Path:
 
 
 def dataset_identity(path: Path) -> str:
-    """"sha256:<hex>" of the file's bytes: a renamed copy is the same dataset, an edit is not."""
+    """"sha256:<hex>" of the file's bytes: a renamed copy is the same dataset, an edit is not.
+
+    Only a regular file is read (checked before it is opened): a FIFO or a device would make
+    the hash wait forever."""
+    from .files import NotARegularFile, open_regular
+
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
+        with open_regular(Path(path)) as fh:
             while chunk := fh.read(_CHUNK):
                 digest.update(chunk)
     except FileNotFoundError:
         raise error("E0501", f"data file not found: {path}") from None
+    except NotARegularFile:
+        raise error("E0502", f"data file {path} is a folder, a device or a pipe, not a regular file") from None
     except OSError as exc:
         raise error("E0502", f"cannot read data file {path} ({_why(exc)})") from None
     return "sha256:" + digest.hexdigest()
