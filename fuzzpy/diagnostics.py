@@ -34,6 +34,7 @@ CODES: dict[str, str] = {
     "E0211": "unknown parameter",
     "E0212": "missing type annotation",
     "E0213": "domain error",
+    "E0214": "not a declared value of the category",
     # E03xx: sensitivity and privacy
     "E0301": "sensitivity exceeds annotation",
     "E0302": "unbounded sensitivity",
