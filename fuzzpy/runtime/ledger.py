@@ -265,9 +265,9 @@ class Ledger:
             self._check_existing()
 
     def _connect(self) -> sqlite3.Connection:
-        if not self.readonly:
-            return sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
         uri = self.path.resolve().as_uri()
+        if not self.readonly:  # mode=rw: SQLite itself never creates a file (only _create does)
+            return sqlite3.connect(f"{uri}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
             return _probe(sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
                                           isolation_level=None))
