@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 version=3.10
 pyenv_root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")}
-py=$(ls -d "$pyenv_root/versions/$version".*/ 2>/dev/null | grep -E "/$version\.[0-9]+/$" | sort -V | tail -n 1)
+py=$(ls -d "$pyenv_root/versions/$version".*/ 2>/dev/null | grep -E "/$version\.[0-9]+/$" | sort -V | tail -n 1 || true)
 if [ -z "$py" ] || [ ! -x "${py}bin/python" ]; then
   echo "floors: no Python $version found under $pyenv_root/versions (install it with: pyenv install $version)" >&2
   exit 1

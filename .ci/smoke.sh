@@ -12,7 +12,7 @@ versions=("3.10" "3.13")
 pyenv_root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")}
 find_python() {  # newest installed patch release of $1 under pyenv, or nothing
   local found
-  found=$(ls -d "$pyenv_root/versions/$1".*/ 2>/dev/null | grep -E "/$1\.[0-9]+/$" | sort -V | tail -n 1)
+  found=$(ls -d "$pyenv_root/versions/$1".*/ 2>/dev/null | grep -E "/$1\.[0-9]+/$" | sort -V | tail -n 1 || true)
   if [ -n "$found" ] && [ -x "${found}bin/python" ]; then echo "${found}bin/python"; fi
 }
 
