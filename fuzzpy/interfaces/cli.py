@@ -172,8 +172,9 @@ def run_app(args: Optional[List[str]] = None) -> int:
         _silence_stdout()
         code = EXIT_PROGRAM
     except BaseException as exc:  # noqa: BLE001 - see internal_error
-        print_diagnostics([internal_error(type(exc))])
-        code = exit_code_for([internal_error(type(exc))])
+        diag = internal_error(type(exc))
+        print_diagnostics([diag])
+        code = exit_code_for([diag])
     try:
         sys.stdout.flush()
     except (BrokenPipeError, ValueError):

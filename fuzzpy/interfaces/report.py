@@ -129,7 +129,7 @@ def print_json(reports: list[CheckReport]) -> None:
         typer.echo(dumps(report_json(reports[0]), indent=2))
     else:
         typer.echo(dumps({"ok": all(r.ok for r in reports), "files": [report_json(r) for r in reports]},
-                              indent=2))
+                         indent=2))
 
 
 def print_text(report: CheckReport) -> None:

@@ -49,8 +49,8 @@ def run(
                                                                 "(default: the program's '# fuzzpy: budget' pragma)."),
     param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="TESTING ONLY: reproducible noise, no privacy, no ledger."),
-    ledger: Optional[Path] = typer.Option(None, "--ledger", readable=False, help="Ledger file (default: $FUZZPY_LEDGER or "
-                                                                 "~/.fuzzpy/ledger.sqlite)."),
+    ledger: Optional[Path] = typer.Option(None, "--ledger", readable=False,  # unreadable: the ledger's E0602
+                                          help="Ledger file (default: $FUZZPY_LEDGER or ~/.fuzzpy/ledger.sqlite)."),
     fmt: str = typer.Option("text", "--format", help="text or json."),
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
 ) -> None:
@@ -240,7 +240,7 @@ class _Run:
         print_diagnostics(diags, self.report.sources)
         if self.opts.fmt == "json":
             typer.echo(dumps({"ok": False, "stage": stage, "file": self.report.file,
-                                   "diagnostics": [d.to_json() for d in diags]}, indent=2))
+                              "diagnostics": [d.to_json() for d in diags]}, indent=2))
         code = exit_code_for(diags)
         return code if code != EXIT_OK else EXIT_RUNTIME
 
@@ -249,8 +249,8 @@ class _Run:
         print_diagnostics(diags, self.report.sources)
         if self.opts.fmt == "json":
             typer.echo(dumps({**self.header_json(), "ok": False, "stage": "run",
-                                   "diagnostics": [d.to_json() for d in diags],
-                                   "releases": [release_json(r, self.report.sources) for r in releases]}, indent=2))
+                              "diagnostics": [d.to_json() for d in diags],
+                              "releases": [release_json(r, self.report.sources) for r in releases]}, indent=2))
         elif releases:
             typer.echo("released before the failure (charged):")
             for r in releases:
@@ -277,8 +277,8 @@ class _Run:
         inner = getattr(report.entry_type, "inner", None)
         if self.opts.fmt == "json":
             typer.echo(dumps({**self.header_json(), "ok": True,
-                                   "releases": [release_json(r, report.sources) for r in result.releases],
-                                   "result": value_json(result.value, inner)}, indent=2))
+                              "releases": [release_json(r, report.sources) for r in result.releases],
+                              "result": value_json(result.value, inner)}, indent=2))
             return
         typer.echo(self.header_text())
         if result.releases:

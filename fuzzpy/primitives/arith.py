@@ -10,8 +10,9 @@ from __future__ import annotations
 import operator
 from fractions import Fraction
 
+from ..checking import ir as I
 from ..checking.sens import INF, ZERO, d_add, d_inf, d_scale
-from ..checking.types import BOOL, Bool, Cat, Num, Str
+from ..checking.types import BOOL, Bool, Cat, ListT, Num, Record, Str, SumT, Tensor, With
 from .registry import NOCONST, Arg, Result, primitive
 
 _REF_FUZZ = "Reed & Pierce, Distance Makes the Types Grow Stronger (ICFP 2010), section 3"
@@ -250,9 +251,6 @@ def _closest(literal: str, values: tuple[str, ...]) -> list[str]:
 def _misfits(t, value, ir, span):
     """(category, string, span) for each string constant met at a category position of `t`:
     in the constant `value`, or else in the constant leaves of the expression `ir`."""
-    from ..checking import ir as I
-    from ..checking.types import ListT, Record, SumT, Tensor, With
-
     where = getattr(ir, "span", None) or span
     if value is _NOT_CONST and isinstance(ir, I.IConst):
         value = ir.value
@@ -278,8 +276,6 @@ def _misfits(t, value, ir, span):
 
 
 def _const_misfits(t, value, where):
-    from ..checking.types import ListT, Record, SumT, Tensor, With
-
     if isinstance(t, Cat):
         if isinstance(value, str) and value not in t.values:
             yield t, value, where

@@ -18,8 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import secrets
+import sqlite3
 import stat
 import time
 from contextlib import contextmanager
@@ -271,12 +271,18 @@ class Ledger:
         try:
             return _probe(sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
                                           isolation_level=None))
-        except sqlite3.OperationalError:
+        except sqlite3.OperationalError as exc:
             # In a folder we cannot write to, SQLite cannot create the shared-memory file WAL
-            # reading needs.  Without a write-ahead log beside it, the file holds every commit
-            # and no writer can be at work (it would need the log): read it as immutable.
-            if _has_wal(self.path):
+            # reading needs.  Without a write-ahead log or a rollback journal beside it, the file
+            # holds every commit and no writer can be at work (it would need one of them): read
+            # it as immutable.  Never when busy: a writer holds it.
+            if _is_busy(exc):
                 raise
+            if _has_log(self.path):
+                raise error("E0602", f"cannot read the ledger {self.path}: a write-ahead log or journal beside it "
+                                     "holds commits, which SQLite reads only with write access to the folder",
+                            None, f"copy {self.path.name} together with its -wal (or -journal) file to a folder "
+                                  "you can write to, and read that copy") from None
             return _probe(sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None))
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -580,11 +586,16 @@ def _remove_database(path: Path) -> None:
             pass
 
 
-def _has_wal(path: Path) -> bool:
-    try:
-        return Path(f"{path}-wal").stat().st_size > 0
-    except OSError:
-        return False
+def _has_log(path: Path) -> bool:
+    """A non-empty write-ahead log or rollback journal beside the database: commits (or a
+    write in progress) that the main file alone does not show."""
+    for suffix in ("-wal", "-journal"):
+        try:
+            if Path(f"{path}{suffix}").stat().st_size > 0:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _probe(db: sqlite3.Connection) -> sqlite3.Connection:

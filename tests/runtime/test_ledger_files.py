@@ -203,6 +203,28 @@ def test_show_and_backup_work_in_a_read_only_folder(read_only_folder, tmp_path):
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="drops Linux capabilities when run as root")
+def test_a_read_only_folder_with_a_leftover_log_is_an_error_not_a_partial_read(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    book = _charges_kept_in_the_log(path, 3)  # committed, but only in ledger.sqlite-wal
+    frozen = tmp_path / "frozen"
+    frozen.mkdir()
+    shutil.copyfile(path, frozen / "ledger.sqlite")  # as a crash leaves them: main file and log,
+    shutil.copyfile(f"{path}-wal", frozen / "ledger.sqlite-wal")  # no shared-memory file
+    book._reader.close()
+    book.close()
+    frozen.chmod(0o555)
+    try:
+        done = as_ordinary_user("ledger", "show", "--ledger", str(frozen / "ledger.sqlite"))
+    finally:
+        frozen.chmod(0o755)
+    if done.returncode == 0:  # SQLite could read the log after all: then it must show all of it
+        assert done.stdout.count("charged") == 3, done.stdout
+    else:
+        assert done.returncode == 4 and "E0602" in done.stderr, done.stderr
+        assert "write-ahead log" in done.stderr and "copy ledger.sqlite together with its -wal" in done.stderr
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="drops Linux capabilities when run as root")
 def test_an_unreadable_ledger_is_an_error_not_a_new_ledger(tmp_path):
     path = tmp_path / "ledger.sqlite"
     with Ledger(path) as book:
