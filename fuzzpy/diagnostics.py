@@ -44,7 +44,8 @@ CODES: dict[str, str] = {
     "E0306": "recursion cannot be bounded",
     "E0307": "not a partition of public keys",
     "E0308": "private data in a function passed to a bag operation",
-    "E0309": "noise scale beyond the supported range",
+    # E0309-E0311: reserved, in use on the branch that rewrites the checker.
+    "E0312": "noise scale beyond the supported range",
     # E04xx: budget
     "E0401": "privacy budget exceeded",
     "E0402": "invalid budget",

@@ -26,7 +26,7 @@ def check_with_budget(path: Path, params: dict[str, str], entry: Optional[str],
 def apply_budget(report: CheckReport, configured: Optional[Fraction]) -> None:
     """The effective budget is the smaller of the configured one and the file's pragma; a
     well-typed program over it gets E0401 (used by the CLI and the language server).  A
-    mechanism whose noise scale no run could release gets E0309."""
+    mechanism whose noise scale no run could release gets E0312."""
     given = [b for b in (configured, report.pragma_budget) if b is not None]
     report.budget = min(given) if given else None
     if report.ok:
@@ -38,7 +38,7 @@ def apply_budget(report: CheckReport, configured: Optional[Fraction]) -> None:
 
 
 def scale_problems(report: CheckReport) -> list[Diagnostic]:
-    """E0309 for each mechanism whose noise scale exceeds MAX_NOISE_SCALE.  The scale depends
+    """E0312 for each mechanism whose noise scale exceeds MAX_NOISE_SCALE.  The scale depends
     on public numbers only (sensitivity / epsilon), so this is known before any data is read,
     and `fuzzpy run` stops here, before its charge, rather than after it, in the output."""
     from ..runtime.grid import MAX_NOISE_SCALE, MAX_NOISE_SCALE_TEXT
@@ -50,7 +50,7 @@ def scale_problems(report: CheckReport) -> list[Diagnostic]:
         scale = max(m.scale, m.extra.get("query_scale") or 0)
         if scale > MAX_NOISE_SCALE:
             out.append(Diagnostic(
-                "E0309", f"the noise scale of this {m.name} is {scientific(Fraction(scale))}, more than "
+                "E0312", f"the noise scale of this {m.name} is {scientific(Fraction(scale))}, more than "
                          f"fuzzpy can release (at most {MAX_NOISE_SCALE_TEXT})", m.span,
                 [f"the scale is {'a multiple of ' if m.name != 'laplace' else ''}sensitivity / epsilon, here "
                  f"{fmt_coef(m.sensitivity)} / {fmt_coef(m.epsilon)}: raise epsilon or lower the sensitivity",

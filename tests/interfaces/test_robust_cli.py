@@ -2,7 +2,7 @@
 
 Public numbers (noise scales, epsilons, budgets, post-processed results) can be far beyond the
 float range; the output stage formats every one of them by total functions, and a noise scale
-no run could release is refused by the check (E0309), before any data is read or charged.
+no run could release is refused by the check (E0312), before any data is read or charged.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def test_a_noise_scale_beyond_the_float_range_is_refused_before_anything_is_char
     book = tmp_path / "ledger.sqlite"
     res = fz("run", QUICKSTART, "--data", SAMPLE, "--budget", "1", "--param", f"eps={eps}", "--ledger", book)
     assert res.exit_code == 1
-    assert "error[E0309]: the noise scale of this laplace is" in res.stderr
+    assert "error[E0312]: the noise scale of this laplace is" in res.stderr
     assert "at most 1e300" in res.stderr and "examples/quickstart.fz:18:18" in res.stderr
     assert "raise epsilon" in res.stderr
     assert not book.exists() and "2 error(s)" in res.stdout
@@ -131,14 +131,14 @@ def test_a_noise_scale_beyond_the_float_range_is_refused_before_anything_is_char
 
 def test_the_check_reports_it_in_text_json_and_sarif(tmp_path):
     text = fz("check", QUICKSTART, "--param", "eps=3e-307")
-    assert text.exit_code == 1 and text.stderr.count("E0309") == 2 and "3.333e+306" in text.stderr
+    assert text.exit_code == 1 and text.stderr.count("E0312") == 2 and "3.333e+306" in text.stderr
     out = strict(fz("check", QUICKSTART, "--param", "eps=3e-307", "--format", "json").stdout)
-    assert [d["code"] for d in out["diagnostics"]] == ["E0309", "E0309"]
+    assert [d["code"] for d in out["diagnostics"]] == ["E0312", "E0312"]
     scales = {m["scale_exact"]: m["scale"] for m in out["mechanisms"]}
     assert scales[str(F(10**307, 3))] == pytest.approx(10**307 / 3)
     assert scales[str(F(9 * 10**308, 3))] is None  # no finite double: null, the exact text stays
     sarif = strict(fz("check", QUICKSTART, "--param", "eps=3e-307", "--format", "sarif").stdout)
-    assert {r["ruleId"] for r in sarif["runs"][0]["results"]} >= {"E0309"}
+    assert {r["ruleId"] for r in sarif["runs"][0]["results"]} >= {"E0312"}
 
 
 def test_scales_up_to_the_limit_run_and_print(tmp_path):
@@ -154,7 +154,7 @@ def test_sparse_vector_query_scale_is_checked_too(tmp_path):
     prog = program(tmp_path, "function main (db : bag Adult) : fuzzy (list bool) {\n"
                              "  above_threshold 1e-290 1000000000000 10 [1, 2] (fun q -> count db)\n}")
     res = fz("check", prog)
-    assert res.exit_code == 1 and "E0309" in res.stderr and "above_threshold" in res.stderr
+    assert res.exit_code == 1 and "E0312" in res.stderr and "above_threshold" in res.stderr
 
 
 def test_randomized_response_with_a_tiny_epsilon_is_fine(tmp_path):
