@@ -36,8 +36,13 @@ def fz(*args: object):
     return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
 
 
+def _refuse(constant: str):
+    raise ValueError(f"non-standard JSON constant {constant}")
+
+
 def strict(text: str):
-    return json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    """The whole text as one standard JSON value (no NaN, Infinity)."""
+    return json.loads(text, parse_constant=_refuse)
 
 
 def program(tmp_path: Path, body: str) -> Path:

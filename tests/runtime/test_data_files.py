@@ -195,14 +195,13 @@ def test_run_with_a_fifo_as_data_ends_promptly_and_charges_nothing(odd_files, tm
                                             *args])
         assert res.exit_code == 4 and "E0502" in res.stderr and "not a regular file" in res.stderr
     assert not book.exists()
-    cap = finishes(runner.invoke, app, ["ledger", "set-cap", "--data", str(odd_files["zero"] if "zero" in odd_files
-                                                                         else odd_files["fifo"]),
-                                        "--cap", "1", "--ledger", str(book)])
+    device = odd_files.get("zero", odd_files["fifo"])
+    cap = finishes(runner.invoke, app, ["ledger", "set-cap", "--data", str(device), "--cap", "1", "--ledger", str(book)])
     assert cap.exit_code == 2 and "E0502" in cap.stderr
 
 
-def test_the_permissions_of_a_fifo_do_not_matter(odd_files):
+def test_open_regular_refuses_a_fifo_without_opening_it_for_a_writer(odd_files):
     fifo = odd_files["fifo"]
-    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # no writer: a plain open() would block forever
     with pytest.raises(files.NotARegularFile):
         finishes(files.open_regular, fifo)
