@@ -34,6 +34,7 @@ CODES: dict[str, str] = {
     "E0211": "unknown parameter",
     "E0212": "missing type annotation",
     "E0213": "domain error",
+    "E0214": "not a declared value of the category",
     # E03xx: sensitivity and privacy
     "E0301": "sensitivity exceeds annotation",
     "E0302": "unbounded sensitivity",
@@ -46,6 +47,7 @@ CODES: dict[str, str] = {
     "E0309": "run may fail depending on private data",
     "E0310": "function of a declared type may not complete",
     "E0311": "table grows beyond the limit",
+    "E0312": "noise scale beyond the supported range",
     # E04xx: budget
     "E0401": "privacy budget exceeded",
     "E0402": "invalid budget",
@@ -57,6 +59,7 @@ CODES: dict[str, str] = {
     "E0505": "schema mismatch",
     "E0506": "no data given for a table",
     "E0507": "data given for an unknown table",
+    "E0508": "row of a data file too long",
     # E06xx: runs and the ledger (runtime/ledger.py)
     "E0601": "ledger cap exceeded",
     "E0602": "ledger unavailable",

@@ -7,6 +7,12 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No wall-clock limits on generated examples: a loaded 2-core machine can be many times slower
+# than a quiet one, and a deadline there fails a test that is correct.
+settings.register_profile("fuzzpy", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("fuzzpy")
 
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT.parent / "shared" / "data" / "adult"

@@ -16,7 +16,10 @@ from ..diagnostics import Diagnostic, FuzzError, render
 
 EXIT_OK, EXIT_PROGRAM, EXIT_USAGE, EXIT_BUDGET, EXIT_RUNTIME = 0, 1, 2, 3, 4
 
+# Typer's own handler of uncaught exceptions prints a rich traceback with local variables (rows
+# of a private table among them); `main` catches everything before it could run, and it is off.
 app = typer.Typer(name="fuzzpy", add_completion=False, no_args_is_help=True,
+                  pretty_exceptions_enable=False, pretty_exceptions_show_locals=False,
                   help="fuzzpy: a checked language for differentially private data analysis.")
 
 
@@ -143,12 +146,76 @@ def _mount_optional() -> None:
 _mount_optional()
 
 
-def main() -> None:  # pragma: no cover - console entry
+def internal_error(kind: type) -> Diagnostic:
+    """A bug in fuzzpy or a dependency, as a coded error.  Only the exception's type is shown:
+    its message or a traceback (with local variables) could quote private data."""
+    return Diagnostic("E0901", f"internal error in fuzzpy ({kind.__name__}); this is a bug, "
+                               "please report it with the command you ran",
+                      None, ["no details are shown, because they could contain private data"])
+
+
+def run_app(args: Optional[List[str]] = None) -> int:
+    """Run the command line and return its exit code.  Nothing escapes as a traceback: every
+    exception ends as a coded error on stderr."""
     try:
-        app()
+        app(args=args, prog_name="fuzzpy")
+        code: object = EXIT_OK
+    except SystemExit as exc:  # how click ends every command
+        code = exc.code
     except FuzzError as exc:
         print_diagnostics(exc.diagnostics)
-        sys.exit(exit_code_for(exc.diagnostics))
+        code = exit_code_for(exc.diagnostics)
+    except KeyboardInterrupt:
+        _echo_err("interrupted")
+        code = 130
+    except BrokenPipeError:  # the reader of our output went away (`fuzzpy check ... | head`)
+        _silence_stdout()
+        code = EXIT_PROGRAM
+    except BaseException as exc:  # noqa: BLE001 - see internal_error
+        diag = internal_error(type(exc))
+        print_diagnostics([diag])
+        code = exit_code_for([diag])
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
+        _silence_stdout()
+    if code is None:
+        return EXIT_OK
+    if not isinstance(code, int):  # sys.exit("message")
+        _echo_err(str(code))
+        return EXIT_USAGE
+    return code
+
+
+def _echo_err(text: str) -> None:
+    try:
+        typer.echo(text, err=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point descriptor 1 at /dev/null, so the interpreter's final flush cannot fail."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _thread_excepthook(hook_args) -> None:  # threading.ExceptHookArgs
+    if hook_args.exc_type is not SystemExit:
+        print_diagnostics([internal_error(hook_args.exc_type)])
+
+
+def main() -> None:  # pragma: no cover - console entry (tested through subprocesses)
+    import threading
+
+    threading.excepthook = _thread_excepthook
+    sys.exit(run_app())
 
 
 if __name__ == "__main__":  # pragma: no cover

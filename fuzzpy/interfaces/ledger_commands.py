@@ -1,4 +1,4 @@
-"""`fuzzpy ledger show` and `fuzzpy ledger set-cap`: read and cap the privacy-budget ledger.
+"""`fuzzpy ledger show`, `set-cap` and `backup`: read, cap and back up the privacy-budget ledger.
 
 Mounted into the main CLI with `app.add_typer(ledger_app)`. Imports stay light (no pandas):
 these commands only read SQLite and hash files.
@@ -23,15 +23,17 @@ EXIT_LEDGER = 4
 _LEDGER_FAILURES = {"E0601", "E0602", "E0603", "E0604"}
 _FULL_ID = re.compile(r"sha256:[0-9a-f]{64}")
 
-ledger_app = typer.Typer(name="ledger", no_args_is_help=True,
+ledger_app = typer.Typer(name="ledger", no_args_is_help=True, pretty_exceptions_enable=False,
+                         pretty_exceptions_show_locals=False,
                          help="Show the privacy budget spent per dataset, and cap it.")
 
+# readable=False: an unreadable file is reported by the ledger itself, with its code (E0602).
 LedgerOpt = Annotated[Optional[Path], typer.Option(
-    "--ledger", help="Ledger file (default: $FUZZPY_LEDGER or ~/.fuzzpy/ledger.sqlite).")]
+    "--ledger", readable=False, help="Ledger file (default: $FUZZPY_LEDGER or ~/.fuzzpy/ledger.sqlite).")]
 DatasetOpt = Annotated[Optional[str], typer.Option(
     "--dataset", help="Dataset identity (sha256:...), as printed by `ledger show`.")]
 DataOpt = Annotated[Optional[Path], typer.Option(
-    "--data", help="Data file; its identity is the sha256 of its bytes.")]
+    "--data", readable=False, help="Data file; its identity is the sha256 of its bytes.")]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -50,7 +52,7 @@ def show(ledger: LedgerOpt = None, dataset: DatasetOpt = None, data: DataOpt = N
         if not path.exists():
             _print_missing(path, fmt)
             return
-        with Ledger(path, create=False) as book:
+        with Ledger(path, create=False, readonly=True) as book:
             ids = book.datasets() if wanted is None else [_match(book, wanted)]
             reports = [_report(book, d) for d in ids]
     except FuzzError as exc:
@@ -91,6 +93,19 @@ def set_cap(cap: Annotated[str, typer.Option("--cap", help="Total epsilon, e.g. 
     if spent > amount:
         typer.echo(f"warning: {format_exact(spent)} was already spent, more than the new cap; "
                    "every further run on this dataset will be refused", err=True)
+
+
+@ledger_app.command("backup")
+def backup(target: Annotated[Path, typer.Argument(help="The backup file to write (it must not exist).")],
+           ledger: LedgerOpt = None) -> None:
+    """Write a consistent copy of the ledger (safe while runs are charging; see docs/ledger.md)."""
+    try:
+        path = _ledger_path(ledger)
+        with Ledger(path, create=False, readonly=True) as book:
+            runs = book.backup(target.expanduser())
+    except FuzzError as exc:
+        _fail(exc)
+    typer.echo(f"backed up the ledger {path} to {target} ({runs} run{'s' if runs != 1 else ''} recorded)")
 
 
 # ---------------------------------------------------------------------------------------------

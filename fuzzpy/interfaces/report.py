@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Optional
@@ -10,8 +9,10 @@ from typing import Any, Optional
 import typer
 
 from ..checking.program import CheckReport, check_file
-from ..checking.sens import INF, fmt_coef
+from ..checking.sens import INF
 from ..diagnostics import Diagnostic, render
+from .numbers import dumps, json_number, scientific
+from .numbers import show as fmt_coef
 
 
 def check_with_budget(path: Path, params: dict[str, str], entry: Optional[str],
@@ -24,13 +25,37 @@ def check_with_budget(path: Path, params: dict[str, str], entry: Optional[str],
 
 def apply_budget(report: CheckReport, configured: Optional[Fraction]) -> None:
     """The effective budget is the smaller of the configured one and the file's pragma; a
-    well-typed program over it gets E0401 (used by the CLI and the language server)."""
+    well-typed program over it gets E0401 (used by the CLI and the language server).  A
+    mechanism whose noise scale no run could release gets E0312."""
     given = [b for b in (configured, report.pragma_budget) if b is not None]
     report.budget = min(given) if given else None
+    if report.ok:
+        report.diagnostics.extend(scale_problems(report))
     if report.ok and report.entry is not None:
         over = over_budget(report, report.budget)
         if over is not None:
             report.diagnostics.append(over)
+
+
+def scale_problems(report: CheckReport) -> list[Diagnostic]:
+    """E0312 for each mechanism whose noise scale exceeds MAX_NOISE_SCALE.  The scale depends
+    on public numbers only (sensitivity / epsilon), so this is known before any data is read,
+    and `fuzzpy run` stops here, before its charge, rather than after it, in the output."""
+    from ..runtime.grid import MAX_NOISE_SCALE, MAX_NOISE_SCALE_TEXT
+
+    out = []
+    for m in report.mechanisms:
+        if m.name == "randomized_response" or not m.sensitivity:  # a bit: nothing to overflow
+            continue
+        scale = max(m.scale, m.extra.get("query_scale") or 0)
+        if scale > MAX_NOISE_SCALE:
+            out.append(Diagnostic(
+                "E0312", f"the noise scale of this {m.name} is {scientific(Fraction(scale))}, more than "
+                         f"fuzzpy can release (at most {MAX_NOISE_SCALE_TEXT})", m.span,
+                [f"the scale is {'a multiple of ' if m.name != 'laplace' else ''}sensitivity / epsilon, here "
+                 f"{fmt_coef(m.sensitivity)} / {fmt_coef(m.epsilon)}: raise epsilon or lower the sensitivity",
+                 "the released values would not fit in a floating-point number; nothing is read or charged"]))
+    return out
 
 
 def over_budget(report: CheckReport, budget: Optional[Fraction]) -> Optional[Diagnostic]:
@@ -56,7 +81,8 @@ def exact(x: Any) -> Any:
 
 
 def number(x: Any) -> Any:
-    return None if x == INF else float(Fraction(x))
+    """A JSON number, or null when it has no finite double (the `_exact` field is exact)."""
+    return json_number(x)
 
 
 def report_json(report: CheckReport) -> dict:
@@ -92,7 +118,7 @@ def _extra(extra: dict) -> dict:
 
 def _plain(v: Any) -> Any:
     if isinstance(v, Fraction):
-        return float(v)
+        return json_number(v)
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
     return v
@@ -100,10 +126,10 @@ def _plain(v: Any) -> Any:
 
 def print_json(reports: list[CheckReport]) -> None:
     if len(reports) == 1:
-        typer.echo(json.dumps(report_json(reports[0]), indent=2))
+        typer.echo(dumps(report_json(reports[0]), indent=2))
     else:
-        typer.echo(json.dumps({"ok": all(r.ok for r in reports), "files": [report_json(r) for r in reports]},
-                              indent=2))
+        typer.echo(dumps({"ok": all(r.ok for r in reports), "files": [report_json(r) for r in reports]},
+                         indent=2))
 
 
 def print_text(report: CheckReport) -> None:
@@ -131,5 +157,5 @@ def print_text(report: CheckReport) -> None:
 def print_sarif(reports: list[CheckReport]) -> None:
     from .sarif import sarif_log
 
-    typer.echo(json.dumps(sarif_log(reports), indent=2))
+    typer.echo(dumps(sarif_log(reports), indent=2))
 

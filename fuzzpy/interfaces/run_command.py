@@ -22,6 +22,7 @@ from typing import Any, List, Optional
 import typer
 
 from ..diagnostics import Diagnostic, FuzzError, render
+from .numbers import dumps, show, to_float
 
 # Exit codes, as in cli.py (imported lazily there: cli imports this module while it loads).
 EXIT_OK, EXIT_USAGE, EXIT_RUNTIME = 0, 2, 4
@@ -48,8 +49,8 @@ def run(
                                                                 "(default: the program's '# fuzzpy: budget' pragma)."),
     param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="TESTING ONLY: reproducible noise, no privacy, no ledger."),
-    ledger: Optional[Path] = typer.Option(None, "--ledger", help="Ledger file (default: $FUZZPY_LEDGER or "
-                                                                 "~/.fuzzpy/ledger.sqlite)."),
+    ledger: Optional[Path] = typer.Option(None, "--ledger", readable=False,  # unreadable: the ledger's E0602
+                                          help="Ledger file (default: $FUZZPY_LEDGER or ~/.fuzzpy/ledger.sqlite)."),
     fmt: str = typer.Option("text", "--format", help="text or json."),
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
 ) -> None:
@@ -215,7 +216,8 @@ class _Run:
             diag = Diagnostic("E0604", _GENERIC_FAILURE.format(entry=self.report.entry), None, [_KEPT_NOTE])
             return self.fail_run([diag], handle.state.releases)
         problem = self.finish("released") if self.charges else None
-        self.emit_success(result)
+        if not self.emit_released(result):
+            return EXIT_RUNTIME
         if problem is not None:
             print_diagnostics(problem.diagnostics)
             return EXIT_RUNTIME
@@ -229,7 +231,7 @@ class _Run:
         if self.opts.fmt == "json":
             for d in self.report.diagnostics:
                 typer.echo(render(d, self.report.sources), err=True)
-            typer.echo(json.dumps({**R.report_json(self.report), "stage": "check"}, indent=2))
+            typer.echo(dumps({**R.report_json(self.report), "stage": "check"}, indent=2))
         else:
             R.print_text(self.report)
         return exit_code_for(self.report.diagnostics)
@@ -237,8 +239,8 @@ class _Run:
     def fail(self, diags: list[Diagnostic], stage: str) -> int:
         print_diagnostics(diags, self.report.sources)
         if self.opts.fmt == "json":
-            typer.echo(json.dumps({"ok": False, "stage": stage, "file": self.report.file,
-                                   "diagnostics": [d.to_json() for d in diags]}, indent=2))
+            typer.echo(dumps({"ok": False, "stage": stage, "file": self.report.file,
+                              "diagnostics": [d.to_json() for d in diags]}, indent=2))
         code = exit_code_for(diags)
         return code if code != EXIT_OK else EXIT_RUNTIME
 
@@ -246,22 +248,37 @@ class _Run:
         self.finish("failed")
         print_diagnostics(diags, self.report.sources)
         if self.opts.fmt == "json":
-            typer.echo(json.dumps({**self.header_json(), "ok": False, "stage": "run",
-                                   "diagnostics": [d.to_json() for d in diags],
-                                   "releases": [release_json(r, self.report.sources) for r in releases]}, indent=2))
+            typer.echo(dumps({**self.header_json(), "ok": False, "stage": "run",
+                              "diagnostics": [d.to_json() for d in diags],
+                              "releases": [release_json(r, self.report.sources) for r in releases]}, indent=2))
         elif releases:
             typer.echo("released before the failure (charged):")
             for r in releases:
                 typer.echo("  " + release_text(r, self.report.sources))
         return EXIT_RUNTIME
 
+    def emit_released(self, result: Any) -> bool:
+        """Print what was released.  The formatting below is total (every number is bounded
+        first); should it still fail, the released values are printed plainly, never lost."""
+        try:
+            self.emit_success(result)
+            return True
+        except Exception as exc:  # noqa: BLE001 - a bug in fuzzpy's formatting, after the release
+            from .cli import internal_error
+
+            print_diagnostics([internal_error(type(exc))])
+            typer.echo("released (printed plainly after an internal error):")
+            for r in result.releases:
+                typer.echo(f"  {r.name or '?'} = {r.value!s}")
+            return False
+
     def emit_success(self, result: Any) -> None:
         report = self.report
         inner = getattr(report.entry_type, "inner", None)
         if self.opts.fmt == "json":
-            typer.echo(json.dumps({**self.header_json(), "ok": True,
-                                   "releases": [release_json(r, report.sources) for r in result.releases],
-                                   "result": value_json(result.value, inner)}, indent=2))
+            typer.echo(dumps({**self.header_json(), "ok": True,
+                              "releases": [release_json(r, report.sources) for r in result.releases],
+                              "result": value_json(result.value, inner)}, indent=2))
             return
         typer.echo(self.header_text())
         if result.releases:
@@ -271,10 +288,8 @@ class _Run:
         typer.echo(f"result: {value_text(result.value, inner)}")
 
     def header_text(self) -> str:
-        from ..checking.sens import fmt_coef
-
         r = self.report
-        head = f"{r.file} ({r.entry}): epsilon {fmt_coef(r.epsilon)} of budget {fmt_coef(r.budget)}"
+        head = f"{r.file} ({r.entry}): epsilon {show(r.epsilon)} of budget {show(r.budget)}"
         if self.opts.seed is not None:
             return head + f"; seeded test run (seed {self.opts.seed}): NOT private, nothing charged"
         where = ", ".join(f for c in self.charges for f in c.files)
@@ -397,9 +412,9 @@ def _accuracy_parts(acc: Any) -> tuple[Optional[float], Optional[float], str]:
     if acc is None:
         return None, None, ""
     if isinstance(acc, (int, float, Fraction)):
-        return float(acc), 0.05, "|noise|"
+        return to_float(acc), 0.05, "|noise|"
     bound, beta, what = getattr(acc, "bound", None), getattr(acc, "beta", 0.05), getattr(acc, "what", "")
-    return (None if bound is None else float(bound)), float(beta), str(what)
+    return (None if bound is None else to_float(bound)), to_float(beta), str(what)
 
 
 def accuracy_words(acc: Any, value: Any) -> str:
@@ -423,10 +438,8 @@ def _decimals(acc: Any) -> Optional[int]:
 
 
 def release_text(r: Any, sources: dict[str, str]) -> str:
-    from ..checking.sens import fmt_coef
-
     value = value_text(r.value, None, _decimals(r.accuracy))
-    words = "; ".join(w for w in (f"epsilon {fmt_coef(r.epsilon)}", accuracy_words(r.accuracy, r.value)) if w)
+    words = "; ".join(w for w in (f"epsilon {show(r.epsilon)}", accuracy_words(r.accuracy, r.value)) if w)
     where = f"  [{r.span.file}:{r.span.line}]" if r.span is not None else ""
     return f"{release_label(r, sources)} = {value}  ({words}){where}"
 
@@ -445,7 +458,7 @@ def release_json(r: Any, sources: dict[str, str]) -> dict:
 
 
 def _num_text(x: Any, decimals: Optional[int]) -> str:
-    x = float(x)
+    x = to_float(x)
     if not math.isfinite(x):
         return str(x)
     if decimals is not None and abs(x) < 1e15:
@@ -495,20 +508,13 @@ def _plain(v: Any) -> Any:
     """numpy scalars as Python ones (np.float64 is a float already; np.bool_ and ints are not),
     and exact numbers (released values after exact post-processing) as floats for display."""
     if isinstance(v, Fraction):
-        return _as_float(v)
+        return to_float(v)
     if type(v).__module__ == "numpy" and hasattr(v, "item"):
         try:
             return v.item()
         except (TypeError, ValueError):
             return v
     return v
-
-
-def _as_float(v: Fraction) -> float:
-    try:
-        return float(v)
-    except OverflowError:
-        return math.inf if v > 0 else -math.inf
 
 
 def _is_bag(v: Any) -> bool:
@@ -526,7 +532,7 @@ def value_json(v: Any, t: Any = None) -> Any:
     if isinstance(v, bool):
         return v
     if isinstance(v, (int, float)):
-        x = float(v)
+        x = to_float(v)
         return x if math.isfinite(x) else str(x)
     if isinstance(v, str) or v is None:
         return v

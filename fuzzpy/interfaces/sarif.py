@@ -16,8 +16,10 @@ from typing import Any, Optional
 from urllib.parse import quote
 
 from ..checking.program import CheckReport
-from ..checking.sens import INF, fmt_coef
+from ..checking.sens import INF
 from ..diagnostics import CODES, Diagnostic, Span
+from .numbers import json_number
+from .numbers import show as fmt_coef
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/os/schemas/sarif-schema-2.1.0.json"
 BOUND_RULE = "privacy-bound"
@@ -123,7 +125,7 @@ def _artifact(file: str, base: Path) -> dict:
 
 
 def _number(x: Any) -> Optional[float]:
-    return None if x == INF else float(Fraction(x))
+    return json_number(x)
 
 
 def _exact(x: Any) -> str:

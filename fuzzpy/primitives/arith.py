@@ -10,8 +10,9 @@ from __future__ import annotations
 import operator
 from fractions import Fraction
 
+from ..checking import ir as I
 from ..checking.sens import INF, ONE, ZERO, d_add, d_inf, d_scale
-from ..checking.types import BOOL, Bool, Cat, Num, Str
+from ..checking.types import BOOL, Bool, Cat, ListT, Num, Record, Str, SumT, Tensor, With
 from .registry import NOCONST, Arg, Result, primitive
 
 _REF_FUZZ = "Reed & Pierce, Distance Makes the Types Grow Stronger (ICFP 2010), section 3"
@@ -222,10 +223,92 @@ def _equality_type(t) -> bool:
     return parts is not None and all(_equality_type(p) for p in parts)
 
 
+_NOT_CONST = object()
+
+
+def _category_literals(ctx, op: str, a: Arg, b: Arg) -> None:
+    """A string constant compared with a category (in either order, or inside tuples, records,
+    lists and sums) must be one of the category's declared values.  Any other string can never
+    be equal: `r.sex == "female"` against cat{"Male", "Female"} would select nothing, and `!=`
+    everything, silently (E0214, with the closest declared value as a suggestion)."""
+    for cat_side, other in ((a, b), (b, a)):
+        value = other.const if other.is_const else _NOT_CONST
+        for cat, literal, where in _misfits(cat_side.type, value, other.ir, other.span):
+            verdict = "never holds" if op == "==" else "always holds"
+            notes = [f"did you mean \"{close}\"?" for close in _closest(literal, cat.values)]
+            shown = ", ".join(f'"{v}"' for v in cat.values[:12]) + (", ..." if len(cat.values) > 12 else "")
+            notes.append(f"the declared values are {shown}")
+            raise ctx.fail("E0214", f"\"{literal}\" is not a value of the category {_short(cat)}, so this "
+                                    f"comparison {verdict}", where, *notes)
+
+
+def _short(cat: Cat) -> str:
+    text = str(cat)
+    return text if len(text) <= 80 else "cat{...}"
+
+
+def _closest(literal: str, values: tuple[str, ...]) -> list[str]:
+    """The declared value the literal most likely meant: same letters in another case first."""
+    import difflib
+
+    folded = [v for v in values if v.casefold() == literal.casefold()]
+    if folded:
+        return folded[:1]
+    return difflib.get_close_matches(literal, values, n=1, cutoff=0.6)
+
+
+def _misfits(t, value, ir, span):
+    """(category, string, span) for each string constant met at a category position of `t`:
+    in the constant `value`, or else in the constant leaves of the expression `ir`."""
+    where = getattr(ir, "span", None) or span
+    if value is _NOT_CONST and isinstance(ir, I.IConst):
+        value = ir.value
+    if value is not _NOT_CONST:
+        yield from _const_misfits(t, value, where)
+        return
+    if isinstance(t, (Tensor, With)) and isinstance(ir, I.ITuple) and len(ir.items) == len(t.items):
+        for item_t, item in zip(t.items, ir.items):
+            yield from _misfits(item_t, _NOT_CONST, item, where)
+    elif isinstance(t, Record) and isinstance(ir, I.IRecord):
+        types = dict(t.fields)
+        for name, item in ir.fields:
+            if name in types:
+                yield from _misfits(types[name], _NOT_CONST, item, where)
+    elif isinstance(t, ListT) and isinstance(ir, I.IList):
+        for item in ir.items:
+            yield from _misfits(t.elem, _NOT_CONST, item, where)
+    elif isinstance(t, ListT) and isinstance(ir, I.ICons):
+        yield from _misfits(t.elem, _NOT_CONST, ir.head, where)
+        yield from _misfits(t, _NOT_CONST, ir.tail, where)
+    elif isinstance(t, SumT) and isinstance(ir, I.IInject):
+        yield from _misfits(t.left if ir.side == "inl" else t.right, _NOT_CONST, ir.value, where)
+
+
+def _const_misfits(t, value, where):
+    if isinstance(t, Cat):
+        if isinstance(value, str) and value not in t.values:
+            yield t, value, where
+    elif isinstance(t, (Tensor, With)) and isinstance(value, tuple) and len(value) == len(t.items):
+        for item_t, item in zip(t.items, value):
+            yield from _const_misfits(item_t, item, where)
+    elif isinstance(t, Record) and isinstance(value, tuple):
+        types = dict(t.fields)
+        for pair in value:
+            if isinstance(pair, tuple) and len(pair) == 2 and pair[0] in types:
+                yield from _const_misfits(types[pair[0]], pair[1], where)
+    elif isinstance(t, ListT) and isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _const_misfits(t.elem, item, where)
+    elif isinstance(t, SumT) and isinstance(value, tuple) and len(value) == 2 and value[0] in ("inl", "inr"):
+        yield from _const_misfits(t.left if value[0] == "inl" else t.right, value[1], where)
+
+
 def _cmp_rule(op: str, fn):
     def rule(ctx, args, span):
         a, b = args
         _comparable(ctx, op, a, b)
+        if op in ("==", "!="):
+            _category_literals(ctx, op, a, b)
         if a.is_const and b.is_const:
             return Result(BOOL, {}, bool(fn(a.const, b.const)))
         return Result(BOOL, d_inf(d_add(a.dist, b.dist)))

@@ -200,7 +200,8 @@ def _map(ctx, args, span):
 @primitive("sum", ("b",), "bag num[lo, hi] -o[max(|lo|, |hi|)] num",
            "sum b: the sum of a bag of bounded numbers (clip them first: map (fun x -> clip 0 100 x) b).",
            "One row added or removed changes the sum by at most max(|lo|, |hi|); the bounds come from "
-           "the schema or a clip, never from the data (DESIGN.md, Domains in types).",
+           "the schema or a clip, never from the data (docs/data.md: loading clamps every value into "
+           "its declared bounds).",
            category="bag", run=_run_sum, needs_context=True)
 def _sum(ctx, args, span):
     (b,) = args

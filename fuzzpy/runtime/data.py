@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import io
 import math
 import numbers
 import re
@@ -21,7 +22,7 @@ import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Iterable, Union
+from typing import BinaryIO, Callable, Iterable, Union
 
 import numpy as np
 import pandas as pd
@@ -32,6 +33,7 @@ import pyarrow.parquet as pq
 
 from fuzzpy.checking.types import MISSING_POLICIES, Bool, Cat, Column, Num, Schema, Str
 from fuzzpy.diagnostics import Diagnostic, FuzzError, error
+from fuzzpy.runtime.files import NotARegularFile, open_regular
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data", ".test")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -43,6 +45,13 @@ FALSE_WORDS = frozenset({"false", "0", "no"})
 MAX_EXACT_INT = 2**53
 
 _SNIFF_BYTES = 64 * 1024
+# The text one row of a CSV file may hold, all its cells together (docs/data.md).  Arrow reads
+# the file in blocks and always parses a row no longer than one block; a block of twice the
+# limit (plus room for quotes and delimiters) reads every row within the limit, even one made
+# of quoted, escaped characters.
+MAX_ROW_BYTES = 16 * 1024 * 1024
+MAX_ROW_TEXT = "16 MiB"
+_BLOCK_BYTES = 2 * MAX_ROW_BYTES + 1024 * 1024
 _SNIFF_LINES = 50
 _DELIMITERS = (",", ";", "\t")
 # Signatures of common binary formats (gzip, zip, xz, zstd, HDF5) that must never be parsed as
@@ -75,11 +84,13 @@ def load_table(path: str | Path, schema: Schema, *, table: str | None = None) ->
     name = table or schema.name
     plans = _plan_schema(schema, name)  # schema errors come before any data is read
     path = Path(path)
-    kind, head = _file_kind(path, name)
-    if kind == "parquet":
-        raw = _read_parquet(path, schema, name)
-    else:
-        raw = _read_csv(path, head, schema, name)
+    with _open_data(path, name) as fh:
+        kind, head, tail = _file_kind(fh, path, name)
+        fh.seek(0)
+        if kind == "parquet":
+            raw = _read_parquet(fh, path, schema, name)
+        else:
+            raw = _read_csv(fh, path, head, tail, schema, name)
     return _conform(raw, plans, name)
 
 
@@ -214,8 +225,9 @@ def _num_default(t: Num, d: object, lo: float | None, hi: float | None, bad: Fuz
 # ---- reading files --------------------------------------------------------------------------
 
 
-def _file_kind(path: Path, table: str) -> tuple[str, bytes]:
-    """Decide CSV or Parquet from the extension and the first bytes; both must agree."""
+def _open_data(path: Path, table: str) -> io.BufferedReader:
+    """The data file, opened only if it is a regular file with a supported extension (a FIFO
+    or a device would block the read forever)."""
     where = f"data file '{path}' for table '{table}'"
     if not path.exists():
         raise error("E0501", f"{where} does not exist")
@@ -226,10 +238,24 @@ def _file_kind(path: Path, table: str) -> tuple[str, bytes]:
         raise error("E0502", f"{where} has an unsupported extension '{suffix}'; supported: "
                              f"{', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)}")
     try:
-        with path.open("rb") as f:
-            head = f.read(_SNIFF_BYTES)
-            f.seek(max(0, f.seek(0, 2) - 4))
-            tail = f.read(4)
+        return open_regular(path)  # type: ignore[return-value]
+    except FileNotFoundError:
+        raise error("E0501", f"{where} does not exist") from None
+    except NotARegularFile:
+        raise error("E0502", f"{where} is a directory or not a regular file") from None
+    except OSError:
+        raise error("E0502", f"{where} cannot be read") from None
+
+
+def _file_kind(f: BinaryIO, path: Path, table: str) -> tuple[str, bytes, bytes]:
+    """Decide CSV or Parquet from the extension and the first bytes; both must agree.
+    Returns the kind, the first bytes and the last (up to 4) bytes."""
+    where = f"data file '{path}' for table '{table}'"
+    suffix = path.suffix.lower()
+    try:
+        head = f.read(_SNIFF_BYTES)
+        f.seek(max(0, f.seek(0, 2) - 4))
+        tail = f.read(4)
     except OSError:
         raise error("E0502", f"{where} cannot be read") from None
     # A Parquet file starts and ends with PAR1; a CSV whose first column is PAR1... does not.
@@ -237,7 +263,7 @@ def _file_kind(path: Path, table: str) -> tuple[str, bytes]:
     if suffix in PARQUET_SUFFIXES:
         if head and not is_parquet:
             raise error("E0502", f"{where} is named like a Parquet file but is not one")
-        return "parquet", head
+        return "parquet", head, tail
     if is_parquet:
         raise error("E0502", f"{where} is a Parquet file named like a text file",
                     None, "rename it to end in .parquet")
@@ -245,7 +271,7 @@ def _file_kind(path: Path, table: str) -> tuple[str, bytes]:
         raise error("E0502", f"{where} is not a UTF-8 text file",
                     None, "compressed and binary files are not supported; "
                           "give a plain CSV or a Parquet file")
-    return "csv", head
+    return "csv", head, tail
 
 
 def _is_utf8(head: bytes) -> bool:
@@ -257,14 +283,36 @@ def _is_utf8(head: bytes) -> bool:
     return True
 
 
-def _read_csv(path: Path, head: bytes, schema: Schema, table: str) -> _Raw:
+class _EndsWithNewline(io.RawIOBase):
+    """A file's bytes followed by one line break.  Arrow cannot read a file whose only line
+    has no line break after it ("1,2" or a header alone); with one added, it reads it as the
+    same one line, and a file that already ends in a line break is not wrapped."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._added = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        n = self._raw.readinto(buffer)
+        if n or self._added or len(buffer) == 0:
+            return n or 0
+        self._added = True
+        buffer[0] = 0x0A
+        return 1
+
+
+def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema, table: str) -> _Raw:
     truncated = len(head) >= _SNIFF_BYTES
     skip, delimiter, width = _csv_layout(head.decode("utf-8-sig", errors="ignore"),
                                          truncated=truncated,
                                          prefer_tab=path.suffix.lower() == ".tsv")
     if width == 0 and not truncated:
         return _empty_raw(schema)  # nothing but blank lines and comments
-    read = pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip)
+    source = f if tail.endswith((b"\n", b"\r")) else io.BufferedReader(_EndsWithNewline(f), _SNIFF_BYTES)
+    read = pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip, block_size=_BLOCK_BYTES)
     parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True,
                               invalid_row_handler=_skip_blank_row)
     # Every column as exact text: our own rules decide what is missing and what is a number.
@@ -274,15 +322,54 @@ def _read_csv(path: Path, head: bytes, schema: Schema, table: str) -> _Raw:
     try:
         with warnings.catch_warnings():  # a parser warning could quote a line of the file
             warnings.simplefilter("ignore")
-            body = pcsv.read_csv(path, read_options=read, parse_options=parse,
+            body = pcsv.read_csv(source, read_options=read, parse_options=parse,
                                  convert_options=convert)
     except (pa.ArrowException, OSError, ValueError):
         body = None  # Arrow's own message quotes the offending row: never pass it on.
+    if body is None and _longest_line(f) > _BLOCK_BYTES:
+        raise _row_too_long(path, table)
     if body is None or not all(pa.types.is_string(t) for t in body.schema.types):
         raise error("E0502", f"data file '{path}' for table '{table}' is not well-formed "
-                             "delimited text (bad quoting, invalid UTF-8, or rows with a "
-                             "different number of fields than the first row)", None, _FIX_NOTE)
+                             "delimited text (bad quoting, invalid UTF-8, rows with a "
+                             "different number of fields than the first row, or a row longer "
+                             "than the limit)", None, _FIX_NOTE)
+    if _longest_row(body.columns) > MAX_ROW_BYTES:
+        raise _row_too_long(path, table)
     return _select_columns(body.columns, schema, table, path)
+
+
+def _row_too_long(path: Path, table: str) -> FuzzError:
+    return error("E0508", f"data file '{path}' for table '{table}' has a row holding more than "
+                          f"{MAX_ROW_TEXT} of text (the limit for one row of a CSV file, all its "
+                          "cells together)", None, _FIX_NOTE)
+
+
+def _longest_row(cols: list[pa.ChunkedArray]) -> int:
+    """Bytes of text in the fullest row (all its cells), 0 for no rows."""
+    if not cols or len(cols[0]) == 0:
+        return 0
+    total = None
+    for col in cols:
+        size = pc.binary_length(col)
+        total = size if total is None else pc.add(total, size)
+    return int(pc.max(total).as_py() or 0)
+
+
+def _longest_line(f: BinaryIO) -> int:
+    """The length of the longest physical line of the file (read once more, in chunks; only
+    after Arrow refused it, to tell an overlong row from malformed text)."""
+    try:
+        f.seek(0)
+        longest = run = 0
+        while chunk := f.read(_SNIFF_BYTES * 16):
+            lines = re.split(rb"\r\n|\n|\r", chunk)
+            run += len(lines[0])
+            if len(lines) > 1:
+                longest = max(longest, run, *(len(x) for x in lines[1:-1]))
+                run = len(lines[-1])
+        return max(longest, run)
+    except OSError:
+        return 0
 
 
 def _skip_blank_row(row: object) -> str:
@@ -339,12 +426,13 @@ def _select_columns(cols: list[pa.ChunkedArray], schema: Schema, table: str, pat
                       "per declared column, in declared order")
 
 
-def _read_parquet(path: Path, schema: Schema, table: str) -> _Raw:
+def _read_parquet(f: BinaryIO, path: Path, schema: Schema, table: str) -> _Raw:
     names = [c.name for c in schema.columns]
     unreadable = error("E0502", f"data file '{path}' for table '{table}' is not a readable "
                                 "Parquet file")
     try:
-        in_file = list(pq.read_schema(path).names)
+        in_file = list(pq.read_schema(f).names)
+        f.seek(0)
     except (pa.ArrowException, OSError, ValueError):
         raise unreadable from None
     missing = [n for n in names if n not in in_file]
@@ -358,7 +446,7 @@ def _read_parquet(path: Path, schema: Schema, table: str) -> _Raw:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            data = pq.read_table(path, columns=names)
+            data = pq.read_table(f, columns=names)
     except (pa.ArrowException, OSError, ValueError):
         raise unreadable from None
     return {n: data.column(n) for n in names}

@@ -10,6 +10,11 @@ from __future__ import annotations
 from fractions import Fraction
 
 GRID_BITS = 12
+# The largest noise scale a release may have.  Beyond it, released values and their accuracy
+# bounds leave the floating-point range (about 1.8e308), so the run could not print them; such
+# a program is refused before anything is read or charged (E0312).
+MAX_NOISE_SCALE = 10**300
+MAX_NOISE_SCALE_TEXT = "1e300"
 
 
 def ceil_log2(x: Fraction) -> int:

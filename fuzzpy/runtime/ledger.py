@@ -7,6 +7,10 @@ Soundness rules this module keeps (see docs/ledger.md):
   reading the total, so concurrent processes are serialised and can never overspend a cap.
 - Amounts are `Fraction`s stored as exact strings ("3/10"); sums and comparisons are exact.
 - Finishing a run never refunds: a failed run may already have released something.
+- A new ledger appears complete or not at all (built aside, then hard-linked into place), so a
+  file that is empty, unreadable or not a ledger is always an error, never a fresh ledger: a
+  truncated ledger must not silently lose its caps and spending.
+- `backup` copies a consistent snapshot through SQLite's backup API (write-ahead log included).
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import sqlite3
+import stat
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -92,14 +98,21 @@ def default_ledger_path() -> Path:
 
 
 def dataset_identity(path: Path) -> str:
-    """"sha256:<hex>" of the file's bytes: a renamed copy is the same dataset, an edit is not."""
+    """"sha256:<hex>" of the file's bytes: a renamed copy is the same dataset, an edit is not.
+
+    Only a regular file is read (checked before it is opened): a FIFO or a device would make
+    the hash wait forever."""
+    from .files import NotARegularFile, open_regular
+
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
+        with open_regular(Path(path)) as fh:
             while chunk := fh.read(_CHUNK):
                 digest.update(chunk)
     except FileNotFoundError:
         raise error("E0501", f"data file not found: {path}") from None
+    except NotARegularFile:
+        raise error("E0502", f"data file {path} is a folder, a device or a pipe, not a regular file") from None
     except OSError as exc:
         raise error("E0502", f"cannot read data file {path} ({_why(exc)})") from None
     return "sha256:" + digest.hexdigest()
@@ -183,21 +196,23 @@ def _why(exc: BaseException) -> str:
 
 
 class Ledger:
-    """A ledger file. One instance per process: do not share it across fork()."""
+    """A ledger file. One instance per process: do not share it across fork().
 
-    def __init__(self, path: Path, create: bool = True) -> None:
+    `create`: make a new ledger when there is no file at `path`.  `readonly`: open without
+    writing anything (no WAL switch, no shared-memory file created where none can be), which
+    is what `ledger show` and `ledger backup` need, also in a read-only folder."""
+
+    def __init__(self, path: Path, create: bool = True, readonly: bool = False) -> None:
         self.path = Path(path)
-        if not create and not self.path.exists():
+        self.readonly = readonly
+        if _exists(self.path):
+            self._check_existing()
+        elif not create or readonly:
             raise error("E0602", f"no ledger at {self.path}")
-        if self.path.is_dir():
-            raise error("E0602", f"the ledger path {self.path} is a folder, not a file")
-        if not self.path.parent.is_dir():
-            # Not created silently: a typo in --ledger would otherwise start a ledger without caps.
-            raise error("E0602", f"cannot create the ledger {self.path}: "
-                                 f"folder {self.path.parent} does not exist")
+        else:
+            self._create()
         try:
-            self._db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S,
-                                       isolation_level=None)
+            self._db = self._connect()
         except sqlite3.Error as exc:
             raise self._unavailable(exc) from None
         try:
@@ -205,6 +220,70 @@ class Ledger:
         except BaseException:
             self._db.close()
             raise
+
+    def _check_existing(self) -> None:
+        """Whatever is at the path must be a ledger: never replaced, never silently empty."""
+        if self.path.is_symlink() and not self.path.exists():
+            raise error("E0602", f"the ledger path {self.path} is a link to a file that does not exist")
+        try:
+            info = self.path.stat()
+        except OSError as exc:
+            raise error("E0602", f"cannot use the ledger {self.path}: {_why(exc)}") from None
+        if stat.S_ISDIR(info.st_mode):
+            raise error("E0602", f"the ledger path {self.path} is a folder, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise error("E0602", f"the ledger path {self.path} is not a regular file")
+        if info.st_size == 0:
+            raise error("E0602", f"the ledger {self.path} is empty (0 bytes): it holds no caps and no "
+                                 "spending, so it is not used as a new ledger",
+                        None, "if it was truncated, restore it from a backup (fuzzpy ledger backup, "
+                              "docs/ledger.md); if you meant to start a new ledger, delete the empty file")
+
+    def _create(self) -> None:
+        """A new, complete ledger at `path`: built in a temporary file of the same folder, then
+        hard-linked into place, so no process ever sees it half made (or empty).  When several
+        processes create it at once, one link wins and the others open that ledger."""
+        folder = self.path.parent
+        if not folder.is_dir():
+            # Not created silently: a typo in --ledger would otherwise start a ledger without caps.
+            raise error("E0602", f"cannot create the ledger {self.path}: folder {folder} does not exist")
+        try:
+            tmp = _new_temp(self.path)
+        except OSError as exc:
+            raise error("E0602", f"cannot create the ledger {self.path}: {_why(exc)}") from None
+        try:
+            _new_ledger_file(tmp)
+            os.link(tmp, self.path)
+            _sync_folder(folder)
+        except FileExistsError:
+            pass  # another process created it first: use theirs
+        except (OSError, sqlite3.Error) as exc:
+            raise error("E0602", f"cannot create the ledger {self.path}: {_why(exc)}") from None
+        finally:
+            _remove_database(tmp)
+        if _exists(self.path):
+            self._check_existing()
+
+    def _connect(self) -> sqlite3.Connection:
+        uri = self.path.resolve().as_uri()
+        if not self.readonly:  # mode=rw: SQLite itself never creates a file (only _create does)
+            return sqlite3.connect(f"{uri}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            return _probe(sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
+                                          isolation_level=None))
+        except sqlite3.OperationalError as exc:
+            # In a folder we cannot write to, SQLite cannot create the shared-memory file WAL
+            # reading needs.  Without a write-ahead log or a rollback journal beside it, the file
+            # holds every commit and no writer can be at work (it would need one of them): read
+            # it as immutable.  Never when busy: a writer holds it.
+            if _is_busy(exc):
+                raise
+            if _has_log(self.path):
+                raise error("E0602", f"cannot read the ledger {self.path}: a write-ahead log or journal beside it "
+                                     "holds commits, which SQLite reads only with write access to the folder",
+                            None, f"copy {self.path.name} together with its -wal (or -journal) file to a folder "
+                                  "you can write to, and read that copy") from None
+            return _probe(sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None))
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -223,15 +302,13 @@ class Ledger:
         if version > SCHEMA_VERSION:
             raise error("E0602", f"the ledger {self.path} was written by a newer fuzzpy "
                                  f"(schema {version}); upgrade fuzzpy to use it")
-        if version == 0 and has_tables:
-            raise error("E0602", f"{self.path} is not a fuzzpy ledger (it holds other tables)")
-        if version == SCHEMA_VERSION:
-            self._transaction(self._check_schema, write=False)
-        with self._guard():
-            _retry_busy(self._configure)
-        if version == 0:
-            self._transaction(self._create_schema)
-            self._transaction(self._check_schema, write=False)
+        if version == 0:  # new ledgers are made complete by _create: this is another database
+            what = "it holds other tables" if has_tables else "it holds no ledger tables"
+            raise error("E0602", f"{self.path} is not a fuzzpy ledger ({what})")
+        self._transaction(self._check_schema, write=False)
+        if not self.readonly:
+            with self._guard():
+                _retry_busy(self._configure)
 
     def _inspect(self) -> tuple[int, bool]:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -246,12 +323,41 @@ class Ledger:
             self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
 
-    def _create_schema(self) -> None:
-        # Statement by statement: executescript() would COMMIT our transaction.
-        for statement in _SCHEMA.split(";"):
-            if statement.strip():
-                self._db.execute(statement)
-        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    def backup(self, target: Path) -> int:
+        """Write a consistent copy of the ledger to `target`, which must not exist yet; returns
+        the number of runs it records.
+
+        SQLite's backup API reads one snapshot through this connection, committed charges still
+        in the write-ahead log included (copying the .sqlite file alone can lose them).  The copy
+        is built aside, checked, made a single self-contained file (no WAL), then linked into
+        place: `target` is complete or absent."""
+        target = Path(target)
+        if _exists(target):
+            raise error("E0605", f"the backup file {target} already exists; give a new name")
+        if not target.parent.is_dir():
+            raise error("E0605", f"cannot write the backup {target}: folder {target.parent} does not exist")
+        try:
+            tmp = _new_temp(target)
+        except OSError as exc:
+            raise error("E0602", f"cannot write the backup {target}: {_why(exc)}") from None
+        try:
+            copy = sqlite3.connect(str(tmp), isolation_level=None)
+            try:
+                with self._guard():
+                    _retry_busy(lambda: self._db.backup(copy))
+                runs = _verified_copy(copy, tmp)
+            finally:
+                copy.close()
+            _fsync(tmp)
+            os.link(tmp, target)
+            _sync_folder(target.parent)
+        except FileExistsError:
+            raise error("E0605", f"the backup file {target} already exists; give a new name") from None
+        except (OSError, sqlite3.Error) as exc:
+            raise error("E0602", f"cannot write the backup {target}: {_why(exc)}") from None
+        finally:
+            _remove_database(tmp)
+        return runs
 
     def _check_schema(self) -> None:
         for table, expected in (("caps", _CAPS_COLUMNS), ("charges", _CHARGES_COLUMNS)):
@@ -449,6 +555,106 @@ class Ledger:
 def open_ledger(path: Path | None = None, create: bool = True) -> Ledger:
     """The ledger at `path`, or at the default location when `path` is None."""
     return Ledger(default_ledger_path() if path is None else Path(path).expanduser(), create)
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+
+
+def _exists(path: Path) -> bool:
+    """Anything at `path`, a dangling link included."""
+    return path.exists() or path.is_symlink()
+
+
+def _new_temp(beside: Path) -> Path:
+    """A new empty file next to `beside`, with the permissions SQLite gives a new database
+    (0644, less the umask; mkstemp's 0600 would lock other users out of a shared ledger)."""
+    while True:
+        tmp = beside.parent / f".{beside.name}.{secrets.token_hex(6)}.new"
+        try:
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            return tmp
+        except FileExistsError:
+            continue
+
+
+def _remove_database(path: Path) -> None:
+    for leftover in (path, Path(f"{path}-journal"), Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            leftover.unlink()
+        except OSError:
+            pass
+
+
+def _has_log(path: Path) -> bool:
+    """A non-empty write-ahead log or rollback journal beside the database: commits (or a
+    write in progress) that the main file alone does not show."""
+    for suffix in ("-wal", "-journal"):
+        try:
+            if Path(f"{path}{suffix}").stat().st_size > 0:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _probe(db: sqlite3.Connection) -> sqlite3.Connection:
+    """Read the schema once, so that a file SQLite cannot read fails here, not later."""
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
+
+
+def _new_ledger_file(path: Path) -> None:
+    """An empty ledger with its schema, already in WAL mode, in a file nobody else uses yet."""
+    db = sqlite3.connect(str(path), isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("BEGIN IMMEDIATE")
+        # Statement by statement: executescript() would COMMIT our transaction.
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    finally:
+        db.close()  # the last connection checkpoints the log into the file and removes it
+    _fsync(path)
+
+
+def _verified_copy(copy: sqlite3.Connection, path: Path) -> int:
+    """Check a fresh backup and make it one self-contained file; the number of runs in it."""
+    copy.execute("PRAGMA journal_mode=DELETE")
+    if copy.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+        raise sqlite3.DatabaseError(f"the copy {path} failed SQLite's integrity check")
+    if copy.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        raise sqlite3.DatabaseError("the copy is not a fuzzpy ledger")
+    return int(copy.execute("SELECT count(*) FROM charges").fetchone()[0])
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a new directory entry durable (best effort: not every system can open a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _check_dataset(dataset: str) -> None:

@@ -200,7 +200,8 @@ class Release:
             raise ValueError("beta must be in (0, 1)")
         if self.grid_scale == 0:
             return Fraction(0)
-        steps = math.ceil(float(self.grid_scale) * math.log(1 / b) * (1 + 2.0**-40))
+        # Exact, so that no grid scale (however large) can overflow a float here.
+        steps = math.ceil(self.grid_scale * Fraction(math.log(1 / b)) * (1 + Fraction(1, 2**40)))
         return self.granularity * (steps + 1)
 
 

@@ -18,6 +18,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from ..checking.sens import INF, Coef, Lin
+from ..stdio import stdout_to_stderr
 
 Constraint = tuple[Coef, Coef]
 # pulp >= 3.3 builds variables through the problem (`add_variable`); pyproject pins that.
@@ -148,17 +149,29 @@ def _lp_guess(rows, n: int, infinite: set[int]) -> list[Fraction] | None:
     prob += pulp.lpSum(x for i, x in enumerate(xs) if i not in infinite)
     for a, b in rows:
         prob += expr(a) <= expr(b)
-    status = prob.solve(_solver())
-    if pulp.LpStatus[status] != "Optimal":
+    with stdout_to_stderr():  # HiGHS prints a banner on stdout from C++, whatever msg=False says
+        outcome = prob.solve(_solver())
+    if int(getattr(outcome, "status", outcome)) != _optimal(pulp):  # PuLP 4: LpSolveStats; 3: a code
         return None
     return [Fraction(x.value() or 0).limit_denominator(10**6) for x in xs]
+
+
+def _optimal(pulp) -> int:
+    """The status code of an optimal solve: LpStatusOptimal in PuLP 3, LpSolveStatus in PuLP 4."""
+    legacy = getattr(pulp.constants, "LpStatusOptimal", None)
+    return int(legacy if legacy is not None else pulp.constants.LpSolveStatus.Optimal)
 
 
 def _solver():
     import pulp
 
     highs = pulp.HiGHS(msg=False)
-    return highs if highs.available() else pulp.PULP_CBC_CMD(msg=False)
+    if highs.available():
+        return highs
+    cbc = getattr(pulp, "PULP_CBC_CMD", None)  # bundled with PuLP 3 only
+    if cbc is None:
+        raise Unsolvable("no LP solver is available (highspy is not installed)")
+    return cbc(msg=False)
 
 
 def _certify(key: tuple, values: list[Coef], rounds: int = 200) -> list[Coef]:

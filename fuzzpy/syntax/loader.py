@@ -1,7 +1,11 @@
 """Read a program and the library files it imports (`import "stdlib/stats.fz"`).
 
-An import path is looked up next to the importing file, then in the project's `stdlib/`
-folder (also when given as `stdlib/NAME.fz`).  Each file is parsed once; cycles are an error.
+An import path is looked up next to the importing file, then in the standard library folder
+(also when given as `stdlib/NAME.fz`).  Each file is parsed once; cycles are an error.
+
+The standard library is the top-level `stdlib/` folder of the repository; an installed package
+(a wheel, `pip install .`) carries it as `fuzzpy/_stdlib` (see pyproject.toml).  The variable
+FUZZPY_STDLIB, when set, names another folder.
 """
 
 from __future__ import annotations
@@ -13,7 +17,20 @@ from ..diagnostics import Diagnostic, Span
 from . import ast as A
 from .parser import parse_module
 
-STDLIB = Path(os.environ.get("FUZZPY_STDLIB", Path(__file__).resolve().parents[2] / "stdlib"))
+
+
+def stdlib_folder() -> Path:
+    """$FUZZPY_STDLIB; else the copy inside an installed package; else the repository's stdlib/
+    (a clone, or an editable install, whose package folder has no _stdlib)."""
+    override = os.environ.get("FUZZPY_STDLIB", "").strip()
+    if override:
+        return Path(override)
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "_stdlib"
+    return installed if installed.is_dir() else package.parent / "stdlib"
+
+
+STDLIB = stdlib_folder()
 
 
 def read_source(path: Path) -> tuple[str | None, Diagnostic | None]:

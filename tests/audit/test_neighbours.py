@@ -53,7 +53,8 @@ def test_empty_frame_has_the_schema_dtypes():
     _, s = schema()
     empty = make_frame(s, [])
     assert list(empty.columns) == ["x", "n", "k", "f", "s", "u"] and len(empty) == 0
-    assert [str(t) for t in empty.dtypes] == ["float64", "int64", "category", "bool", "str", "float64"]
+    text = "str" if int(pd.__version__.split(".")[0]) >= 3 else "object"  # pandas 2 has no `str` dtype
+    assert [str(t) for t in empty.dtypes] == ["float64", "int64", "category", "bool", text, "float64"]
 
 
 def test_every_pair_adds_exactly_one_row():

@@ -91,14 +91,30 @@ def cli_full(report) -> set[str]:
     return codes(report)
 
 
-def finishes(args: list[str], stdin: str = "", timeout: float = 3.0):
-    """Run `python ARGS` in a subprocess; None if it did not finish within `timeout` seconds."""
+def finishes(args: list[str], stdin: str = ""):
+    """Run `python ARGS` in a subprocess; None if it used more than CPU_LIMIT seconds of CPU
+    (or hung for HANG_GUARD seconds).  CPU time, not wall-clock time: a loaded machine makes a
+    run wait, not compute more, and the hangs these tests guard against compute for minutes."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     try:
-        return subprocess.run([sys.executable, *args], input=stdin, capture_output=True, text=True, timeout=timeout,
-                              env=env, cwd=ROOT)
+        done = subprocess.run([sys.executable, *args], input=stdin, capture_output=True, text=True,
+                              timeout=HANG_GUARD, env=env, cwd=ROOT, preexec_fn=_limit_cpu)
     except subprocess.TimeoutExpired:
         return None
+    return None if done.returncode < 0 else done  # killed by SIGXCPU: over the CPU limit
+
+
+CPU_LIMIT = 30  # seconds of CPU; starting Python and checking take one or two
+HANG_GUARD = 300  # seconds of wall-clock time, only against a run that sleeps forever
+
+
+def _limit_cpu() -> None:
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, CPU_LIMIT + 5))
+    except (ImportError, ValueError, OSError):
+        pass
 
 
 # =============================================================================================
@@ -202,7 +218,7 @@ SQUARINGS = "".join(f"let a{i + 1} = a{i} * a{i}; " for i in range(28))
 def test_checking_a_tower_of_squares_finishes():
     src = T + f"function main (db : bag T) : fuzzy num {{ let a0 = 10; {SQUARINGS}laplace 1 (count db + a28 * 0) }}\n"
     code = "import sys; from fuzzpy.checking.program import check_source; check_source(sys.stdin.read(), 'sq.fz'); print('done')"
-    res = finishes(["-c", code], stdin=src, timeout=4.0)
+    res = finishes(["-c", code], stdin=src)
     assert res is not None and "done" in res.stdout
 
 
@@ -338,13 +354,13 @@ def test_one_bad_server_option_keeps_the_budget():
 def test_an_absurd_budget_option_does_not_hang_the_server():
     code = ("from fuzzpy.interfaces.lsp.analysis import Settings; "
             "print(Settings.from_options({'budget': '1e99999999'}).budget)")
-    res = finishes(["-c", code], timeout=4.0)
+    res = finishes(["-c", code])
     assert res is not None and res.stdout.strip() == "None"
 
 
 def test_an_absurd_audit_epsilon_is_a_usage_error():
     res = finishes(["-m", "fuzzpy.interfaces.cli", "audit", "--mechanism", "laplace", "--epsilon", "1e99999999",
-                    "--samples", "100"], timeout=4.0)
+                    "--samples", "100"])
     assert res is not None and res.returncode == 2 and "E0701" in res.stderr
 
 

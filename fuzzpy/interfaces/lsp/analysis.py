@@ -11,9 +11,9 @@ from typing import Any, Optional
 
 from ...checking.checker import Checker, MechanismRecord
 from ...checking.program import CheckReport, FunctionReport
-from ...checking.sens import fmt_coef
 from ...diagnostics import Diagnostic, Span
 from ...syntax import ast as A
+from ..numbers import show as fmt_coef
 
 log = logging.getLogger("fuzzpy.lsp")
 

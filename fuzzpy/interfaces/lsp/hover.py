@@ -10,9 +10,11 @@ from typing import Optional
 
 from ...checking.checker import MechanismRecord
 from ...checking.program import CheckReport
-from ...checking.sens import INF, fmt_coef
+from ...checking.sens import INF
 from ...primitives.registry import all_primitives
 from ...syntax import ast as A
+from ..numbers import show as fmt_coef
+from ..numbers import to_float
 from .analysis import Analysis, Binding
 from .incremental import _unique_by
 from .navigation import _contains, _local_at
@@ -55,7 +57,7 @@ def hover_mechanisms(records: list[MechanismRecord]) -> str:
         line = (f"**{m.name}** (in `{m.function}`): proven sensitivity {fmt_coef(m.sensitivity)}, "
                 f"epsilon charged {fmt_coef(m.epsilon)}, noise scale {fmt_coef(m.scale)}")
         if m.name == "laplace" and m.scale:
-            line += f"; |error| <= {float(m.scale) * math.log(20):.4g} with probability 0.95"
+            line += f"; |error| <= {to_float(m.scale) * math.log(20):.4g} with probability 0.95"
         lines.append(line)
     return "\n\n".join(lines)
 

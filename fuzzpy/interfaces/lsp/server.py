@@ -22,6 +22,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from ...diagnostics import Diagnostic, Span
 from ...primitives.registry import all_primitives
+from ...stdio import reserve_stdout
 from ...syntax import ast as A
 from ...syntax.loader import resolve_import
 from .analysis import Analysis, Settings
@@ -273,7 +274,12 @@ def create_server() -> FuzzpyServer:
 
 
 def main() -> None:
-    """Serve on stdin/stdout (the editor starts this process)."""
+    """Serve on stdin/stdout (the editor starts this process).
+
+    The protocol gets private duplicates of the standard streams; descriptor 1 points at stderr
+    for the whole life of the server, so nothing a library prints (HiGHS's banner, from C++)
+    can corrupt the JSON-RPC stream (fuzzpy/stdio.py)."""
+    stdin, stdout = reserve_stdout()
     logging.basicConfig(level=logging.WARNING, format="fuzzpy-lsp %(levelname)s %(message)s")
     all_primitives()  # load the registry before the first request
-    create_server().start_io()
+    create_server().start_io(stdin, stdout)
