@@ -86,6 +86,7 @@ def _runs(instance: Any, frames: dict, source: Any, n: int) -> list[Any]:
     out = []
     for _ in range(n):
         state.releases.clear()  # releases are not needed: the entry point's value is the output
+        state.named = 0
         out.append(materialise(interp.draw(value)))
     return out
 

@@ -44,7 +44,7 @@ from .expressions import ExpressionRules
 from .helpers import (infinite_part, _branch_choice, _cover, _fn_identity, _free_vars, _has_tvar,  # noqa: F401 - re-exported
                       _hashable, _integral_type, _pattern_names, _rename_args, _spine, _widen, apply_scale)
 from .effects import ARGS, r_union
-from .instances import WIDEN_SPECULATIVE, InstanceRules, Summary, _Active  # noqa: F401
+from .instances import WIDEN_SPECULATIVE, InstanceRules, Summary, _Active, holds_tables  # noqa: F401
 from .patterns import PatternRules
 from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, NonLinear, d_add, d_scale, is_const
 from .types import Bag, Type, Unit
@@ -74,6 +74,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         self.splits: list[tuple[list[str], Dist]] = []
         self.split_of: dict[str, int] = {}  # part symbol -> index of its split
         self.integral_syms: set[str] = set()  # symbols whose distances are whole numbers
+        self.table_syms: set[str] = set()     # symbols of values that hold tables
         self.symbol_names: dict[str, str] = {}
         self.uses: dict[str, list[Span]] = {}
         self.mechanisms: list[MechanismRecord] = []
@@ -107,6 +108,8 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         self.symbol_names[sym] = name
         if t is not None and _integral_type(t):
             self.integral_syms.add(sym)
+        if t is not None and holds_tables(t):
+            self.table_syms.add(sym)  # rule Growth counts the rows of these
         return sym
 
     def integral(self, sym: str) -> bool:

@@ -27,7 +27,7 @@ from . import ir as I
 from .effects import FAIL, r_normal, r_presence, r_union
 from .helpers import _fn_identity, _has_hole, _has_tvar, _hashable, _widen, apply_scale
 from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, d_add, d_substitute, fmt_coef, is_const, substitute
-from .types import Fun, Num, Type, is_subtype
+from .types import Bag, Fun, Num, Parts, Seq, Type, components, is_subtype
 from .typeexpr import bind_tvars, match_type, subst_tvars
 from .values import Closure, Env, FnT, FnValue, Opaque, Partial, TopFn, Val
 
@@ -194,7 +194,9 @@ class InstanceRules:
         cands = sorted(state.candidates)
         s.captured = {c: store.fresh(f"{decl.name}.captured", minimise=True) for c in cands}
         s.risk = {FAIL: ONE, **{x: store.fresh(f"{decl.name}.risk", minimise=True) for x in s.param_syms + cands}}
-        s.growth = {x: store.fresh(f"{decl.name}.growth", minimise=True) for x in s.param_syms + cands}
+        grows = [x for x in s.param_syms + cands if x in self.table_syms]
+        s.growth = {x: store.fresh(f"{decl.name}.growth", minimise=True) for x in grows}
+        s.depth = s.draw_depth = 0  # the recursion's own nesting is rule Count's, or FAIL's
         s.cod = self._declared_return(decl, s.param_types)
         if _has_hole(s.cod):
             raise self.fail("E0212", f"the recursive calls of {decl.name} cannot be given a return type: its type "
@@ -377,7 +379,7 @@ class InstanceRules:
             dist = d_add(dist, self._scale(coef, a.dist, span, apply=True))
             risk = r_union(risk, r_presence(a.dist, summary.risk.get(sym, ZERO)))
             g = summary.growth.get(sym, ZERO)
-            if g != 0:
+            if g != 0 and holds_tables(t):  # only tables have a size to grow
                 growth = d_add(growth, self._scale(g, a.dist, span, apply=True))
         self.note_growth(growth)
         if self.stack:
@@ -405,7 +407,8 @@ class InstanceRules:
         """A table as large as `dist` (rows of the inputs it is built from) exists at run time."""
         if dist and self.stack:
             top = self.stack[-1]  # parts split in this instance are replaced by what they split
-            top.growth = self.d_max(top.growth, self.eliminate(dist, top.since))
+            rows = {s: c for s, c in self.eliminate(dist, top.since).items() if s in self.table_syms}
+            top.growth = self.d_max(top.growth, rows)
 
     # ---- solving --------------------------------------------------------------------------------
 
@@ -474,6 +477,14 @@ class _Rebinder:
         for sym, c in self.ck.eliminate(d, self.since).items():
             out = d_add(out, self.ck.scale_apply(c, self.subst[sym], self.span) if sym in self.subst else {sym: c})
         return out
+
+
+def holds_tables(t: Type) -> bool:
+    """Does a value of this type hold tables (whose rows rule Growth counts)?"""
+    if isinstance(t, (Bag, Seq, Parts)):
+        return True
+    parts = components(t)
+    return parts is not None and any(holds_tables(p) for p in parts)
 
 
 def _public(a: Val) -> bool:

@@ -55,6 +55,7 @@ class RunState:
     keys: list[str] = field(default_factory=list)     # partition keys of the `each` being sampled
     no_vector: set[int] = field(default_factory=set)  # row functions known to need the fallback
     depth: int = 0                                    # function instances nested right now
+    named: int = 0                                    # releases below this index have a name
     fallbacks: int = 0                                # row functions that ran row by row
 
 
@@ -111,12 +112,16 @@ class Bind(Distribution):
         dist: Any = self
         while isinstance(dist, Bind):  # a loop, not recursion: long sample chains stay flat
             interp, node, env = dist.interp, dist.node, dist.env
-            before = len(interp.state.releases)
+            state = interp.state
+            before = len(state.releases)
             value = interp.draw(interp.eval(node.bound, env))
             label = pattern_label(node.pattern)  # releases made while drawing `bound` are this binding's
-            for rec in interp.state.releases[before:]:
+            # Inner bindings named theirs already (all releases below `named` have a name), so
+            # a chain of n nested samples labels n releases, not n^2.
+            for rec in state.releases[max(before, state.named):]:
                 if rec.name is None:
                     rec.name = label
+            state.named = len(state.releases)
             dist = interp.eval(node.body, bind(env, node.pattern, value))
         return self.interp.draw(dist)
 
