@@ -98,6 +98,10 @@ DISCRETE_PARAM_BRANCHES = {
     "closure": SPIN + MAIN + "{ let h = fun b -> if b then spin 1 else 0; let z = h (count db > 3); "
                              "laplace 1 (count db) }",
     "list-length": LEN + MAIN + f"{{ laplace 1 (count db + len (if count db > 3 then {LONG} else [1]) * 0) }}",
+    "record-field": SPIN + "function h (p : { b : bool, v : num }) : num { if p.b then spin 1 else 0 }\n"
+                    + MAIN + "{ let z = h { b = count db > 3, v = 1 }; laplace 1 (count db) }",
+    "pmap-of-bools": SPIN + MAIN + "{ let bs = pmap (fun g -> count g > 3) (groupby (fun r -> r.k) db); "
+                                   "let z = pmap (fun b -> if b then spin 1 else 0) bs; laplace 1 (count db) }",
 }
 
 
@@ -146,6 +150,8 @@ PARTIALS = {
             + MAIN + "{ sample v = each (f 0) (groupby (fun r -> r.k) db); laplace 1 (count db) }",
     "inside-recursion": "function r (u : num) (n : num) : num { if n <= 0 then 0 else (let g = r 0; g (n - 1)) }\n"
                         + MAIN + "{ let z = r 0 (count db); laplace 1 (count db) }",
+    "score-function": DEEP + "function f (n : num) (q : num) : num { clip 0 1 n + 0 * deep n }\n"
+                      + MAIN + "{ exponential 1 [1, 2] (f (count db)) }",
 }
 
 
@@ -168,7 +174,7 @@ def test_the_same_call_without_partial_application_is_refused():
 
 
 # With the call-depth limit at 5, the last table size whose run still completes.
-PARTIAL_EDGE = {"let": 3, "three-args": 3, "each": 3, "inside-recursion": 4}
+PARTIAL_EDGE = {"let": 3, "three-args": 3, "each": 3, "inside-recursion": 4, "score-function": 3}
 
 
 @pytest.mark.parametrize("name", sorted(PARTIALS))
@@ -477,6 +483,16 @@ def test_evidence_a_bag_of_bags_builds_rows_quadratic_in_the_table(tables, monke
     "(groupby (fun r -> r.k) db); laplace 1 (count db)",
 ])
 def test_a_risk_carried_by_each_construct_is_refused(body):
+    refused(DEEP + MAIN + "{ " + body + " }", "E0309")
+
+
+@pytest.mark.parametrize("body", [
+    "exponential 1 [1, 2] (fun q -> clip 0 1 (count db) + 0 * deep (count db))",
+    "sample a = above_threshold 1 1 0 [1, 2] (fun q -> clip 0 1 (count db) + 0 * deep (count db)); "
+    "laplace 1 (count db)",
+])
+def test_a_score_function_capturing_a_risky_private_computation_is_refused(body):
+    """Score functions get public parameters (rule Primitive), but what they capture keeps its risk."""
     refused(DEEP + MAIN + "{ " + body + " }", "E0309")
 
 
