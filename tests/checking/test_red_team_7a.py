@@ -19,7 +19,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from red_team_support import ROW_A, ROW_B, check, codes, make_tables, outcome
+from red_team_support import ROW_A, ROW_B, check, make_tables, outcome
 from fuzzpy.audit.oracle import audit_pair, call_depth, run_identity
 from fuzzpy.primitives.registry import lookup
 
