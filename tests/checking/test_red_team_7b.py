@@ -154,7 +154,8 @@ def test_the_same_closure_returned_through_one_function_is_charged():
     "function mk (k : num) { fun x -> x + k }\nfunction app f (k : num) { f k }\n"
     + MAIN + "{ let g = app mk (count db); return (g 0) }",
     # the inner function captures a split part of the outer one's table
-    "function mk (b : bag T) { fun x -> count b }\nfunction mk2 (b : bag T) { let (p, q) = split (fun r -> r.flag) b; mk p }\n"
+    "function mk (b : bag T) { fun x -> count b }\n"
+    "function mk2 (b : bag T) { let (p, q) = split (fun r -> r.flag) b; mk p }\n"
     + MAIN + "{ let g = mk2 db; return (g 0) }",
 ], ids=["three-levels", "let-bound", "wrapped", "closure-instance", "higher-order", "higher-order-top",
      "split-part"])
@@ -414,7 +415,10 @@ def _check_in_subprocess(src: str, timeout: float):
     import subprocess
     import sys
 
-    code = ("import sys; sys.path.insert(0, 'tests'); from red_team_support import check; "
+    from pathlib import Path
+
+    tests_dir = str(Path(__file__).resolve().parents[1])
+    code = (f"import sys; sys.path.insert(0, {tests_dir!r}); from red_team_support import check; "
             f"r = check({src!r}); print(r.ok)")
     try:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
@@ -445,11 +449,12 @@ RELEASED_N = "sample n = laplace 1 1000; "
 
 @pytest.mark.parametrize("prog", [
     REP + MAIN + "{ " + RELEASED_N + "let g = fun x -> count db; laplace 1 (rep g n) }",                 # let-bound
-    REP + "function mid g (n : num) : num { rep g n }\n" + MAIN + "{ " + RELEASED_N + "laplace 1 (mid (fun x -> count db) n) }",
+    REP + "function mid g (n : num) : num { rep g n }\n"
+    + MAIN + "{ " + RELEASED_N + "laplace 1 (mid (fun x -> count db) n) }",
     "function a f (n : num) : num { if n <= 0 then 0 else f 0 + b f (n - 1) }\n"                      # mutual
     "function b f (n : num) : num { if n <= 0 then 0 else f 1 + a f (n - 1) }\n"
     + MAIN + "{ " + RELEASED_N + "laplace 1 (a (fun x -> count db) n) }",
-    "function add (b : bag T) (x : num) : num { count b + x }\n" + REP                                  # partial application
+    "function add (b : bag T) (x : num) : num { count b + x }\n" + REP  # partial application
     + MAIN + "{ " + RELEASED_N + "laplace 1 (rep (add db) n) }",
     "function mk (b : bag T) { fun x -> count b }\n" + REP + MAIN + "{ " + RELEASED_N + "laplace 1 (rep (mk db) n) }",
     "function rep (f : num -o num) (n : num) : num { if n <= 0 then 0 else f 0 + rep f (n - 1) }\n"     # declared type
@@ -460,7 +465,7 @@ RELEASED_N = "sample n = laplace 1 1000; "
     + MAIN + "{ " + RELEASED_N + "laplace 1 (rep (fun x -> x + count db) (fun y -> 0) n) }",          # mixed: f
     "function f (n : num) (b : bag T) : num { if n <= 0 then count b else (let g = fun u -> f (n - 1) b; g 0 + g 1) }\n"
     + MAIN + "{ " + RELEASED_N + "laplace 1 (f n db) }",                                             # closure calls f
-    "function rep f g (n : num) : num { if n <= 0 then 0 else g 0 + rep g f (n - 1) }\n"               # alternating keys
+    "function rep f g (n : num) : num { if n <= 0 then 0 else g 0 + rep g f (n - 1) }\n"  # alternating keys
     + MAIN + "{ " + RELEASED_N + "laplace 1 (rep (fun x -> count db) (fun y -> 0) n) }",
 ], ids=["let", "through-mid", "mutual", "partial", "returned", "declared", "mixed-g", "mixed-f", "closure-calls-f",
         "alternating"])
@@ -470,7 +475,8 @@ def test_a_closure_used_at_every_level_of_a_released_recursion_is_infinitely_cha
 
 
 @pytest.mark.parametrize("prog, eps, sens", [
-    ("function f (n : num) (b : bag T) : num { if n <= 0 then count b else (let g = fun u -> f (n - 1) b; g 0 + g 1) }\n"
+    ("function f (n : num) (b : bag T) : num {\n"
+     "  if n <= 0 then count b else (let g = fun u -> f (n - 1) b; g 0 + g 1) }\n"
      + MAIN + "{ laplace 1 (f 3 db) }", 1, [8]),
     ("function rep f (n : num) (b : bag T) : num { if n <= 0 then f 0 else rep (fun y -> f y + count b) (n - 1) b }\n"
      + MAIN + "{ laplace 1 (rep (fun x -> count db) 4 db) }", 1, [5]),                  # a new closure per level
@@ -481,7 +487,8 @@ def test_a_closure_used_at_every_level_of_a_released_recursion_is_infinitely_cha
      + MAIN + "{ " + RELEASED_N + "laplace 1 (rep (fun x -> x + count db) (fun y -> count db) n) }", 1, [0, 2]),
     ("function rep (f : num -o num) (n : num) (x : num) : num { if n <= 0 then f x else rep f (n - 1) x }\n"
      + MAIN + "{ " + RELEASED_N + "laplace 1 (rep (fun y -> y + count db) n (count db)) }", 1, [0, 2]),
-], ids=["closure-calls-f-unrolled", "new-closure-per-level", "mutual-unrolled", "mixed-base-case", "declared-base-case"])
+], ids=["closure-calls-f-unrolled", "new-closure-per-level", "mutual-unrolled", "mixed-base-case",
+        "declared-base-case"])
 def test_closures_and_recursion_are_charged_exactly(prog, eps, sens, tables):
     r = exactly(prog, eps, sens)
     assert violations(r, tables) == []
@@ -557,7 +564,8 @@ def test_a_constant_widened_to_a_public_value_stays_apart_from_a_private_argumen
      + MAIN + "{ let g = mk (count db); let h = g (count db); laplace 1 (h 1 + h 2) }", 1, [4]),
     ("function mk (k : num) { let a = fun u -> u + k; fun x -> a x + a x }\n"
      + MAIN + "{ let g = mk (count db); laplace 1 (g 0) }", 1, [2]),
-    ("function mk (k : num) { fun r -> clip 0 1 (r.x * k) }\n" + MAIN + "{ let g = mk 0.1; laplace 1 (sum (map g db)) }",
+    ("function mk (k : num) { fun r -> clip 0 1 (r.x * k) }\n"
+     + MAIN + "{ let g = mk 0.1; laplace 1 (sum (map g db)) }",
      1, [1]),
     ("function mk (n : num) (b : bag T) { fun u -> if n <= 0 then 0 else (mk (n - 1) b) u + count b }\n"
      + MAIN + "{ laplace 1 ((mk 3 db) 0) }", 1, [3]),
@@ -610,7 +618,8 @@ LOOP = ("function loop (i : {t}) (db : bag T) : fuzzy num {{\n"
     (LOOP.format(t="int", cmp="==", step="2") + MAIN + "{ loop 300 db }", F(3, 2)),            # step 2
     (LOOP.format(t="num", cmp="<=", step="0.1") + MAIN + "{ loop 30 db }", 3),                # fractional step
     ("function loop (i : int) (db : bag T) : fuzzy num {\n  if i <= 0 then return 0 else (sample x = laplace 0.01 "
-     "(count db); sample z = (if i > 50 then loop 0 db else return 0); loop (i - 1) db) }\n" + MAIN + "{ loop 300 db }", 3),
+     "(count db); sample z = (if i > 50 then loop 0 db else return 0); loop (i - 1) db) }\n"
+     + MAIN + "{ loop 300 db }", 3),
 ], ids=["nested-10000", "computed", "param", "step-2", "fractional", "branch-on-constant"])
 def test_loops_on_constants_are_charged_exactly(prog, eps, tables):
     r = exactly(prog, eps, [1])
@@ -674,7 +683,8 @@ def test_type_variables_are_instantiated_soundly(prog, eps, sens, tables):
     ("function last (n : num) (xs : list 'a) : list 'a { if n <= 0 then xs else last (n - 1) xs }\n"
      + MAIN + "{ sample n = laplace 1 3; return (last n []) }", "E0212"),
     ("function f (x : num) : 'a { x }\n" + MAIN + "{ laplace 1 (f (count db)) }", "E0212"),
-    ("function app (g : 'a -o 'a) (x : 'a) : 'a { g x }\n" + MAIN + "{ laplace 1 (app (fun y -> y) (count db)) }", "E0202"),
+    ("function app (g : 'a -o 'a) (x : 'a) : 'a { g x }\n"
+     + MAIN + "{ laplace 1 (app (fun y -> y) (count db)) }", "E0202"),
 ], ids=["arithmetic-leaves-bounds", "recursive-base-leaves-bounds", "hole-recursion", "unfixed-return",
         "tvar-in-function-type"])
 def test_type_variable_misuses_are_refused(prog, code):
