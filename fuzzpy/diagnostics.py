@@ -43,9 +43,9 @@ CODES: dict[str, str] = {
     "E0305": "mechanism argument not bounded",
     "E0306": "recursion cannot be bounded",
     "E0307": "not a partition of public keys",
-    "E0308": "private data in a function passed to a bag operation",
+    "E0308": "function passed to a bag operation not allowed (private data, or a table per row)",
     "E0309": "run may fail depending on private data",
-    "E0310": "function of a declared type may not complete",
+    "E0310": "function of a declared type may not complete, or grows tables",
     "E0311": "table grows beyond the limit",
     "E0312": "noise scale beyond the supported range",
     # E04xx: budget

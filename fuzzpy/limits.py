@@ -29,3 +29,12 @@ RECURSION_LIMIT = 1_000_000
 # its distance coefficients (docs/soundness.md, "Growth").  The runtime needs memory for that
 # multiple of the loaded tables.
 MAX_GROWTH = 64
+
+# Calls one function instance makes in all, its callees' included: past this a run may take so
+# long that it does not finish in practice (`fib 60` makes 10^12), which the checker treats as a
+# possible failure (FAIL, docs/soundness.md rule Unroll).
+MAX_CALLS = 10_000_000
+
+# Calls one row of a row function may make (row by row, the runtime's fallback): past this the row
+# gets a missing value, like any row whose evaluation fails (docs/runtime.md).
+ROW_CALLS = 1_000_000

@@ -9,10 +9,10 @@ from ..diagnostics import Span
 from ..primitives.registry import NOCONST, Arg, Result, lookup  # noqa: F401
 from ..syntax import ast as A
 from . import ir as I
-from .effects import ARGS, r_presence, r_union
+from .effects import ARGS, FAIL, r_presence, r_union
 from .helpers import _cover, _rename_args, _spine
-from .sens import ZERO, Dist, d_add, d_inf, fmt_coef, is_const
-from .types import Fun, Type, is_subtype
+from .sens import ONE, ZERO, Dist, d_add, d_inf, fmt_coef, is_const
+from .types import Fun, Type, holds_choices, is_subtype
 from .values import Env, FnT, FnValue, Opaque, Partial, Val, fn_params
 
 
@@ -67,6 +67,9 @@ class ApplicationRules:
         data = [v for v in vals if v.fn is None]
         if applied.pop(ARGS, 0):
             applied = r_union(applied, *[r_presence(v.dist) for v in data])
+        if FAIL in applied:  # as for a call: an argument that may move infinitely far (rule Instance)
+            applied = r_union(applied, *[self.choice_presence(v.dist, v.ir.span or span) for v in data
+                                         if holds_choices(v.type)])
         if grown != 0:
             self.note_growth(self._scale(grown, d_add(*[v.dist for v in data]), span))
         return res, applied
@@ -95,10 +98,16 @@ class ApplicationRules:
         t = fn.type
         arg = self.coerce(arg, t.dom, span)
         dist = d_add(self._scale(t.sens, arg.dist, span, apply=True), f.dist)
-        fn_out = Opaque(t.cod) if isinstance(t.cod, Fun) else None  # a curried function type
-        # A function of a declared type always completes (to_opaque checks it): no risk of its own.
+        fn_out = Opaque(t.cod, fn.depth, fn.draw_depth, fn.complete) if isinstance(t.cod, Fun) else None  # curried
+        self.note_depth(fn.depth, fn.draw_depth)  # rule Unroll: the calls it nests, where it is applied
+        # A function of a declared type completes (to_opaque checks it) within the depth it carries;
+        # one whose depth is unknown may exceed the runtime's limits.
+        if not fn.complete and getattr(self, "_counting", None) is not None:
+            # Rule Count does not iterate the depth of returned functions: unroll instead.
+            raise self.fail("E0306", "not a counted recursion", span)
+        own = {} if fn.complete else {FAIL: ONE}
         return Val(t.cod, dist, I.IApply(f.ir, [const_ir(arg)], span=span), NOCONST, fn_out,
-                   risk=r_union(f.risk, evaluated_risk(arg)))
+                   risk=r_union(f.risk, evaluated_risk(arg), own))
 
     def _apply_full(self, f: Val, fn: FnValue, args: list[Val], span: Span) -> Val:
         if isinstance(fn, Partial):
@@ -107,14 +116,15 @@ class ApplicationRules:
             inner = self.apply(fn.fn, list(fn.given) + args, span)
             body = _rename_args(inner.ir, args, names)
             return Val(inner.type, inner.dist, I.IApply(f.ir, [const_ir(a) for a in args], names, body, span=span),
-                       inner.const, inner.fn, inner.parts)
+                       inner.const, inner.fn, inner.parts, inner.risk)
         summary, args = self.summary(fn, args, span)
         dist, risk = self.map_summary(summary, args, span)
         if summary.instance is not None:
             node: I.IR = I.ICall(summary.instance, [const_ir(a) for a in args], span=span)
         else:
             node = I.IApply(f.ir, [const_ir(a) for a in args], summary.params, summary.body, span=span)
-        fn_out = Opaque(summary.cod) if isinstance(summary.cod, Fun) else self.rebind_returned(summary, args, span)
+        fn_out = self.returned_opaque(summary) if isinstance(summary.cod, Fun) else \
+            self.rebind_returned(summary, args, span)
         return Val(summary.cod, dist, node, NOCONST, fn_out, risk=risk)
 
     def coerce(self, v: Val, t: Type, span: Span) -> Val:
@@ -134,13 +144,22 @@ class ApplicationRules:
             doms.append(cod.dom)
             senses.append(cod.sens)
             cod = cod.cod
-        arg = Arg(v.type, v.dist, v.const, span, v.ir, v.fn)
+        # The function value is computed once (`let tmp = v; fun x -> tmp x`), not at each application.
+        tmp = None if isinstance(v.ir, (I.IVar, I.IClosure, I.ILambda, I.IConst)) else f"_f{self._sym}"
+        self._sym += 1
+        arg = Arg(v.type, v.dist, v.const, span, v.ir if tmp is None else I.IVar(tmp, span=span), v.fn)
         inst = self.instantiate(arg, doms, span, record=False)
-        if inst.risk:
+        if any(s != FAIL for s in inst.risk):
+            # Whether it completes depends on its argument or on private data: a declared type
+            # cannot say which, so each application would have to be checked (rule Declared).
             raise self.fail("E0310", f"a function given the type {t} must complete on every argument, but this "
                             "one may not: it runs a recursion the checker could not unroll", span,
                             *self.risk_notes(), "leave the function's type undeclared, so that it is checked at "
                             "each application, or make the recursion's arguments public constants")
+        if inst.grows != 0:
+            raise self.fail("E0310", f"a function given the type {t} may not add rows to the tables it is given "
+                            "(it applies union to them): applied again and again it could double them each time",
+                            span, "leave the function's type undeclared, so that each application is checked")
         for coef, sens in zip(inst.param_coefs, senses):
             if is_const(coef) and coef > sens:
                 raise self.fail("E0301", f"this function is {fmt_coef(coef)}-sensitive, but {t} allows "
@@ -150,13 +169,18 @@ class ApplicationRules:
                 self.pending_checks.append((coef, sens, span, "the function given here"))
         if not is_subtype(inst.cod, cod):
             raise self.fail("E0202", f"this function returns {inst.cod}, but {t} expects {cod}", span)
-        code = inst.code
-        if len(code.params) > 1:  # curried: one parameter per function value
-            body = code.body
-            for name in reversed(code.params[1:]):
+        code: I.IR = inst.code
+        if len(inst.code.params) > 1:  # curried: one parameter per function value
+            body = inst.code.body
+            for name in reversed(inst.code.params[1:]):
                 body = I.ILambda([name], body, span=span)
-            code = I.ILambda(code.params[:1], body, span=span)
-        return Val(t, inst.captured, code, NOCONST, Opaque(t))
+            code = I.ILambda(inst.code.params[:1], body, span=span)
+        if tmp is not None:
+            code = I.ILet(tmp, v.ir, code, span=span)
+        # One that may fail whatever it is given (FAIL alone) is `complete` no more: each
+        # application carries FAIL.
+        fn = Opaque(t, inst.depth, inst.draw_depth, complete=FAIL not in inst.risk)
+        return Val(t, inst.captured, code, NOCONST, fn, risk=dict(v.risk))
 
 
 def evaluated_risk(v: Val) -> Dist:

@@ -44,10 +44,10 @@ from .expressions import ExpressionRules
 from .helpers import (infinite_part, _branch_choice, _cover, _fn_identity, _free_vars, _has_tvar,  # noqa: F401 - re-exported
                       _hashable, _integral_type, _pattern_names, _rename_args, _spine, _widen, apply_scale)
 from .effects import ARGS, r_union
-from .instances import WIDEN_SPECULATIVE, InstanceRules, Summary, _Active, holds_tables  # noqa: F401
+from .instances import WIDEN_SPECULATIVE, InstanceRules, Summary, _Active  # noqa: F401
 from .patterns import PatternRules
 from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, NonLinear, d_add, d_scale, is_const
-from .types import Bag, Type, Unit
+from .types import Bag, Type, Unit, holds_tables
 from .typeexpr import TypeResolver
 from .values import Env, FnT, TopFn, Val
 
@@ -167,8 +167,9 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
 
     def fail(self, code: str, message: str, span: Optional[Span], *notes: str) -> FuzzError:
         notes_ = list(notes)
-        if code == "E0209" and self.widened:
-            name, where = self.widened[0]
+        widened = [(name, where) for name, where in self.widened if self.chains.get(name)]
+        if code == "E0209" and widened:  # only a recursion being checked here
+            name, where = widened[0]
             notes_.append(f"the checker stopped unrolling {name} at {where}: after {WIDEN_SPECULATIVE} nested calls "
                           "under conditions that are not public constants, the arguments that change from call to "
                           "call are no longer constants; compute constants such as epsilon outside the recursion "
@@ -237,37 +238,36 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         since = len(self.splits)
         fval = Val(arg.type, arg.dist, arg.ir, arg.const, fn)
         top = self.stack[-1]
-        outer_growth, top.growth = top.growth, {}  # what the function's body grows, on its own
+        # What the function's body grows and nests, on its own.
+        outer = top.growth, top.callee_depth, top.draw_depth, top.calls
+        top.growth, top.callee_depth, top.draw_depth, top.calls = {}, 0, 0, 0
         try:
             result = self.apply(fval, holders, span)
         finally:
-            growth, top.growth = top.growth, outer_growth
+            growth, depth, draw_depth, calls = top.growth, top.callee_depth, top.draw_depth, top.calls
+            top.growth, top.callee_depth, top.draw_depth, top.calls = outer
         syms = [next(iter(h.dist)) for h in holders if h.dist]
         flat = self.eliminate(result.dist, since)
         coefs = [flat.pop(s, ZERO) for s in syms] if syms else [ZERO] * len(holders)
         risk = self.eliminate(result.risk, since)
         if any(risk.pop(s, ZERO) != 0 for s in syms):
             risk[ARGS] = ONE
-        self._note_applied_growth(growth, syms, per_row or not record)
+        grows = ZERO
+        for s in syms:
+            grows = self.c_max(grows, growth.pop(s, ZERO))
+        self.note_growth(growth)  # tables built from what it captures, whoever applies it
         code = I.ILambda(names, result.ir, span=span)
         if per_row:
             risk = {}
-        elif record and self.primitive_risk:
-            self.primitive_risk[-1] = r_union(self.primitive_risk[-1], risk)
-        return Instantiated(result.type, coefs, flat, code, risk)
-
-    def _note_applied_growth(self, growth: Dist, holders: list[str], per_row: bool) -> None:
-        """Tables a function given to a primitive builds: relative to what it captures, and to
-        what the primitive applies it to (a row: one row; otherwise the primitive's arguments,
-        ARGS, mapped in `call_primitive_vals`)."""
-        k: Coef = ZERO
-        for s in holders:
-            k = self.c_max(k, growth.pop(s, ZERO))
-        if k != 0 and not per_row and self.primitive_risk:
-            self.primitive_growth[-1] = self.c_max(self.primitive_growth[-1], k)
-        elif k != 0:
-            growth = d_add(growth, {s: k for s in self.stack[-1].summary.param_syms})  # never met today
-        self.note_growth(growth)
+        if record:  # a primitive applies it here and now (once per part or candidate: counted once;
+            top.callee_depth = max(top.callee_depth, depth)  # its calls are bounded per application)
+            top.draw_depth = max(top.draw_depth, draw_depth)
+            top.calls += calls
+            if grows != 0:
+                self.primitive_growth[-1] = self.c_max(self.primitive_growth[-1], grows)
+            if self.primitive_risk:
+                self.primitive_risk[-1] = r_union(self.primitive_risk[-1], risk)
+        return Instantiated(result.type, coefs, flat, code, risk, grows, depth, draw_depth)
 
     # ---- names -------------------------------------------------------------------------------
 

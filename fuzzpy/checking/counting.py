@@ -23,7 +23,6 @@ from .. import limits
 from ..diagnostics import FuzzError, Span
 from ..primitives.registry import NOCONST
 from ..syntax import ast as A
-from .effects import FAIL
 from .helpers import _free_vars, _pattern_names, _spine
 from .sens import INF, ZERO, Coef, ConstraintStore, Lin, is_const
 from .types import Num
@@ -247,7 +246,6 @@ class CountRules:
                 raise self.fail("E0301", f"{name} is used with sensitivity {_eval(c, values)} by this recursion, but "
                                 f"its annotation allows {bound}", pspan)
         self._substitute(summary, values)
-        summary.risk.pop(FAIL, None)  # it ends after `depth` levels, within the runtime's limits
         self._count_depth(summary, state, base, depth, span)
 
     def _substitute(self, summary, values: dict) -> None:

@@ -55,7 +55,7 @@ class ExpressionRules:
         v = self.expr(e.value, env)
         t = self.types.resolve(e.type)
         if isinstance(v.type, FnT) and isinstance(t, Fun):
-            return self.to_opaque(v, t, e.span)
+            return self.to_opaque(v, t, e.span)  # keeps v's risk: the value is computed once
         if not is_subtype(v.type, t):
             raise self.fail("E0202", f"this has type {v.type}, which does not fit the annotation {t}", e.span)
         return Val(t, v.dist, v.ir, v.const, v.fn, v.parts, v.risk)
@@ -137,7 +137,8 @@ class ExpressionRules:
             choice = r_presence(_branch_choice(scrutinee.dist))
             if choice:
                 self.note_risk(span, choice, "this condition depends on private data and decides whether a "
-                               "part that may not complete (a recursion the checker could not unroll) runs")
+                               "part that may not complete runs (a recursion the checker could not unroll, more calls "
+                               "than the call budget, or exact products of non-constant numbers)")
             risk = r_union(risk, choice)
         return risk
 
@@ -152,7 +153,8 @@ class ExpressionRules:
 
     def _join_fn(self, a: Val, b: Val):
         if isinstance(a.fn, Opaque) and isinstance(b.fn, Opaque):
-            return Opaque(join_types(a.fn.type, b.fn.type))  # type: ignore[arg-type]
+            return Opaque(join_types(a.fn.type, b.fn.type), max(a.fn.depth, b.fn.depth),  # type: ignore[arg-type]
+                          max(a.fn.draw_depth, b.fn.draw_depth), a.fn.complete and b.fn.complete)
         return None
 
     def x_Lambda(self, e: A.Lambda, env: Env) -> Val:

@@ -17,9 +17,11 @@ from .types import Bag, Bool, Cat, Hole, Num, Parts, Seq, Str, TVar, Type, Unit,
 from .values import FnValue, Opaque, TopFn, Val
 
 
-def _widen(v: Val) -> Val:
+def _widen(v: Val, declared: Optional[Num] = None) -> Val:
+    """A numeric constant forgotten (rule Widen): its declared type if it has one, else any number."""
     if v.is_const and isinstance(v.type, Num):
-        return Val(Num(None, None, v.type.integer), v.dist, v.ir, NOCONST, v.fn, v.parts)
+        t = declared if declared is not None else Num(None, None, v.type.integer)
+        return Val(t, v.dist, v.ir, NOCONST, v.fn, v.parts)
     return v
 
 

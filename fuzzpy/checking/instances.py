@@ -25,15 +25,16 @@ from ..solving.lp import Unsolvable, solve_least
 from ..syntax import ast as A
 from . import ir as I
 from .effects import FAIL, r_normal, r_presence, r_union
-from .helpers import _fn_identity, _has_hole, _has_tvar, _hashable, _widen, apply_scale
+from .helpers import _fn_identity, _has_hole, _has_tvar, _hashable, _widen, apply_scale, infinite_part
 from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, d_add, d_substitute, fmt_coef, is_const, substitute
-from .types import Bag, Fun, Num, Parts, Seq, Type, components, is_subtype
+from .types import MAX_TYPE_SIZE, Fun, Num, Type, holds_choices, holds_tables, is_subtype, type_size
 from .typeexpr import bind_tvars, match_type, subst_tvars
 from .values import Closure, Env, FnT, FnValue, Opaque, Partial, TopFn, Val
 
 # Speculative levels (under branches on values that are not constants) of one function's chain
 # of nested instances before its changing numeric constants are forgotten (rule Widen).
 WIDEN_SPECULATIVE = 256
+WIDEN_MARGIN = 16  # further levels before a chain that no widening closes is refused
 # Instances checked in one program, in all (each costs a check of the function's body).
 MAX_INSTANCES = 200_000
 
@@ -55,6 +56,7 @@ class Summary:
     risk: Dist = field(default_factory=dict)
     growth: Dist = field(default_factory=dict)
     depth: int = 1  # calls nested when it runs, this one included (rule Unroll)
+    calls: int = 1  # calls it makes in all, this one included (rule Unroll)
     draw_depth: int = 0  # calls nested when distributions it builds are drawn (from depth 0)
     returned: Optional[Any] = None  # a function value it returns, with its environment (rule Closure)
     frame: Optional[Env] = None     # the scope of its parameters
@@ -77,6 +79,8 @@ class _Active:
     draw_depth: int = 0
     deferred: int = 0             # the checker's depth in `sample` when it was entered
     recursion_eager: bool = False  # a recursive call of it runs now, not when a sample is drawn
+    calls: int = 0                # calls its body makes, callees' included
+    fns: tuple = ()               # the identities of its function arguments (instance_key)
 
 
 class InstanceRules:
@@ -88,14 +92,24 @@ class InstanceRules:
         """The checked instance for these arguments, and the arguments as passed (function
         values given to parameters of declared function type carry their code)."""
         params = fn.decl.params if isinstance(fn, TopFn) else fn.params  # type: ignore[union-attr]
-        args = self._widen_speculative(fn, args, span)
+        args = self._widen_speculative(fn, args, params, span)
         param_types = [self.param_type(p, a, span) for p, a in zip(params, args)]
+        if any(type_size(t) > MAX_TYPE_SIZE for t in param_types):
+            name = fn.decl.name if isinstance(fn, TopFn) else "this function"
+            raise self.fail("E0306", f"the arguments of {name} have types of more than {MAX_TYPE_SIZE} parts",
+                            span, "a recursion whose argument types grow at each call (a tuple of the argument, "
+                            "say) cannot be checked; give the parameter a declared type")
         args = [self.coerce(a, t, span) if not isinstance(t, FnT) else a for a, t in zip(args, param_types)]
         key = self.instance_key(fn, param_types, args)
         if key in self.instances:
             return self.instances[key], args
         if key in self.active:
             return self.recursive_summary(fn, key, span), args
+        counting = getattr(self, "_counting", None)
+        if counting is not None and counting[0] == key[0]:
+            # Rule Count checks one level for a non-constant counter: a call of itself that is not
+            # the recursive call (a new function argument at each level, say) cannot be counted.
+            raise self.fail("E0306", "not a counted recursion", span)
         counted = self.counted(fn, args, span) if isinstance(fn, TopFn) else None
         if counted is not None:  # rule Count: checked once for every level
             self.instances[key] = counted
@@ -142,7 +156,7 @@ class InstanceRules:
 
     # ---- rule Widen: stop unrolling a speculative chain ------------------------------------------
 
-    def _widen_speculative(self, fn: FnValue, args: list[Val], span: Span) -> list[Val]:
+    def _widen_speculative(self, fn: FnValue, args: list[Val], params: list, span: Span) -> list[Val]:
         """Past WIDEN_SPECULATIVE speculative levels of one function's nested instances, the
         numeric constants that changed since the enclosing instance are forgotten; constants that
         stay the same (an epsilon, clip bounds) are kept.  Forgetting a constant only makes the
@@ -153,11 +167,20 @@ class InstanceRules:
         if not chain or self.speculation - chain[0].speculation < WIDEN_SPECULATIVE:
             return args
         last = chain[-1].consts
+        fresh = [a for i, a in enumerate(args) if isinstance(a.fn, (Closure, Partial))
+                 and (i >= len(chain[-1].fns) or _fn_identity(a.fn) != chain[-1].fns[i])]
+        if fresh and self.speculation - chain[0].speculation >= WIDEN_SPECULATIVE + WIDEN_MARGIN:
+            # A new function at each level: no instance repeats, so no fixpoint (rule Widen).  The
+            # margin lets an enclosing recursion, widened at the same depth, close first.
+            raise self.fail("E0306", f"{fn.decl.name} is given a new function at each level of a recursion whose "
+                            "depth is not a public constant", fresh[0].ir.span or span,
+                            "pass the same function at each level, or recurse on a public constant")
         out = []
-        for i, a in enumerate(args):
+        for i, (a, p) in enumerate(zip(args, params)):
             before = last[i] if i < len(last) else None
             if a.is_const and isinstance(a.type, Num) and _hashable(a.const) != before:
-                out.append(_widen(a))
+                declared = self.types.resolve(p.type) if p.type is not None else None
+                out.append(_widen(a, declared if isinstance(declared, Num) else None))
                 self.widened.append((fn.decl.name, span))
             else:
                 out.append(a)
@@ -175,13 +198,15 @@ class InstanceRules:
                 raise self.fail("E0212", f"recursive function {name} needs a declared return type", span,
                                 "write function f (x : num) : num { ... }")
             state.recursive = True
-            self._assume(fn.decl, state)
+            self._assume(fn.decl, state, counted=key == getattr(self, "_counting", None))
         return state.summary
 
-    def _assume(self, decl: A.FunDecl, state: _Active) -> None:
+    def _assume(self, decl: A.FunDecl, state: _Active, counted: bool = False) -> None:
         """Every component of the summary becomes an unknown the body is checked against:
         sensitivities (or their annotations), what the function arguments capture, the failure
-        risk (which includes FAIL: a recursion may not complete) and the growth of tables."""
+        risk and the growth of tables.  The risk includes FAIL (a recursion may not complete),
+        except under rule Count, where the recursion ends and FAIL is an unknown like the rest:
+        the body's own FAIL (rule Exact, say) then carries through the levels."""
         s, store = state.summary, self.store
         s.coefs = []
         for p, t in zip(decl.params, s.param_types):
@@ -193,10 +218,11 @@ class InstanceRules:
                 s.coefs.append(store.fresh(f"{decl.name}.{p.name}", minimise=True))
         cands = sorted(state.candidates)
         s.captured = {c: store.fresh(f"{decl.name}.captured", minimise=True) for c in cands}
-        s.risk = {FAIL: ONE, **{x: store.fresh(f"{decl.name}.risk", minimise=True) for x in s.param_syms + cands}}
+        fail = store.fresh(f"{decl.name}.fail", minimise=True) if counted else ONE
+        s.risk = {FAIL: fail, **{x: store.fresh(f"{decl.name}.risk", minimise=True) for x in s.param_syms + cands}}
         grows = [x for x in s.param_syms + cands if x in self.table_syms]
         s.growth = {x: store.fresh(f"{decl.name}.growth", minimise=True) for x in grows}
-        s.depth = s.draw_depth = 0  # the recursion's own nesting is rule Count's, or FAIL's
+        s.depth = s.draw_depth = s.calls = 0  # the recursion's own nesting is rule Count's, or FAIL's
         s.cod = self._declared_return(decl, s.param_types)
         if _has_hole(s.cod):
             raise self.fail("E0212", f"the recursive calls of {decl.name} cannot be given a return type: its type "
@@ -228,7 +254,7 @@ class InstanceRules:
         name = fn.decl.name if isinstance(fn, TopFn) else None
         saved_function, since = self.current_function, len(self.splits)
         state = _Active(summary, name, self.speculation, key[2], _candidates(args, param_types), since,
-                        deferred=self.deferred)
+                        deferred=self.deferred, fns=key[3])
         self._enter(key, state)
         self.instance_count += 1
         self.current_function = label if isinstance(fn, TopFn) else self.current_function
@@ -250,7 +276,12 @@ class InstanceRules:
         summary.risk, summary.growth = risk, growth
         if isinstance(body.type, FnT) and isinstance(body.fn, (Closure, Partial)):
             summary.returned, summary.since = body.fn, since  # applied at each call (rebind_returned)
+        elif isinstance(body.fn, Opaque):
+            summary.returned = body.fn  # its depth counts where it is applied (rule Unroll)
         summary.depth, summary.draw_depth = 1 + state.callee_depth, state.draw_depth
+        summary.calls = 1 + state.calls
+        if summary.calls > limits.MAX_CALLS:  # it may not finish in practice: a failure (rule Unroll)
+            summary.risk = r_union(summary.risk, {FAIL: ONE})
         if max(summary.depth, summary.draw_depth) > limits.CALL_DEPTH:  # rule Unroll: the runtime's limit
             raise self.fail("E0306", f"function calls nested more than {limits.CALL_DEPTH} deep at run time", span,
                             "recursion on public constants runs one nested call per level (except calls in the "
@@ -370,6 +401,11 @@ class InstanceRules:
         parameter's component scaled by (or, for risk, present on) its argument."""
         dist: Dist = dict(summary.captured)
         risk = {s: c for s, c in summary.risk.items() if s not in summary.param_syms}
+        # Functions of a declared type given to it are applied inside it: their nesting adds up,
+        # and one of unknown depth may exceed the runtime's limits there (FAIL).
+        given = [a.fn for a, t in zip(args, summary.param_types) if isinstance(t, Fun) and isinstance(a.fn, Opaque)]
+        if not all(g.complete for g in given):
+            risk = r_union(risk, {FAIL: ONE})
         growth = {s: c for s, c in summary.growth.items() if s not in summary.param_syms}
         for coef, a, t, sym in zip(summary.coefs, args, summary.param_types, summary.param_syms):
             if isinstance(t, FnT):
@@ -378,18 +414,47 @@ class InstanceRules:
                 continue
             dist = d_add(dist, self._scale(coef, a.dist, span, apply=True))
             risk = r_union(risk, r_presence(a.dist, summary.risk.get(sym, ZERO)))
+            if FAIL in risk and holds_choices(t):
+                # An argument that may move infinitely far (a bool, a sum's side, a list's length)
+                # can change which branches run inside, whatever its parameter's coefficient: the
+                # risk's counterpart of 0 * inf = inf (rule Instance).  Numbers, strings and
+                # categories are only branched on through comparisons, which rule Branch sees.
+                risk = r_union(risk, self.choice_presence(a.dist, a.ir.span or span))
             g = summary.growth.get(sym, ZERO)
             if g != 0 and holds_tables(t):  # only tables have a size to grow
                 growth = d_add(growth, self._scale(g, a.dist, span, apply=True))
         self.note_growth(growth)
+        self.note_depth(summary.depth + max((g.depth for g in given), default=0),
+                        max([summary.draw_depth] + [g.depth + g.draw_depth for g in given]))
         if self.stack:
-            top = self.stack[-1]
-            if self.deferred > top.deferred:  # under `sample`: it runs when drawn, from depth 0
-                top.draw_depth = max(top.draw_depth, summary.depth, summary.draw_depth)
-            else:
-                top.callee_depth = max(top.callee_depth, summary.depth)
-                top.draw_depth = max(top.draw_depth, summary.draw_depth)
+            self.stack[-1].calls += summary.calls
         return dist, risk
+
+    def choice_presence(self, d: Dist, span: Span) -> Dist:
+        """The presence of d's entries that are (or, not solved yet, may be) infinite: an entry
+        still unknown inside a recursion may turn out infinite, so it counts (sound, and a known
+        source of false rejections: docs/soundness.md, rule Instance)."""
+        return r_presence(infinite_part(d))
+
+    @staticmethod
+    def returned_opaque(summary: Summary) -> Opaque:
+        """Rule Unroll: a function of a declared type returned by an instance, with the calls its
+        applications nest; a recursion's assumed summary does not know them (`complete` false)."""
+        if isinstance(summary.returned, Opaque):
+            return summary.returned
+        return Opaque(summary.cod, complete=False)
+
+    def note_depth(self, depth: int, draw_depth: int) -> None:
+        """Rule Unroll: a call nesting `depth` calls when it runs (and `draw_depth` when what it
+        builds is drawn) is made here; under `sample` it runs when drawn, from depth 0."""
+        if not self.stack:
+            return
+        top = self.stack[-1]
+        if self.deferred > top.deferred:
+            top.draw_depth = max(top.draw_depth, depth, draw_depth)
+        else:
+            top.callee_depth = max(top.callee_depth, depth)
+            top.draw_depth = max(top.draw_depth, draw_depth)
 
     def rebind_returned(self, summary: Summary, args: list[Val], span: Span) -> Optional[FnValue]:
         """Rule Closure: a function value an instance returns, seen from the call.  Its
@@ -444,47 +509,45 @@ class _Rebinder:
 
     def fn(self, f: FnValue) -> FnValue:
         if isinstance(f, Closure):
-            return Closure(f.params, f.body, self.env(f.env), f.label)
+            env = self.env(f.env)
+            return f if env is f.env else Closure(f.params, f.body, env, f.label)
         if isinstance(f, Partial):
-            return Partial(self.val(f.fn), [self.val(v) for v in f.given], f.arity_left)
+            fv, given = self.val(f.fn), [self.val(v) for v in f.given]
+            if fv is f.fn and all(a is b for a, b in zip(given, f.given)):
+                return f
+            return Partial(fv, given, f.arity_left)
         return f  # top-level functions and functions of a declared type capture nothing here
 
-    def env(self, env: Env) -> Env:
-        """The chain up to the instance's parameter scope is rebuilt; what lies above it (the
-        globals, or the scope of an enclosing closure) does not mention the parameters."""
-        if not self._inside(env):
+    def env(self, env: Optional[Env]) -> Optional[Env]:
+        """Every scope of the chain is rebuilt, whoever created it: a function returned through
+        several calls carries scopes rebuilt by the inner calls, whose values already mention
+        the parameters of this one.  Scopes that mention none of them are kept as they are."""
+        if env is None or env is self.ck.globals:
             return env
         done = self.envs.get(id(env))
         if done is None:
-            parent = self.env(env.parent) if env is not self.frame else env.parent
-            done = self.envs[id(env)] = Env({n: self.val(v) for n, v in env.vars.items()}, parent)
+            parent = self.env(env.parent)
+            vals = {n: self.val(v) for n, v in env.vars.items()}
+            same = parent is env.parent and all(vals[n] is v for n, v in env.vars.items())
+            done = self.envs[id(env)] = env if same else Env(vals, parent)
         return done
-
-    def _inside(self, env: Optional[Env]) -> bool:
-        while env is not None:
-            if env is self.frame:
-                return True
-            env = env.parent
-        return False
 
     def val(self, v: Val) -> Val:
         parts = None if v.parts is None else [self.dist(p) for p in v.parts]
         fn = None if v.fn is None else self.fn(v.fn)
-        return Val(v.type, self.dist(v.dist), v.ir, v.const, fn, parts)
+        dist = self.dist(v.dist)
+        if dist is v.dist and fn is v.fn and (parts is None or all(p is q for p, q in zip(parts, v.parts))):
+            return v
+        return Val(v.type, dist, v.ir, v.const, fn, parts)
 
     def dist(self, d: Dist) -> Dist:
+        flat = self.ck.eliminate(d, self.since)
+        if not any(sym in self.subst for sym in flat):
+            return d if flat == d else flat
         out: Dist = {}
-        for sym, c in self.ck.eliminate(d, self.since).items():
+        for sym, c in flat.items():
             out = d_add(out, self.ck.scale_apply(c, self.subst[sym], self.span) if sym in self.subst else {sym: c})
         return out
-
-
-def holds_tables(t: Type) -> bool:
-    """Does a value of this type hold tables (whose rows rule Growth counts)?"""
-    if isinstance(t, (Bag, Seq, Parts)):
-        return True
-    parts = components(t)
-    return parts is not None and any(holds_tables(p) for p in parts)
 
 
 def _public(a: Val) -> bool:

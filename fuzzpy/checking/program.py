@@ -20,6 +20,7 @@ from ..syntax import ast as A
 from ..syntax.loader import load_program, read_source
 from . import ir as I
 from .checker import Checker, MechanismRecord, _has_tvar
+from .effects import FAIL
 from .sens import INF, fmt_coef, is_const
 from .typeexpr import TypeResolver
 from .types import Bool, Cat, Column, Fun, Fuzzy, Num, Schema, Str, Type, is_subtype
@@ -391,6 +392,7 @@ class _ProgramChecker:
                                                         _fun_type(types, summary.coefs, summary.cod)))
             for p, t, c in zip(decl.params, types, summary.coefs):
                 self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t))
+            self.check_closed(decl, summary)
             self.check_bounded(decl)
             self.check_completes(decl, summary)
             self.check_growth(decl, summary)
@@ -413,14 +415,27 @@ class _ProgramChecker:
                                         notes)))
 
 
+    def check_closed(self, decl: A.FunDecl, summary) -> None:
+        """Rule Entry: the entry point's distance, risk and growth mention only its own
+        parameters (and FAIL).  Anything else is a symbol that escaped the function that made it,
+        a bug in a rule: fail closed, never report a smaller epsilon."""
+        own = set(summary.param_syms)
+        stray = [s for part in (summary.captured, summary.risk, summary.growth) for s in part
+                 if s not in own and s != FAIL]
+        if stray:
+            raise FuzzError(Diagnostic("E0901", "internal error in the checker (a distance symbol escaped its "
+                                       "function); this is a bug in fuzzpy, please report it with the program",
+                                       decl.name_span))
+
     def check_completes(self, decl: A.FunDecl, summary) -> None:
         """Rule Entry: whether a run completes must not depend on private data (E0309)."""
         risky = [p.name for p, sym in zip(decl.params, summary.param_syms) if summary.risk.get(sym, 0) != 0]
         if not risky:
             return
         notes = self.checker.risk_notes()
-        notes.append("a recursion whose depth or end depends on private data can exceed the run's limits on one "
-                     "table and not on its neighbour; recurse on public constants or released values instead")
+        notes.append("a run that fails or does not finish on one table and not on its neighbour reveals which one "
+                     "it ran on; recurse on public constants or released values, and keep work that may not "
+                     "finish out of branches on private data")
         self.error(FuzzError(Diagnostic("E0309", f"whether a run of {decl.name} completes may depend on private "
                                         f"data in {', '.join(risky)}", decl.name_span, notes)))
 

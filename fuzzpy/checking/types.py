@@ -357,3 +357,47 @@ def is_subtype(a: Type, b: Type) -> bool:
     if isinstance(a, Fun) and isinstance(b, Fun):
         return is_subtype(b.dom, a.dom) and a.sens <= b.sens and is_subtype(a.cod, b.cod)
     return False
+
+
+MAX_TYPE_SIZE = 256  # parts of one argument type (tuples of tuples of ...)
+
+
+def type_size(t: Type, cap: int = MAX_TYPE_SIZE + 1) -> int:
+    """The number of parts of a type, counted as a tree (shared parts once per use), up to cap:
+    a recursion that pairs its argument with itself doubles it at each call."""
+    memo: dict[int, int] = {}
+
+    def size(x: object) -> int:
+        if not isinstance(x, Type):
+            return 0
+        if id(x) in memo:
+            return memo[id(x)]
+        total = 1
+        for v in vars(x).values():
+            for item in (v if isinstance(v, tuple) else (v,)):
+                total += sum(size(y) for y in item) if isinstance(item, tuple) else size(item)
+                if total > cap:
+                    break
+        memo[id(x)] = min(total, cap)
+        return memo[id(x)]
+
+    return size(t)
+
+
+def holds_tables(t: Type) -> bool:
+    """Does a value of this type hold tables (whose rows rule Growth counts)?"""
+    if isinstance(t, (Bag, Seq, Parts)):
+        return True
+    parts = components(t)
+    return parts is not None and any(holds_tables(p) for p in parts)
+
+
+def holds_choices(t: Type) -> bool:
+    """Can a branch choose on a value of this type directly (`if` on a bool, `case` on a sum or a
+    list's shape), rather than through a comparison whose distance is already infinite?"""
+    if isinstance(t, (Bool, SumT, ListT, TVar, Hole)):
+        return True
+    if isinstance(t, (Bag, Seq, Parts)):  # a function given the container chooses on each element
+        return holds_choices(t.elem)
+    parts = components(t)
+    return parts is not None and any(holds_choices(p) for p in parts)

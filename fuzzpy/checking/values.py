@@ -64,9 +64,16 @@ class Partial(FnValue):
 
 @dataclass(eq=False)
 class Opaque(FnValue):
-    """A function known only by its `Fun` type (a parameter declared with a function type)."""
+    """A function known only by its `Fun` type (a parameter declared with a function type, or a
+    function value given one).  `depth` and `draw_depth` are the calls an application of it
+    nests (rule Unroll): 0 for a parameter, whose argument's are added where it is given.
+    `complete` is false when they are not known (a function a recursion returns): an
+    application may then exceed the runtime's limits, a failure (FAIL)."""
 
     type: Fun
+    depth: int = 0
+    draw_depth: int = 0
+    complete: bool = True
 
 
 def fn_params(fn: FnValue) -> int:

@@ -12,6 +12,7 @@ from fractions import Fraction
 
 from ..checking import ir as I
 from ..checking.sens import INF, ONE, ZERO, d_add, d_inf, d_scale
+from ..checking.effects import FAIL
 from ..checking.types import BOOL, Bool, Cat, ListT, Num, Record, Str, SumT, Tensor, With
 from .registry import NOCONST, Arg, Result, primitive
 
@@ -107,16 +108,28 @@ def _arith_rule(op: str):
 
 
 def _exact_size_risk(op: str, a: Arg, b: Arg, result: Num) -> dict:
-    """Rule Exact (docs/soundness.md): outside row functions numbers are exact, and the product or
-    quotient of two private numbers has as many digits as both together, so repeating it (squaring
-    a count 40 times) builds numbers whose size, and the time and memory to build them, depend on
-    the data.  Such a product is a failure risk on what both depend on, unless its result is a
-    bounded integer (whose size the bounds fix).  Inside a row function, which computes in floats,
-    the risk is dropped with the rest of the row's."""
+    """Rule Exact (docs/soundness.md): outside row functions numbers are exact, and a product or
+    quotient has as many digits as its two operands together.  Repeating one (squaring 40 times,
+    or x + 1/x, whose denominators multiply) builds numbers so large that the run may not finish:
+    FAIL, unless a factor (for `/`, the divisor) is small: a constant or a bounded integer, which
+    adds a bounded number of digits each time.  When both operands are private (or the divisor
+    is), how large depends on the data: a risk on what they depend on.  A bounded integer result
+    has a size its bounds fix.  Inside a row function, which computes in floats, the risk is
+    dropped with the rest of the row's."""
+    if op not in "*/" or (result.integer and result.bounded):
+        return {}
+    if (op == "/" and _small(b)) or (op == "*" and (_small(a) or _small(b))):
+        return {}
     private = [x for x in (a, b) if x.dist and not x.is_const]
-    if op in "*/" and len(private) == 2 and not (result.integer and result.bounded):
-        return {s: ONE for s in {**a.dist, **b.dist}}
-    return {}
+    risk = {FAIL: ONE}
+    if len(private) == 2 or (op == "/" and b.dist):  # ... and how fast depends on the data
+        risk.update({s: ONE for s in {**a.dist, **b.dist}})
+    return risk
+
+
+def _small(x: Arg) -> bool:
+    """A factor whose digits are bounded whatever the data: a constant or a bounded integer."""
+    return x.is_const or (isinstance(x.type, Num) and x.type.integer and x.type.bounded)
 
 
 def _mul(x, y):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..checking.sens import d_add, d_inf, d_scale
-from ..checking.types import Bag, Bool, Num, Tensor, Type, join_types
+from ..checking.types import Bag, Bool, Num, Tensor, Type, holds_tables, join_types
 from .registry import Arg, Result, primitive
 
 _REF_FUZZ = "Reed & Pierce, ICFP 2010, section 4 (bag primitives)"
@@ -158,6 +158,9 @@ def elem_type(ctx, arg: Arg, what: str) -> Type:
 def row_function(ctx, fn: Arg, elem: Type, span):
     """Check a per-row function; returns (instantiation, extra distance from its captures)."""
     inst = ctx.instantiate(fn, [elem], span, per_row=True)
+    if holds_tables(inst.cod):  # one table per row, all alive at once: no growth bound holds
+        raise ctx.fail("E0308", f"a function applied to every row may not return a table (it returns {inst.cod})",
+                       fn.span)
     captured = d_inf(inst.captured)
     return inst, captured
 

@@ -64,6 +64,9 @@ class Instantiated:
     captured: Dist           # distance of what the function captured from its context
     code: ILambda
     risk: Dist = field(default_factory=dict)  # on what applying it may fail (checking/effects.py)
+    grows: Any = 0       # rows it may add, per row of what it is applied to (rule Growth)
+    depth: int = 0       # calls an application nests, and when drawn (rule Unroll)
+    draw_depth: int = 0
 
 
 class RuleContext(Protocol):

@@ -56,6 +56,7 @@ class RunState:
     no_vector: set[int] = field(default_factory=set)  # row functions known to need the fallback
     depth: int = 0                                    # function instances nested right now
     named: int = 0                                    # releases below this index have a name
+    row_calls: Optional[int] = None                   # calls one row may still make (row by row)
     fallbacks: int = 0                                # row functions that ran row by row
 
 
@@ -344,6 +345,10 @@ class Interpreter:
         state = self.state
         if state.depth >= limits.CALL_DEPTH:  # only recursion the checker could not unroll gets here
             raise RunFailure(f"function calls nested more than {limits.CALL_DEPTH} deep", node.span)
+        if state.row_calls is not None:  # one row's budget: past it the row's value is missing
+            state.row_calls -= 1
+            if state.row_calls < 0:
+                raise RunFailure(f"a row made more than {limits.ROW_CALLS} calls", node.span)
         state.depth += 1
         try:
             return self.eval(inst.body, dict(zip(inst.params, args)))

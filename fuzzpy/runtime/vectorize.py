@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..checking import ir as I
+from .. import limits
 from .interpreter import Interpreter, RunFailure, RunState, as_float, field_of
 from .values import (Bag, Closure, Frame, MaskedBag, bag_from_rows, bag_rows, is_tuple_frame, nrows)
 
@@ -112,7 +113,13 @@ def _vectorised(state: RunState, fn: Closure, bag: Bag) -> Frame:
         bag = bag.reset_index(drop=True)
     env = dict(fn.env)
     env[fn.params[0]] = row_value(bag)  # type: ignore[index]
-    out = VectorEvaluator(state).eval(fn.body, env)  # type: ignore[arg-type]
+    # The columns share one budget of calls (a row's, limits.ROW_CALLS): past it the rows run
+    # one by one, each with its own budget, and those that exhaust it are missing values.
+    outer, state.row_calls = state.row_calls, limits.ROW_CALLS
+    try:
+        out = VectorEvaluator(state).eval(fn.body, env)  # type: ignore[arg-type]
+    finally:
+        state.row_calls = outer
     return to_frame(out, nrows(bag))
 
 
@@ -125,13 +132,20 @@ def _row_by_row(state: RunState, fn: Closure, bag: Bag) -> Frame:
     interp = Interpreter(state, exact=False)
     param, body, base_env = fn.params[0], fn.body, fn.env  # type: ignore[index]
     out = []
-    for row in bag_rows(bag):
-        env = dict(base_env)
-        env[param] = row
-        try:
-            out.append(interp.eval(body, env))  # type: ignore[arg-type]
-        except Exception:  # noqa: BLE001 - per-row failures are private: a missing value instead
-            out.append(None)
+    outer = state.row_calls
+    try:
+        for row in bag_rows(bag):
+            env = dict(base_env)
+            env[param] = row
+            # A row that would run (practically) for ever gets a missing value too: each row has
+            # its own budget of calls, so the outcome depends on that row alone.
+            state.row_calls = limits.ROW_CALLS
+            try:
+                out.append(interp.eval(body, env))  # type: ignore[arg-type]
+            except Exception:  # noqa: BLE001 - per-row failures are private: a missing value instead
+                out.append(None)
+    finally:
+        state.row_calls = outer
     return bag_from_rows(out)
 
 
@@ -216,7 +230,10 @@ class VectorEvaluator(Interpreter):
 
     def __init__(self, state: RunState):
         super().__init__(state, exact=False)
-        self._active: set[int] = set()  # instances being evaluated on columns (recursion check)
+        # Instances being evaluated on columns, with the number of column branches (`if` on a
+        # column, both arms evaluated) open when each was entered (recursion check).
+        self._active: dict[int, int] = {}
+        self._column_branches = 0
 
     def e_IPrim(self, node: I.IPrim, env: dict) -> Any:
         prim = self.prim(node)
@@ -239,7 +256,11 @@ class VectorEvaluator(Interpreter):
         cond = self.eval(node.cond, env)
         if type(cond) is Vec:
             mask = _as_bool_array(cond.data)
-            return where(mask, self.eval(node.then, env), self.eval(node.other, env))
+            self._column_branches += 1
+            try:
+                return where(mask, self.eval(node.then, env), self.eval(node.other, env))
+            finally:
+                self._column_branches -= 1
         if has_vec(cond):
             raise NotVectorisable("if on a tuple")
         return self.eval(node.then if cond else node.other, env)
@@ -253,15 +274,20 @@ class VectorEvaluator(Interpreter):
         if not any(has_vec(a) for a in args):
             return super().call_instance(node, args)
         key = id(node.instance)
-        if key in self._active:
-            # Both branches of every `if` run on columns, so a recursion on the row would
-            # never stop: recursive functions of the row run row by row.
+        if key in self._active and self._column_branches > self._active[key]:
+            # Both arms of an `if` on a column run, so a recursion through one would never
+            # stop: such functions run row by row.  A recursion decided by values that are
+            # not columns (a public counter) stops as it does for each row.
             raise NotVectorisable("recursive call on the row")
-        self._active.add(key)
+        outer = self._active.get(key)
+        self._active[key] = self._column_branches
         try:
             return super().call_instance(node, args)
         finally:
-            self._active.discard(key)
+            if outer is None:
+                del self._active[key]
+            else:
+                self._active[key] = outer
 
     def e_IProj(self, node: I.IProj, env: dict) -> Any:
         value = self.eval(node.value, env)

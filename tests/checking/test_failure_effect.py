@@ -181,6 +181,30 @@ def test_squaring_inside_a_row_function_is_no_risk():
             + MAIN + "{ laplace 1 (sum (map (fun r -> clip 0 1 (pow2 r.x 40)) db)) }", 1)
 
 
+POW2 = "function pow2 (x : num) (m : int) : num { if m <= 0 then x else pow2 (x * x) (m - 1) }\n"
+RELEASED_A = "sample a = laplace 1 (count db); "
+
+
+@pytest.mark.parametrize("call", ["a * a", "pow2 a 1", "pow2 a 2", "pow2 a 40"])
+def test_products_of_released_numbers_may_not_finish_so_a_private_branch_may_not_decide_them(call):
+    """Released values are exact too: squaring one 40 times needs 2^40 times its digits (FAIL).
+    A counted recursion (rule Count) keeps the FAIL of its levels."""
+    refused(POW2 + MAIN + "{ " + RELEASED_A + f"let z = if count db > 1 then {call} else 0; laplace 1 (count db) }}",
+            "E0309", "may depend on private data")
+
+
+def test_products_of_released_numbers_on_their_own_are_accepted():
+    """FAIL alone depends on released values only (rule Entry)."""
+    exactly(POW2 + MAIN + "{ " + RELEASED_A + "let z = pow2 a 40; laplace 1 (count db) }", 2, [1, 1])
+
+
+@pytest.mark.parametrize("expr", ["x * 3", "x / 4", "3 / 4 * x", "x / clip 1 10 x", "x * clip 0 10 x"])
+def test_a_product_with_a_constant_or_a_bounded_integer_is_no_risk(expr):
+    """Such a factor adds a bounded number of digits each time, whatever the data."""
+    exactly(MAIN + "{ let x = count db; let z = if count db > 1 then " + expr + " else 0; laplace 1 (count db) }",
+            1, [1])
+
+
 # ---- rule Growth ---------------------------------------------------------------------------------
 
 def test_a_table_doubled_seven_times_is_refused():
@@ -249,6 +273,20 @@ def test_a_widened_constant_that_a_mechanism_needs_says_so():
     assert any("stopped unrolling f" in n for n in d.notes), d.notes
 
 
+def test_a_recursion_given_a_new_function_at_each_released_level_is_refused_quickly():
+    """No instance key repeats (each level's closure is new): refused, not unrolled to the limit."""
+    t0 = time.perf_counter()
+    refused("function rep f (n : num) (b : bag T) : num { if n <= 0 then f 0 else rep (fun y -> f y + count b) "
+            "(n - 1) b }\n" + MAIN + "{ sample n = laplace 1 10; laplace 1 (rep (fun x -> count db) n db) }",
+            "E0306", "given a new function at each level")
+    assert time.perf_counter() - t0 < 60  # a hang guard only
+
+
+def test_a_new_function_at_each_constant_level_is_unrolled_and_charged_exactly():
+    exactly("function rep f (n : num) (b : bag T) : num { if n <= 0 then f 0 else rep (fun y -> f y + count b) "
+            "(n - 1) b }\n" + MAIN + "{ laplace 1 (rep (fun x -> count db) 4 db) }", 1, [5])
+
+
 # ---- rule Closure: functions returned by functions ------------------------------------------------
 
 def test_a_returned_function_can_be_applied_without_a_declared_type(tables):
@@ -266,10 +304,23 @@ def test_a_returned_function_is_charged_for_what_it_captures_at_each_application
 
 # ---- rule Declared --------------------------------------------------------------------------------
 
-def test_a_function_of_a_declared_type_must_complete():
-    refused(DEEP + "function app (g : num -o num) (y : num) : num { g y }\n"
-            + MAIN + "{ sample n = laplace 1 (count db); laplace 1 (app (fun (z : num) -> z + deep n) (count db)) }",
+APP = "function app (g : num -o num) (y : num) : num { g y }\n"
+
+
+def test_a_function_of_a_declared_type_must_complete_whatever_its_argument():
+    refused(DEEP + APP + MAIN + "{ laplace 1 (app (fun (z : num) -> z + deep z) (count db)) }",
             "E0310", "must complete on every argument")
+
+
+def test_a_declared_function_that_may_fail_whatever_its_argument_carries_fail_to_each_application():
+    """FAIL alone (deep n for a released n) does not depend on the argument: the function keeps its
+    declared type, and each application may fail, which a private branch may not decide."""
+    use = "sample n = laplace 1 (count db); let g = (fun (z : num) -> z + deep n : num -o num); "
+    exactly(DEEP + APP + MAIN + "{ " + use + "laplace 1 (app g (count db)) }", 2, [1, 1])
+    refused(DEEP + APP + MAIN + "{ " + use + "let w = if count db > 1 then app g 0 else 0; laplace 1 (count db) }",
+            "E0309", "may depend on private data")
+    refused(DEEP + MAIN + "{ " + use + "let w = if count db > 1 then g 0 else 0; laplace 1 (count db) }",
+            "E0309", "may depend on private data")
 
 
 # ---- rule Recursion: the assumed summary ----------------------------------------------------------

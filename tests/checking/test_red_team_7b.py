@@ -2,9 +2,9 @@
 Recursion, Unroll, Widen, Closure and Declared).
 
 Earlier red teams: tests/checking/test_red_team.py, test_red_team_3.py ... test_red_team_6.py and
-tests/runtime/test_red_team_runtime.py; nothing here repeats them.  Tests marked
-xfail(strict=True) are open findings: each asserts what a sound system must do, and its comment
-says what happens today, why, and a suggested fix.  Unmarked tests pin attacks the system handles
+tests/runtime/test_red_team_runtime.py; nothing here repeats them.  The five findings are fixed:
+their tests, once xfail(strict=True), assert what a sound system must do and now pass; the
+comments next to them say what happened before the fix, why, and the fix suggested.  Unmarked tests pin attacks the system handles
 today (exact codes and bounds), and, at the end, false rejections real users would meet.
 
 Findings (most severe first; details next to their tests):
@@ -109,23 +109,13 @@ def exactly(src: str, epsilon, sensitivities=None):
 TWO_LEVELS = "function mk (k : num) { fun x -> x + k }\nfunction mk2 (k : num) { mk k }\n"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 1: a closure returned through two instances keeps a stale symbol")
 def test_a_closure_returned_through_two_functions_does_not_release_a_raw_count():
     refused(TWO_LEVELS + MAIN + "{ let g = mk2 (count db); return (g 0) }", "E0302")
 
 
-@pytest.mark.xfail(strict=True, reason="finding 1: observed loss 1 with proven epsilon 0")
 def test_a_closure_returned_through_two_functions_is_charged(tables):
     r = check(TWO_LEVELS + MAIN + "{ let g = mk2 (count db); laplace 1 (g 0) }")
-    assert violations(r, tables) == []  # today: [('loss', 'observed privacy loss 1 > proven epsilon 0'), ...]
-
-
-def test_finding_1_today_the_raw_count_is_released_with_epsilon_0(tables):
-    """Pins the finding's current behaviour (remove with the fix): accepted, epsilon 0, and the two
-    neighbouring tables give different released results."""
-    r = check(TWO_LEVELS + MAIN + "{ let g = mk2 (count db); return (g 0) }")
-    assert r.ok and r.epsilon == 0 and r.mechanisms == []
-    assert ("result", "results differ: A Fraction(0, 1), B Fraction(1, 1)") in violations(r, tables, [("", ROW_A)])
+    assert violations(r, tables) == []  # before the fix: [('loss', 'observed privacy loss 1 > proven epsilon 0'), ...]
 
 
 def test_the_same_closure_returned_through_one_function_is_charged():
@@ -135,7 +125,6 @@ def test_the_same_closure_returned_through_one_function_is_charged():
             1, [1])
 
 
-@pytest.mark.xfail(strict=True, reason="finding 1: every route that returns a rebound closure again leaks")
 @pytest.mark.parametrize("src", [
     # three levels
     TWO_LEVELS + "function mk3 (k : num) { mk2 k }\n" + MAIN + "{ let g = mk3 (count db); return (g 0) }",
@@ -164,9 +153,8 @@ def test_no_route_of_a_rebound_closure_releases_a_raw_count(src, tables):
     assert not r.ok and "E0302" in codes(r), (r.epsilon, violations(r, tables, [("", ROW_A)]) if r.ok else diags(r))
 
 
-@pytest.mark.xfail(strict=True, reason="finding 1: the stale symbol also hides a data-dependent failure (E0309)")
 def test_a_closure_returned_through_two_functions_keeps_its_failure_risk():
-    # One level is refused (next test); two levels are accepted today with epsilon 1.
+    # One level is refused (next test); two levels were accepted with epsilon 1 before the fix.
     refused(DEEP + "function mk (k : num) { fun x -> deep k }\nfunction mk2 (k : num) { mk k }\n"
             + MAIN + "{ let g = mk2 (count db); let z = g 0; laplace 1 (count db) }", "E0309")
 
@@ -179,7 +167,6 @@ def test_a_closure_returned_through_one_function_keeps_its_failure_risk():
 GROW8 = "union (union (union {0} {0}) (union {0} {0})) (union (union {0} {0}) (union {0} {0}))"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 1: the stale symbol also hides table growth (E0311) and the charge")
 def test_a_closure_returned_through_two_functions_keeps_its_growth():
     # 8 x 8 = 64 times the input is built and then doubled once more: 128 > MAX_GROWTH.  Today:
     # accepted with growth 1 and epsilon 0 (the count's sensitivity 64 is charged to the stale symbol).
@@ -218,21 +205,10 @@ NEST = ("function nest (i : int) (g : num -o num) (b : bag T) : num {\n"
 DECLARED_DEEP = DEEP + NEST + MAIN + "{ let g = (fun (x : num) -> x + deep 30 : num -o num); laplace 1 (nest 30 g db) }"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 2: depth of declared-type function applications not counted")
 def test_a_declared_function_applied_deep_inside_a_recursion_is_refused():
     with call_depth(50):
         r = check(DECLARED_DEEP)
     assert not r.ok and codes(r) & {"E0306", "E0309"}, diags(r)
-
-
-def test_finding_2_today_the_outcome_depends_on_the_table(tables):
-    """Pins the finding (remove with the fix): accepted, and one table's run fails while its
-    neighbour's completes."""
-    with call_depth(50):
-        r = check(DECLARED_DEEP)
-        assert r.ok and r.epsilon == 1
-        out = violations(r, tables, [(ROW_A, ROW_A + ROW_B)])
-    assert out[0] == ("outcome", "A succeeded, B failed (E0604: function calls nested more than 50 deep)")
 
 
 def test_the_same_function_untyped_is_applied_inline_and_refused():
@@ -262,29 +238,24 @@ def test_the_same_function_untyped_is_applied_inline_and_refused():
 DOUBLE = "(fun x -> union x x : bag T -o[2] bag T)"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 3: growth of declared-type function applications not counted")
 def test_a_declared_function_that_doubles_its_table_seven_times_is_refused():
-    refused(MAIN + "{ let g = " + DOUBLE + "; laplace 1 (count (g (g (g (g (g (g (g db)))))))) }", "E0311")
+    refused(MAIN + "{ let g = " + DOUBLE + "; laplace 1 (count (g (g (g (g (g (g (g db)))))))) }", "E0310")
 
 
-@pytest.mark.xfail(strict=True, reason="finding 3: growth through a declared-type parameter not counted")
 def test_a_declared_parameter_that_doubles_its_table_is_refused():
     refused("function dbl (g : bag T -o[2] bag T) (b : bag T) : bag T { g (g (g (g (g (g (g b)))))) }\n"
-            + MAIN + "{ laplace 1 (count (dbl " + DOUBLE + " db)) }", "E0311")
+            + MAIN + "{ laplace 1 (count (dbl " + DOUBLE + " db)) }", "E0310")
 
 
 def test_a_declared_function_applied_a_released_number_of_times_is_refused():
-    """Refused today, but only because the LP gives up (see the false rejection `lp_all_infinite`
-    below: c_b >= 2 c_b has no finite solution, so *every* unknown, growth and risk included, is
-    set to infinity).  The growth unknown itself would be solved to 0 (g_b >= g_b * 2 is met by 0):
-    finding 3's fix must make this E0311 hold on its own, before the LP is made precise."""
+    """Fixed: a function given a declared type may not add rows at all (E0310), whatever the LP
+    makes of the recursion's unknowns."""
     refused("function rep (g : bag T -o[2] bag T) (n : num) (b : bag T) : bag T {\n"
             "  if n <= 0 then b else rep g (n - 1) (g b) }\n"
             + MAIN + "{ sample n = laplace 1 40; let z = count (rep " + DOUBLE + " n db); laplace 1 (count db) }",
-            "E0311")
+            "E0310")
 
 
-@pytest.mark.xfail(strict=True, reason="finding 3: 2^n |db| rows for a released n, accepted with growth 2")
 def test_a_declared_function_doubling_a_discarded_table_a_released_number_of_times_is_refused():
     """The table's distance is discarded at the base case (`count b * 0`), so its coefficient is 0
     and the LP does not blow up; nothing records the doubling.  Today: accepted, epsilon 1, growth
@@ -292,7 +263,7 @@ def test_a_declared_function_doubling_a_discarded_table_a_released_number_of_tim
     n = 30 about 30 GB: the run on the empty neighbour always completes."""
     refused("function rep (g : bag T -o[2] bag T) (n : num) (b : bag T) : num {\n"
             "  if n <= 0 then count b * 0 else rep g (n - 1) (g b) }\n"
-            + MAIN + "{ sample n = laplace 1 30; let z = rep " + DOUBLE + " n db; laplace 1 (count db + z) }", "E0311")
+            + MAIN + "{ sample n = laplace 1 30; let z = rep " + DOUBLE + " n db; laplace 1 (count db + z) }", "E0310")
 
 
 def test_the_same_discarded_doubling_untyped_is_refused():
@@ -301,15 +272,6 @@ def test_the_same_discarded_doubling_untyped_is_refused():
     r = check("function rep g (n : num) (b : bag T) : num { if n <= 0 then count b * 0 else rep g (n - 1) (g b) }\n"
               + MAIN + "{ sample n = laplace 1 30; let z = rep (fun x -> union x x) n db; laplace 1 (count db + z) }")
     assert not r.ok and codes(r) & {"E0305", "E0311"}, diags(r)
-
-
-def test_finding_3_today_the_table_built_is_larger_than_the_reported_growth(tables):
-    """Pins the finding (remove with the fix): growth 2 is reported, the released count of a
-    one-row table is 128."""
-    r = check(MAIN + "{ let g = " + DOUBLE + "; laplace 1 (count (g (g (g (g (g (g (g db)))))))) }")
-    assert r.ok and r.growth == 2 and [m.sensitivity for m in r.mechanisms] == [128]
-    pr = audit_pair(r.entry_instance, r.epsilon, {"db": tables(ROW_A)}, {"db": tables(ROW_A + ROW_B)})
-    assert pr.a.status == "ok" and pr.a.calls[0].observed == 128  # 128 rows built from 1
 
 
 def test_the_same_doubling_untyped_is_refused():
@@ -344,17 +306,8 @@ def test_the_same_doubling_untyped_is_refused():
 RISKY2 = DEEP + "function risky (a : num) (b : num) : num { a + deep b }\n"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 4a: completing a partial application drops its risk")
 def test_a_risky_function_completed_from_a_partial_application_is_refused():
     refused(RISKY2 + MAIN + "{ let p = risky 1; let z = p (count db * 100000); laplace 1 (count db) }", "E0309")
-
-
-def test_finding_4_today_one_table_fails_and_its_neighbour_completes(tables):
-    """Pins finding 4a at the default limits (remove with the fix)."""
-    r = check(RISKY2 + MAIN + "{ let p = risky 1; let z = p (count db * 100000); laplace 1 (count db) }")
-    assert r.ok and r.epsilon == 1
-    assert violations(r, tables, [("", ROW_A)])[0] == (
-        "outcome", "A succeeded, B failed (E0604: function calls nested more than 20000 deep)")
 
 
 def test_the_same_risky_function_applied_in_full_is_refused():
@@ -365,7 +318,6 @@ R2 = DEEP + "function r2 (a : num) (g : bag T) : fuzzy num { let z = deep (count
 EACH_MAIN = 'function main (db : bag T) : fuzzy (parts {"a", "b", "c"} num) '
 
 
-@pytest.mark.xfail(strict=True, reason="finding 4a: a partial application given to each loses its risk")
 def test_a_risky_partial_application_given_to_each_is_refused():
     refused(R2 + EACH_MAIN + "{ each (r2 1) (groupby (fun r -> r.k) db) }", "E0309")
 
@@ -374,14 +326,12 @@ def test_the_same_per_part_function_written_as_a_lambda_is_refused():
     refused(R2 + EACH_MAIN + "{ each (fun g -> r2 1 g) (groupby (fun r -> r.k) db) }", "E0309")
 
 
-@pytest.mark.xfail(strict=True, reason="finding 4a: E0310 misses a partial application given a declared type")
 def test_a_declared_partial_application_that_may_not_complete_is_refused():
     refused(DEEP + "function add (a : num) (b : num) : num { a + b }\n"
             + MAIN + "{ let p = (add (deep (count db * 100000)) : num -o num); let z = p 1; laplace 1 (count db) }",
             "E0310")
 
 
-@pytest.mark.xfail(strict=True, reason="finding 4b: an ascription to a function type drops the expression's risk")
 def test_an_ascribed_function_expression_that_may_not_complete_is_refused():
     r = check(DEEP + MAIN + "{ let p = ((let z = deep (count db * 100000); fun x -> x) : num -o num); "
               "laplace 1 (p (count db)) }")
@@ -427,11 +377,10 @@ def _check_in_subprocess(src: str, timeout: float):
     return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr[-300:]
 
 
-@pytest.mark.xfail(strict=True, reason="finding 5: exponential check time for doubling type instantiations")
 def test_a_recursion_doubling_its_type_variable_is_checked_in_bounded_time():
     src = ("function f (n : num) (x : 'a) : num { if n <= 0 then 0 else f (n - 1) (x, x) }\n"
            + MAIN + "{ laplace 1 (f 26 (count db)) }")
-    assert _check_in_subprocess(src, 20) in ("True", "False")  # today: "timeout" (more than an hour)
+    assert _check_in_subprocess(src, 20) in ("True", "False")  # before the fix: "timeout" (more than an hour)
 
 
 def test_the_same_recursion_on_a_fixed_type_is_fast():
@@ -503,11 +452,11 @@ def test_a_closure_in_a_tuple_cannot_be_applied():
     refused(REP + MAIN + "{ " + RELEASED_N + "let p = (fun x -> count db, 1); laplace 1 (rep p.1 n) }", "E0203")
 
 
-def test_a_stale_symbol_reaching_a_recursion_fails_closed():
-    """Finding 1's stale symbol is outside the recursion's candidates: E0304, not a wrong bound."""
-    r = refused(TWO_LEVELS + REP + MAIN + "{ sample n = laplace 1 3; let g = mk2 (count db); laplace 1 (rep g n) }",
-                "E0304")
-    assert any("which its arguments do not give it" in m for _, m in diags(r))
+def test_a_closure_returned_through_two_functions_and_applied_a_released_number_of_times_is_infinite():
+    """Finding 1's closure, rebound correctly, captures count db: applied n times for a released
+    n, its sensitivity is unbounded (E0305), not a stale symbol's E0304."""
+    refused(TWO_LEVELS + REP + MAIN + "{ sample n = laplace 1 3; let g = mk2 (count db); laplace 1 (rep g n) }",
+            "E0305")
 
 
 def test_a_self_applied_closure_needs_a_declared_return_type():
@@ -734,8 +683,9 @@ SPEC_LOOP = ("function loop (i : int) (db : bag T) : fuzzy num {{\n  if i <= 0 t
 
 
 def test_fr2_a_constant_bounded_loop_under_a_released_branch_is_widened_after_256_levels():
+    """Fixed by rule Count: the loop is checked once and charged exactly for each level."""
     exactly(SPEC_LOOP.format(n=200), 2, [1])
-    refused(SPEC_LOOP.format(n=300), "E0302")  # precise: epsilon 3
+    exactly(SPEC_LOOP.format(n=300), 3, [1])
 
 
 # FR3: widening forgets a constant argument of a parameter with a declared bounded type: the
@@ -744,9 +694,10 @@ def test_fr2_a_constant_bounded_loop_under_a_released_branch_is_widened_after_25
 # Precise: E0302 (the loop's releases are unbounded).  Suggested fix: widen to the parameter's
 # declared type (or to the join of the values seen), not to an unbounded number.
 def test_fr3_widening_a_bounded_parameter_reports_a_type_mismatch():
+    """Fixed: a widened argument keeps its parameter's declared type; the error is the precise one."""
     r = refused("function f (i : int[0, 1000]) (db : bag T) : fuzzy num {\n  sample a = laplace 0.001 (count db);\n"
-                "  if a > 0 then f (clip 0 1000 (i + 1)) db else return i }\n" + MAIN + "{ f 0 db }", "E0202")
-    assert any("expected int[0, 1000], but this argument is int" in m for _, m in diags(r))
+                "  if a > 0 then f (clip 0 1000 (i + 1)) db else return i }\n" + MAIN + "{ f 0 db }", "E0302")
+    assert "E0202" not in codes(r)
 
 
 # FR4: a closure returned by a function loses parallel composition over the parts it captures:
@@ -801,7 +752,7 @@ def test_fr7_the_widening_note_is_attached_to_unrelated_errors():
     exactly(widened + MAIN + "{ sample a = laplace 1 (count db); laplace 1 (count db + clip 0 1 (f 0 a)) }", 2)
     r = refused(widened + MAIN + "{ sample a = laplace 1 (count db); let z = f 0 a; laplace a (count db) }", "E0209")
     d = next(d for d in r.diagnostics if d.code == "E0209")
-    assert any("stopped unrolling f" in n for n in d.notes)  # precise: no such note (a is not f's argument)
+    assert not any("stopped unrolling f" in n for n in d.notes)  # fixed: a is not f's argument
 
 
 # =============================================================================================
@@ -817,7 +768,10 @@ def test_a_declared_function_composed_at_each_unrolled_level_is_charged_exactly(
     assert violations(r, tables) == []
 
 
-def test_a_declared_function_composed_at_each_released_level_is_infinite():
-    refused(COMPOSE + MAIN + "{ sample n = laplace 1 3; let h = f n db; laplace 1 (h 0) }", "E0305")
+def test_a_declared_function_composed_at_each_released_level_is_refused():
+    """Its sensitivity (2^n) and its depth (n) are both unbounded: the composition, given a declared
+    type, may not complete (E0310), which the checker meets first."""
+    r = check(COMPOSE + MAIN + "{ sample n = laplace 1 3; let h = f n db; laplace 1 (h 0) }")
+    assert not r.ok and codes(r) & {"E0305", "E0310"}, diags(r)
 
 

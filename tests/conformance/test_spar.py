@@ -51,7 +51,10 @@ def test_insertion_sort_sorts():
         "function main (db : bag Row) : fuzzy (list num) { cdf eps buckets db }",
         "function main (xs : list num) : fuzzy (list num) { return (isort xs) }")
     r = check_source(src, "sort.fz")
-    assert [d.code for d in r.diagnostics] == ["E0302"]  # returning a private list: not DP, but runnable
+    # Returning a private list: not DP, but runnable.  E0309 is a known false rejection: isort's
+    # recursion is not unrolled (FAIL), and the unsolved sensitivity of its recursive result
+    # counts as possibly infinite (docs/soundness.md, rule Instance).
+    assert [d.code for d in r.diagnostics] == ["E0302", "E0309"]
     xs = (5.0, -1.0, 3.5, 3.5, 0.0, 10.0, 2.0)
     out = evaluate_entry(r.entry_instance, {"xs": xs}, RunState(RandomSource.seeded(0))).value
     assert list(out) == sorted(xs)

@@ -85,6 +85,24 @@ def test_fallbacks_give_the_same_answer(db, body, extra, expected):
     assert r.value == expected
 
 
+COUNTED = "function scale (x : num) (i : num) : num { if i <= 0 then x else scale (x / 2) (i - 1) }"
+
+
+def test_a_recursion_on_a_public_counter_given_a_column_is_vectorised(db):
+    """Rule Count checks `scale x 3` as one recursive instance; its `if` is on the public counter,
+    not on the column, so it stops on columns as it does for each row: no fallback."""
+    r = agree("return (sum (map (fun r -> clip 0 10 (scale r.x 3)) db))", db, extra=COUNTED)
+    assert r.fallbacks == 0 and r.value == 18.5 / 8
+
+
+def test_columns_past_the_call_budget_fall_back_to_rows_with_their_own(db, monkeypatch):
+    from fuzzpy import limits
+
+    monkeypatch.setattr(limits, "ROW_CALLS", 2)  # scale x 3 makes 4 calls: every row is missing
+    r = agree("return (sum (map (fun r -> clip 0 10 (scale r.x 3)) db))", db, extra=COUNTED)
+    assert r.fallbacks >= 1 and r.value == 0
+
+
 def test_categories_with_different_declared_orders_compare_by_value(db):
     # Whichever path pandas allows, the answer is the row-by-row one.
     assert agree("return (count (filter (fun r -> r.k == r.k2) db))", db).value == 2.0
