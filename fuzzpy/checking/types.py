@@ -365,6 +365,8 @@ MAX_TYPE_SIZE = 256  # parts of one argument type (tuples of tuples of ...)
 def type_size(t: Type, cap: int = MAX_TYPE_SIZE + 1) -> int:
     """The number of parts of a type, counted as a tree (shared parts once per use), up to cap:
     a recursion that pairs its argument with itself doubles it at each call."""
+    if isinstance(t, (Num, Bool, Str, Cat, Unit)):  # the common case, without the walk
+        return 1
     memo: dict[int, int] = {}
 
     def size(x: object) -> int:
