@@ -198,6 +198,12 @@ class CountRules:
             self.store, self.unsolved, self.pending_checks = snapshot[0], snapshot[1], snapshot[2]
             self._counting = None
         self.instances.pop(key, None)  # the summary holds for this counter value only (the caller keys it)
+        if max(summary.depth, summary.draw_depth) > limits.CALL_DEPTH:
+            # Exact, as unrolling would find (after checking every level): refuse at once.
+            raise self.fail("E0306", f"function calls nested more than {limits.CALL_DEPTH} deep at run time", span,
+                            "recursion on public constants runs one nested call per level (except calls in the "
+                            "rest of a sample block, which run after it); make sure it reaches its base case "
+                            "within that depth")
         return summary
 
     def _check_step(self, fn: TopFn, step_args: list[Val], span: Span):
@@ -265,8 +271,6 @@ class CountRules:
             summary.depth = depth * per_level + base.depth
         else:
             summary.draw_depth = max(summary.draw_depth, per_level, base.depth, base.draw_depth)
-        if max(summary.depth, summary.draw_depth) > limits.CALL_DEPTH:
-            raise self.fail("E0306", f"function calls nested more than {limits.CALL_DEPTH} deep at run time", span)
 
     def _save(self) -> tuple:
         return (self.store, self.unsolved, self.pending_checks, len(self.mechanisms), dict(self.instances),
