@@ -199,11 +199,11 @@ class CountRules:
             self._counting = None
         self.instances.pop(key, None)  # the summary holds for this counter value only (the caller keys it)
         if max(summary.depth, summary.draw_depth) > limits.CALL_DEPTH:
-            # Exact, as unrolling would find (after checking every level): refuse at once.
-            raise self.fail("E0306", f"function calls nested more than {limits.CALL_DEPTH} deep at run time", span,
-                            "recursion on public constants runs one nested call per level (except calls in the "
-                            "rest of a sample block, which run after it); make sure it reaches its base case "
-                            "within that depth")
+            # The count's depth is an upper bound (each level's deepest path): unrolling decides,
+            # and no level below tries rule Count again (which would make unrolling quadratic).
+            self._restore(snapshot)
+            self._shapes[id(fn.decl)] = (fn.decl, None)
+            return None
         return summary
 
     def _check_step(self, fn: TopFn, step_args: list[Val], span: Span):

@@ -243,6 +243,24 @@ def test_an_unrolled_recursion_deeper_than_the_runtime_allows_is_refused(monkeyp
     exactly(DEEP + MAIN + "{ laplace 1 (count db + deep 40) }", 1)
 
 
+def test_a_counted_recursion_deeper_than_the_runtime_allows_is_refused_in_linear_time(monkeypatch):
+    """Rule Count's depth is an upper bound; past the limit the recursion is unrolled, without a
+    count attempt at every level (which was quadratic: 15 s for 1,000 levels)."""
+    from fuzzpy import limits
+
+    monkeypatch.setattr(limits, "CALL_DEPTH", 30)
+    t0 = time.perf_counter()
+    refused(DEEP + MAIN + "{ laplace 1 (count db + deep 1000 * 0) }", "E0306", "nested more than 30 deep")
+    assert time.perf_counter() - t0 < 60  # a hang guard only
+
+
+def test_a_counted_recursion_whose_bound_overestimates_its_depth_is_unrolled_and_accepted():
+    """Each level calls deep 20 and then recurses: rule Count bounds 1,000 levels by 22,000 calls
+    deep, over the limit; unrolled, they nest 1,021."""
+    exactly(DEEP + "function f (n : num) : num { if n <= 0 then 0 else deep 20 + f (n - 1) }\n"
+            + MAIN + "{ laplace 1 (count db + f 1000 * 0) }", 1, [1])
+
+
 def test_a_loop_of_releases_does_not_nest_at_run_time(tables, monkeypatch):
     from fuzzpy import limits
 
