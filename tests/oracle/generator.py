@@ -4,7 +4,9 @@ A program is a fixed schema (one or two private tables), a few top-level helper 
 entry point `main`.  Helpers come from shapes that exercise what a checker can get wrong
 (recursion over public and released counters, over private values, over constant lists and list
 patterns, closures handed to recursive and non-recursive higher-order functions, type variables,
-partitions, sequences of releases), with their bodies and arguments filled in by a typed
+partitions, sequences of releases, partial applications, function values given a declared
+sensitivity, closures returned through two functions, branches on discrete parameters around a
+recursion that may not finish), with their bodies and arguments filled in by a typed
 expression generator that covers the rest of the language (let and tuple patterns, with-pairs,
 records, sums and case, lists, bag primitives, partitions, clip, arithmetic, comparisons, every
 mechanism).  `main` is a sequence of lets and samples ending in a distribution.
@@ -96,6 +98,8 @@ class ProgramGen:
         self.theme = "any"
         self.theme_helper: Optional[Helper] = None
         self.focused = False
+        self.made: dict[str, str] = {}  # lazily made helpers (partial, per part, mk, spin, branch): kind -> name
+        self.making = False               # inside the body of a lazily made helper (no nesting of them)
 
     # ---- names and small pieces ------------------------------------------------------------------
 
@@ -173,9 +177,9 @@ class ProgramGen:
 
     def statement(self, env: list[Var], d: int) -> tuple[Optional[str], list[Var]]:
         """One statement of main (without its `;`) and the variables it binds."""
-        kind = weighted(self.ch, [(4, "sample"), (3, "let_num"), (2, "sample_counter"), (1, "split"),
-                                  (1, "groupby"), (1, "let_bag"), (1, "let_value"), (1, "let_fn"),
-                                  (1, "discard")])
+        kind = weighted(self.ch, [(8, "sample"), (6, "let_num"), (4, "sample_counter"), (2, "split"),
+                                  (2, "groupby"), (2, "let_bag"), (2, "let_value"), (2, "let_fn"),
+                                  (2, "discard"), (2, "let_apply")])
         if kind == "sample":
             stmt, var = self.sample_statement(env, d)
             return stmt, [var]
@@ -206,6 +210,11 @@ class ProgramGen:
         if kind == "let_fn":
             f = self.fresh("f")
             return f"let {f} = {self.closure(env, d)}", [Var(f, "fn", False)]
+        if kind == "let_apply":  # a function value bound now and applied later: `let g = f a; let x = g b`
+            g, x = self.fresh("g"), self.fresh("x")
+            fv = self.fn_value(env, d, private=self.has_bag(env) and not coin(self.ch, 30))
+            arg = self.num(env, d - 1, public=not coin(self.ch, 30))
+            return f"let {g} = {fv}; let {x} = {g} {paren(arg)}", [Var(g, "fn", False), Var(x, "num", False)]
         z = self.fresh("z")
         return f"let {z} = {self.hazard(env, d)}", []
 
@@ -350,7 +359,9 @@ class ProgramGen:
         """A private number that may be costly or fail depending on the data: a recursion as deep
         as a count, a comparison of private values, or any private expression."""
         ch = self.ch
-        kind = weighted(ch, [(4, "deep"), (1, "cmp"), (1, "any")])
+        kind = weighted(ch, [(8, "deep"), (2, "cmp"), (2, "any"), (1, "branch")])
+        if kind == "branch":
+            return self.branch_call(env, d)
         if kind == "deep":
             return self.deep_call(env, d, private=self.has_bag(env) and not coin(ch, 20))
         if kind == "cmp":
@@ -489,9 +500,13 @@ class ProgramGen:
             side = pick(ch, ["inl", "inr"])
             return f"({side} {paren(n())} : num + num)"
         if ty == "list":
-            kind = weighted(ch, [(3, "lit"), (1, "cons"), (1 if self.has_bag(env) and not public else 0, "values")])
+            bag = self.has_bag(env) and not public
+            kind = weighted(ch, [(9, "lit"), (3, "cons"), (3 if bag else 0, "values"), (1 if bag else 0, "pmap_partial")])
             if kind == "cons":
                 return f"{paren(n())} :: {paren(self.value('list', env, d - 1, public))}"
+            if kind == "pmap_partial":  # a partial application given to pmap
+                p, _ = self.parts(env, d)
+                return f"values (pmap {paren(self.part_partial(env, d, 'num'))} {paren(p)})"
             if kind == "values":
                 p, _ = self.parts(env, d)
                 return f"values (pmap (fun p -> count p) {paren(p)})"
@@ -499,7 +514,10 @@ class ProgramGen:
         raise ValueError(ty)
 
     def closure(self, env: list[Var], d: int, private: bool = False) -> str:
-        """A num -> num function value, often (`private`: always) capturing private data."""
+        """A num -> num function value, often (`private`: always) capturing private data; rarely a
+        partial application, an ascribed function or a closure returned by a function."""
+        if not self.making and coin(self.ch, 8):
+            return self.fn_value(env, d, private)
         x = self.fresh("y")
         head = pick(self.ch, [f"fun {x} ->", f"fun ({x} : num) ->"])
         inner = env + [Var(x, "num", True)]
@@ -527,9 +545,10 @@ class ProgramGen:
         `num_only`: the two branches of an `if` must have one type)."""
         ch = self.ch
         other = 0 if num_only else 1
-        kind = weighted(ch, [(6, "laplace"), (other, "laplace2"), (1, "exponential"), (1, "noisy_max"),
-                             (other, "svt"), (other, "rr"), (other if self.has_bag(env) else 0, "each"),
-                             (2, "loop")])
+        bag = self.has_bag(env)
+        kind = weighted(ch, [(18, "laplace"), (3 * other, "laplace2"), (3, "exponential"), (3, "noisy_max"),
+                             (3 * other, "svt"), (3 * other, "rr"), (3 * other if bag else 0, "each"),
+                             (6, "loop"), (other if bag else 0, "each_partial")])
         if kind == "laplace2":
             return f"laplace {self.eps()} ({self.num(env, d - 1)}, {self.num(env, d - 1)})", "pair"
         if kind in ("exponential", "noisy_max"):
@@ -544,6 +563,9 @@ class ProgramGen:
             return f"above_threshold {self.eps()} {cut} {thr} [1, 2, 3] (fun {q} -> {score})", "lbool"
         if kind == "rr":
             return f"randomized_response {self.eps()} {paren(self.boolean(env, d - 1))}", "bool"
+        if kind == "each_partial":  # a partial application given to each
+            p, key = self.parts(env, d)
+            return f"each {paren(self.part_partial(env, d, 'fuzzy'))} {paren(p)}", f"nparts:{key}"
         if kind == "each":
             p, key = self.parts(env, d)
             body = pick(ch, ["laplace {e} (count p)", "laplace {e} (sum (map (fun r -> clip 0 10 r.age) p))",
@@ -622,7 +644,11 @@ class ProgramGen:
             if any(v.name == "db" for v in env) else self.num(env, d)
 
     def fn_param(self, name: str) -> str:
-        return pick(self.ch, [name, f"({name} : num -> num)", f"({name} : num -o num)", f"({name})"])
+        """A function parameter, untyped or of a declared type; rarely a declared sensitivity that
+        the function given may exceed."""
+        return weighted(self.ch, [(8, name), (8, f"({name} : num -> num)"), (8, f"({name} : num -o num)"),
+                                  (8, f"({name})"), (1, f"({name} : num -o[2] num)"),
+                                  (1, f"({name} : num -o[0] num)")])
 
     def make_fold(self) -> None:
         """Recursion handing a closure to itself: the closure's captured distance is used once per
@@ -831,6 +857,186 @@ class ProgramGen:
             return f"{name} {paren(g.bag(env, d) if takes_bag else g.num(env, d))}"
 
         self.helpers.append(Helper(name, "fuzzy", call, takes_bag))
+
+    # ---- function values of the rarer kinds, and the helpers they need (made lazily, once) ------------
+
+    def fn_value(self, env: list[Var], d: int, private: bool = False) -> str:
+        """A num -> num function value of a rarer kind: a partial application of a top-level or
+        local function, a function expression ascribed a declared type, or a closure returned by a
+        function through a second one (`private`: capturing private data, when a table is in scope)."""
+        kind = weighted(self.ch, [(2, "partial"), (3, "ascribed"), (2, "returned")])
+        private = private and self.has_bag(env)
+        if kind == "ascribed":
+            return self.ascribed(env, d, private)
+        if kind == "returned":
+            return self.returned(env, d, private)
+        return self.partial(env, d, private)
+
+    def captured(self, env: list[Var], d: int, private: bool) -> str:
+        """A number a function value captures: private data (`private`), or any number."""
+        return self.private_num(env, d - 1) if private else self.num(env, d - 1)
+
+    def made_body(self, build: Callable[[], str]) -> str:
+        """The body of a lazily made helper, built without nesting another one inside."""
+        was, self.making = self.making, True
+        try:
+            return build()
+        finally:
+            self.making = was
+
+    def deep_name(self) -> str:
+        deep = next((h for h in self.helpers if h.name.startswith("deep")), None)
+        return (deep or self.make_deep()).name
+
+    def spin_name(self) -> str:
+        """`spin n`: for n > 0 a recursion that never reaches its base case (the checker cannot unroll
+        it: FAIL); it ends at the runtime's call-depth limit."""
+        if "spin" not in self.made:
+            name = self.made["spin"] = self.fresh("spin")
+            self.decls.append(f"function {name} (n : num) : num {{ if n > 0 then {name} n else 0 }}")
+        return self.made["spin"]
+
+    def partial_fn(self) -> tuple[str, int]:
+        """`function pf (a : num) [(b : num)] (x : num) : num { ... }`, to be applied partially: its name
+        and how many arguments a partial application gives it."""
+        if "pf" not in self.made:
+            ch = self.ch
+            name = self.made["pf"] = self.fresh("pf")
+            given = weighted(ch, [(3, 1), (1, 2)])
+            params = ["a", "b"][:given] + ["x"]
+            g = " + ".join(params[:given])
+            e = self.made_body(lambda: self.num([Var(p, "num", False) for p in params], 1))
+            body = pick(ch, ["{g} + x", "x + {e}", "{e} + 2 * x", "max ({g}) x", "x", "if {g} > 0 then x else 0",
+                             "x + 0 * {deep} ({g})", "{g} * x",
+                             "if x <= 0 then {g} else (let q = {name} {ga}; q (x - 1))"])
+            body = body.format(g=g, e=paren(e), name=name, ga=" ".join(params[:given]),
+                               deep=self.deep_name() if "{deep}" in body else "")
+            self.decls.append(f"function {name} {' '.join(f'({p} : num)' for p in params)} : num {{ {body} }}")
+            self.made["pf_given"] = str(given)
+
+            def call(gen: "ProgramGen", env: list[Var], d: int) -> str:
+                args = [paren(gen.num(env, d - 1)) for _ in range(given + 1)]
+                if coin(gen.ch, 40):  # bound partially applied, then completed
+                    p = gen.fresh("p")
+                    return f"(let {p} = {name} {' '.join(args[:given])}; {p} {args[given]})"
+                return f"{name} {' '.join(args)}"
+
+            self.helpers.append(Helper(name, "num", call))
+        return self.made["pf"], int(self.made["pf_given"])
+
+    def partial(self, env: list[Var], d: int, private: bool) -> str:
+        """A partial application: of the top-level `pf`, or of a local two-argument function."""
+        ch = self.ch
+        if coin(ch, 25):
+            lf = self.fresh("lf")
+            body = pick(ch, ["a + x", "x + 2 * a", "max a x", "if a > 0 then x else 0"])
+            return (f"(let {lf} = fun {pick(ch, ['(a : num) (x : num)', 'a x'])} -> {body}; "
+                    f"{lf} {paren(self.captured(env, d, private))})")
+        name, given = self.partial_fn()
+        args = [self.captured(env, d, private) if i == 0 else self.num(env, d - 1) for i in range(given)]
+        return f"{name} {' '.join(paren(a) for a in args)}"
+
+    def part_partial(self, env: list[Var], d: int, ret: str) -> str:
+        """A partial application of a per-part helper `(c : num) (p : bag P)`, for `each` (ret
+        "fuzzy") or `pmap` (ret "num"); `c` is an epsilon, or captured (often private) data."""
+        ch = self.ch
+        key = "pe" if ret == "fuzzy" else "pc"
+        if key not in self.made:
+            name = self.made[key] = self.fresh(key)
+            if ret == "fuzzy":
+                body = pick(ch, ["laplace c (count p)", "laplace {e} (count p + c)", "laplace {e} (clip 0 10 c + count p)",
+                                 "sample t = laplace {e} (count p); return (t + c)",
+                                 "let z = {deep} c; laplace {e} (count p)"])
+            else:
+                body = pick(ch, ["count p + c", "c", "2 * count p + c", "sum (map (fun r -> clip 0 10 r.age) p) + c",
+                                 "let z = {deep} c; count p"])
+            self.made[key + "_eps"] = "1" if body.startswith("laplace c ") else ""
+            body = body.format(e=self.eps() if "{e}" in body else "", deep=self.deep_name() if "{deep}" in body else "")
+            self.decls.append(f"function {name} (c : num) (p : bag P) : {'fuzzy num' if ret == 'fuzzy' else 'num'} "
+                              f"{{ {body} }}")
+        name = self.made[key]
+        if self.made[key + "_eps"]:
+            return f"{name} {self.eps()}"
+        return f"{name} {paren(self.captured(env, d, self.has_bag(env) and coin(ch, 60)))}"
+
+    def ascribed(self, env: list[Var], d: int, private: bool) -> str:
+        """A function expression ascribed a declared type, `((fun (y : num) -> y + e) : num -o[k] num)`:
+        the bound k is sometimes exceeded (refused), and the expression sometimes computes a hazard
+        before the function."""
+        ch = self.ch
+        arrow = weighted(ch, [(4, "-o"), (2, "-o[2]"), (1, "-o[0]"), (1, "-o[1]"), (1, "->")])
+        if coin(ch, 25):  # a partial application given a declared type
+            return f"({self.partial(env, d, private)} : num {arrow} num)"
+        y = self.fresh("y")
+        head = pick(ch, [f"fun ({y} : num) ->", f"fun {y} ->"])
+        e = paren(self.captured(env + [Var(y, "num", True)], d, private))
+        body = pick(ch, ["{y} + {e}", "2 * {y} + {e}", "{e}", "{y} + {y}", "clip 0 10 {y} + {e}", "{e} - {y}"])
+        lam = f"{head} {body.format(y=y, e=e)}"
+        if coin(ch, 15):
+            lam = f"let {self.fresh('z')} = {self.hazard(env, d - 1)}; {lam}"
+        return f"(({lam}) : num {arrow} num)"
+
+    def mk_fns(self) -> tuple[str, str]:
+        """`function mk (k : num) { fun x -> x + k }` and `function mw (k : num) { mk k }`: a closure
+        returned through a second function."""
+        if "mw" not in self.made:
+            ch = self.ch
+            mk, mw = self.made["mk"], self.made["mw"] = self.fresh("mk"), self.fresh("mw")
+            ret = weighted(ch, [(3, ""), (1, " : num -o num"), (1, " : num -o[2] num")])
+            body = pick(ch, ["fun x -> x + k", "fun (x : num) -> x + k", "fun x -> k", "fun x -> max x k",
+                             "fun x -> 2 * x + k", "fun x -> let z = {deep} k; x + k"])
+            body = body.format(deep=self.deep_name() if "{deep}" in body else "")
+            wrap = pick(ch, ["{mk} k", "let h = {mk} (k * 2); h", "let h = {mk} k; fun y -> h y", "{mk} (k + 1)"])
+            self.decls.append(f"function {mk} (k : num){ret} {{ {body} }}")
+            self.decls.append(f"function {mw} (k : num) {{ {wrap.format(mk=mk)} }}")
+            self.helpers.append(Helper(mw, "num", lambda g, env, d: (
+                f"{mw} {paren(g.num(env, d - 1))} {paren(g.num(env, d - 1))}")))
+        return self.made["mk"], self.made["mw"]
+
+    def returned(self, env: list[Var], d: int, private: bool) -> str:
+        """A closure returned by `mw` (through `mk`), or rarely by `mk` itself, capturing its argument."""
+        mk, mw = self.mk_fns()
+        f = weighted(self.ch, [(3, mw), (1, mk)])
+        return f"{f} {paren(self.captured(env, d, private))}"
+
+    def branch_call(self, env: list[Var], d: int) -> str:
+        """A call of a helper that branches on its bool, sum or list parameter, with an arm that may
+        not finish (a recursion the checker cannot unroll); the argument mostly from private data."""
+        ch = self.ch
+        kind = pick(ch, ["bool", "sum", "list"])
+        if "br" + kind not in self.made:
+            name = self.made["br" + kind] = self.fresh("br")
+            first = coin(ch, 50)  # the arm that may not finish comes first (then, inl, [])
+            # its argument: the payload (a sum's, a list's head) where the arm binds one, else n
+            v = "n" if kind == "bool" or (kind == "list" and first) else {"sum": "c", "list": "h"}[kind]
+            stuck = pick(ch, ["{spin} 1", "{spin} {v}", "{deep} {v}", "{deep} n"])
+            stuck = stuck.format(v=v, spin=self.spin_name() if "{spin}" in stuck else "",
+                                 deep=self.deep_name() if "{deep}" in stuck else "")
+            other = pick(ch, ["0", "n", "1"])
+            arms = (stuck, other) if first else (other, stuck)
+            if kind == "bool":
+                decl = f"(b : bool) (n : num) : num {{ if b then {arms[0]} else {arms[1]} }}"
+            elif kind == "sum":
+                decl = f"(s : num + num) (n : num) : num {{ case s of {{ inl c => {arms[0]} | inr c => {arms[1]} }} }}"
+            else:
+                decl = f"(xs : list num) (n : num) : num {{ case xs of {{ [] => {arms[0]} | h :: t => {arms[1]} }} }}"
+            self.decls.append(f"function {name} {decl}")
+        name = self.made["br" + kind]
+        private = self.has_bag(env) and not coin(ch, 35)
+        pub = self.vars(env, "num", public=True)
+        n = pick(ch, pub).name if pub and coin(ch, 50) else pick(ch, ["0", "1", "3", "12"])
+        if not private:
+            arg = self.boolean(env, d - 1, public=True) if kind == "bool" else self.value(kind, env, d - 1, public=True)
+            return f"{name} {paren(arg)} {n}"
+        cond = f"{paren(self.private_num(env, d - 1))} > {pick(ch, ['0', '3', '12'])}"
+        if kind == "bool":
+            arg = cond
+        elif kind == "sum":
+            arg = pick(ch, [f"if {cond} then (inl 1 : num + num) else (inr 1 : num + num)",
+                            f"(inr {paren(self.private_num(env, d - 1))} : num + num)"])
+        else:
+            arg = pick(ch, [f"if {cond} then [1] else []", f"[{self.private_num(env, d - 1)}]"])
+        return f"{name} {paren(arg)} {n}"
 
 
 def generate(ch: Chooser) -> Program:

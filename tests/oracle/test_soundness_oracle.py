@@ -88,6 +88,13 @@ CONSTRUCTS = {
     "return": r"return ",
     "second table": r"db2 : bag Q",
     "discarded private value": r"0 \* \(|\)\.2|clip 0 0",
+    "partial application bound, then completed": r"let ([gp]\d+) = (pf\d+|\(let lf\d+) .*\b\1 ",
+    "partial application given to a primitive or a helper":
+        r"(each|pmap|rep\d+|hof\d+|lsum\d+) \((pe\d+|pc\d+|pf\d+|\(let lf\d+) ",
+    "function expression ascribed a function type": r"\(\(fun .*\) : num (-o|->)",
+    "declared sensitivity bound": r"num -o\[\d\] num",
+    "closure returned through two functions": r"let (g\d+) = mw\d+ .*\b\1 ",
+    "branch on a discrete parameter": r"function br\d+ \((b : bool|s : num \+ num|xs : list num)\)",
 }
 
 
