@@ -68,7 +68,7 @@ class ApplicationRules:
         if applied.pop(ARGS, 0):
             applied = r_union(applied, *[r_presence(v.dist) for v in data])
         if FAIL in applied:  # as for a call: an argument that may move infinitely far (rule Instance)
-            applied = r_union(applied, *[self.choice_presence(v.dist, v.ir.span or span) for v in data
+            applied = r_union(applied, *[self.choice_presence(v.dist) for v in data
                                          if holds_choices(v.type)])
         if grown != 0:
             self.note_growth(self._scale(grown, d_add(*[v.dist for v in data]), span))

@@ -419,7 +419,7 @@ class InstanceRules:
                 # can change which branches run inside, whatever its parameter's coefficient: the
                 # risk's counterpart of 0 * inf = inf (rule Instance).  Numbers, strings and
                 # categories are only branched on through comparisons, which rule Branch sees.
-                risk = r_union(risk, self.choice_presence(a.dist, a.ir.span or span))
+                risk = r_union(risk, self.choice_presence(a.dist))
             g = summary.growth.get(sym, ZERO)
             if g != 0 and holds_tables(t):  # only tables have a size to grow
                 growth = d_add(growth, self._scale(g, a.dist, span, apply=True))
@@ -430,7 +430,8 @@ class InstanceRules:
             self.stack[-1].calls += summary.calls
         return dist, risk
 
-    def choice_presence(self, d: Dist, span: Span) -> Dist:
+    @staticmethod
+    def choice_presence(d: Dist) -> Dist:
         """The presence of d's entries that are (or, not solved yet, may be) infinite: an entry
         still unknown inside a recursion may turn out infinite, so it counts (sound, and a known
         source of false rejections: docs/soundness.md, rule Instance)."""
