@@ -218,7 +218,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
                                                self.current_function, dict(extra or {})))
 
     def instantiate(self, arg: Arg, param_types: list[Type], span: Span, per_row: bool = False,
-                    record: bool = True, public: bool = False) -> Instantiated:
+                    record: bool = True, public: bool = False, times: int = 1) -> Instantiated:
         """Check a function argument at the given parameter types (for higher-order primitives).
 
         Its failure risk goes to the primitive being checked (`record`), except for a row
@@ -226,7 +226,9 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         missing value for that row, so no failure of a row function ends the run (rule Row).  A
         risk on its own parameters means it may fail depending on what it is applied to: the
         primitive's arguments (ARGS).  With `public`, the primitive applies the function only to
-        public values (candidates, queries): its parameters are public."""
+        public values (candidates, queries): its parameters are public.  `times` is how often the
+        primitive applies it (a public number, e.g. once per key of a partition): its calls count
+        that many times towards the call budget (rule Unroll)."""
         fn = arg.fn
         if fn is None:
             raise self.fail("E0203", f"expected a function here, but this is {arg.type}", arg.span)
@@ -259,10 +261,10 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         code = I.ILambda(names, result.ir, span=span)
         if per_row:
             risk = {}
-        if record:  # a primitive applies it here and now (once per part or candidate: counted once;
-            top.callee_depth = max(top.callee_depth, depth)  # its calls are bounded per application)
+        if record:  # a primitive applies it here and now, `times` times, one application after another
+            top.callee_depth = max(top.callee_depth, depth)
             top.draw_depth = max(top.draw_depth, draw_depth)
-            top.calls += calls
+            top.calls += calls * times
             if grows != 0:
                 self.primitive_growth[-1] = self.c_max(self.primitive_growth[-1], grows)
             if self.primitive_risk:

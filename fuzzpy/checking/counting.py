@@ -23,8 +23,9 @@ from .. import limits
 from ..diagnostics import FuzzError, Span
 from ..primitives.registry import NOCONST
 from ..syntax import ast as A
+from .effects import FAIL, r_union
 from .helpers import _free_vars, _pattern_names, _spine
-from .sens import INF, ZERO, Coef, ConstraintStore, Lin, is_const
+from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Lin, is_const
 from .types import Num
 from .values import TopFn, Val
 
@@ -265,7 +266,10 @@ class CountRules:
 
     def _count_depth(self, summary, state, base, depth: int, span: Span) -> None:
         """Rule Unroll for a counted recursion: an eager recursive call nests one level per step;
-        one under `sample` runs from depth 0 when drawn."""
+        one under `sample` runs from depth 0 when drawn.  Every level makes its calls."""
+        summary.calls = depth * summary.calls + base.calls
+        if summary.calls > limits.MAX_CALLS:  # it may not finish in practice (rule Unroll)
+            summary.risk = r_union(summary.risk, {FAIL: ONE})
         per_level = summary.depth
         if state.recursion_eager:
             summary.depth = depth * per_level + base.depth

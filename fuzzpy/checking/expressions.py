@@ -12,13 +12,14 @@ import difflib
 from fractions import Fraction
 from typing import Any, Optional
 
+from .. import limits
 from ..diagnostics import Span
 from ..primitives.registry import NOCONST, OPERATORS
 from ..syntax import ast as A
 from . import ir as I
 from .effects import FAIL, r_presence, r_union
 from .helpers import _branch_choice, _free_vars
-from .sens import Dist, d_add, d_inf
+from .sens import ONE, Dist, d_add, d_inf
 from .types import (BOOL, STRING, UNIT, Bool, Fun, Fuzzy, Hole, ListT, Num, Parts, Record, SumT, Tensor, Type, With,
                     is_subtype, join_types)
 from .values import Closure, Env, FnT, Opaque, Val
@@ -121,12 +122,18 @@ class ExpressionRules:
         compare distances over common symbols (a part and its whole are related only through
         their split constraint)."""
         since = len(self.splits) if since is None else since
+        calls = self.stack[-1].calls if self.stack else 0
         self.speculation += 1  # a branch of a non-constant choice: it may not run (instances.py)
         try:
             v = self.expr(e, env)
         finally:
             self.speculation -= 1
-        return Val(v.type, self.eliminate(v.dist, since), v.ir, v.const, v.fn, None, self.eliminate(v.risk, since))
+        risk = self.eliminate(v.risk, since)
+        if self.stack and self.stack[-1].calls - calls > limits.MAX_CALLS:
+            # More calls than the budget in this arm alone: it may not finish in practice (FAIL,
+            # rule Unroll), so which arm runs matters (rule Branch).
+            risk = r_union(risk, {FAIL: ONE})
+        return Val(v.type, self.eliminate(v.dist, since), v.ir, v.const, v.fn, None, risk)
 
     def branch_risk(self, scrutinee: Val, arms: list[Val], span: Span) -> Dist:
         """Risk of a branch (soundness.md, rule Branch): the scrutinee's and the arms', and, when

@@ -203,7 +203,7 @@ def _part(ctx, args, span):
 
 def _per_part(ctx, f, ps, span, fuzzy: bool):
     t = _parts_type(ctx, ps, "each" if fuzzy else "pmap")
-    inst = ctx.instantiate(f, [t.elem], span)
+    inst = ctx.instantiate(f, [t.elem], span, times=len(t.keys))  # once per key
     if fuzzy and not isinstance(inst.cod, Fuzzy):
         raise ctx.fail("E0202", f"each expects a function returning a distribution, but it returns {inst.cod}",
                        f.span, "use pmap for a function that releases nothing")

@@ -243,6 +243,21 @@ def test_an_unrolled_recursion_deeper_than_the_runtime_allows_is_refused(monkeyp
     exactly(DEEP + MAIN + "{ laplace 1 (count db + deep 40) }", 1)
 
 
+@pytest.mark.parametrize("arm", [
+    "deep 10 + deep 10 + deep 10",                                       # siblings, each within budget
+    "(let p = pmap (fun g -> deep 10) (groupby (fun r -> r.k) db); 0)",  # once per key (3 keys)
+])
+def test_an_arm_making_more_calls_than_the_budget_may_not_finish(arm, monkeypatch):
+    """The call budget holds per arm of a private branch too, and a function given to pmap counts
+    once per key: 3 x 11 calls of deep 10 against a budget of 30 (lowered here) is FAIL there."""
+    from fuzzpy import limits
+
+    src = DEEP + MAIN + "{ let z = if count db > 1 then " + arm + " else 0; laplace 1 (count db) }"
+    exactly(src, 1, [1])
+    monkeypatch.setattr(limits, "MAX_CALLS", 30)
+    refused(src, "E0309", "may depend on private data")
+
+
 def test_a_counted_recursion_deeper_than_the_runtime_allows_is_refused_in_linear_time(monkeypatch):
     """Rule Count's depth is an upper bound; past the limit the recursion is unrolled, without a
     count attempt at every level (which was quadratic: 15 s for 1,000 levels)."""
