@@ -69,6 +69,15 @@ def test_check_sarif_and_folder_json_are_strict_json():
     assert [f["ok"] for f in _smoke().strict_json(folder.stdout)["files"]] == [True] * 8
 
 
+@pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLES.glob("*.fz")))
+def test_python_m_fuzzpy_check_json_is_exactly_one_json_value_for_every_example(name):
+    """`python -m fuzzpy` is the same command line as the `fuzzpy` script."""
+    done = subprocess.run([sys.executable, "-m", "fuzzpy", "check", "--format", "json", str(EXAMPLES / f"{name}.fz")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=HANG_GUARD)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert _smoke().strict_json(done.stdout)["ok"] is True
+
+
 @pytest.mark.parametrize("name", ["cdf", "kmeans"])
 def test_run_json_is_exactly_one_json_value(name):
     data = EXAMPLES / "data" / ("points.csv" if name == "kmeans" else "adult_sample.csv")
