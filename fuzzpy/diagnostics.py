@@ -48,6 +48,8 @@ CODES: dict[str, str] = {
     "E0310": "function of a declared type may not complete, or grows tables",
     "E0311": "table grows beyond the limit",
     "E0312": "noise scale beyond the supported range",
+    "E0313": "Gaussian release whose cost cannot be accounted here",
+    "E0314": "approximate differential privacy needs a delta",
     # E04xx: budget
     "E0401": "privacy budget exceeded",
     "E0402": "invalid budget",

@@ -12,7 +12,8 @@ from . import ir as I
 from .effects import ARGS, FAIL, r_presence, r_union
 from .helpers import _cover, _rename_args, _spine
 from .sens import ONE, ZERO, Dist, d_add, d_inf, fmt_coef, is_const
-from .types import Fun, Type, holds_choices, is_subtype
+from .sens import INF, c_mul
+from .types import Fun, Type, chain_sensitivity, holds_choices, holds_fuzzy, is_subtype
 from .values import Env, FnT, FnValue, Opaque, Partial, Val, fn_params
 
 
@@ -98,7 +99,13 @@ class ApplicationRules:
         t = fn.type
         arg = self.coerce(arg, t.dom, span)
         dist = d_add(self._scale(t.sens, arg.dist, span, apply=True), f.dist)
-        fn_out = Opaque(t.cod, fn.depth, fn.draw_depth, fn.complete) if isinstance(t.cod, Fun) else None  # curried
+        chain = fn.chain if fn.chain is not None else chain_sensitivity(t)
+        if holds_fuzzy(t.cod):
+            # Rule Rho: its releases are (sum_i s_i d_i)-DP in all, hence (sum_i s_i d_i)^2/2-zCDP,
+            # which Cauchy-Schwarz splits into (chain * s_i / 2) * d_i^2 per argument.
+            dist = d_add(dist, self.lift({"z": c_mul(chain, t.sens) / 2 if c_mul(chain, t.sens) != INF else INF},
+                                         arg.dist, span))
+        fn_out = Opaque(t.cod, fn.depth, fn.draw_depth, fn.complete, chain) if isinstance(t.cod, Fun) else None
         self.note_depth(fn.depth, fn.draw_depth)  # rule Unroll: the calls it nests, where it is applied
         # A function of a declared type completes (to_opaque checks it) within the depth it carries;
         # one whose depth is unknown may exceed the runtime's limits.
@@ -148,7 +155,14 @@ class ApplicationRules:
         tmp = None if isinstance(v.ir, (I.IVar, I.IClosure, I.ILambda, I.IConst)) else f"_f{self._sym}"
         self._sym += 1
         arg = Arg(v.type, v.dist, v.const, span, v.ir if tmp is None else I.IVar(tmp, span=span), v.fn)
-        inst = self.instantiate(arg, doms, span, record=False)
+        inst = self.instantiate(arg, doms, span, record=False, quadratic=True)
+        # Rule Rho: the zCDP of its pure releases is bounded by the type's epsilon (applications
+        # charge it, _apply_opaque); a Gaussian release's cost the type cannot state.
+        if any("g" in q for q in inst.quad):
+            raise self.fail("E0313", f"a function given the type {t} cannot make Gaussian releases on its "
+                            "arguments: a declared type states a linear cost, and a Gaussian release's cost grows "
+                            "with the square of the distance", span,
+                            "leave the function's type undeclared, so that each application is checked")
         if any(s != FAIL for s in inst.risk):
             # Whether it completes depends on its argument or on private data: a declared type
             # cannot say which, so each application would have to be checked (rule Declared).

@@ -46,6 +46,7 @@ from .helpers import (infinite_part, _branch_choice, _cover, _fn_identity, _free
 from .effects import ARGS, r_union
 from .instances import WIDEN_SPECULATIVE, InstanceRules, Summary, _Active  # noqa: F401
 from .patterns import PatternRules
+from .quadratic import CHANNELS, base_of, lift, linear_part, pop_quad
 from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, NonLinear, d_add, d_scale, is_const
 from .types import Bag, Type, Unit, holds_tables
 from .typeexpr import TypeResolver
@@ -137,24 +138,44 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
     def eliminate(self, dist: Dist, since: int = 0) -> Dist:
         """Replace split parts by their parent: sum_k c_k d_k <= max_k c_k * d(parent), the exact
         maximum of the linear form over {sum_k d_k <= d(parent)}.  Splits are eliminated newest
-        first (a parent only mentions older symbols); only the splits that occur are visited."""
+        first (a parent only mentions older symbols); only the splits that occur are visited.
+        Shadow entries likewise (rule Rho): sum_k r_k d_k^2 <= max_k r_k * (sum_k d_k)^2
+        <= max_k r_k * d(parent)^2, and d(parent)^2 is lifted onto the parent's expression."""
         if not dist:
             return {}
         out = dict(dist)
-        pending = {self.split_of[s] for s in out if self.split_of.get(s, -1) >= since}
+        pending = {self.split_of[s] for s in map(base_of, out) if self.split_of.get(s, -1) >= since}
         while pending:
             j = max(pending)
             pending.discard(j)
             parts, parent = self.splits[j]
             coefs = [out.pop(p) for p in parts if p in out]
-            if not coefs:
+            quads = [pop_quad(out, p) for p in parts]
+            if not coefs and not any(quads):
                 continue
-            pending |= {self.split_of[s] for s in parent if self.split_of.get(s, -1) >= since}
-            m: Coef = coefs[0]
-            for c in coefs[1:]:
-                m = self.store.c_max(m, c)
-            out = d_add(out, self._scale(m, parent, None))
+            pending |= {self.split_of[s] for s in map(base_of, parent) if self.split_of.get(s, -1) >= since}
+            if coefs:
+                m: Coef = coefs[0]
+                for c in coefs[1:]:
+                    m = self.store.c_max(m, c)
+                out = d_add(out, self._scale(m, parent, None))
+            for ch in CHANNELS:
+                rs = [q[ch] for q in quads if ch in q]
+                if rs:
+                    r: Coef = rs[0]
+                    for c in rs[1:]:
+                        r = self.store.c_max(r, c)
+                    out = d_add(out, self.lift({ch: r}, parent, None))
         return out
+
+    def lift(self, quad: dict, arg: Dist, span: Optional[Span]) -> Dist:
+        """Rule Rho: shadow coefficients of a symbol replaced by the expression `arg`."""
+        try:
+            return lift(quad, arg)
+        except NonLinear:
+            raise self.fail("E0304", "cannot bound the cost of a Gaussian release here: the distance it is "
+                            "applied to depends on the sensitivity of a recursive function that is not solved yet",
+                            span, "annotate the recursive function's parameters with their sensitivity")
 
     def _scale(self, k: Coef, d: Dist, span: Optional[Span], apply: bool = False) -> Dist:
         try:
@@ -192,7 +213,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
     def sensitivity(self, dist: Dist, span: Span) -> Fraction:
         """The proven sensitivity of a mechanism's argument: the largest distance it can move
         when any one input moves by one, after eliminating split parts."""
-        flat = self.eliminate(dist)
+        flat = linear_part(self.eliminate(dist))  # shadow entries are costs, not distances (rule Rho)
         finite = {s: c for s, c in flat.items() if c != INF}
         if flat and not finite:
             sym = next(iter(flat))
@@ -218,7 +239,8 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
                                                self.current_function, dict(extra or {})))
 
     def instantiate(self, arg: Arg, param_types: list[Type], span: Span, per_row: bool = False,
-                    record: bool = True, public: bool = False, times: int = 1) -> Instantiated:
+                    record: bool = True, public: bool = False, times: int = 1,
+                    quadratic: bool = False) -> Instantiated:
         """Check a function argument at the given parameter types (for higher-order primitives).
 
         Its failure risk goes to the primitive being checked (`record`), except for a row
@@ -228,7 +250,9 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         primitive's arguments (ARGS).  With `public`, the primitive applies the function only to
         public values (candidates, queries): its parameters are public.  `times` is how often the
         primitive applies it (a public number, e.g. once per key of a partition): its calls count
-        that many times towards the call budget (rule Unroll)."""
+        that many times towards the call budget (rule Unroll).  `quadratic`: the primitive maps
+        the shadow coefficients (`Instantiated.quad`, rule Rho) onto what it applies the function
+        to; other primitives refuse a function that makes Gaussian releases on its parameters."""
         fn = arg.fn
         if fn is None:
             raise self.fail("E0203", f"expected a function here, but this is {arg.type}", arg.span)
@@ -251,6 +275,13 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         syms = [next(iter(h.dist)) for h in holders if h.dist]
         flat = self.eliminate(result.dist, since)
         coefs = [flat.pop(s, ZERO) for s in syms] if syms else [ZERO] * len(holders)
+        quad = [pop_quad(flat, s) for s in syms] if syms else [{} for _ in holders]
+        if any(quad) and not quadratic:
+            raise self.fail("E0313", "this function makes a Gaussian release on what it is applied to, which "
+                            "this primitive cannot account for", span,
+                            "Gaussian releases compose in zCDP, whose cost grows with the square of the distance; "
+                            "only each/pmap over a partition, and direct calls, account for it: release the "
+                            "result of the primitive instead")
         risk = self.eliminate(result.risk, since)
         if any(risk.pop(s, ZERO) != 0 for s in syms):
             risk[ARGS] = ONE
@@ -269,7 +300,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
                 self.primitive_growth[-1] = self.c_max(self.primitive_growth[-1], grows)
             if self.primitive_risk:
                 self.primitive_risk[-1] = r_union(self.primitive_risk[-1], risk)
-        return Instantiated(result.type, coefs, flat, code, risk, grows, depth, draw_depth)
+        return Instantiated(result.type, coefs, flat, code, risk, grows, depth, draw_depth, quad)
 
     # ---- names -------------------------------------------------------------------------------
 

@@ -260,6 +260,7 @@ class CountRules:
 
         for s in self.unsolved + [summary]:
             s.coefs = [substitute(c, values) for c in s.coefs]
+            s.quad = [{k: v for k, v in d_substitute(q, values).items() if v != 0} for q in s.quad]
             s.captured = {k: v for k, v in d_substitute(s.captured, values).items() if v != 0}
             s.risk = {k: v for k, v in d_substitute(s.risk, values).items() if v != 0}
             s.growth = {k: v for k, v in d_substitute(s.growth, values).items() if v != 0}
@@ -301,7 +302,8 @@ def _key_of(v: Any):
 
 def _assumed_unknowns(summary) -> list[str]:
     out = []
-    for c in list(summary.coefs) + list(summary.captured.values()) + list(summary.risk.values()) + \
+    quad = [c for q in summary.quad for c in q.values()]
+    for c in list(summary.coefs) + quad + list(summary.captured.values()) + list(summary.risk.values()) + \
             list(summary.growth.values()):
         if isinstance(c, Lin):
             out += [u for u, _ in c.terms]
@@ -319,6 +321,9 @@ def _start(summary, base) -> dict:
 
     for c, v in zip(summary.coefs, base.coefs):
         put(c, v)
+    for q, base_q in zip(summary.quad, base.quad):  # rule Rho: the shadow coefficients likewise
+        for ch, c in q.items():
+            put(c, base_q.get(ch, ZERO))
     for sym, c in summary.captured.items():
         put(c, base.captured.get(sym, ZERO))
     for part, base_part in ((summary.risk, base.risk), (summary.growth, base.growth)):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from .quadratic import base_of
 from .sens import ONE, Coef, Dist, Lin, is_const
 
 FAIL = "!fail"  # may fail or not complete, whatever the private data
@@ -51,7 +52,8 @@ def _either(a: Coef, b: Coef) -> Coef:
 def r_presence(d: Dist, coef: Coef = ONE) -> Dist:
     """Every symbol a value depends on, with presence `coef`: a failure that depends on the value
     depends on all of them (a finite move can change a number, hence the depth of a recursion on it)."""
-    return {s: coef for s in d} if coef != 0 else {}
+    # A shadow entry (rule Rho) depends on its base symbol.
+    return {base_of(s): coef for s in d} if coef != 0 else {}
 
 
 def r_may_fail(r: Dist) -> bool:

@@ -20,11 +20,12 @@ from typing import Any, Optional
 
 from .. import limits
 from ..diagnostics import FuzzError, Span
-from ..primitives.registry import NOCONST
+from ..primitives.registry import NOCONST, lookup
 from ..solving.lp import Unsolvable, solve_least
 from ..syntax import ast as A
 from . import ir as I
 from .effects import FAIL, r_normal, r_presence, r_union
+from .quadratic import CHANNELS, base_of, channel_of, is_shadow, pop_quad, shadow
 from .helpers import _fn_identity, _has_hole, _has_tvar, _hashable, _widen, apply_scale, infinite_part
 from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, d_add, d_substitute, fmt_coef, is_const, substitute
 from .types import MAX_TYPE_SIZE, Fun, Num, Type, holds_choices, holds_tables, is_subtype, type_size
@@ -61,6 +62,9 @@ class Summary:
     returned: Optional[Any] = None  # a function value it returns, with its environment (rule Closure)
     frame: Optional[Env] = None     # the scope of its parameters
     since: int = 0                  # splits made before its body was checked
+    # Rule Rho: each parameter's shadow coefficients (channel -> r: rho <= r * d^2), mapped onto
+    # the argument by `lift` at each call (checking/quadratic.py).
+    quad: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -216,8 +220,18 @@ class InstanceRules:
                 s.coefs.append(Fraction(p.sens) if p.sens != INF else INF)
             else:
                 s.coefs.append(store.fresh(f"{decl.name}.{p.name}", minimise=True))
+        # Rule Rho: shadow unknowns only where a release may happen.  An unknown times an infinite
+        # distance is infinite at once (an argument computed by a product, say), which would
+        # charge every such recursion infinitely; a recursion that cannot release anything
+        # assumes no shadow cost, and the check of its body confirms it (E0304 otherwise).
+        gauss = self._may_release(decl, state)
+        s.quad = [{ch: store.fresh(f"{decl.name}.{p.name}.rho", minimise=True) for ch in CHANNELS}
+                  if gauss and not isinstance(t, FnT) else {} for p, t in zip(decl.params, s.param_types)]
         cands = sorted(state.candidates)
         s.captured = {c: store.fresh(f"{decl.name}.captured", minimise=True) for c in cands}
+        if gauss:
+            s.captured.update({shadow(c, ch): store.fresh(f"{decl.name}.captured.rho", minimise=True)
+                               for c in cands for ch in CHANNELS})
         fail = store.fresh(f"{decl.name}.fail", minimise=True) if counted else ONE
         s.risk = {FAIL: fail, **{x: store.fresh(f"{decl.name}.risk", minimise=True) for x in s.param_syms + cands}}
         grows = [x for x in s.param_syms + cands if x in self.table_syms]
@@ -228,6 +242,27 @@ class InstanceRules:
             raise self.fail("E0212", f"the recursive calls of {decl.name} cannot be given a return type: its type "
                             f"variables are only given by empty lists here ({s.cod})", decl.ret.span,
                             "pass a non-empty list for the type variable, or declare the element type")
+
+    def _may_release(self, decl: A.FunDecl, state: _Active) -> bool:
+        """Could a call of this instance make a release (which has a shadow cost)?  Conservative:
+        a mechanism's name occurs in its body or in a top-level function it names, or it is
+        given function values (whose code is checked inside it)."""
+        if any(f is not None for f in state.fns):
+            return True
+        seen: set[str] = set()
+        todo: list[A.Node] = [decl.body]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, A.Var):
+                prim = lookup(node.name)
+                if prim is not None and prim.is_mechanism:
+                    return True
+                f = self.functions.get(node.name)
+                if f is not None and node.name not in seen:
+                    seen.add(node.name)
+                    todo.append(f.body)
+            todo.extend(A.children(node))
+        return False
 
     def _declared_return(self, decl: A.FunDecl, param_types: list[Type]) -> Type:
         """The declared return type, with type variables bound by this instance's parameters."""
@@ -266,13 +301,14 @@ class InstanceRules:
             self._leave(key, state)
         flat = self.eliminate(body.dist, since)
         coefs = [flat.pop(s, ZERO) for s in symbols]
+        quad = [pop_quad(flat, s) for s in symbols]
         risk = r_normal(self.eliminate(body.risk, since))
         growth = state.growth
         self._check_annotations(fn, params, coefs, symbols)
         cod = self._check_return(fn, body, param_types)
         if state.recursive:
-            coefs, flat, risk, growth = self._require_assumed(state, coefs, flat, risk, growth, span)
-        summary.cod, summary.coefs, summary.captured = cod, coefs, flat
+            coefs, quad, flat, risk, growth = self._require_assumed(state, coefs, quad, flat, risk, growth, span)
+        summary.cod, summary.coefs, summary.captured, summary.quad = cod, coefs, flat, quad
         summary.risk, summary.growth = risk, growth
         if isinstance(body.type, FnT) and isinstance(body.fn, (Closure, Partial)):
             summary.returned, summary.since = body.fn, since  # applied at each call (rebind_returned)
@@ -312,12 +348,18 @@ class InstanceRules:
         if state.name is not None:
             self.chains[state.name].pop()
 
-    def _require_assumed(self, state: _Active, coefs, flat, risk, growth, span):
+    def _require_assumed(self, state: _Active, coefs, quad, flat, risk, growth, span):
         """Rule Recursion: what the body needs must fit what its recursive calls assumed; the
         summary is the assumption (solved once the outermost recursion is complete)."""
         a = state.summary
         for c, u in zip(coefs, a.coefs):
             self.store.require(c, u, "recursive call")
+        for q, assumed in zip(quad, a.quad):
+            for ch, c in q.items():
+                if ch not in assumed:  # a function parameter: its releases are checked where it is applied
+                    raise self.fail("E0304", "cannot bound the releases of this recursive function in zCDP",
+                                    span)
+                self.store.require(c, assumed[ch], "recursive call")
         for part, assumed, what in ((flat, a.captured, "captures"), (risk, a.risk, "may fail on"),
                                     (growth, a.growth, "grows tables by")):
             for sym, c in part.items():
@@ -325,7 +367,7 @@ class InstanceRules:
                     raise self.fail("E0304", f"cannot bound what this recursive function {what}: it depends on "
                                     f"{self.describe(sym)}, which its arguments do not give it", span)
                 self.store.require(c, assumed[sym], "recursive call")
-        return list(a.coefs), dict(a.captured), dict(a.risk), dict(a.growth)
+        return list(a.coefs), [dict(q) for q in a.quad], dict(a.captured), dict(a.risk), dict(a.growth)
 
     def _check_body(self, fn, params, param_types, args, summary: Summary):
         env = self.globals if isinstance(fn, TopFn) else fn.env
@@ -407,12 +449,14 @@ class InstanceRules:
         if not all(g.complete for g in given):
             risk = r_union(risk, {FAIL: ONE})
         growth = {s: c for s, c in summary.growth.items() if s not in summary.param_syms}
-        for coef, a, t, sym in zip(summary.coefs, args, summary.param_types, summary.param_syms):
+        for i, (coef, a, t, sym) in enumerate(zip(summary.coefs, args, summary.param_types, summary.param_syms)):
             if isinstance(t, FnT):
                 # A function value checked inside this instance (not through a symbol): each of
                 # its applications, and any use of it as data, is already in the body's distance.
                 continue
             dist = d_add(dist, self._scale(coef, a.dist, span, apply=True))
+            if summary.quad and summary.quad[i]:
+                dist = d_add(dist, self.lift(summary.quad[i], a.dist, span))
             risk = r_union(risk, r_presence(a.dist, summary.risk.get(sym, ZERO)))
             if FAIL in risk and holds_choices(t):
                 # An argument that may move infinitely far (a bool, a sum's side, a list's length)
@@ -488,6 +532,7 @@ class InstanceRules:
                             "annotate the parameters of recursive functions with their sensitivity")
         for summary in self.unsolved:
             summary.coefs = [substitute(c, values) for c in summary.coefs]
+            summary.quad = [_nonzero(d_substitute(q, values)) for q in summary.quad]
             summary.captured = _nonzero(d_substitute(summary.captured, values))
             summary.risk = r_normal(_nonzero(d_substitute(summary.risk, values)))
             summary.growth = _nonzero(d_substitute(summary.growth, values))
@@ -543,11 +588,16 @@ class _Rebinder:
 
     def dist(self, d: Dist) -> Dist:
         flat = self.ck.eliminate(d, self.since)
-        if not any(sym in self.subst for sym in flat):
+        if not any(sym in self.subst or base_of(sym) in self.subst for sym in flat):
             return d if flat == d else flat
         out: Dist = {}
         for sym, c in flat.items():
-            out = d_add(out, self.ck.scale_apply(c, self.subst[sym], self.span) if sym in self.subst else {sym: c})
+            if sym in self.subst:
+                out = d_add(out, self.ck.scale_apply(c, self.subst[sym], self.span))
+            elif is_shadow(sym) and base_of(sym) in self.subst:  # rule Rho
+                out = d_add(out, self.ck.lift({channel_of(sym): c}, self.subst[base_of(sym)], self.span))
+            else:
+                out = d_add(out, {sym: c})
         return out
 
 
@@ -569,7 +619,7 @@ def _candidates(args: list[Val], param_types: list[Type]) -> frozenset:
 
 def _mentions_unknowns(s: Summary) -> bool:
     return any(not is_const(c) for c in s.coefs) or any(
-        not is_const(c) for part in (s.captured, s.risk, s.growth) for c in part.values())
+        not is_const(c) for part in (s.captured, s.risk, s.growth, *s.quad) for c in part.values())
 
 
 def _nonzero(d: Dist) -> Dist:

@@ -41,8 +41,20 @@ class FunctionReport:
 class InputReport:
     name: str
     type: str
-    epsilon: Any  # Fraction or INF
+    epsilon: Any  # Fraction or INF: the pure-epsilon releases together
     semantic: Optional[Type] = None  # the declared type (e.g. Bag(schema row record))
+    # Rule Rho: zCDP of the Gaussian releases (sum of mu^2/2) and of the pure ones (sum of eps^2/2).
+    rho_gauss: Any = Fraction(0)
+    rho_pure: Any = Fraction(0)
+
+    @property
+    def is_pure(self) -> bool:
+        return self.rho_gauss == 0
+
+    @property
+    def rho(self) -> Any:
+        """The zCDP rho of all releases (Fraction or INF)."""
+        return INF if INF in (self.rho_gauss, self.rho_pure) else self.rho_gauss + self.rho_pure
 
 
 @dataclass
@@ -77,8 +89,22 @@ class CheckReport:
         return self.schemas.get(name) if name is not None else None
 
     @property
+    def is_pure(self) -> bool:
+        """Every release is pure epsilon-DP (no Gaussian release): `epsilon` is the guarantee."""
+        return all(i.is_pure for i in self.inputs)
+
+    @property
+    def rho(self) -> Any:
+        """Total zCDP rho: the sum over private inputs, like epsilon."""
+        total: Any = Fraction(0)
+        for inp in self.inputs:
+            total = INF if inp.rho == INF or total == INF else total + inp.rho
+        return total
+
+    @property
     def epsilon(self) -> Any:
-        """Total epsilon: the sum over private inputs (one person may be in several tables)."""
+        """Total epsilon of the pure releases: the sum over private inputs (one person may be in
+        several tables).  The program's guarantee only when `is_pure`."""
         total: Any = Fraction(0)
         for inp in self.inputs:
             total = INF if inp.epsilon == INF or total == INF else total + inp.epsilon
@@ -390,8 +416,11 @@ class _ProgramChecker:
             self.report.entry_type = summary.cod
             self.report.functions.append(FunctionReport(decl.name, decl.name_span,
                                                         _fun_type(types, summary.coefs, summary.cod)))
-            for p, t, c in zip(decl.params, types, summary.coefs):
-                self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t))
+            for p, t, c, q in zip(decl.params, types, summary.coefs, summary.quad):
+                rho_g, rho_z = (q.get(ch, Fraction(0)) for ch in ("g", "z"))
+                self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t,
+                                                      rho_g if is_const(rho_g) else INF,
+                                                      rho_z if is_const(rho_z) else INF))
             self.check_closed(decl, summary)
             self.check_bounded(decl)
             self.check_completes(decl, summary)
@@ -404,7 +433,7 @@ class _ProgramChecker:
 
     def check_bounded(self, decl: A.FunDecl) -> None:
         """An entry point with infinite epsilon is not differentially private: an error (E0302)."""
-        unbounded = [i.name for i in self.report.inputs if i.epsilon == INF]
+        unbounded = [i.name for i in self.report.inputs if INF in (i.epsilon, i.rho_gauss)]
         if not unbounded:
             return
         notes = [f"{span}: {reason}" for span, reason in self.checker.inf_origins[:3]]

@@ -394,6 +394,29 @@ def holds_tables(t: Type) -> bool:
     return parts is not None and any(holds_tables(p) for p in parts)
 
 
+def holds_fuzzy(t: Type) -> bool:
+    """Does a value of this type hold distributions (whose cost a function's result carries)?"""
+    if isinstance(t, Fuzzy):
+        return True
+    if isinstance(t, Fun):
+        return holds_fuzzy(t.cod)
+    if isinstance(t, (Bag, Seq, Parts, ListT)):
+        return holds_fuzzy(t.elem)
+    parts = components(t)
+    return parts is not None and any(holds_fuzzy(p) for p in parts)
+
+
+def chain_sensitivity(t: Type):
+    """The sum of the sensitivities along a curried function type A1 -o[s1] ... An -o[sn] B."""
+    from .sens import c_add
+
+    total = Fraction(0)
+    while isinstance(t, Fun):
+        total = c_add(total, t.sens)
+        t = t.cod
+    return total
+
+
 def holds_choices(t: Type) -> bool:
     """Can a branch choose on a value of this type directly (`if` on a bool, `case` on a sum or a
     list's shape), rather than through a comparison whose distance is already infinite?"""

@@ -144,6 +144,9 @@ def _checked(program: Optional[Path], params: dict[str, str], entry: str) -> Any
         _print_diagnostics(report.diagnostics, report.sources)
         typer.echo("fuzzpy audit: the program does not check, so there is no claim to audit", err=True)
         raise _CheckFailed(exit_code_for(report.diagnostics))
+    if not report.is_pure:
+        raise _usage("this program makes Gaussian releases: its claim is in zCDP / (epsilon, delta), which "
+                     "the program auditor does not test yet (it tests pure epsilon claims)")
     return report
 
 

@@ -61,6 +61,8 @@ def scale_problems(report: CheckReport) -> list[Diagnostic]:
 def over_budget(report: CheckReport, budget: Optional[Fraction]) -> Optional[Diagnostic]:
     if budget is None:
         return None
+    if not report.is_pure:
+        return needs_delta(report)
     eps = report.epsilon
     if eps != INF and eps <= budget:
         return None
@@ -72,6 +74,17 @@ def over_budget(report: CheckReport, budget: Optional[Fraction]) -> Optional[Dia
                      f"(sensitivity {fmt_coef(m.sensitivity)}, noise scale {fmt_coef(m.scale)})")
     return Diagnostic("E0401", f"{report.entry} has epsilon {fmt_coef(eps)}, but the budget is {fmt_coef(budget)}",
                       fn.span if fn else None, notes)
+
+
+def needs_delta(report: CheckReport) -> Diagnostic:
+    """A program with a Gaussian release is not pure epsilon-DP: a pure budget cannot admit it."""
+    fn = next((f for f in report.functions if f.name == report.entry), None)
+    gauss = [m for m in report.mechanisms if m.name == "gaussian"]
+    notes = [f"gaussian at {m.span} costs rho {fmt_coef(m.extra.get('rho', 0))} in zCDP" for m in gauss[:5]]
+    notes.append(f"its guarantee is rho-zCDP with rho = {fmt_coef(report.rho)}; stated as (epsilon, delta) it "
+                 "needs a delta > 0, which this version cannot yet budget: use laplace for a pure epsilon")
+    return Diagnostic("E0314", f"{report.entry} makes Gaussian releases, which are not pure epsilon-DP, but the "
+                      f"budget is a pure epsilon", fn.span if fn else None, notes)
 
 
 def exact(x: Any) -> Any:

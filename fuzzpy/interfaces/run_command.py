@@ -125,6 +125,9 @@ class _Run:
 
         o = self.opts
         self.report = R.check_with_budget(o.program, o.params, o.entry, o.budget)
+        if self.report.ok and not self.report.is_pure and self.report.entry is not None:
+            # Whatever the budget: the ledger books pure epsilon, which does not bound it.
+            self.report.diagnostics.append(R.needs_delta(self.report))
         if not self.report.ok:
             return self.fail_check()
         try:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Optional
 
-from ..checking.sens import INF, Dist, d_scale, is_const
+from ..checking.quadratic import linear_part, zcdp_of_pure
+from ..checking.sens import INF, Dist, d_add, d_scale, is_const
 from ..checking.types import BOOL, Bool, Fuzzy, ListT, Num, Tensor, Type
 from .registry import Arg, Instantiated, Result, primitive
 
@@ -89,6 +90,7 @@ def charge(ctx, name: str, eps: Fraction, dist: Dist, dist_span, span, factor: F
     `factor` is the mechanism's own constant (2 for the exponential mechanism's
     exp(eps*q/(2S)), for instance); the cost does not depend on it.  `sens`, when given, must
     be `ctx.sensitivity(dist, ...)` already computed by the caller."""
+    dist = linear_part(dist)  # how far the input moves (rule Rho: shadow entries are costs)
     if sens is None:
         sens = ctx.sensitivity(dist, dist_span)
     if sens == 0:  # the input is public: nothing to hide, nothing charged
@@ -102,6 +104,12 @@ def charge(ctx, name: str, eps: Fraction, dist: Dist, dist_span, span, factor: F
 def calibrate(ctx, name: str, eps: Fraction, arg: Arg, span, extra: dict | None = None):
     """Laplace's calibration: S proven for `arg`, scale S/eps, cost (eps/S) * distance."""
     return charge(ctx, name, eps, arg.dist, arg.span, span, Fraction(1), extra)
+
+
+def pure_release(cost: Dist) -> Dist:
+    """The distance of a pure-epsilon release: its linear cost, plus the same release seen in zCDP
+    (the "z" shadow channel, rule Rho) for programs that also make Gaussian releases."""
+    return d_add(cost, zcdp_of_pure(cost))
 
 
 def _info(sens: Fraction, eps: Fraction, scale: Fraction, **more: Any) -> dict:
@@ -197,7 +205,95 @@ def _laplace(ctx, args, span):
     eps = public_epsilon(ctx, eps_arg)
     shape = _laplace_shape(ctx, x)
     sens, scale, cost = calibrate(ctx, "laplace", eps, x, span)
-    return Result(Fuzzy(shape), cost, info=_info(sens, eps, scale))
+    return Result(Fuzzy(shape), pure_release(cost), info=_info(sens, eps, scale))
+
+
+# ---- gaussian (zCDP) ------------------------------------------------------------------------------
+
+def public_rho(ctx, arg: Arg) -> Fraction:
+    if not arg.is_const or not isinstance(arg.type, Num):
+        raise ctx.fail("E0209", "rho must be a public constant (a literal, a param, or arithmetic on them)", arg.span)
+    rho = Fraction(arg.const)
+    if rho <= 0:
+        raise ctx.fail("E0213", f"rho must be positive, got {rho}", arg.span)
+    return rho
+
+
+def _gaussian_shape(ctx, arg: Arg):
+    """A number (its distance is its L1 and its L2 distance), or a tensor tuple of numbers: a
+    tensor's distance is the L1 norm of its moves, which bounds the L2 norm.  A with-pair (| |)
+    measures the max, which does not bound the L2 norm: refused."""
+    t = arg.type
+    if isinstance(t, Num):
+        return Num()
+    if isinstance(t, Tensor) and all(isinstance(i, Num) for i in t.items):
+        return Tensor(tuple(Num() for _ in t.items))
+    raise ctx.fail("E0202", f"gaussian expects a number or a tensor tuple of numbers, but this is {t}", arg.span,
+                   "with-pairs (| |) measure the max of their components' moves, which does not bound the L2 "
+                   "norm the Gaussian mechanism is calibrated to")
+
+
+def gaussian_cost(ctx, rho: Fraction, dist: Dist, sens: Fraction, span) -> Dist:
+    """Rule Gauss: noise of standard deviation S/sqrt(2 rho) on an input moving by A.d costs
+    (A.d)^2 / (2 sigma^2) = (rho/S^2) (A.d)^2 in zCDP, a Gaussian ("g") shadow cost lifted onto
+    the input's symbols (rule Rho)."""
+    if sens == 0:
+        return {}
+    return ctx.lift({"g": rho / sens ** 2}, dist, span)
+
+
+def _run_gaussian(ctx, rho, x):
+    from ..runtime.noise import gaussian_release
+
+    info = dict(ctx.info)
+
+    def draw(sctx):
+        rel = gaussian_release(x, info["sensitivity"], info["rho"], sctx.rng)
+        n = len(rel.values) if isinstance(rel.values, tuple) else 1
+        acc = Accuracy(rel.joint_accuracy(BETA) if n > 1 else rel.accuracy(BETA), BETA,
+                       "|noise| in every coordinate")
+        sctx.record_release("gaussian", rel.values, Fraction(0), info["sigma"], acc,
+                            sensitivity=info["sensitivity"], rho=info["charged_rho"])
+        return rel.values
+
+    return Distribution("gaussian", draw)
+
+
+@primitive("gaussian", ("rho", "x"), "(rho : num) -> num -o fuzzy num   (costs rho in zCDP)",
+           "gaussian rho x: x plus Gaussian noise of standard deviation S/sqrt(2 rho), where S is the "
+           "L2 sensitivity the checker proved for x (a number, or a tensor tuple of numbers whose L1 "
+           "sensitivity bounds the L2 one). Costs rho in zCDP; not pure epsilon: a program that uses it "
+           "is reported in rho and in (epsilon, delta) at a delta you give.",
+           "Bun & Steinke 2016 (Concentrated Differential Privacy), Proposition 1.6: Gaussian noise of "
+           "variance S^2/(2 rho) on a query of L2 sensitivity S is rho-zCDP; group privacy at distance k "
+           "costs k^2 rho (their Proposition 1.9), which the checker's quadratic costs carry (rule Rho in "
+           "docs/soundness.md). Sampled exactly: the discrete Gaussian of Canonne, Kamath & Steinke 2020 "
+           "on a fixed-point grid (docs/noise.md).",
+           category="mechanism", is_mechanism=True, run=_run_gaussian, needs_context=True)
+def _gaussian(ctx, args, span):
+    rho_arg, x = args
+    rho = public_rho(ctx, rho_arg)
+    shape = _gaussian_shape(ctx, x)
+    dist = linear_part(x.dist)
+    sens = ctx.sensitivity(dist, x.span)
+    cost = gaussian_cost(ctx, rho, dist, sens, span)
+    sigma2 = sens ** 2 / (2 * rho)
+    sigma = _sqrt_upper(sigma2)
+    ctx.record_mechanism("gaussian", span, sens, Fraction(0), sigma, cost,
+                         {"rho": rho if sens else Fraction(0), "sigma2": sigma2})
+    info = {"sensitivity": sens, "rho": rho, "sigma": sigma, "sigma2": sigma2,
+            "charged_rho": rho if sens else Fraction(0), "scale": sigma}
+    return Result(Fuzzy(shape), cost, info=info)
+
+
+def _sqrt_upper(x: Fraction) -> Fraction:
+    """An exact upper bound on sqrt(x) (display and scale checks, never the noise itself)."""
+    if x == 0:
+        return Fraction(0)
+    r = Fraction(math.sqrt(float(x)))
+    while r * r < x:
+        r *= 1 + _SLACK
+    return r
 
 
 # ---- exponential mechanism and report noisy max ------------------------------------------------
@@ -210,7 +306,7 @@ def _selection_rule(name: str, ctx, args, span) -> Result:
     inst = score_function(ctx, score, elem, span, name)
     n = len(cands.const) if cands.is_const else None  # released candidates: known at run time
     sens, scale, cost = charge(ctx, name, eps, inst.captured, score.span, span, Fraction(2), {"candidates": n})
-    return Result(Fuzzy(elem), cost, info=_info(sens, eps, scale, candidates=n),
+    return Result(Fuzzy(elem), pure_release(cost), info=_info(sens, eps, scale, candidates=n),
                   ir_args=[eps_arg.ir, cands.ir, inst.code])
 
 
@@ -340,13 +436,13 @@ def _above_threshold(ctx, args, span):
     threshold = public_number(ctx, threshold_arg, "threshold", name)
     elem = public_list(ctx, queries, "queries", name)
     inst = score_function(ctx, score, elem, span, name)
-    sens = ctx.sensitivity(inst.captured, score.span)
+    sens = ctx.sensitivity(linear_part(inst.captured), score.span)
     query_scale = svt_scales(sens, eps, cutoff)[1]
     sens, scale, cost = charge(ctx, name, eps, inst.captured, score.span, span, Fraction(2),
                                {"cutoff": cutoff, "query_scale": query_scale}, sens)
-    cost = svt_rounding_cost(ctx, inst.captured, cost, eps, sens)
+    cost = svt_rounding_cost(ctx, linear_part(inst.captured), cost, eps, sens)
     info = _info(sens, eps, scale, cutoff=cutoff, threshold=threshold, query_scale=query_scale)
-    return Result(Fuzzy(ListT(BOOL)), cost, info=info,
+    return Result(Fuzzy(ListT(BOOL)), pure_release(cost), info=info,
                   ir_args=[eps_arg.ir, cutoff_arg.ir, threshold_arg.ir, queries.ir, inst.code])
 
 
@@ -427,8 +523,8 @@ def _randomized_response(ctx, args, span):
     eps = public_epsilon(ctx, eps_arg)
     if not isinstance(b.type, Bool):
         raise ctx.fail("E0202", f"randomized_response expects a bool, but this is {b.type}", b.span)
-    cost = rr_cost(ctx, b.dist, eps)
+    cost = rr_cost(ctx, linear_part(b.dist), eps)
     sens = Fraction(1) if cost else Fraction(0)
     scale = 1 / eps  # the log-odds temperature: keep/flip odds are exp(1/scale)
     ctx.record_mechanism("randomized_response", span, sens, eps if cost else Fraction(0), scale, cost, None)
-    return Result(Fuzzy(BOOL), cost, info=_info(sens, eps, scale))
+    return Result(Fuzzy(BOOL), pure_release(cost), info=_info(sens, eps, scale))

@@ -203,14 +203,17 @@ def _part(ctx, args, span):
 
 def _per_part(ctx, f, ps, span, fuzzy: bool):
     t = _parts_type(ctx, ps, "each" if fuzzy else "pmap")
-    inst = ctx.instantiate(f, [t.elem], span, times=len(t.keys))  # once per key
+    inst = ctx.instantiate(f, [t.elem], span, times=len(t.keys), quadratic=True)  # once per key
     if fuzzy and not isinstance(inst.cod, Fuzzy):
         raise ctx.fail("E0202", f"each expects a function returning a distribution, but it returns {inst.cod}",
                        f.span, "use pmap for a function that releases nothing")
     k = inst.param_coefs[0]
     # The function runs once per part: its captured private data is read k times -> infinite.
     captured = d_inf(inst.captured)
-    parts = [d_add(ctx.scale_apply(k, d, span), captured) for d in _parts_dists(ctx, ps)]
+    quad = inst.quad[0] if inst.quad else {}
+    # Each part's Gaussian releases cost rho per unit of its distance squared (rule Rho); the parts
+    # are split symbols, so their maximum is taken where they are eliminated.
+    parts = [d_add(ctx.scale_apply(k, d, span), ctx.lift(quad, d, span), captured) for d in _parts_dists(ctx, ps)]
     return inst, parts
 
 

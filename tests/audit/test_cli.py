@@ -77,7 +77,7 @@ def test_ill_typed_programs_are_refused_with_their_diagnostics(tmp_path):
 @pytest.mark.parametrize("args, text", [
     ((), "either a program"),
     (("x.fz", "--mechanism", "laplace"), "either a program"),
-    (("--mechanism", "gaussian"), "--mechanism must be one of"),
+    (("--mechanism", "cauchy"), "--mechanism must be one of"),
     (("--mechanism", "laplace", "--epsilon", "-1"), "positive number"),
     (("--mechanism", "laplace", "--confidence", "1.5"), "--confidence"),
     (("--mechanism", "laplace", "--format", "xml"), "--format"),

@@ -15,7 +15,12 @@ HALF = Fraction(1, 2)
 
 
 def test_every_registry_mechanism_has_an_audit_target():
+    from fuzzpy.primitives.registry import all_primitives
+
     assert set(mechanism_names()) == set(TARGETS)
+    registry = {n for n, p in all_primitives().items() if p.is_mechanism}
+    # The Gaussian mechanism's claim is (epsilon, delta), not pure epsilon: its audit is not built yet.
+    assert registry - set(TARGETS) == {"gaussian"}
     assert set(mechanism_names()) >= {"laplace", "exponential", "noisy_max", "above_threshold",
                                       "randomized_response"}
 

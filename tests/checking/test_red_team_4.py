@@ -299,7 +299,7 @@ AUDIT_USAGE = {
     "too-few-samples": (["PROGRAM", "--samples", "99"], "E0701"),
     "confidence-one": (["PROGRAM", "--confidence", "1"], "E0701"),
     "format-xml": (["PROGRAM", "--format", "xml"], "E0701"),
-    "unknown-mechanism": (["--mechanism", "gaussian"], "E0701"),
+    "unknown-mechanism": (["--mechanism", "cauchy"], "E0701"),
     "zero-epsilon": (["--mechanism", "laplace", "--epsilon", "0"], "E0701"),
     "epsilon-with-a-program": (["PROGRAM", "--epsilon", "0.5"], "E0701"),
     "param-with-a-mechanism": (["--mechanism", "laplace", "--param", "e=1"], "E0701"),
