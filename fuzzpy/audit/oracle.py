@@ -8,7 +8,9 @@ differential-privacy proof of sequential composition.  For a checker that is sou
 
 * both runs make the same mechanism calls, at the same sites, in the same order;
 * the observed privacy loss  sum_k charged_k * |input_A - input_B|_k / S_k  is at most the
-  epsilon the checker proved for the table that changed (a call with S = 0 cannot move);
+  epsilon the checker proved for the table that changed (a call with S = 0 cannot move), and
+  the observed Gaussian loss  sum_k rho_k * ||input_A - input_B||_2^2 / S_k^2  (zCDP) at most
+  the rho the checker proved for its Gaussian releases;
 * both runs succeed or both fail (with the same error), and their results, which are
   post-processing of the released values, are equal.
 
@@ -69,6 +71,7 @@ class Call:
     released: Any
     sensitivity: Fraction
     charged: Fraction    # the epsilon the checker charges per unit of distance over S
+    rho: Fraction = Fraction(0)  # a Gaussian release's rho at a move of S (L2)
 
 
 @dataclass
@@ -84,7 +87,7 @@ class Outcome:
 
 @dataclass
 class Violation:
-    kind: str      # "outcome" | "calls" | "loss" | "zero-sensitivity" | "result"
+    kind: str      # "outcome" | "calls" | "loss" | "rho" | "zero-sensitivity" | "result"
     detail: str
     over: int = 0  # for "loss": calls whose input moved more than their proven sensitivity
 
@@ -125,6 +128,28 @@ def distance(mechanism: str, a: Any, b: Any) -> Any:
             return Fraction(0)
         return sum(parts, Fraction(0)) if mechanism == "laplace" else max(parts)
     return number_distance(a, b)
+
+
+def squared_l2(a: Any, b: Any) -> Any:
+    """The squared L2 move of a Gaussian release's input (exact; infinite for a shape change)."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
+            return INF
+        total: Any = Fraction(0)
+        for x, y in zip(a, b):
+            total = total + squared_l2(x, y)
+        return total
+    d = number_distance(a, b)
+    return INF if d == INF else d * d
+
+
+def call_rho(call: Call, sq: Any) -> Any:
+    """The zCDP loss of a Gaussian release whose input moved by sqrt(sq): rho * sq / S^2."""
+    if sq == 0:
+        return Fraction(0)
+    if call.sensitivity == 0 or sq == INF:
+        return INF
+    return call.rho * sq / call.sensitivity ** 2
 
 
 def call_loss(call: Call, delta: Any) -> Any:
@@ -175,7 +200,8 @@ class Recorder:
             else:
                 diverged = True
         self.calls.append(Call(id(node), str(node.span), mechanism, observed, released,
-                               Fraction(info["sensitivity"]), Fraction(info["charged"])))
+                               Fraction(info["sensitivity"]), Fraction(info.get("charged", 0)),
+                               Fraction(info.get("charged_rho", 0))))
         if diverged:
             raise ReplayDiverged(k)
         return released
@@ -233,7 +259,7 @@ class OracleInterpreter(Interpreter):
     def observe(self, name: str, node: I.IPrim, args: list[Any]) -> tuple[Any, Any]:
         """(the mechanism's exact input, what the identity releases), computed as the real
         runtime computes its inputs (scores of every candidate, eagerly and in order)."""
-        if name == "laplace":
+        if name in ("laplace", "gaussian"):
             x = exact_value(args[1])
             return x, x
         if name == "randomized_response":
@@ -398,9 +424,10 @@ def _classify(box: dict[str, Any], alive: bool) -> Outcome:
 
 # ---- comparing two runs ---------------------------------------------------------------------------
 
-def compare(a: Outcome, b: Outcome, epsilon: Any) -> list[Violation]:
+def compare(a: Outcome, b: Outcome, epsilon: Any, rho: Any = 0) -> list[Violation]:
     """What a sound checker guarantees about runs A and B of one program on neighbouring tables,
-    B replaying A's releases; `epsilon` is the proven epsilon of the table that changed."""
+    B replaying A's releases; `epsilon` is the proven epsilon of the table that changed, `rho`
+    the proven zCDP rho of its Gaussian releases."""
     out: list[Violation] = []
     if (a.status, a.code) != (b.status, b.code) and b.status != "diverged":
         out.append(Violation("outcome", f"A {_status(a)}, B {_status(b)}"))
@@ -414,11 +441,22 @@ def compare(a: Outcome, b: Outcome, epsilon: Any) -> list[Violation]:
         out.append(Violation("calls", f"A made {len(a.calls)} mechanism call(s), B {len(b.calls)}"
                              + ("" if same_sites else " (at different sites)")))
     total: Any = Fraction(0)
+    rho_total: Any = Fraction(0)
     over: list[str] = []
     for k in range(common):
         x, y = a.calls[k], b.calls[k]
         if x.site != y.site:
             break
+        if x.mechanism == "gaussian":
+            sq = squared_l2(x.observed, y.observed)
+            if x.sensitivity == 0 and sq != 0:
+                out.append(Violation("zero-sensitivity", f"call {k + 1} (gaussian at {x.where}) was proven "
+                                     "0-sensitive but its input moved"))
+            if sq > x.sensitivity ** 2:
+                over.append(f"call {k + 1} (gaussian at {x.where}): moved sqrt({_num(sq)}) in L2, proven "
+                            f"sensitivity {_num(x.sensitivity)}")
+            rho_total = rho_total + call_rho(x, sq)
+            continue
         delta = distance(x.mechanism, x.observed, y.observed)
         if x.sensitivity == 0 and delta != 0:
             out.append(Violation("zero-sensitivity", f"call {k + 1} ({x.mechanism} at {x.where}) was proven "
@@ -429,6 +467,9 @@ def compare(a: Outcome, b: Outcome, epsilon: Any) -> list[Violation]:
         total = total + call_loss(x, delta)
     if total > epsilon:
         out.append(Violation("loss", f"observed privacy loss {_num(total)} > proven epsilon {_num(epsilon)}"
+                             + ("; " + "; ".join(over[:3]) if over else ""), len(over)))
+    if rho_total > rho:
+        out.append(Violation("rho", f"observed Gaussian loss rho {_num(rho_total)} > proven rho {_num(rho)}"
                              + ("; " + "; ".join(over[:3]) if over else ""), len(over)))
     if a.status == "ok" and b.status == "ok" and a.result != b.result:
         out.append(Violation("result", f"results differ: A {_short(a.result)}, B {_short(b.result)}"))
@@ -462,7 +503,7 @@ class PairResult:
 
 
 def audit_pair(instance: I.Instance, epsilon: Any, tables_a: dict[str, Any], tables_b: dict[str, Any],
-               timeout: float = 5.0) -> PairResult:
+               timeout: float = 5.0, rho: Any = 0) -> PairResult:
     """Run A (recording) and B (replaying A) and compare.  A run that times out while the other
     does not is retried with four times the time, so a slow machine is not taken for a
     data-dependent failure; a pair whose A run still times out cannot be replayed."""
@@ -474,4 +515,4 @@ def audit_pair(instance: I.Instance, epsilon: Any, tables_a: dict[str, Any], tab
     b = run_identity(instance, tables_b, replay=a.calls, timeout=timeout)
     if b.status == "timeout":
         b = run_identity(instance, tables_b, replay=a.calls, timeout=4 * timeout)
-    return PairResult(a, b, compare(a, b, epsilon))
+    return PairResult(a, b, compare(a, b, epsilon, rho))

@@ -547,10 +547,17 @@ class ProgramGen:
         other = 0 if num_only else 1
         bag = self.has_bag(env)
         kind = weighted(ch, [(18, "laplace"), (3 * other, "laplace2"), (3, "exponential"), (3, "noisy_max"),
+                             (6, "gaussian"), (2 * other, "gaussian2"),
                              (3 * other, "svt"), (3 * other, "rr"), (3 * other if bag else 0, "each"),
                              (6, "loop"), (other if bag else 0, "each_partial")])
         if kind == "laplace2":
             return f"laplace {self.eps()} ({self.num(env, d - 1)}, {self.num(env, d - 1)})", "pair"
+        if kind == "gaussian2":
+            return f"gaussian {self.eps()} ({self.num(env, d - 1)}, {self.num(env, d - 1)})", "pair"
+        if kind == "gaussian":
+            hs = self.callable(env, "num")
+            arg = pick(ch, hs).call(self, env, d - 1) if hs and coin(ch, 40) else self.num(env, d - 1)
+            return f"gaussian {self.eps()} {paren(arg)}", "num"
         if kind in ("exponential", "noisy_max"):
             c = self.fresh("c")
             cands = pick(ch, ["[1, 2, 3]", "[0, 50, 100]", "[5]"])
@@ -569,7 +576,9 @@ class ProgramGen:
         if kind == "each":
             p, key = self.parts(env, d)
             body = pick(ch, ["laplace {e} (count p)", "laplace {e} (sum (map (fun r -> clip 0 10 r.age) p))",
-                             "sample t = laplace {e} (count p); return (t + 1)"])
+                             "sample t = laplace {e} (count p); return (t + 1)", "gaussian {e} (count p)",
+                             "sample t = gaussian {e} (sum (map (fun r -> clip 0 10 r.age) p)); "
+                             "sample u = laplace {e} (count p); return (t + u)"])
             return f"each (fun p -> {body.format(e=self.eps())}) {paren(p)}", f"nparts:{key}"
         if kind == "loop":
             hs = self.callable(env, "fuzzy")
@@ -849,6 +858,8 @@ class ProgramGen:
         shape = pick(ch, ["(x : num) : fuzzy num {{ laplace {e} x }}",
                           "(b : bag P) : fuzzy num {{ laplace {e} (count b) }}",
                           "(x : num) : fuzzy num {{ sample a = laplace {e} x; laplace {e} (x + a) }}",
+                          "(x : num) : fuzzy num {{ gaussian {e} x }}",
+                          "(b : bag P) : fuzzy num {{ sample a = gaussian {e} (count b); gaussian {e} (count b + a) }}",
                           "(b : bag 'a) : fuzzy num {{ noisy_max {e} [1, 2] (fun c -> c * count b) }}"])
         self.decls.append(f"function {name} " + shape.format(e=self.eps()))
         takes_bag = "bag" in shape.split(")")[0]

@@ -76,6 +76,27 @@ def test_selection_and_sparse_vector_inputs_are_their_scores():
     assert [c.sensitivity for c in pr.a.calls] == [3, 2] and pr.violations == []
 
 
+def test_gaussian_inputs_are_compared_in_squared_l2_against_the_proven_rho():
+    # The helper's noise is calibrated to S = 1 while its input moves by 2: 2^2 * 1/2 = 2 observed.
+    report = checked("{ g (union db db) }", "function g (b : bag P) : fuzzy num { gaussian 0.5 (count b) }")
+    a, b = frames(report, 3, 4)
+    rho = report.inputs[0].rho_gauss
+    pr = audit_pair(report.entry_instance, report.epsilon, a, b, rho=rho)
+    assert rho == 2 and pr.a.calls[0].rho == Fraction(1, 2) and pr.violations == []
+    # A linear group factor (2 * 1/2 = 1) would be an understatement, and the oracle says so.
+    found = audit_pair(report.entry_instance, report.epsilon, a, b, rho=Fraction(1)).violations
+    assert [v.kind for v in found] == ["rho"]
+
+
+def test_a_gaussian_tuple_moves_in_l2():
+    report = checked("{ gaussian 1 (count db, count db) }")
+    a, b = frames(report, 3, 4)
+    pr = audit_pair(report.entry_instance, report.epsilon, a, b, rho=report.inputs[0].rho_gauss)
+    # Proven: S = 2 (the L1 move), rho 1; observed: L2^2 = 2, so 1 * 2 / 4 = 1/2.
+    assert pr.a.calls[0].sensitivity == 2 and pr.violations == []
+    assert audit_pair(report.entry_instance, report.epsilon, a, b, rho=Fraction(1, 4)).violations[0].kind == "rho"
+
+
 def test_first_trues_stops_after_the_cutoff():
     assert first_trues((Fraction(1), Fraction(5), Fraction(6), Fraction(7)), Fraction(5), 2) == (False, True, True)
 
