@@ -183,6 +183,57 @@ def test_batch_and_exact_samplers_agree():
     assert two_sample(exact, wrong) < 1e-6
 
 
+# --- the privacy argument, checked numerically on small instances ------------------------------
+
+
+def test_normaliser_is_largest_at_integer_shifts():
+    """The lemma behind both the Renyi bound and the tail bound (docs/noise.md)."""
+    for s2 in (0.05, 0.3, 1.0, 2.5, 40.0):
+        xs = np.arange(-400, 401)
+        at0 = np.exp(-(xs**2) / (2 * s2)).sum()
+        for c in np.linspace(-1.5, 1.5, 61):
+            assert np.exp(-((xs - c) ** 2) / (2 * s2)).sum() <= at0 * (1 + 1e-12)
+
+
+def _log_release_law(y: np.ndarray, s2: float, grid_pts: np.ndarray) -> np.ndarray:
+    """log P(output = j) for input y (in steps, one entry per coordinate): random rounding of
+    each coordinate, then independent N_Z(0, s2), on the points grid_pts (shape (N, n))."""
+    from scipy.special import logsumexp
+
+    support = np.arange(-400, 401)
+    log_norm = logsumexp(-(support**2) / (2 * s2))
+    out = np.zeros(len(grid_pts))
+    for i, yi in enumerate(y):
+        low, f = math.floor(yi), yi - math.floor(yi)
+        lp = lambda c: -((grid_pts[:, i] - c) ** 2) / (2 * s2) - log_norm  # noqa: E731
+        out += lp(low) if f == 0 else np.logaddexp(math.log(1 - f) + lp(low), math.log(f) + lp(low + 1))
+    return out
+
+
+@pytest.mark.parametrize("n,rho", [(1, F(1, 2)), (1, F(8)), (2, F(1, 2)), (2, F(4))])
+def test_renyi_divergence_of_the_construction_is_at_most_alpha_rho(n, rho):
+    """m = 0, so neighbours move by an L2 distance of at most one step; K = 1 + ceil(sqrt(n))
+    and sigma_g^2 = K^2 / (2 rho) as in the plan. For fractional and whole moves, and several
+    orders, D_alpha(M(y) || M(y + t)) <= alpha * rho."""
+    from scipy.special import logsumexp
+
+    k = grid.gaussian_shift_bound(0, n)
+    s2 = float(F(k * k) / (2 * rho))
+    axis = np.arange(-60, 61)
+    pts = np.stack(np.meshgrid(*[axis] * n, indexing="ij"), -1).reshape(-1, n)
+    gen = np.random.default_rng(5)
+    moves = [np.eye(n)[0], -np.eye(n)[0], np.full(n, 1 / math.sqrt(n)), np.full(n, 0.3)]
+    moves += [v / max(1.0, np.linalg.norm(v)) for v in gen.normal(size=(6, n))]
+    for y in [np.zeros(n), gen.random(n), gen.random(n) * 3]:
+        a = _log_release_law(y, s2, pts)
+        for t in moves:
+            assert np.linalg.norm(t) <= 1 + 1e-12
+            b = _log_release_law(y + t, s2, pts)
+            for alpha in (1.5, 2.0, 8.0, 32.0):
+                d = logsumexp(alpha * a + (1 - alpha) * b) / (alpha - 1)
+                assert d <= alpha * float(rho) * (1 + 1e-9)
+
+
 # --- the plan: public, exact, minimal ---------------------------------------------------------
 
 
