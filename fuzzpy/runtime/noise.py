@@ -1,10 +1,11 @@
-"""Privacy mechanisms on exact samplers: Laplace on a fixed-point grid, exponential mechanism,
+"""Privacy mechanisms on exact samplers: Laplace and Gaussian on a fixed-point grid, exponential mechanism,
 report-noisy-max (permute-and-flip), sparse vector (AboveThreshold), randomized response.
 
 Every random choice is exact (see `samplers`): probabilities are the stated ones, not float
 approximations of them. Floats appear only in inputs (converted exactly with Fraction) and in
 outputs (post-processing of an exact integer or index). The privacy arguments, with references,
-are in docs/noise.md; `plan_laplace` is the one place where a Laplace noise scale is computed.
+are in docs/noise.md; `plan_laplace` and `plan_gaussian` are the only places where a noise scale
+is computed.
 
 Callers (the interpreter) must hand over values whose sensitivity the checker proved. Nothing
 here raises because of a private value: non-finite numbers saturate (see `_exact_value`); the
@@ -26,9 +27,13 @@ import numpy as np
 from fuzzpy.runtime.samplers import (
     RandomSource,
     _bernoulli_exp,
+    _discrete_gaussian,
     _discrete_laplace,
+    _gaussian_params,
     exact_rational,
     sample_bernoulli_exp,
+    sample_discrete_gaussian,
+    sample_discrete_gaussian_batch,
     sample_discrete_laplace,
     sample_discrete_laplace_batch,
     sample_geometric_exp,
@@ -36,6 +41,13 @@ from fuzzpy.runtime.samplers import (
 
 __all__ = [
     "GRID_BITS",
+    "GaussianPlan",
+    "GaussianRelease",
+    "gaussian_release",
+    "gaussian_release_batch",
+    "plan_gaussian",
+    "sample_discrete_gaussian",
+    "sample_discrete_gaussian_batch",
     "LaplacePlan",
     "Release",
     "RandomSource",
@@ -55,6 +67,7 @@ __all__ = [
 # The grid step is at most 2**-GRID_BITS of the noise scale, so rounding to it is invisible
 # next to the noise, and the tuple overhead (n-1)/2**m is at most the same fraction.
 from .grid import GRID_BITS, ceil_log2 as _ceil_log2, grid_bits as _grid_bits  # noqa: F401 (re-exported)
+from .grid import gaussian_grid_bits as _gaussian_grid_bits, gaussian_shift_bound as _gaussian_shift_bound
 
 
 # --- argument checks (defence in depth: the checker already enforces these) ----------------
@@ -250,6 +263,190 @@ def laplace_release_batch(
     noise = sample_discrete_laplace_batch(plan.grid_scale, int(n), rng)
     steps = (noise + up).astype(np.float64) + float(low)
     return steps * float(plan.granularity)
+
+
+# --- Gaussian --------------------------------------------------------------------------------
+
+# Display bounds only (accuracy, sigma), never noise or cost: far above the rounding error of
+# math.log on doubles (as primitives/mechanisms.py log_upper).
+_SLACK = Fraction(1, 2**40)
+
+
+def _rho(rho: object) -> Fraction:
+    r = exact_rational(rho, "rho")
+    if r <= 0:
+        raise ValueError("rho must be > 0")
+    return r
+
+
+def _log_upper(x: Fraction) -> Fraction:
+    """An exact upper bound on ln(x), x >= 1."""
+    return Fraction(math.log(float(x))) * (1 + _SLACK) + _SLACK
+
+
+def _sqrt_upper(x: Fraction) -> Fraction:
+    """An exact upper bound on sqrt(x), x >= 0, within a relative 2**-60 or so."""
+    if x == 0:
+        return Fraction(0)
+    k = max(0, 64 - (x.numerator.bit_length() - x.denominator.bit_length()) // 2)
+    scaled = x * 4**k
+    c = -((-scaled.numerator) // scaled.denominator)  # ceil(x * 4**k)
+    return Fraction(math.isqrt(c) + 1, 2**k)  # (isqrt(c) + 1)**2 > c >= x * 4**k
+
+
+def _float_up(x: Fraction) -> float:
+    """The smallest float >= x (inf beyond the float range)."""
+    f = _as_float(x)
+    return math.nextafter(f, math.inf) if math.isfinite(f) and Fraction(f) < x else f
+
+
+@dataclass(frozen=True)
+class GaussianPlan:
+    """How a Gaussian release is calibrated, from public inputs only (docs/noise.md).
+
+    granularity: the grid step g = l2_sensitivity / 2**m (value units), m = gaussian_grid_bits.
+    shift_bound: K = 2**m + ceil(sqrt(n)), the L2 distance in steps between the rounded images
+        of neighbouring inputs.
+    grid_sigma2: sigma_g^2 = K^2 / (2 rho), the discrete Gaussian's parameter in steps^2.
+    sigma2: grid_sigma2 * g^2, the noise's sigma^2 in value units (exact), at most a relative
+        2**-11 above the continuous calibration l2_sensitivity^2 / (2 rho)."""
+
+    granularity: Fraction
+    shift_bound: int
+    grid_sigma2: Fraction
+
+    @property
+    def sigma2(self) -> Fraction:
+        return self.grid_sigma2 * self.granularity**2
+
+
+def plan_gaussian(l2_sensitivity: Fraction, rho: Fraction, n: int = 1) -> GaussianPlan:
+    """The grid and noise for releasing n numbers whose L2 sensitivity is `l2_sensitivity`,
+    rho-zCDP: step g = S/2**m, K = 2**m + ceil(sqrt(n)) steps, sigma_g^2 = K^2/(2 rho)."""
+    r, sens = _rho(rho), _sensitivity(l2_sensitivity)
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError("n must be a positive integer")
+    if sens == 0:
+        return GaussianPlan(Fraction(0), 0, Fraction(0))
+    m = _gaussian_grid_bits(r, int(n))
+    k = _gaussian_shift_bound(m, int(n))
+    return GaussianPlan(sens / 2**m, k, Fraction(k * k) / (2 * r))
+
+
+@dataclass(frozen=True)
+class GaussianRelease:
+    """Values released by `gaussian_release`, with the public facts about their noise.
+
+    `values` mirrors the input: a float for a number, a tuple of floats for a sequence.
+    `sigma2` is the noise's exact sigma^2 in value units (each coordinate gets independent
+    N_Z(0, sigma2 / granularity^2) steps), `sigma` a float at or above its square root (for
+    display). The true values and the noise are not kept."""
+
+    values: float | tuple[float, ...]
+    sigma2: Fraction
+    granularity: Fraction
+    rho: Fraction
+    l2_sensitivity: Fraction
+
+    @property
+    def value(self) -> float:
+        if isinstance(self.values, tuple):
+            raise TypeError("this release holds a tuple; use .values")
+        return self.values
+
+    @property
+    def sigma(self) -> float:
+        return _float_up(_sqrt_upper(self.sigma2))
+
+    @property
+    def dimension(self) -> int:
+        return len(self.values) if isinstance(self.values, tuple) else 1
+
+    def accuracy(self, beta: float | Fraction = Fraction(1, 20)) -> Fraction:
+        """A bound a with P(|released - input| > a) <= beta, per coordinate:
+        a >= sigma * sqrt(2 ln(2/beta)) + granularity, exactly (docs/noise.md, "Accuracy").
+
+        The noise Z (in steps) has P(|Z| >= u) <= 2 exp(-u^2 / (2 sigma_g^2)), which is beta at
+        u = sigma_g sqrt(2 ln(2/beta)); the random rounding moves the input by less than one
+        step. Both the logarithm and the square root are rounded up."""
+        b = _beta(beta)
+        if self.sigma2 == 0:
+            return Fraction(0)
+        g = self.granularity
+        u = _sqrt_upper(self.sigma2 / g**2 * 2 * _log_upper(2 / b))
+        return g * (u + 1)
+
+    def joint_accuracy(self, beta: float | Fraction = Fraction(1, 20)) -> Fraction:
+        """A bound a with P(some coordinate has |released - input| > a) <= beta: the
+        per-coordinate bound at beta / n (union bound over the n coordinates)."""
+        return self.accuracy(_beta(beta) / self.dimension)
+
+
+def _beta(beta: object) -> Fraction:
+    if isinstance(beta, bool) or not isinstance(beta, numbers.Real):
+        raise TypeError("beta must be a number")
+    b = float(beta)
+    if not 0 < b < 1:  # also refuses NaN
+        raise ValueError("beta must be in (0, 1)")
+    return Fraction(beta) if isinstance(beta, numbers.Rational) else Fraction(b)
+
+
+def gaussian_release(
+    values: Sequence[float] | float,
+    l2_sensitivity: Fraction,
+    rho: Fraction,
+    rng: RandomSource,
+) -> GaussianRelease:
+    """rho-zCDP release of a number or tuple whose L2 sensitivity is `l2_sensitivity`.
+
+    Each value is rounded randomly (and exactly) to the grid of `plan_gaussian`, gets an exact,
+    independent discrete Gaussian integer N_Z(0, sigma_g^2), and is turned back into a float
+    (post-processing, saturating at the float range). Sensitivity 0: released unchanged."""
+    scalar = _is_scalar(values)
+    xs = [_exact_value(values)] if scalar else [_exact_value(v) for v in values]  # type: ignore[union-attr]
+    sens, r = _sensitivity(l2_sensitivity), _rho(rho)
+    plan = plan_gaussian(sens, r, max(1, len(xs)))
+    if plan.grid_sigma2 == 0:
+        outs = [_as_float(x) for x in xs]  # sensitivity 0: the values are public already
+    else:
+        step = plan.granularity
+        p, q, t = _gaussian_params(plan.grid_sigma2)
+        outs = [
+            _as_float((_round_randomly(x, step, rng) + _discrete_gaussian(p, q, t, rng)) * step)
+            for x in xs
+        ]
+    released = outs[0] if scalar else tuple(outs)
+    return GaussianRelease(released, plan.sigma2, plan.granularity, r, sens)
+
+
+def gaussian_release_batch(
+    values: Sequence[float] | float,
+    l2_sensitivity: Fraction,
+    rho: Fraction,
+    n: int,
+    rng: RandomSource,
+) -> np.ndarray:
+    """AUDITING / SIMULATION ONLY: n independent `gaussian_release(values, ...)` outputs as
+    float64, vectorised: the same plan (for the input's dimension d), random rounding with a
+    float coin, and `sample_discrete_gaussian_batch` noise. Shape (n,) for a number, (n, d) for
+    a sequence of d numbers. Never use it to release anything."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        raise ValueError("n must be a non-negative integer")
+    scalar = _is_scalar(values)
+    xs = [_exact_value(values)] if scalar else [_exact_value(v) for v in values]  # type: ignore[union-attr]
+    plan = plan_gaussian(l2_sensitivity, rho, max(1, len(xs)))
+    n, d = int(n), len(xs)
+    if plan.grid_sigma2 == 0:
+        out = np.tile(np.array([_as_float(x) for x in xs], dtype=np.float64), (n, 1))
+        return out[:, 0] if scalar else out
+    ys = [x / plan.granularity for x in xs]
+    low = np.array([float(y.numerator // y.denominator) for y in ys])
+    frac = np.array([(y.numerator % y.denominator) / y.denominator for y in ys])
+    up = rng.numpy_generator().random((n, d)) < frac
+    noise = sample_discrete_gaussian_batch(plan.grid_sigma2, n * d, rng).reshape(n, d)
+    steps = (noise + up).astype(np.float64) + low
+    out = steps * float(plan.granularity)
+    return out[:, 0] if scalar else out
 
 
 # --- selection -------------------------------------------------------------------------------
