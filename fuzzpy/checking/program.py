@@ -75,6 +75,10 @@ class CheckReport:
     growth: Any = Fraction(1)  # the largest table the program builds, in multiples of its inputs' rows
     pragma_budget: Optional[Fraction] = None
     budget: Optional[Fraction] = None  # the effective budget, set by the interface
+    pragma_delta: Optional[Fraction] = None
+    delta: Optional[Fraction] = None       # the effective delta (interface or pragma), if any
+    rho_budget: Optional[Fraction] = None  # a budget in zCDP, set by the interface
+    guarantee: Any = None                  # interfaces/guarantee.Guarantee, set with the budget
 
     @property
     def ok(self) -> bool:
@@ -178,7 +182,8 @@ def _check_inner(source: str, file: str, params: dict[str, str], entry: str | No
     modules, diags, texts = load_program(source, file, overlays)
     report = CheckReport(file, texts, list(diags))
     report.pragma_budget, pragma_errors = read_pragmas(source, file)
-    report.diagnostics.extend(pragma_errors)
+    report.pragma_delta, delta_errors = read_pragmas(source, file, "delta")
+    report.diagnostics.extend(pragma_errors + delta_errors)
     report.timings["parse"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     solves0 = LP_STATS["solves"]
@@ -189,39 +194,47 @@ def _check_inner(source: str, file: str, params: dict[str, str], entry: str | No
     return report
 
 
-_PRAGMA = r"^\s*#\s*fuzzpy\s*:?\s*budget\b(.*)$"  # matched case-insensitively: near misses count
+def _pragma(word: str) -> str:
+    return rf"^\s*#\s*fuzzpy\s*:?\s*{word}\b(.*)$"  # matched case-insensitively: near misses count
 
 
-def read_pragmas(source: str, file: str) -> tuple[Optional[Fraction], list[Diagnostic]]:
+def read_pragmas(source: str, file: str, word: str = "budget") -> tuple[Optional[Fraction], list[Diagnostic]]:
     """`# fuzzpy: budget 1.0` lines declare the file's own budget: every one counts (the
     smallest wins, so a stricter line added anywhere cannot be bypassed), and a malformed one is
     an error (E0103, an invalid literal) rather than silently not a pragma.  A trailing
-    `# comment` is allowed."""
+    `# comment` is allowed.  `# fuzzpy: delta 1e-6` likewise (word="delta"): the delta at which
+    a program with Gaussian releases is stated as (epsilon, delta), in (0, 1)."""
     import re
 
     from ..exact import parse_exact
 
-    budgets, diags = [], []
-    for m in re.finditer(_PRAGMA, source, re.M | re.I):
+    values, diags = [], []
+    for m in re.finditer(_pragma(word), source, re.M | re.I):
         text = m.group(1).split("#", 1)[0].strip()
         line = source.count("\n", 0, m.start()) + 1
-        exact_form = re.match(r"^\s*#\s*fuzzpy:\s*budget\b", m.group(0))
+        exact_form = re.match(rf"^\s*#\s*fuzzpy:\s*{word}\b", m.group(0))
         try:
             if not exact_form:
-                raise ValueError("write it exactly as '# fuzzpy: budget B'")
+                raise ValueError(f"write it exactly as '# fuzzpy: {word} B'")
             value = parse_exact(text)
-            if value < 0:
-                raise ValueError("negative")
-            budgets.append(value)
+            if value < 0 or (word == "delta" and not 0 < value < 1):
+                raise ValueError("out of range")
+            values.append(value)
         except ValueError:
-            diags.append(Diagnostic("E0103", f"invalid budget pragma: expected a non-negative number after "
-                                    f"'fuzzpy: budget', got {text[:40]!r}", Span.point(file, line, 1)))
-    return (min(budgets) if budgets else None), diags
+            wanted = "a number strictly between 0 and 1" if word == "delta" else "a non-negative number"
+            diags.append(Diagnostic("E0103", f"invalid {word} pragma: expected {wanted} after "
+                                    f"'fuzzpy: {word}', got {text[:40]!r}", Span.point(file, line, 1)))
+    return (min(values) if values else None), diags
 
 
 def pragma_budget(source: str) -> Optional[Fraction]:
     """The smallest well-formed `# fuzzpy: budget` of a file (see read_pragmas)."""
     return read_pragmas(source, "<source>")[0]
+
+
+def pragma_delta(source: str) -> Optional[Fraction]:
+    """The smallest well-formed `# fuzzpy: delta` of a file (see read_pragmas)."""
+    return read_pragmas(source, "<source>", "delta")[0]
 
 
 class _ProgramChecker:
@@ -365,7 +378,7 @@ class _ProgramChecker:
                 return
             summary, types = self.generic_instance(decl)
             self.report.functions.append(FunctionReport(decl.name, decl.name_span,
-                                                        _fun_type(types, summary.coefs, summary.cod)))
+                                                        _fun_type(types, summary.coefs, summary.cod, summary.quad)))
         except FuzzError as exc:
             if exc.diagnostics[0].code == "E0209" and decl.params:
                 # It needs some arguments to be public constants (an epsilon, clip bounds):
@@ -415,7 +428,7 @@ class _ProgramChecker:
             self.report.entry_instance = summary.instance
             self.report.entry_type = summary.cod
             self.report.functions.append(FunctionReport(decl.name, decl.name_span,
-                                                        _fun_type(types, summary.coefs, summary.cod)))
+                                                        _fun_type(types, summary.coefs, summary.cod, summary.quad)))
             for p, t, c, q in zip(decl.params, types, summary.coefs, summary.quad):
                 rho_g, rho_z = (q.get(ch, Fraction(0)) for ch in ("g", "z"))
                 self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t,
@@ -482,12 +495,19 @@ class _ProgramChecker:
                  "whatever the data"])))
 
 
-def _fun_type(types: list[Type], coefs, cod: Type) -> str:
+def _fun_type(types: list[Type], coefs, cod: Type, quad=None) -> str:
+    """The function's type with its sensitivities; a Gaussian release's rho per unit of a
+    parameter's distance squared is shown as `-o[rho r]` (rule Rho)."""
     if not types:
         return str(cod)
     parts = []
-    for t, c in zip(types, coefs):
-        arrow = "->" if c == INF else "-o" if c == 1 else f"-o[{fmt_coef(c)}]"
+    for t, c, q in zip(types, coefs, quad or [{}] * len(types)):
+        g = q.get("g", 0)
+        if g != 0:
+            rho = f"rho {fmt_coef(g)}"
+            arrow = "->" if INF in (c, g) else f"-o[{rho}]" if c == 0 else f"-o[{fmt_coef(c)}; {rho}]"
+        else:
+            arrow = "->" if c == INF else "-o" if c == 1 else f"-o[{fmt_coef(c)}]"
         dom = f"({t})" if isinstance(t, Fun) else str(t)
         parts.append(f"{dom} {arrow}")
     return " ".join(parts) + f" {cod}"

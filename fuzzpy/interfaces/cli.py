@@ -70,6 +70,36 @@ def parse_budget(text: Optional[str]):
     return value
 
 
+def parse_delta(text: Optional[str]):
+    """--delta: the delta at which a program is stated as (epsilon, delta), strictly in (0, 1)."""
+    from ..exact import parse_exact
+
+    if text is None:
+        return None
+    try:
+        value = parse_exact(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 < value < 1:
+        raise usage_error(f"--delta expects a number strictly between 0 and 1, such as 1e-6, got '{text[:60]}'")
+    return value
+
+
+def parse_rho(text: Optional[str]):
+    """--rho: a budget in zCDP, a non-negative number."""
+    from ..exact import parse_exact
+
+    if text is None:
+        return None
+    try:
+        value = parse_exact(text)
+    except ValueError:
+        value = None
+    if value is None or value < 0:
+        raise usage_error(f"--rho expects a non-negative number, got '{text[:60]}'")
+    return value
+
+
 def collect_files(paths: list[Path]) -> list[tuple[Path, bool]]:
     """(file, found in a folder) for each program to check."""
     files: list[tuple[Path, bool]] = []
@@ -98,7 +128,10 @@ def entry_for(path: Path, entry: str, in_folder: bool) -> Optional[str]:
 @app.command()
 def check(
     paths: List[Path] = typer.Argument(..., help="Program files or folders of .fz files."),
-    budget: Optional[str] = typer.Option(None, "--budget", help="Fail if a program's epsilon exceeds this."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Fail if a program's epsilon exceeds this "
+                                                                "(at --delta when it is not pure)."),
+    delta: Optional[str] = typer.Option(None, "--delta", help="State the guarantee as (epsilon, delta) at this delta."),
+    rho: Optional[str] = typer.Option(None, "--rho", help="Fail if a program's zCDP rho exceeds this."),
     fmt: str = typer.Option("text", "--format", help="text, json or sarif."),
     param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
@@ -108,9 +141,9 @@ def check(
 
     if fmt not in ("text", "json", "sarif"):
         raise usage_error(f"--format must be text, json or sarif, got '{fmt}'")
-    limit = parse_budget(budget)
+    limit, at, rho_limit = parse_budget(budget), parse_delta(delta), parse_rho(rho)
     params = parse_params(param)
-    results = [R.check_with_budget(f, params, entry_for(f, entry, in_folder), limit)
+    results = [R.check_with_budget(f, params, entry_for(f, entry, in_folder), limit, at, rho_limit)
                for f, in_folder in collect_files(paths)]
     if not results:
         raise usage_error("no .fz files found")

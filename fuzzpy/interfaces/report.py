@@ -16,25 +16,32 @@ from .numbers import show as fmt_coef
 
 
 def check_with_budget(path: Path, params: dict[str, str], entry: Optional[str],
-                      budget: Optional[Fraction]) -> CheckReport:
-    """Check one file; add E0401 when its epsilon exceeds the CLI budget or its own pragma."""
+                      budget: Optional[Fraction], delta: Optional[Fraction] = None,
+                      rho: Optional[Fraction] = None) -> CheckReport:
+    """Check one file; add E0401 when it exceeds the CLI budget or its own pragma."""
     report = check_file(path, params, entry)
-    apply_budget(report, budget)
+    apply_budget(report, budget, delta, rho)
     return report
 
 
-def apply_budget(report: CheckReport, configured: Optional[Fraction]) -> None:
-    """The effective budget is the smaller of the configured one and the file's pragma; a
-    well-typed program over it gets E0401 (used by the CLI and the language server).  A
-    mechanism whose noise scale no run could release gets E0312."""
+def apply_budget(report: CheckReport, configured: Optional[Fraction], delta: Optional[Fraction] = None,
+                 rho: Optional[Fraction] = None) -> None:
+    """The effective budget (and delta) is the smaller of the configured one and the file's
+    pragma; the program's guarantee is computed at that delta; a well-typed program over a
+    budget gets E0401 (E0314 when it needs a delta it was not given).  Used by the CLI and the
+    language server.  A mechanism whose noise scale no run could release gets E0312."""
     given = [b for b in (configured, report.pragma_budget) if b is not None]
     report.budget = min(given) if given else None
+    deltas = [d for d in (delta, report.pragma_delta) if d is not None]
+    report.delta = min(deltas) if deltas else None
+    report.rho_budget = rho
     if report.ok:
         report.diagnostics.extend(scale_problems(report))
     if report.ok and report.entry is not None:
-        over = over_budget(report, report.budget)
-        if over is not None:
-            report.diagnostics.append(over)
+        from .guarantee import guarantee
+
+        report.guarantee = guarantee(report, report.delta)
+        report.diagnostics.extend(over_budget(report))
 
 
 def scale_problems(report: CheckReport) -> list[Diagnostic]:
@@ -58,22 +65,37 @@ def scale_problems(report: CheckReport) -> list[Diagnostic]:
     return out
 
 
-def over_budget(report: CheckReport, budget: Optional[Fraction]) -> Optional[Diagnostic]:
-    if budget is None:
-        return None
-    if not report.is_pure:
-        return needs_delta(report)
-    eps = report.epsilon
-    if eps != INF and eps <= budget:
-        return None
+def over_budget(report: CheckReport) -> list[Diagnostic]:
+    """E0401 for each budget the program's guarantee exceeds (epsilon, at the delta given when
+    it is not pure; rho); E0314 for an epsilon budget on a program that needs a delta."""
+    g, out = report.guarantee, []
+    if report.budget is not None:
+        if g.epsilon is None:
+            out.append(needs_delta(report))
+        elif g.epsilon == INF or g.epsilon > report.budget:
+            at = "" if g.method == "pure" else f" at delta {fmt_coef(g.delta)}"
+            out.append(_over(report, f"{report.entry} has epsilon {fmt_coef(g.epsilon)}{at}, but the budget is "
+                                     f"{fmt_coef(report.budget)}"))
+    if report.rho_budget is not None and (report.rho == INF or report.rho > report.rho_budget):
+        out.append(_over(report, f"{report.entry} has rho {fmt_coef(report.rho)} (zCDP), but the rho budget is "
+                                 f"{fmt_coef(report.rho_budget)}"))
+    return out
+
+
+def _over(report: CheckReport, message: str) -> Diagnostic:
     fn = next((f for f in report.functions if f.name == report.entry), None)
-    per_input = ", ".join(f"{i.name}: {fmt_coef(i.epsilon)}" for i in report.inputs)
+    per_input = ", ".join(f"{i.name}: {_input_cost(i)}" for i in report.inputs)
     notes = [f"privacy loss per private input: {per_input}"]
     for m in report.mechanisms[:10]:
-        notes.append(f"{m.name} at {m.span} charges {fmt_coef(m.epsilon)} per use "
+        cost = (f"costs rho {fmt_coef(m.extra.get('rho', 0))}" if m.name == "gaussian"
+                else f"charges {fmt_coef(m.epsilon)}")
+        notes.append(f"{m.name} at {m.span} {cost} per use "
                      f"(sensitivity {fmt_coef(m.sensitivity)}, noise scale {fmt_coef(m.scale)})")
-    return Diagnostic("E0401", f"{report.entry} has epsilon {fmt_coef(eps)}, but the budget is {fmt_coef(budget)}",
-                      fn.span if fn else None, notes)
+    return Diagnostic("E0401", message, fn.span if fn else None, notes)
+
+
+def _input_cost(i: Any) -> str:
+    return fmt_coef(i.epsilon) if i.is_pure else f"rho {fmt_coef(i.rho)}"
 
 
 def needs_delta(report: CheckReport) -> Diagnostic:
@@ -81,13 +103,16 @@ def needs_delta(report: CheckReport) -> Diagnostic:
     fn = next((f for f in report.functions if f.name == report.entry), None)
     gauss = [m for m in report.mechanisms if m.name == "gaussian"]
     notes = [f"gaussian at {m.span} costs rho {fmt_coef(m.extra.get('rho', 0))} in zCDP" for m in gauss[:5]]
-    notes.append(f"its guarantee is rho-zCDP with rho = {fmt_coef(report.rho)}; stated as (epsilon, delta) it "
-                 "needs a delta > 0, which this version cannot yet budget: use laplace for a pure epsilon")
-    return Diagnostic("E0314", f"{report.entry} makes Gaussian releases, which are not pure epsilon-DP, but the "
-                      f"budget is a pure epsilon", fn.span if fn else None, notes)
+    notes.append(f"its guarantee is rho-zCDP with rho = {fmt_coef(report.rho)}; an epsilon budget needs it "
+                 "stated as (epsilon, delta): give a delta (--delta 1e-6, or a '# fuzzpy: delta 1e-6' line), "
+                 "or budget it in zCDP with --rho")
+    return Diagnostic("E0314", f"{report.entry} makes Gaussian releases, which are not pure epsilon-DP: an "
+                      f"epsilon budget needs a delta", fn.span if fn else None, notes)
 
 
 def exact(x: Any) -> Any:
+    if x is None:
+        return None
     if x == INF:
         return "inf"
     return str(Fraction(x))
@@ -95,6 +120,8 @@ def exact(x: Any) -> Any:
 
 def number(x: Any) -> Any:
     """A JSON number, or null when it has no finite double (the `_exact` field is exact)."""
+    if x is None:
+        return None
     return json_number(x)
 
 
@@ -103,11 +130,12 @@ def report_json(report: CheckReport) -> dict:
         "file": report.file,
         "ok": report.ok,
         "entry": report.entry,
-        "epsilon": number(report.epsilon) if report.entry else None,
-        "epsilon_exact": exact(report.epsilon) if report.entry else None,
-        "delta": 0,
+        **_privacy_json(report),
         "budget": number(report.budget) if report.budget is not None else None,
-        "inputs": [{"name": i.name, "type": i.type, "epsilon": number(i.epsilon), "epsilon_exact": exact(i.epsilon)}
+        "rho_budget": number(report.rho_budget) if report.rho_budget is not None else None,
+        "inputs": [{"name": i.name, "type": i.type, "epsilon": number(i.epsilon), "epsilon_exact": exact(i.epsilon),
+                    "pure": i.is_pure, "rho": number(i.rho), "rho_exact": exact(i.rho),
+                    "rho_gaussian_exact": exact(i.rho_gauss), "rho_pure_exact": exact(i.rho_pure)}
                    for i in report.inputs],
         "functions": [{"name": f.name, "type": f.type, "generic": f.generic,
                        "location": {"file": f.span.file, "line": f.span.line, "col": f.span.col}}
@@ -123,6 +151,23 @@ def report_json(report: CheckReport) -> dict:
         "timings_ms": {k: round(v * 1000, 3) for k, v in report.timings.items()},
         "lp_solves": report.lp_solves,
     }
+
+
+def _privacy_json(report: CheckReport) -> dict:
+    """The stated guarantee: `epsilon` and `delta` (delta 0: pure; epsilon null: the program
+    needs a delta to be stated as (epsilon, delta)), its zCDP `rho`, and how epsilon was found."""
+    if not report.entry:
+        return {"epsilon": None, "epsilon_exact": None, "delta": 0, "pure": None, "rho": None, "rho_exact": None}
+    g = report.guarantee
+    eps = g.epsilon if g is not None else (report.epsilon if report.is_pure else None)
+    return {"epsilon": number(eps) if eps is not None else None,
+            "epsilon_exact": exact(eps) if eps is not None else None,
+            "delta": number(g.stated_delta) if g is not None else 0,
+            "delta_exact": exact(g.stated_delta) if g is not None else "0",
+            "pure": report.is_pure,
+            "pure_epsilon": number(report.epsilon), "pure_epsilon_exact": exact(report.epsilon),
+            "rho": number(report.rho), "rho_exact": exact(report.rho),
+            "conversion": g.method if g is not None else ("pure" if report.is_pure else "needs delta")}
 
 
 def _extra(extra: dict) -> dict:
@@ -156,15 +201,47 @@ def print_text(report: CheckReport) -> None:
         for f in own:
             typer.echo(f"  {f.name.ljust(width)} : {f.type}")
     if report.entry and report.ok:
-        per_input = ", ".join(f"{i.name} {fmt_coef(i.epsilon)}" for i in report.inputs)
-        typer.echo(f"privacy: epsilon = {fmt_coef(report.epsilon)}, delta = 0  ({report.entry}; per input: {per_input})")
+        typer.echo(privacy_line(report))
         if report.budget is not None:
             typer.echo(f"budget: {fmt_coef(report.budget)} (within budget)")
+        if report.rho_budget is not None:
+            typer.echo(f"rho budget: {fmt_coef(report.rho_budget)} (within budget)")
     if report.mechanisms and report.ok:
         typer.echo("mechanisms:")
         for m in report.mechanisms:
-            typer.echo(f"  {m.span}  {m.name}: sensitivity {fmt_coef(m.sensitivity)}, epsilon {fmt_coef(m.epsilon)}, "
-                       f"noise scale {fmt_coef(m.scale)}  (in {m.function})")
+            cost = (f"rho {fmt_coef(m.extra.get('rho', 0))}, noise sd {fmt_coef(m.scale)}" if m.name == "gaussian"
+                    else f"epsilon {fmt_coef(m.epsilon)}, noise scale {fmt_coef(m.scale)}")
+            typer.echo(f"  {m.span}  {m.name}: sensitivity {fmt_coef(m.sensitivity)}, {cost}  (in {m.function})")
+
+
+def privacy_line(report: CheckReport) -> str:
+    """One line: the guarantee the program states, and each input's share."""
+    return f"privacy: {guarantee_head(report)}  ({report.entry}; per input: {per_input_text(report)})"
+
+
+def guarantee_head(report: CheckReport) -> str:
+    """`epsilon = 1, delta = 0`, `epsilon = 4.4, delta = 1e-05 (...); rho = 0.5 (zCDP)`, or
+    the rho alone when the program needs a delta to be stated in epsilon."""
+    g = report.guarantee
+    if report.is_pure and (g is None or g.method == "pure"):
+        return f"epsilon = {fmt_coef(report.epsilon)}, delta = 0"
+    if g is None or g.epsilon is None:
+        return f"rho = {fmt_coef(report.rho)} (zCDP); give a delta to state it as (epsilon, delta)"
+    return (f"epsilon = {fmt_coef(g.epsilon)}, delta = {fmt_coef(g.delta)} ({g.method}); "
+            f"rho = {fmt_coef(report.rho)} (zCDP)")
+
+
+def per_input_text(report: CheckReport) -> str:
+    return ", ".join(f"{i.name} {_input_cost(i)}" for i in report.inputs)
+
+
+def guarantee_text(report: CheckReport) -> str:
+    """The code lens and SARIF text: the guarantee and each input's share (a pure epsilon alone,
+    `epsilon = 0.2 (db 0.2)`)."""
+    head = guarantee_head(report)
+    if head.endswith(", delta = 0"):
+        head = head[:-len(", delta = 0")]
+    return f"{head} ({per_input_text(report)})"
 
 
 def print_sarif(reports: list[CheckReport]) -> None:

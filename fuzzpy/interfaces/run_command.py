@@ -47,6 +47,9 @@ def run(
                                                       "the entry parameter NAME (repeatable)."),
     budget: Optional[str] = typer.Option(None, "--budget", help="Refuse to run if the program's epsilon exceeds this "
                                                                 "(default: the program's '# fuzzpy: budget' pragma)."),
+    delta: Optional[str] = typer.Option(None, "--delta", help="State the guarantee as (epsilon, delta) at this "
+                                                              "delta (needed for Gaussian releases)."),
+    rho: Optional[str] = typer.Option(None, "--rho", help="Refuse to run if the program's zCDP rho exceeds this."),
     param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="TESTING ONLY: reproducible noise, no privacy, no ledger."),
     ledger: Optional[Path] = typer.Option(None, "--ledger", readable=False,  # unreadable: the ledger's E0602
@@ -55,14 +58,15 @@ def run(
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
 ) -> None:
     """Check a program, charge its epsilon, run it over the data and print the released values."""
-    from .cli import parse_budget, parse_params
+    from .cli import parse_budget, parse_delta, parse_params, parse_rho
 
     if fmt not in ("text", "json"):
         raise _usage("E0701", f"--format must be text or json, got '{fmt}'")
     if seed is not None and ledger is not None:
         raise _usage("E0603", "--seed and --ledger cannot be used together: a seeded run is not private, so it is "
                      "never recorded in a ledger")
-    opts = _Options(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry)
+    opts = _Options(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry,
+                    parse_delta(delta), parse_rho(rho))
     raise typer.Exit(_Run(opts).execute())
 
 
@@ -92,6 +96,8 @@ class _Options:
     ledger: Optional[Path]
     fmt: str
     entry: str
+    delta: Optional[Fraction] = None
+    rho: Optional[Fraction] = None
 
 
 @dataclass
@@ -124,17 +130,17 @@ class _Run:
         from . import report as R
 
         o = self.opts
-        self.report = R.check_with_budget(o.program, o.params, o.entry, o.budget)
-        if self.report.ok and not self.report.is_pure and self.report.entry is not None:
-            # Whatever the budget: the ledger books pure epsilon, which does not bound it.
+        self.report = R.check_with_budget(o.program, o.params, o.entry, o.budget, o.delta, o.rho)
+        if self.report.ok and self.report.guarantee is not None and self.report.guarantee.epsilon is None:
+            # The ledger books (epsilon, delta): a program that needs a delta runs with one.
             self.report.diagnostics.append(R.needs_delta(self.report))
         if not self.report.ok:
             return self.fail_check()
         try:
             self.stage = "arguments"
-            if self.report.budget is None:
-                raise _usage_error("fuzzpy run needs a budget: pass --budget B or declare it in the program "
-                                   "with the line '# fuzzpy: budget B'")
+            if self.report.budget is None and self.report.rho_budget is None:
+                raise _usage_error("fuzzpy run needs a budget: pass --budget B (or --rho R) or declare it in the "
+                                   "program with the line '# fuzzpy: budget B'")
             spec = match_data(o.data, table_inputs(self.report))
             if o.seed is not None:
                 typer.echo(SEED_WARNING, err=True)
@@ -185,7 +191,9 @@ class _Run:
         amounts = dataset_amounts(report, identities)
         files = {d: tuple(str(self.data_paths[n]) for n, dd in identities.items() if dd == d) for d in amounts}
         try:
-            ids = self.book.charge_many(amounts, digest, label)  # all datasets or none
+            g = report.guarantee
+            ids = self.book.charge_many(amounts, digest, label,  # all datasets or none
+                                        g.stated_delta, None if report.is_pure else report.rho)
         except FuzzError as exc:
             raise _name_files(exc, files) from None
         self.charges.extend(_Charge(d, i, files[d]) for d, i in zip(amounts, ids))
@@ -292,7 +300,7 @@ class _Run:
 
     def header_text(self) -> str:
         r = self.report
-        head = f"{r.file} ({r.entry}): epsilon {show(r.epsilon)} of budget {show(r.budget)}"
+        head = f"{r.file} ({r.entry}): {spent_text(r)}"
         if self.opts.seed is not None:
             return head + f"; seeded test run (seed {self.opts.seed}): NOT private, nothing charged"
         where = ", ".join(f for c in self.charges for f in c.files)
@@ -301,13 +309,28 @@ class _Run:
     def header_json(self) -> dict:
         from . import report as R
 
-        r = self.report
-        return {"file": r.file, "entry": r.entry, "epsilon": R.number(r.epsilon), "epsilon_exact": R.exact(r.epsilon),
-                "budget": R.number(r.budget), "budget_exact": R.exact(r.budget), "seeded": self.opts.seed is not None,
+        r, g = self.report, self.report.guarantee
+        return {"file": r.file, "entry": r.entry, "epsilon": R.number(g.epsilon), "epsilon_exact": R.exact(g.epsilon),
+                "delta": R.number(g.stated_delta), "delta_exact": R.exact(g.stated_delta), "pure": r.is_pure,
+                "rho": R.number(r.rho), "rho_exact": R.exact(r.rho),
+                "budget": R.number(r.budget), "budget_exact": R.exact(r.budget),
+                "rho_budget": R.number(r.rho_budget), "rho_budget_exact": R.exact(r.rho_budget),
+                "seeded": self.opts.seed is not None,
                 "warning": SEED_WARNING if self.opts.seed is not None else None,
                 "ledger": None if self.opts.seed is not None or self.ledger_path is None else {
                     "path": str(self.ledger_path),
                     "charges": [{"files": list(c.files), "id": c.id} for c in self.charges]}}
+
+
+def spent_text(r: Any) -> str:
+    """What a run costs, against its budgets: epsilon (at its delta when not pure) and rho."""
+    g = r.guarantee
+    cost = f"epsilon {show(g.epsilon)}" + ("" if g.method == "pure" else f" at delta {show(g.delta)}")
+    if not r.is_pure:
+        cost += f" (rho {show(r.rho)})"
+    budgets = [f"budget {show(r.budget)}" if r.budget is not None else "",
+               f"rho budget {show(r.rho_budget)}" if r.rho_budget is not None else ""]
+    return cost + " of " + " and ".join(b for b in budgets if b)
 
 
 def _name_files(exc: FuzzError, files: dict[str, tuple[str, ...]]) -> FuzzError:
@@ -442,9 +465,15 @@ def _decimals(acc: Any) -> Optional[int]:
 
 def release_text(r: Any, sources: dict[str, str]) -> str:
     value = value_text(r.value, None, _decimals(r.accuracy))
-    words = "; ".join(w for w in (f"epsilon {show(r.epsilon)}", accuracy_words(r.accuracy, r.value)) if w)
+    words = "; ".join(w for w in (_cost_words(r), accuracy_words(r.accuracy, r.value)) if w)
     where = f"  [{r.span.file}:{r.span.line}]" if r.span is not None else ""
     return f"{release_label(r, sources)} = {value}  ({words}){where}"
+
+
+def _cost_words(r: Any) -> str:
+    if r.mechanism == "gaussian":
+        return f"rho {show(r.extra.get('rho', 0))}"
+    return f"epsilon {show(r.epsilon)}"
 
 
 def release_json(r: Any, sources: dict[str, str]) -> dict:
@@ -454,6 +483,8 @@ def release_json(r: Any, sources: dict[str, str]) -> dict:
     loc = None if r.span is None else {"file": r.span.file, "line": r.span.line, "col": r.span.col}
     return {"name": r.name, "keys": list(r.keys), "mechanism": r.mechanism, "location": loc,
             "source": source_text(r.span, sources), "epsilon": R.number(r.epsilon), "epsilon_exact": R.exact(r.epsilon),
+            **({"rho": R.number(r.extra.get("rho", 0)), "rho_exact": R.exact(r.extra.get("rho", 0))}
+               if r.mechanism == "gaussian" else {}),
             "scale": R.number(r.scale), "scale_exact": R.exact(r.scale),
             "accuracy": None if bound is None else {"bound": bound, "beta": beta, "what": what,
                                                     "words": accuracy_words(r.accuracy, r.value)},
@@ -554,6 +585,7 @@ def value_json(v: Any, t: Any = None) -> Any:
 
 
 def dataset_amounts(report: Any, identities: dict[str, str]) -> dict[str, Any]:
-    """Every distinct dataset is charged the program's total epsilon: one person may appear in
-    several tables, so the loss of any one of them is at most the total (docs/ledger.md)."""
-    return {dataset: report.epsilon for dataset in dict.fromkeys(identities.values())}
+    """Every distinct dataset is charged the program's total epsilon (at the run's delta when it
+    is not pure): one person may appear in several tables, so the loss of any one of them is at
+    most the total (docs/ledger.md)."""
+    return {dataset: report.guarantee.epsilon for dataset in dict.fromkeys(identities.values())}

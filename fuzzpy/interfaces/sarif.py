@@ -89,13 +89,20 @@ def _bound_result(report: CheckReport, index: dict[str, int], base: Path) -> Opt
     if report.entry is None or not report.inputs:
         return None
     fn = next((f for f in report.functions if f.name == report.entry), None)
-    eps = report.epsilon
-    per_input = ", ".join(f"{i.name} {fmt_coef(i.epsilon)}" for i in report.inputs)
-    text = f"{report.entry}: epsilon = {fmt_coef(eps)} ({per_input}), delta = 0"
+    from .report import guarantee_text
+
+    g = report.guarantee
+    eps = g.epsilon if g is not None else (report.epsilon if report.is_pure else None)
+    delta = g.stated_delta if g is not None else 0
+    text = f"{report.entry}: {guarantee_text(report)}" + (", delta = 0" if delta == 0 else "")
     if report.budget is not None:
         text += f"; budget {fmt_coef(report.budget)}"
-    props: dict[str, Any] = {"epsilon": _number(eps), "epsilonExact": _exact(eps), "delta": 0,
-                             "inputs": {i.name: _exact(i.epsilon) for i in report.inputs}}
+    props: dict[str, Any] = {"epsilon": _number(eps) if eps is not None else None,
+                             "epsilonExact": _exact(eps) if eps is not None else None,
+                             "delta": _number(delta), "deltaExact": _exact(delta), "pure": report.is_pure,
+                             "rho": _number(report.rho), "rhoExact": _exact(report.rho),
+                             "inputs": {i.name: _exact(i.epsilon) for i in report.inputs},
+                             "inputsRho": {i.name: _exact(i.rho) for i in report.inputs}}
     if report.budget is not None:
         props["budget"] = _exact(report.budget)
     return {"ruleId": BOUND_RULE, "ruleIndex": index[BOUND_RULE], "level": "note", "kind": "informational",

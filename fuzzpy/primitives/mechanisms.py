@@ -252,7 +252,7 @@ def _run_gaussian(ctx, rho, x):
         n = len(rel.values) if isinstance(rel.values, tuple) else 1
         acc = Accuracy(rel.joint_accuracy(BETA) if n > 1 else rel.accuracy(BETA), BETA,
                        "|noise| in every coordinate")
-        sctx.record_release("gaussian", rel.values, Fraction(0), info["sigma"], acc,
+        sctx.record_release("gaussian", rel.values, Fraction(0), Fraction(rel.sigma), acc,
                             sensitivity=info["sensitivity"], rho=info["charged_rho"])
         return rel.values
 

@@ -34,7 +34,7 @@ from fuzzpy.diagnostics import error
 T = TypeVar("T")
 
 ENV_VAR = "FUZZPY_LEDGER"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: charges record the delta and rho of runs stated in (epsilon, delta)
 BUSY_TIMEOUT_S = 30.0  # how long a run waits for another process's charge before giving up
 FINISH_STATUSES = ("released", "failed")
 _CHUNK = 1 << 20
@@ -42,8 +42,9 @@ _SHORT_HEX = 12
 _MAX_DECIMALS = 20  # beyond this many decimals a fraction is easier to read
 
 _CAPS_COLUMNS = ("dataset", "cap", "label", "set_at")
-_CHARGES_COLUMNS = ("id", "dataset", "label", "program_hash", "epsilon", "status",
-                    "started_at", "finished_at")
+_CHARGES_COLUMNS_V1 = ("id", "dataset", "label", "program_hash", "epsilon", "status",
+                       "started_at", "finished_at")
+_CHARGES_COLUMNS = _CHARGES_COLUMNS_V1 + ("delta", "rho")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS caps (
     dataset TEXT PRIMARY KEY,
@@ -59,7 +60,9 @@ CREATE TABLE IF NOT EXISTS charges (
     epsilon      TEXT NOT NULL,
     status       TEXT NOT NULL,
     started_at   TEXT NOT NULL,
-    finished_at  TEXT
+    finished_at  TEXT,
+    delta        TEXT,
+    rho          TEXT
 );
 CREATE INDEX IF NOT EXISTS charges_by_dataset ON charges (dataset);
 """
@@ -77,6 +80,8 @@ class Entry:
     status: str  # "charged" (unfinished or killed), "released" or "failed"
     started_at: str
     finished_at: str | None
+    delta: Fraction = Fraction(0)  # the delta of its (epsilon, delta); 0 for a pure epsilon
+    rho: Fraction | None = None    # its zCDP rho, when it made Gaussian releases
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,10 +310,26 @@ class Ledger:
         if version == 0:  # new ledgers are made complete by _create: this is another database
             what = "it holds other tables" if has_tables else "it holds no ledger tables"
             raise error("E0602", f"{self.path} is not a fuzzpy ledger ({what})")
+        self._version = version
         self._transaction(self._check_schema, write=False)
         if not self.readonly:
             with self._guard():
                 _retry_busy(self._configure)
+            if version == 1:
+                self._transaction(self._upgrade)
+
+    def _upgrade(self) -> None:
+        """Schema 1 -> 2: add the delta and rho of each charge (NULL: a pure epsilon, as every
+        charge of a schema-1 ledger is).  In the transaction that checks the version, so two
+        processes opening an old ledger at once upgrade it once."""
+        current = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if current != 1:  # another process upgraded it first
+            self._version = int(current)
+            return
+        self._db.execute("ALTER TABLE charges ADD COLUMN delta TEXT")
+        self._db.execute("ALTER TABLE charges ADD COLUMN rho TEXT")
+        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self._version = SCHEMA_VERSION
 
     def _inspect(self) -> tuple[int, bool]:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -360,7 +381,8 @@ class Ledger:
         return runs
 
     def _check_schema(self) -> None:
-        for table, expected in (("caps", _CAPS_COLUMNS), ("charges", _CHARGES_COLUMNS)):
+        charges = _CHARGES_COLUMNS_V1 if self._version == 1 else _CHARGES_COLUMNS
+        for table, expected in (("caps", _CAPS_COLUMNS), ("charges", charges)):
             rows = self._db.execute(f"PRAGMA table_info({table})").fetchall()
             if tuple(r[1] for r in rows) != expected:
                 raise error("E0602", f"{self.path} is not a fuzzpy ledger (table {table!r} is "
@@ -449,14 +471,17 @@ class Ledger:
 
     # -- charges ------------------------------------------------------------------------------
 
-    def charge(self, dataset: str, epsilon: Fraction, program_hash: str, label: str = "") -> int:
+    def charge(self, dataset: str, epsilon: Fraction, program_hash: str, label: str = "",
+               delta: Fraction = Fraction(0), rho: Fraction | None = None) -> int:
         """Book `epsilon` on `dataset` before anything is released; returns the charge id.
 
         Raises E0601 if spent + epsilon would exceed the cap. The row is committed when this
-        returns, so it survives the process being killed at any later point.
+        returns, so it survives the process being killed at any later point.  A run stated as
+        (epsilon, delta) records its delta (and its zCDP rho); runs compose by adding both.
         """
         epsilon = _check_amount(epsilon, "epsilon")
         _check_dataset(dataset)
+        notion = _notion(delta, rho)
 
         def book() -> int:
             cap = self._cap(dataset)
@@ -464,36 +489,49 @@ class Ledger:
                 spent = self._spent(dataset)
                 if spent + epsilon > cap:
                     raise _over_cap(dataset, epsilon, cap, spent)
-            cursor = self._db.execute(
-                "INSERT INTO charges (dataset, label, program_hash, epsilon, status, started_at) "
-                "VALUES (?, ?, ?, ?, 'charged', ?)",
-                (dataset, label, program_hash, str(epsilon), _now()))
-            return int(cursor.lastrowid)
+            return self._insert(dataset, label, program_hash, epsilon, notion)
 
         return self._transaction(book)
 
-    def charge_many(self, amounts: dict[str, Fraction], program_hash: str, label: str = "") -> list[int]:
+    def charge_many(self, amounts: dict[str, Fraction], program_hash: str, label: str = "",
+                    delta: Fraction = Fraction(0), rho: Fraction | None = None) -> list[int]:
         """Book each dataset's epsilon in ONE transaction: all charges or none (a run over several
         tables never books the first ones and then stops at a later dataset's cap)."""
         for dataset in amounts:
             _check_dataset(dataset)
         checked = {d: _check_amount(e, "epsilon") for d, e in amounts.items()}
+        notion = _notion(delta, rho)
 
         def book() -> list[int]:
             for dataset, epsilon in checked.items():
                 cap = self._cap(dataset)
                 if cap is not None and self._spent(dataset) + epsilon > cap:
                     raise _over_cap(dataset, epsilon, cap, self._spent(dataset))
-            ids = []
-            for dataset, epsilon in checked.items():
-                cursor = self._db.execute(
-                    "INSERT INTO charges (dataset, label, program_hash, epsilon, status, started_at) "
-                    "VALUES (?, ?, ?, ?, 'charged', ?)",
-                    (dataset, label, program_hash, str(epsilon), _now()))
-                ids.append(int(cursor.lastrowid))
-            return ids
+            return [self._insert(dataset, label, program_hash, epsilon, notion)
+                    for dataset, epsilon in checked.items()]
 
         return self._transaction(book)
+
+    def _insert(self, dataset: str, label: str, program_hash: str, epsilon: Fraction,
+                notion: tuple[str | None, str | None]) -> int:
+        if self._version == 1:  # a read-only schema-1 ledger is never written; this is defensive
+            raise error("E0602", f"the ledger {self.path} must be upgraded before it records a charge")
+        cursor = self._db.execute(
+            "INSERT INTO charges (dataset, label, program_hash, epsilon, status, started_at, delta, rho) "
+            "VALUES (?, ?, ?, ?, 'charged', ?, ?, ?)",
+            (dataset, label, program_hash, str(epsilon), _now(), *notion))
+        return int(cursor.lastrowid)
+
+    def spent_delta(self, dataset: str) -> Fraction:
+        """The sum of the deltas of the charges on `dataset` (basic composition: runs stated as
+        (eps_i, delta_i) together are (sum eps_i, sum delta_i)-DP)."""
+        def read() -> Fraction:
+            if self._version == 1:
+                return Fraction(0)
+            rows = self._db.execute("SELECT delta FROM charges WHERE dataset = ? AND delta IS NOT NULL",
+                                    (dataset,))
+            return sum((self._stored_amount(r[0]) for r in rows), Fraction(0))
+        return self._transaction(read, write=False)
 
     def finish(self, charge_id: int, status: str = "released") -> None:
         """Mark a run finished. Never refunds: a failed run may have released something."""
@@ -529,14 +567,17 @@ class Ledger:
 
     def entries(self, dataset: str | None = None) -> list[Entry]:
         """All runs, oldest first; only those on `dataset` if given."""
-        query = f"SELECT {', '.join(_CHARGES_COLUMNS)} FROM charges"
+        columns = _CHARGES_COLUMNS if self._version != 1 else _CHARGES_COLUMNS_V1 + ("NULL", "NULL")
+        query = f"SELECT {', '.join(columns)} FROM charges"
         args: tuple = ()
         if dataset is not None:
             query += " WHERE dataset = ?"
             args = (dataset,)
         rows = self._transaction(
             lambda: self._db.execute(query + " ORDER BY id", args).fetchall(), write=False)
-        return [Entry(r[0], r[1], r[2], r[3], self._stored_amount(r[4]), r[5], r[6], r[7])
+        return [Entry(r[0], r[1], r[2], r[3], self._stored_amount(r[4]), r[5], r[6], r[7],
+                      self._stored_amount(r[8]) if r[8] is not None else Fraction(0),
+                      self._stored_amount(r[9]) if r[9] is not None else None)
                 for r in rows]
 
     def datasets(self) -> list[str]:
@@ -630,7 +671,7 @@ def _verified_copy(copy: sqlite3.Connection, path: Path) -> int:
     copy.execute("PRAGMA journal_mode=DELETE")
     if copy.execute("PRAGMA quick_check").fetchone()[0] != "ok":
         raise sqlite3.DatabaseError(f"the copy {path} failed SQLite's integrity check")
-    if copy.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+    if not 1 <= copy.execute("PRAGMA user_version").fetchone()[0] <= SCHEMA_VERSION:
         raise sqlite3.DatabaseError("the copy is not a fuzzpy ledger")
     return int(copy.execute("SELECT count(*) FROM charges").fetchone()[0])
 
@@ -655,6 +696,16 @@ def _sync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _notion(delta: Fraction, rho: Fraction | None) -> tuple[str | None, str | None]:
+    """The stored delta and rho of a charge: NULL for a pure epsilon's delta 0."""
+    delta = Fraction(delta)
+    if not 0 <= delta < 1:
+        raise error("E0605", f"invalid delta {delta}: expected a number in [0, 1)")
+    if rho is not None:
+        rho = _check_amount(rho, "rho")
+    return (str(delta) if delta else None, str(rho) if rho is not None else None)
 
 
 def _check_dataset(dataset: str) -> None:

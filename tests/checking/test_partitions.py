@@ -89,8 +89,9 @@ function main (db : bag T) : fuzzy (num, num) {
     r = check(src)
     assert eps(r) == 2
     over = check(src.replace("function main", "# fuzzpy: budget 1\nfunction main"))
-    from fuzzpy.interfaces.report import over_budget
-    assert over_budget(over, F(1)).code == "E0401"
+    from fuzzpy.interfaces.report import apply_budget
+    apply_budget(over, F(1))
+    assert [d.code for d in over.diagnostics] == ["E0401"]
 
 
 def test_a_part_and_its_whole_add_up():

@@ -596,3 +596,51 @@ def test_charge_many_books_all_datasets_or_none(tmp_path):
     except FuzzError as exc:
         assert exc.diagnostics[0].code == "E0601"
     assert book.spent(a) == F(1, 5) and book.spent(b) == F(1, 5)  # nothing booked on a either
+
+
+# ---- schema 2: the delta and rho of runs stated in (epsilon, delta) ---------------------------------
+
+def _schema_1_ledger(path: Path) -> None:
+    """A ledger as fuzzpy wrote it before charges recorded their delta."""
+    raw = sqlite3.connect(path)
+    raw.executescript("""
+        CREATE TABLE caps (dataset TEXT PRIMARY KEY, cap TEXT NOT NULL, label TEXT, set_at TEXT NOT NULL);
+        CREATE TABLE charges (id INTEGER PRIMARY KEY AUTOINCREMENT, dataset TEXT NOT NULL, label TEXT NOT NULL,
+            program_hash TEXT NOT NULL, epsilon TEXT NOT NULL, status TEXT NOT NULL, started_at TEXT NOT NULL,
+            finished_at TEXT);
+        CREATE INDEX charges_by_dataset ON charges (dataset);
+        INSERT INTO caps VALUES ('%s', '2', NULL, '2026-01-01');
+        INSERT INTO charges (dataset, label, program_hash, epsilon, status, started_at)
+            VALUES ('%s', 'old', 'h', '1/2', 'released', '2026-01-01');
+        PRAGMA user_version=1;
+    """ % (DS, DS))
+    raw.close()
+
+
+def test_a_schema_1_ledger_is_upgraded_in_place_and_keeps_its_spending(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    _schema_1_ledger(path)
+    with Ledger(path, readonly=True) as book:  # read-only: read as it is, never changed
+        (old,) = book.entries()
+        assert (old.epsilon, old.delta, old.rho) == (F(1, 2), 0, None)
+    with Ledger(path) as book:
+        book.charge(DS, F(1), PROG, delta=F(1, 10**6), rho=F(1, 4))
+        assert book.spent(DS) == F(3, 2) and book.spent_delta(DS) == F(1, 10**6)
+        assert [(e.delta, e.rho) for e in book.entries()] == [(0, None), (F(1, 10**6), F(1, 4))]
+    raw = sqlite3.connect(path)
+    assert raw.execute("PRAGMA user_version").fetchone() == (2,)
+    raw.close()
+
+
+def test_runs_in_epsilon_delta_compose_by_adding_both(tmp_path: Path) -> None:
+    with Ledger(tmp_path / "l.sqlite") as book:
+        book.set_cap(DS, F(3))
+        book.charge(DS, F(1), PROG)
+        book.charge_many({DS: F(1)}, PROG, delta=F(1, 10**5), rho=F(1, 8))
+        assert book.spent(DS) == 2 and book.spent_delta(DS) == F(1, 10**5)
+        with pytest.raises(FuzzError) as exc:
+            book.charge(DS, F(2), PROG, delta=F(1, 10**5))
+        assert code_of(exc) == "E0601"
+        with pytest.raises(FuzzError) as exc:
+            book.charge(DS, F(1, 2), PROG, delta=F(1))
+        assert code_of(exc) == "E0605"

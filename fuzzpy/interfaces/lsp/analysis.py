@@ -28,6 +28,7 @@ class Settings:
     entry: str = "main"
     params: dict[str, str] = field(default_factory=dict)
     budget: Optional[Fraction] = None
+    delta: Optional[Fraction] = None  # the delta of (epsilon, delta) statements
     debounce: float = 0.015
     incremental: bool = True
 
@@ -50,6 +51,16 @@ class Settings:
                 s.budget = budget
             except ValueError:
                 log.warning("ignoring invalid budget option %r", str(options["budget"])[:60])
+        if options.get("delta") is not None:
+            from ...exact import parse_exact
+
+            try:
+                delta = parse_exact(str(options["delta"]))
+                if not 0 < delta < 1:
+                    raise ValueError("out of range")
+                s.delta = delta
+            except ValueError:
+                log.warning("ignoring invalid delta option %r", str(options["delta"])[:60])
         if options.get("debounceMs") is not None:
             try:  # each option on its own: one bad value does not drop the others
                 s.debounce = max(0.0, float(options["debounceMs"]) / 1000)

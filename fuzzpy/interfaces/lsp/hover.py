@@ -10,11 +10,11 @@ from typing import Optional
 
 from ...checking.checker import MechanismRecord
 from ...checking.program import CheckReport
-from ...checking.sens import INF
 from ...primitives.registry import all_primitives
 from ...syntax import ast as A
 from ..numbers import show as fmt_coef
 from ..numbers import to_float
+from ..report import guarantee_text
 from .analysis import Analysis, Binding
 from .incremental import _unique_by
 from .navigation import _contains, _local_at
@@ -31,11 +31,10 @@ def epsilon_summary(report: CheckReport) -> Optional[str]:
     """`epsilon = 0.2 (db 0.2)`, the code lens text of the entry point."""
     if report.entry is None or not report.inputs:
         return None
-    per_input = ", ".join(f"{i.name} {fmt_coef(i.epsilon)}" for i in report.inputs)
-    text = f"epsilon = {fmt_coef(report.epsilon)} ({per_input})"
+    text = guarantee_text(report)
     if report.budget is not None:
-        verdict = "within" if report.epsilon != INF and report.epsilon <= report.budget else "over"
-        text += f", {verdict} budget {fmt_coef(report.budget)}"
+        over = any(d.code in ("E0401", "E0314") for d in report.diagnostics)
+        text += f", {'over' if over else 'within'} budget {fmt_coef(report.budget)}"
     return text
 
 
@@ -47,15 +46,17 @@ def hover_function(report: CheckReport, name: str) -> Optional[str]:
     if name == report.entry:
         summary = epsilon_summary(report)
         if summary:
-            text += f"\n\nEntry point: {summary}, delta = 0."
+            pure = report.guarantee is None or report.guarantee.stated_delta == 0
+            text += f"\n\nEntry point: {summary}{', delta = 0' if pure and report.is_pure else ''}."
     return text
 
 
 def hover_mechanisms(records: list[MechanismRecord]) -> str:
     lines = []
     for m in records:
-        line = (f"**{m.name}** (in `{m.function}`): proven sensitivity {fmt_coef(m.sensitivity)}, "
-                f"epsilon charged {fmt_coef(m.epsilon)}, noise scale {fmt_coef(m.scale)}")
+        cost = (f"rho {fmt_coef(m.extra.get('rho', 0))} (zCDP), noise standard deviation {fmt_coef(m.scale)}"
+                if m.name == "gaussian" else f"epsilon charged {fmt_coef(m.epsilon)}, noise scale {fmt_coef(m.scale)}")
+        line = f"**{m.name}** (in `{m.function}`): proven sensitivity {fmt_coef(m.sensitivity)}, {cost}"
         if m.name == "laplace" and m.scale:
             line += f"; |error| <= {to_float(m.scale) * math.log(20):.4g} with probability 0.95"
         lines.append(line)

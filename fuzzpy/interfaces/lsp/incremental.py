@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 from ...checking.program import CheckReport, check_source
-from ...checking.program import pragma_budget  # the one reading of `# fuzzpy: budget`
+from ...checking.program import pragma_budget, pragma_delta  # the one reading of the pragmas
 from ..report import apply_budget
 from ...diagnostics import Diagnostic, Span
 from ...syntax import ast as A
@@ -263,7 +263,8 @@ class IncrementalChecker:
         if entry is not None:
             report.entry, report.inputs, report.entry_type = entry.entry, list(entry.inputs), entry.entry_type
         report.pragma_budget = pragma_budget(plan.text)
-        apply_budget(report, settings.budget)
+        report.pragma_delta = pragma_delta(plan.text)
+        apply_budget(report, settings.budget, settings.delta)
         report.diagnostics.sort(key=_diag_order)
         bindings = [b for r in results for b in r.bindings]  # duplicates are merged by hover
         return Analysis(plan.file, plan.text, report, modules, bindings, runs)

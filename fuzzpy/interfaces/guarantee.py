@@ -1,0 +1,67 @@
+"""The privacy guarantee a checked program states (docs/privacy-notions.md).
+
+The checker proves, per private input, the pure epsilon of the pure releases and the zCDP rho
+of the Gaussian and of the pure releases (rule Rho).  The guarantee is:
+
+* pure epsilon-DP when no release is Gaussian and no delta is asked for;
+* otherwise rho-zCDP, and (epsilon, delta)-DP at the delta asked for (`--delta`, or the
+  program's `# fuzzpy: delta` pragma), epsilon being the best certified conversion of
+  fuzzpy.accounting.  A pure program given a delta also gets the conversion when it is smaller
+  than its pure epsilon (many small releases).
+
+Every number here is an upper bound; the accounting package certifies the conversions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Optional
+
+from ..checking.sens import INF
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    pure_epsilon: Any          # the pure releases' epsilon, summed over inputs (Fraction or INF)
+    rho: Any                   # zCDP rho of all releases (Fraction or INF)
+    delta: Optional[Fraction]  # the delta asked for, if any
+    epsilon: Any               # the stated epsilon (at `delta` when given); None: needs a delta
+    method: str                # how `epsilon` was obtained
+    is_pure: bool              # no Gaussian release
+
+    @property
+    def stated_delta(self) -> Fraction:
+        """The delta of the stated (epsilon, delta): 0 for a pure epsilon."""
+        return Fraction(0) if self.method == "pure" else (self.delta or Fraction(0))
+
+
+def guarantee(report: Any, delta: Optional[Fraction]) -> Guarantee:
+    """The guarantee of a checked program (`report.ok`, with an entry point)."""
+    pure_eps, rho, is_pure = report.epsilon, report.rho, report.is_pure
+    if is_pure and delta is None:
+        return Guarantee(pure_eps, rho, None, pure_eps, "pure", True)
+    if delta is None:
+        return Guarantee(pure_eps, rho, None, None, "needs delta", False)
+    if INF in (pure_eps, rho):
+        return Guarantee(pure_eps, rho, delta, INF, "unbounded", is_pure)
+    from ..accounting import epsilon_at_delta
+
+    conv = epsilon_at_delta(proven_loss(report), delta)
+    if is_pure and pure_eps <= conv.epsilon:
+        return Guarantee(pure_eps, rho, delta, pure_eps, "pure", True)
+    return Guarantee(pure_eps, rho, delta, conv.epsilon, conv.method, is_pure)
+
+
+def proven_loss(report: Any) -> Any:
+    """The checker's figures for all private inputs together (a person may be in several tables:
+    their losses compose)."""
+    from ..accounting import ProvenLoss
+
+    total = ProvenLoss(Fraction(0), Fraction(0), Fraction(0))
+    for inp in report.inputs:
+        total = total.add(ProvenLoss(inp.epsilon, inp.rho_pure, inp.rho_gauss))
+    return total
+
+
+__all__ = ["Guarantee", "guarantee", "proven_loss"]
