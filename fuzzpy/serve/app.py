@@ -60,7 +60,8 @@ def failure(status: int, diags: list[Diagnostic]) -> JSONResponse:
 
 
 class BodyLimit:
-    """Refuse a request body over the limit (413, E1005), by its Content-Length or while it streams."""
+    """Refuse a request body over the limit (413, E1005), by its Content-Length or by what
+    arrives: the body is read (at most `limit` bytes) before the application sees the request."""
 
     def __init__(self, app: Any, limit: int) -> None:
         self.app, self.limit = app, limit
@@ -69,35 +70,27 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        too_big = Diagnostic("E1005", f"the request is larger than this service accepts ({self.limit} bytes)")
+        too_big = failure(413, [Diagnostic("E1005", f"the request is larger than this service accepts "
+                                                    f"({self.limit} bytes)")])
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            return await failure(413, [too_big])(scope, receive, send)
-        seen = 0
-        started = False
-
-        async def limited() -> dict:
-            nonlocal seen
+            return await too_big(scope, receive, send)
+        chunks, seen = [], 0
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooBig()
-            return message
+            if message["type"] != "http.request":
+                return  # the client went away
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                return await too_big(scope, receive, send)
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
 
-        async def tracking_send(message: dict) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
+        async def replayed() -> dict:
+            return replay.pop() if replay else await receive()
 
-        try:
-            await self.app(scope, limited, tracking_send)
-        except _TooBig:
-            if not started:
-                await failure(413, [too_big])(scope, receive, send)
-
-
-class _TooBig(Exception):
-    pass
+        await self.app(scope, replayed, send)
 
 
 def create_app(service: Service, audit: Optional[AuditLog] = None) -> Any:
@@ -198,7 +191,7 @@ def create_app(service: Service, audit: Optional[AuditLog] = None) -> Any:
         ledger = result.get("ledger") or {}
         request.state.audit.update(stage=result.get("stage", "released" if out["exit_code"] == 0 else None),
                                    exit_code=out["exit_code"], epsilon=out.get("epsilon"),
-                                   charges=[c.get("id") for c in ledger.get("charges", [])] or None)
+                                   runs=[c.get("id") for c in ledger.get("charges", [])] or None)
         return JSONResponse(out)
 
     @app.get(f"{API}/spending", summary="Your own spending and remaining budget, per dataset")

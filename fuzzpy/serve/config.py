@@ -3,7 +3,7 @@
     [server]
     host = "127.0.0.1"            # listen address; put TLS in a reverse proxy in front
     port = 8470
-    name = "fuzzpy serve"         # how run output names the ledger
+    name = "the curator's ledger"  # how run output names the ledger
     ledger = "ledger.sqlite"      # a file (relative to this file), or postgresql://...
     audit_log = "audit.jsonl"     # JSON lines; "-" for standard error
     max_request_bytes = 1048576
@@ -71,7 +71,7 @@ class AnalystEntry:
 class ServeConfig:
     host: str = "127.0.0.1"
     port: int = 8470
-    name: str = "fuzzpy serve"
+    name: str = "the curator's ledger"
     ledger: str = ""
     audit_log: str = "-"
     limits: Limits = field(default_factory=Limits)

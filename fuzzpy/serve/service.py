@@ -279,20 +279,27 @@ class Service:
 
     # ---- spending -----------------------------------------------------------------------------
 
-    def account(self, key: str) -> dict:
+    def run_number(self, who: AnalystRecord, dataset: str, row: int) -> int:
+        """The position (from 1) of ledger row `row` among the analyst's runs on the dataset."""
+        ids = [e.id for e in self.store.entries(analyst_key(who.name, dataset))]
+        return ids.index(row) + 1 if row in ids else row
+
+    def account(self, key: str, own: bool = False) -> dict:
+        """Cap, spent, remaining and runs of one account.  `own`: the analyst's view, where runs
+        are numbered within the account instead of by the ledger's ids (which count everyone's)."""
         runs = self.store.entries(key)
         cap = self.store.cap(key)
         spent = sum((r.epsilon for r in runs), Fraction(0))
         return {"cap": None if cap is None else format_exact(cap), "spent": format_exact(spent),
                 "remaining": None if cap is None else format_exact(max(cap - spent, Fraction(0))),
-                "runs": [{"id": r.id, "time": r.started_at, "finished_at": r.finished_at,
+                "runs": [{"id": i + 1 if own else r.id, "time": r.started_at, "finished_at": r.finished_at,
                           "program_hash": r.program_hash, "epsilon": format_exact(r.epsilon),
-                          "status": r.status, "label": r.label} for r in runs]}
+                          "status": r.status, "label": r.label} for i, r in enumerate(runs)]}
 
     def spending(self, who: AnalystRecord) -> dict:
         """The analyst's own accounts only: never the dataset's total (it sums others' spending)."""
         return {"analyst": who.name, "role": who.role,
-                "datasets": [{"dataset": r.name, **self.account(analyst_key(who.name, r.name))}
+                "datasets": [{"dataset": r.name, **self.account(analyst_key(who.name, r.name), own=True)}
                              for r in self.granted(who)]}
 
     def ledger_view(self, who: AnalystRecord) -> dict:
@@ -389,8 +396,11 @@ class ServedRun(_Run):
                                   f"{self.who.name}: {o.program.name}:{report.entry}")
         for i, name in enumerate(amounts):
             group = ids[2 * i:2 * i + 2]
-            self._groups[group[0]] = group
-            self.charges.append(_Charge(name, group[0], (name,)))
+            # Shown as the run's number in the analyst's own account: the ledger's row ids count
+            # every analyst's runs, which this analyst has no business knowing.
+            number = self.service.run_number(self.who, name, group[1])
+            self._groups[number] = group
+            self.charges.append(_Charge(name, number, (name,)))
 
     def wait_for(self, handle: Any) -> None:
         from ..runtime.interpreter import RunFailure
