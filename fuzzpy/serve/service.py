@@ -49,8 +49,24 @@ class ProgramRequest:
     format: str = "json"
 
 
+def prepare_process() -> None:
+    """Settings the checker and the interpreter change around each of their threads, fixed for
+    the whole process: with many checks and runs at once, one thread's "restore the old value"
+    would otherwise undo another's (a check thread started with a small stack, or a recursion
+    limit lowered under a deep check).  With these set first, every restore restores them."""
+    import sys
+
+    from ..limits import RECURSION_LIMIT, STACK_BYTES
+    from ..primitives.registry import all_primitives
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+    threading.stack_size(STACK_BYTES)  # virtual address space, committed only as it is used
+    all_primitives()
+
+
 class Service:
     def __init__(self, store: Store, limits: Optional[Limits] = None, name: str = "the curator's ledger") -> None:
+        prepare_process()
         self.store = store
         self.limits = limits or Limits()
         self.name = name
