@@ -5,7 +5,6 @@ its registry.  Mounted by cli.py through `register(app)`."""
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import List, NoReturn, Optional
@@ -36,8 +35,9 @@ def register(app: typer.Typer) -> None:
 def _fail(exc: FuzzError) -> NoReturn:
     for d in exc.diagnostics:
         typer.echo(render(d), err=True)
-    codes = {d.code[:3] for d in exc.diagnostics}
-    raise typer.Exit(EXIT_RUNTIME if codes & {"E05", "E06", "E10"} else EXIT_USAGE)
+    # A bad argument or configuration (E1017) is a usage error; data, ledger and service ones are not.
+    runtime = {d.code for d in exc.diagnostics if d.code[:3] in ("E05", "E06", "E10") and d.code != "E1017"}
+    raise typer.Exit(EXIT_RUNTIME if runtime else EXIT_USAGE)
 
 
 def _store(config: Optional[Path], ledger: Optional[str]):
