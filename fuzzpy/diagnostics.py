@@ -75,6 +75,27 @@ CODES: dict[str, str] = {
     "E0801": "audit cannot be run",
     # E09xx: bugs in fuzzpy itself (reported, never a traceback)
     "E0901": "internal error",
+    # E10xx: curator service (fuzzpy/serve, docs/serve.md)
+    "E1001": "missing access token",
+    "E1002": "access token not recognised",
+    "E1003": "only the curator may do this",
+    "E1004": "no such dataset available to this analyst",
+    "E1005": "request too large",
+    "E1006": "malformed request",
+    "E1007": "program too large",
+    "E1008": "checking took longer than the limit",
+    "E1009": "run took longer than the limit",
+    "E1010": "dataset file changed since it was registered",
+    "E1011": "program schema does not fit the dataset's published schema",
+    "E1012": "import not allowed in a served program",
+    "E1013": "dataset budget exhausted",
+    "E1014": "analyst cap exceeded",
+    "E1015": "server busy",
+    "E1016": "curator service unreachable or answered unexpectedly",
+    "E1017": "invalid curator configuration or registration",
+    "E1018": "no access token configured on the client",
+    "E1019": "no such endpoint",
+    "E1020": "the curator service is not installed",
 }
 
 

@@ -27,7 +27,7 @@ def exit_code_for(diags: list[Diagnostic]) -> int:
     codes = {d.code[:3] for d in diags if d.severity == "error"}
     if not codes:
         return EXIT_OK
-    if codes & {"E05", "E06"}:
+    if codes & {"E05", "E06", "E10"}:
         return EXIT_RUNTIME
     if codes <= {"E07"}:
         return EXIT_USAGE
@@ -135,6 +135,8 @@ def check(
     fmt: str = typer.Option("text", "--format", help="text, json or sarif."),
     param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
+    server: Optional[str] = typer.Option(None, "--server", help="Check against a curator service's published schema (URL)."),
+    dataset: List[str] = typer.Option([], "--dataset", help="With --server: dataset NAME, or PARAMETER=NAME (repeatable)."),
 ) -> None:
     """Check programs and print their privacy report. Reads no data."""
     from . import report as R
@@ -143,6 +145,12 @@ def check(
         raise usage_error(f"--format must be text, json or sarif, got '{fmt}'")
     limit, at, rho_limit = parse_budget(budget), parse_delta(delta), parse_rho(rho)
     params = parse_params(param)
+    if server is not None or dataset:
+        from ..serve.client import check_remote
+
+        if server is None or not dataset:
+            raise usage_error("--server URL and --dataset NAME go together")
+        raise typer.Exit(check_remote([f for f, _ in collect_files(paths)], server, dataset, params, entry, budget, fmt))
     results = [R.check_with_budget(f, params, entry_for(f, entry, in_folder), limit, at, rho_limit)
                for f, in_folder in collect_files(paths)]
     if not results:
@@ -162,7 +170,8 @@ def _mount_optional() -> None:
     import importlib
 
     for module, attr, kind in [("run_command", "register", "fn"), ("ledger_commands", "ledger_app", "typer"),
-                               ("lsp_command", "register", "fn"), ("audit_command", "register", "fn")]:
+                               ("lsp_command", "register", "fn"), ("audit_command", "register", "fn"),
+                               ("serve_command", "register", "fn")]:
         try:
             mod = importlib.import_module(f"{__package__}.{module}")
         except ModuleNotFoundError as exc:

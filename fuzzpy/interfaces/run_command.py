@@ -56,18 +56,37 @@ def run(
                                           help="Ledger file (default: $FUZZPY_LEDGER or ~/.fuzzpy/ledger.sqlite)."),
     fmt: str = typer.Option("text", "--format", help="text or json."),
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
+    server: Optional[str] = typer.Option(None, "--server", help="Run on a curator service (URL) instead of local data."),
+    dataset: List[str] = typer.Option([], "--dataset", help="With --server: dataset NAME, or PARAMETER=NAME (repeatable)."),
 ) -> None:
     """Check a program, charge its epsilon, run it over the data and print the released values."""
     from .cli import parse_budget, parse_delta, parse_params, parse_rho
 
     if fmt not in ("text", "json"):
         raise _usage("E0701", f"--format must be text or json, got '{fmt}'")
+    if server is not None or dataset:
+        raise typer.Exit(_run_remote(program, server, dataset, data, budget, param, seed, ledger, fmt, entry))
     if seed is not None and ledger is not None:
         raise _usage("E0603", "--seed and --ledger cannot be used together: a seeded run is not private, so it is "
                      "never recorded in a ledger")
     opts = _Options(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry,
                     parse_delta(delta), parse_rho(rho))
     raise typer.Exit(_Run(opts).execute())
+
+
+def _run_remote(program: Path, server: Optional[str], dataset: list[str], data: list[str], budget: Optional[str],
+                param: list[str], seed: Optional[int], ledger: Optional[Path], fmt: str, entry: str) -> int:
+    """`fuzzpy run --server URL --dataset NAME`: the curator service runs it (fuzzpy/serve)."""
+    from ..serve.client import run_remote
+    from .cli import parse_budget, parse_params
+
+    if server is None or not dataset:
+        raise _usage("E0701", "--server URL and --dataset NAME go together")
+    if data or seed is not None or ledger is not None:
+        raise _usage("E0701", "with --server the data, the noise and the ledger are the curator's: "
+                              "--data, --seed and --ledger cannot be used")
+    parse_budget(budget)
+    return run_remote(program, server, dataset, parse_params(param), entry, budget, fmt)
 
 
 def _usage(code: str, message: str) -> typer.Exit:
@@ -127,12 +146,12 @@ class _Run:
                 self.book.close()
 
     def _execute(self) -> int:
-        from . import report as R
-
         o = self.opts
-        self.report = R.check_with_budget(o.program, o.params, o.entry, o.budget, o.delta, o.rho)
+        self.report = self.check_program()
         if self.report.ok and self.report.guarantee is not None and self.report.guarantee.epsilon is None:
             # The ledger books (epsilon, delta): a program that needs a delta runs with one.
+            from . import report as R
+
             self.report.diagnostics.append(R.needs_delta(self.report))
         if not self.report.ok:
             return self.fail_check()
@@ -152,6 +171,17 @@ class _Run:
         except FuzzError as exc:
             return self.fail(exc.diagnostics, self.stage)
         return self.run_and_release(tables)
+
+    def check_program(self) -> Any:
+        """The checked program with its budget applied (the curator service checks text it was sent)."""
+        from . import report as R
+
+        o = self.opts
+        return R.check_with_budget(o.program, o.params, o.entry, o.budget, o.delta, o.rho)
+
+    def wait_for(self, handle: Any) -> None:
+        """Wait for the run to end (the curator service bounds this wait)."""
+        _wait_with_progress(handle, self.report.entry)
 
     def load(self, spec: dict[str, Path]) -> tuple[dict[str, Any], dict[str, str]]:
         from ..runtime.data import load_table
@@ -215,7 +245,7 @@ class _Run:
         rng = RandomSource.seeded(o.seed) if o.seed is not None else RandomSource()
         handle = start_run(self.report.entry_instance, tables, rng)
         try:
-            _wait_with_progress(handle, self.report.entry)
+            self.wait_for(handle)
             result = handle.result()
         except KeyboardInterrupt:
             self.finish("failed")

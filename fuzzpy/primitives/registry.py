@@ -9,6 +9,7 @@ rule is sound, with a reference.  The checker, the interpreter, the language ser
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Optional, Protocol
@@ -167,10 +168,16 @@ def all_primitives() -> dict[str, Primitive]:
 
 
 _loaded = False
+_load_lock = threading.RLock()
 
 
 def _load() -> None:
+    # Marked loaded only once every module has registered: a concurrent first check (the
+    # curator service checks on many threads) must not see a half-filled registry.
     global _loaded
-    if not _loaded:
-        _loaded = True
-        from . import arith, bags, library, mechanisms, ordered, partitions, trees  # noqa: F401 - registers
+    if _loaded:
+        return
+    with _load_lock:
+        if not _loaded:
+            from . import arith, bags, library, mechanisms, ordered, partitions, trees  # noqa: F401 - registers
+            _loaded = True

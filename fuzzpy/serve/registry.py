@@ -1,0 +1,191 @@
+"""Registering datasets and analysts, publishing schemas, and what a program's schema must
+have in common with a dataset's.
+
+A dataset is registered by name with a data file, a schema from a `.fz` file and a total cap.
+The file is loaded once against the schema when it is registered (so a file that does not fit
+is the curator's error, shown to the curator), and the sha256 of its bytes is recorded: the
+service refuses the dataset as soon as the file differs (E1010), until the curator registers
+it again.  The dataset's identity in the ledger is its name, never the bytes.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import re
+import secrets
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Optional
+
+from ..checking.types import Bool, Cat, Num, Schema, Str
+from ..diagnostics import error, render
+from .store import ROLES, AnalystRecord, DatasetRecord, Store, analyst_key, dataset_key, now
+
+NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+TOKEN_PREFIX = "fzp_"
+
+
+def check_name(name: str, what: str) -> str:
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise error("E1017", f"invalid {what} name {name[:70]!r}: use a letter, then letters, digits, '_', '.' "
+                             "or '-' (at most 64 characters)")
+    return name
+
+
+# ---- schemas ------------------------------------------------------------------------------------
+
+def read_schema_file(path: Path, schema_name: Optional[str] = None) -> tuple[Schema, str]:
+    """The schema declared in a `.fz` file and the text of its declaration (what is published)."""
+    from ..checking.program import check_source
+    from ..syntax import ast as A
+    from ..syntax.loader import read_source
+    from ..syntax.parser import parse_module
+
+    text, err = read_source(Path(path))
+    if err is not None:
+        raise error("E1017", f"schema file: {err.message}")
+    report = check_source(text, str(path), entry=None)
+    if not report.ok:
+        shown = "\n".join(render(d, report.sources) for d in report.diagnostics if d.severity == "error")
+        raise error("E1017", f"the schema file {path} has errors:\n{shown}")
+    names = sorted(report.schemas)
+    if schema_name is None:
+        if len(names) != 1:
+            raise error("E1017", f"the schema file {path} declares {len(names)} schemas ({', '.join(names) or 'none'}); "
+                                 "name one with --schema-name")
+        schema_name = names[0]
+    if schema_name not in report.schemas:
+        raise error("E1017", f"the schema file {path} declares no schema {schema_name!r}")
+    module, _ = parse_module(text, str(path))
+    decl = next(d for d in module.decls if isinstance(d, A.SchemaDecl) and d.name == schema_name)
+    return report.schemas[schema_name], _span_text(text, decl.span)
+
+
+def _span_text(text: str, span: Any) -> str:
+    lines = text.splitlines()[span.line - 1:span.end_line]
+    lines[-1] = lines[-1][:span.end_col - 1]
+    lines[0] = lines[0][span.col - 1:]
+    return "\n".join(lines).rstrip()
+
+
+@functools.lru_cache(maxsize=64)
+def published_schema(source: str) -> Schema:
+    """The schema of a published declaration (as stored in the registry)."""
+    from ..checking.program import check_source
+
+    report = check_source(source, "<published schema>", entry=None)
+    if not report.ok or len(report.schemas) != 1:
+        raise error("E1017", "a registered schema no longer checks; the curator must register the dataset again")
+    return next(iter(report.schemas.values()))
+
+
+def schema_json(rec: DatasetRecord) -> dict:
+    schema = published_schema(rec.schema_source)
+    return {"dataset": rec.name, "schema": rec.schema_name, "source": rec.schema_source,
+            "columns": [{"name": c.name, "type": str(c.type), "on_invalid": c.on_invalid,
+                         "default": None if c.default is None else str(c.default)} for c in schema.columns],
+            "registered_at": rec.registered_at}
+
+
+def schema_problems(program: Schema, registered: Schema) -> list[str]:
+    """Why a program's table schema cannot read the registered dataset (empty: it can).
+
+    Each column the program declares must be a registered column read the same way, so that
+    loading can never fail on the data (a failure would tell something about the rows):
+    numbers as numbers (`int` only over an `int` column), booleans as booleans, categories and
+    strings as categories or strings.  Bounds, category sets and missing-value policies may
+    differ: loading conforms the data to the program's declaration (docs/data.md)."""
+    problems = []
+    for col in program.columns:
+        have = registered.column(col.name)
+        if have is None:
+            problems.append(f"column '{col.name}' is not in the published schema {registered.name}")
+        elif not _reads_as(col.type, have.type):
+            problems.append(f"column '{col.name}' is declared {col.type}, but the published schema has {have.type}")
+    return problems
+
+
+def _reads_as(want: Any, have: Any) -> bool:
+    if isinstance(want, Num):
+        return isinstance(have, Num) and (have.integer or not want.integer)
+    if isinstance(want, Bool):
+        return isinstance(have, Bool)
+    if isinstance(want, (Cat, Str)):
+        return isinstance(have, (Cat, Str))
+    return False
+
+
+# ---- datasets -----------------------------------------------------------------------------------
+
+def register_dataset(store: Store, name: str, data: Path, schema_file: Path, cap: Optional[Fraction],
+                     schema_name: Optional[str] = None) -> DatasetRecord:
+    """Validate and record a dataset; set its total cap when one is given."""
+    from ..runtime.data import load_table
+    from ..runtime.ledger import dataset_identity
+
+    check_name(name, "dataset")
+    schema, source = read_schema_file(schema_file, schema_name)
+    data = Path(data).expanduser().resolve()
+    before = dataset_identity(data)
+    load_table(data, schema, table=name)  # the curator's own file: its errors are shown to the curator
+    if dataset_identity(data) != before:
+        raise error("E1017", f"the data file {data} changed while it was being registered; register it again")
+    rec = DatasetRecord(name, str(data), schema.name, source, before, now())
+    store.put_dataset(rec)
+    if cap is not None:
+        store.set_cap(dataset_key(name), cap, name)
+    elif store.cap(dataset_key(name)) is None:
+        raise error("E1017", f"dataset {name} has no cap yet: give one with --cap")
+    return rec
+
+
+def same_registration(old: Optional[DatasetRecord], data: Path, schema_source: str, schema_name: str) -> bool:
+    return (old is not None and old.data_path == str(Path(data).expanduser().resolve())
+            and old.schema_source == schema_source and old.schema_name == schema_name)
+
+
+# ---- analysts and tokens ------------------------------------------------------------------------
+
+def new_token() -> str:
+    """256 random bits: hashing them with plain sha256 is enough (nothing to guess)."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def find_analyst(analysts: list[AnalystRecord], token: str) -> Optional[AnalystRecord]:
+    """The analyst whose token this is.  Every stored hash is compared, in constant time each,
+    and the loop never stops early: the time taken does not depend on which one matches."""
+    digest = hash_token(token)
+    found = None
+    for rec in analysts:
+        if hmac.compare_digest(rec.token_hash, digest):
+            found = rec
+    return found
+
+
+def add_analyst(store: Store, name: str, role: str = "analyst", token_hash: Optional[str] = None,
+                caps: Optional[dict[str, Fraction]] = None, new: bool = False) -> Optional[str]:
+    """Create or update an analyst; returns a new token when one was made (shown once)."""
+    check_name(name, "analyst")
+    if role not in ROLES:
+        raise error("E1017", f"invalid role {role!r}: analyst or curator")
+    old = {a.name: a for a in store.analysts()}.get(name)
+    token = None
+    if token_hash is None:
+        if old is not None and not new:
+            token_hash = old.token_hash
+        else:
+            token = new_token()
+            token_hash = hash_token(token)
+    elif not re.fullmatch(r"[0-9a-f]{64}", token_hash):
+        raise error("E1017", f"token_sha256 of analyst {name} must be 64 lower-case hex digits")
+    store.put_analyst(AnalystRecord(name, token_hash, role, old.created_at if old else now()))
+    for dataset, cap in (caps or {}).items():
+        check_name(dataset, "dataset")
+        store.set_cap(analyst_key(name, dataset), cap, f"{name} on {dataset}")
+    return token

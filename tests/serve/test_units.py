@@ -1,0 +1,129 @@
+"""The curator service's parts, in process: schema fitting, tokens, configuration, limits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from fractions import Fraction
+
+import pytest
+
+from fuzzpy.checking.program import check_source
+from fuzzpy.diagnostics import FuzzError
+from fuzzpy.serve.config import load_config
+from fuzzpy.serve.registry import add_analyst, find_analyst, hash_token, register_dataset, schema_problems
+from fuzzpy.serve.service import ProgramRequest, RequestError, Service
+from fuzzpy.serve.store import SqliteStore
+
+from .helpers import ADULT_CSV, ADULT_SCHEMA, COUNT_PROGRAM, ROOT, fuzzpy_cli
+
+
+def schema(text: str):
+    return next(iter(check_source(text, "s.fz", entry=None).schemas.values()))
+
+
+REGISTERED = schema('schema R { n : num[0, 10], i : int[0, 5], b : bool, c : cat{"a", "b"}, s : string }')
+
+
+@pytest.mark.parametrize("declared,problem", [
+    ('{ n : num[-5, 500], i : num, c : string, s : cat{"z"} }', None),
+    ("{ i : int[0, 100] }", None),
+    ("{ n : int[0, 10] }", "column 'n' is declared int[0, 10], but the published schema has num[0, 10]"),
+    ("{ b : num }", "column 'b' is declared num, but the published schema has bool"),
+    ("{ c : bool }", "column 'c' is declared bool"),
+    ("{ x : num }", "column 'x' is not in the published schema R"),
+])
+def test_a_program_schema_fits_when_each_column_reads_the_same_way(declared, problem):
+    found = schema_problems(schema(f"schema P {declared}"), REGISTERED)
+    assert (found[0] if found else None) == problem or (problem and found[0].startswith(problem))
+
+
+def test_tokens_are_stored_hashed_and_matched_only_exactly(tmp_path):
+    store = SqliteStore(tmp_path / "l.sqlite")
+    token = add_analyst(store, "ann", caps={"d": Fraction(1)})
+    assert token.startswith("fzp_") and len(token) > 40
+    (rec,) = store.analysts()
+    assert rec.token_hash == hash_token(token) and token not in (tmp_path / "l.sqlite").read_bytes().decode("latin-1")
+    assert find_analyst(store.analysts(), token) == rec
+    for wrong in (token[:-1], token + "x", token.upper(), "", hash_token(token)):
+        assert find_analyst(store.analysts(), wrong) is None
+    assert add_analyst(store, "ann") is None  # updating keeps the token
+    assert find_analyst(store.analysts(), token) == rec
+    fresh = add_analyst(store, "ann", new=True)
+    assert find_analyst(store.analysts(), token) is None and find_analyst(store.analysts(), fresh).name == "ann"
+    with pytest.raises(FuzzError) as bad:
+        add_analyst(store, "bad name")
+    assert bad.value.diagnostics[0].code == "E1017"
+
+
+@pytest.mark.parametrize("text,words", [
+    ("[server\n", "not valid TOML"),
+    ('[server]\nspeed = 3\n', "unknown setting(s) in [server]: speed"),
+    ('[server]\nrun_seconds = -1\n', "run_seconds must be a positive number"),
+    ('[datasets.a]\ndata = "a.csv"\nschema = "a.fz"\ncap = 0.1\n', "not a TOML float"),
+    ('[datasets.a]\ndata = "a.csv"\n', "needs data"),
+    ('[analysts.x]\ncaps = { a = "1" }\n', "needs token_sha256"),
+])
+def test_configuration_errors_are_coded(tmp_path, text, words):
+    path = tmp_path / "curator.toml"
+    path.write_text(text)
+    with pytest.raises(FuzzError) as err:
+        load_config(path)
+    assert err.value.diagnostics[0].code == "E1017" and words in err.value.diagnostics[0].message
+
+
+def test_a_registration_is_refused_when_the_file_does_not_fit_the_schema(tmp_path):
+    store = SqliteStore(tmp_path / "l.sqlite")
+    (tmp_path / "s.fz").write_text("schema S { missing_column : num }\n")
+    with pytest.raises(FuzzError) as err:
+        register_dataset(store, "d", ADULT_CSV, tmp_path / "s.fz", Fraction(1))
+    assert err.value.diagnostics[0].code == "E0505"  # schema mismatch: no such column
+    assert store.datasets() == []
+    (tmp_path / "two.fz").write_text("schema A { age : num }\nschema B { age : num }\n")
+    with pytest.raises(FuzzError) as err:
+        register_dataset(store, "d", ADULT_CSV, tmp_path / "two.fz", Fraction(1))
+    assert "declares 2 schemas (A, B)" in err.value.diagnostics[0].message
+    (tmp_path / "a.fz").write_text(ADULT_SCHEMA)
+    with pytest.raises(FuzzError) as err:
+        register_dataset(store, "d", ADULT_CSV, tmp_path / "a.fz", None)
+    assert "has no cap yet" in err.value.diagnostics[0].message
+
+
+def test_checking_longer_than_the_limit_is_refused_without_reading_or_charging(tmp_path):
+    store = SqliteStore(tmp_path / "l.sqlite")
+    (tmp_path / "a.fz").write_text(ADULT_SCHEMA)
+    register_dataset(store, "adult", ADULT_CSV, tmp_path / "a.fz", Fraction(1))
+    add_analyst(store, "ann", caps={"adult": Fraction(1)})
+    service = Service(store)
+    service.limits.check_seconds = 1e-4
+    with pytest.raises(RequestError) as err:
+        service.run(store.analysts()[0], ProgramRequest((ROOT / "examples" / "decision_tree.fz").read_text(),
+                                                        datasets=["adult"], budget="1"))
+    assert err.value.status == 422 and err.value.diagnostic.code == "E1008"
+    assert store.entries("dataset:adult") == []
+
+
+def test_serve_without_the_serve_extra_is_a_clear_error():
+    code = ("import sys; sys.modules['fastapi'] = None; sys.argv = ['fuzzpy', 'serve'];"
+            "from fuzzpy.interfaces.cli import main; main()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    assert "error[E1020]" in out.stderr and 'pip install "fuzzpy[serve]"' in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_the_curator_commands_register_and_list(tmp_path):
+    ledger = str(tmp_path / "l.sqlite")
+    (tmp_path / "a.fz").write_text(ADULT_SCHEMA)
+    added = fuzzpy_cli("dataset", "add", "adult", "--data", str(ADULT_CSV), "--schema", str(tmp_path / "a.fz"),
+                       "--cap", "2/3", "--ledger", ledger)
+    assert added.returncode == 0 and "cap 2/3" in added.stdout
+    token = fuzzpy_cli("analyst", "add", "ann", "--cap", "adult=0.5", "--ledger", ledger)
+    assert token.returncode == 0 and token.stdout.startswith("fzp_") and hash_token(token.stdout.strip()) in token.stderr
+    listed = fuzzpy_cli("dataset", "list", "--ledger", ledger)
+    assert "adult: cap 2/3, spent 0.0, remaining 2/3" in listed.stdout and "ann: cap 0.5" in listed.stdout
+    bad = fuzzpy_cli("analyst", "add", "ann", "--cap", "adult", "--ledger", ledger)
+    assert bad.returncode == 2 and "error[E1017]" in bad.stderr
+    missing = fuzzpy_cli("dataset", "add", "b", "--data", str(tmp_path / "none.csv"), "--schema",
+                         str(tmp_path / "a.fz"), "--cap", "1", "--ledger", ledger)
+    assert missing.returncode == 4 and "error[E0501]" in missing.stderr
