@@ -690,7 +690,8 @@ def test_the_json_output_has_no_data_dependent_metadata(tmp_path):
     assert res.exit_code == 0
     out = json.loads(res.stdout)
     assert set(out) == {"file", "entry", "epsilon", "epsilon_exact", "budget", "budget_exact", "seeded", "warning",
-                        "ledger", "ok", "releases", "result"}
+                        "ledger", "ok", "releases", "result", "delta", "delta_exact", "pure", "rho", "rho_exact",
+                        "rho_budget", "rho_budget_exact"}
     (rel,) = out["releases"]
     assert set(rel) == {"name", "keys", "mechanism", "location", "source", "epsilon", "epsilon_exact", "scale",
                         "scale_exact", "accuracy", "value"}
