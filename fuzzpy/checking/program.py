@@ -53,8 +53,12 @@ class InputReport:
 
     @property
     def rho(self) -> Any:
-        """The zCDP rho of all releases (Fraction or INF)."""
-        return INF if INF in (self.rho_gauss, self.rho_pure) else self.rho_gauss + self.rho_pure
+        """The zCDP rho of all releases (Fraction or INF).  The pure releases are epsilon-DP
+        together, hence epsilon^2/2-zCDP, when that is below their channel-z bound."""
+        if INF in (self.rho_gauss, self.rho_pure):
+            return INF
+        pure = self.rho_pure if self.epsilon == INF else min(self.rho_pure, self.epsilon ** 2 / 2)
+        return self.rho_gauss + pure
 
 
 @dataclass

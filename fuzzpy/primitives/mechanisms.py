@@ -279,8 +279,9 @@ def _gaussian(ctx, args, span):
     cost = gaussian_cost(ctx, rho, dist, sens, span)
     sigma2 = sens ** 2 / (2 * rho)
     sigma = _sqrt_upper(sigma2)
+    dimension = len(shape.items) if isinstance(shape, Tensor) else 1
     ctx.record_mechanism("gaussian", span, sens, Fraction(0), sigma, cost,
-                         {"rho": rho if sens else Fraction(0), "sigma2": sigma2})
+                         {"rho": rho if sens else Fraction(0), "sigma2": sigma2, "dimension": dimension})
     info = {"sensitivity": sens, "rho": rho, "sigma": sigma, "sigma2": sigma2,
             "charged_rho": rho if sens else Fraction(0), "scale": sigma}
     return Result(Fuzzy(shape), cost, info=info)
