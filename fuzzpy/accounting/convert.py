@@ -66,7 +66,7 @@ def _certify(delta_upper: Callable[[float], float], delta: Fraction, start: floa
                 lo = mid
             else:
                 hi = mid
-            if hi - lo <= 1e-11 * max(1.0, hi):
+            if hi - lo <= 2e-10 * max(1.0, hi):
                 break
     eps = ceil_fraction(hi)
     for _ in range(10_000):
@@ -156,7 +156,7 @@ def epsilon_at_delta(loss: ProvenLoss, delta: Fraction | float) -> Conversion:
     if gauss is not None:
         mu, flag = gauss
         if flag < float(d):
-            if loss.epsilon != math.inf and not loss.is_pure():
+            if loss.epsilon not in (0, math.inf) and not loss.is_pure():
                 cands.append(("pure epsilon (randomized response) with GDP",
                               _pure_gdp(Fraction(loss.epsilon), mu, flag, d)))
             if loss.laplace is not None and loss.epsilon != 0:
