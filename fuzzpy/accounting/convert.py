@@ -1,0 +1,225 @@
+"""From a ProvenLoss to certified (epsilon, delta) and zCDP figures, and the ledger's caps.
+
+Every bound here is valid for every ProvenLoss it is applied to (docs/privacy-notions.md says
+why); `epsilon_at_delta` returns the smallest. Each is found in floats and then certified: the
+delta at the returned epsilon is re-evaluated with outward margins (mpmath at 40 digits for the
+closed forms; the PLD's error bound for the lattice ones) and epsilon is stepped up until the
+re-evaluated delta is at most the target."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+import mpmath
+
+from ._num import CERT_DPS, CERT_MARGIN, EPS_DENOMINATOR, ceil_fraction, check_delta, mpf
+from .gaussian import (DiscreteGaussianSlack, discrete_gaussian_slack, gdp_delta_float)
+from .loss import Inventory, ProvenLoss
+from .pld import LatticePld, inventory_pld, laplace_pld, rr_pld
+from .rdp import zcdp_epsilon
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """epsilon at delta, the method that gave it, and every valid bound that was computed."""
+
+    epsilon: Fraction | float
+    method: str
+    delta: Fraction
+    candidates: tuple[tuple[str, Fraction | float], ...] = ()
+
+
+def rho_of(loss: ProvenLoss) -> Fraction:
+    """The zCDP rho of the whole loss: pure releases count eps^2/2 (Bun & Steinke 2016,
+    Proposition 3.3), the discrete Gaussians their mu^2/2 (Canonne, Kamath & Steinke 2020)."""
+    return loss.pure_rho + loss.gauss_rho
+
+
+# --- search and certification ---------------------------------------------------------------
+
+def _target(delta: Fraction) -> float:
+    """float(delta) rounded down."""
+    t = float(delta)
+    return math.nextafter(t, 0.0) if Fraction(t) > delta else t
+
+
+def _certify(delta_upper: Callable[[float], float], delta: Fraction, start: float,
+             cert: Callable[[Fraction], bool] | None = None) -> Fraction | float:
+    """Smallest epsilon (on the 1e-9 grid, from a float bisection) whose certified delta is
+    at most `delta`. `delta_upper` is non-increasing in epsilon and already an upper bound."""
+    target = _target(delta)
+    lo, hi = 0.0, max(start, 1e-6)
+    if delta_upper(0.0) <= target:
+        hi = 0.0
+    else:
+        while delta_upper(hi) > target:
+            lo, hi = hi, hi * 2
+            if hi > 1e7:
+                return math.inf
+        for _ in range(100):
+            mid = (lo + hi) / 2
+            if delta_upper(mid) > target:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 2e-10 * max(1.0, hi):
+                break
+    eps = ceil_fraction(hi)
+    for _ in range(10_000):
+        ok = cert(eps) if cert is not None else \
+            delta_upper(math.nextafter(float(eps), 0.0)) <= target
+        if ok:
+            return eps
+        eps += max(Fraction(1, EPS_DENOMINATOR), eps / 10**6)
+    return math.inf
+
+
+# --- the candidate bounds --------------------------------------------------------------------
+
+@lru_cache(maxsize=256)
+def _slack(sigma: Fraction, budget: Fraction, delta: Fraction) -> DiscreteGaussianSlack | None:
+    return discrete_gaussian_slack(sigma, float(budget) * (1 + 1e-15), float(delta))
+
+
+def _gauss_part(loss: ProvenLoss, delta: Fraction) -> tuple[float, float] | None:
+    """(mu, flag) of the Gaussian part when its GDP domination is available, (0, 0) when there is
+    no Gaussian release, None when only zCDP may be used for it."""
+    if loss.gauss_rho == 0:
+        return 0.0, 0.0
+    if loss.gauss_grid_sigma is None:
+        return None
+    slack = _slack(loss.gauss_grid_sigma, 2 * loss.gauss_rho, delta)
+    if slack is None:
+        return None
+    mu = slack.kappa * math.sqrt(float(2 * loss.gauss_rho)) * (1 + 1e-15)
+    return mu, slack.flag
+
+
+def _flagged(flag: float, inner: Callable[[float], float]) -> Callable[[float], float]:
+    return lambda e: flag + (1 - flag) * min(1.0, inner(e))
+
+
+def _pure_gdp(eps_p: Fraction, mu: float, flag: float, delta: Fraction) -> Fraction | float:
+    """RR(eps_p) (dominates every eps_p-DP part) composed with flagged mu-GDP."""
+    e = float(eps_p)
+    p = 1 / (1 + math.exp(-e))
+
+    def upper(x: float) -> float:
+        return flag + (1 - flag) * (p * gdp_delta_float(mu, x - e)
+                                    + (1 - p) * gdp_delta_float(mu, x + e)) * (1 + 1e-9)
+
+    def cert(eps: Fraction) -> bool:
+        with mpmath.workdps(CERT_DPS):
+            m, ep, x = mpmath.mpf(mu), mpf(eps_p), mpf(eps)
+            pp = 1 / (1 + mpmath.exp(-ep))
+
+            def d(t: mpmath.mpf) -> mpmath.mpf:
+                return mpmath.ncdf(-t / m + m / 2) - mpmath.exp(t) * mpmath.ncdf(-t / m - m / 2)
+            value = mpmath.mpf(flag) + (1 - mpmath.mpf(flag)) * (pp * d(x - ep) + (1 - pp) * d(x + ep))
+            return value + CERT_MARGIN <= mpf(delta)
+
+    start = e + mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / float(delta)))
+    return _certify(upper, delta, start, cert)
+
+
+@lru_cache(maxsize=64)
+def _inventory(kind: str, entries: Inventory) -> LatticePld:
+    return inventory_pld(entries, laplace_pld if kind == "laplace" else rr_pld)
+
+
+def _pld_gdp(kind: str, entries: Inventory, mu: float, flag: float,
+             delta: Fraction) -> Fraction | float:
+    pld = _inventory(kind, entries)
+    inner = (lambda e: pld.delta_with_gaussian(e, mu)) if mu > 0 else pld.delta_pure
+    upper = _flagged(flag, inner)
+    total = float(sum(e * c for e, c in entries))
+    start = min(total, 1.0) + mu * mu / 2 + (mu + math.sqrt(total)) * math.sqrt(
+        2 * math.log(1 / float(delta)))
+    return _certify(upper, delta, start)
+
+
+def epsilon_at_delta(loss: ProvenLoss, delta: Fraction | float) -> Conversion:
+    """The smallest certified epsilon at `delta` among the bounds valid for `loss`.
+
+    delta must be in (0, 1) (ValueError otherwise: with delta = 0, use `loss.epsilon`, which is
+    the answer when `loss.is_pure()` and infinity otherwise)."""
+    d = check_delta(delta)
+    cands: list[tuple[str, Fraction | float]] = []
+    if loss.is_pure():
+        cands.append(("pure epsilon", loss.epsilon))
+    cands.append(("zCDP (rho = pure_rho + gauss_rho)", zcdp_epsilon(rho_of(loss), d)))
+    gauss = _gauss_part(loss, d)
+    if gauss is not None:
+        mu, flag = gauss
+        if flag < float(d):
+            if loss.epsilon not in (0, math.inf) and not loss.is_pure():
+                cands.append(("pure epsilon (randomized response) with GDP",
+                              _pure_gdp(Fraction(loss.epsilon), mu, flag, d)))
+            if loss.laplace is not None and loss.epsilon != 0:
+                cands.append(("discrete Laplace PLD" + (" with GDP" if mu else ""),
+                              _pld_gdp("laplace", loss.laplace, mu, flag, d)))
+            if loss.pure is not None and loss.epsilon != 0:
+                cands.append(("optimal composition (KOV)" + (" with GDP" if mu else ""),
+                              _pld_gdp("pure", loss.pure, mu, flag, d)))
+            if loss.epsilon == 0:
+                cands.append(("analytic Gaussian (GDP)", _gdp_only(mu, flag, d)))
+    method, eps = min(cands, key=lambda c: c[1])
+    return Conversion(eps, method, d, tuple(cands))
+
+
+def _gdp_only(mu: float, flag: float, delta: Fraction) -> Fraction | float:
+    return _pure_gdp(Fraction(0), mu, flag, delta)
+
+
+def delta_at_epsilon_gdp(mu: Fraction, epsilon: Fraction) -> mpmath.mpf:
+    """Certified upper bound on the delta of mu-GDP at epsilon (for reports and tests)."""
+    from .gaussian import gdp_delta_upper
+    return gdp_delta_upper(mu, epsilon)
+
+
+# --- caps for the ledger ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EpsilonCap:
+    """A cap of epsilon at delta; delta = 0 is a pure-epsilon cap."""
+
+    epsilon: Fraction
+    delta: Fraction = Fraction(0)
+
+
+@dataclass(frozen=True)
+class RhoCap:
+    """A cap in zCDP rho."""
+
+    rho: Fraction
+
+
+def compose(history: Iterable[ProvenLoss]) -> ProvenLoss:
+    """The sequential (adaptive) composition of a history of charges."""
+    total = ProvenLoss()
+    for charge in history:
+        total = total.add(charge)
+    return total
+
+
+def spent(history: Iterable[ProvenLoss], cap: EpsilonCap | RhoCap) -> Fraction | float:
+    """What a history has spent, in the cap's unit: rho for a RhoCap; for an EpsilonCap the
+    certified epsilon at its delta (its pure epsilon when delta = 0, infinite if any charge is
+    Gaussian). Histories mixing pure and Gaussian charges compose before converting: never
+    add epsilons converted separately at the same delta (that would spend the delta twice)."""
+    total = compose(history)
+    if isinstance(cap, RhoCap):
+        return rho_of(total)
+    if cap.delta == 0:
+        return total.epsilon if total.is_pure() else math.inf
+    return epsilon_at_delta(total, cap.delta).epsilon
+
+
+def fits(history: Iterable[ProvenLoss], cap: EpsilonCap | RhoCap) -> bool:
+    """True when the history (including a charge about to be made) stays within the cap."""
+    limit = cap.rho if isinstance(cap, RhoCap) else cap.epsilon
+    return spent(history, cap) <= limit
