@@ -60,6 +60,7 @@ class CheckReport:
     entry_type: Optional[Type] = None
     timings: dict[str, float] = field(default_factory=dict)
     lp_solves: int = 0
+    instances: int = 0  # function instances checked (each a check of a body): the checker's work
     growth: Any = Fraction(1)  # the largest table the program builds, in multiples of its inputs' rows
     pragma_budget: Optional[Fraction] = None
     budget: Optional[Fraction] = None  # the effective budget, set by the interface
@@ -157,7 +158,9 @@ def _check_inner(source: str, file: str, params: dict[str, str], entry: str | No
     t1 = time.perf_counter()
     solves0 = LP_STATS["solves"]
     decls = [d for m in modules for d in m.decls]
-    _ProgramChecker(report, decls, params, entry).run()
+    program = _ProgramChecker(report, decls, params, entry)
+    program.run()
+    report.instances = getattr(getattr(program, "checker", None), "instance_count", 0)
     report.timings["check"] = time.perf_counter() - t1
     report.lp_solves = LP_STATS["solves"] - solves0
     return report
