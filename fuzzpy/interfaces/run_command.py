@@ -202,7 +202,7 @@ class _Run:
 
         o = self.opts
         rng = RandomSource.seeded(o.seed) if o.seed is not None else RandomSource()
-        handle = start_run(self.report.entry_instance, tables, rng)
+        handle = start_run(self.report.entry_instance, tables, rng, user_file=self.report.file)
         try:
             _wait_with_progress(handle, self.report.entry)
             result = handle.result()
@@ -250,11 +250,11 @@ class _Run:
         if self.opts.fmt == "json":
             typer.echo(dumps({**self.header_json(), "ok": False, "stage": "run",
                               "diagnostics": [d.to_json() for d in diags],
-                              "releases": [release_json(r, self.report.sources) for r in releases]}, indent=2))
+                              "releases": self.releases_json(releases)}, indent=2))
         elif releases:
             typer.echo("released before the failure (charged):")
-            for r in releases:
-                typer.echo("  " + release_text(r, self.report.sources))
+            for line in self.releases_text(releases):
+                typer.echo("  " + line)
         return EXIT_RUNTIME
 
     def emit_released(self, result: Any) -> bool:
@@ -277,15 +277,30 @@ class _Run:
         inner = getattr(report.entry_type, "inner", None)
         if self.opts.fmt == "json":
             typer.echo(dumps({**self.header_json(), "ok": True,
-                              "releases": [release_json(r, report.sources) for r in result.releases],
+                              "releases": self.releases_json(result.releases),
                               "result": value_json(result.value, inner)}, indent=2))
             return
         typer.echo(self.header_text())
         if result.releases:
             typer.echo("released:")
-            for r in result.releases:
-                typer.echo("  " + release_text(r, report.sources))
+            for line in self.releases_text(result.releases):
+                typer.echo("  " + line)
         typer.echo(f"result: {value_text(result.value, inner)}")
+
+    def releases_text(self, releases: list) -> list[str]:
+        """Named after the user's code, located relative to the program (interfaces/results.py)."""
+        from .results import labels, location
+
+        names = labels(releases, self.report.file, self.report.sources)
+        return [release_text(r, self.report.sources, name, location(r, self.report.file))
+                for r, name in zip(releases, names)]
+
+    def releases_json(self, releases: list) -> list[dict]:
+        from .results import labels, location
+
+        names = labels(releases, self.report.file, self.report.sources)
+        return [{**release_json(r, self.report.sources), "label": name, "where": location(r, self.report.file)}
+                for r, name in zip(releases, names)]
 
     def header_text(self) -> str:
         r = self.report
@@ -437,11 +452,14 @@ def _decimals(acc: Any) -> Optional[int]:
     return max(0, min(10, 2 - math.floor(math.log10(bound))))
 
 
-def release_text(r: Any, sources: dict[str, str]) -> str:
+def release_text(r: Any, sources: dict[str, str], label: Optional[str] = None, where: Optional[str] = None) -> str:
     value = value_text(r.value, None, _decimals(r.accuracy))
     words = "; ".join(w for w in (f"epsilon {show(r.epsilon)}", accuracy_words(r.accuracy, r.value)) if w)
-    where = f"  [{r.span.file}:{r.span.line}]" if r.span is not None else ""
-    return f"{release_label(r, sources)} = {value}  ({words}){where}"
+    if where is None:
+        where = f"{r.span.file}:{r.span.line}" if r.span is not None else None
+    else:
+        where = where.rsplit(":", 1)[0]  # file:line
+    return f"{label or release_label(r, sources)} = {value}  ({words})" + (f"  [{where}]" if where else "")
 
 
 def release_json(r: Any, sources: dict[str, str]) -> dict:

@@ -58,6 +58,9 @@ class RunState:
     named: int = 0                                    # releases below this index have a name
     row_calls: Optional[int] = None                   # calls one row may still make (row by row)
     fallbacks: int = 0                                # row functions that ran row by row
+    user_file: Optional[str] = None                   # the program's own file: labels come from it
+    sites: list = field(default_factory=list)         # calls in user_file being run, innermost last
+    user_named: int = 0                               # releases below this index have a user name
 
 
 class Context:
@@ -85,8 +88,9 @@ class Context:
     def record_release(self, mechanism: str, value: Any, epsilon: Fraction, scale: Fraction,
                        accuracy: Any, **extra: Any) -> None:
         state = self.interp.state
+        site = state.sites[-1] if state.sites else None
         state.releases.append(ReleaseRecord(mechanism, self.span, Fraction(epsilon), Fraction(scale), accuracy,
-                                            value, None, tuple(state.keys), dict(extra)))
+                                            value, None, tuple(state.keys), dict(extra), site))
 
     @contextmanager
     def labelled(self, key: str) -> Iterator[None]:
@@ -104,10 +108,12 @@ class Context:
 class Bind(Distribution):
     """`sample pattern = bound; body`, not yet run."""
 
-    __slots__ = ("interp", "node", "env")
+    __slots__ = ("interp", "node", "env", "site")
 
     def __init__(self, interp: "Interpreter", node: I.ISample, env: dict):
         self.interp, self.node, self.env = interp, node, env
+        sites = interp.state.sites
+        self.site = sites[-1] if sites else None  # drawn later: the user's call that built it
 
     def sample(self, ctx: Any) -> Any:
         dist: Any = self
@@ -115,7 +121,13 @@ class Bind(Distribution):
             interp, node, env = dist.interp, dist.node, dist.env
             state = interp.state
             before = len(state.releases)
-            value = interp.draw(interp.eval(node.bound, env))
+            if dist.site is not None:
+                state.sites.append(dist.site)
+            try:
+                value = interp.draw(interp.eval(node.bound, env))
+            finally:
+                if dist.site is not None:
+                    state.sites.pop()
             label = pattern_label(node.pattern)  # releases made while drawing `bound` are this binding's
             # Inner bindings named theirs already (all releases below `named` have a name), so
             # a chain of n nested samples labels n releases, not n^2.
@@ -123,6 +135,10 @@ class Bind(Distribution):
                 if rec.name is None:
                     rec.name = label
             state.named = len(state.releases)
+            if state.user_file is not None and node.span is not None and node.span.file == state.user_file:
+                for rec in state.releases[max(before, state.user_named):]:  # the user's name wins
+                    rec.user_name = label
+                state.user_named = len(state.releases)
             dist = interp.eval(node.body, bind(env, node.pattern, value))
         return self.interp.draw(dist)
 
@@ -350,10 +366,15 @@ class Interpreter:
             if state.row_calls < 0:
                 raise RunFailure(f"a row made more than {limits.ROW_CALLS} calls", node.span)
         state.depth += 1
+        site = node.span is not None and node.span.file == state.user_file
+        if site:
+            state.sites.append(node.span)
         try:
             return self.eval(inst.body, dict(zip(inst.params, args)))
         finally:
             state.depth -= 1
+            if site:
+                state.sites.pop()
 
     def prim(self, node: I.IPrim) -> Primitive:
         prim = self._prims.get(node.name)
@@ -471,12 +492,15 @@ class RunHandle:
         return self._box["result"]
 
 
-def start_run(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True) -> RunHandle:
-    return RunHandle(instance, tables, RunState(rng, vectorise)).start()
+def start_run(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True,
+              user_file: Optional[str] = None) -> RunHandle:
+    """`user_file`: the program's own file, whose calls and `sample` names label the releases."""
+    return RunHandle(instance, tables, RunState(rng, vectorise, user_file=user_file)).start()
 
 
-def run_program(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True) -> RunResult:
+def run_program(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True,
+                user_file: Optional[str] = None) -> RunResult:
     """Run to completion on a large-stack thread; re-raises whatever the run raised."""
-    handle = start_run(instance, tables, rng, vectorise=vectorise)
+    handle = start_run(instance, tables, rng, vectorise=vectorise, user_file=user_file)
     handle.wait()
     return handle.result()
