@@ -298,10 +298,19 @@ class _ProgramChecker:
         out: dict[str, Val] = {}
         scratch = Checker({}, resolver, {})
         for name, d in declared.items():
+            if name in self.cli_params:
+                try:
+                    out[name] = self.param_value(name, d, parse_expr(self.cli_params[name], f"--param {name}"),
+                                                 scratch, resolver)
+                    continue
+                except FuzzError as exc:
+                    self.error(_malformed_param(name, d, self.cli_params[name], exc, resolver))
+                    if d.default is None:
+                        continue
+                    # Checked on with the declared default, so the program's uses of the
+                    # parameter do not cascade into further errors (the report is not ok).
             try:
-                if name in self.cli_params:
-                    expr = parse_expr(self.cli_params[name], f"--param {name}")
-                elif d.default is not None:
+                if d.default is not None:
                     expr = d.default
                 else:
                     raise FuzzError(Diagnostic("E0211", f"parameter '{name}' has no value", d.span,
@@ -483,3 +492,30 @@ def _unique(records: list[MechanismRecord]) -> list[MechanismRecord]:
 
 
 
+
+
+def _malformed_param(name: str, d: A.ParamDecl, text: str, exc: FuzzError, resolver: Any) -> FuzzError:
+    """A --param value that is not a constant of the parameter's type says so: "abc" is a
+    malformed value, not an unknown name to correct."""
+    diag = exc.diagnostics[0]
+    if diag.code == "E0702":
+        return exc
+    want = resolver.resolve(d.type)
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    return FuzzError(Diagnostic("E0702", f"malformed value for --param {name}: '{shown}' is not a {want}", None,
+                                [f"parameter '{name}' is declared at {d.span} as {want}; pass a literal such as "
+                                 + _example_literal(want).replace("NAME", name), f"(reading it gave: {diag.message})"]))
+
+
+def _example_literal(t: Any) -> str:
+    from .types import Bool, ListT, Str
+
+    if isinstance(t, Num):
+        return f"--param NAME={t.lo if t.lo is not None else (1 if t.integer else 0.5)}"
+    if isinstance(t, Bool):
+        return "--param NAME=true"
+    if isinstance(t, Str):
+        return '--param NAME=\'"text"\' (quoted)'
+    if isinstance(t, ListT):
+        return "--param NAME='[1, 2, 3]'"
+    return "a constant of that type"

@@ -129,7 +129,8 @@ def _mount_optional() -> None:
     import importlib
 
     for module, attr, kind in [("run_command", "register", "fn"), ("ledger_commands", "ledger_app", "typer"),
-                               ("lsp_command", "register", "fn"), ("audit_command", "register", "fn")]:
+                               ("lsp_command", "register", "fn"), ("audit_command", "register", "fn"),
+                               ("analyst_commands", "register", "fn")]:
         try:
             mod = importlib.import_module(f"{__package__}.{module}")
         except ModuleNotFoundError as exc:

@@ -51,18 +51,20 @@ def run(
     seed: Optional[int] = typer.Option(None, "--seed", help="TESTING ONLY: reproducible noise, no privacy, no ledger."),
     ledger: Optional[Path] = typer.Option(None, "--ledger", readable=False,  # unreadable: the ledger's E0602
                                           help="Ledger file (default: $FUZZPY_LEDGER or ~/.fuzzpy/ledger.sqlite)."),
-    fmt: str = typer.Option("text", "--format", help="text or json."),
+    fmt: str = typer.Option("text", "--format", help="text, json or csv (one row per released value)."),
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the released numbers with their accuracy "
+                                                             "as error bars into this PNG (needs matplotlib)."),
 ) -> None:
     """Check a program, charge its epsilon, run it over the data and print the released values."""
     from .cli import parse_budget, parse_params
 
-    if fmt not in ("text", "json"):
-        raise _usage("E0701", f"--format must be text or json, got '{fmt}'")
+    if fmt not in ("text", "json", "csv"):
+        raise _usage("E0701", f"--format must be text, json or csv, got '{fmt}'")
     if seed is not None and ledger is not None:
         raise _usage("E0603", "--seed and --ledger cannot be used together: a seeded run is not private, so it is "
                      "never recorded in a ledger")
-    opts = _Options(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry)
+    opts = _Options(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry, plot)
     raise typer.Exit(_Run(opts).execute())
 
 
@@ -92,6 +94,7 @@ class _Options:
     ledger: Optional[Path]
     fmt: str
     entry: str
+    plot: Optional[Path] = None
 
 
 @dataclass
@@ -218,6 +221,14 @@ class _Run:
         problem = self.finish("released") if self.charges else None
         if not self.emit_released(result):
             return EXIT_RUNTIME
+        if self.opts.plot is not None and result.releases:
+            from .plot import plot_releases
+
+            try:
+                plot_releases(self.release_rows(result.releases), self.opts.plot, f"{self.report.file} ({self.report.entry})")
+            except FuzzError as exc:
+                print_diagnostics(exc.diagnostics)
+                return EXIT_USAGE
         if problem is not None:
             print_diagnostics(problem.diagnostics)
             return EXIT_RUNTIME
@@ -278,7 +289,12 @@ class _Run:
         if self.opts.fmt == "json":
             typer.echo(dumps({**self.header_json(), "ok": True,
                               "releases": self.releases_json(result.releases),
-                              "result": value_json(result.value, inner)}, indent=2))
+                              "result": value_json(result.value, inner), "spending": self.spending_json()}, indent=2))
+            return
+        if self.opts.fmt == "csv":
+            typer.echo(self.releases_csv(result.releases), nl=False)
+            for line in self.spending_text():
+                typer.echo(line, err=True)
             return
         typer.echo(self.header_text())
         if result.releases:
@@ -286,6 +302,56 @@ class _Run:
             for line in self.releases_text(result.releases):
                 typer.echo("  " + line)
         typer.echo(f"result: {value_text(result.value, inner)}")
+        for line in self.spending_text():
+            typer.echo(line)
+
+    def spending_text(self) -> list[str]:
+        """Each charged dataset's total spent and its cap, after this run (docs/ledger.md)."""
+        out = []
+        for entry in self.spending_json():
+            head = f"ledger: {entry['files']} has spent {entry['spent']} in total"
+            out.append(head + (f" of its cap {entry['cap']} ({entry['remaining']} left)" if entry["cap"] is not None
+                               else "; it has no cap (set one with fuzzpy ledger set-cap)"))
+        return out
+
+    def spending_json(self) -> list[dict]:
+        if self.book is None:
+            return []
+        out = []
+        for c in self.charges:
+            spent, cap = self.book.spent(c.dataset), self.book.cap(c.dataset)
+            out.append({"files": ", ".join(c.files), "spent": show(spent), "cap": None if cap is None else show(cap),
+                        "remaining": None if cap is None else show(max(cap - spent, 0))})
+        return out
+
+    def release_rows(self, releases: list) -> list[dict]:
+        import csv
+        import io
+
+        rows = list(csv.DictReader(io.StringIO(self.releases_csv(releases))))
+        for row, js in zip(rows, self.releases_json(releases)):
+            row["value"] = js["value"]
+            row["low"] = float(row["low"]) if row["low"] else ""
+            row["high"] = float(row["high"]) if row["high"] else ""
+        return rows
+
+    def releases_csv(self, releases: list) -> str:
+        """label,key,value,epsilon,low,high,accuracy,where: one row per released value."""
+        import csv
+        import io
+
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["label", "key", "value", "epsilon", "low", "high", "accuracy", "where"])
+        for rel, js in zip(releases, self.releases_json(releases)):
+            acc = js["accuracy"] or {}
+            value = js["value"]
+            low = high = ""
+            if acc.get("what", "").startswith("|noise|") and isinstance(value, (int, float)) and not isinstance(value, bool):
+                low, high = value - acc["bound"], value + acc["bound"]
+            w.writerow([js["label"], "/".join(rel.keys), value if not isinstance(value, (list, dict)) else dumps(value),
+                        js["epsilon"], low, high, acc.get("words", ""), js["where"] or ""])
+        return buf.getvalue()
 
     def releases_text(self, releases: list) -> list[str]:
         """Named after the user's code, located relative to the program (interfaces/results.py)."""

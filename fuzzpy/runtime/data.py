@@ -478,8 +478,8 @@ def _select_columns(cols: list[pa.ChunkedArray], schema: Schema, table: str, pat
     if len(first) == len(names):
         return dict(zip(names, cols))
     raise error("E0505", f"data file '{path}' has {len(first)} fields per row and no header "
-                         f"naming all the columns of table '{table}' ({', '.join(names)}), which "
-                         f"declares {len(names)} columns",
+                         f"naming all the columns of table '{table}' (schema {schema.name}: {', '.join(names)}), "
+                         f"which declares {len(names)} columns",
                 None, "give a header row with the column names, or exactly one field "
                       "per declared column, in declared order")
 

@@ -66,12 +66,14 @@ class RunState:
 class Context:
     """The RunContext of one primitive call (see primitives/registry.py)."""
 
-    __slots__ = ("interp", "info", "span")
+    __slots__ = ("interp", "info", "span", "site")
 
     def __init__(self, interp: "Interpreter", info: dict, span: Optional[Span]):
         self.interp = interp
         self.info = info
         self.span = span
+        sites = interp.state.sites
+        self.site = sites[-1] if sites else None  # a mechanism may be drawn after its call returned
 
     @property
     def rng(self) -> Any:
@@ -88,7 +90,7 @@ class Context:
     def record_release(self, mechanism: str, value: Any, epsilon: Fraction, scale: Fraction,
                        accuracy: Any, **extra: Any) -> None:
         state = self.interp.state
-        site = state.sites[-1] if state.sites else None
+        site = state.sites[-1] if state.sites else self.site
         state.releases.append(ReleaseRecord(mechanism, self.span, Fraction(epsilon), Fraction(scale), accuracy,
                                             value, None, tuple(state.keys), dict(extra), site))
 
@@ -115,31 +117,36 @@ class Bind(Distribution):
         sites = interp.state.sites
         self.site = sites[-1] if sites else None  # drawn later: the user's call that built it
 
+    @staticmethod
+    def _label(state: Any, node: I.ISample, before: int) -> None:
+        label = pattern_label(node.pattern)  # releases made while drawing `bound` are this binding's
+        # Inner bindings named theirs already (all releases below `named` have a name), so
+        # a chain of n nested samples labels n releases, not n^2.
+        for rec in state.releases[max(before, state.named):]:
+            if rec.name is None:
+                rec.name = label
+        state.named = len(state.releases)
+        if state.user_file is not None and node.span is not None and node.span.file == state.user_file:
+            for rec in state.releases[max(before, state.user_named):]:  # the user's name wins
+                rec.user_name = label
+            state.user_named = len(state.releases)
+
     def sample(self, ctx: Any) -> Any:
         dist: Any = self
         while isinstance(dist, Bind):  # a loop, not recursion: long sample chains stay flat
             interp, node, env = dist.interp, dist.node, dist.env
             state = interp.state
             before = len(state.releases)
-            if dist.site is not None:
-                state.sites.append(dist.site)
+            site = dist.site
+            if site is not None:  # Binds built below (the rest of a chain) keep the user's call
+                state.sites.append(site)
             try:
                 value = interp.draw(interp.eval(node.bound, env))
+                self._label(state, node, before)
+                dist = interp.eval(node.body, bind(env, node.pattern, value))
             finally:
-                if dist.site is not None:
+                if site is not None:
                     state.sites.pop()
-            label = pattern_label(node.pattern)  # releases made while drawing `bound` are this binding's
-            # Inner bindings named theirs already (all releases below `named` have a name), so
-            # a chain of n nested samples labels n releases, not n^2.
-            for rec in state.releases[max(before, state.named):]:
-                if rec.name is None:
-                    rec.name = label
-            state.named = len(state.releases)
-            if state.user_file is not None and node.span is not None and node.span.file == state.user_file:
-                for rec in state.releases[max(before, state.user_named):]:  # the user's name wins
-                    rec.user_name = label
-                state.user_named = len(state.releases)
-            dist = interp.eval(node.body, bind(env, node.pattern, value))
         return self.interp.draw(dist)
 
 

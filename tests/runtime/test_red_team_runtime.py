@@ -693,5 +693,5 @@ def test_the_json_output_has_no_data_dependent_metadata(tmp_path):
                         "ledger", "ok", "releases", "result"}
     (rel,) = out["releases"]
     assert set(rel) == {"name", "keys", "mechanism", "location", "source", "epsilon", "epsilon_exact", "scale",
-                        "scale_exact", "accuracy", "value"}
+                        "scale_exact", "accuracy", "value", "label", "where"}
     assert res.stderr == ""  # no progress line, no warning on a quick real run
