@@ -693,7 +693,9 @@ def test_the_json_output_has_no_data_dependent_metadata(tmp_path):
     assert res.exit_code == 0
     out = json.loads(res.stdout)
     assert set(out) == {"file", "entry", "epsilon", "epsilon_exact", "budget", "budget_exact", "seeded", "warning",
-                        "ledger", "ok", "releases", "result"}
+                        "ledger", "ok", "releases", "result", "spending"}
+    # The ledger's totals: sums of epsilons charged by programs, not of anything in the data.
+    assert out["spending"] == [{"files": str(data(tmp_path, ROW_A)), "spent": "1", "cap": None, "remaining": None}]
     (rel,) = out["releases"]
     assert set(rel) == {"name", "keys", "mechanism", "location", "source", "epsilon", "epsilon_exact", "scale",
                         "scale_exact", "accuracy", "value", "label", "where"}
