@@ -95,6 +95,8 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         self.deferred = 0  # inside a `sample` (bound or rest): evaluated when drawn, not now
         self.instance_count = 0
         self.widened: list[tuple[str, Span]] = []
+        self.speculative_checks: dict[str, int] = {}  # instances checked under speculation, per function
+        self.widened_lists: list[tuple[str, Span]] = []  # rule Widen, breadth: where lists were forgotten
         self.primitive_risk: list[Dist] = []  # risk of the functions a primitive's rule checked
         self.primitive_growth: list[Coef] = []  # their growth relative to what they are applied to
         self._shapes: dict[int, Any] = {}  # counting.py: each declaration's rule Count shape

@@ -229,7 +229,8 @@ class ExpressionRules:
         nil = self.branch(arms["nil"].body, env)
         # Head and tail are the two components of a tensor: d(h) + d(t) <= d(list).
         since = len(self.splits)
-        hd, td = self.split(scrut.dist, ["head", "tail"], [elem, scrut.type])
+        # A public list (distance 0 everywhere) has public parts: nothing to split.
+        hd, td = self.split(scrut.dist, ["head", "tail"], [elem, scrut.type]) if scrut.dist else ({}, {})
         hb, hp = self.bind_pattern(cons.patterns[0], Val(elem, hd, I.IVar("_")))
         tb, tp = self.bind_pattern(cons.patterns[1], Val(scrut.type, td, I.IVar("_")))
         consv = self.branch(cons.body, env.extend({**hb, **tb}), since)
@@ -328,6 +329,12 @@ class ExpressionRules:
         if elem is None:
             raise self.fail("E0202", f"cannot put {h.type} into a list of {tl.type.elem}", e.head.span)
         const = (h.const,) + tuple(tl.const) if h.is_const and tl.is_const else NOCONST
-        return Val(ListT(elem), d_add(h.dist, tl.dist), I.ICons(h.ir, tl.ir, span=e.span), const,
+        if const is NOCONST:
+            # A constant side is the same value on neighbouring inputs: distance 0, whatever symbol
+            # it arrived through (a released head on a constant tail stays public: rule Widen).
+            dist = d_add({} if h.is_const else h.dist, {} if tl.is_const else tl.dist)
+        else:
+            dist = d_add(h.dist, tl.dist)
+        return Val(ListT(elem), dist, I.ICons(h.ir, tl.ir, span=e.span), const,
                    risk=r_union(h.risk, tl.risk))
 

@@ -28,7 +28,7 @@ from .effects import FAIL, r_normal, r_presence, r_union
 from .quadratic import CHANNELS, base_of, channel_of, is_shadow, pop_quad, shadow
 from .helpers import _fn_identity, _has_hole, _has_tvar, _hashable, _widen, apply_scale, infinite_part
 from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, d_add, d_substitute, fmt_coef, is_const, substitute
-from .types import MAX_TYPE_SIZE, Fun, Num, Type, holds_choices, holds_tables, is_subtype, type_size
+from .types import MAX_TYPE_SIZE, Fun, ListT, Num, Type, holds_choices, holds_tables, is_subtype, type_size
 from .typeexpr import bind_tvars, match_type, subst_tvars
 from .values import Closure, Env, FnT, FnValue, Opaque, Partial, TopFn, Val
 
@@ -36,6 +36,11 @@ from .values import Closure, Env, FnT, FnValue, Opaque, Partial, TopFn, Val
 # of nested instances before its changing numeric constants are forgotten (rule Widen).
 WIDEN_SPECULATIVE = 256
 WIDEN_MARGIN = 16  # further levels before a chain that no widening closes is refused
+# Instances of one function checked under such branches before the constant lists it is given
+# there are forgotten (rule Widen, breadth): a branch on each element of a public list, each arm
+# calling on with a different constant list, would otherwise check a number of instances that
+# grows exponentially with the recursion's depth (top_k: one list per sequence of winners).
+WIDEN_BREADTH = 48
 # Instances checked in one program, in all (each costs a check of the function's body).
 MAX_INSTANCES = 200_000
 
@@ -167,6 +172,7 @@ class InstanceRules:
         instance more general, so this is always sound (rule Widen)."""
         if not isinstance(fn, TopFn):
             return args
+        args = self._widen_breadth(fn, args, span)
         chain = self.chains.get(fn.decl.name)
         if not chain or self.speculation - chain[0].speculation < WIDEN_SPECULATIVE:
             return args
@@ -186,6 +192,25 @@ class InstanceRules:
                 declared = self.types.resolve(p.type) if p.type is not None else None
                 out.append(_widen(a, declared if isinstance(declared, Num) else None))
                 self.widened.append((fn.decl.name, span))
+            else:
+                out.append(a)
+        return out
+
+    def _widen_breadth(self, fn: TopFn, args: list[Val], span: Span) -> list[Val]:
+        """Rule Widen, breadth: once WIDEN_BREADTH instances of a function have been checked under
+        conditions that are not public constants, the constant lists it is given there are
+        forgotten: the argument becomes a public value that is not a constant (distance 0, as a
+        constant is the same on neighbouring inputs), passed at run time as the constant itself.
+        Numbers are kept: a public counter (the k of top_k) still unrolls exactly; so is the empty
+        list, a single value (whose element type a non-empty list fixes)."""
+        if not self.speculation or self.speculative_checks.get(fn.decl.name, 0) < WIDEN_BREADTH:
+            return args
+        out = []
+        for a in args:
+            if a.is_const and a.fn is None and isinstance(a.type, ListT) and len(a.const) > 0:
+                ir = a.ir if isinstance(a.ir, I.IConst) else I.IConst(a.const, span=a.ir.span)
+                out.append(Val(a.type, {}, ir))
+                self.widened_lists.append((fn.decl.name, span))
             else:
                 out.append(a)
         return out
@@ -292,6 +317,8 @@ class InstanceRules:
                         deferred=self.deferred, fns=key[3])
         self._enter(key, state)
         self.instance_count += 1
+        if self.speculation and name is not None:  # rule Widen, breadth
+            self.speculative_checks[name] = self.speculative_checks.get(name, 0) + 1
         self.current_function = label if isinstance(fn, TopFn) else self.current_function
         try:
             body, symbols = self._check_body(fn, params, param_types, args, summary)

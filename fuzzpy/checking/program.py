@@ -76,6 +76,7 @@ class CheckReport:
     entry_type: Optional[Type] = None
     timings: dict[str, float] = field(default_factory=dict)
     lp_solves: int = 0
+    instances: int = 0  # function instances checked (each a check of a body): the checker's work
     growth: Any = Fraction(1)  # the largest table the program builds, in multiples of its inputs' rows
     pragma_budget: Optional[Fraction] = None
     budget: Optional[Fraction] = None  # the effective budget, set by the interface
@@ -192,7 +193,9 @@ def _check_inner(source: str, file: str, params: dict[str, str], entry: str | No
     t1 = time.perf_counter()
     solves0 = LP_STATS["solves"]
     decls = [d for m in modules for d in m.decls]
-    _ProgramChecker(report, decls, params, entry).run()
+    program = _ProgramChecker(report, decls, params, entry)
+    program.run()
+    report.instances = getattr(getattr(program, "checker", None), "instance_count", 0)
     report.timings["check"] = time.perf_counter() - t1
     report.lp_solves = LP_STATS["solves"] - solves0
     return report
@@ -338,10 +341,19 @@ class _ProgramChecker:
         out: dict[str, Val] = {}
         scratch = Checker({}, resolver, {})
         for name, d in declared.items():
+            if name in self.cli_params:
+                try:
+                    out[name] = self.param_value(name, d, parse_expr(self.cli_params[name], f"--param {name}"),
+                                                 scratch, resolver)
+                    continue
+                except FuzzError as exc:
+                    self.error(_malformed_param(name, d, self.cli_params[name], exc, resolver))
+                    if d.default is None:
+                        continue
+                    # Checked on with the declared default, so the program's uses of the
+                    # parameter do not cascade into further errors (the report is not ok).
             try:
-                if name in self.cli_params:
-                    expr = parse_expr(self.cli_params[name], f"--param {name}")
-                elif d.default is not None:
+                if d.default is not None:
                     expr = d.default
                 else:
                     raise FuzzError(Diagnostic("E0211", f"parameter '{name}' has no value", d.span,
@@ -533,3 +545,30 @@ def _unique(records: list[MechanismRecord]) -> list[MechanismRecord]:
 
 
 
+
+
+def _malformed_param(name: str, d: A.ParamDecl, text: str, exc: FuzzError, resolver: Any) -> FuzzError:
+    """A --param value that is not a constant of the parameter's type says so: "abc" is a
+    malformed value, not an unknown name to correct."""
+    diag = exc.diagnostics[0]
+    if diag.code == "E0702":
+        return exc
+    want = resolver.resolve(d.type)
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    return FuzzError(Diagnostic("E0702", f"malformed value for --param {name}: '{shown}' is not a {want}", None,
+                                [f"parameter '{name}' is declared at {d.span} as {want}; pass a literal such as "
+                                 + _example_literal(want).replace("NAME", name), f"(reading it gave: {diag.message})"]))
+
+
+def _example_literal(t: Any) -> str:
+    from .types import Bool, ListT, Str
+
+    if isinstance(t, Num):
+        return f"--param NAME={t.lo if t.lo is not None else (1 if t.integer else 0.5)}"
+    if isinstance(t, Bool):
+        return "--param NAME=true"
+    if isinstance(t, Str):
+        return '--param NAME=\'"text"\' (quoted)'
+    if isinstance(t, ListT):
+        return "--param NAME='[1, 2, 3]'"
+    return "a constant of that type"

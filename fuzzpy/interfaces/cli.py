@@ -171,7 +171,7 @@ def _mount_optional() -> None:
 
     for module, attr, kind in [("run_command", "register", "fn"), ("ledger_commands", "ledger_app", "typer"),
                                ("lsp_command", "register", "fn"), ("audit_command", "register", "fn"),
-                               ("serve_command", "register", "fn")]:
+                               ("serve_command", "register", "fn"), ("analyst_commands", "register", "fn")]:
         try:
             mod = importlib.import_module(f"{__package__}.{module}")
         except ModuleNotFoundError as exc:

@@ -54,23 +54,25 @@ def run(
     seed: Optional[int] = typer.Option(None, "--seed", help="TESTING ONLY: reproducible noise, no privacy, no ledger."),
     ledger: Optional[Path] = typer.Option(None, "--ledger", readable=False,  # unreadable: the ledger's E0602
                                           help="Ledger file (default: $FUZZPY_LEDGER or ~/.fuzzpy/ledger.sqlite)."),
-    fmt: str = typer.Option("text", "--format", help="text or json."),
+    fmt: str = typer.Option("text", "--format", help="text, json or csv (one row per released value)."),
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
     server: Optional[str] = typer.Option(None, "--server", help="Run on a curator service (URL) instead of local data."),
     dataset: List[str] = typer.Option([], "--dataset", help="With --server: dataset NAME, or PARAMETER=NAME (repeatable)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the released numbers with their accuracy "
+                                                             "as error bars into this PNG (needs matplotlib)."),
 ) -> None:
     """Check a program, charge its epsilon, run it over the data and print the released values."""
     from .cli import parse_budget, parse_delta, parse_params, parse_rho
 
-    if fmt not in ("text", "json"):
-        raise _usage("E0701", f"--format must be text or json, got '{fmt}'")
+    if fmt not in ("text", "json", "csv"):
+        raise _usage("E0701", f"--format must be text, json or csv, got '{fmt}'")
     if server is not None or dataset:
         raise typer.Exit(_run_remote(program, server, dataset, data, budget, param, seed, ledger, fmt, entry))
     if seed is not None and ledger is not None:
         raise _usage("E0603", "--seed and --ledger cannot be used together: a seeded run is not private, so it is "
                      "never recorded in a ledger")
     opts = _Options(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry,
-                    parse_delta(delta), parse_rho(rho))
+                    parse_delta(delta), parse_rho(rho), plot)
     raise typer.Exit(_Run(opts).execute())
 
 
@@ -117,6 +119,7 @@ class _Options:
     entry: str
     delta: Optional[Fraction] = None
     rho: Optional[Fraction] = None
+    plot: Optional[Path] = None
 
 
 @dataclass
@@ -243,7 +246,7 @@ class _Run:
 
         o = self.opts
         rng = RandomSource.seeded(o.seed) if o.seed is not None else RandomSource()
-        handle = start_run(self.report.entry_instance, tables, rng)
+        handle = start_run(self.report.entry_instance, tables, rng, user_file=self.report.file)
         try:
             self.wait_for(handle)
             result = handle.result()
@@ -259,6 +262,14 @@ class _Run:
         problem = self.finish("released") if self.charges else None
         if not self.emit_released(result):
             return EXIT_RUNTIME
+        if self.opts.plot is not None and result.releases:
+            from .plot import plot_releases
+
+            try:
+                plot_releases(self.release_rows(result.releases), self.opts.plot, f"{self.report.file} ({self.report.entry})")
+            except FuzzError as exc:
+                print_diagnostics(exc.diagnostics)
+                return EXIT_USAGE
         if problem is not None:
             print_diagnostics(problem.diagnostics)
             return EXIT_RUNTIME
@@ -291,11 +302,11 @@ class _Run:
         if self.opts.fmt == "json":
             typer.echo(dumps({**self.header_json(), "ok": False, "stage": "run",
                               "diagnostics": [d.to_json() for d in diags],
-                              "releases": [release_json(r, self.report.sources) for r in releases]}, indent=2))
+                              "releases": self.releases_json(releases)}, indent=2))
         elif releases:
             typer.echo("released before the failure (charged):")
-            for r in releases:
-                typer.echo("  " + release_text(r, self.report.sources))
+            for line in self.releases_text(releases):
+                typer.echo("  " + line)
         return EXIT_RUNTIME
 
     def emit_released(self, result: Any) -> bool:
@@ -318,15 +329,85 @@ class _Run:
         inner = getattr(report.entry_type, "inner", None)
         if self.opts.fmt == "json":
             typer.echo(dumps({**self.header_json(), "ok": True,
-                              "releases": [release_json(r, report.sources) for r in result.releases],
-                              "result": value_json(result.value, inner)}, indent=2))
+                              "releases": self.releases_json(result.releases),
+                              "result": value_json(result.value, inner), "spending": self.spending_json()}, indent=2))
+            return
+        if self.opts.fmt == "csv":
+            typer.echo(self.releases_csv(result.releases), nl=False)
+            for line in self.spending_text():
+                typer.echo(line, err=True)
             return
         typer.echo(self.header_text())
         if result.releases:
             typer.echo("released:")
-            for r in result.releases:
-                typer.echo("  " + release_text(r, report.sources))
+            for line in self.releases_text(result.releases):
+                typer.echo("  " + line)
         typer.echo(f"result: {value_text(result.value, inner)}")
+        for line in self.spending_text():
+            typer.echo(line)
+
+    def spending_text(self) -> list[str]:
+        """Each charged dataset's total spent and its cap, after this run (docs/ledger.md)."""
+        out = []
+        for entry in self.spending_json():
+            head = f"ledger: {entry['files']} has spent {entry['spent']} in total"
+            out.append(head + (f" of its cap {entry['cap']} ({entry['remaining']} left)" if entry["cap"] is not None
+                               else "; it has no cap (set one with fuzzpy ledger set-cap)"))
+        return out
+
+    def spending_json(self) -> list[dict]:
+        if self.book is None:
+            return []
+        out = []
+        for c in self.charges:
+            spent, cap = self.book.spent(c.dataset), self.book.cap(c.dataset)
+            out.append({"files": ", ".join(c.files), "spent": show(spent), "cap": None if cap is None else show(cap),
+                        "remaining": None if cap is None else show(max(cap - spent, 0))})
+        return out
+
+    def release_rows(self, releases: list) -> list[dict]:
+        import csv
+        import io
+
+        rows = list(csv.DictReader(io.StringIO(self.releases_csv(releases))))
+        for row, js in zip(rows, self.releases_json(releases)):
+            row["value"] = js["value"]
+            row["low"] = float(row["low"]) if row["low"] else ""
+            row["high"] = float(row["high"]) if row["high"] else ""
+        return rows
+
+    def releases_csv(self, releases: list) -> str:
+        """label,key,value,epsilon,low,high,accuracy,where: one row per released value."""
+        import csv
+        import io
+
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["label", "key", "value", "epsilon", "low", "high", "accuracy", "where"])
+        for rel, js in zip(releases, self.releases_json(releases)):
+            acc = js["accuracy"] or {}
+            value = js["value"]
+            low = high = ""
+            if acc.get("what", "").startswith("|noise|") and isinstance(value, (int, float)) and not isinstance(value, bool):
+                low, high = value - acc["bound"], value + acc["bound"]
+            w.writerow([js["label"], "/".join(rel.keys), value if not isinstance(value, (list, dict)) else dumps(value),
+                        js["epsilon"], low, high, acc.get("words", ""), js["where"] or ""])
+        return buf.getvalue()
+
+    def releases_text(self, releases: list) -> list[str]:
+        """Named after the user's code, located relative to the program (interfaces/results.py)."""
+        from .results import labels, location
+
+        names = labels(releases, self.report.file, self.report.sources)
+        return [release_text(r, self.report.sources, name, location(r, self.report.file))
+                for r, name in zip(releases, names)]
+
+    def releases_json(self, releases: list) -> list[dict]:
+        from .results import labels, location
+
+        names = labels(releases, self.report.file, self.report.sources)
+        return [{**release_json(r, self.report.sources), "label": name, "where": location(r, self.report.file)}
+                for r, name in zip(releases, names)]
 
     def header_text(self) -> str:
         r = self.report
@@ -493,11 +574,14 @@ def _decimals(acc: Any) -> Optional[int]:
     return max(0, min(10, 2 - math.floor(math.log10(bound))))
 
 
-def release_text(r: Any, sources: dict[str, str]) -> str:
+def release_text(r: Any, sources: dict[str, str], label: Optional[str] = None, where: Optional[str] = None) -> str:
     value = value_text(r.value, None, _decimals(r.accuracy))
     words = "; ".join(w for w in (_cost_words(r), accuracy_words(r.accuracy, r.value)) if w)
-    where = f"  [{r.span.file}:{r.span.line}]" if r.span is not None else ""
-    return f"{release_label(r, sources)} = {value}  ({words}){where}"
+    if where is None:
+        where = f"{r.span.file}:{r.span.line}" if r.span is not None else None
+    else:
+        where = where.rsplit(":", 1)[0]  # file:line
+    return f"{label or release_label(r, sources)} = {value}  ({words})" + (f"  [{where}]" if where else "")
 
 
 def _cost_words(r: Any) -> str:

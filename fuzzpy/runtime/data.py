@@ -83,15 +83,73 @@ def load_table(path: str | Path, schema: Schema, *, table: str | None = None) ->
     """
     name = table or schema.name
     plans = _plan_schema(schema, name)  # schema errors come before any data is read
-    path = Path(path)
+    return _conform(_read_raw(Path(path), schema, name), plans, name)
+
+
+def load_frame(frame: pd.DataFrame, schema: Schema, *, table: str | None = None) -> pd.DataFrame:
+    """A pandas DataFrame conformed to `schema` by the same rules as a file (the Python API)."""
+    name = table or schema.name
+    plans = _plan_schema(schema, name)
+    return _conform(_frame_raw(frame, schema, name), plans, name)
+
+
+@dataclass(frozen=True)
+class ColumnEffect:
+    """What a column's missing-value policy did to a table (`fuzzpy data check`): private to the
+    data owner, never part of a release."""
+
+    column: str
+    policy: str   # "drop" or "default"
+    affected: int  # rows whose value was missing, unparsable or undeclared
+
+
+def inspect_table(source: str | Path | pd.DataFrame, schema: Schema, *,
+                  table: str | None = None) -> tuple[int, int, list[ColumnEffect]]:
+    """(rows read, rows kept, per-column effects) of loading `source` against `schema`."""
+    name = table or schema.name
+    plans = _plan_schema(schema, name)
+    raw = _frame_raw(source, schema, name) if isinstance(source, pd.DataFrame) else \
+        _read_raw(Path(source), schema, name)
+    rows = len(raw[plans[0].column.name])
+    drop = np.zeros(rows, dtype=bool)
+    effects = []
+    for plan in plans:
+        _, invalid = _parser(plan.column.type)(raw[plan.column.name], plan, name)
+        if plan.column.on_invalid == "drop":
+            drop |= invalid
+        effects.append(ColumnEffect(plan.column.name, "drop" if plan.column.on_invalid == "drop" else "default",
+                                    int(invalid.sum())))
+    return rows, int((~drop).sum()), effects
+
+
+def _read_raw(path: Path, schema: Schema, name: str) -> _Raw:
     with _open_data(path, name) as fh:
         kind, head, tail = _file_kind(fh, path, name)
         fh.seek(0)
         if kind == "parquet":
-            raw = _read_parquet(fh, path, schema, name)
-        else:
-            raw = _read_csv(fh, path, head, tail, schema, name)
-    return _conform(raw, plans, name)
+            return _read_parquet(fh, path, schema, name)
+        return _read_csv(fh, path, head, tail, schema, name)
+
+
+def _frame_raw(frame: pd.DataFrame, schema: Schema, table: str) -> _Raw:
+    """The declared columns of a DataFrame as Arrow columns (mixed object columns as text)."""
+    names = [c.name for c in schema.columns]
+    present = [str(c) for c in frame.columns]
+    missing = [n for n in names if n not in present]
+    if missing:
+        raise error("E0503", f"column(s) {', '.join(repr(n) for n in missing)} of table '{table}' (schema "
+                             f"{schema.name}) not found in the DataFrame; its columns: {', '.join(present)}")
+    dups = [n for n in names if present.count(n) > 1]
+    if dups:
+        raise error("E0505", f"the DataFrame for table '{table}' has column(s) {', '.join(dups)} more than once")
+    out: _Raw = {}
+    for n in names:
+        col = frame.iloc[:, present.index(n)]
+        try:
+            out[n] = pa.chunked_array([pa.array(col, from_pandas=True)])
+        except (pa.ArrowException, TypeError, ValueError):
+            out[n] = pa.chunked_array([pa.array(col.astype("string"), from_pandas=True)])
+    return out
 
 
 def load_tables(spec: dict[str, Path], schemas: dict[str, Schema]) -> dict[str, pd.DataFrame]:
@@ -420,8 +478,8 @@ def _select_columns(cols: list[pa.ChunkedArray], schema: Schema, table: str, pat
     if len(first) == len(names):
         return dict(zip(names, cols))
     raise error("E0505", f"data file '{path}' has {len(first)} fields per row and no header "
-                         f"naming all the columns of table '{table}' ({', '.join(names)}), which "
-                         f"declares {len(names)} columns",
+                         f"naming all the columns of table '{table}' (schema {schema.name}: {', '.join(names)}), "
+                         f"which declares {len(names)} columns",
                 None, "give a header row with the column names, or exactly one field "
                       "per declared column, in declared order")
 

@@ -58,17 +58,22 @@ class RunState:
     named: int = 0                                    # releases below this index have a name
     row_calls: Optional[int] = None                   # calls one row may still make (row by row)
     fallbacks: int = 0                                # row functions that ran row by row
+    user_file: Optional[str] = None                   # the program's own file: labels come from it
+    sites: list = field(default_factory=list)         # calls in user_file being run, innermost last
+    user_named: int = 0                               # releases below this index have a user name
 
 
 class Context:
     """The RunContext of one primitive call (see primitives/registry.py)."""
 
-    __slots__ = ("interp", "info", "span")
+    __slots__ = ("interp", "info", "span", "site")
 
     def __init__(self, interp: "Interpreter", info: dict, span: Optional[Span]):
         self.interp = interp
         self.info = info
         self.span = span
+        sites = interp.state.sites
+        self.site = sites[-1] if sites else None  # a mechanism may be drawn after its call returned
 
     @property
     def rng(self) -> Any:
@@ -85,8 +90,9 @@ class Context:
     def record_release(self, mechanism: str, value: Any, epsilon: Fraction, scale: Fraction,
                        accuracy: Any, **extra: Any) -> None:
         state = self.interp.state
+        site = state.sites[-1] if state.sites else self.site
         state.releases.append(ReleaseRecord(mechanism, self.span, Fraction(epsilon), Fraction(scale), accuracy,
-                                            value, None, tuple(state.keys), dict(extra)))
+                                            value, None, tuple(state.keys), dict(extra), site))
 
     @contextmanager
     def labelled(self, key: str) -> Iterator[None]:
@@ -104,10 +110,26 @@ class Context:
 class Bind(Distribution):
     """`sample pattern = bound; body`, not yet run."""
 
-    __slots__ = ("interp", "node", "env")
+    __slots__ = ("interp", "node", "env", "site")
 
     def __init__(self, interp: "Interpreter", node: I.ISample, env: dict):
         self.interp, self.node, self.env = interp, node, env
+        sites = interp.state.sites
+        self.site = sites[-1] if sites else None  # drawn later: the user's call that built it
+
+    @staticmethod
+    def _label(state: Any, node: I.ISample, before: int) -> None:
+        label = pattern_label(node.pattern)  # releases made while drawing `bound` are this binding's
+        # Inner bindings named theirs already (all releases below `named` have a name), so
+        # a chain of n nested samples labels n releases, not n^2.
+        for rec in state.releases[max(before, state.named):]:
+            if rec.name is None:
+                rec.name = label
+        state.named = len(state.releases)
+        if state.user_file is not None and node.span is not None and node.span.file == state.user_file:
+            for rec in state.releases[max(before, state.user_named):]:  # the user's name wins
+                rec.user_name = label
+            state.user_named = len(state.releases)
 
     def sample(self, ctx: Any) -> Any:
         dist: Any = self
@@ -115,15 +137,16 @@ class Bind(Distribution):
             interp, node, env = dist.interp, dist.node, dist.env
             state = interp.state
             before = len(state.releases)
-            value = interp.draw(interp.eval(node.bound, env))
-            label = pattern_label(node.pattern)  # releases made while drawing `bound` are this binding's
-            # Inner bindings named theirs already (all releases below `named` have a name), so
-            # a chain of n nested samples labels n releases, not n^2.
-            for rec in state.releases[max(before, state.named):]:
-                if rec.name is None:
-                    rec.name = label
-            state.named = len(state.releases)
-            dist = interp.eval(node.body, bind(env, node.pattern, value))
+            site = dist.site
+            if site is not None:  # Binds built below (the rest of a chain) keep the user's call
+                state.sites.append(site)
+            try:
+                value = interp.draw(interp.eval(node.bound, env))
+                self._label(state, node, before)
+                dist = interp.eval(node.body, bind(env, node.pattern, value))
+            finally:
+                if site is not None:
+                    state.sites.pop()
         return self.interp.draw(dist)
 
 
@@ -350,10 +373,15 @@ class Interpreter:
             if state.row_calls < 0:
                 raise RunFailure(f"a row made more than {limits.ROW_CALLS} calls", node.span)
         state.depth += 1
+        site = node.span is not None and node.span.file == state.user_file
+        if site:
+            state.sites.append(node.span)
         try:
             return self.eval(inst.body, dict(zip(inst.params, args)))
         finally:
             state.depth -= 1
+            if site:
+                state.sites.pop()
 
     def prim(self, node: I.IPrim) -> Primitive:
         prim = self._prims.get(node.name)
@@ -471,12 +499,15 @@ class RunHandle:
         return self._box["result"]
 
 
-def start_run(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True) -> RunHandle:
-    return RunHandle(instance, tables, RunState(rng, vectorise)).start()
+def start_run(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True,
+              user_file: Optional[str] = None) -> RunHandle:
+    """`user_file`: the program's own file, whose calls and `sample` names label the releases."""
+    return RunHandle(instance, tables, RunState(rng, vectorise, user_file=user_file)).start()
 
 
-def run_program(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True) -> RunResult:
+def run_program(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True,
+                user_file: Optional[str] = None) -> RunResult:
     """Run to completion on a large-stack thread; re-raises whatever the run raised."""
-    handle = start_run(instance, tables, rng, vectorise=vectorise)
+    handle = start_run(instance, tables, rng, vectorise=vectorise, user_file=user_file)
     handle.wait()
     return handle.result()

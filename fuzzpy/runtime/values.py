@@ -111,6 +111,8 @@ class ReleaseRecord:
     name: Optional[str] = None        # the `sample` variable it was bound to, if any
     keys: tuple[str, ...] = ()        # partition keys (each) under which it was released
     extra: dict = field(default_factory=dict)
+    site: Optional[Span] = None       # the innermost call in the user's program that led to it
+    user_name: Optional[str] = None   # the `sample` variable of the user's program it was bound to
 
 
 # ---- bags ----------------------------------------------------------------------------------------

@@ -651,7 +651,10 @@ def test_junk_params_are_diagnostics(value, tmp_path):
                     "function main (db : bag T) : fuzzy num { laplace eps (count db) }\n")
     res = fz("run", program, "--data", tmp_path / "missing.csv", "--budget", "1", "--param", f"eps={value}",
              "--ledger", tmp_path / "l.sqlite", catch=True)
-    assert isinstance(res.exception, SystemExit) and res.exit_code == 1
+    # A value that is not a constant of the parameter's type is a malformed argument (E0702, a
+    # usage error, exit 2); "-1" is a number, refused by laplace's rule (exit 1).
+    assert isinstance(res.exception, SystemExit) and res.exit_code == (1 if value == "-1" else 2)
+    assert ("error[E0702]" in res.stderr) == (value != "-1")
     assert "error[E0" in res.stderr and "E0501" not in res.stderr
     assert not (tmp_path / "l.sqlite").exists()
 
@@ -691,8 +694,10 @@ def test_the_json_output_has_no_data_dependent_metadata(tmp_path):
     out = json.loads(res.stdout)
     assert set(out) == {"file", "entry", "epsilon", "epsilon_exact", "budget", "budget_exact", "seeded", "warning",
                         "ledger", "ok", "releases", "result", "delta", "delta_exact", "pure", "rho", "rho_exact",
-                        "rho_budget", "rho_budget_exact"}
+                        "rho_budget", "rho_budget_exact", "spending"}
+    # The ledger's totals: sums of epsilons charged by programs, not of anything in the data.
+    assert out["spending"] == [{"files": str(data(tmp_path, ROW_A)), "spent": "1", "cap": None, "remaining": None}]
     (rel,) = out["releases"]
     assert set(rel) == {"name", "keys", "mechanism", "location", "source", "epsilon", "epsilon_exact", "scale",
-                        "scale_exact", "accuracy", "value"}
+                        "scale_exact", "accuracy", "value", "label", "where"}
     assert res.stderr == ""  # no progress line, no warning on a quick real run

@@ -1,0 +1,355 @@
+"""The Python API (docs/python.md): check a program and run it on pandas DataFrames.
+
+The rules are the command line's (docs/runtime.md): the program is checked first; nothing is
+read before its proven epsilon fits the budget; the epsilon is charged on the ledger before
+anything runs; a run that fails keeps its charge; errors are `FuzzpyError`s whose text comes
+from the program and the schema, never from the data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Mapping, Optional, Union
+
+from .diagnostics import Diagnostic, FuzzError, render
+
+Program = Union[str, Path]
+
+
+class FuzzpyError(Exception):
+    """A refused check or run: `diagnostics` carry stable codes (docs/errors.md)."""
+
+    def __init__(self, diagnostics: list[Diagnostic], sources: Optional[dict[str, str]] = None):
+        self.diagnostics = list(diagnostics)
+        self.codes = [d.code for d in self.diagnostics]
+        super().__init__("\n".join(render(d, sources) for d in self.diagnostics))
+
+
+# ---- checking ------------------------------------------------------------------------------------
+
+@dataclass
+class Mechanism:
+    """One mechanism of the program, as the checker proved it."""
+
+    name: str
+    location: str
+    function: str
+    sensitivity: Fraction
+    epsilon: Fraction
+    scale: Fraction
+
+
+@dataclass
+class Report:
+    """The checker's verdict on a program (what `fuzzpy check` prints, as objects)."""
+
+    file: str
+    ok: bool
+    epsilon: Any                 # Fraction, or inf when unbounded; None without an entry point
+    per_input: dict[str, Any]    # entry parameter -> its epsilon
+    budget: Optional[Fraction]
+    mechanisms: list[Mechanism]
+    functions: dict[str, str]    # name -> type, the program's own functions
+    diagnostics: list[Diagnostic]
+    text: str                    # the report as `fuzzpy check` prints it
+    raw: Any = field(default=None, repr=False)  # the checker's CheckReport
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    def raise_for_errors(self) -> "Report":
+        if not self.ok:
+            raise FuzzpyError(self.errors, self.raw.sources)
+        return self
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        from .interfaces.notebook import report_html
+
+        return report_html(self)
+
+
+def check(program: Program, *, params: Optional[Mapping[str, Any]] = None, budget: Any = None,
+          entry: str = "main") -> Report:
+    """Check a program given as a file path (ending in .fz) or as source text; reads no data.
+
+    `params` override the program's public parameters (values as on the command line), `budget`
+    adds E0401 when the proven epsilon exceeds it."""
+    from .checking.program import check_file, check_source
+    from .interfaces.report import apply_budget
+
+    text_params = {k: str(v) for k, v in (params or {}).items()}
+    path = _as_path(program)
+    raw = check_file(path, text_params, entry) if path is not None else \
+        check_source(str(program), "<cell>", text_params, entry)
+    apply_budget(raw, _budget(budget))
+    return _report(raw)
+
+
+def _as_path(program: Program) -> Optional[Path]:
+    if isinstance(program, Path):
+        return program
+    text = str(program)
+    return Path(text) if "\n" not in text and text.strip().endswith(".fz") else None
+
+
+def _budget(budget: Any) -> Optional[Fraction]:
+    from .exact import parse_exact
+
+    if budget is None:
+        return None
+    try:
+        value = parse_exact(str(budget))
+    except ValueError:
+        value = None
+    if value is None or value < 0:
+        raise FuzzpyError([Diagnostic("E0701", f"the budget must be a non-negative number, got {str(budget)[:40]!r}")])
+    return value
+
+
+def _report(raw: Any) -> Report:
+    from .interfaces.report import print_text
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        print_text(raw)
+    mechs = [Mechanism(m.name, _where(m.span, raw.file), m.function, m.sensitivity, m.epsilon, m.scale)
+             for m in raw.mechanisms] if raw.ok else []
+    own = {f.name: f.type for f in raw.functions if f.span is None or f.span.file == raw.file}
+    return Report(raw.file, raw.ok, raw.epsilon if raw.entry else None, {i.name: i.epsilon for i in raw.inputs},
+                  raw.budget, mechs, own, list(raw.diagnostics), err.getvalue() + out.getvalue(), raw)
+
+
+def _where(span: Any, program: str) -> str:
+    from .interfaces.locations import relative_span
+
+    return relative_span(span, program)
+
+
+# ---- running -------------------------------------------------------------------------------------
+
+@dataclass
+class Accuracy:
+    """A mechanism's accuracy statement: `what <= bound` with probability 1 - beta; for additive
+    noise, `interval` is value +- bound."""
+
+    bound: float
+    beta: float
+    what: str
+    words: str
+    interval: Optional[tuple[float, float]] = None
+
+
+@dataclass
+class Released:
+    """One value released by a mechanism."""
+
+    label: str
+    keys: tuple[str, ...]
+    value: Any
+    epsilon: Fraction
+    mechanism: str
+    accuracy: Optional[Accuracy]
+    location: Optional[str]
+
+
+@dataclass
+class Spending:
+    """A dataset's total spent on the ledger after this run, and its cap (None: no cap)."""
+
+    dataset: str
+    spent: Fraction
+    cap: Optional[Fraction]
+
+
+@dataclass
+class Result:
+    """A run's released values (post-processing included) and what it cost."""
+
+    value: Any
+    releases: list[Released]
+    epsilon: Fraction
+    budget: Fraction
+    spending: list[Spending]
+    seeded: bool = False
+
+    def to_frame(self) -> Any:
+        """One row per released value: label, keys, value, epsilon, accuracy."""
+        import pandas as pd
+
+        rows = [{"label": r.label, "key": "/".join(r.keys) or None, "value": r.value, "epsilon": float(r.epsilon),
+                 "mechanism": r.mechanism, "low": r.accuracy.interval[0] if r.accuracy and r.accuracy.interval else None,
+                 "high": r.accuracy.interval[1] if r.accuracy and r.accuracy.interval else None,
+                 "accuracy": r.accuracy.words if r.accuracy else None} for r in self.releases]
+        return pd.DataFrame(rows)
+
+    @property
+    def table(self) -> Any:
+        """The result as a DataFrame when it is tabular (one value per key), else None."""
+        from .interfaces.notebook import result_table
+
+        return result_table(self.value)
+
+    def _repr_html_(self) -> str:
+        from .interfaces.notebook import result_html
+
+        return result_html(self)
+
+
+def run(program: Program, data: Any, *, budget: Any, params: Optional[Mapping[str, Any]] = None,
+        ledger: Union[str, Path, None] = None, entry: str = "main", seed: Optional[int] = None) -> Result:
+    """Check `program`, charge its epsilon on the ledger, run it on `data` and return what it released.
+
+    `data` is a DataFrame (a program with one table) or a mapping from the entry point's table
+    parameters to DataFrames.  `budget` is this run's limit; each dataset's total is capped by
+    the ledger (`fuzzpy ledger set-cap`).  `seed` is for tests only: reproducible noise, NOT
+    private, and nothing is charged."""
+    report = check(program, params=params, budget=budget, entry=entry).raise_for_errors()
+    raw = report.raw
+    if raw.budget is None:
+        raise FuzzpyError([Diagnostic("E0701", "a run needs a budget: pass budget=B")])
+    tables, identities = _load(raw, data)
+    charges, book = ([], None) if seed is not None else _charge(raw, identities, ledger, program)
+    try:
+        result = _execute(raw, tables, seed, book, charges)
+        spending = _spending(book, identities) if book is not None else []
+    finally:
+        if book is not None:
+            book.close()
+    return _result(raw, result, spending, seed is not None)
+
+
+def _load(raw: Any, data: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    import pandas as pd
+
+    from .interfaces.run_command import table_inputs
+    from .runtime.data import load_frame
+
+    try:
+        inputs = dict(table_inputs(raw))
+    except FuzzError as exc:
+        raise FuzzpyError(exc.diagnostics) from None
+    frames = {next(iter(inputs)): data} if isinstance(data, pd.DataFrame) and len(inputs) == 1 else dict(data or {})
+    diags = [Diagnostic("E0507", f"data given for unknown table '{n}'; the entry point's tables: "
+                        f"{', '.join(inputs)}") for n in frames if n not in inputs]
+    diags += [Diagnostic("E0506", f"no DataFrame given for table '{n}'", None, [f"pass data={{'{n}': df}}"])
+              for n in inputs if n not in frames]
+    diags += [Diagnostic("E0502", f"the data for table '{n}' is not a pandas DataFrame")
+              for n, f in frames.items() if n in inputs and not isinstance(f, pd.DataFrame)]
+    if diags:
+        raise FuzzpyError(diags)
+    tables, identities = {}, {}
+    for name, schema in inputs.items():
+        try:
+            tables[name] = load_frame(frames[name], schema, table=name)
+        except FuzzError as exc:
+            raise FuzzpyError(exc.diagnostics) from None
+        identities[name] = frame_identity(frames[name])
+    return tables, identities
+
+
+def frame_identity(frame: Any) -> str:
+    """"sha256:..." of the whole DataFrame (every column, as the CLI hashes the whole file): two
+    programs reading different columns of one DataFrame charge the same dataset; an edited row
+    is another dataset."""
+    import pandas as pd
+
+    digest = hashlib.sha256("\0".join(map(str, frame.columns)).encode("utf-8"))
+    hashed = pd.util.hash_pandas_object(frame.astype("string"), index=False)
+    digest.update(hashed.to_numpy().tobytes())
+    return "sha256:" + digest.hexdigest()
+
+
+def _charge(raw: Any, identities: dict[str, str], ledger: Union[str, Path, None], program: Program):
+    from .interfaces.run_command import dataset_amounts
+    from .runtime.ledger import default_ledger_path, open_ledger, program_hash
+
+    try:
+        path = Path(ledger).expanduser() if ledger is not None else default_ledger_path()
+        book = open_ledger(path)
+    except FuzzError as exc:
+        raise FuzzpyError(exc.diagnostics) from None
+    source = raw.sources.get(raw.file, "") + "".join(
+        f"\n# imported: {n}\n{t}" for n, t in sorted(raw.sources.items()) if n != raw.file)
+    label = f"{Path(raw.file).name if raw.file != '<cell>' else 'notebook'}:{raw.entry}"
+    try:
+        ids = book.charge_many(dataset_amounts(raw, identities), program_hash(source), label)
+    except FuzzError as exc:
+        book.close()
+        raise FuzzpyError(exc.diagnostics) from None
+    return ids, book
+
+
+def _execute(raw: Any, tables: dict[str, Any], seed: Optional[int], book: Any, charges: list[int]) -> Any:
+    from .runtime.interpreter import RunFailure, run_program
+    from .runtime.samplers import RandomSource
+
+    rng = RandomSource.seeded(seed) if seed is not None else RandomSource()
+    try:
+        result = run_program(raw.entry_instance, tables, rng, user_file=raw.file)
+    except RunFailure as exc:
+        _finish(book, charges, "failed")
+        raise FuzzpyError(exc.diagnostics, raw.sources) from None
+    except Exception:  # noqa: BLE001 - its text could depend on the data: never shown
+        _finish(book, charges, "failed")
+        raise FuzzpyError([Diagnostic("E0604", f"the run of {raw.entry} stopped with an internal error; no details "
+                                      "are shown because they could depend on the data", None,
+                                      ["the epsilon charged for this run stays spent"])]) from None
+    _finish(book, charges, "released")
+    return result
+
+
+def _finish(book: Any, charges: list[int], status: str) -> None:
+    for c in charges:
+        book.finish(c, status)
+
+
+def _spending(book: Any, identities: dict[str, str]) -> list[Spending]:
+    out = []
+    for name, dataset in identities.items():
+        out.append(Spending(name, book.spent(dataset), book.cap(dataset)))
+    return out
+
+
+def _result(raw: Any, result: Any, spending: list[Spending], seeded: bool) -> Result:
+    from .interfaces.run_command import _accuracy_parts, _plain, accuracy_words
+
+    from .interfaces.results import labels, location
+
+    names = labels(result.releases, raw.file, raw.sources)
+    releases = []
+    for r, name in zip(result.releases, names):
+        bound, beta, what = _accuracy_parts(r.accuracy)
+        acc = None
+        if bound is not None:
+            interval = None
+            value = _plain(r.value)
+            if what.startswith("|noise|") and isinstance(value, (int, float)) and not isinstance(value, bool):
+                interval = (value - bound, value + bound)
+            acc = Accuracy(bound, beta or 0.0, what, accuracy_words(r.accuracy, r.value), interval)
+        releases.append(Released(name, tuple(r.keys), _python(r.value), r.epsilon, r.mechanism, acc,
+                                 location(r, raw.file)))
+    return Result(_python(result.value), releases, raw.epsilon, raw.budget, spending, seeded)
+
+
+def _python(v: Any) -> Any:
+    """Released values as plain Python objects (numbers as floats, tuples, dicts)."""
+    from .interfaces.run_command import _plain
+
+    v = _plain(v)
+    if isinstance(v, dict):
+        return {k: _python(x) for k, x in v.items()}
+    if isinstance(v, tuple):
+        return tuple(_python(x) for x in v)
+    return v
+
+
+__all__ = ["check", "run", "Report", "Result", "Released", "Accuracy", "Spending", "Mechanism", "FuzzpyError"]
