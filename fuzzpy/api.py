@@ -50,14 +50,17 @@ class Report:
 
     file: str
     ok: bool
-    epsilon: Any                 # Fraction, or inf when unbounded; None without an entry point
-    per_input: dict[str, Any]    # entry parameter -> its epsilon
+    epsilon: Any                 # Fraction, or inf when unbounded; None without an entry point (or when
+                                 # Gaussian releases need a delta to state it)
+    per_input: dict[str, Any]    # entry parameter -> its pure epsilon
     budget: Optional[Fraction]
     mechanisms: list[Mechanism]
     functions: dict[str, str]    # name -> type, the program's own functions
     diagnostics: list[Diagnostic]
     text: str                    # the report as `fuzzpy check` prints it
     raw: Any = field(default=None, repr=False)  # the checker's CheckReport
+    delta: Fraction = Fraction(0)  # the delta of the stated (epsilon, delta); 0 for a pure epsilon
+    rho: Any = None                # the zCDP rho of all releases
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -78,11 +81,12 @@ class Report:
 
 
 def check(program: Program, *, params: Optional[Mapping[str, Any]] = None, budget: Any = None,
-          entry: str = "main") -> Report:
+          entry: str = "main", delta: Any = None) -> Report:
     """Check a program given as a file path (ending in .fz) or as source text; reads no data.
 
     `params` override the program's public parameters (values as on the command line), `budget`
-    adds E0401 when the proven epsilon exceeds it."""
+    adds E0401 when the proven epsilon exceeds it; `delta` states a program with Gaussian
+    releases as (epsilon, delta) (docs/privacy-notions.md)."""
     from .checking.program import check_file, check_source
     from .interfaces.report import apply_budget
 
@@ -90,8 +94,23 @@ def check(program: Program, *, params: Optional[Mapping[str, Any]] = None, budge
     path = _as_path(program)
     raw = check_file(path, text_params, entry) if path is not None else \
         check_source(str(program), "<cell>", text_params, entry)
-    apply_budget(raw, _budget(budget))
+    apply_budget(raw, _budget(budget), _delta(delta))
     return _report(raw)
+
+
+def _delta(delta: Any) -> Optional[Fraction]:
+    from .exact import parse_exact
+
+    if delta is None:
+        return None
+    try:
+        value = parse_exact(str(delta))
+    except ValueError:
+        value = None
+    if value is None or not 0 < value < 1:
+        raise FuzzpyError([Diagnostic("E0701", f"delta must be a number strictly between 0 and 1, got "
+                                               f"{str(delta)[:40]!r}")])
+    return value
 
 
 def _as_path(program: Program) -> Optional[Path]:
@@ -124,8 +143,11 @@ def _report(raw: Any) -> Report:
     mechs = [Mechanism(m.name, _where(m.span, raw.file), m.function, m.sensitivity, m.epsilon, m.scale)
              for m in raw.mechanisms] if raw.ok else []
     own = {f.name: f.type for f in raw.functions if f.span is None or f.span.file == raw.file}
-    return Report(raw.file, raw.ok, raw.epsilon if raw.entry else None, {i.name: i.epsilon for i in raw.inputs},
-                  raw.budget, mechs, own, list(raw.diagnostics), err.getvalue() + out.getvalue(), raw)
+    g = raw.guarantee
+    eps = (g.epsilon if g is not None else raw.epsilon if raw.is_pure else None) if raw.entry else None
+    return Report(raw.file, raw.ok, eps, {i.name: i.epsilon for i in raw.inputs},
+                  raw.budget, mechs, own, list(raw.diagnostics), err.getvalue() + out.getvalue(), raw,
+                  g.stated_delta if g is not None else Fraction(0), raw.rho if raw.entry else None)
 
 
 def _where(span: Any, program: str) -> str:
@@ -205,14 +227,15 @@ class Result:
 
 
 def run(program: Program, data: Any, *, budget: Any, params: Optional[Mapping[str, Any]] = None,
-        ledger: Union[str, Path, None] = None, entry: str = "main", seed: Optional[int] = None) -> Result:
+        ledger: Union[str, Path, None] = None, entry: str = "main", seed: Optional[int] = None,
+        delta: Any = None) -> Result:
     """Check `program`, charge its epsilon on the ledger, run it on `data` and return what it released.
 
     `data` is a DataFrame (a program with one table) or a mapping from the entry point's table
     parameters to DataFrames.  `budget` is this run's limit; each dataset's total is capped by
     the ledger (`fuzzpy ledger set-cap`).  `seed` is for tests only: reproducible noise, NOT
     private, and nothing is charged."""
-    report = check(program, params=params, budget=budget, entry=entry).raise_for_errors()
+    report = check(program, params=params, budget=budget, entry=entry, delta=delta).raise_for_errors()
     raw = report.raw
     if raw.budget is None:
         raise FuzzpyError([Diagnostic("E0701", "a run needs a budget: pass budget=B")])
@@ -281,7 +304,9 @@ def _charge(raw: Any, identities: dict[str, str], ledger: Union[str, Path, None]
         f"\n# imported: {n}\n{t}" for n, t in sorted(raw.sources.items()) if n != raw.file)
     label = f"{Path(raw.file).name if raw.file != '<cell>' else 'notebook'}:{raw.entry}"
     try:
-        ids = book.charge_many(dataset_amounts(raw, identities), program_hash(source), label)
+        g = raw.guarantee
+        ids = book.charge_many(dataset_amounts(raw, identities), program_hash(source), label,
+                               g.stated_delta, None if raw.is_pure else raw.rho)
     except FuzzError as exc:
         book.close()
         raise FuzzpyError(exc.diagnostics) from None
@@ -337,7 +362,7 @@ def _result(raw: Any, result: Any, spending: list[Spending], seeded: bool) -> Re
             acc = Accuracy(bound, beta or 0.0, what, accuracy_words(r.accuracy, r.value), interval)
         releases.append(Released(name, tuple(r.keys), _python(r.value), r.epsilon, r.mechanism, acc,
                                  location(r, raw.file)))
-    return Result(_python(result.value), releases, raw.epsilon, raw.budget, spending, seeded)
+    return Result(_python(result.value), releases, raw.guarantee.epsilon, raw.budget, spending, seeded)
 
 
 def _python(v: Any) -> Any:

@@ -137,3 +137,20 @@ function main (db : bag T) { sample m = group_mean 1 (fun r -> r.k) (fun r -> r.
     assert {r.label.split(" ")[0] for r in res.releases} == {"m[a]", "m[b]"}
     html = res._repr_html_()
     assert "<table>" in html and "m[a]" in html and "NOT private" in html
+
+
+def test_gaussian_releases_need_a_delta_and_are_charged_at_it(tmp_path):
+    import pandas as pd
+
+    import fuzzpy
+
+    src = ('schema T { x : num[0, 10] }\n'
+           'function main (db : bag T) : fuzzy num { gaussian 0.5 (count db) }')
+    df = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
+    with pytest.raises(fuzzpy.FuzzpyError) as exc:
+        fuzzpy.run(src, df, budget=10, ledger=tmp_path / "l.sqlite", seed=1)
+    assert "E0314" in exc.value.codes
+    report = fuzzpy.check(src, delta="1e-5")
+    assert report.rho == F(1, 2) and report.delta == F(1, 10**5) and 4.3 < report.epsilon < 4.5
+    result = fuzzpy.run(src, df, budget=10, delta=1e-5, ledger=tmp_path / "l.sqlite")
+    assert result.epsilon == report.epsilon and result.releases[0].mechanism == "gaussian"
