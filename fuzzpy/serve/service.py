@@ -392,6 +392,11 @@ class ServedRun(_Run):
     def check_program(self) -> Any:
         return self.service.checked(self.who, self.request, for_run=True)
 
+    def spending_json(self) -> list[dict]:
+        # A local run shows the dataset's total spent and its cap; a served run must not (the
+        # total includes other analysts' runs): the analyst's own spending is GET /v1/spending.
+        return []
+
     def load(self, spec: dict[str, Path]) -> tuple[dict[str, Any], dict[str, str]]:
         schemas = dict(table_inputs(self.report))
         tables, identities = {}, {}
