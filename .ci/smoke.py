@@ -36,7 +36,7 @@ from typing import Any, BinaryIO, Callable, Optional
 from urllib.parse import quote
 
 HANG_GUARD_S = 180.0  # only against hangs: a loaded 2-core machine needs a fraction of it
-EXAMPLE_DATA = {"kmeans": "points.csv"}  # every other example reads adult_sample.csv
+EXAMPLE_DATA = {"kmeans": "points.csv", "kmeans_gauss": "points.csv"}  # every other example reads adult_sample.csv
 # No example imports the standard library; this program does (and needs the LP), so the
 # smoke job sees the stdlib shipped inside the installed package.
 LIBRARY_PROGRAM = """\
@@ -224,6 +224,11 @@ def expect(done: subprocess.CompletedProcess, args: list[str], code: int = 0) ->
                              f"{done.stdout}\n{done.stderr}")
 
 
+# zCDP examples that `fuzzpy run` cannot run until (epsilon, delta) accounting lands (E0314);
+# tests/examples/test_examples.py runs them through run_program.
+PENDING_CLI = {"logistic_regression_gauss", "kmeans_gauss"}
+
+
 def check_examples(work: Path, env: dict) -> int:
     """Every example checked (text, JSON, SARIF) and run (text, JSON); the count of commands."""
     count = 0
@@ -232,9 +237,12 @@ def check_examples(work: Path, env: dict) -> int:
         rel = f"examples/{program.name}"
         data = f"examples/data/{EXAMPLE_DATA.get(program.stem, 'adult_sample.csv')}"
         runs = ["run", rel, "--data", data, "--budget", "1.0", "--seed", "1"]
-        for args, kind in [(["check", rel], "text"), (["check", rel, "--format", "json"], "json"),
-                           (["check", rel, "--format", "sarif"], "sarif"), (runs, "text"),
-                           ([*runs, "--format", "json"], "json")]:
+        commands = [(["check", rel], "text"), (["check", rel, "--format", "json"], "json"),
+                    (["check", rel, "--format", "sarif"], "sarif"), (runs, "text"),
+                    ([*runs, "--format", "json"], "json")]
+        if program.stem in PENDING_CLI:  # Gaussian (zCDP): `fuzzpy run` refuses them (E0314) for now
+            commands = commands[:3]
+        for args, kind in commands:
             done = fuzzpy(args, work, env)
             expect(done, args)
             if kind == "json":

@@ -79,9 +79,13 @@ def lift(quad: dict[str, Coef], arg: Dist) -> Dist:
     moves = linear_part(arg)
     if not moves:
         return {}
+    # Infinite entries stay out of the total: if such a u moves at all, the bound is infinite
+    # anyway (its own entry below); if it does not (a public value captured by a row function,
+    # 0 * inf = 0), Cauchy-Schwarz over the finite entries alone bounds the move.
     total: Coef = ZERO
     for c in moves.values():
-        total = c_add(total, c)
+        if c != INF:
+            total = c_add(total, c)
     out: Dist = {}
     for ch, r in quad.items():
         if r == 0:

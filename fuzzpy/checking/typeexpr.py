@@ -6,8 +6,8 @@ from fractions import Fraction
 
 from ..diagnostics import Diagnostic, FuzzError
 from ..syntax import ast as A
-from .types import (BOOL, STRING, UNIT, Bag, Cat, Fun, Fuzzy, ListT, Num, Parts, Record, Schema, Seq, SumT,
-                    Tensor, TVar, Type, With)
+from .types import (MAX_VECTOR_SIZE, BOOL, STRING, UNIT, Bag, Cat, Fun, Fuzzy, ListT, Num, Parts, Record, Schema, Seq, SumT,
+                    Tensor, TVar, Type, Vector, With)
 
 
 class TypeResolver:
@@ -31,6 +31,13 @@ class TypeResolver:
 
     def t_TSimple(self, t: A.TSimple) -> Type:
         return {"bool": BOOL, "string": STRING, "unit": UNIT}[t.name]
+
+    def t_TVec(self, t: A.TVec) -> Type:
+        n = Fraction(t.size)
+        if n.denominator != 1 or not 1 <= n <= MAX_VECTOR_SIZE:
+            raise FuzzError(Diagnostic("E0208", f"the length of a vector must be a whole number from 1 to "
+                                       f"{MAX_VECTOR_SIZE}, got {n}", t.span))
+        return Vector(int(n))
 
     def t_TCat(self, t: A.TCat) -> Type:
         if len(set(t.values)) != len(t.values):

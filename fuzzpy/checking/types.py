@@ -101,6 +101,20 @@ class Tensor(Type):
         return "(" + ", ".join(map(str, self.items)) + ")"
 
 
+MAX_VECTOR_SIZE = 4096  # vsum's float clipping is proven for at most this many coordinates
+
+
+@dataclass(frozen=True)
+class Vector(Type):
+    """`vec[n]`: n numbers (public length) with the Euclidean metric: the distance of two vectors
+    is the L2 norm of their difference.  At run time a tuple of n numbers."""
+
+    size: int
+
+    def __str__(self) -> str:
+        return f"vec[{self.size}]"
+
+
 @dataclass(frozen=True)
 class With(Type):
     """`(|A, B, ...|)`: distance is the max of the components'."""

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 
 from ..checking.quadratic import linear_part, zcdp_of_pure
 from ..checking.sens import INF, Dist, d_add, d_scale, is_const
-from ..checking.types import BOOL, Bool, Fuzzy, ListT, Num, Tensor, Type
+from ..checking.types import BOOL, Bool, Fuzzy, ListT, Num, Tensor, Type, Vector
 from .registry import Arg, Instantiated, Result, primitive
 
 # Accuracy statements are given at confidence 1 - BETA.
@@ -168,6 +168,11 @@ def _tail(scale: Fraction, beta: Fraction) -> Fraction:
 
 def _laplace_shape(ctx, arg: Arg):
     t = arg.type
+    if isinstance(t, Vector):
+        raise ctx.fail("E0202", f"laplace cannot release a vector ({t}): its distance is an L2 bound, and the "
+                       "Laplace mechanism needs the L1 sensitivity, which can be sqrt(n) times larger", arg.span,
+                       "L2 does not bound L1: release it with gaussian, or convert it explicitly with vtuple "
+                       "(which costs sqrt(n)) and release the tuple with laplace")
     if isinstance(t, Num):
         return Num()
     if isinstance(t, Tensor) and all(isinstance(i, Num) for i in t.items):
@@ -220,15 +225,19 @@ def public_rho(ctx, arg: Arg) -> Fraction:
 
 
 def _gaussian_shape(ctx, arg: Arg):
-    """A number (its distance is its L1 and its L2 distance), or a tensor tuple of numbers: a
-    tensor's distance is the L1 norm of its moves, which bounds the L2 norm.  A with-pair (| |)
+    """A number (its distance is its L1 and its L2 distance), a vector (`vec[n]`, whose distance
+    is its L2 move), or a tensor tuple of numbers: a tensor's distance is the L1 norm of its
+    moves, which bounds the L2 norm.  A with-pair (| |)
     measures the max, which does not bound the L2 norm: refused."""
     t = arg.type
     if isinstance(t, Num):
         return Num()
     if isinstance(t, Tensor) and all(isinstance(i, Num) for i in t.items):
         return Tensor(tuple(Num() for _ in t.items))
-    raise ctx.fail("E0202", f"gaussian expects a number or a tensor tuple of numbers, but this is {t}", arg.span,
+    if isinstance(t, Vector):  # its distance bounds its L2 move (rule Vector)
+        return Vector(t.size)
+    raise ctx.fail("E0202", f"gaussian expects a number, a vector or a tensor tuple of numbers, but this is {t}",
+                   arg.span,
                    "with-pairs (| |) measure the max of their components' moves, which does not bound the L2 "
                    "norm the Gaussian mechanism is calibrated to")
 
@@ -261,8 +270,8 @@ def _run_gaussian(ctx, rho, x):
 
 @primitive("gaussian", ("rho", "x"), "(rho : num) -> num -o fuzzy num   (costs rho in zCDP)",
            "gaussian rho x: x plus Gaussian noise of standard deviation S/sqrt(2 rho), where S is the "
-           "L2 sensitivity the checker proved for x (a number, or a tensor tuple of numbers whose L1 "
-           "sensitivity bounds the L2 one). Costs rho in zCDP; not pure epsilon: a program that uses it "
+           "L2 sensitivity the checker proved for x (a number, a vector vec[n], or a tensor tuple of "
+           "numbers whose L1 sensitivity bounds the L2 one). Costs rho in zCDP; not pure epsilon: a program that uses it "
            "is reported in rho and in (epsilon, delta) at a delta you give.",
            "Bun & Steinke 2016 (Concentrated Differential Privacy), Proposition 1.6: Gaussian noise of "
            "variance S^2/(2 rho) on a query of L2 sensitivity S is rho-zCDP; group privacy at distance k "

@@ -125,6 +125,9 @@ class Primitive:
     vectorised: bool = False
     fold: Optional[Callable[..., Any]] = None  # evaluate on check-time constants
     needs_context: bool = False  # run(ctx, *args) instead of run(*args); see RunContext
+    # Its run takes and gives tuples (vectors, primitives/vectors.py): exact on exact numbers, and
+    # on tuples of columns in row functions (each component a column, runtime/vectorize.py).
+    structured: bool = False
 
     @property
     def arity(self) -> int:
@@ -144,14 +147,14 @@ OPERATORS: dict[str, str] = {
 def primitive(name: str, params: tuple[str, ...], signature: str, doc: str, justification: str, *,
               category: str, run: Optional[Callable[..., Any]] = None, is_mechanism: bool = False,
               vectorised: bool = False, fold: Optional[Callable[..., Any]] = None,
-              needs_context: bool = False) -> Callable[[Rule], Rule]:
+              needs_context: bool = False, structured: bool = False) -> Callable[[Rule], Rule]:
     """Decorator declaring a primitive; the decorated function is its typing rule."""
 
     def register(rule: Rule) -> Rule:
         if name in REGISTRY:
             raise ValueError(f"primitive {name} declared twice")
         REGISTRY[name] = Primitive(name, params, signature, doc, justification, rule, run, category,
-                                   is_mechanism, vectorised, fold, needs_context)
+                                   is_mechanism, vectorised, fold, needs_context, structured)
         return rule
 
     return register
@@ -179,5 +182,5 @@ def _load() -> None:
         return
     with _load_lock:
         if not _loaded:
-            from . import arith, bags, library, mechanisms, ordered, partitions, trees  # noqa: F401 - registers
+            from . import arith, bags, library, mechanisms, ordered, partitions, trees, vectors  # noqa: F401 - registers
             _loaded = True

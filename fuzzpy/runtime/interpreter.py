@@ -35,7 +35,7 @@ from ..limits import RECURSION_LIMIT, STACK_BYTES  # noqa: F401 - re-exported fo
 
 # Primitives whose runtimes accept lazy MaskedBags; every other primitive gets plain frames.
 LAZY_BAG_PRIMITIVES = frozenset({"count", "filter", "map", "sum", "union", "split", "groupby", "part",
-                                 "pmap", "each"})
+                                 "pmap", "each", "vsum"})
 
 
 class RunFailure(FuzzError):
@@ -399,6 +399,8 @@ class Interpreter:
             ctx = Context(self, node.info, node.span)
             out = prim.run(ctx, *args)  # type: ignore[misc]
             return Located(out, ctx) if is_distribution(out) else out
+        if prim.structured:  # vectors: exact on exact numbers (outside row functions), floats in rows
+            return prim.run(*args)  # type: ignore[misc]
         if prim.fold is not None and self.exact:
             exact = fold_exact(prim.fold, args)
             if exact is not _NOT_EXACT:

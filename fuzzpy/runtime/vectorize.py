@@ -225,6 +225,22 @@ def where(cond: Any, a: Any, b: Any) -> Any:
     raise NotVectorisable("branches of different shapes")
 
 
+def _unwrap_columns(v: Any) -> Any:
+    if type(v) is Vec:
+        return _as_float_column(as_float(v.data))
+    if type(v) is tuple:
+        return tuple(_unwrap_columns(x) for x in v)
+    if type(v) is RowView or type(v) is dict:
+        raise NotVectorisable("record given to a vector primitive")
+    return as_float(v)
+
+
+def _wrap_columns(v: Any) -> Any:
+    if type(v) is tuple:
+        return tuple(_wrap_columns(x) for x in v)
+    return Vec(v) if np.ndim(v) > 0 else v
+
+
 class VectorEvaluator(Interpreter):
     """The evaluator with the row bound to columns; only these node rules differ."""
 
@@ -238,6 +254,9 @@ class VectorEvaluator(Interpreter):
     def e_IPrim(self, node: I.IPrim, env: dict) -> Any:
         prim = self.prim(node)
         args = [self.eval(a, env) for a in node.args]
+        if prim.structured and any(has_vec(a) for a in args):
+            # Vector primitives take tuples whose components are columns (numpy-generic runs).
+            return _wrap_columns(prim.run(*[_unwrap_columns(a) for a in args]))  # type: ignore[misc]
         if any(has_vec(a) for a in args):
             if not prim.vectorised or prim.needs_context:
                 raise NotVectorisable(node.name)

@@ -36,6 +36,11 @@ class TSimple(TypeExpr):
 
 
 @dataclass(eq=False)
+class TVec(TypeExpr):
+    size: Fraction  # `vec[n]`: a vector of n numbers with the L2 metric (n checked by the resolver)
+
+
+@dataclass(eq=False)
 class TCat(TypeExpr):
     values: list[str]
 

@@ -149,6 +149,9 @@ class _Builder(Transformer):
     def unit_type(self, sp, c):
         return A.TSimple(sp, "unit")
 
+    def vec_type(self, sp, c):
+        return A.TVec(sp, _number(c[0], self.file))
+
     def cat_type(self, sp, c):
         return A.TCat(sp, [_unescape(t) for t in c])
 

@@ -1,0 +1,128 @@
+"""Vectors at run time: the exact clip keeps its promises (norm at most c, 1-Lipschitz, exact),
+the float clip of row functions never exceeds the norm, vsum's total moves by at most c when a
+row is added, and the vectorised and row-by-row paths agree."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+
+from red_team_support import check, make_tables
+from fuzzpy.primitives.vectors import _tangent_factor, clip_exact, clip_rows
+from fuzzpy.runtime.interpreter import run_program
+from fuzzpy.runtime.samplers import RandomSource
+
+
+def _norm2(v) -> F:
+    return sum((F(x) ** 2 for x in v), F(0))
+
+
+def _random_vector(rng: random.Random, n: int, scale: float) -> tuple:
+    return tuple(F(rng.uniform(-scale, scale)).limit_denominator(10 ** 6) for _ in range(n))
+
+
+@pytest.mark.parametrize("scale", [0.5, 3, 1e3, 1e30])
+def test_exact_clip_bounds_the_norm_and_is_1_lipschitz(scale):
+    rng = random.Random(int(scale) % 1000 + 7)
+    c = F(2)
+    for _ in range(300):
+        n = rng.randint(1, 5)
+        u = _random_vector(rng, n, scale)
+        # a second point near the first (sometimes across a tangent breakpoint), or far away
+        step = rng.choice([1e-9, 1e-3, 1.0]) * max(scale, 1)
+        v = tuple(x + F(rng.uniform(-step, step)).limit_denominator(10 ** 9) for x in u)
+        cu, cv = clip_exact(c, u), clip_exact(c, v)
+        assert _norm2(cu) <= c * c and _norm2(cv) <= c * c
+        assert _norm2([a - b for a, b in zip(cu, cv)]) <= _norm2([a - b for a, b in zip(u, v)])
+        if _norm2(u) <= c * c:
+            assert cu == u  # the identity inside the ball
+
+
+def test_exact_clip_is_within_3e_5_of_the_projection_and_continuous_at_breakpoints():
+    for t in [1.0001, 1.5, 2, 3.99, 4, 1000, 1e40]:
+        phi = _tangent_factor(F(t) ** 2)
+        assert 1 - F(3, 100000) <= phi * F(t) <= 1  # norm after the clip, relative to c
+    # the grid's own points: consecutive tangents meet without a jump
+    g = 1 + F(17, 256)
+    for eps in (F(1, 10 ** 12), F(-1, 10 ** 12)):
+        assert abs(_tangent_factor((g + eps) ** 2) - _tangent_factor(g ** 2)) < F(1, 10 ** 11)
+
+
+def test_float_clip_never_exceeds_the_norm():
+    rng = np.random.default_rng(3)
+    c = 1.0
+    rows = [rng.normal(size=(2000, 7)) * s for s in (1e-300, 1e-3, 0.4, 1.0, 3.0, 1e150, 1e300)]
+    near = rng.normal(size=(2000, 7))
+    near /= np.linalg.norm(near, axis=1, keepdims=True)  # norm 1 up to float rounding, both sides
+    near *= 1 + rng.uniform(-1e-15, 1e-15, size=(2000, 1))
+    bad = np.array([[np.nan, 1.0, 0, 0, 0, 0, 0], [np.inf, 0, 0, 0, 0, 0, 0], [1e308, 1e308, 0, 0, 0, 0, 0]])
+    out = clip_rows(np.vstack(rows + [near, bad]), c)
+    assert np.isfinite(out).all()
+    assert max(_norm2(row) for row in out) <= F(c) ** 2  # exact norms of the float results
+    assert (out[-3:-1] == 0).all()  # a missing or infinite coordinate: the row counts as 0
+
+
+SRC = ("function main (db : bag T) : fuzzy vec[3] {\n"
+       "  gaussian 1000000000000000000000000000000 (vsum 2 (fun r -> vec (r.x, r.n, if r.flag then 1 else 0)) db) }")
+
+
+@pytest.fixture
+def load(tmp_path):
+    return make_tables(tmp_path)
+
+
+def _exact_sum(report, table, vectorise=True):
+    """The released total with negligible noise (sigma ~ 1e-15) and the exact unnoised sum."""
+    res = run_program(report.entry_instance, {"db": table}, RandomSource.seeded(1), vectorise=vectorise)
+    return res
+
+
+def test_vsum_vectorised_and_row_by_row_agree_and_each_row_moves_it_by_at_most_c(load):
+    r = check(SRC)
+    assert r.ok
+    rows = "".join(f"{x},a,{'true' if x % 2 else 'false'},{n}\n" for x, n in [(1, 0), (9, 5), (0.5, 1), (10, 5), (3, 3)])
+    base = load(rows, r)
+    values = {vec: _exact_sum(r, base, vec).value for vec in (True, False)}
+    assert values[True] == values[False]
+    extra = load(rows + "10,b,true,5\n", r)
+    moved = [F(a) - F(b) for a, b in zip(_exact_sum(r, extra).value, values[True])]
+    assert _norm2(moved) <= 4  # c = 2, with the noise of sigma ~ 1e-15 included
+    expected = np.array([10, 5, 1.0]) * 2 / np.linalg.norm([10, 5, 1.0])
+    assert np.allclose([float(m) for m in moved], expected, atol=1e-6)
+
+
+def test_a_row_function_that_fails_counts_as_zero(load):
+    src = ("function deep (k : num) (i : int) : num { if i <= 0 then k else deep k (i - 1) }\n"
+           "function main (db : bag T) : fuzzy vec[1] {\n"
+           "  gaussian 1000000000000000000000000000000 (vsum 100 (fun r -> vec (deep r.x (r.n * 100000))) db) }")
+    r = check(src)
+    assert r.ok, [(d.code, d.message) for d in r.diagnostics]
+    out = _exact_sum(r, load("4,a,true,0\n7,a,true,5\n", r)).value
+    assert abs(float(out[0]) - 4) < 1e-6  # the second row exceeds its call budget: 0
+
+
+def test_vector_primitives_on_exact_numbers_are_exact():
+    from fuzzpy.primitives.registry import lookup
+
+    def run(name, *args):
+        return lookup(name).run(*args)
+
+    u, v = (F(1, 3), F(2)), (F(1, 7), F(-5, 2))
+    assert run("vadd", u, v) == (F(10, 21), F(-1, 2)) and run("vsub", u, v) == (F(4, 21), F(9, 2))
+    assert run("vscale", F(3), u) == (F(1), F(6)) and run("vdot", u, v) == F(1, 21) - 5
+    assert run("vget", F(2), v) == F(-5, 2) and run("vtuple", (F(4),)) == F(4) and run("vec", F(1)) == (F(1),)
+    assert run("vclip", F(5), (F(3), F(4))) == (F(3), F(4))
+    out = run("vclip", F(5), (F(6), F(8)))
+    assert all(isinstance(x, F) for x in out) and out[0] / out[1] == F(3, 4) and _norm2(out) <= 25
+    # in a row function (floats, or columns) the same primitives compute in floats
+    cols = run("vclip", 1.0, (np.array([3.0, 0.1]), np.array([4.0, 0.1])))
+    assert np.allclose(cols[0], [0.6, 0.1]) and np.allclose(cols[1], [0.8, 0.1])
+
+
+def test_constant_vectors_are_folded_by_the_checker():
+    r = check("function main (db : bag T) : fuzzy (vec[2], num) "
+              "{ return (vclip 5 (vadd (vec (3, 4)) (vec (3, 4))), vdot (vec (1, 2)) (vec (3, 4))) }")
+    assert r.ok and r.inputs[0].epsilon == 0
