@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Callable, Optional, Sequence
 
@@ -264,7 +264,10 @@ def run_search(sampler: Sampler, pairs: Sequence[Pair], config: AuditConfig,
 
 
 def pair_moves(pair: Pair, step: float) -> list[Pair]:
-    return pair.moves(step) if pair.moves is not None else []
+    """The climb's candidates; they keep the pair's delta (a claim's delta is the audit's, not a
+    property of the inputs)."""
+    moved = pair.moves(step) if pair.moves is not None else []
+    return [m if m.delta == pair.delta else replace(m, delta=pair.delta) for m in moved]
 
 
 def _split(enc: Encoded, half: int) -> tuple[Encoded, Encoded]:
