@@ -154,7 +154,7 @@ def audit_target(target: Any, info: dict, report: Any, delta: Fraction, *, claim
     from .claims import claimed_epsilon
     from .mechanisms import describe_target, mechanism_pairs, mechanism_sampler
 
-    rho = Fraction(report.rho) if not report.is_pure else None
+    rho = gaussian_rho(report) if not report.is_pure else None
     claim = claimed_epsilon(rho or 0, Fraction(report.epsilon), delta) if claimed is None else _fraction(claimed)
     d = delta if rho is not None else Fraction(0)
     cfg = _config(config, overrides)

@@ -68,14 +68,12 @@ def _best_alpha(rho: float, log_delta: float) -> Fraction:
     """A good alpha (any alpha > 1 is valid): a log-spaced grid, then a finer one around the best."""
     u = np.linspace(-12.0, 30.0, 2001)          # alpha - 1 = e^u
     for _ in range(3):
-        alpha = 1 + np.exp(u)
         with np.errstate(all="ignore"):
-            f = _objective(rho, log_delta, alpha)
-        f = np.where(np.isfinite(f), f, np.inf)
-        i = int(np.argmin(f))
-        width = u[1] - u[0]
-        u = np.linspace(u[max(i - 1, 0)] - width, u[min(i + 1, u.size - 1)] + width, 401)
-    best = 1 + math.exp(float(u[200]))
+            f = _objective(rho, log_delta, 1 + np.exp(u))
+        i = int(np.argmin(np.where(np.isfinite(f), f, np.inf)))
+        best_u, width = float(u[i]), float(u[1] - u[0])
+        u = np.linspace(best_u - 2 * width, best_u + 2 * width, 401)
+    best = 1 + math.exp(best_u)
     return Fraction(best).limit_denominator(2**30) if best > 1 + 2**-20 else Fraction(best)
 
 
