@@ -16,7 +16,11 @@ Families, each built from the proposal half:
   odd multiples of 2^-54 as well.  Unions ranked by likelihood ratio, as for value cells.
 * thresholds: y > t and y <= t on each numeric coordinate, t at pooled quantiles (down to the
   0.1% tails, where the Laplace ratio is largest) and at each side's extremes;
-* intervals: lo < y <= hi between pooled deciles.
+* intervals: lo < y <= hi between pooled deciles;
+* projections: with several numeric coordinates, thresholds on w . y, w the difference of the
+  two sides' means over the pooled variance per coordinate (diagonal Fisher discriminant).  For
+  Gaussian noise on a vector, the likelihood ratio is monotone in this projection: it sees the
+  L2 move of the whole vector, where a single coordinate only sees its own move.
 """
 
 from __future__ import annotations
@@ -81,6 +85,25 @@ class ThresholdEvent(Event):
 
     def to_json(self) -> dict:
         return {**super().to_json(), "coordinate": self.coord, "threshold": self.t, "above": self.above}
+
+
+@dataclass(frozen=True, eq=False)
+class ProjectionEvent(Event):
+    """w . y > t (above) or w . y <= t over several numeric coordinates; an output missing one
+    of them is outside."""
+
+    coords: tuple[str, ...] = ()
+    weights: tuple[float, ...] = ()
+    t: float = 0.0
+    above: bool = True
+
+    def contains(self, enc: Encoded) -> np.ndarray:
+        z = project(enc, self.coords, self.weights)
+        return z > self.t if self.above else z <= self.t
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "coordinates": list(self.coords), "weights": list(self.weights),
+                "threshold": self.t, "above": self.above}
 
 
 @dataclass(frozen=True, eq=False)
@@ -157,6 +180,7 @@ def propose(a: Encoded, b: Encoded) -> list[Event]:
                                    prefix=f"{coord} in lattice class")
         events += _thresholds(coord, ya, yb)
         events += _intervals(coord, ya, yb)
+    events += _projections(a, b)
     return events
 
 
@@ -266,6 +290,39 @@ def _intervals(coord: str, ya: np.ndarray, yb: np.ndarray) -> list[Event]:
             for lo, hi in zip(edges[:-1], edges[1:])]
 
 
+def project(enc: Encoded, coords: Sequence[str], weights: Sequence[float]) -> np.ndarray:
+    """w . y for every output (NaN where a coordinate is missing)."""
+    z = np.zeros(enc.n)
+    for c, w in zip(coords, weights):
+        z = z + w * enc.coordinate(c)
+    return z
+
+
+def _projections(a: Encoded, b: Encoded) -> list[Event]:
+    """Thresholds on the diagonal Fisher direction over the coordinates present in every output."""
+    coords = [c for c in coordinates(a, b)
+              if np.isfinite(a.coordinate(c)).all() and np.isfinite(b.coordinate(c)).all()]
+    if len(coords) < 2 or a.n < 2 or b.n < 2:
+        return []
+    ya = np.stack([a.coordinate(c) for c in coords], axis=1)
+    yb = np.stack([b.coordinate(c) for c in coords], axis=1)
+    var = (ya.var(axis=0) + yb.var(axis=0)) / 2
+    diff = ya.mean(axis=0) - yb.mean(axis=0)
+    w = np.where(var > 0, diff / np.where(var > 0, var, 1.0), 0.0)
+    scale = np.abs(w).max()
+    if not np.isfinite(scale) or scale == 0:
+        return []
+    w = w / scale
+    keep = w != 0
+    cs, ws = tuple(c for c, k in zip(coords, keep) if k), tuple(float(x) for x, k in zip(w, keep) if k)
+    if len(cs) < 2:
+        return []  # one coordinate: its own thresholds already cover it
+    za, zb = ya[:, keep] @ np.array(ws), yb[:, keep] @ np.array(ws)
+    label = " + ".join(f"{x:.3g}*{c}" for c, x in zip(cs, ws)).replace("+ -", "- ")
+    return [ProjectionEvent(e.text.replace("z", f"({label})", 1), cs, ws, e.t, e.above)
+            for e in _thresholds("z", za, zb) if isinstance(e, ThresholdEvent)]
+
+
 # ---- ranking on the second half -------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -278,10 +335,11 @@ class Scored:
     k2: int            # count on the denominator side
     n: int             # draws per side
     predicted: float   # expected fresh-sample bound (ranking only)
+    delta: float = 0.0
 
     @property
     def estimate(self) -> float:
-        return float(point_estimate(self.k1, self.n, self.k2, self.n))
+        return float(point_estimate(self.k1, self.n, self.k2, self.n, self.delta))
 
 
 def counts(events: Sequence[Event], enc: Encoded) -> np.ndarray:
@@ -300,17 +358,18 @@ def counts(events: Sequence[Event], enc: Encoded) -> np.ndarray:
     return out
 
 
-def rank(events: Sequence[Event], a: Encoded, b: Encoded, fresh: int, alpha: float, top: int) -> list[Scored]:
-    """The `top` (event, direction) candidates by the bound a fresh sample is expected to give,
-    counted on (a, b), which must not be the sample the events were proposed from."""
+def rank(events: Sequence[Event], a: Encoded, b: Encoded, fresh: int, alpha: float, top: int,
+         delta: float = 0.0) -> list[Scored]:
+    """The `top` (event, direction) candidates by the bound a fresh sample is expected to give
+    (at `delta`), counted on (a, b), which must not be the sample the events were proposed from."""
     if not events or a.n == 0:
         return []
     ka, kb = counts(events, a), counts(events, b)
     n = min(a.n, b.n)
     scored: list[Scored] = []
     for direction, k1, k2 in ((1, ka, kb), (-1, kb, ka)):
-        pred = predicted_bound(k1, k2, n, fresh, alpha)
-        scored += [Scored(e, direction, int(x), int(y), n, float(p))
+        pred = predicted_bound(k1, k2, n, fresh, alpha, delta)
+        scored += [Scored(e, direction, int(x), int(y), n, float(p), delta)
                    for e, x, y, p in zip(events, k1, k2, pred) if x > 0]
     scored.sort(key=lambda s: s.predicted, reverse=True)
     out: list[Scored] = []

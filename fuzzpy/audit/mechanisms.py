@@ -11,7 +11,12 @@ Sampling goes through the registry runtime (`Primitive.run(ctx, ...).sample(ctx)
 exact pure-Python samplers.  Laplace also has a vectorised path (the default): the same plan
 (`plan_laplace`, the same grid rounding) with `sample_discrete_laplace_batch`, which has the
 same law up to floating point in numpy's geometric sampler (a check of the calibration, not of
-the exact sampler; `exact=True` checks the sampler too).
+the exact sampler; `exact=True` checks the sampler too).  The Gaussian mechanism likewise:
+`gaussian_release_batch` (same plan as `gaussian_release`, numpy's discrete Gaussian) by
+default, the exact `gaussian_release` with `exact=True`.
+
+The Gaussian target's parameter is rho (the body's EPS stands for it), and its claim is the
+epsilon at a delta that `claims.claimed_epsilon` gives for the rho the checker proved.
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ class Target:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+def vector_or_float(x: Any) -> Any:
+    return tuple(float(v) for v in x) if isinstance(x, tuple) else float(x)
+
+
 def _scores(x: tuple) -> Callable[[Any], float]:
     table = dict(zip(CANDIDATES, x))
     return lambda c: float(table[c])
@@ -74,7 +83,12 @@ TARGETS: dict[str, Target] = {
     "randomized_response": Target(
         "randomized_response", "randomized_response EPS (count db > 0)", lambda eps, x: (eps, bool(x)),
         ((False, True),), "bool"),
+    # EPS is rho here: the Gaussian mechanism's parameter.
+    "gaussian": Target(
+        "gaussian", "gaussian EPS (count db)", lambda rho, x: (rho, vector_or_float(x)), ((0, 1),), "float"),
 }
+
+ZCDP_TARGETS = frozenset({"gaussian"})  # targets whose parameter is rho and whose claim needs a delta
 
 
 class _DirectContext:
@@ -97,11 +111,18 @@ class _DirectContext:
 
 def calibration(target: Target, epsilon: Fraction) -> tuple[dict, Fraction]:
     """The checker's `info` for the target's mechanism call, and the program's epsilon."""
+    info, report = calibration_report(target, epsilon)
+    return info, Fraction(report.epsilon)
+
+
+def calibration_report(target: Target, param: Fraction) -> tuple[dict, Any]:
+    """The checker's `info` for the target's mechanism call (its parameter, epsilon or rho, set
+    to `param`), and the calibration program's CheckReport (its epsilon, rho)."""
     from ..checking.program import check_source
 
-    eps = f"({epsilon.numerator} / {epsilon.denominator})"
+    eps = f"({param.numerator} / {param.denominator})"
     body = target.body.replace("EPS", eps)
-    src = SCHEMA + f"function main (db : bag T) : fuzzy {_result_type(target.name)} {{ {body} }}"
+    src = SCHEMA + f"function main (db : bag T) : fuzzy {result_type(target)} {{ {body} }}"
     report = check_source(src, f"<audit {target.name}>")
     if not report.ok:
         raise FuzzError(Diagnostic("E0801", f"the {target.name} calibration program does not check: "
@@ -109,11 +130,15 @@ def calibration(target: Target, epsilon: Fraction) -> tuple[dict, Fraction]:
     infos = _mechanism_infos(report.entry_instance.body, target.name)
     if len(infos) != 1:
         raise FuzzError(Diagnostic("E0801", f"cannot find the {target.name} call in its calibration program"))
-    return infos[0], Fraction(report.epsilon)
+    return infos[0], report
 
 
-def _result_type(name: str) -> str:
-    return {"laplace": "num", "above_threshold": "(list bool)", "randomized_response": "bool"}.get(name, "string")
+def result_type(target: Target) -> str:
+    """The calibration program's result type: a vector target (pairs of tuples) gives a tensor."""
+    if target.name in ("laplace", "gaussian"):
+        x = target.pairs[0][0]
+        return "(" + ", ".join(["num"] * len(x)) + ")" if isinstance(x, tuple) else "num"
+    return {"above_threshold": "(list bool)", "randomized_response": "bool"}.get(target.name, "string")
 
 
 def _mechanism_infos(node: Any, name: str) -> list[dict]:
@@ -137,13 +162,15 @@ def mechanism_sampler(target: Target, info: dict, exact: bool) -> Sampler:
     """sample(x, n, rng): n outputs of the mechanism on private input x."""
     if target.name == "laplace" and not exact:
         return _laplace_batch(info)
+    if target.name == "gaussian" and not exact:
+        return _gaussian_batch(info)
     from ..primitives.registry import lookup
     from ..runtime.samplers import RandomSource
 
     prim = lookup(target.name)
     if prim is None or prim.run is None:
         raise FuzzError(Diagnostic("E0801", f"mechanism {target.name} has no runtime"))
-    eps = info["epsilon"]
+    eps = info["rho"] if target.name in ZCDP_TARGETS else info["epsilon"]
 
     def sample(x: Any, n: int, rng: np.random.Generator) -> Any:
         ctx = _DirectContext(info, RandomSource.seeded(int(rng.integers(2**63))))
@@ -170,8 +197,22 @@ def _laplace_batch(info: dict) -> Sampler:
     return sample
 
 
-def mechanism_pairs(target: Target, claimed: Fraction) -> list[Pair]:
-    return [Pair(a, b, claimed, f"{target.name}: {_text(a)} vs {_text(b)}", None, _text) for a, b in target.pairs]
+def _gaussian_batch(info: dict) -> Sampler:
+    """gaussian_release's own vectorised twin (same plan for the input's dimension, random
+    rounding, discrete Gaussian noise): shape (n,) for a number, (n, d) for a d-tuple."""
+    from ..runtime.noise import gaussian_release_batch
+    from ..runtime.samplers import RandomSource
+
+    def sample(x: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+        source = RandomSource.seeded(int(rng.integers(2**63)))
+        return gaussian_release_batch(x, info["sensitivity"], info["rho"], n, source)
+
+    return sample
+
+
+def mechanism_pairs(target: Target, claimed: Fraction, delta: Fraction = Fraction(0)) -> list[Pair]:
+    return [Pair(a, b, claimed, f"{target.name}: {_text(a)} vs {_text(b)}", None, _text, delta)
+            for a, b in target.pairs]
 
 
 def _text(x: Any) -> str:
@@ -183,10 +224,15 @@ def _text(x: Any) -> str:
 
 
 def describe_inputs(name: str) -> str:
-    t = TARGETS[name]
-    what = {"laplace": "the count", "exponential": "the scores of (a, b, c)", "noisy_max": "the scores of (a, b, c)",
-            "above_threshold": f"the answers to 5 queries (threshold {THRESHOLD}, cutoff 1)",
-            "randomized_response": "the bit"}[name]
+    return describe_target(TARGETS[name])
+
+
+def describe_target(t: Target) -> str:
+    vector = isinstance(t.pairs[0][0], tuple) and t.name in ("laplace", "gaussian")
+    what = "the counts" if vector else {
+        "laplace": "the count", "exponential": "the scores of (a, b, c)", "noisy_max": "the scores of (a, b, c)",
+        "above_threshold": f"the answers to 5 queries (threshold {THRESHOLD}, cutoff 1)",
+        "randomized_response": "the bit", "gaussian": "the count"}.get(t.name, "the input")
     return f"{what}: " + ", ".join(f"{_text(a)} vs {_text(b)}" for a, b in t.pairs)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any, Optional
 
@@ -26,30 +27,48 @@ def audit_error(message: str, *notes: str) -> FuzzError:
     return FuzzError(Diagnostic("E0801", message, None, list(notes)))
 
 
-def private_inputs(report: Any) -> list[tuple[str, Schema, Fraction]]:
-    """(parameter, schema, its epsilon) for each entry parameter; all must be `bag Schema`."""
+def private_inputs(report: Any, delta: Fraction = Fraction(0)) -> list[tuple[str, Schema, Fraction]]:
+    """(parameter, schema, its claimed epsilon) for each entry parameter; all must be `bag Schema`.
+    The claim is the table's pure epsilon, or with Gaussian releases (delta > 0) the epsilon at
+    delta that claims.claimed_epsilon gives for the table's rho and pure epsilon."""
+    from .claims import claimed_epsilon
+
+    out = []
+    for inp, schema in _tables(report):
+        rho = Fraction(inp.rho_gauss)
+        if rho and not delta:
+            raise audit_error(f"'{inp.name}' enters Gaussian releases: its claim needs a delta")
+        out.append((inp.name, schema, claimed_epsilon(rho, Fraction(inp.epsilon), delta) if rho
+                    else Fraction(inp.epsilon)))
+    return out
+
+
+def _tables(report: Any) -> list[tuple[Any, Schema]]:
+    """(input report, schema) for each entry parameter; all must be `bag Schema` with finite costs."""
     out = []
     for inp in report.inputs:
         schema = report.table_schema(inp)
         if schema is None:
             raise audit_error(f"entry parameter '{inp.name}' has type {inp.type}; the auditor can only build "
                               "neighbouring inputs for parameters of type bag Schema")
-        if inp.epsilon == INF:
+        if INF in (inp.epsilon, inp.rho_gauss):
             raise audit_error(f"the checker proved no finite epsilon for '{inp.name}'")
-        out.append((inp.name, schema, Fraction(inp.epsilon)))
+        out.append((inp, schema))
     if not out:
         raise audit_error("the entry point has no private input: there is nothing to audit")
     return out
 
 
 def program_pairs(report: Any, rng: np.random.Generator, max_pairs: int,
-                  claimed: Optional[Fraction] = None) -> list[Pair]:
-    """Neighbouring synthetic tables; `claimed` replaces every table's epsilon (for tests)."""
-    inputs = private_inputs(report)
+                  claimed: Optional[Fraction] = None, delta: Fraction = Fraction(0)) -> list[Pair]:
+    """Neighbouring synthetic tables, each compared with its table's claim at `delta`; `claimed`
+    replaces every table's epsilon (for tests)."""
+    inputs = private_inputs(report, delta)
     if claimed is not None:
         inputs = [(name, schema, claimed) for name, schema, _ in inputs]
     strings = string_literals("\n".join(report.sources.values()))
-    return table_pairs(inputs, strings, rng, max_pairs)
+    pairs = table_pairs(inputs, strings, rng, max_pairs)
+    return [replace(p, delta=delta) for p in pairs] if delta else pairs
 
 
 def program_sampler(report: Any) -> Sampler:
@@ -57,7 +76,7 @@ def program_sampler(report: Any) -> Sampler:
     from ..runtime.samplers import RandomSource
 
     instance = report.entry_instance
-    schemas = {name: schema for name, schema, _ in private_inputs(report)}
+    schemas = {inp.name: schema for inp, schema in _tables(report)}
 
     def sample(tables: Tables, n: int, rng: np.random.Generator) -> list[Any]:
         frames = tables.frames(schemas)

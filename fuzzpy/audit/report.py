@@ -27,7 +27,22 @@ def _fmt(x: float, digits: int = 4) -> str:
 
 
 def _eps(x: Fraction) -> str:
-    return str(x) if x.denominator == 1 else f"{x} ({float(x):g})"
+    if x.denominator == 1:
+        return str(x)
+    if x.denominator > 10**6:  # a converted claim, rounded up on a fine binary grid
+        return f"{float(x):.6g} (rounded up)"
+    return f"{x} ({float(x):g})"
+
+
+def _claim(r: AuditResult) -> str:
+    if not r.delta:
+        return _eps(r.claimed)
+    rho = f" (from rho {_eps(r.rho)} zCDP)" if r.rho is not None else ""
+    return f"{_eps(r.claimed)} at delta {float(r.delta):g}{rho}"
+
+
+def _ratio(t: Tested, num: str, den: str) -> str:
+    return f"ln((P[{num} in E] - delta) / P[{den} in E])" if t.delta else f"ln(P[{num} in E] / P[{den} in E])"
 
 
 def _sides(t: Tested) -> tuple[str, str]:
@@ -44,7 +59,9 @@ def _probability(t: Tested, side: str, k: int) -> dict:
 def witness_json(t: Tested) -> dict:
     num, den = _sides(t)
     return {"pair": t.pair.label, "input_a": t.pair.shown(t.pair.a), "input_b": t.pair.shown(t.pair.b),
-            "event": t.event.to_json(), "ratio": f"P[{num} in E] / P[{den} in E]",
+            "event": t.event.to_json(),
+            "ratio": f"(P[{num} in E] - delta) / P[{den} in E]" if t.delta else f"P[{num} in E] / P[{den} in E]",
+            "delta": float(t.delta),
             "p1": _probability(t, num, t.k1), "p2": _probability(t, den, t.k2),
             "estimate": _num(t.estimate), "lower_bound": _num(t.lower_bound),
             "claimed_epsilon": float(t.pair.claimed)}
@@ -56,6 +73,8 @@ def result_json(r: AuditResult) -> dict:
     return {
         "target": r.target,
         "claimed_epsilon": float(r.claimed), "claimed_epsilon_exact": str(r.claimed),
+        "delta": float(r.delta), "delta_exact": str(r.delta),
+        "rho": None if r.rho is None else float(r.rho), "rho_exact": None if r.rho is None else str(r.rho),
         "lower_bound": r.lower_bound, "confidence": r.confidence,
         "verdict": r.verdict, "violation": r.violation,
         "samples_per_side": r.samples, "tests": r.tests, "seed": r.seed,
@@ -105,11 +124,13 @@ def result_text(r: AuditResult) -> str:
     s = r.stats
     level = f"{100 * r.confidence:g}%"
     lines = [f"audit of {r.target}",
-             f"  claimed epsilon:     {_eps(r.claimed)}",
+             f"  claimed epsilon:     {_claim(r)}",
              f"  searched:            {s.pairs} neighbouring pair{'s' if s.pairs != 1 else ''}"
              + (f" (screened {s.screened}, {s.climbed} climb steps)" if s.screened or s.climbed else "")
              + f", {r.tests} event{'s' if r.tests != 1 else ''} tested on {r.samples} fresh samples per side",
-             f"  largest lower bound: {r.lower_bound:.4g}  (at {level} confidence, Bonferroni over {r.tests} "
+             f"  largest lower bound: {r.lower_bound:.4g}  ("
+             + (f"on epsilon at delta {float(r.delta):g}, " if r.delta else "")
+             + f"at {level} confidence, Bonferroni over {r.tests} "
              f"test{'s' if r.tests != 1 else ''})"]
     best = r.best
     if best is None or best.lower_bound <= 0:
@@ -122,7 +143,7 @@ def result_text(r: AuditResult) -> str:
                   f"  event E: {best.event.text}",
                   _prob_line(best, num, best.k1, "lower"),
                   _prob_line(best, den, best.k2, "upper"),
-                  f"  ln(P[{num} in E] / P[{den} in E]): estimate {_fmt(best.estimate)}, "
+                  f"  {_ratio(best, num, den)}: estimate {_fmt(best.estimate)}, "
                   f"lower bound {_fmt(best.lower_bound)}"
                   + (f" (claim for this pair: {_eps(best.pair.claimed)})" if best.pair.claimed != r.claimed else "")]
     lines.append(f"verdict: {r.verdict}")

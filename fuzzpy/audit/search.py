@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Callable, Optional, Sequence
 
@@ -62,7 +62,8 @@ class AuditConfig:
 @dataclass
 class Pair:
     """Two neighbouring inputs; `claimed` is the epsilon the checker proved for this kind of
-    neighbour; `moves` (optional) proposes nearby pairs for the climb."""
+    neighbour, at `delta` (0: a pure claim); `moves` (optional) proposes nearby pairs for the
+    climb."""
 
     a: Any
     b: Any
@@ -70,6 +71,12 @@ class Pair:
     label: str = ""
     moves: Optional[Callable[[float], list["Pair"]]] = field(default=None, repr=False)
     show: Optional[Callable[[Any], Any]] = field(default=None, repr=False)  # input -> JSON-able
+    delta: Fraction = Fraction(0)
+
+    @property
+    def delta_up(self) -> float:
+        """delta as the smallest float at or above it: subtracting it never flatters the bound."""
+        return float_up(self.delta)
 
     def shown(self, x: Any) -> Any:
         return self.show(x) if self.show is not None else repr(x)
@@ -92,6 +99,10 @@ class Tested:
     @property
     def excess(self) -> float:
         return self.lower_bound - float(self.pair.claimed)
+
+    @property
+    def delta(self) -> Fraction:
+        return self.pair.delta
 
     def interval(self, k: int) -> tuple[float, float]:
         return float(cp_lower(k, self.n, self.alpha)), float(cp_upper(k, self.n, self.alpha))
@@ -160,7 +171,7 @@ class _Run:
         pa, sa = _split(a, half)
         pb, sb = _split(b, half)
         events = propose(pa, pb)
-        return rank(events, sa, sb, self.config.samples, self.alpha_plan, top)
+        return rank(events, sa, sb, self.config.samples, self.alpha_plan, top, pair.delta_up)
 
     def score(self, pair: Pair, n: int, seed: np.random.SeedSequence) -> float:
         best = self.explore(pair, n, seed, 1)
@@ -218,10 +229,10 @@ class _Run:
             ka, kb = counts(events, a), counts(events, b)
             for c, x, y in zip(cands, ka, kb):
                 k1, k2 = (int(x), int(y)) if c.direction == 1 else (int(y), int(x))
-                n = cfg.samples
-                lb = float(epsilon_lower_bound(k1, n, k2, n, alpha))
+                n, delta = cfg.samples, pair.delta_up
+                lb = float(epsilon_lower_bound(k1, n, k2, n, alpha, delta))
                 out.append(Tested(pair, c.event, c.direction, k1, k2, n, alpha, lb,
-                                  float(point_estimate(k1, n, k2, n))))
+                                  float(point_estimate(k1, n, k2, n, delta))))
         return out
 
 
@@ -253,7 +264,10 @@ def run_search(sampler: Sampler, pairs: Sequence[Pair], config: AuditConfig,
 
 
 def pair_moves(pair: Pair, step: float) -> list[Pair]:
-    return pair.moves(step) if pair.moves is not None else []
+    """The climb's candidates; they keep the pair's delta (a claim's delta is the audit's, not a
+    property of the inputs)."""
+    moved = pair.moves(step) if pair.moves is not None else []
+    return [m if m.delta == pair.delta else replace(m, delta=pair.delta) for m in moved]
 
 
 def _split(enc: Encoded, half: int) -> tuple[Encoded, Encoded]:
@@ -262,6 +276,12 @@ def _split(enc: Encoded, half: int) -> tuple[Encoded, Encoded]:
         return Encoded(len(enc.keys[sl]), enc.keys[sl], {k: v[sl] for k, v in enc.numeric.items()}, raw)
 
     return part(slice(0, half)), part(slice(half, None))
+
+
+def float_up(x: Fraction) -> float:
+    """The smallest float >= x."""
+    f = float(x)
+    return math.nextafter(f, math.inf) if Fraction(f) < x else f
 
 
 def random_seed() -> int:

@@ -5,6 +5,11 @@ from below and P2 = P[M(B) in E] from above, each one-sided at level alpha/(2m) 
 the 2m intervals), so with probability at least 1 - alpha every interval holds at once, and then
 epsilon >= ln(lower(P1) / upper(P2)) for every candidate: the largest is a valid lower bound.
 
+An (epsilon, delta) claim is tested the same way at its delta: (epsilon, delta)-DP means
+P1 <= e^epsilon P2 + delta for every event, so epsilon >= ln((P1 - delta) / P2), and with the
+same intervals epsilon >= ln((lower(P1) - delta) / upper(P2)) (nothing is shown when
+lower(P1) <= delta).  delta = 0 is exactly the pure case.
+
 Clopper-Pearson intervals are exact (conservative) for any n and any p: no normal approximation,
 so they stay valid for the tiny probabilities of tail events.  Counts may be fractional in
 `cp_lower` / `cp_upper`: the planning functions use expected counts.
@@ -51,17 +56,31 @@ def _safe_log(x: np.ndarray) -> np.ndarray:
         return np.log(x)
 
 
-def epsilon_lower_bound(k1: ArrayLike, n1: ArrayLike, k2: ArrayLike, n2: ArrayLike, alpha: float) -> np.ndarray:
-    """ln(cp_lower(k1) / cp_upper(k2)): -inf when k1 = 0 (nothing seen, nothing shown)."""
-    return _safe_log(cp_lower(k1, n1, alpha)) - _safe_log(cp_upper(k2, n2, alpha))
+def _minus_delta(p: np.ndarray, delta: float) -> np.ndarray:
+    """p - delta, floored at 0 (ln of it is then -inf: nothing shown).  delta = 0 leaves p as is."""
+    return p if delta == 0 else np.maximum(p - delta, 0.0)
 
 
-def point_estimate(k1: ArrayLike, n1: ArrayLike, k2: ArrayLike, n2: ArrayLike) -> np.ndarray:
-    """ln(p1_hat / p2_hat), inf when k2 = 0 < k1 (for display only, never for the verdict)."""
-    p1 = np.asarray(k1, dtype=float) / np.asarray(n1, dtype=float)
+def epsilon_lower_bound(k1: ArrayLike, n1: ArrayLike, k2: ArrayLike, n2: ArrayLike, alpha: float,
+                        delta: float = 0.0) -> np.ndarray:
+    """ln((cp_lower(k1) - delta) / cp_upper(k2)): -inf when cp_lower(k1) <= delta (k1 = 0 among
+    them: nothing seen, nothing shown)."""
+    _check_delta(delta)
+    return _safe_log(_minus_delta(cp_lower(k1, n1, alpha), delta)) - _safe_log(cp_upper(k2, n2, alpha))
+
+
+def point_estimate(k1: ArrayLike, n1: ArrayLike, k2: ArrayLike, n2: ArrayLike, delta: float = 0.0) -> np.ndarray:
+    """ln((p1_hat - delta) / p2_hat), inf when k2 = 0 and p1_hat > delta (for display only, never
+    for the verdict)."""
+    p1 = _minus_delta(np.asarray(k1, dtype=float) / np.asarray(n1, dtype=float), delta)
     p2 = np.asarray(k2, dtype=float) / np.asarray(n2, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(p1 > 0, _safe_log(p1) - _safe_log(p2), -np.inf)
+
+
+def _check_delta(delta: float) -> None:
+    if not 0 <= delta < 1:
+        raise ValueError("delta must be in [0, 1)")
 
 
 # ---- planning: what a fresh sample of a given size can be expected to show ----------------------
@@ -73,30 +92,31 @@ def shrunk(k: ArrayLike, n: ArrayLike, q: float) -> np.ndarray:
     return _st.beta.ppf(q, k + 0.5, n - k + 0.5)
 
 
-def predicted_bound(k1: ArrayLike, k2: ArrayLike, n: int, fresh: int, alpha: float) -> np.ndarray:
+def predicted_bound(k1: ArrayLike, k2: ArrayLike, n: int, fresh: int, alpha: float,
+                    delta: float = 0.0) -> np.ndarray:
     """The bound a fresh sample of `fresh` per side is expected to give for an event seen k1 and
     k2 times in n exploration draws per side: p1 taken pessimistically low, p2 high (Jeffreys
     quartiles), then Clopper-Pearson at the expected counts.  A ranking score only."""
     p1 = shrunk(k1, n, 0.25)
     p2 = shrunk(k2, n, 0.75)
-    return epsilon_lower_bound(p1 * fresh, fresh, p2 * fresh, fresh, alpha)
+    return epsilon_lower_bound(p1 * fresh, fresh, p2 * fresh, fresh, alpha, delta)
 
 
-def expected_bound(p1: float, p2: float, n: int, alpha: float) -> float:
+def expected_bound(p1: float, p2: float, n: int, alpha: float, delta: float = 0.0) -> float:
     """The bound obtained when the counts come out exactly at their expectations."""
-    return float(epsilon_lower_bound(p1 * n, n, p2 * n, n, alpha))
+    return float(epsilon_lower_bound(p1 * n, n, p2 * n, n, alpha, delta))
 
 
 def samples_needed(p2: float, claimed: float, excess: float, *, confidence: float = 0.95, tests: int = 1,
-                   limit: int = 10**12) -> int:
-    """Fresh samples per side for an event with P2 = p2 and true ratio exp(claimed + excess) to
-    give, at expected counts, a lower bound above `claimed` (`limit` if even that is too few).
-    For an event impossible on the other side (P2 = 0) use `samples_needed_support`."""
+                   limit: int = 10**12, delta: float = 0.0) -> int:
+    """Fresh samples per side for an event with P2 = p2 and (P1 - delta) / P2 = exp(claimed + excess)
+    to give, at expected counts, a lower bound above `claimed` at `delta` (`limit` if even that is
+    too few).  For an event impossible on the other side (P2 = 0) use `samples_needed_support`."""
     if p2 <= 0 or excess <= 0:
         raise ValueError("need p2 > 0 and excess > 0 (use samples_needed_support for p2 = 0)")
-    p1 = min(1.0, p2 * math.exp(claimed + excess))
+    p1 = min(1.0, p2 * math.exp(claimed + excess) + delta)  # capped, as a probability must be
     alpha = per_bound_alpha(confidence, tests)
-    return _bisect_n(lambda n: expected_bound(p1, p2, n, alpha) > claimed, limit)
+    return _bisect_n(lambda n: expected_bound(p1, p2, n, alpha, delta) > claimed, limit)
 
 
 def samples_needed_support(p1: float, claimed: float, *, confidence: float = 0.95, tests: int = 1,

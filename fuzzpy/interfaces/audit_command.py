@@ -1,7 +1,11 @@
 """`fuzzpy audit`: look for privacy violations empirically (mounted by cli.py through `register`).
 
-    fuzzpy audit prog.fz [--samples N] [--confidence 0.95] [--seed S] [--format text|json] [--param ...]
+    fuzzpy audit prog.fz [--delta D] [--samples N] [--confidence 0.95] [--seed S] [--format text|json] [--param ...]
     fuzzpy audit --mechanism laplace [--epsilon 0.5] [--exact] ...
+    fuzzpy audit --mechanism gaussian --rho R [--delta 1e-5] [--exact] ...
+
+A program with Gaussian releases, and the Gaussian mechanism, claim (epsilon, delta): the audit
+needs the delta (a program: --delta is required; the mechanism: 1e-5 by default).
 
 Exit codes: 0 no violation found (which proves nothing), 5 violation found, 1 the program has
 errors or cannot be audited, 2 usage error.  Progress goes to stderr, the report to stdout.
@@ -31,8 +35,13 @@ def register(app: typer.Typer) -> None:
 def audit(
     program: Optional[Path] = typer.Argument(None, help="The program (.fz) to audit."),
     mechanism: Optional[str] = typer.Option(None, "--mechanism", help="Audit one mechanism instead: laplace, "
-                                            "exponential, noisy_max, above_threshold or randomized_response."),
+                                            "exponential, noisy_max, above_threshold, randomized_response or "
+                                            "gaussian."),
     epsilon: Optional[str] = typer.Option(None, "--epsilon", help="Epsilon for --mechanism (default 0.5)."),
+    rho: Optional[str] = typer.Option(None, "--rho", help="rho (zCDP) for --mechanism gaussian (required there)."),
+    delta: Optional[str] = typer.Option(None, "--delta", help="The delta of an (epsilon, delta) claim, in (0, 1): "
+                                        "required for a program with Gaussian releases; 1e-5 by default for "
+                                        "--mechanism gaussian."),
     samples: int = typer.Option(DEFAULT_SAMPLES, "--samples", help="Fresh samples per side for each pair "
                                                                    "validated."),
     confidence: float = typer.Option(0.95, "--confidence", help="Confidence of the reported lower bound."),
@@ -53,9 +62,10 @@ def audit(
         raise _usage(f"--seed must be a non-negative integer, got {seed}")
     if max_pairs < 1:
         raise _usage(f"--max-pairs must be at least 1, got {max_pairs}")
+    claim = _claim_options(mechanism, epsilon, rho, delta)
     params = parse_params(param)
     try:
-        result = _run(program, mechanism, epsilon, params, entry, samples, confidence, seed, exact, max_pairs)
+        result = _run(program, mechanism, claim, params, entry, samples, confidence, seed, exact, max_pairs)
     except _CheckFailed as failed:
         raise typer.Exit(failed.code)
     except FuzzError as exc:
@@ -100,7 +110,7 @@ def _validate(program: Optional[Path], mechanism: Optional[str], epsilon: Option
         raise _usage(f"--confidence must be strictly between 0 and 1, got {confidence}")
 
 
-def _parse_epsilon(text: Optional[str]) -> Any:
+def _parse_epsilon(text: Optional[str], option: str = "--epsilon") -> Any:
     from fractions import Fraction
 
     from ..exact import parse_exact
@@ -110,13 +120,48 @@ def _parse_epsilon(text: Optional[str]) -> Any:
     try:
         value = parse_exact(text)
     except ValueError:
-        raise _usage(f"--epsilon expects a positive number, got '{text[:60]}'")
+        raise _usage(f"{option} expects a positive number, got '{text[:60]}'")
     if value <= 0:
-        raise _usage(f"--epsilon expects a positive number, got '{text}'")
+        raise _usage(f"{option} expects a positive number, got '{text}'")
     return value
 
 
-def _run(program: Optional[Path], mechanism: Optional[str], epsilon: Optional[str], params: dict[str, str],
+def _parse_delta(text: Optional[str]) -> Any:
+    from ..exact import parse_exact
+
+    if text is None:
+        return None
+    try:
+        value = parse_exact(text)
+    except ValueError:
+        raise _usage(f"--delta expects a number strictly between 0 and 1, got '{text[:60]}'")
+    if not 0 < value < 1:
+        raise _usage(f"--delta expects a number strictly between 0 and 1, got '{text}'")
+    return value
+
+
+def _claim_options(mechanism: Optional[str], epsilon: Optional[str], rho: Optional[str],
+                   delta: Optional[str]) -> dict:
+    """The privacy parameters as audit_mechanism / audit_program keywords (usage errors first)."""
+    from ..audit.mechanisms import ZCDP_TARGETS
+
+    zcdp = mechanism in ZCDP_TARGETS
+    if rho is not None and not zcdp:
+        raise _usage("--rho goes with --mechanism gaussian; a program's rho comes from the checker")
+    if zcdp and epsilon is not None:
+        raise _usage(f"--mechanism {mechanism} takes --rho (zCDP), not --epsilon: its claim is the epsilon at "
+                     "--delta that this rho gives")
+    if zcdp and rho is None:
+        raise _usage(f"--mechanism {mechanism} needs --rho (its zCDP parameter), e.g. --rho 0.05")
+    out: dict = {"delta": _parse_delta(delta)}
+    if zcdp:
+        out["rho"] = _parse_epsilon(rho, "--rho")
+    elif mechanism is not None:
+        out["epsilon"] = _parse_epsilon(epsilon)
+    return out
+
+
+def _run(program: Optional[Path], mechanism: Optional[str], claim: dict, params: dict[str, str],
          entry: str, samples: int, confidence: float, seed: Optional[int], exact: bool, max_pairs: int) -> Any:
     from ..audit.auditor import audit_mechanism, audit_program, mechanism_names
     from ..audit.search import AuditConfig
@@ -127,9 +172,12 @@ def _run(program: Optional[Path], mechanism: Optional[str], epsilon: Optional[st
         if mechanism is not None:
             if mechanism not in mechanism_names():
                 raise _usage(f"--mechanism must be one of {', '.join(mechanism_names())}, got '{mechanism}'")
-            return audit_mechanism(mechanism, _parse_epsilon(epsilon), exact=exact, config=config, progress=progress)
+            return audit_mechanism(mechanism, exact=exact, config=config, progress=progress, **claim)
         report = _checked(program, params, entry)
-        return audit_program(report, config=config, progress=progress, max_pairs=max_pairs)
+        if not report.is_pure and claim["delta"] is None:
+            raise _usage(f"{report.entry} makes Gaussian releases: its guarantee is rho-zCDP (rho {report.rho}), "
+                         "an (epsilon, delta) claim; give the delta to audit it at, e.g. --delta 1e-5")
+        return audit_program(report, config=config, progress=progress, max_pairs=max_pairs, **claim)
     finally:
         progress.done()
 
@@ -144,9 +192,6 @@ def _checked(program: Optional[Path], params: dict[str, str], entry: str) -> Any
         _print_diagnostics(report.diagnostics, report.sources)
         typer.echo("fuzzpy audit: the program does not check, so there is no claim to audit", err=True)
         raise _CheckFailed(exit_code_for(report.diagnostics))
-    if not report.is_pure:
-        raise _usage("this program makes Gaussian releases: its claim is in zCDP / (epsilon, delta), which "
-                     "the program auditor does not test yet (it tests pure epsilon claims)")
     return report
 
 

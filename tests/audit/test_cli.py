@@ -87,3 +87,72 @@ def test_usage_errors(args, text):
     res = invoke("audit", *args)
     assert res.exit_code == 2
     assert "E0701" in res.stderr and text in res.stderr
+
+
+def test_gaussian_mechanism_audit_as_json():
+    # rho 1/20 at delta 1e-6, 20,000 fresh samples per side (vectorised sampler).
+    res = invoke("audit", "--mechanism", "gaussian", "--rho", "1/20", "--delta", "1e-6", "--samples", "20000",
+                 "--seed", "3", "--format", "json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["delta_exact"], out["rho_exact"], out["violation"]) == ("1/1000000", "1/20", False)
+    assert out["claimed_epsilon"] == pytest.approx(1.47159, abs=1e-5)  # the RDP conversion, rounded up
+    assert 0 < out["lower_bound"] < out["claimed_epsilon"]
+    assert out["witness"]["delta"] == 1e-6 and out["witness"]["ratio"].startswith("(P[")
+
+
+def small_search(monkeypatch):
+    """The command's search without its climb and with 500 exploration draws per side (a smoke test
+    of the command, not of the audit's power: tests/audit/test_gaussian.py measures that)."""
+    from functools import partial
+
+    from fuzzpy.audit import search
+
+    monkeypatch.setattr(search, "AuditConfig", partial(search.AuditConfig, climb=0, explore=500))
+
+
+def test_gaussian_program_audit_text(tmp_path, monkeypatch):
+    small_search(monkeypatch)
+    prog = tmp_path / "g.fz"
+    prog.write_text(SCHEMA + "function main (db : bag T) : fuzzy num {\n"
+                    '  gaussian 0.5 (count (filter (fun r -> r.k == "b") db)) }\n')
+    # 1,000 fresh samples per side for each of the 3 pairs (no screening).
+    args = ("audit", str(prog), "--samples", "1000", "--seed", "2", "--max-pairs", "3")
+    res = invoke(*args, "--delta", "1e-5")
+    assert res.exit_code == 0, res.output
+    assert "claimed epsilon:     4.72839 (rounded up) at delta 1e-05 (from rho 1/2 (0.5) zCDP)" in res.stdout
+    assert "on epsilon at delta 1e-05" in res.stdout and "verdict: no violation found" in res.stdout
+    # Without a delta: a usage error that says why, before anything is sampled.
+    res = invoke(*args)
+    assert res.exit_code == 2 and res.stdout == ""
+    assert "E0701" in res.stderr and "makes Gaussian releases" in res.stderr and "--delta" in res.stderr
+
+
+def test_a_pure_program_given_a_delta_is_audited_at_delta_0(tmp_path, monkeypatch):
+    small_search(monkeypatch)
+    prog = tmp_path / "p.fz"
+    prog.write_text(SCHEMA + "function main (db : bag T) : fuzzy num { laplace 0.5 (count db) }\n")
+    res = invoke("audit", str(prog), "--delta", "1e-5", "--samples", "1000", "--seed", "2", "--max-pairs", "3",
+                 "--format", "json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["delta"] == 0 and out["rho"] is None and out["claimed_epsilon_exact"] == "1/2"
+    assert out["search"]["climb_evaluations"] == 0
+    assert any("audited at delta 0" in n for n in out["notes"])
+
+
+@pytest.mark.parametrize("args, text", [
+    (("--mechanism", "gaussian"), "needs --rho"),
+    (("--mechanism", "gaussian", "--rho", "0"), "--rho expects a positive number"),
+    (("--mechanism", "gaussian", "--rho", "1/20", "--epsilon", "1"), "takes --rho (zCDP), not --epsilon"),
+    (("--mechanism", "laplace", "--rho", "1/20"), "--rho goes with --mechanism gaussian"),
+    (("prog.fz", "--rho", "1/20"), "--rho goes with --mechanism gaussian"),
+    (("--mechanism", "gaussian", "--rho", "1/20", "--delta", "0"), "strictly between 0 and 1"),
+    (("--mechanism", "gaussian", "--rho", "1/20", "--delta", "1"), "strictly between 0 and 1"),
+    (("--mechanism", "gaussian", "--rho", "1/20", "--delta", "-1e-5"), "strictly between 0 and 1"),
+    (("--mechanism", "gaussian", "--rho", "1/20", "--delta", "tiny"), "strictly between 0 and 1"),
+])
+def test_gaussian_usage_errors(args, text):
+    res = invoke("audit", *args)
+    assert res.exit_code == 2, res.output
+    assert "E0701" in res.stderr and text in res.stderr and res.stdout == ""

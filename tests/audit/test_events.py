@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from fuzzpy.audit.events import (CellEvent, IntervalEvent, ThresholdEvent, counts, lattice_codes, lattice_text,
-                                 propose, rank)
+from fuzzpy.audit.events import (CellEvent, IntervalEvent, ProjectionEvent, ThresholdEvent, counts, lattice_codes,
+                                 lattice_text, propose, rank)
 from fuzzpy.audit.outputs import concat, encode, stable_key
 
 
@@ -78,5 +78,6 @@ def test_events_are_proposed_for_every_coordinate_and_family():
     coords = {getattr(e, "coord", None) for e in events}
     assert {"y[0]", "y[1]"} <= coords
     kinds = {type(e) for e in events}
-    assert kinds == {CellEvent, ThresholdEvent, IntervalEvent}  # continuous: no value cells
+    # continuous: no value cells; two coordinates: projections too
+    assert kinds == {CellEvent, ThresholdEvent, IntervalEvent, ProjectionEvent}
     assert not any(isinstance(e, CellEvent) and e.family == "value" for e in events)

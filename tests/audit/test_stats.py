@@ -78,3 +78,30 @@ def test_support_case():
     rough = math.exp(0.5) * math.log(1 / alpha) / 0.1
     assert rough < n < 3 * rough
     assert 5 * n < samples_needed_support(0.1, 3.0, tests=9) < 15 * n  # e^2.5 = 12 times, less the penalty
+
+
+def test_the_bound_at_a_delta():
+    # (epsilon, delta): epsilon >= ln((CP_lower(k1) - delta) / CP_upper(k2)).
+    alpha, delta = 0.0025, 0.01
+    lo, hi = float(cp_lower(4000, 10000, alpha)), float(cp_upper(2000, 10000, alpha))
+    assert float(epsilon_lower_bound(4000, 10000, 2000, 10000, alpha, delta)) == pytest.approx(
+        math.log((lo - delta) / hi), rel=1e-12)
+    # delta = 0 is the pure bound, bit for bit; a larger delta never gives a larger bound.
+    assert epsilon_lower_bound(4000, 10000, 2000, 10000, alpha, 0.0) == epsilon_lower_bound(
+        4000, 10000, 2000, 10000, alpha)
+    assert epsilon_lower_bound(4000, 10000, 2000, 10000, alpha, 0.1) < epsilon_lower_bound(
+        4000, 10000, 2000, 10000, alpha, delta)
+    # An event whose probability is within delta shows nothing, even one never seen on the other side.
+    assert float(epsilon_lower_bound(50, 10000, 0, 10000, alpha, delta)) == -math.inf
+    assert float(point_estimate(50, 10000, 0, 10000, delta)) == -math.inf
+    assert float(point_estimate(4000, 10000, 2000, 10000, delta)) == pytest.approx(math.log(0.39 / 0.2))
+    with pytest.raises(ValueError):
+        epsilon_lower_bound(1, 10, 1, 10, alpha, 1.0)
+
+
+def test_samples_needed_at_a_delta():
+    # P2 = 0.01 and (P1 - delta) / P2 = e^1.5, claim 1.3 at delta 1e-5: the least sufficient n.
+    alpha, delta = per_bound_alpha(0.95, 9), 1e-5
+    n = samples_needed(0.01, 1.3, 0.2, tests=9, delta=delta)
+    p1 = 0.01 * math.exp(1.5) + delta
+    assert expected_bound(p1, 0.01, n, alpha, delta) > 1.3 >= expected_bound(p1, 0.01, n - 1, alpha, delta)
