@@ -142,6 +142,15 @@ def audit_mechanism(name: str, epsilon: Any = Fraction(1, 2), *, rho: Any = None
     return result
 
 
+def _grid_sigma(report: Any) -> Optional[Fraction]:
+    """A lower bound on the grid sigma of the report's Gaussian releases (the accountant's
+    Gaussian conversion needs it), from the public numbers the runtime plans them with."""
+    from ..runtime.noise import grid_sigma_lower
+
+    return grid_sigma_lower((m.sensitivity, m.extra["rho"], m.extra.get("dimension", 1))
+                            for m in report.mechanisms if m.name == "gaussian")
+
+
 PURE_AT_ZERO = ("the claim is pure epsilon-DP, so it is audited at delta 0, a stricter test than at the delta "
                 "given")
 
@@ -155,7 +164,8 @@ def audit_target(target: Any, info: dict, report: Any, delta: Fraction, *, claim
     from .mechanisms import describe_target, mechanism_pairs, mechanism_sampler
 
     rho = gaussian_rho(report) if not report.is_pure else None
-    claim = claimed_epsilon(rho or 0, Fraction(report.epsilon), delta) if claimed is None else _fraction(claimed)
+    claim = (claimed_epsilon(rho or 0, Fraction(report.epsilon), delta, _grid_sigma(report)) if claimed is None
+             else _fraction(claimed))
     d = delta if rho is not None else Fraction(0)
     cfg = _config(config, overrides)
     res = run_search(mechanism_sampler(target, info, exact), mechanism_pairs(target, claim, d), cfg, progress)
@@ -167,8 +177,8 @@ def audit_target(target: Any, info: dict, report: Any, delta: Fraction, *, claim
                                     f"vectorised {batch} on {exact_name}'s grid (pass --exact for "
                                     "the exact sampler)"))
     if rho is not None:
-        notes.append(f"claim: rho {_show(rho)} zCDP as (epsilon, delta) at delta {_show(d)}, by the RDP conversion "
-                     "(claims.claimed_epsilon, rounded up)")
+        notes.append(f"claim: rho {_show(rho)} zCDP as (epsilon, delta) at delta {_show(d)}, by the certified "
+                     "accountant (fuzzpy.accounting, through claims.claimed_epsilon)")
     return AuditResult(label or f"mechanism {target.name}", claim, cfg.confidence, cfg.samples,
                        res.tested, res.stats, res.seed, notes, d, rho)
 
@@ -223,7 +233,8 @@ def audit_program(report: Any, *, delta: Any = None, config: Optional[AuditConfi
     if claimed is not None:
         claim = _fraction(claimed)
     else:
-        claim = Fraction(report.epsilon) if pure else claimed_epsilon(gaussian_rho(report), report.epsilon, d)
+        claim = Fraction(report.epsilon) if pure else claimed_epsilon(
+            gaussian_rho(report), report.epsilon, d, _grid_sigma(report), sum(i.rho_pure for i in report.inputs))
     notes = []
     if len(report.inputs) > 1:
         notes.append("each pair changes one table; it is compared with that table's epsilon")
@@ -233,7 +244,7 @@ def audit_program(report: Any, *, delta: Any = None, config: Optional[AuditConfi
     if rho is not None:
         pure_part = f" and pure epsilon {_show(Fraction(report.epsilon))}" if report.epsilon else ""
         notes.append(f"claim: rho {_show(rho)} zCDP (the Gaussian releases){pure_part} as (epsilon, delta) at delta "
-                     f"{_show(d)}, by the RDP conversion (claims.claimed_epsilon, rounded up)")
+                     f"{_show(d)}, by the certified accountant (fuzzpy.accounting, through claims.claimed_epsilon)")
     return AuditResult(f"{report.file} ({report.entry})", claim, cfg.confidence, cfg.samples, res.tested,
                        res.stats, res.seed, notes, d, rho)
 

@@ -1,10 +1,9 @@
 """The (epsilon, delta) claim an audit tests, from the checker's rho and pure epsilon.
 
-`claimed_epsilon(rho, pure_epsilon, delta)` is the ONE place where the auditor turns zCDP into
-(epsilon, delta).  Until the certified accountant (fuzzpy/accounting) lands, it uses the RDP
-conversion below; whoever merges the accountant replaces the body of `claimed_epsilon` with a
-call to it (same signature, same contract: an upper bound on the true epsilon at `delta`, never
-below it).  Nothing else in the auditor computes a claim.
+`claimed_epsilon(rho, pure_epsilon, delta, grid_sigma)` is the ONE place where the auditor turns
+zCDP into (epsilon, delta): it asks the certified accountant (fuzzpy/accounting), so an audit tests
+the very figure the checker's report states.  `rdp_claim` keeps the RDP conversion below as an
+independent, looser bound for the tests.  Nothing else in the auditor computes a claim.
 
 For rho-zCDP, the mechanism is (alpha, alpha rho)-RDP for every alpha > 1, and an
 (alpha, r)-RDP mechanism is (epsilon, delta)-DP with (Balle et al., AISTATS 2020, Theorem 21;
@@ -26,7 +25,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Union
+from typing import Optional, Union
 
 import numpy as np
 
@@ -36,10 +35,16 @@ _SLACK = Fraction(1, 2**40)   # far above the error of math.log on doubles (abou
 _GRID = 2**40                 # the claim is rounded up to a multiple of 1/_GRID
 
 
-def claimed_epsilon(rho: Number, pure_epsilon: Number, delta: Number) -> Fraction:
+def claimed_epsilon(rho: Number, pure_epsilon: Number, delta: Number, grid_sigma: Optional[Fraction] = None,
+                    pure_rho: Optional[Number] = None) -> Fraction:
     """An upper bound on the epsilon, at `delta`, of a mechanism that is rho-zCDP in its Gaussian
-    releases and pure_epsilon-DP in its pure ones (composed).  rho = 0: pure_epsilon (delta is
-    then not needed).  Rounded up; never below the true value of the conversion."""
+    releases and pure_epsilon-DP in its pure ones (composed): the certified accountant's
+    (fuzzpy.accounting.epsilon_at_delta), the same figure `fuzzpy check` states.  `grid_sigma`
+    (a lower bound on the Gaussian releases' grid sigma) lets it use the Gaussian conversion;
+    `pure_rho` is the pure releases' zCDP (at most pure_epsilon^2/2, its default).  rho = 0:
+    pure_epsilon (delta is then not needed)."""
+    from ..accounting import ProvenLoss, epsilon_at_delta
+
     r, pure, d = Fraction(rho), Fraction(pure_epsilon), Fraction(delta)
     if r < 0 or pure < 0:
         raise ValueError("rho and pure_epsilon must be >= 0")
@@ -47,6 +52,15 @@ def claimed_epsilon(rho: Number, pure_epsilon: Number, delta: Number) -> Fractio
         return pure
     if not 0 < d < 1:
         raise ValueError("delta must be in (0, 1) when rho > 0")
+    zp = pure * pure / 2 if pure_rho is None else min(Fraction(pure_rho), pure * pure / 2)
+    conv = epsilon_at_delta(ProvenLoss(pure, zp, r, gauss_grid_sigma=grid_sigma), d)
+    return max(Fraction(0), Fraction(conv.epsilon))
+
+
+def rdp_claim(rho: Number, pure_epsilon: Number, delta: Number) -> Fraction:
+    """The RDP conversion alone (Balle et al. 2020): an independent, looser upper bound the tests
+    compare the accountant's claim with."""
+    r, pure, d = Fraction(rho), Fraction(pure_epsilon), Fraction(delta)
     basic = pure + _zcdp_to_dp(r, d)
     if pure == 0:
         return basic

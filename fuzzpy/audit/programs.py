@@ -31,14 +31,16 @@ def private_inputs(report: Any, delta: Fraction = Fraction(0)) -> list[tuple[str
     """(parameter, schema, its claimed epsilon) for each entry parameter; all must be `bag Schema`.
     The claim is the table's pure epsilon, or with Gaussian releases (delta > 0) the epsilon at
     delta that claims.claimed_epsilon gives for the table's rho and pure epsilon."""
+    from .auditor import _grid_sigma
     from .claims import claimed_epsilon
 
+    sigma = _grid_sigma(report)
     out = []
     for inp, schema in _tables(report):
         rho = Fraction(inp.rho_gauss)
         if rho and not delta:
             raise audit_error(f"'{inp.name}' enters Gaussian releases: its claim needs a delta")
-        out.append((inp.name, schema, claimed_epsilon(rho, Fraction(inp.epsilon), delta) if rho
+        out.append((inp.name, schema, claimed_epsilon(rho, Fraction(inp.epsilon), delta, sigma, inp.rho_pure) if rho
                     else Fraction(inp.epsilon)))
     return out
 

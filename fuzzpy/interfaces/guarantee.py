@@ -64,30 +64,16 @@ def proven_loss(report: Any) -> Any:
         # InputReport.rho keeps the pure part at most epsilon^2/2 (an epsilon-DP part is
         # epsilon^2/2-zCDP whatever the z channel's Cauchy-Schwarz bound says).
         total = total.add(ProvenLoss(inp.epsilon, inp.rho - inp.rho_gauss, inp.rho_gauss))
-    sigma = grid_sigma_lower(report.mechanisms)
-    return ProvenLoss(total.epsilon, total.pure_rho, total.gauss_rho, gauss_grid_sigma=sigma)
+    return ProvenLoss(total.epsilon, total.pure_rho, total.gauss_rho, gauss_grid_sigma=gaussian_sites(report))
 
 
-def grid_sigma_lower(mechanisms: list) -> Optional[Fraction]:
-    """A lower bound on the grid sigma (in grid steps) of every Gaussian release the checker saw
-    (runtime/noise.plan_gaussian, from the same public numbers the runtime uses); None if none."""
-    from ..runtime.noise import plan_gaussian
+def gaussian_sites(report: Any) -> Optional[Fraction]:
+    """A lower bound on the grid sigma of every Gaussian release the checker saw, from the same
+    public numbers the runtime plans them with (runtime/noise.plan_gaussian); None if none."""
+    from ..runtime.noise import grid_sigma_lower
 
-    lowest: Optional[Fraction] = None
-    for m in mechanisms:
-        if m.name != "gaussian" or not m.sensitivity:
-            continue
-        plan = plan_gaussian(m.sensitivity, m.extra["rho"], m.extra.get("dimension", 1))
-        sigma = _sqrt_lower(plan.grid_sigma2)
-        lowest = sigma if lowest is None else min(lowest, sigma)
-    return lowest
-
-
-def _sqrt_lower(x: Fraction) -> Fraction:
-    """An exact lower bound on sqrt(x), x > 0: floor(sqrt(x * 2^64)) / 2^32."""
-    from math import isqrt
-
-    return Fraction(isqrt(int(x * 2**64)), 2**32)
+    return grid_sigma_lower((m.sensitivity, m.extra["rho"], m.extra.get("dimension", 1))
+                            for m in report.mechanisms if m.name == "gaussian")
 
 
 __all__ = ["Guarantee", "guarantee", "proven_loss"]

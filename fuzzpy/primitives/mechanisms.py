@@ -288,7 +288,7 @@ def _gaussian(ctx, args, span):
     cost = gaussian_cost(ctx, rho, dist, sens, span)
     sigma2 = sens ** 2 / (2 * rho)
     sigma = _sqrt_upper(sigma2)
-    dimension = len(shape.items) if isinstance(shape, Tensor) else 1
+    dimension = len(shape.items) if isinstance(shape, Tensor) else shape.size if isinstance(shape, Vector) else 1
     ctx.record_mechanism("gaussian", span, sens, Fraction(0), sigma, cost,
                          {"rho": rho if sens else Fraction(0), "sigma2": sigma2, "dimension": dimension})
     info = {"sensitivity": sens, "rho": rho, "sigma": sigma, "sigma2": sigma2,

@@ -20,7 +20,7 @@ import numbers
 import sys
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
+from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -608,3 +608,17 @@ def randomized_response(
     if isinstance(bits, (bool, np.bool_)):
         return _rr_bit(bool(bits), num, den, rng)
     return [_rr_bit(_bit(b), num, den, rng) for b in bits]
+
+
+def grid_sigma_lower(sites: Iterable[tuple[Fraction, Fraction, int]]) -> Optional[Fraction]:
+    """A lower bound on the grid sigma (sigma_g, in grid steps) of Gaussian releases planned for
+    `sites` = (L2 sensitivity, rho, coordinates): the accountant's Gaussian conversion needs it
+    (docs/privacy-notions.md).  None when no site releases anything."""
+    lowest: Optional[Fraction] = None
+    for sens, rho, n in sites:
+        if not sens:
+            continue
+        g2 = plan_gaussian(Fraction(sens), Fraction(rho), int(n)).grid_sigma2
+        sigma = Fraction(math.isqrt(int(g2 * 2**64)), 2**32)  # floor(sqrt(g2 * 2^64)) / 2^32 <= sqrt(g2)
+        lowest = sigma if lowest is None else min(lowest, sigma)
+    return lowest
