@@ -59,8 +59,8 @@ MECHANISMS = {
 }
 
 # The zCDP examples (Gaussian noise): example -> (data, checked rho, {(mechanism, sensitivity)}).
-# PENDING on the CLI: `fuzzpy run` refuses Gaussian programs (E0314) until (epsilon, delta)
-# accounting lands, so these run through `run_program` here, and the README shows `fuzzpy check`.
+# They run through `run_program` here (seeded, to check utility) and through `fuzzpy run --delta`
+# below.
 GAUSSIAN = {
     "logistic_regression_gauss": (SAMPLE, F(1, 50), {("gaussian", 1)}),
     "kmeans_gauss": (POINTS, F(1, 20), {("gaussian", F(143, 20))}),
@@ -258,7 +258,20 @@ def test_logistic_regression_beats_the_majority_class():
     assert weights[4] > 0 and weights[2] > 0  # married and educated: more likely above 50K
 
 
-# ---- the zCDP examples (pending on the CLI: run through run_program) ------------------------------
+# ---- the zCDP examples ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, eps", [("logistic_regression_gauss", 0.834119), ("kmeans_gauss", 1.36758)])
+def test_gaussian_example_runs_from_the_command_line_at_a_delta(name, eps, tmp_path):
+    data = GAUSSIAN[name][0]
+    refused = fuzzpy(["run", str(EXAMPLES / f"{name}.fz"), "--data", str(data), "--budget", "2", "--seed", "1"])
+    assert refused.exit_code == 1 and "E0314" in refused.stderr
+    res = fuzzpy(["run", str(EXAMPLES / f"{name}.fz"), "--data", str(data), "--budget", "2",
+                  "--delta", "1e-6", "--ledger", str(tmp_path / "l.sqlite"), "--format", "json"])
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["pure"] is False and out["rho_exact"] == str(GAUSSIAN[name][1])
+    assert out["epsilon"] == pytest.approx(eps, rel=1e-5) and out["delta"] == 1e-6
 
 def run_gaussian(name: str, seed: int = 1, **params: str):
     from fuzzpy.runtime.data import load_table
