@@ -940,13 +940,17 @@ def _epsilon_spent(history: _History, cap: Any) -> Fraction | float:
     """The epsilon at the cap's delta of the whole history.  Booked runs (eps_i, delta_i) take
     sum eps_i and sum delta_i; the composed losses are converted once at the delta left over
     (basic composition of the two parts: valid however the runs were interleaved)."""
-    from fuzzpy.accounting import EpsilonCap, spent
+    from fuzzpy.accounting import EpsilonCap, compose, spent
 
     booked_eps = sum((e for e, _, _ in history.booked), Fraction(0))
     rest = cap.delta - sum((d for _, d, _ in history.booked), Fraction(0))
     if rest < 0:
         return math.inf
-    converted = spent(history.losses, EpsilonCap(cap.epsilon, rest))
+    total = compose(history.losses)
+    if total.epsilon == 0 and total.gauss_rho == 0:
+        converted: Fraction | float = Fraction(0)  # nothing released (the GDP search needs mu > 0)
+    else:
+        converted = spent([total], EpsilonCap(cap.epsilon, rest))
     return math.inf if converted == math.inf else booked_eps + converted
 
 
