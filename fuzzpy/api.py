@@ -185,11 +185,15 @@ class Released:
 
 @dataclass
 class Spending:
-    """A dataset's total spent on the ledger after this run, and its cap (None: no cap)."""
+    """A dataset's total spent on the ledger after this run, and its cap (None: no cap).
+
+    `spent` is in the notion of the cap (`notion`: "pure epsilon", "epsilon at delta D" or
+    "zCDP rho"; docs/ledger.md); without a cap, the sum of the epsilons charged."""
 
     dataset: str
-    spent: Fraction
+    spent: Any
     cap: Optional[Fraction]
+    notion: Optional[str] = None
 
 
 @dataclass
@@ -292,7 +296,7 @@ def frame_identity(frame: Any) -> str:
 
 
 def _charge(raw: Any, identities: dict[str, str], ledger: Union[str, Path, None], program: Program):
-    from .interfaces.run_command import dataset_amounts
+    from .interfaces.run_command import dataset_amounts, run_loss
     from .runtime.ledger import default_ledger_path, open_ledger, program_hash
 
     try:
@@ -306,7 +310,7 @@ def _charge(raw: Any, identities: dict[str, str], ledger: Union[str, Path, None]
     try:
         g = raw.guarantee
         ids = book.charge_many(dataset_amounts(raw, identities), program_hash(source), label,
-                               g.stated_delta, None if raw.is_pure else raw.rho)
+                               g.stated_delta, None if raw.is_pure else raw.rho, loss=run_loss(raw))
     except FuzzError as exc:
         book.close()
         raise FuzzpyError(exc.diagnostics) from None
@@ -338,9 +342,13 @@ def _finish(book: Any, charges: list[int], status: str) -> None:
 
 
 def _spending(book: Any, identities: dict[str, str]) -> list[Spending]:
+    from .runtime.ledger import describe_cap
+
     out = []
     for name, dataset in identities.items():
-        out.append(Spending(name, book.spent(dataset), book.cap(dataset)))
+        use = book.usage(dataset)
+        out.append(Spending(name, use.spent, book.cap(dataset),
+                            None if use.cap is None else describe_cap(use.cap)))
     return out
 
 

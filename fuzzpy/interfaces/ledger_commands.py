@@ -10,13 +10,13 @@ import json
 import re
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
 from fuzzpy.diagnostics import FuzzError, error, render
 from fuzzpy.runtime.ledger import (Entry, Ledger, dataset_identity, default_ledger_path,
-                                   format_exact, parse_amount, short_id)
+                                   describe_cap, format_exact, parse_amount, short_id)
 
 EXIT_USAGE = 2
 EXIT_LEDGER = 4
@@ -64,15 +64,21 @@ def show(ledger: LedgerOpt = None, dataset: DatasetOpt = None, data: DataOpt = N
 
 
 @ledger_app.command("set-cap")
-def set_cap(cap: Annotated[str, typer.Option("--cap", help="Total epsilon, e.g. 2.0 or 1/3.")],
+def set_cap(cap: Annotated[Optional[str], typer.Option(
+                "--cap", help="Total epsilon, e.g. 2.0 or 1/3 (pure, or at --delta).")] = None,
+            delta: Annotated[Optional[str], typer.Option(
+                "--delta", help="With --cap: the delta the epsilon cap holds at (default 0: pure).")] = None,
+            rho: Annotated[Optional[str], typer.Option(
+                "--rho", help="A cap in zCDP rho instead of epsilon, e.g. 0.5.")] = None,
             data: DataOpt = None, dataset: DatasetOpt = None,
             label: Annotated[Optional[str], typer.Option(
                 "--label", help="A name shown beside the dataset (default: the file name).")
             ] = None,
             ledger: LedgerOpt = None) -> None:
-    """Set the total epsilon that may ever be spent on a dataset (replacing any earlier cap)."""
+    """Set the total privacy loss allowed on a dataset, in epsilon (at a delta) or in zCDP rho
+    (replacing any earlier cap)."""
     try:
-        amount = parse_amount(cap, "cap")
+        new_cap = _parse_cap(cap, delta, rho)
         if not (dataset or data):
             raise error("E0605", "say which dataset to cap: --data FILE or --dataset ID")
         ident = _identity_of(dataset, data)
@@ -83,16 +89,35 @@ def set_cap(cap: Annotated[str, typer.Option("--cap", help="Total epsilon, e.g. 
         if label is None and data is not None:
             label = data.name
         with Ledger(_ledger_path(ledger)) as book:
-            book.set_cap(ident, amount, label)
-            spent = book.spent(ident)
+            book.set_cap(ident, new_cap, label)
+            use = book.usage(ident)
             name = _name(ident, book.cap_label(ident))
     except FuzzError as exc:
         _fail(exc)
-    typer.echo(f"cap of {name} set to {format_exact(amount)}: spent "
-               f"{format_exact(spent)}, remaining {format_exact(max(amount - spent, Fraction(0)))}")
-    if spent > amount:
-        typer.echo(f"warning: {format_exact(spent)} was already spent, more than the new cap; "
+    amount = new_cap.rho if _is_rho(new_cap) else new_cap.epsilon
+    notion = "" if not (_is_rho(new_cap) or new_cap.delta) else f" ({describe_cap(new_cap)})"
+    typer.echo(f"cap of {name} set to {format_exact(amount)}{notion}: spent "
+               f"{_amount(use.spent)}, remaining {format_exact(use.remaining)}")
+    if use.spent > amount:
+        typer.echo(f"warning: {_amount(use.spent)} was already spent, more than the new cap; "
                    "every further run on this dataset will be refused", err=True)
+
+
+def _parse_cap(cap: str | None, delta: str | None, rho: str | None) -> Any:
+    """--cap E [--delta D] or --rho R: exactly one notion (an EpsilonCap or a RhoCap)."""
+    from fuzzpy.accounting import EpsilonCap, RhoCap  # when needed: the module stays light to import
+
+    if (cap is None) == (rho is None):
+        raise error("E0605", "give the cap in one notion: --cap EPSILON (with --delta D for an "
+                             "(epsilon, delta) cap) or --rho RHO")
+    if rho is not None:
+        if delta is not None:
+            raise error("E0605", "--delta goes with an epsilon cap (--cap), not with --rho")
+        return RhoCap(parse_amount(rho, "rho cap"))
+    d = parse_amount(delta, "cap delta") if delta is not None else Fraction(0)
+    if d >= 1:
+        raise error("E0605", f"invalid cap delta {delta[:60]!r}: expected a number in [0, 1)")
+    return EpsilonCap(parse_amount(cap, "cap"), d)
 
 
 @ledger_app.command("backup")
@@ -149,25 +174,51 @@ def _match(book: Ledger, wanted: str) -> str:
 
 
 def _report(book: Ledger, dataset: str) -> dict:
-    """Everything `show` prints about one dataset; amounts as exact strings."""
+    """Everything `show` prints about one dataset; amounts as exact strings.  `spent` is in the
+    notion of the cap (the sum of the epsilons without a cap); `epsilon_sum`/`delta_sum` are
+    the basic composition of the recorded runs and `rho` their zCDP rho, whatever the cap."""
     runs = book.entries(dataset)
-    cap = book.cap(dataset)
-    spent = sum((r.epsilon for r in runs), Fraction(0))
+    use = book.usage(dataset)
+    cap = use.cap
     label = book.cap_label(dataset) or next((r.label for r in reversed(runs) if r.label), "")
     return {
         "dataset": dataset,
         "short": short_id(dataset),
         "label": label,
-        "cap": None if cap is None else format_exact(cap),
-        "spent": format_exact(spent),
-        "remaining": None if cap is None else format_exact(max(cap - spent, Fraction(0))),
+        "cap": None if cap is None else format_exact(cap.rho if _is_rho(cap) else cap.epsilon),
+        "notion": None if cap is None else ("rho" if _is_rho(cap) else "epsilon"),
+        "cap_delta": None if cap is None or _is_rho(cap) else format_exact(cap.delta),
+        "spent": _amount(use.spent),
+        "remaining": None if use.remaining is None else format_exact(use.remaining),
+        "epsilon_sum": format_exact(use.epsilon_sum),
+        "delta_sum": format_exact(use.delta_sum),
+        "rho": _amount(use.rho),
         "runs": [_run(r) for r in runs],
     }
+
+
+def _is_rho(cap: Any) -> bool:
+    return hasattr(cap, "rho")
+
+
+def _amount(value: Fraction | float) -> str:
+    """An exact amount, or "inf" when the history has no bound in that notion."""
+    return "inf" if value == float("inf") else format_exact(Fraction(value))
+
+
+def _notion_cell(report: dict) -> str:
+    if report["notion"] is None:
+        return "-"
+    if report["notion"] == "rho":
+        return "rho"
+    return f"epsilon@delta={report['cap_delta']}" if Fraction(report["cap_delta"]) else "pure-epsilon"
 
 
 def _run(entry: Entry) -> dict:
     return {"id": entry.id, "time": entry.started_at, "finished_at": entry.finished_at,
             "program_hash": entry.program_hash, "epsilon": format_exact(entry.epsilon),
+            "delta": format_exact(entry.delta), "rho": None if entry.rho is None else format_exact(entry.rho),
+            "loss": None if entry.loss is None else entry.loss.to_dict(),
             "status": entry.status, "label": entry.label}
 
 
@@ -179,19 +230,20 @@ def _render_text(path: Path, reports: list[dict]) -> str:
     lines = [f"ledger {path}", ""]
     if not reports:
         return "\n".join(lines + ["nothing recorded yet"])
-    summary = [["dataset", "cap", "spent", "remaining"]]
+    summary = [["dataset", "cap", "spent", "remaining", "notion", "runs' deltas", "rho"]]
     for r in reports:
         summary.append([_name(r["dataset"], r["label"]), r["cap"] or "none", r["spent"],
-                        r["remaining"] if r["remaining"] is not None else "no cap"])
+                        r["remaining"] if r["remaining"] is not None else "no cap",
+                        _notion_cell(r), r["delta_sum"], r["rho"]])
     lines += _table(summary)
     for r in reports:
         lines += ["", f"runs on {_name(r['dataset'], r['label'])}"]
         if not r["runs"]:
             lines.append("  (none)")
             continue
-        rows = [["time", "program", "epsilon", "status"]]
-        rows += [[x["time"], short_id(x["program_hash"]), x["epsilon"], x["status"]]
-                 for x in r["runs"]]
+        rows = [["time", "program", "epsilon", "delta", "rho", "status"]]
+        rows += [[x["time"], short_id(x["program_hash"]), x["epsilon"], x["delta"],
+                  x["rho"] or "-", x["status"]] for x in r["runs"]]
         lines += ["  " + line for line in _table(rows)]
     return "\n".join(lines)
 

@@ -226,7 +226,8 @@ class _Run:
         try:
             g = report.guarantee
             ids = self.book.charge_many(amounts, digest, label,  # all datasets or none
-                                        g.stated_delta, None if report.is_pure else report.rho)
+                                        g.stated_delta, None if report.is_pure else report.rho,
+                                        loss=run_loss(report))
         except FuzzError as exc:
             raise _name_files(exc, files) from None
         self.charges.extend(_Charge(d, i, files[d]) for d, i in zip(amounts, ids))
@@ -350,7 +351,10 @@ class _Run:
         """Each charged dataset's total spent and its cap, after this run (docs/ledger.md)."""
         out = []
         for entry in self.spending_json():
-            head = f"ledger: {entry['files']} has spent {entry['spent']} in total"
+            unit = {None: "", "epsilon": "", "rho": "rho "}[entry["notion"]]
+            if entry["cap_delta"] is not None:
+                unit = f"epsilon (at delta {entry['cap_delta']}) "
+            head = f"ledger: {entry['files']} has spent {unit}{entry['spent']} in total"
             out.append(head + (f" of its cap {entry['cap']} ({entry['remaining']} left)" if entry["cap"] is not None
                                else "; it has no cap (set one with fuzzpy ledger set-cap)"))
         return out
@@ -360,9 +364,14 @@ class _Run:
             return []
         out = []
         for c in self.charges:
-            spent, cap = self.book.spent(c.dataset), self.book.cap(c.dataset)
-            out.append({"files": ", ".join(c.files), "spent": show(spent), "cap": None if cap is None else show(cap),
-                        "remaining": None if cap is None else show(max(cap - spent, 0))})
+            use = self.book.usage(c.dataset)  # in the notion of the dataset's cap (docs/ledger.md)
+            cap = use.cap
+            out.append({"files": ", ".join(c.files), "spent": "inf" if use.spent == math.inf else show(use.spent),
+                        "cap": None if cap is None else show(self.book.cap(c.dataset)),
+                        "remaining": None if cap is None else show(use.remaining),
+                        "notion": None if cap is None else ("rho" if hasattr(cap, "rho") else "epsilon"),
+                        "cap_delta": None if cap is None or hasattr(cap, "rho") or not cap.delta
+                        else show(cap.delta)})
         return out
 
     def release_rows(self, releases: list) -> list[dict]:
@@ -696,6 +705,17 @@ def value_json(v: Any, t: Any = None) -> Any:
         items = t.items if isinstance(t, (T.Tensor, T.With)) and len(t.items) == len(v) else [None] * len(v)
         return [value_json(x, it) for x, it in zip(v, items)]
     return "<bag>" if _is_bag(v) else "<value>"
+
+
+def run_loss(report: Any) -> Any:
+    """The run's ProvenLoss for the ledger's cap check (None when a figure is unbounded: such a
+    program is refused before it is charged)."""
+    from ..checking.sens import INF
+    from .guarantee import proven_loss
+
+    if INF in (report.epsilon, report.rho):
+        return None
+    return proven_loss(report)
 
 
 def dataset_amounts(report: Any, identities: dict[str, str]) -> dict[str, Any]:

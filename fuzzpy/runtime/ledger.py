@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import secrets
 import sqlite3
@@ -27,30 +28,35 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from fuzzpy.diagnostics import error
 
 T = TypeVar("T")
 
 ENV_VAR = "FUZZPY_LEDGER"
-SCHEMA_VERSION = 2  # 2: charges record the delta and rho of runs stated in (epsilon, delta)
+SCHEMA_VERSION = 3  # 2: charges record the delta and rho of runs stated in (epsilon, delta)
+#                    3: charges record their ProvenLoss; caps have a notion (epsilon at a delta, or rho)
 BUSY_TIMEOUT_S = 30.0  # how long a run waits for another process's charge before giving up
 FINISH_STATUSES = ("released", "failed")
 _CHUNK = 1 << 20
 _SHORT_HEX = 12
 _MAX_DECIMALS = 20  # beyond this many decimals a fraction is easier to read
 
-_CAPS_COLUMNS = ("dataset", "cap", "label", "set_at")
+_CAPS_COLUMNS_V1 = ("dataset", "cap", "label", "set_at")
+_CAPS_COLUMNS = _CAPS_COLUMNS_V1 + ("notion", "delta")
 _CHARGES_COLUMNS_V1 = ("id", "dataset", "label", "program_hash", "epsilon", "status",
                        "started_at", "finished_at")
-_CHARGES_COLUMNS = _CHARGES_COLUMNS_V1 + ("delta", "rho")
+_CHARGES_COLUMNS_V2 = _CHARGES_COLUMNS_V1 + ("delta", "rho")
+_CHARGES_COLUMNS = _CHARGES_COLUMNS_V2 + ("loss",)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS caps (
     dataset TEXT PRIMARY KEY,
     cap     TEXT NOT NULL,
     label   TEXT,
-    set_at  TEXT NOT NULL
+    set_at  TEXT NOT NULL,
+    notion  TEXT NOT NULL DEFAULT 'epsilon',
+    delta   TEXT
 );
 CREATE TABLE IF NOT EXISTS charges (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -62,7 +68,8 @@ CREATE TABLE IF NOT EXISTS charges (
     started_at   TEXT NOT NULL,
     finished_at  TEXT,
     delta        TEXT,
-    rho          TEXT
+    rho          TEXT,
+    loss         TEXT
 );
 CREATE INDEX IF NOT EXISTS charges_by_dataset ON charges (dataset);
 """
@@ -82,6 +89,24 @@ class Entry:
     finished_at: str | None
     delta: Fraction = Fraction(0)  # the delta of its (epsilon, delta); 0 for a pure epsilon
     rho: Fraction | None = None    # its zCDP rho, when it made Gaussian releases
+    loss: Any = None               # its fuzzpy.accounting.ProvenLoss (schema 3), None when not recorded
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a dataset has spent, in the notion of its cap (docs/ledger.md, "Caps by notion").
+
+    `spent` is what counts against the cap: the certified epsilon at the cap's delta for an
+    epsilon cap, the zCDP rho for a rho cap; without a cap, the sum of the recorded epsilons.
+    Exact (Fraction) or certified upper bounds; math.inf when the history has no bound in that
+    notion (a Gaussian run under a pure cap)."""
+
+    cap: Any                    # EpsilonCap, RhoCap or None
+    spent: Fraction | float
+    remaining: Fraction | None  # max(cap - spent, 0); None without a cap
+    epsilon_sum: Fraction       # the sum of the recorded epsilons (basic composition)
+    delta_sum: Fraction         # the sum of the recorded deltas that goes with it
+    rho: Fraction | float       # the history's zCDP rho; math.inf if a run has none
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,19 +340,25 @@ class Ledger:
         if not self.readonly:
             with self._guard():
                 _retry_busy(self._configure)
-            if version == 1:
+            if version < SCHEMA_VERSION:
                 self._transaction(self._upgrade)
 
     def _upgrade(self) -> None:
         """Schema 1 -> 2: add the delta and rho of each charge (NULL: a pure epsilon, as every
-        charge of a schema-1 ledger is).  In the transaction that checks the version, so two
-        processes opening an old ledger at once upgrade it once."""
-        current = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if current != 1:  # another process upgraded it first
-            self._version = int(current)
+        charge of a schema-1 ledger is).  Schema 2 -> 3: add each charge's ProvenLoss (NULL for
+        the old rows: docs/ledger.md says how they count) and each cap's notion ('epsilon', with
+        a NULL delta: every older cap was a pure epsilon cap).  In the transaction that checks
+        the version, so two processes opening an old ledger at once upgrade it once."""
+        current = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if current >= SCHEMA_VERSION:  # another process upgraded it first
+            self._version = current
             return
-        self._db.execute("ALTER TABLE charges ADD COLUMN delta TEXT")
-        self._db.execute("ALTER TABLE charges ADD COLUMN rho TEXT")
+        if current == 1:
+            self._db.execute("ALTER TABLE charges ADD COLUMN delta TEXT")
+            self._db.execute("ALTER TABLE charges ADD COLUMN rho TEXT")
+        self._db.execute("ALTER TABLE charges ADD COLUMN loss TEXT")
+        self._db.execute("ALTER TABLE caps ADD COLUMN notion TEXT NOT NULL DEFAULT 'epsilon'")
+        self._db.execute("ALTER TABLE caps ADD COLUMN delta TEXT")
         self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self._version = SCHEMA_VERSION
 
@@ -381,8 +412,9 @@ class Ledger:
         return runs
 
     def _check_schema(self) -> None:
-        charges = _CHARGES_COLUMNS_V1 if self._version == 1 else _CHARGES_COLUMNS
-        for table, expected in (("caps", _CAPS_COLUMNS), ("charges", charges)):
+        charges = {1: _CHARGES_COLUMNS_V1, 2: _CHARGES_COLUMNS_V2}.get(self._version, _CHARGES_COLUMNS)
+        caps = _CAPS_COLUMNS_V1 if self._version < 3 else _CAPS_COLUMNS
+        for table, expected in (("caps", caps), ("charges", charges)):
             rows = self._db.execute(f"PRAGMA table_info({table})").fetchall()
             if tuple(r[1] for r in rows) != expected:
                 raise error("E0602", f"{self.path} is not a fuzzpy ledger (table {table!r} is "
@@ -423,17 +455,35 @@ class Ledger:
 
     # -- caps ---------------------------------------------------------------------------------
 
-    def set_cap(self, dataset: str, cap: Fraction, label: str | None = None) -> None:
-        """Set (or replace) the total epsilon allowed on `dataset`; a None label keeps the old."""
-        cap = _check_amount(cap, "cap")
+    def set_cap(self, dataset: str, cap: Any, label: str | None = None) -> None:
+        """Set (or replace) the cap of `dataset`: an `EpsilonCap(epsilon, delta)` (delta 0: a
+        pure epsilon cap), a `RhoCap(rho)`, or an exact number, meaning a pure epsilon cap.
+        A None label keeps the old one."""
+        amount, notion, delta = _cap_row(cap)
         _check_dataset(dataset)
-        self._transaction(lambda: self._db.execute(
-            "INSERT INTO caps (dataset, cap, label, set_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(dataset) DO UPDATE SET cap = excluded.cap, "
-            "label = COALESCE(excluded.label, caps.label), set_at = excluded.set_at",
-            (dataset, str(cap), label, _now())))
+        if self._version < 3 and (notion != "epsilon" or delta is not None):
+            raise error("E0602", f"the ledger {self.path} must be upgraded before it records a cap in "
+                                 "another notion than pure epsilon")
+        if self._version < 3:  # defensive: a writable ledger is upgraded when opened
+            sql, args = ("INSERT INTO caps (dataset, cap, label, set_at) VALUES (?, ?, ?, ?) "
+                         "ON CONFLICT(dataset) DO UPDATE SET cap = excluded.cap, "
+                         "label = COALESCE(excluded.label, caps.label), set_at = excluded.set_at",
+                         (dataset, amount, label, _now()))
+        else:
+            sql, args = ("INSERT INTO caps (dataset, cap, label, set_at, notion, delta) "
+                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(dataset) DO UPDATE SET "
+                         "cap = excluded.cap, label = COALESCE(excluded.label, caps.label), "
+                         "set_at = excluded.set_at, notion = excluded.notion, delta = excluded.delta",
+                         (dataset, amount, label, _now(), notion, delta))
+        self._transaction(lambda: self._db.execute(sql, args))
 
     def cap(self, dataset: str) -> Fraction | None:
+        """The cap's amount (an epsilon or a rho: see `cap_of` for its notion); None: no cap."""
+        found = self.cap_of(dataset)
+        return None if found is None else _cap_amount(found)
+
+    def cap_of(self, dataset: str) -> Any:
+        """The cap of `dataset` as an `EpsilonCap` or a `RhoCap`; None: no cap."""
         return self._transaction(lambda: self._cap(dataset), write=False)
 
     def cap_label(self, dataset: str) -> str | None:
@@ -441,24 +491,54 @@ class Ledger:
             "SELECT label FROM caps WHERE dataset = ?", (dataset,)).fetchone(), write=False)
         return row[0] if row else None
 
-    def spent(self, dataset: str) -> Fraction:
-        """Exact sum of every charge, finished or not: a killed run may have released values."""
-        return self._transaction(lambda: self._spent(dataset), write=False)
+    def spent(self, dataset: str) -> Fraction | float:
+        """What counts against the dataset's cap, in its notion (see `Usage`); without a cap, the
+        exact sum of the recorded epsilons.  Every charge counts, finished or not: a killed run
+        may have released values."""
+        return self.usage(dataset).spent
 
     def remaining(self, dataset: str) -> Fraction | None:
         """cap - spent, never below 0 (a cap can be lowered under what was spent); None: no cap."""
-        def read() -> Fraction | None:
-            cap = self._cap(dataset)
-            return None if cap is None else max(cap - self._spent(dataset), Fraction(0))
-        return self._transaction(read, write=False)
+        return self.usage(dataset).remaining
 
-    def _cap(self, dataset: str) -> Fraction | None:
-        row = self._db.execute("SELECT cap FROM caps WHERE dataset = ?", (dataset,)).fetchone()
-        return None if row is None else self._stored_amount(row[0])
+    def usage(self, dataset: str) -> Usage:
+        """The dataset's cap and what was spent, in the cap's notion and in the others."""
+        cap, history = self._transaction(lambda: (self._cap(dataset), self._history(dataset)),
+                                         write=False)
+        return _usage(cap, history)
 
-    def _spent(self, dataset: str) -> Fraction:
-        rows = self._db.execute("SELECT epsilon FROM charges WHERE dataset = ?", (dataset,))
-        return sum((self._stored_amount(r[0]) for r in rows), Fraction(0))
+    def _cap(self, dataset: str) -> Any:
+        from fuzzpy.accounting import EpsilonCap, RhoCap
+
+        if self._version < 3:
+            row = self._db.execute("SELECT cap, 'epsilon', NULL FROM caps WHERE dataset = ?",
+                                   (dataset,)).fetchone()
+        else:
+            row = self._db.execute("SELECT cap, notion, delta FROM caps WHERE dataset = ?",
+                                   (dataset,)).fetchone()
+        if row is None:
+            return None
+        amount = self._stored_amount(row[0])
+        if row[1] == "rho" and row[2] is None:
+            return RhoCap(amount)
+        if row[1] == "epsilon":
+            delta = Fraction(0) if row[2] is None else self._stored_amount(row[2])
+            if delta < 1:
+                return EpsilonCap(amount, delta)
+        raise error("E0602", f"the ledger {self.path} is corrupted (a cap of unknown notion {row[1]!r})")
+
+    def _history(self, dataset: str) -> "_History":
+        """Every charge on `dataset` in the form the cap check composes (docs/ledger.md)."""
+        columns = {1: "epsilon, NULL, NULL, NULL", 2: "epsilon, delta, rho, NULL"}.get(
+            self._version, "epsilon, delta, rho, loss")
+        rows = self._db.execute(f"SELECT {columns} FROM charges WHERE dataset = ?", (dataset,))
+        history = _History()
+        for eps, delta, rho, loss in rows:
+            history.add(self._stored_amount(eps),
+                        Fraction(0) if delta is None else self._stored_amount(delta),
+                        None if rho is None else self._stored_amount(rho),
+                        None if loss is None else self._stored_loss(loss))
+        return history
 
     def _stored_amount(self, text: object) -> Fraction:
         try:
@@ -469,57 +549,65 @@ class Ledger:
             raise error("E0602", f"the ledger {self.path} is corrupted (bad amount {text!r})")
         return value
 
+    def _stored_loss(self, text: object) -> Any:
+        from fuzzpy.accounting import ProvenLoss
+
+        try:
+            return ProvenLoss.from_dict(json.loads(str(text)))
+        except (ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError):
+            raise error("E0602", f"the ledger {self.path} is corrupted (a charge's privacy loss "
+                                 "cannot be read)") from None
+
     # -- charges ------------------------------------------------------------------------------
 
     def charge(self, dataset: str, epsilon: Fraction, program_hash: str, label: str = "",
-               delta: Fraction = Fraction(0), rho: Fraction | None = None) -> int:
-        """Book `epsilon` on `dataset` before anything is released; returns the charge id.
+               delta: Fraction = Fraction(0), rho: Fraction | None = None,
+               loss: Any = None) -> int:
+        """Book a run on `dataset` before anything is released; returns the charge id.
 
-        Raises E0601 if spent + epsilon would exceed the cap. The row is committed when this
-        returns, so it survives the process being killed at any later point.  A run stated as
-        (epsilon, delta) records its delta (and its zCDP rho); runs compose by adding both.
-        """
-        epsilon = _check_amount(epsilon, "epsilon")
-        _check_dataset(dataset)
-        notion = _notion(delta, rho)
-
-        def book() -> int:
-            cap = self._cap(dataset)
-            if cap is not None:
-                spent = self._spent(dataset)
-                if spent + epsilon > cap:
-                    raise _over_cap(dataset, epsilon, cap, spent)
-            return self._insert(dataset, label, program_hash, epsilon, notion)
-
-        return self._transaction(book)
+        `epsilon` is the run's stated epsilon (at `delta` when the run is stated in (epsilon,
+        delta)), `rho` its zCDP rho, `loss` its `ProvenLoss` (fuzzpy.accounting), which is what
+        the cap check composes; without `loss`, the run counts as booked (docs/ledger.md).
+        Raises E0601 unless the history plus this run fits the cap.  The row is committed when
+        this returns, so it survives the process being killed at any later point."""
+        return self.charge_many({dataset: epsilon}, program_hash, label, delta, rho, loss)[0]
 
     def charge_many(self, amounts: dict[str, Fraction], program_hash: str, label: str = "",
-                    delta: Fraction = Fraction(0), rho: Fraction | None = None) -> list[int]:
-        """Book each dataset's epsilon in ONE transaction: all charges or none (a run over several
-        tables never books the first ones and then stops at a later dataset's cap)."""
+                    delta: Fraction = Fraction(0), rho: Fraction | None = None,
+                    loss: Any = None) -> list[int]:
+        """Book each dataset's run in ONE transaction: all charges or none (a run over several
+        tables never books the first ones and then stops at a later dataset's cap).  The cap
+        check (`fuzzpy.accounting.fits` of the history plus this run) reads the history inside
+        the same write transaction, so concurrent runs are checked one after another."""
         for dataset in amounts:
             _check_dataset(dataset)
         checked = {d: _check_amount(e, "epsilon") for d, e in amounts.items()}
         notion = _notion(delta, rho)
+        stored_loss = _loss_json(loss)
 
         def book() -> list[int]:
             for dataset, epsilon in checked.items():
                 cap = self._cap(dataset)
-                if cap is not None and self._spent(dataset) + epsilon > cap:
-                    raise _over_cap(dataset, epsilon, cap, self._spent(dataset))
-            return [self._insert(dataset, label, program_hash, epsilon, notion)
+                if cap is None:
+                    continue
+                history = self._history(dataset)
+                history.add(epsilon, Fraction(delta), rho, loss)
+                after = _usage(cap, history)
+                if not after.spent <= _cap_amount(cap):  # Fractions, or math.inf: exact
+                    raise _over_cap(dataset, cap, _usage(cap, self._history(dataset)), after)
+            return [self._insert(dataset, label, program_hash, epsilon, notion, stored_loss)
                     for dataset, epsilon in checked.items()]
 
         return self._transaction(book)
 
     def _insert(self, dataset: str, label: str, program_hash: str, epsilon: Fraction,
-                notion: tuple[str | None, str | None]) -> int:
-        if self._version == 1:  # a read-only schema-1 ledger is never written; this is defensive
+                notion: tuple[str | None, str | None], loss: str | None) -> int:
+        if self._version < SCHEMA_VERSION:  # a read-only old ledger is never written; defensive
             raise error("E0602", f"the ledger {self.path} must be upgraded before it records a charge")
         cursor = self._db.execute(
-            "INSERT INTO charges (dataset, label, program_hash, epsilon, status, started_at, delta, rho) "
-            "VALUES (?, ?, ?, ?, 'charged', ?, ?, ?)",
-            (dataset, label, program_hash, str(epsilon), _now(), *notion))
+            "INSERT INTO charges (dataset, label, program_hash, epsilon, status, started_at, delta, rho, loss) "
+            "VALUES (?, ?, ?, ?, 'charged', ?, ?, ?, ?)",
+            (dataset, label, program_hash, str(epsilon), _now(), *notion, loss))
         return int(cursor.lastrowid)
 
     def spent_delta(self, dataset: str) -> Fraction:
@@ -567,7 +655,8 @@ class Ledger:
 
     def entries(self, dataset: str | None = None) -> list[Entry]:
         """All runs, oldest first; only those on `dataset` if given."""
-        columns = _CHARGES_COLUMNS if self._version != 1 else _CHARGES_COLUMNS_V1 + ("NULL", "NULL")
+        columns = {1: _CHARGES_COLUMNS_V1 + ("NULL", "NULL", "NULL"),
+                   2: _CHARGES_COLUMNS_V2 + ("NULL",)}.get(self._version, _CHARGES_COLUMNS)
         query = f"SELECT {', '.join(columns)} FROM charges"
         args: tuple = ()
         if dataset is not None:
@@ -577,7 +666,8 @@ class Ledger:
             lambda: self._db.execute(query + " ORDER BY id", args).fetchall(), write=False)
         return [Entry(r[0], r[1], r[2], r[3], self._stored_amount(r[4]), r[5], r[6], r[7],
                       self._stored_amount(r[8]) if r[8] is not None else Fraction(0),
-                      self._stored_amount(r[9]) if r[9] is not None else None)
+                      self._stored_amount(r[9]) if r[9] is not None else None,
+                      self._stored_loss(r[10]) if r[10] is not None else None)
                 for r in rows]
 
     def datasets(self) -> list[str]:
@@ -713,13 +803,155 @@ def _check_dataset(dataset: str) -> None:
         raise error("E0605", "invalid dataset identity: it must be a non-empty string")
 
 
-def _over_cap(dataset: str, epsilon: Fraction, cap: Fraction, spent: Fraction):
-    left = max(cap - spent, Fraction(0))
-    return error("E0601", f"this run needs epsilon {format_exact(epsilon)} but only "
-                          f"{format_exact(left)} of the cap {format_exact(cap)} remains for "
-                          f"dataset {short_id(dataset)}…",
-                 None, "the cap is set with `fuzzpy ledger set-cap`; "
-                       "`fuzzpy ledger show` lists what was spent")
+def _over_cap(dataset: str, cap: Any, before: Usage, after: Usage):
+    """E0601, naming the cap and its notion (never any private number: only public amounts)."""
+    name, limit = f"dataset {short_id(dataset)}…", _cap_amount(cap)
+    hint = ("the cap is set with `fuzzpy ledger set-cap` (--cap E [--delta D] or --rho R); "
+            "`fuzzpy ledger show` lists what was spent")
+    if after.spent == math.inf:
+        return error("E0601", f"this run cannot be charged against the {describe_cap(cap)} cap of {name}: "
+                              f"{_unbounded_why(cap, before)}", None, hint)
+    left = max(limit - before.spent, Fraction(0))
+    unit = "rho" if _is_rho(cap) else "epsilon"
+    text = (f"this run needs {unit} {format_exact(after.spent - before.spent)} but only "
+            f"{format_exact(left)} of the cap {format_exact(limit)} remains for {name} "
+            f"(a cap in {describe_cap(cap)}")
+    if not _is_rho(cap) and cap.delta:
+        text += f": the runs so far and this one, composed, spend epsilon {format_exact(after.spent)}"
+    return error("E0601", text + ")", None, hint)
+
+
+def _unbounded_why(cap: Any, before: Usage) -> str:
+    if _is_rho(cap):
+        return ("an earlier run was booked in (epsilon, delta) without a zCDP rho, so the history "
+                "has no rho bound")
+    if not cap.delta:
+        return ("this run or an earlier one made Gaussian releases or was stated with a delta > 0, "
+                "and a pure epsilon cap admits only pure epsilon runs; set a cap at a delta "
+                "(--delta) or in rho (--rho)")
+    return (f"the deltas booked by earlier runs (in total {format_exact(before.delta_sum)}) leave "
+            "no delta of the cap for this run")
+
+
+def describe_cap(cap: Any) -> str:
+    """"pure epsilon", "epsilon at delta 0.000001" or "zCDP rho": a cap's notion, in words."""
+    if _is_rho(cap):
+        return "zCDP rho"
+    return f"epsilon at delta {format_exact(cap.delta)}" if cap.delta else "pure epsilon"
+
+
+def _is_rho(cap: Any) -> bool:
+    return hasattr(cap, "rho")
+
+
+def _cap_amount(cap: Any) -> Fraction:
+    return cap.rho if _is_rho(cap) else cap.epsilon
+
+
+def _cap_row(cap: Any) -> tuple[str, str, str | None]:
+    """(amount, notion, delta) as stored: a plain number is a pure epsilon cap."""
+    from fuzzpy.accounting import EpsilonCap, RhoCap
+
+    if isinstance(cap, RhoCap):
+        return str(_check_amount(cap.rho, "rho cap")), "rho", None
+    if isinstance(cap, EpsilonCap):
+        amount, delta = _check_amount(cap.epsilon, "cap"), _check_amount(cap.delta, "cap delta")
+        if delta >= 1:
+            raise error("E0605", f"invalid cap delta {format_exact(delta)}: expected a number in [0, 1)")
+        return str(amount), "epsilon", (str(delta) if delta else None)
+    return str(_check_amount(cap, "cap")), "epsilon", None
+
+
+def _loss_json(loss: Any) -> str | None:
+    """The exact JSON of a run's ProvenLoss, as stored in the `loss` column."""
+    if loss is None:
+        return None
+    from fuzzpy.accounting import ProvenLoss
+
+    if not isinstance(loss, ProvenLoss):
+        raise error("E0605", f"invalid privacy loss: expected a fuzzpy.accounting.ProvenLoss, "
+                             f"not {type(loss).__name__}")
+    return json.dumps(loss.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+def _as_charged(loss: Any) -> Any:
+    """A run's loss as the cap check composes it.  A pure run (no Gaussian release) is, as a
+    whole, an epsilon-DP mechanism, hence dominated by randomized response at that epsilon:
+    recording it as one such release lets the accountant compose pure runs optimally (KOV)
+    under a cap at a delta.  Other losses are used as recorded."""
+    from fuzzpy.accounting import ProvenLoss
+
+    if loss.is_pure() and loss.pure is None and loss.epsilon not in (0, math.inf):
+        return ProvenLoss(loss.epsilon, loss.pure_rho, loss.gauss_rho, loss.laplace,
+                          ((loss.epsilon, 1),), loss.gauss_grid_sigma)
+    return loss
+
+
+def _pure_loss(epsilon: Fraction) -> Any:
+    """A run booked as a pure epsilon without a recorded loss: epsilon-DP, so epsilon^2/2-zCDP
+    (Bun and Steinke 2016, Proposition 3.3) and dominated by randomized response at epsilon."""
+    from fuzzpy.accounting import ProvenLoss
+
+    if epsilon == 0:
+        return ProvenLoss()
+    return ProvenLoss(epsilon, epsilon * epsilon / 2, Fraction(0), None, ((epsilon, 1),))
+
+
+class _History:
+    """A dataset's charges, split into what the accountant composes (`losses`: runs with a
+    recorded ProvenLoss, and pure runs without one) and the runs booked only as (epsilon,
+    delta) with delta > 0 (`booked`, from schema-2 ledgers or callers that pass no loss),
+    which count exactly as they were booked, by basic composition."""
+
+    def __init__(self) -> None:
+        self.losses: list[Any] = []
+        self.booked: list[tuple[Fraction, Fraction, Fraction | None]] = []
+        self.epsilon_sum = Fraction(0)
+        self.delta_sum = Fraction(0)
+
+    def add(self, epsilon: Fraction, delta: Fraction, rho: Fraction | None, loss: Any) -> None:
+        self.epsilon_sum += epsilon
+        self.delta_sum += delta
+        if loss is not None:
+            self.losses.append(_as_charged(loss))
+        elif delta == 0:
+            self.losses.append(_pure_loss(epsilon))
+        else:
+            self.booked.append((epsilon, delta, rho))
+
+
+def _usage(cap: Any, history: _History) -> Usage:
+    """Spending in every notion; against the cap, what `fuzzpy.accounting.spent` says of the
+    composed losses, plus the booked runs by basic composition (docs/ledger.md)."""
+    from fuzzpy.accounting import compose, rho_of
+
+    total = compose(history.losses)
+    booked_rho = [r for _, _, r in history.booked]
+    rho: Fraction | float = math.inf if None in booked_rho else \
+        rho_of(total) + sum(booked_rho, Fraction(0))  # type: ignore[arg-type]
+    if cap is None:
+        return Usage(None, history.epsilon_sum, None, history.epsilon_sum, history.delta_sum, rho)
+    spent = rho if _is_rho(cap) else _epsilon_spent(history, cap)
+    remaining = Fraction(0) if spent == math.inf else max(_cap_amount(cap) - spent, Fraction(0))
+    return Usage(cap, spent, remaining, history.epsilon_sum, history.delta_sum, rho)
+
+
+def _epsilon_spent(history: _History, cap: Any) -> Fraction | float:
+    """The epsilon at the cap's delta of the whole history.  Booked runs (eps_i, delta_i) take
+    sum eps_i and sum delta_i; the composed losses are converted once at the delta left over
+    (basic composition of the two parts: valid however the runs were interleaved)."""
+    from fuzzpy.accounting import EpsilonCap, compose, spent
+
+    booked_eps = sum((e for e, _, _ in history.booked), Fraction(0))
+    rest = cap.delta - sum((d for _, d, _ in history.booked), Fraction(0))
+    if rest < 0:
+        return math.inf
+    total = compose(history.losses)
+    if total.epsilon == 0 and total.gauss_rho == 0:
+        converted: Fraction | float = Fraction(0)  # nothing released (the GDP search needs mu > 0)
+    else:
+        converted = spent([total], EpsilonCap(cap.epsilon, rest))
+    return math.inf if converted == math.inf else booked_eps + converted
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:

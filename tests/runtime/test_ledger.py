@@ -504,9 +504,9 @@ def test_cli_set_cap_and_show(tmp_path: Path, data_file: Path) -> None:
     assert text.exit_code == 0, text.output
     out = text.stdout
     summary = next(line for line in out.splitlines() if line.startswith(short_id(ident)))
-    assert summary.split()[2:] == ["2.0", "5/6", "7/6"]  # cap, spent, remaining
+    assert summary.split()[2:6] == ["2.0", "5/6", "7/6", "pure-epsilon"]  # cap, spent, remaining, notion
     other = next(line for line in out.splitlines() if line.startswith(short_id(OTHER)))
-    assert other.split()[2:] == ["none", "0.25", "no", "cap"]
+    assert other.split()[2:7] == ["none", "0.25", "no", "cap", "-"]
     assert short_id(program_hash("p1")) in out and "released" in out and "charged" in out
     assert ident not in out  # identities are shortened on screen
 
@@ -622,22 +622,30 @@ def test_a_schema_1_ledger_is_upgraded_in_place_and_keeps_its_spending(tmp_path:
     _schema_1_ledger(path)
     with Ledger(path, readonly=True) as book:  # read-only: read as it is, never changed
         (old,) = book.entries()
-        assert (old.epsilon, old.delta, old.rho) == (F(1, 2), 0, None)
+        assert (old.epsilon, old.delta, old.rho, old.loss) == (F(1, 2), 0, None, None)
+        assert book.spent(DS) == F(1, 2) and book.cap(DS) == 2
     with Ledger(path) as book:
-        book.charge(DS, F(1), PROG, delta=F(1, 10**6), rho=F(1, 4))
-        assert book.spent(DS) == F(3, 2) and book.spent_delta(DS) == F(1, 10**6)
-        assert [(e.delta, e.rho) for e in book.entries()] == [(0, None), (F(1, 10**6), F(1, 4))]
+        book.charge(DS, F(1), PROG)
+        assert book.spent(DS) == F(3, 2) and book.spent_delta(DS) == 0
+        with pytest.raises(FuzzError) as exc:  # the old cap is a pure epsilon cap
+            book.charge(DS, F(1, 4), PROG, delta=F(1, 10**6), rho=F(1, 4))
+        assert code_of(exc) == "E0601" and "pure epsilon cap" in str(exc.value)
+        assert [(e.delta, e.rho) for e in book.entries()] == [(0, None), (0, None)]
     raw = sqlite3.connect(path)
-    assert raw.execute("PRAGMA user_version").fetchone() == (2,)
+    assert raw.execute("PRAGMA user_version").fetchone() == (3,)
     raw.close()
 
 
-def test_runs_in_epsilon_delta_compose_by_adding_both(tmp_path: Path) -> None:
+def test_runs_in_epsilon_delta_without_a_loss_compose_by_adding_both(tmp_path: Path) -> None:
+    from fuzzpy.accounting import EpsilonCap
+
     with Ledger(tmp_path / "l.sqlite") as book:
-        book.set_cap(DS, F(3))
+        book.set_cap(DS, EpsilonCap(F(3), F(1, 10**4)))
         book.charge(DS, F(1), PROG)
         book.charge_many({DS: F(1)}, PROG, delta=F(1, 10**5), rho=F(1, 8))
-        assert book.spent(DS) == 2 and book.spent_delta(DS) == F(1, 10**5)
+        use = book.usage(DS)
+        assert use.epsilon_sum == 2 and use.delta_sum == F(1, 10**5) and book.spent_delta(DS) == F(1, 10**5)
+        assert 1 < use.spent <= 2  # booked 1 at 1e-5, plus the pure 1 converted at the delta left
         with pytest.raises(FuzzError) as exc:
             book.charge(DS, F(2), PROG, delta=F(1, 10**5))
         assert code_of(exc) == "E0601"

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.interfaces.cli import app
+from fuzzpy.runtime.ledger import SCHEMA_VERSION as L_SCHEMA
 from fuzzpy.runtime.ledger import Ledger, program_hash
 
 DS = "sha256:" + "ab" * 32
@@ -110,7 +111,7 @@ def test_a_new_ledger_is_complete_has_normal_permissions_and_leaves_no_temporary
     assert folder_files(tmp_path) == ["ledger.sqlite"]
     assert path.stat().st_mode & 0o777 == 0o644
     raw = sqlite3.connect(path)
-    assert raw.execute("PRAGMA user_version").fetchone() == (2,)
+    assert raw.execute("PRAGMA user_version").fetchone() == (L_SCHEMA,)
     assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     raw.close()
 

@@ -696,7 +696,8 @@ def test_the_json_output_has_no_data_dependent_metadata(tmp_path):
                         "ledger", "ok", "releases", "result", "delta", "delta_exact", "pure", "rho", "rho_exact",
                         "rho_budget", "rho_budget_exact", "spending"}
     # The ledger's totals: sums of epsilons charged by programs, not of anything in the data.
-    assert out["spending"] == [{"files": str(data(tmp_path, ROW_A)), "spent": "1", "cap": None, "remaining": None}]
+    assert out["spending"] == [{"files": str(data(tmp_path, ROW_A)), "spent": "1", "cap": None, "remaining": None,
+                                "notion": None, "cap_delta": None}]
     (rel,) = out["releases"]
     assert set(rel) == {"name", "keys", "mechanism", "location", "source", "epsilon", "epsilon_exact", "scale",
                         "scale_exact", "accuracy", "value", "label", "where"}
