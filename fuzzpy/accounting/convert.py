@@ -165,7 +165,7 @@ def epsilon_at_delta(loss: ProvenLoss, delta: Fraction | float) -> Conversion:
             if loss.pure is not None and loss.epsilon != 0:
                 cands.append(("optimal composition (KOV)" + (" with GDP" if mu else ""),
                               _pld_gdp("pure", loss.pure, mu, flag, d)))
-            if loss.epsilon == 0:
+            if loss.epsilon == 0 and mu > 0:
                 cands.append(("analytic Gaussian (GDP)", _gdp_only(mu, flag, d)))
     method, eps = min(cands, key=lambda c: c[1])
     return Conversion(eps, method, d, tuple(cands))

@@ -119,3 +119,11 @@ def test_the_package_imports_nothing_else_from_fuzzpy():
             "and m not in ('fuzzpy',) and not m.startswith('fuzzpy.accounting')])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_loss_with_no_release_converts_to_zero():
+    from fractions import Fraction
+
+    from fuzzpy.accounting import ProvenLoss, epsilon_at_delta
+
+    assert epsilon_at_delta(ProvenLoss(), Fraction(1, 10**5)).epsilon == 0
