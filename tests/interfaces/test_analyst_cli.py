@@ -92,4 +92,5 @@ def test_data_check_missing_column_names_column_and_schema(tmp_path):
     bad.write_text("age,sex\n30,Male\n")
     res = fz("data", "check", "--data", bad, EX / "quickstart.fz")
     assert res.exit_code == 4 and "E0505" in res.stderr and "schema Adult: age, workclass" in res.stderr
-    assert "30" not in res.stderr and "Male" not in res.stderr
+    shown = res.stderr.replace(str(bad), "<file>")  # the temporary path may itself contain "30"
+    assert "30" not in shown and "Male" not in shown
