@@ -67,7 +67,7 @@ def run(
     if fmt not in ("text", "json", "csv"):
         raise _usage("E0701", f"--format must be text, json or csv, got '{fmt}'")
     if server is not None or dataset:
-        raise typer.Exit(_run_remote(program, server, dataset, data, budget, param, seed, ledger, fmt, entry))
+        raise typer.Exit(_run_remote(program, server, dataset, data, budget, param, seed, ledger, fmt, entry, delta))
     if seed is not None and ledger is not None:
         raise _usage("E0603", "--seed and --ledger cannot be used together: a seeded run is not private, so it is "
                      "never recorded in a ledger")
@@ -77,18 +77,19 @@ def run(
 
 
 def _run_remote(program: Path, server: Optional[str], dataset: list[str], data: list[str], budget: Optional[str],
-                param: list[str], seed: Optional[int], ledger: Optional[Path], fmt: str, entry: str) -> int:
+                param: list[str], seed: Optional[int], ledger: Optional[Path], fmt: str, entry: str,
+                delta: Optional[str] = None) -> int:
     """`fuzzpy run --server URL --dataset NAME`: the curator service runs it (fuzzpy/serve)."""
     from ..serve.client import run_remote
-    from .cli import parse_budget, parse_params
+    from .cli import parse_budget, parse_delta, parse_params
 
     if server is None or not dataset:
         raise _usage("E0701", "--server URL and --dataset NAME go together")
     if data or seed is not None or ledger is not None:
         raise _usage("E0701", "with --server the data, the noise and the ledger are the curator's: "
                               "--data, --seed and --ledger cannot be used")
-    parse_budget(budget)
-    return run_remote(program, server, dataset, parse_params(param), entry, budget, fmt)
+    parse_budget(budget), parse_delta(delta)
+    return run_remote(program, server, dataset, parse_params(param), entry, budget, fmt, delta)
 
 
 def _usage(code: str, message: str) -> typer.Exit:

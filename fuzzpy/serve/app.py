@@ -36,11 +36,13 @@ class ProgramBody(BaseModel):
     entry: str = Field("main", description="The entry point.")
     budget: Optional[str] = Field(None, description="Refuse if the program's epsilon exceeds this.")
     format: str = Field("json", description="json or text (check: also sarif).")
+    delta: Optional[str] = Field(None, description="State a program with Gaussian releases as (epsilon, delta) "
+                                                   "at this delta, in (0, 1).")
 
     def to_request(self) -> ProgramRequest:
         datasets = [self.dataset] if isinstance(self.dataset, str) else list(self.dataset)
         return ProgramRequest(self.program, self.file, datasets, dict(self.params), self.entry, self.budget,
-                              self.format)
+                              self.format, self.delta)
 
 
 class Outcome(BaseModel):

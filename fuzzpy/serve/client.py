@@ -97,20 +97,21 @@ def _program(path: Path) -> Optional[str]:
 
 
 def _body(text: str, path: Path, datasets: list[str], params: dict[str, str], entry: str,
-          budget: Optional[str], fmt: str) -> dict:
+          budget: Optional[str], fmt: str, delta: Optional[str] = None) -> dict:
     return {"program": text, "file": str(path), "dataset": datasets, "params": params, "entry": entry,
-            "budget": budget, "format": fmt}
+            "budget": budget, "format": fmt, "delta": delta}
 
 
 def run_remote(program: Path, server: str, datasets: list[str], params: dict[str, str], entry: str,
-               budget: Optional[str], fmt: str) -> int:
+               budget: Optional[str], fmt: str, delta: Optional[str] = None) -> int:
     from ..interfaces.numbers import dumps
 
     try:
         text = _program(program)
         if text is None:
             return EXIT_PROGRAM
-        status, doc = request(server, "POST", "/v1/run", _body(text, program, datasets, params, entry, budget, fmt))
+        status, doc = request(server, "POST", "/v1/run", _body(text, program, datasets, params, entry, budget, fmt,
+                                                               delta))
         code, result = _outcome(status, doc, fmt)
     except FuzzError as exc:
         return _fail(exc)
@@ -120,7 +121,7 @@ def run_remote(program: Path, server: str, datasets: list[str], params: dict[str
 
 
 def check_remote(files: list[Path], server: str, datasets: list[str], params: dict[str, str], entry: str,
-                 budget: Optional[str], fmt: str) -> int:
+                 budget: Optional[str], fmt: str, delta: Optional[str] = None) -> int:
     """Check each file against the published schema, printing as `fuzzpy check` does."""
     from ..interfaces.numbers import dumps
 
@@ -131,7 +132,8 @@ def check_remote(files: list[Path], server: str, datasets: list[str], params: di
             if text is None:
                 codes.append(EXIT_PROGRAM)
                 continue
-            status, doc = request(server, "POST", "/v1/check", _body(text, path, datasets, params, entry, budget, fmt))
+            status, doc = request(server, "POST", "/v1/check", _body(text, path, datasets, params, entry, budget, fmt,
+                                                                     delta))
             code, result = _outcome(status, doc, fmt)
             codes.append(code)
             if result is not None:

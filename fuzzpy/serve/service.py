@@ -47,6 +47,7 @@ class ProgramRequest:
     entry: str = "main"
     budget: Optional[str] = None
     format: str = "json"
+    delta: Optional[str] = None  # the delta of an (epsilon, delta) statement, in (0, 1)
 
 
 def prepare_process() -> None:
@@ -137,6 +138,15 @@ class Service:
                     raise ValueError
             except ValueError:
                 raise RequestError(400, "E1006", f"budget must be a non-negative number, not {req.budget[:30]!r}") from None
+        if req.delta is not None:
+            from ..exact import parse_exact
+
+            try:
+                if not 0 < parse_exact(req.delta) < 1:
+                    raise ValueError
+            except ValueError:
+                raise RequestError(400, "E1006", f"delta must be a number strictly between 0 and 1, not "
+                                                 f"{req.delta[:30]!r}") from None
 
     def checked(self, who: AnalystRecord, req: ProgramRequest, *, for_run: bool) -> Any:
         """The checked program, with the service's own refusals added as diagnostics: imports
@@ -181,7 +191,8 @@ class Service:
         def work() -> None:
             try:
                 report = check_source(req.program, req.file, dict(req.params), req.entry)
-                apply_budget(report, None if req.budget is None else parse_exact(req.budget))
+                apply_budget(report, None if req.budget is None else parse_exact(req.budget),
+                             None if req.delta is None else parse_exact(req.delta))
                 box["report"] = report
             finally:
                 self.check_slots.release()
