@@ -12,6 +12,7 @@ from . import ir as I
 from .effects import ARGS, FAIL, r_presence, r_union
 from .helpers import _cover, _rename_args, _spine
 from .sens import ONE, ZERO, Dist, d_add, d_inf, fmt_coef, is_const
+from .quadratic import UNKNOWN
 from .sens import INF, c_mul
 from .types import Fun, Type, chain_sensitivity, holds_choices, holds_fuzzy, is_subtype
 from .values import Env, FnT, FnValue, Opaque, Partial, Val, fn_params
@@ -105,6 +106,8 @@ class ApplicationRules:
             # which Cauchy-Schwarz splits into (chain * s_i / 2) * d_i^2 per argument.
             dist = d_add(dist, self.lift({"z": c_mul(chain, t.sens) / 2 if c_mul(chain, t.sens) != INF else INF},
                                          arg.dist, span))
+            # Rule Inventory: what it releases is not counted; its argument's symbols are marked.
+            dist = d_add(dist, self.lift({UNKNOWN: ONE}, arg.dist, span))
         fn_out = Opaque(t.cod, fn.depth, fn.draw_depth, fn.complete, chain) if isinstance(t.cod, Fun) else None
         self.note_depth(fn.depth, fn.draw_depth)  # rule Unroll: the calls it nests, where it is applied
         # A function of a declared type completes (to_opaque checks it) within the depth it carries;

@@ -46,8 +46,8 @@ from .helpers import (infinite_part, _branch_choice, _cover, _fn_identity, _free
 from .effects import ARGS, r_union
 from .instances import WIDEN_SPECULATIVE, InstanceRules, Summary, _Active  # noqa: F401
 from .patterns import PatternRules
-from .quadratic import CHANNELS, base_of, lift, linear_part, pop_quad
-from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, NonLinear, d_add, d_scale, is_const
+from .quadratic import base_of, is_inventory, lift, linear_part, pop_quad
+from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, NonLinear, c_add, d_add, d_scale, is_const
 from .types import Bag, Type, Unit, holds_tables
 from .typeexpr import TypeResolver
 from .values import Env, FnT, TopFn, Val
@@ -161,13 +161,15 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
                 for c in coefs[1:]:
                     m = self.store.c_max(m, c)
                 out = d_add(out, self._scale(m, parent, None))
-            for ch in CHANNELS:
+            for ch in sorted({ch for q in quads for ch in q}):
                 rs = [q[ch] for q in quads if ch in q]
-                if rs:
-                    r: Coef = rs[0]
-                    for c in rs[1:]:
-                        r = self.store.c_max(r, c)
-                    out = d_add(out, self.lift({ch: r}, parent, None))
+                # Rule Inventory: one row is in one part of a table, so the counts of the part that
+                # moves are the most; parts that may move together (a number's) add up.
+                together = is_inventory(ch) and not all(self.integral(p) for p in parts)
+                r: Coef = rs[0]
+                for c in rs[1:]:
+                    r = c_add(r, c) if together else self.store.c_max(r, c)
+                out = d_add(out, self.lift({ch: r}, parent, None))
         return out
 
     def lift(self, quad: dict, arg: Dist, span: Optional[Span]) -> Dist:

@@ -25,9 +25,11 @@ from ..solving.lp import Unsolvable, solve_least
 from ..syntax import ast as A
 from . import ir as I
 from .effects import FAIL, r_normal, r_presence, r_union
-from .quadratic import CHANNELS, base_of, channel_of, is_shadow, pop_quad, shadow
+from .quadratic import (CHANNELS, UNKNOWN, base_of, channel_of, is_inventory, is_shadow, laplace_channel, pop_quad,
+                        shadow)
 from .helpers import _fn_identity, _has_hole, _has_tvar, _hashable, _widen, apply_scale, infinite_part
-from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, d_add, d_substitute, fmt_coef, is_const, substitute
+from .sens import (INF, ONE, ZERO, Coef, ConstraintStore, Dist, c_add, d_add, d_substitute, fmt_coef, is_const,
+                   substitute)
 from .types import MAX_TYPE_SIZE, Fun, ListT, Num, Type, holds_choices, holds_tables, is_subtype, type_size
 from .typeexpr import bind_tvars, match_type, subst_tvars
 from .values import Closure, Env, FnT, FnValue, Opaque, Partial, TopFn, Val
@@ -250,13 +252,15 @@ class InstanceRules:
         # charge every such recursion infinitely; a recursion that cannot release anything
         # assumes no shadow cost, and the check of its body confirms it (E0304 otherwise).
         gauss = self._may_release(decl, state)
-        s.quad = [{ch: store.fresh(f"{decl.name}.{p.name}.rho", minimise=True) for ch in CHANNELS}
-                  if gauss and not isinstance(t, FnT) else {} for p, t in zip(decl.params, s.param_types)]
+        # Rule Inventory: a count for each Laplace epsilon written as a public constant in the
+        # function (or those it names), and the unknown mark for anything else.
+        channels = CHANNELS + (UNKNOWN, *self._laplace_channels(decl)) if gauss else ()
+        s.quad = [{ch: store.fresh(f"{decl.name}.{p.name}.rho", minimise=True) for ch in channels}
+                  if not isinstance(t, FnT) else {} for p, t in zip(decl.params, s.param_types)]
         cands = sorted(state.candidates)
         s.captured = {c: store.fresh(f"{decl.name}.captured", minimise=True) for c in cands}
-        if gauss:
-            s.captured.update({shadow(c, ch): store.fresh(f"{decl.name}.captured.rho", minimise=True)
-                               for c in cands for ch in CHANNELS})
+        s.captured.update({shadow(c, ch): store.fresh(f"{decl.name}.captured.rho", minimise=True)
+                           for c in cands for ch in channels})
         fail = store.fresh(f"{decl.name}.fail", minimise=True) if counted else ONE
         s.risk = {FAIL: fail, **{x: store.fresh(f"{decl.name}.risk", minimise=True) for x in s.param_syms + cands}}
         grows = [x for x in s.param_syms + cands if x in self.table_syms]
@@ -267,6 +271,46 @@ class InstanceRules:
             raise self.fail("E0212", f"the recursive calls of {decl.name} cannot be given a return type: its type "
                             f"variables are only given by empty lists here ({s.cod})", decl.ret.span,
                             "pass a non-empty list for the type variable, or declare the element type")
+
+    @staticmethod
+    def _fold_uncounted(flat: Dist, assumed: Dist) -> Dist:
+        """Inventory counts on captured symbols that the assumption has no unknown for become the
+        unknown mark of that symbol (rule Inventory)."""
+        out: Dist = {}
+        for key, c in flat.items():
+            if is_shadow(key) and key not in assumed and is_inventory(channel_of(key)):
+                mark = shadow(base_of(key), UNKNOWN)
+                if mark in assumed:
+                    key = mark  # a presence: the count itself, which may be an unknown that is 0
+            out[key] = c_add(out[key], c) if key in out else c
+        return out
+
+    def _laplace_channels(self, decl: A.FunDecl) -> tuple[str, ...]:
+        """The inventory channels of the `laplace` calls whose epsilon is a public constant, in
+        the function and the top-level functions it names (rule Inventory)."""
+        from .helpers import _spine
+
+        found: set[str] = set()
+        seen: set[str] = set()
+        todo: list[A.Node] = [decl.body]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, A.Apply):
+                head, args = _spine(node)
+                # Only a literal or a name (a program parameter): evaluating anything else here,
+                # in the middle of an assumption, could check other instances.
+                if isinstance(head, A.Var) and head.name == "laplace" and args and \
+                        isinstance(args[0], (A.Lit, A.Var)):
+                    eps = self._public_constant(args[0])
+                    if eps is not None and eps > 0:
+                        found.add(laplace_channel(eps))
+            if isinstance(node, A.Var):
+                f = self.functions.get(node.name)
+                if f is not None and node.name not in seen:
+                    seen.add(node.name)
+                    todo.append(f.body)
+            todo.extend(A.children(node))
+        return tuple(sorted(found))
 
     def _may_release(self, decl: A.FunDecl, state: _Active) -> bool:
         """Could a call of this instance make a release (which has a shadow cost)?  Conservative:
@@ -383,10 +427,13 @@ class InstanceRules:
             self.store.require(c, u, "recursive call")
         for q, assumed in zip(quad, a.quad):
             for ch, c in q.items():
+                if ch not in assumed and is_inventory(ch) and UNKNOWN in assumed:
+                    ch = UNKNOWN  # a count the assumption has no unknown for: not counted (rule Inventory)
                 if ch not in assumed:  # a function parameter: its releases are checked where it is applied
                     raise self.fail("E0304", "cannot bound the releases of this recursive function in zCDP",
                                     span)
                 self.store.require(c, assumed[ch], "recursive call")
+        flat = self._fold_uncounted(flat, a.captured)
         for part, assumed, what in ((flat, a.captured, "captures"), (risk, a.risk, "may fail on"),
                                     (growth, a.growth, "grows tables by")):
             for sym, c in part.items():

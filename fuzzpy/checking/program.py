@@ -46,6 +46,9 @@ class InputReport:
     # Rule Rho: zCDP of the Gaussian releases (sum of mu^2/2) and of the pure ones (sum of eps^2/2).
     rho_gauss: Any = Fraction(0)
     rho_pure: Any = Fraction(0)
+    # Rule Inventory: its pure releases as ((epsilon, most releases), ...), every one a scalar
+    # Laplace release whose input moves by at most its sensitivity; None when not known.
+    laplace: Any = None
 
     @property
     def is_pure(self) -> bool:
@@ -449,7 +452,7 @@ class _ProgramChecker:
                 rho_g, rho_z = (q.get(ch, Fraction(0)) for ch in ("g", "z"))
                 self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t,
                                                       rho_g if is_const(rho_g) else INF,
-                                                      rho_z if is_const(rho_z) else INF))
+                                                      rho_z if is_const(rho_z) else INF, _inventory(q)))
             self.check_closed(decl, summary)
             self.check_bounded(decl)
             self.check_completes(decl, summary)
@@ -509,6 +512,23 @@ class _ProgramChecker:
                 ["union adds the rows of both its arguments: a union of a table with itself, repeated, doubles "
                  "it each time", "the limit keeps the memory a run needs within a fixed multiple of its input, "
                  "whatever the data"])))
+
+
+def _inventory(quad: dict) -> Optional[tuple]:
+    """Rule Inventory: the counted Laplace releases of one entry parameter, or None when a pure
+    release on it was not counted (the unknown mark) or a count is not a finite number."""
+    import math
+
+    from .quadratic import UNKNOWN, is_inventory
+
+    out = []
+    for ch, c in quad.items():
+        if not is_inventory(ch):
+            continue
+        if ch == UNKNOWN or not is_const(c) or c == INF:
+            return None
+        out.append((Fraction(ch[2:]), math.ceil(Fraction(c))))
+    return tuple(sorted(out))
 
 
 def _fun_type(types: list[Type], coefs, cod: Type, quad=None) -> str:

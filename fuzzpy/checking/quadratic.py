@@ -28,9 +28,24 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .sens import INF, ZERO, Coef, Dist, c_add, c_mul
+from typing import Optional
+
+from .sens import INF, ONE, ZERO, Coef, Dist, c_add, c_mul, is_const
 
 CHANNELS = ("g", "z")
+# The inventory of scalar Laplace releases (rule Inventory): channel "L:<eps>" counts releases of
+# that epsilon whose input moves by at most its calibrated sensitivity when the symbol moves by
+# at most 1; "L?" marks a symbol on which a pure release is not counted (the inventory is then
+# unknown).  They are not quadratic: they follow their own substitution rule (`lift`).
+UNKNOWN = "L?"
+
+
+def laplace_channel(eps: Fraction) -> str:
+    return f"L:{eps}"
+
+
+def is_inventory(ch: str) -> bool:
+    return ch.startswith("L")
 _SEP = "\x00"  # never part of a symbol name
 
 
@@ -62,10 +77,10 @@ def quadratic_part(d: Dist) -> Dist:
 def pop_quad(d: Dist, sym: str) -> dict[str, Coef]:
     """Remove and return the shadow coefficients of `sym` (channel -> coefficient)."""
     out = {}
-    for ch in CHANNELS:
-        c = d.pop(shadow(sym, ch), ZERO)
+    for key in [k for k in d if is_shadow(k) and base_of(k) == sym]:
+        c = d.pop(key)
         if c != 0:
-            out[ch] = c
+            out[channel_of(key)] = c
     return out
 
 
@@ -90,6 +105,9 @@ def lift(quad: dict[str, Coef], arg: Dist) -> Dist:
     for ch, r in quad.items():
         if r == 0:
             continue
+        if is_inventory(ch):
+            out = _add(out, _move_inventory(ch, r, moves))
+            continue
         factor = c_mul(r, total)  # raises NonLinear for two unknowns (the caller reports E0304)
         for u, a in moves.items():
             c = INF if factor == INF or a == INF else c_mul(factor, a)
@@ -99,10 +117,44 @@ def lift(quad: dict[str, Coef], arg: Dist) -> Dist:
     return out
 
 
+def _add(a: Dist, b: Dist) -> Dist:
+    for k, c in b.items():
+        a[k] = c_add(a[k], c) if k in a else c
+    return a
+
+
+def _move_inventory(ch: str, count: Coef, moves: Dist) -> Dist:
+    """Rule Inventory: releases counted on a symbol that is replaced by `moves`.  When it is one
+    symbol u moving by a <= 1 per unit of u, each release's input still moves by at most its
+    sensitivity when u moves by 1: the count moves to u.  Otherwise (a > 1: group privacy; several
+    symbols, which may move together; an unknown coefficient) the releases are no longer counted:
+    u is marked unknown."""
+    if ch != UNKNOWN and len(moves) == 1:
+        (u, a), = moves.items()
+        if is_const(a) and a != INF and a <= 1:
+            return {shadow(u, ch): count}
+    # The mark's coefficient is only a presence; it is the count itself, so that an unknown count
+    # of a recursion (0 once solved, say) marks nothing when it is 0.
+    return {shadow(u, UNKNOWN): count for u in moves}
+
+
+def inventory_of_release(eps: Optional[Fraction], moves: Dist) -> Dist:
+    """The inventory entries of one pure release whose input moves by `moves` (its linear
+    distance): one count of `eps` on its only symbol when it is a scalar Laplace release on one
+    symbol with a finite coefficient (which is at most its sensitivity S, the largest
+    coefficient); otherwise every symbol it depends on is marked unknown."""
+    if eps is not None and len(moves) == 1:
+        (u, a), = moves.items()
+        if is_const(a) and a != INF:
+            return {shadow(u, laplace_channel(eps)): ONE}
+    return {shadow(u, UNKNOWN): ONE for u in moves}
+
+
 def zcdp_of_pure(cost: Dist) -> Dist:
     """The "z" channel of a pure release whose linear cost is `cost` (eps_s per unit of d_s):
     (sum_s eps_s d_s)^2 / 2 <= (E/2) sum_s eps_s d_s^2 with E = sum_s eps_s (Cauchy-Schwarz)."""
     return lift({"z": Fraction(1, 2)}, cost)
 
 __all__ = ["CHANNELS", "shadow", "is_shadow", "base_of", "channel_of", "linear_part", "quadratic_part",
-           "pop_quad", "lift", "zcdp_of_pure"]
+           "pop_quad", "lift", "zcdp_of_pure", "UNKNOWN", "laplace_channel", "is_inventory",
+           "inventory_of_release"]

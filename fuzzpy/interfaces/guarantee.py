@@ -63,8 +63,13 @@ def proven_loss(report: Any) -> Any:
     for inp in report.inputs:
         # InputReport.rho keeps the pure part at most epsilon^2/2 (an epsilon-DP part is
         # epsilon^2/2-zCDP whatever the z channel's Cauchy-Schwarz bound says).
-        total = total.add(ProvenLoss(inp.epsilon, inp.rho - inp.rho_gauss, inp.rho_gauss))
-    return ProvenLoss(total.epsilon, total.pure_rho, total.gauss_rho, gauss_grid_sigma=gaussian_sites(report))
+        try:  # the accountant refuses an inventory worth more than epsilon: then it is not used
+            loss = ProvenLoss(inp.epsilon, inp.rho - inp.rho_gauss, inp.rho_gauss, laplace=inp.laplace)
+        except ValueError:
+            loss = ProvenLoss(inp.epsilon, inp.rho - inp.rho_gauss, inp.rho_gauss)
+        total = total.add(loss)
+    return ProvenLoss(total.epsilon, total.pure_rho, total.gauss_rho, total.laplace, total.pure,
+                      gauss_grid_sigma=gaussian_sites(report))
 
 
 def gaussian_sites(report: Any) -> Optional[Fraction]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Optional
 
-from ..checking.quadratic import linear_part, zcdp_of_pure
+from ..checking.quadratic import inventory_of_release, linear_part, zcdp_of_pure
 from ..checking.sens import INF, Dist, d_add, d_scale, is_const
 from ..checking.types import BOOL, Bool, Fuzzy, ListT, Num, Tensor, Type, Vector
 from .registry import Arg, Instantiated, Result, primitive
@@ -106,10 +106,15 @@ def calibrate(ctx, name: str, eps: Fraction, arg: Arg, span, extra: dict | None 
     return charge(ctx, name, eps, arg.dist, arg.span, span, Fraction(1), extra)
 
 
-def pure_release(cost: Dist) -> Dist:
+def pure_release(cost: Dist, laplace_eps: Optional[Fraction] = None, moves: Optional[Dist] = None) -> Dist:
     """The distance of a pure-epsilon release: its linear cost, plus the same release seen in zCDP
-    (the "z" shadow channel, rule Rho) for programs that also make Gaussian releases."""
-    return d_add(cost, zcdp_of_pure(cost))
+    (the "z" shadow channel, rule Rho) for programs that also make Gaussian releases, plus its
+    entry in the inventory (rule Inventory): counted as one scalar Laplace release of
+    `laplace_eps` when it is one, on its input's `moves`; otherwise its symbols are marked."""
+    if not cost:
+        return {}
+    entry = inventory_of_release(laplace_eps, moves if moves is not None else cost)
+    return d_add(cost, zcdp_of_pure(cost), entry)
 
 
 def _info(sens: Fraction, eps: Fraction, scale: Fraction, **more: Any) -> dict:
@@ -210,7 +215,8 @@ def _laplace(ctx, args, span):
     eps = public_epsilon(ctx, eps_arg)
     shape = _laplace_shape(ctx, x)
     sens, scale, cost = calibrate(ctx, "laplace", eps, x, span)
-    return Result(Fuzzy(shape), pure_release(cost), info=_info(sens, eps, scale))
+    scalar = eps if isinstance(shape, Num) else None  # a tuple's release is not a scalar Laplace pair
+    return Result(Fuzzy(shape), pure_release(cost, scalar, linear_part(x.dist)), info=_info(sens, eps, scale))
 
 
 # ---- gaussian (zCDP) ------------------------------------------------------------------------------

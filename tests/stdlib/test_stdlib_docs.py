@@ -52,7 +52,9 @@ def coefficients(t: str) -> list[Fraction | float]:
         elif depth == 0 and t.startswith("-o", i):
             if t.startswith("-o[", i):
                 j = t.index("]", i)
-                out.append(Fraction(t[i + 3:j]))
+                # `-o[c; rho r]` / `-o[rho r]`: the linear part c (0 when only a rho is shown).
+                linear = t[i + 3:j].split(";")[0].strip()
+                out.append(Fraction(0) if linear.startswith("rho") else Fraction(linear))
                 i = j
             else:
                 out.append(Fraction(1))
@@ -79,6 +81,8 @@ def test_the_doc_shows_the_schema_the_examples_are_checked_with():
 
 def test_coefficients_parser():
     assert coefficients("bag num -o[0.5] fuzzy num") == [Fraction(1, 2)]
+    assert coefficients("bag num -o[rho 0.5] fuzzy num") == [Fraction(0)]
+    assert coefficients("bag num -o[2; rho 0.5] fuzzy num") == [Fraction(2)]
     assert coefficients("(num, num) -> list (num -o num) -o fuzzy num") == [float("inf"), 1]
 
 
