@@ -6,9 +6,9 @@ The program is a counted recursion (rule Count, docs/soundness.md) that makes on
 step: `gaussian rho_step (count db)` in one version, `laplace eps_step (count db)` in the other
 (a second pair of programs releases a clipped vector sum, `vsum`, in the Gaussian loop against
 a tuple of sums with Laplace).  Both are checked in this process (best of --repeat); the ratio
-Gaussian / Laplace is what to read: the machine's speed cancels.  The conversion of the proven rho
-to (epsilon, delta) is not part of fuzzpy yet (the certified accountant is being built
-separately); this script times the check that produces rho.
+Gaussian / Laplace is what to read: the machine's speed cancels.  Each time includes the
+certified conversion to (epsilon, delta) at delta 1e-6 (`apply_budget`, as `fuzzpy check --delta`
+does), which the issue's goal (under a second for 10,000 Gaussian releases) counts.
 """
 
 from __future__ import annotations
@@ -44,10 +44,13 @@ def programs(steps: int) -> dict[str, tuple[str, str]]:
 
 
 def best_time(src: str, repeat: int):
+    from fuzzpy.interfaces.report import apply_budget
+
     best, report = float("inf"), None
     for _ in range(repeat):
         t0 = time.perf_counter()
         report = check_source(src, "bench.fz")
+        apply_budget(report, None, Fraction(1, 10**6))  # the certified (epsilon, delta) as well
         best = min(best, time.perf_counter() - t0)
     assert report is not None and report.ok, [d.message for d in report.diagnostics]
     return best, report
@@ -64,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         tg, rg = best_time(gauss, args.repeat)
         tl, rl = best_time(laplace, args.repeat)
         assert rg.rho == n * Fraction(1, 10000) and rl.epsilon == n * Fraction(1, 10000)
-        print(f"  {name:10s}  gaussian {tg * 1000:8.1f} ms (rho {rg.rho})   laplace {tl * 1000:8.1f} ms "
-              f"(epsilon {rl.epsilon})   ratio {tg / tl:.2f}")
+        print(f"  {name:10s}  gaussian {tg * 1000:8.1f} ms (rho {rg.rho}, epsilon "
+              f"{float(rg.guarantee.epsilon):.4g} at 1e-6)   laplace {tl * 1000:8.1f} ms (epsilon {rl.epsilon}; "
+              f"{float(rl.guarantee.epsilon):.4g} at 1e-6)   ratio {tg / tl:.2f}")
     return 0
 
 
