@@ -134,13 +134,15 @@ def check_file(path: str | Path, params: dict[str, str] | None = None, entry: st
 
 
 def check_source(source: str, file: str = "<input>", params: dict[str, str] | None = None,
-                 entry: str | None = "main", overlays: dict[str, str] | None = None) -> CheckReport:
-    """Parse and check; runs in a thread with a large stack so deep programs cannot crash."""
+                 entry: str | None = "main", overlays: dict[str, str] | None = None,
+                 virtual: dict[str, str] | None = None) -> CheckReport:
+    """Parse and check; runs in a thread with a large stack so deep programs cannot crash.
+    `virtual`: modules read as if imported first (see `syntax.loader.load_program`)."""
     box: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            box["report"] = _check(source, file, params or {}, entry, overlays)
+            box["report"] = _check(source, file, params or {}, entry, overlays, virtual)
         except RecursionError:
             report = CheckReport(file, {file: source})
             report.diagnostics.append(Diagnostic("E0107", "program nested too deeply to check",
@@ -165,7 +167,7 @@ def check_source(source: str, file: str = "<input>", params: dict[str, str] | No
 
 
 def _check(source: str, file: str, params: dict[str, str], entry: str | None,
-           overlays: dict[str, str] | None) -> CheckReport:
+           overlays: dict[str, str] | None, virtual: dict[str, str] | None = None) -> CheckReport:
     import sys
 
     import gc
@@ -177,7 +179,7 @@ def _check(source: str, file: str, params: dict[str, str], entry: str | None,
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check_inner(source, file, params, entry, overlays)
+        return _check_inner(source, file, params, entry, overlays, virtual)
     finally:
         sys.setrecursionlimit(old_limit)
         if gc_was_enabled:
@@ -185,9 +187,9 @@ def _check(source: str, file: str, params: dict[str, str], entry: str | None,
 
 
 def _check_inner(source: str, file: str, params: dict[str, str], entry: str | None,
-                 overlays: dict[str, str] | None) -> CheckReport:
+                 overlays: dict[str, str] | None, virtual: dict[str, str] | None = None) -> CheckReport:
     t0 = time.perf_counter()
-    modules, diags, texts = load_program(source, file, overlays)
+    modules, diags, texts = load_program(source, file, overlays, virtual)
     report = CheckReport(file, texts, list(diags))
     report.pragma_budget, pragma_errors = read_pragmas(source, file)
     report.pragma_delta, delta_errors = read_pragmas(source, file, "delta")

@@ -40,7 +40,8 @@ def token() -> str:
     return value
 
 
-def request(server: str, method: str, path: str, body: Optional[dict] = None) -> tuple[int, Any]:
+def request(server: str, method: str, path: str, body: Optional[dict] = None,
+            timeout: float = TIMEOUT_S) -> tuple[int, Any]:
     """(HTTP status, parsed JSON) of one request; E1016 when the service cannot be reached."""
     url = server.rstrip("/") + path
     if not url.startswith(("http://", "https://")):
@@ -49,7 +50,7 @@ def request(server: str, method: str, path: str, body: Optional[dict] = None) ->
     req = urllib.request.Request(url, data=data, method=method, headers={
         "Authorization": f"Bearer {token()}", "Content-Type": "application/json", "Accept": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             status, raw = resp.status, resp.read()
     except urllib.error.HTTPError as exc:
         status, raw = exc.code, exc.read()

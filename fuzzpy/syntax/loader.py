@@ -58,11 +58,13 @@ def resolve_import(path: str, importer: str) -> Path | None:
     return None
 
 
-def load_program(source: str, file: str, overlays: dict[str, str] | None = None
-                 ) -> tuple[list[A.Module], list[Diagnostic], dict[str, str]]:
+def load_program(source: str, file: str, overlays: dict[str, str] | None = None,
+                 virtual: dict[str, str] | None = None) -> tuple[list[A.Module], list[Diagnostic], dict[str, str]]:
     """Parse `source` (named `file`) and, transitively, its imports.
 
-    `overlays` maps file paths to unsaved editor text.  Returns the modules (the main file
+    `overlays` maps file paths to unsaved editor text.  `virtual` maps names (`<...>`, not
+    paths) to the text of modules read as if the main file imported them first: the language
+    server's schemas published by a curator service.  Returns the modules (the main file
     last), the diagnostics, and the texts of all files read (for rendering carets)."""
     modules: list[A.Module] = []
     diags: list[Diagnostic] = []
@@ -112,5 +114,7 @@ def load_program(source: str, file: str, overlays: dict[str, str] | None = None
                 return
         visit(text, key)
 
+    for name, text in (virtual or {}).items():
+        visit(text, name)
     visit(source, file)
     return modules, diags, texts

@@ -31,6 +31,9 @@ class Settings:
     delta: Optional[Fraction] = None  # the delta of (epsilon, delta) statements
     debounce: float = 0.015
     incremental: bool = True
+    server: Optional[str] = None       # a curator service's URL (`fuzzpy serve`)
+    datasets: tuple[str, ...] = ()     # whose published schemas to fetch from it
+    published: tuple = ()              # remote.Published, once fetched (not an option)
 
     @staticmethod
     def from_options(options: Any) -> "Settings":
@@ -67,10 +70,29 @@ class Settings:
             except (TypeError, ValueError):
                 log.warning("ignoring invalid debounceMs option %r", str(options["debounceMs"])[:60])
         s.incremental = bool(options.get("incremental", True))
+        s.server, s.datasets = _remote_options(options)
         return s
 
     def key(self) -> tuple:
         return (self.entry, tuple(sorted(self.params.items())))
+
+    def virtual(self, declared: set[str]) -> dict[str, str]:
+        """The published schemas to check with a program that declares the schemas `declared`."""
+        return {p.file: p.source for p in self.published if p.schema not in declared}
+
+
+def _remote_options(options: dict) -> tuple[Optional[str], tuple[str, ...]]:
+    """`server` (URL) and `dataset` (a name or a list of names); both or neither."""
+    server, dataset = options.get("server"), options.get("dataset")
+    if server is None and dataset is None:
+        return None, ()
+    names = [dataset] if isinstance(dataset, str) else dataset if isinstance(dataset, list) else []
+    names = [n.strip() for n in names if isinstance(n, str) and n.strip()]
+    if not isinstance(server, str) or not server.startswith(("http://", "https://")) or not names:
+        log.warning("ignoring the server options: 'server' must be an http(s) URL and 'dataset' a name "
+                    "or a list of names")
+        return None, ()
+    return server, tuple(dict.fromkeys(names))
 
 
 # ---- what one analysis produces -------------------------------------------------------------

@@ -88,6 +88,7 @@ class _Plan:
     names: tuple
     entry_mode: bool
     reason_full: Optional[str] = None
+    virtual: Optional[dict[str, str]] = None  # published schemas checked with it (remote.py)
 
 
 class IncrementalChecker:
@@ -106,8 +107,9 @@ class IncrementalChecker:
                 overlays: Optional[dict[str, str]] = None) -> Analysis:
         """Check `text`; must run in a thread with a large stack (see `make_executor`)."""
         with self.lock:
-            modules, parse_diags, texts = load_program(text, file, overlays)
+            modules, parse_diags, texts, virtual = _load(text, file, settings, overlays)
             plan = self._plan(text, file, settings, modules, texts)
+            plan.virtual = virtual
             if not settings.incremental or plan.reason_full:
                 return self._full(plan, settings, modules, parse_diags, texts, overlays)
             missing = [u for u in plan.units if self._lookup(plan, u) is None]
@@ -124,8 +126,9 @@ class IncrementalChecker:
              limit: int = 1) -> int:
         """Fill the cache for up to `limit` units of this text; returns how many are still missing."""
         with self.lock:
-            modules, _, texts = load_program(text, file, overlays)
+            modules, _, texts, virtual = _load(text, file, settings, overlays)
             plan = self._plan(text, file, settings, modules, texts)
+            plan.virtual = virtual
             if plan.reason_full or not settings.incremental:
                 return 0
             missing = sorted((u for u in plan.units if self._lookup(plan, u) is None),
@@ -198,7 +201,7 @@ class IncrementalChecker:
         source = _reduced_source(plan, needed, synthetic_entry=not is_entry)
         entry = settings.entry if is_entry else SYNTHETIC_ENTRY
         lines = _lines_of(plan, needed)
-        result = self._check(source, plan.file, settings, entry, overlays,
+        result = self._check(source, plan, settings, entry, overlays,
                              keep=lambda s: s.file != plan.file or s.line in lines)
         if not is_entry:
             result.entry = None
@@ -211,7 +214,7 @@ class IncrementalChecker:
         key = _hash(("prelude", plan.prelude_key))
         hit = self.cache.get(key)
         if hit is None:
-            hit = self._check(_reduced_source(plan, frozenset(), True), plan.file, settings, SYNTHETIC_ENTRY,
+            hit = self._check(_reduced_source(plan, frozenset(), True), plan, settings, SYNTHETIC_ENTRY,
                               overlays, keep=lambda s: s.file != plan.file)
             hit.entry = None
             self._store(key, hit)
@@ -222,7 +225,7 @@ class IncrementalChecker:
         source, entry = plan.text, settings.entry
         if not plan.entry_mode:
             source, entry = _with_synthetic_entry(plan.text), SYNTHETIC_ENTRY
-        result = self._check(source, plan.file, settings, entry, overlays, keep=lambda s: True)
+        result = self._check(source, plan, settings, entry, overlays, keep=lambda s: True)
         if not plan.entry_mode:
             result.entry = None
         analysis = self._merge(plan, settings, modules, parse_diags, texts, [result], runs=1)
@@ -231,11 +234,12 @@ class IncrementalChecker:
             1 for u in plan.units if self._lookup(plan, u) is None)
         return analysis
 
-    def _check(self, source: str, file: str, settings: Settings, entry: str,
+    def _check(self, source: str, plan: _Plan, settings: Settings, entry: str,
                overlays: Optional[dict[str, str]], keep: Callable[[Span], bool]) -> UnitResult:
+        file = plan.file
         _RECORDER.items = []
         try:
-            report = check_source(source, file, settings.params, entry, overlays)
+            report = check_source(source, file, settings.params, entry, overlays, plan.virtual)
             bindings = [b for b in _RECORDER.items if keep(b.span)]
         finally:
             _RECORDER.items = None
@@ -268,6 +272,20 @@ class IncrementalChecker:
         report.diagnostics.sort(key=_diag_order)
         bindings = [b for r in results for b in r.bindings]  # duplicates are merged by hover
         return Analysis(plan.file, plan.text, report, modules, bindings, runs)
+
+
+def _load(text: str, file: str, settings: Settings, overlays: Optional[dict[str, str]]
+          ) -> tuple[list[A.Module], list[Diagnostic], dict[str, str], Optional[dict[str, str]]]:
+    """`load_program`, with the published schemas the program does not declare itself (its
+    own or its imports' declarations win: the file is read again only when some are added)."""
+    loaded = load_program(text, file, overlays)
+    if not settings.published:
+        return (*loaded, None)
+    declared = {d.name for m in loaded[0] for d in m.decls if isinstance(d, A.SchemaDecl)}
+    virtual = settings.virtual(declared)
+    if not virtual:
+        return (*loaded, None)
+    return (*load_program(text, file, overlays, virtual), virtual)
 
 
 def _chunks(text: str, file: str) -> list[_Chunk]:

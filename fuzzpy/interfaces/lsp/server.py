@@ -9,6 +9,7 @@ one `internal-error` diagnostic; the server keeps running.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import re
 import traceback
@@ -29,6 +30,7 @@ from .analysis import Analysis, Settings
 from .features import _safe, code_lens, completion, definition, hover, privacy_report
 from .incremental import IncrementalChecker, make_executor
 from .navigation import span_to_range
+from .remote import fetch_all
 
 log = logging.getLogger("fuzzpy.lsp")
 
@@ -54,6 +56,32 @@ class FuzzpyServer(LanguageServer):
         self.engine = IncrementalChecker()
         self.executor = make_executor()
         self.docs: dict[str, _DocState] = {}
+        self.remote_warnings: list[Diagnostic] = []  # failed fetches of published schemas
+        self.fetch_task: Optional[asyncio.Task] = None
+
+    # -- schemas published by a curator service (remote.py)
+
+    async def fetch_published(self) -> None:
+        """Fetch once, in a thread of its own (checks go on meanwhile), then re-check every open
+        document with the schemas, or with a warning saying why there are none."""
+        settings = self.settings
+        if settings.server is None:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            found, warnings = await loop.run_in_executor(None, fetch_all, settings.server, list(settings.datasets))
+        except Exception:  # noqa: BLE001 - a bug here must not take the server down
+            log.exception("fetching the published schemas failed")
+            return
+        self.settings = dataclasses.replace(self.settings, published=tuple(found))
+        self.remote_warnings = warnings
+        for w in warnings:
+            self.log_message(T.MessageType.Warning, w.message)
+        for p in found:
+            self.log_message(T.MessageType.Info, f"fuzzpy: published schema {p.schema} of dataset {p.dataset} "
+                                                 "is checked with documents that do not declare it")
+        for uri in list(self.workspace.text_documents):
+            self.schedule(uri, 0)
 
     # -- documents and files
 
@@ -126,7 +154,7 @@ class FuzzpyServer(LanguageServer):
 
     def publish(self, uri: str, version: Optional[int], analysis: Analysis) -> None:
         lines = analysis.text.splitlines(True) or [""]
-        diags = [self.to_lsp(d, analysis, lines) for d in analysis.report.diagnostics]
+        diags = [self.to_lsp(d, analysis, lines) for d in analysis.report.diagnostics + self.remote_warnings]
         self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, version=version,
                                                                           diagnostics=diags))
         self.state(uri).published = version
@@ -242,7 +270,12 @@ def create_server() -> FuzzpyServer:
         try:
             ls.settings = Settings.from_options(params.initialization_options)
         except Exception:  # noqa: BLE001 - bad options fall back to the defaults
-            log.exception("invalid initializationOptions %r", params.initialization_options)
+            log.exception("invalid initializationOptions")  # not the options: they may hold a URL's password
+
+    @ls.feature(T.INITIALIZED)
+    def on_initialized(ls: FuzzpyServer, params: T.InitializedParams) -> None:
+        if ls.settings.server is not None:
+            ls.fetch_task = asyncio.get_running_loop().create_task(ls.fetch_published())
 
     @ls.feature(T.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: FuzzpyServer, params: T.DidOpenTextDocumentParams) -> None:
