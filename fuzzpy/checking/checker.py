@@ -43,7 +43,7 @@ from .counting import CountRules
 from .expressions import ExpressionRules
 from .helpers import (infinite_part, _branch_choice, _cover, _fn_identity, _free_vars, _has_tvar,  # noqa: F401 - re-exported
                       _hashable, _integral_type, _pattern_names, _rename_args, _spine, _widen, apply_scale)
-from .effects import ARGS, r_union
+from .effects import ARGS, r_base, r_union
 from .instances import WIDEN_SPECULATIVE, InstanceRules, Summary, _Active  # noqa: F401
 from .patterns import PatternRules
 from .quadratic import base_of, is_inventory, lift, linear_part, pop_quad
@@ -286,7 +286,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
                             "Gaussian releases compose in zCDP, whose cost grows with the square of the distance; "
                             "only each/pmap over a partition, and direct calls, account for it: release the "
                             "result of the primitive instead")
-        risk = self.eliminate(result.risk, since)
+        risk = r_base(self.eliminate(result.risk, since))
         if any(risk.pop(s, ZERO) != 0 for s in syms):
             risk[ARGS] = ONE
         grows = ZERO

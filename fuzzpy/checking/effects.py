@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .quadratic import base_of
+from .quadratic import base_of, is_shadow
 from .sens import ONE, Coef, Dist, Lin, is_const
 
 FAIL = "!fail"  # may fail or not complete, whatever the private data
@@ -54,6 +54,14 @@ def r_presence(d: Dist, coef: Coef = ONE) -> Dist:
     depends on all of them (a finite move can change a number, hence the depth of a recursion on it)."""
     # A shadow entry (rule Rho) depends on its base symbol.
     return {base_of(s): coef for s in d} if coef != 0 else {}
+
+
+def r_base(r: Dist) -> Dist:
+    """A risk keyed by base symbols: eliminating a split part replaces it by its parent's
+    expression, whose shadow entries (rule Rho) stand for their base symbol here."""
+    if not any(is_shadow(s) for s in r):
+        return r
+    return r_union(*({base_of(s): c} for s, c in r.items()))
 
 
 def r_may_fail(r: Dist) -> bool:

@@ -17,7 +17,7 @@ from ..diagnostics import Span
 from ..primitives.registry import NOCONST, OPERATORS
 from ..syntax import ast as A
 from . import ir as I
-from .effects import FAIL, r_presence, r_union
+from .effects import FAIL, r_base, r_presence, r_union
 from .helpers import _branch_choice, _free_vars
 from .sens import ONE, Dist, d_add, d_inf
 from .types import (BOOL, STRING, UNIT, Bool, Fun, Fuzzy, Hole, ListT, Num, Parts, Record, SumT, Tensor, Type, With,
@@ -128,7 +128,7 @@ class ExpressionRules:
             v = self.expr(e, env)
         finally:
             self.speculation -= 1
-        risk = self.eliminate(v.risk, since)
+        risk = r_base(self.eliminate(v.risk, since))
         if self.stack and self.stack[-1].calls - calls > limits.MAX_CALLS:
             # More calls than the budget in this arm alone: it may not finish in practice (FAIL,
             # rule Unroll), so which arm runs matters (rule Branch).

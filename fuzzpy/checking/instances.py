@@ -24,7 +24,7 @@ from ..primitives.registry import NOCONST, lookup
 from ..solving.lp import Unsolvable, solve_least
 from ..syntax import ast as A
 from . import ir as I
-from .effects import FAIL, r_normal, r_presence, r_union
+from .effects import FAIL, r_base, r_normal, r_presence, r_union
 from .quadratic import (CHANNELS, UNKNOWN, base_of, channel_of, is_inventory, is_shadow, laplace_channel, pop_quad,
                         shadow)
 from .helpers import _fn_identity, _has_hole, _has_tvar, _hashable, _widen, apply_scale, infinite_part
@@ -373,7 +373,7 @@ class InstanceRules:
         flat = self.eliminate(body.dist, since)
         coefs = [flat.pop(s, ZERO) for s in symbols]
         quad = [pop_quad(flat, s) for s in symbols]
-        risk = r_normal(self.eliminate(body.risk, since))
+        risk = r_normal(r_base(self.eliminate(body.risk, since)))
         growth = state.growth
         self._check_annotations(fn, params, coefs, symbols)
         cod = self._check_return(fn, body, param_types)
@@ -683,11 +683,13 @@ def _public(a: Val) -> bool:
 
 def _candidates(args: list[Val], param_types: list[Type]) -> frozenset:
     """The symbols an instance can capture: those of the function values it is given (a
-    top-level function's own environment holds only public constants)."""
+    top-level function's own environment holds only public constants).  Their shadow entries
+    (rule Rho) are costs on those symbols: the symbol is the candidate, and the assumed summary
+    gets a shadow unknown for it (`_assume`)."""
     out: set[str] = set()
     for a, t in zip(args, param_types):
         if a.fn is not None and not isinstance(t, Fun):
-            out |= set(a.dist)
+            out |= {base_of(s) for s in a.dist}
     return frozenset(out)
 
 

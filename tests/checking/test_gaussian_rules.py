@@ -232,3 +232,24 @@ def test_a_pure_budget_refuses_a_gaussian_release_and_says_why():
     apply_budget(r, F(10))
     (d,) = [d for d in r.diagnostics if d.code == "E0314"]
     assert "not pure epsilon-DP" in d.message and any("rho = 0.01" in n for n in d.notes)
+
+
+# ---- found by the soundness oracle: shadow entries in risks and captured symbols -------------------
+
+def test_a_function_argument_capturing_a_release_cost_is_a_candidate_by_its_symbol():
+    # The closures given to rep1 capture db with shadow entries; a recursion's candidates, and a
+    # risk after eliminating split parts, are keyed by db itself.  This failed closed (E0901).
+    src = ("function rep1 (f : num -> num) (n : num) : num { if n <= 0 then 1 else rep1 f (n - 1) + f 1 }\n"
+           "function main (db : bag T) {\n"
+           "  sample k5 = laplace 1 300;\n"
+           "  let v2 = ((sum (map (fun r -> 2 * r.n) db)), (((fun y3 -> count db + 2) 3) * "
+           "(rep1 (fun y4 -> count db) k5)));\n"
+           "  let b6 = slice 1 2 (sort_by (fun r -> r.n) db);\n"
+           "  sample s7 = laplace 2 (rep1 (fun y8 -> let (p9, q10) = (y8, 1); sum (map (fun r -> r.n) b6)) 0);\n"
+           "  return 3\n}")
+    r = check(src)
+    assert "E0901" not in codes(r) and "E0309" in codes(r)
+    helper = ("function twice (f : num -> fuzzy num) (n : int) : fuzzy num {\n"
+              "  if n <= 0 then return 0 else sample a = f 1; sample b = twice f (n - 1); return a + b }\n")
+    ok = check(helper + MAIN + "{ twice (fun x -> gaussian 0.5 (count db)) 4 }")
+    assert ok.ok and ok.inputs[0].rho_gauss == 2
