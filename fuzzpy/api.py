@@ -99,18 +99,15 @@ def check(program: Program, *, params: Optional[Mapping[str, Any]] = None, budge
 
 
 def _delta(delta: Any) -> Optional[Fraction]:
-    from .exact import parse_exact
+    from .exact import parse_delta
 
     if delta is None:
         return None
     try:
-        value = parse_exact(str(delta))
+        return parse_delta(str(delta))
     except ValueError:
-        value = None
-    if value is None or not 0 < value < 1:
         raise FuzzpyError([Diagnostic("E0701", f"delta must be a number strictly between 0 and 1, got "
-                                               f"{str(delta)[:40]!r}")])
-    return value
+                                               f"{str(delta)[:40]!r}")]) from None
 
 
 def _as_path(program: Program) -> Optional[Path]:

@@ -23,3 +23,21 @@ def parse_exact(text: str) -> Fraction:
         return Fraction(text.replace(" ", ""))
     except (ValueError, ZeroDivisionError):
         raise ValueError(f"not a number: {text!r}") from None
+
+
+def parse_delta(text: str) -> Fraction:
+    """A delta, the second parameter of (epsilon, delta)-DP: exact, strictly between 0 and 1
+    (ValueError otherwise).  One reading for the command line, the API, the editor and the
+    curator service."""
+    value = parse_exact(text)
+    if not 0 < value < 1:
+        raise ValueError(f"delta must be strictly between 0 and 1: {text!r}")
+    return value
+
+
+def parse_non_negative(text: str) -> Fraction:
+    """A budget or a cap (epsilon or rho): exact and non-negative (ValueError otherwise)."""
+    value = parse_exact(text)
+    if value < 0:
+        raise ValueError(f"must be non-negative: {text!r}")
+    return value

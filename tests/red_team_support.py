@@ -22,6 +22,17 @@ def codes(report) -> set[str]:
     return {d.code for d in report.diagnostics}
 
 
+def refused(src: str, code: str, words: str = "") -> list[str]:
+    """The program is refused with `code` (and, if given, `words` in that code's message); the
+    notes of those diagnostics."""
+    r = check(src)
+    assert not r.ok and code in codes(r), [(d.code, d.message) for d in r.diagnostics]
+    diags = [d for d in r.diagnostics if d.code == code]
+    if words:
+        assert any(words in d.message for d in diags), [d.message for d in diags]
+    return [n for d in diags for n in d.notes]
+
+
 def make_tables(tmp_path):
     """load(rows, report=None, schema="T", header=HEADER) -> a table conformed by the real loader
     (the same dtypes as a real run)."""

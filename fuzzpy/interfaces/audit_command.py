@@ -127,17 +127,14 @@ def _parse_epsilon(text: Optional[str], option: str = "--epsilon") -> Any:
 
 
 def _parse_delta(text: Optional[str]) -> Any:
-    from ..exact import parse_exact
+    from ..exact import parse_delta
 
     if text is None:
         return None
     try:
-        value = parse_exact(text)
+        return parse_delta(text)
     except ValueError:
-        raise _usage(f"--delta expects a number strictly between 0 and 1, got '{text[:60]}'")
-    if not 0 < value < 1:
-        raise _usage(f"--delta expects a number strictly between 0 and 1, got '{text}'")
-    return value
+        raise _usage(f"--delta expects a number strictly between 0 and 1, got '{text[:60]}'") from None
 
 
 def _claim_options(mechanism: Optional[str], epsilon: Optional[str], rho: Optional[str],

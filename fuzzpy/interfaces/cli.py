@@ -72,32 +72,26 @@ def parse_budget(text: Optional[str]):
 
 def parse_delta(text: Optional[str]):
     """--delta: the delta at which a program is stated as (epsilon, delta), strictly in (0, 1)."""
-    from ..exact import parse_exact
+    from ..exact import parse_delta as read
 
     if text is None:
         return None
     try:
-        value = parse_exact(text)
+        return read(text)
     except ValueError:
-        value = None
-    if value is None or not 0 < value < 1:
         raise usage_error(f"--delta expects a number strictly between 0 and 1, such as 1e-6, got '{text[:60]}'")
-    return value
 
 
 def parse_rho(text: Optional[str]):
     """--rho: a budget in zCDP, a non-negative number."""
-    from ..exact import parse_exact
+    from ..exact import parse_non_negative
 
     if text is None:
         return None
     try:
-        value = parse_exact(text)
+        return parse_non_negative(text)
     except ValueError:
-        value = None
-    if value is None or value < 0:
         raise usage_error(f"--rho expects a non-negative number, got '{text[:60]}'")
-    return value
 
 
 def collect_files(paths: list[Path]) -> list[tuple[Path, bool]]:

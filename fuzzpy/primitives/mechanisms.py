@@ -34,14 +34,15 @@ _REF_EXACT = "Sampled exactly (Canonne, Kamath, Steinke 2020); see fuzzpy/runtim
 
 # ---- public arguments -------------------------------------------------------------------------
 
-def public_epsilon(ctx, arg: Arg) -> Fraction:
+def public_epsilon(ctx, arg: Arg, what: str = "epsilon") -> Fraction:
+    """A mechanism's privacy parameter (epsilon, or a Gaussian's rho): a positive public constant."""
     if not arg.is_const or not isinstance(arg.type, Num):
-        raise ctx.fail("E0209", "epsilon must be a public constant (a literal, a param, or arithmetic on them)",
+        raise ctx.fail("E0209", f"{what} must be a public constant (a literal, a param, or arithmetic on them)",
                        arg.span)
-    eps = Fraction(arg.const)
-    if eps <= 0:
-        raise ctx.fail("E0213", f"epsilon must be positive, got {eps}", arg.span)
-    return eps
+    value = Fraction(arg.const)
+    if value <= 0:
+        raise ctx.fail("E0213", f"{what} must be positive, got {value}", arg.span)
+    return value
 
 
 def public_list(ctx, arg: Arg, what: str, mech: str) -> Type:
@@ -221,15 +222,6 @@ def _laplace(ctx, args, span):
 
 # ---- gaussian (zCDP) ------------------------------------------------------------------------------
 
-def public_rho(ctx, arg: Arg) -> Fraction:
-    if not arg.is_const or not isinstance(arg.type, Num):
-        raise ctx.fail("E0209", "rho must be a public constant (a literal, a param, or arithmetic on them)", arg.span)
-    rho = Fraction(arg.const)
-    if rho <= 0:
-        raise ctx.fail("E0213", f"rho must be positive, got {rho}", arg.span)
-    return rho
-
-
 def _gaussian_shape(ctx, arg: Arg):
     """A number (its distance is its L1 and its L2 distance), a vector (`vec[n]`, whose distance
     is its L2 move), or a tensor tuple of numbers: a tensor's distance is the L1 norm of its
@@ -287,7 +279,7 @@ def _run_gaussian(ctx, rho, x):
            category="mechanism", is_mechanism=True, run=_run_gaussian, needs_context=True)
 def _gaussian(ctx, args, span):
     rho_arg, x = args
-    rho = public_rho(ctx, rho_arg)
+    rho = public_epsilon(ctx, rho_arg, "rho")
     shape = _gaussian_shape(ctx, x)
     dist = linear_part(x.dist)
     sens = ctx.sensitivity(dist, x.span)

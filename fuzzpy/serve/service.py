@@ -139,11 +139,10 @@ class Service:
             except ValueError:
                 raise RequestError(400, "E1006", f"budget must be a non-negative number, not {req.budget[:30]!r}") from None
         if req.delta is not None:
-            from ..exact import parse_exact
+            from ..exact import parse_delta
 
             try:
-                if not 0 < parse_exact(req.delta) < 1:
-                    raise ValueError
+                parse_delta(req.delta)
             except ValueError:
                 raise RequestError(400, "E1006", f"delta must be a number strictly between 0 and 1, not "
                                                  f"{req.delta[:30]!r}") from None

@@ -9,7 +9,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from red_team_support import HEADER, ROW_A, ROW_B, T, check, codes, make_tables, outcome
+from red_team_support import HEADER, ROW_A, ROW_B, T, check, codes, make_tables, outcome, refused
 
 
 @pytest.fixture
@@ -19,14 +19,6 @@ def tables(tmp_path):
 
 DEEP = "function deep (n : num) : num { if n <= 0 then 0 else 1 + deep (n - 1) }\n"
 MAIN = "function main (db : bag T) : fuzzy num "
-
-
-def refused(src: str, code: str, words: str = "") -> None:
-    r = check(src)
-    assert not r.ok and code in codes(r), [(d.code, d.message) for d in r.diagnostics]
-    if words:
-        assert any(words in d.message for d in r.diagnostics if d.code == code), \
-            [d.message for d in r.diagnostics]
 
 
 def exactly(src: str, epsilon, sensitivities=None, **kw):

@@ -8,17 +8,9 @@ from fractions import Fraction as F
 
 import pytest
 
-from red_team_support import T, check, codes
+from red_team_support import T, check, codes, refused
 
 MAIN = "function main (db : bag T) : fuzzy num "
-
-
-def refused(src: str, code: str, words: str = "") -> None:
-    r = check(src)
-    assert not r.ok and code in codes(r), [(d.code, d.message) for d in r.diagnostics]
-    if words:
-        assert any(words in d.message for d in r.diagnostics if d.code == code), \
-            [d.message for d in r.diagnostics]
 
 
 def costs(src: str, **kw) -> tuple:

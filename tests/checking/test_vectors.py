@@ -8,20 +8,11 @@ from fractions import Fraction as F
 
 import pytest
 
-from red_team_support import check, codes
+from red_team_support import check, codes, refused
 from fuzzpy.primitives.vectors import sqrt_upper
 
 VMAIN = "function main (db : bag T) : fuzzy vec[2] "
 ROWVEC = "vsum 3 (fun r -> vec (r.x, r.n)) db"
-
-
-def refused(src: str, code: str, words: str = "") -> list[str]:
-    r = check(src)
-    assert not r.ok and code in codes(r), [(d.code, d.message) for d in r.diagnostics]
-    diags = [d for d in r.diagnostics if d.code == code]
-    if words:
-        assert any(words in d.message for d in diags), [d.message for d in diags]
-    return [n for d in diags for n in d.notes]
 
 
 def gauss(src: str) -> tuple:

@@ -55,13 +55,10 @@ class Settings:
             except ValueError:
                 log.warning("ignoring invalid budget option %r", str(options["budget"])[:60])
         if options.get("delta") is not None:
-            from ...exact import parse_exact
+            from ...exact import parse_delta
 
             try:
-                delta = parse_exact(str(options["delta"]))
-                if not 0 < delta < 1:
-                    raise ValueError("out of range")
-                s.delta = delta
+                s.delta = parse_delta(str(options["delta"]))
             except ValueError:
                 log.warning("ignoring invalid delta option %r", str(options["delta"])[:60])
         if options.get("debounceMs") is not None:
