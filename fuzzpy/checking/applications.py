@@ -15,7 +15,7 @@ from .sens import ONE, ZERO, Dist, d_add, d_inf, fmt_coef, is_const
 from .quadratic import UNKNOWN
 from .sens import INF, c_mul
 from .types import Fun, Type, chain_sensitivity, holds_choices, holds_fuzzy, is_subtype
-from .values import Env, FnT, FnValue, Opaque, Partial, Val, fn_params
+from .values import Env, FnT, FnValue, Opaque, Partial, TopFn, Val, fn_params
 
 
 class ApplicationRules:
@@ -129,6 +129,8 @@ class ApplicationRules:
                        inner.const, inner.fn, inner.parts, inner.risk)
         summary, args = self.summary(fn, args, span)
         dist, risk = self.map_summary(summary, args, span)
+        if isinstance(fn, TopFn):
+            self._note_call(span, fn.decl.name, summary, dist)
         if summary.instance is not None:
             node: I.IR = I.ICall(summary.instance, [const_ir(a) for a in args], span=span)
         else:

@@ -315,6 +315,15 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         if hook is not None:
             hook(self, span, name, v)
 
+    def _note_call(self, span: Span, name: str, summary: Any, dist: Any) -> None:
+        """Tool hook: when a tool (the language server's hover) has set `Checker.on_call`, tell
+        it each call of a top-level function: the call's span, the function's name, the checked
+        instance (its summary) and the call's distance in the caller's symbols.  Checking never
+        depends on it."""
+        hook = getattr(Checker, "on_call", None)
+        if hook is not None:
+            hook(self, span, name, summary, dist)
+
     def describe(self, sym: str) -> str:
         return self.symbol_names.get(sym, sym)
 

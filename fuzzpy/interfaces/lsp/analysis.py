@@ -13,6 +13,7 @@ from ...checking.checker import Checker, MechanismRecord
 from ...checking.program import CheckReport, FunctionReport
 from ...diagnostics import Diagnostic, Span
 from ...syntax import ast as A
+from ...checking.sens import INF
 from ..numbers import show as fmt_coef
 
 log = logging.getLogger("fuzzpy.lsp")
@@ -103,6 +104,18 @@ class Binding:
     name: str
     type: str
     sensitivity: str
+    value_type: Any = field(default=None, compare=False)  # the checker's Type, for `r.` completion
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """A call of a top-level function as the checker saw it (recorded through `Checker.on_call`):
+    the instance's type and what the call costs in the caller's inputs."""
+
+    span: Span
+    name: str
+    type: str
+    cost: str
 
 
 @dataclass
@@ -118,6 +131,7 @@ class UnitResult:
     entry: Optional[CheckReport] = None  # the entry unit's: entry name, inputs, entry type only
     uses_names: bool = False
     names: tuple = ()
+    calls: list[CallRecord] = field(default_factory=list)
 
 
 @dataclass
@@ -132,6 +146,10 @@ class Analysis:
     runs: int = 0          # check runs this analysis needed (0: everything from the cache)
     full: bool = False     # whether a plain full check ran
     stale_units: int = 0   # units left for background warming
+    calls: list[CallRecord] = field(default_factory=list)
+    # function -> variable -> types, kept from earlier versions for functions that no longer
+    # parse (the server fills it: members.known_types)
+    known: dict = field(default_factory=dict)
 
     @property
     def decls(self) -> list[A.Decl]:
@@ -146,16 +164,29 @@ class Analysis:
 
 
 class _BindingRecorder:
-    """Receives `Checker.on_bind` calls; records only while an analysis is running."""
+    """Receives `Checker.on_bind` and `Checker.on_call` calls; records only while an analysis is
+    running."""
 
     def __init__(self) -> None:
         self.items: Optional[list[Binding]] = None
+        self.calls: list[CallRecord] = []
 
     def __call__(self, checker: Checker, span: Span, name: str, value: Any) -> None:
         if self.items is None:
             return
         try:
-            self.items.append(Binding(span, name, str(value.type), _render_distance(checker, value)))
+            self.items.append(Binding(span, name, str(value.type), _render_distance(checker, value), value.type))
+        except Exception:  # noqa: BLE001 - hover data is best effort, never breaks a check
+            pass
+
+    def call(self, checker: Checker, span: Span, name: str, summary: Any, dist: Any) -> None:
+        if self.items is None or span is None:
+            return
+        try:
+            from ...checking.program import _fun_type
+
+            shown = _fun_type(summary.param_types, summary.coefs, summary.cod, summary.quad)
+            self.calls.append(CallRecord(span, name, shown, render_call_cost(checker, summary.cod, dist)))
         except Exception:  # noqa: BLE001 - hover data is best effort, never breaks a check
             pass
 
@@ -169,5 +200,29 @@ def _render_distance(checker: Checker, value: Any) -> str:
     return "sensitivity " + ", ".join(parts)
 
 
+def render_call_cost(checker: Checker, cod: Any, dist: Any) -> str:
+    """What one call costs, in the caller's inputs: a release's epsilon (the distance of a fuzzy
+    value is its privacy loss) and rho (zCDP, Gaussian releases), else how far its result moves."""
+    from ...checking.quadratic import base_of, channel_of, is_shadow
+    from ...checking.types import holds_fuzzy
+
+    linear = [(s, c) for s, c in dist.items() if not is_shadow(s) and c != 0]
+    rho = [(base_of(k), c) for k, c in dist.items() if is_shadow(k) and channel_of(k) == "g" and c != 0]
+
+    def listed(entries: list) -> str:
+        return ", ".join(f"{fmt_coef(c)} in {checker.describe(s)}" for s, c in entries)
+
+    if not holds_fuzzy(cod):
+        return f"sensitivity at this call: {listed(linear)}" if linear else \
+            "public at this call: its result does not depend on private inputs"
+    parts = []
+    if linear and not (rho and all(c == INF for _, c in linear)):
+        parts.append(f"epsilon charged by this call: {listed(linear)}")
+    if rho:
+        parts.append(f"rho (zCDP) charged by this call: {listed(rho)}")
+    return "; ".join(parts) or "charges nothing at this call: it releases nothing that depends on private inputs"
+
+
 _RECORDER = _BindingRecorder()
 Checker.on_bind = _RECORDER  # type: ignore[attr-defined]
+Checker.on_call = _RECORDER.call  # type: ignore[attr-defined]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from lsprotocol import types as T
@@ -16,6 +17,7 @@ from ...primitives.registry import all_primitives
 from ...syntax import ast as A
 from .analysis import Analysis
 from .hover import _hover_text, epsilon_summary
+from .members import member_items, open_chain, receiver_types
 from .navigation import KEYWORDS, _local_at, _locals_before, span_to_range, word_at
 
 if TYPE_CHECKING:
@@ -88,6 +90,11 @@ def _location(ls: FuzzpyServer, analysis: Analysis, span: Span) -> T.Location:
 def completion(ls: FuzzpyServer, params: T.CompletionParams) -> T.CompletionList:
     uri = params.text_document.uri
     analysis = ls.analysis(uri)
+    doc = ls.workspace.get_text_document(uri)
+    line, col, text = ls.cursor(uri, params.position)
+    chain = open_chain(text[: col - 1]) if "#" not in text[: col - 1] else None
+    if chain is not None:  # after `r.`: the fields of r, nothing else
+        return _complete_members(ls, analysis, doc.source, line, col, chain)
     items: dict[str, T.CompletionItem] = {}
     for kw in KEYWORDS:
         items[kw] = T.CompletionItem(label=kw, kind=T.CompletionItemKind.Keyword)
@@ -97,10 +104,65 @@ def completion(ls: FuzzpyServer, params: T.CompletionParams) -> T.CompletionList
                                        documentation=ls.markup(prim.doc, formats))
     if analysis is not None:
         _complete_declarations(analysis, items)
-    doc = ls.workspace.get_text_document(uri)
     for name in _locals_before(doc.source, params.position.line):
         items.setdefault(name, T.CompletionItem(label=name, kind=T.CompletionItemKind.Variable))
+    _complete_stdlib(ls, doc.source, items)
     return T.CompletionList(is_incomplete=False, items=list(items.values()))
+
+
+def _complete_members(ls: FuzzpyServer, analysis: Optional[Analysis], source: str, line: int, col: int,
+                      chain: tuple[str, list[str], str, int]) -> T.CompletionList:
+    base, path, _, start = chain
+    lines = source.split("\n")
+    known = analysis.known if analysis is not None else {}
+    types = receiver_types(analysis, known, lines, line, start + 1, base)
+    schemas = analysis.report.schemas if analysis is not None else {}
+    formats = ls.completion_formats()
+    items = [T.CompletionItem(label=label, kind=T.CompletionItemKind.Field, detail=detail,
+                              documentation=ls.markup(doc, formats) if doc else None, sort_text=f"{i:04d}")
+             for i, (label, detail, doc) in enumerate(member_items(types, path, schemas))]
+    return T.CompletionList(is_incomplete=False, items=items)
+
+
+def _complete_stdlib(ls: FuzzpyServer, source: str, items: dict[str, T.CompletionItem]) -> None:
+    """Standard-library functions not in scope yet: choosing one also adds its import."""
+    formats = ls.completion_formats()
+    for name, file, doc in stdlib_functions():
+        if name in items:
+            continue
+        imported = f'"{file}"' in source
+        edit = None if imported else [T.TextEdit(T.Range(T.Position(0, 0), T.Position(0, 0)), f'import "{file}"\n')]
+        items[name] = T.CompletionItem(label=name, kind=T.CompletionItemKind.Function,
+                                       detail=f"{file}{'' if imported else ' (adds the import)'}",
+                                       documentation=ls.markup(doc, formats) if doc else None,
+                                       additional_text_edits=edit)
+
+
+@lru_cache(maxsize=1)
+def stdlib_functions() -> tuple[tuple[str, str, str], ...]:
+    """(name, `stdlib/FILE.fz`, the comment above it) of every standard-library function."""
+    from ...syntax.loader import STDLIB
+    from ...syntax.parser import parse_module
+
+    out = []
+    for path in sorted(STDLIB.glob("*.fz")):
+        text = path.read_text(encoding="utf-8")
+        module, _ = parse_module(text, str(path))
+        lines = text.split("\n")
+        for d in module.decls:
+            if isinstance(d, A.FunDecl) and d.span is not None:
+                out.append((d.name, f"stdlib/{path.name}", _comment_above(lines, d.span.line)))
+    return tuple(out)
+
+
+def _comment_above(lines: list[str], line: int) -> str:
+    """The comment lines right above 1-based `line`, without their `#`."""
+    out: list[str] = []
+    i = line - 2
+    while i >= 0 and lines[i].lstrip().startswith("#"):
+        out.insert(0, lines[i].lstrip()[1:].strip())
+        i -= 1
+    return "\n".join(out)
 
 
 def _complete_declarations(analysis: Analysis, items: dict[str, T.CompletionItem]) -> None:

@@ -15,8 +15,9 @@ from ...syntax import ast as A
 from ..numbers import show as fmt_coef
 from ..numbers import to_float
 from ..report import guarantee_text
-from .analysis import Analysis, Binding
+from .analysis import Analysis, Binding, CallRecord
 from .incremental import _unique_by
+from .members import hover_field
 from .navigation import _contains, _local_at
 
 
@@ -79,6 +80,23 @@ def hover_binding(name: str, found: list[Binding]) -> str:
     return "\n\n".join(lines)
 
 
+def hover_call(name: str, calls: list[CallRecord]) -> str:
+    """A function at a call: the type of the instance checked there and what the call costs."""
+    seen = _unique_by(((c.type, c.cost) for c in calls), lambda x: x)
+    lines = [_fence(f"{name} : {t}") + f"\n\nAt this call: {cost}." for t, cost in seen[:5]]
+    if len(seen) > 1:
+        lines.insert(0, f"This call of `{name}` is checked at {len(seen)} instances:")
+    return "\n\n".join(lines)
+
+
+def _lines_with(text: str, line: int, current: str) -> list[str]:
+    """The analysed text's lines, with the cursor's line as the editor has it now."""
+    lines = text.split("\n")
+    lines += [""] * (line - len(lines))
+    lines[line - 1] = current
+    return lines
+
+
 def _hover_text(analysis: Analysis, line: int, col: int, word: Optional[tuple[str, int, int]],
                 text: str) -> Optional[str]:
     report = analysis.report
@@ -87,7 +105,7 @@ def _hover_text(analysis: Analysis, line: int, col: int, word: Optional[tuple[st
         return hover_mechanisms(mechs[:1]) if mechs else None
     name, start, _ = word
     if start > 0 and text[start - 1] == ".":
-        return None  # a field name
+        return hover_field(analysis, analysis.known, _lines_with(analysis.text, line, text), line, word[2])
     on_head = [m for m in mechs if m.span.line == line and m.span.col == start + 1 and m.name == name]
     if on_head:
         return hover_mechanisms(on_head) + "\n\n---\n\n" + (hover_primitive(name) or "")
@@ -97,6 +115,10 @@ def _hover_text(analysis: Analysis, line: int, col: int, word: Optional[tuple[st
         if found:
             return hover_binding(name, found)
         return _fence(f"{name}") + "\n\n(not checked yet: the function has errors)"
+    calls = [c for c in analysis.calls if c.name == name and c.span.file == analysis.file
+             and (c.span.line, c.span.col) == (line, start + 1)]
+    if calls:
+        return hover_call(name, calls)
     fn_text = hover_function(report, name)
     if fn_text is not None:
         return fn_text

@@ -237,17 +237,18 @@ class IncrementalChecker:
     def _check(self, source: str, plan: _Plan, settings: Settings, entry: str,
                overlays: Optional[dict[str, str]], keep: Callable[[Span], bool]) -> UnitResult:
         file = plan.file
-        _RECORDER.items = []
+        _RECORDER.items, _RECORDER.calls = [], []
         try:
             report = check_source(source, file, settings.params, entry, overlays, plan.virtual)
             bindings = [b for b in _RECORDER.items if keep(b.span)]
+            calls = _unique_by((c for c in _RECORDER.calls if keep(c.span)), lambda c: c)
         finally:
-            _RECORDER.items = None
+            _RECORDER.items, _RECORDER.calls = None, []
         functions = [f for f in report.functions if f.name != SYNTHETIC_ENTRY and keep(f.span)]
         entry_part = CheckReport(file, {}, entry=report.entry, inputs=list(report.inputs),
                                  entry_type=report.entry_type)  # not the IR: cache entries stay small
         return UnitResult(list(report.diagnostics), functions, list(report.mechanisms), bindings,
-                          dict(report.params), dict(report.schemas), entry_part)
+                          dict(report.params), dict(report.schemas), entry_part, calls=calls)
 
     # -- merging
 
@@ -271,7 +272,8 @@ class IncrementalChecker:
         apply_budget(report, settings.budget, settings.delta)
         report.diagnostics.sort(key=_diag_order)
         bindings = [b for r in results for b in r.bindings]  # duplicates are merged by hover
-        return Analysis(plan.file, plan.text, report, modules, bindings, runs)
+        calls = _unique_by((c for r in results for c in r.calls), lambda c: c)
+        return Analysis(plan.file, plan.text, report, modules, bindings, runs, calls=calls)
 
 
 def _load(text: str, file: str, settings: Settings, overlays: Optional[dict[str, str]]

@@ -29,6 +29,7 @@ from ...syntax.loader import resolve_import
 from .analysis import Analysis, Settings
 from .features import _safe, code_lens, completion, definition, hover, privacy_report
 from .incremental import IncrementalChecker, make_executor
+from .members import known_types, merge_known
 from .navigation import span_to_range
 from .remote import fetch_all
 
@@ -131,6 +132,7 @@ class FuzzpyServer(LanguageServer):
                      analysis.runs, ", full" if analysis.full else "")
             if st.generation != generation:
                 return
+            analysis.known = merge_known(st.analysis.known if st.analysis is not None else {}, known_types(analysis))
             st.analysis = analysis
             self.publish(uri, version, analysis)
             if analysis.stale_units:
@@ -300,7 +302,8 @@ def create_server() -> FuzzpyServer:
 
     ls.feature(T.TEXT_DOCUMENT_HOVER)(_safe(None)(hover))
     ls.feature(T.TEXT_DOCUMENT_DEFINITION)(_safe(None)(definition))
-    ls.feature(T.TEXT_DOCUMENT_COMPLETION)(_safe(T.CompletionList(is_incomplete=False, items=[]))(completion))
+    ls.feature(T.TEXT_DOCUMENT_COMPLETION, T.CompletionOptions(trigger_characters=["."]))(
+        _safe(T.CompletionList(is_incomplete=False, items=[]))(completion))
     ls.feature(T.TEXT_DOCUMENT_CODE_LENS)(_safe([])(code_lens))
     ls.command("fuzzpy.privacyReport")(privacy_report)
     return ls
