@@ -13,7 +13,7 @@ from ...checking.checker import Checker, MechanismRecord
 from ...checking.program import CheckReport, FunctionReport
 from ...diagnostics import Diagnostic, Span
 from ...syntax import ast as A
-from ...checking.sens import INF
+from ...checking.sens import INF, is_const
 from ..numbers import show as fmt_coef
 
 log = logging.getLogger("fuzzpy.lsp")
@@ -182,6 +182,8 @@ class _BindingRecorder:
     def call(self, checker: Checker, span: Span, name: str, summary: Any, dist: Any) -> None:
         if self.items is None or span is None:
             return
+        if not all(is_const(c) for c in [*summary.coefs, *dist.values()]):
+            return  # a recursive call's assumed summary: its cost is part of the recursion's bound
         try:
             from ...checking.program import _fun_type
 
@@ -209,18 +211,18 @@ def render_call_cost(checker: Checker, cod: Any, dist: Any) -> str:
     linear = [(s, c) for s, c in dist.items() if not is_shadow(s) and c != 0]
     rho = [(base_of(k), c) for k, c in dist.items() if is_shadow(k) and channel_of(k) == "g" and c != 0]
 
-    def listed(entries: list) -> str:
-        return ", ".join(f"{fmt_coef(c)} in {checker.describe(s)}" for s, c in entries)
+    def listed(entries: list, word: str) -> str:
+        return ", ".join(f"{fmt_coef(c)} {word} {checker.describe(s)}" for s, c in entries)
 
     if not holds_fuzzy(cod):
-        return f"sensitivity at this call: {listed(linear)}" if linear else \
-            "public at this call: its result does not depend on private inputs"
+        return f"its result has sensitivity {listed(linear, 'in')}" if linear else \
+            "its result does not depend on private inputs"
     parts = []
     if linear and not (rho and all(c == INF for _, c in linear)):
-        parts.append(f"epsilon charged by this call: {listed(linear)}")
+        parts.append(f"epsilon {listed(linear, 'on')}")
     if rho:
-        parts.append(f"rho (zCDP) charged by this call: {listed(rho)}")
-    return "; ".join(parts) or "charges nothing at this call: it releases nothing that depends on private inputs"
+        parts.append(f"rho (zCDP) {listed(rho, 'on')}")
+    return f"it charges {' and '.join(parts)}" if parts else "it releases nothing that depends on private inputs"
 
 
 _RECORDER = _BindingRecorder()

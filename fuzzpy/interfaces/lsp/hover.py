@@ -83,7 +83,7 @@ def hover_binding(name: str, found: list[Binding]) -> str:
 def hover_call(name: str, calls: list[CallRecord]) -> str:
     """A function at a call: the type of the instance checked there and what the call costs."""
     seen = _unique_by(((c.type, c.cost) for c in calls), lambda x: x)
-    lines = [_fence(f"{name} : {t}") + f"\n\nAt this call: {cost}." for t, cost in seen[:5]]
+    lines = [_fence(f"{name} : {t}") + f"\n\nAt this call {cost}." for t, cost in seen[:5]]
     if len(seen) > 1:
         lines.insert(0, f"This call of `{name}` is checked at {len(seen)} instances:")
     return "\n\n".join(lines)

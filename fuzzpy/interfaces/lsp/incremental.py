@@ -241,7 +241,7 @@ class IncrementalChecker:
         try:
             report = check_source(source, file, settings.params, entry, overlays, plan.virtual)
             bindings = [b for b in _RECORDER.items if keep(b.span)]
-            calls = _unique_by((c for c in _RECORDER.calls if keep(c.span)), lambda c: c)
+            calls = _unique_by((c for c in _RECORDER.calls if c.span.file == file and keep(c.span)), lambda c: c)
         finally:
             _RECORDER.items, _RECORDER.calls = None, []
         functions = [f for f in report.functions if f.name != SYNTHETIC_ENTRY and keep(f.span)]

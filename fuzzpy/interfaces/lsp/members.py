@@ -109,7 +109,7 @@ def fields_of(t: Type) -> list[tuple[str, Type]]:
     if isinstance(t, Record):
         return list(t.fields)
     if isinstance(t, (Tensor, With)):
-        return [(str(i), item) for i, item in enumerate(t.items)]
+        return [(str(i), item) for i, item in enumerate(t.items, start=1)]  # projections are 1-based
     return []
 
 
