@@ -1,4 +1,5 @@
-"""Generate docs/primitives.md and docs/errors.md from the registry and the code catalogue.
+"""Generate docs/primitives.md and docs/errors.md from the registry and the code catalogue, and the
+TextMate grammar editors/textmate/fuzzpy.tmLanguage.json (fuzzpy/interfaces/textmate.py).
 
     python -m fuzzpy.interfaces.docgen        # rewrite the files
     python -m fuzzpy.interfaces.docgen --check  # exit 1 if they are stale (used by the tests)
@@ -47,7 +48,10 @@ def errors_markdown() -> str:
 
 
 def outputs() -> dict[Path, str]:
-    return {DOCS / "primitives.md": primitives_markdown(), DOCS / "errors.md": errors_markdown()}
+    from .textmate import PATH as TEXTMATE, grammar_json
+
+    return {DOCS / "primitives.md": primitives_markdown(), DOCS / "errors.md": errors_markdown(),
+            TEXTMATE: grammar_json()}
 
 
 def main(argv: list[str]) -> int:
@@ -57,6 +61,7 @@ def main(argv: list[str]) -> int:
             print(f"{p} is out of date: run python -m fuzzpy.interfaces.docgen", file=sys.stderr)
         return 1 if stale else 0
     for p, text in outputs().items():
+        p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
     return 0
 
