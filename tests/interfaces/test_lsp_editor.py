@@ -100,6 +100,8 @@ async def test_dot_completes_columns_also_while_the_document_does_not_parse(clie
 async def test_dot_completion_in_a_new_function_and_where_there_is_nothing(client: LanguageClient,
                                                                          tmp_path: Path):
     fresh = SCHEMA + textwrap.dedent("""\
+        function bare x (y) (w : num) z : num { x + y + w + z }
+
         function typed (p : Adult) : num {
           p.
         }
@@ -121,7 +123,12 @@ async def test_dot_completion_in_a_new_function_and_where_there_is_nothing(clien
     await diagnostics_for(client, uri2, 1)
     for needle in ("db.x", "adults.y", "c.z"):
         assert list(await complete(client, uri2, position_of(text, needle, len(needle) - 1))) == [], needle
-    assert await complete(client, uri, position_of(fresh, "n = 3", 1)) != []  # not after a dot: the usual list
+    # not after a dot: the usual list, with the names in scope and the lark grammar's keywords
+    labels = {i.label: i.kind for i in await complete(client, uri, position_of(fresh, "n = 3", 1))}
+    assert {"db", "n"} <= labels.keys() and "row" not in labels
+    assert labels["seq"] == T.CompletionItemKind.Keyword  # a type keyword the old list missed
+    labels = {i.label for i in await complete(client, uri, position_of(fresh, "x + y", 1))}
+    assert {"x", "y", "w", "z"} <= labels
 
 
 @pytest.mark.asyncio(loop_scope="module")

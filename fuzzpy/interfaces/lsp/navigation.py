@@ -12,14 +12,16 @@ from lsprotocol import types as T
 
 from ...diagnostics import Span
 from ...syntax import ast as A
+from ..textmate import grammar_keywords
 from .analysis import Analysis
 
-KEYWORDS = ("function", "schema", "param", "import", "let", "sample", "fun", "if", "then", "else", "return",
-            "case", "of", "inl", "inr", "true", "false", "num", "int", "bool", "string", "unit", "cat", "bag",
-            "fuzzy", "list", "parts", "drop", "default", "inf")
+# The words of the lark grammar (so that completion cannot drift from the parser).
+KEYWORDS = tuple(w for w in grammar_keywords() if w != "_")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DECL_NAME = re.compile(r"^function\s+([A-Za-z_][A-Za-z0-9_]*)")
-_LOCAL_BINDERS = re.compile(r"\b(?:let|sample)\s+([A-Za-z_][A-Za-z0-9_]*)|\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*:"
+_LOCAL_BINDERS = re.compile(r"\b(?:let|sample|inl|inr)\s+([A-Za-z_][A-Za-z0-9_]*)"
+                            r"|\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*[:)]"
+                            r"|\b([A-Za-z_][A-Za-z0-9_]*)\s*::\s*([A-Za-z_][A-Za-z0-9_]*)\s*=>"
                             r"|\bfun\s+([A-Za-z_][A-Za-z0-9_ ]*?)\s*->")
 
 
@@ -137,9 +139,24 @@ def _locals_before(source: str, line0: int) -> list[str]:
         if _DECL_NAME.match(lines[i]):
             start = i
             break
-    names = []
+    names = _bare_params(lines[start]) if lines else []
     for m in _LOCAL_BINDERS.finditer("\n".join(lines[start:])):
         for group in m.groups():
             if group:
                 names.extend(group.split())
     return [n for n in dict.fromkeys(names) if n not in KEYWORDS and n != "_"]
+
+
+def _bare_params(header: str) -> list[str]:
+    """The untyped parameters of `function f x (y : T) z : R {`: x and z."""
+    m = _DECL_NAME.match(header)
+    if m is None:
+        return []
+    rest = header[m.end():]
+    while True:  # drop parenthesised parameters (found by _LOCAL_BINDERS), innermost first
+        stripped = re.sub(r"\([^()]*\)", " ", rest)
+        if stripped == rest:
+            break
+        rest = stripped
+    rest = re.split(r"[:{]", rest, maxsplit=1)[0]
+    return _WORD.findall(rest)
