@@ -12,6 +12,7 @@ column's type (its domain: bounds or categories) and its policy for missing and 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from fractions import Fraction
 from typing import Any, Iterable, Optional
 
@@ -33,19 +34,21 @@ Known = dict[str, dict[str, list[Type]]]  # function name -> variable name -> ty
 
 
 def known_types(analysis: Analysis) -> Known:
-    """For each function of the document that was checked: its variables' types (all instances)."""
+    """For each function of the document that was checked: its variables' types (all instances).
+    Each binding finds its function by bisection: this runs after every check."""
+    decls = sorted((d for d in analysis.own_decls if isinstance(d, A.FunDecl) and d.span is not None),
+                   key=lambda d: (d.span.line, d.span.col))
+    starts = [(d.span.line, d.span.col) for d in decls]
     out: Known = {}
-    for d in analysis.own_decls:
-        if not isinstance(d, A.FunDecl) or d.span is None:
+    for b in analysis.bindings:
+        if b.value_type is None or b.span.file != analysis.file:
             continue
-        names: dict[str, list[Type]] = {}
-        for b in analysis.bindings:
-            if b.value_type is not None and b.span.file == analysis.file and _inside(b.span, d):
-                found = names.setdefault(b.name, [])
-                if b.value_type not in found:
-                    found.append(b.value_type)
-        if names:
-            out[d.name] = names
+        i = bisect_right(starts, (b.span.line, b.span.col)) - 1
+        if i < 0 or not _contains(decls[i].span, b.span.line, b.span.col):
+            continue
+        found = out.setdefault(decls[i].name, {}).setdefault(b.name, [])
+        if b.value_type not in found:
+            found.append(b.value_type)
     return out
 
 
@@ -55,10 +58,6 @@ def merge_known(old: Known, new: Known) -> Known:
     for fn, names in new.items():
         out.setdefault(fn, {}).update(names)
     return out
-
-
-def _inside(span: Any, decl: A.FunDecl) -> bool:
-    return _contains(decl.span, span.line, span.col)
 
 
 def receiver_types(analysis: Optional[Analysis], known: Known, lines: list[str], line: int, col: int,

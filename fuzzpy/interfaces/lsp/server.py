@@ -132,9 +132,10 @@ class FuzzpyServer(LanguageServer):
                      analysis.runs, ", full" if analysis.full else "")
             if st.generation != generation:
                 return
-            analysis.known = merge_known(st.analysis.known if st.analysis is not None else {}, known_types(analysis))
+            previous = st.analysis
             st.analysis = analysis
             self.publish(uri, version, analysis)
+            analysis.known = merge_known(previous.known if previous is not None else {}, known_types(analysis))
             if analysis.stale_units:
                 await self._warm(uri, generation, text, file)
         except asyncio.CancelledError:
