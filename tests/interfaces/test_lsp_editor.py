@@ -193,3 +193,30 @@ async def test_completion_offers_stdlib_functions_with_their_import(client: Lang
     await diagnostics_for(client, uri2, 1)
     items = {i.label: i for i in await complete(client, uri2, T.Position(3, 2))}
     assert items["noisy_count"].additional_text_edits is None  # in scope already: no second import
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_at_a_call_inside_a_function_checked_at_two_instances(client: LanguageClient, tmp_path: Path):
+    text = 'import "stdlib/stats.fz"\n' + SCHEMA + textwrap.dedent("""\
+        function both (eps : num) (b : bag Adult) : fuzzy num {
+          noisy_count eps b
+        }
+
+        function main (db : bag Adult) : fuzzy (num, num) {
+          sample x = both 0.1 db;
+          sample y = both 0.3 db;
+          return (x, y)
+        }
+        """)
+    uri = open_doc(client, tmp_path / "instances.fz", text)
+    assert await diagnostics_for(client, uri, 1) == []
+    doc = T.TextDocumentIdentifier(uri=uri)
+    inner = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(text, "noisy_count", 1))))
+    assert inner == ("This call of `noisy_count` is checked at 2 instances:\n\n"
+                     "```fuzzpy\nnoisy_count : num -o[0] bag Adult -o[0.1] fuzzy num\n```\n\n"
+                     "At this call it charges epsilon 0.1 on b.\n\n"
+                     "```fuzzpy\nnoisy_count : num -o[0] bag Adult -o[0.3] fuzzy num\n```\n\n"
+                     "At this call it charges epsilon 0.3 on b.")
+    second = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(text, "both 0.3", 1))))
+    assert second == ("```fuzzpy\nboth : num -o[0] bag Adult -o[0.3] fuzzy num\n```\n\n"
+                      "At this call it charges epsilon 0.3 on db.")
