@@ -138,6 +138,11 @@ async def test_hover_on_a_field_shows_the_column(client: LanguageClient, tmp_pat
     doc = T.TextDocumentIdentifier(uri=uri)
     age = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(PROGRAM, "r.age", 3))))
     assert age == f"```fuzzpy\nage : num[17, 90]\n```\n\n{AGE_DOC}"
+    pos = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(PROGRAM, "t.1", 2))))
+    assert pos == "```fuzzpy\n1 : int[0, inf]\n```"
+    # the digits of a number are no projection: the mechanism around them is shown
+    mech = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(PROGRAM, "0.1 (helper", 2))))
+    assert mech.startswith("**laplace** (in `main`): proven sensitivity 3, epsilon charged 0.1")
     # a field of a bag: no hover
     text = PROGRAM.replace("let t = (count db, true);", "let t = (count db, true); let z = db.age;")
     uri2 = open_doc(client, tmp_path / "field2.fz", text)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import traceback
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -52,7 +53,7 @@ def hover(ls: FuzzpyServer, params: T.HoverParams) -> Optional[T.Hover]:
     if analysis is None:
         return None
     line, col, text = ls.cursor(uri, params.position)
-    word = word_at(text, col - 1)
+    word = word_at(text, col - 1) or _projection_at(text, col - 1)
     value = _hover_text(analysis, line, col, word, text)
     if value is None:
         return None
@@ -60,6 +61,14 @@ def hover(ls: FuzzpyServer, params: T.HoverParams) -> Optional[T.Hover]:
     if word is not None:
         rng = span_to_range(Span("", line, word[1] + 1, line, word[2] + 1), [""] * (line - 1) + [text], ls.codec())
     return T.Hover(contents=ls.markup(value, ls.hover_formats()), range=rng)
+
+
+def _projection_at(line_text: str, col0: int) -> Optional[tuple[str, int, int]]:
+    """The tuple position at the cursor (`t.1`), shown by hover like a field."""
+    for m in re.finditer(r"[0-9]+", line_text):
+        if m.start() <= col0 <= m.end() and re.search(r"(?<![0-9])[A-Za-z_][A-Za-z0-9_]*\s*\.$", line_text[:m.start()]):
+            return m.group(0), m.start(), m.end()
+    return None
 
 
 def definition(ls: FuzzpyServer, params: T.DefinitionParams) -> Optional[list[T.Location]]:
