@@ -57,6 +57,7 @@ _DELIMITERS = (",", ";", "\t")
 # Signatures of common binary formats (gzip, zip, xz, zstd, HDF5) that must never be parsed as
 # text; other binary files are caught by the NUL-byte and UTF-8 checks.
 _BINARY_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd", b"\x89HDF")
+_TEXT = pa.dictionary(pa.int32(), pa.string())  # how CSV cells are read
 _Raw = dict[str, pa.ChunkedArray]  # declared column name -> raw column, all of one length
 _FIX_NOTE = ("this is a statement about the file, not a privacy release: fix the file "
              "before running; no budget has been spent")
@@ -374,7 +375,8 @@ def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema,
     parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True,
                               invalid_row_handler=_skip_blank_row)
     # Every column as exact text: our own rules decide what is missing and what is a number.
-    convert = pcsv.ConvertOptions(column_types={f"f{i}": pa.string() for i in range(width)},
+    # Dictionary-encoded, so those rules run once per distinct value (see _Distinct).
+    convert = pcsv.ConvertOptions(column_types={f"f{i}": _TEXT for i in range(width)},
                                   null_values=[], strings_can_be_null=False,
                                   quoted_strings_can_be_null=False, check_utf8=True)
     try:
@@ -386,7 +388,7 @@ def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema,
         body = None  # Arrow's own message quotes the offending row: never pass it on.
     if body is None and _longest_line(f) > _BLOCK_BYTES:
         raise _row_too_long(path, table)
-    if body is None or not all(pa.types.is_string(t) for t in body.schema.types):
+    if body is None or not all(t == _TEXT for t in body.schema.types):
         raise error("E0502", f"data file '{path}' for table '{table}' is not well-formed "
                              "delimited text (bad quoting, invalid UTF-8, rows with a "
                              "different number of fields than the first row, or a row longer "
@@ -406,11 +408,11 @@ def _longest_row(cols: list[pa.ChunkedArray]) -> int:
     """Bytes of text in the fullest row (all its cells), 0 for no rows."""
     if not cols or len(cols[0]) == 0:
         return 0
-    total = None
+    total = np.zeros(len(cols[0]), dtype=np.int64)
     for col in cols:
-        size = pc.binary_length(col)
-        total = size if total is None else pc.add(total, size)
-    return int(pc.max(total).as_py() or 0)
+        coded = col.combine_chunks()
+        total += _np(pc.binary_length(coded.dictionary)).astype(np.int64)[_np(coded.indices)]
+    return int(total.max())
 
 
 def _longest_line(f: BinaryIO) -> int:
@@ -563,28 +565,62 @@ def _finish(values: _Values, t: object) -> object:
     return pd.Categorical.from_codes(values.astype(np.int64), categories=pd.Index(list(t.values)))
 
 
-def _np(col: pa.ChunkedArray) -> np.ndarray:
+def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    if isinstance(col, pa.Array):
+        return np.asarray(col.to_numpy(zero_copy_only=False))
     return np.asarray(col.to_numpy())
 
 
-def _value_set(words: Iterable[str], like: pa.ChunkedArray) -> pa.Array:
+def _value_set(words: Iterable[str], like: pa.Array) -> pa.Array:
     return pa.array(sorted(words), type=like.type)
 
 
-def _text(col: pa.ChunkedArray, plan: _Plan,
-          table: str) -> tuple[pa.ChunkedArray, np.ndarray, np.ndarray]:
-    """Stripped text of a column, its null mask, and its missing mask (nulls and markers)."""
-    null = _np(col.is_null())
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(col.type.value_type)
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        try:
-            col = pc.cast(col, pa.string())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise _unparsable(plan, table, "text") from None
-    text = pc.utf8_trim_whitespace(pc.fill_null(col, ""))
-    marker = _np(pc.is_in(pc.utf8_lower(text), value_set=_value_set(MISSING_MARKERS, text)))
-    return text, null, null | marker
+@dataclass(frozen=True)
+class _Distinct:
+    """A column as its distinct values and, per row, the index of its value (-1 for a null).
+
+    Text rules (trimming, markers, parsing) run once per distinct value instead of once per
+    cell: a column of a million cells usually holds a few hundred values.  Only values some
+    row holds are ever judged, so an unused category of a pandas Categorical raises nothing."""
+
+    values: pa.Array
+    codes: np.ndarray
+
+    @property
+    def null(self) -> np.ndarray:
+        return self.codes < 0
+
+    def used(self) -> np.ndarray:
+        return np.bincount(self.codes[self.codes >= 0], minlength=len(self.values)) > 0
+
+    def rows(self, per_value: np.ndarray, at_null: object) -> np.ndarray:
+        """Each row's entry of `per_value`, and `at_null` for null cells."""
+        out = np.append(per_value, np.asarray([at_null], dtype=per_value.dtype))
+        return out[self.codes]  # -1 picks the appended entry
+
+
+def _distinct_text(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Distinct:
+    """The column's distinct values as stripped text."""
+    if not pa.types.is_dictionary(col.type):
+        col = pc.dictionary_encode(_as_text(col, plan, table))
+    coded = col.combine_chunks()  # one dictionary for all chunks
+    values = _as_text(coded.dictionary, plan, table)
+    codes = _np(pc.fill_null(coded.indices, -1)).astype(np.intp)
+    return _Distinct(pc.utf8_trim_whitespace(pc.fill_null(values, "")), codes)
+
+
+def _as_text(col: pa.ChunkedArray | pa.Array, plan: _Plan, table: str) -> pa.ChunkedArray | pa.Array:
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        return col
+    try:
+        return pc.cast(col, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise _unparsable(plan, table, "text") from None
+
+
+def _markers(text: pa.Array) -> np.ndarray:
+    """Which stripped texts mean "missing"."""
+    return _np(pc.is_in(pc.utf8_lower(text), value_set=_value_set(MISSING_MARKERS, text)))
 
 
 def _unparsable(plan: _Plan, table: str, what: str) -> FuzzError:
@@ -597,28 +633,38 @@ def _is_number_type(t: pa.DataType) -> bool:
 
 
 def _parse_num(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
-    t = plan.column.type
-    assert isinstance(t, Num)
     if _is_number_type(col.type):
         x = _np(pc.fill_null(pc.cast(col, pa.float64(), safe=False), math.nan))
-        missing = np.isnan(x)
-    else:
-        text, _, missing = _text(col, plan, table)
-        x = np.full(len(col), math.nan)
-        try:
-            parsed = _np(pc.cast(pc.filter(text, pa.array(~missing)), pa.float64()))
-        except pa.ArrowInvalid:
-            raise _unparsable(plan, table, "numbers") from None
-        if np.isnan(parsed).any():  # e.g. "-nan": not a marker, not a number
-            raise _unparsable(plan, table, "numbers")
-        x[~missing] = parsed
+        return _bounded(x, np.isnan(x), plan, table, None)
+    d = _distinct_text(col, plan, table)
+    used = d.used()
+    missing = _markers(d.values)
+    x = np.full(len(d.values), math.nan)
+    parse = used & ~missing
+    try:
+        parsed = _np(pc.cast(pc.filter(d.values, pa.array(parse)), pa.float64()))
+    except pa.ArrowInvalid:
+        raise _unparsable(plan, table, "numbers") from None
+    if np.isnan(parsed).any():  # e.g. "-nan": not a marker, not a number
+        raise _unparsable(plan, table, "numbers")
+    x[parse] = parsed
+    x, missing = _bounded(x, missing, plan, table, used)
+    return d.rows(x, math.nan), d.rows(missing, True)
+
+
+def _bounded(x: np.ndarray, missing: np.ndarray, plan: _Plan, table: str,
+             used: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Numbers clamped into the column's bounds; `used` (None: all) limits what is judged."""
+    t = plan.column.type
+    assert isinstance(t, Num)
     # An infinity with no bound on its side has no value to be clamped to: treat it as missing.
     missing = missing | (np.isposinf(x) & (plan.hi is None)) | (np.isneginf(x) & (plan.lo is None))
-    finite = np.isfinite(x)
-    if t.integer and (x[finite] != np.floor(x[finite])).any():
+    judged = np.isfinite(x) if used is None else np.isfinite(x) & used
+    if t.integer and (x[judged] != np.floor(x[judged])).any():
         raise _unparsable(plan, table, "integers")
     x = np.clip(x, -np.inf if plan.lo is None else plan.lo, np.inf if plan.hi is None else plan.hi)
-    if t.integer and (np.abs(x[~missing]) > MAX_EXACT_INT).any():
+    present = ~missing if used is None else ~missing & used
+    if t.integer and (np.abs(x[present]) > MAX_EXACT_INT).any():
         raise _unparsable(plan, table, "integers between -2^53 and 2^53")
     return x, missing
 
@@ -626,29 +672,30 @@ def _parse_num(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarra
 def _parse_bool(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
     if pa.types.is_boolean(col.type):
         return _np(pc.fill_null(col, False)).astype(bool), _np(col.is_null())
-    text, _, missing = _text(col, plan, table)
-    low = pc.utf8_lower(text)
+    d = _distinct_text(col, plan, table)
+    low = pc.utf8_lower(d.values)
     is_true = _np(pc.is_in(low, value_set=_value_set(TRUE_WORDS, low)))
     is_false = _np(pc.is_in(low, value_set=_value_set(FALSE_WORDS, low)))
-    if (~(is_true | is_false | missing)).any():
+    missing = _markers(d.values)
+    if (~(is_true | is_false | missing) & d.used()).any():
         raise _unparsable(plan, table, "booleans (true/false, 1/0, yes/no)")
-    return is_true, missing
+    return d.rows(is_true, False), d.rows(missing, True)
 
 
 def _parse_str(col: pa.ChunkedArray, plan: _Plan,
                table: str) -> tuple[pa.ChunkedArray, np.ndarray]:
-    text, _, missing = _text(col, plan, table)
-    return text, missing
+    d = _distinct_text(col, plan, table)
+    text = pc.fill_null(pc.take(d.values, pa.array(d.codes, mask=d.null)), "")  # a null cell reads as ""
+    return pa.chunked_array([text]), d.rows(_markers(d.values), True)
 
 
 def _parse_cat(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
     """Category codes; a declared value wins over a missing marker ("NA" may be a real key)."""
     t = plan.column.type
     assert isinstance(t, Cat)
-    text, null, _ = _text(col, plan, table)
-    found = pc.index_in(text, value_set=pa.array(list(t.values), type=text.type))
-    codes = _np(pc.fill_null(found, -1)).astype(np.int64)  # a writable copy
-    codes[null] = -1
+    d = _distinct_text(col, plan, table)
+    found = pc.index_in(d.values, value_set=pa.array(list(t.values), type=d.values.type))
+    codes = d.rows(_np(pc.fill_null(found, -1)).astype(np.int64), -1)
     return codes, codes < 0
 
 
