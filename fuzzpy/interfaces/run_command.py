@@ -188,26 +188,22 @@ class _Run:
         _wait_with_progress(handle, self.report.entry)
 
     def load(self, spec: dict[str, Path]) -> tuple[dict[str, Any], dict[str, str]]:
-        from ..runtime.data import load_table
-        from ..runtime.ledger import dataset_identity
+        """Every table, and each file's identity: the hash of exactly the bytes that were parsed."""
+        from ..runtime.data import load_identified
 
         schemas = dict(table_inputs(self.report))
         self.data_paths = dict(spec)
         tables, identities = {}, {}
         for name, path in spec.items():
-            before = dataset_identity(path) if self.opts.seed is None else ""
             try:
-                tables[name] = load_table(path, schemas[name], table=name)
+                tables[name], identity = load_identified(path, schemas[name], table=name)
             except FuzzError:
                 raise
             except Exception:  # noqa: BLE001 - a loader bug: its text could quote the file
                 raise FuzzError(Diagnostic("E0502", f"data file '{path}' for table '{name}' could not be loaded "
                                                     "(internal error); nothing was charged")) from None
             if self.opts.seed is None:
-                if dataset_identity(path) != before:
-                    raise FuzzError(Diagnostic("E0502", f"data file '{path}' changed while it was being read; "
-                                                        "nothing was charged, run again"))
-                identities[name] = before
+                identities[name] = identity
         return tables, identities
 
     def charge(self, identities: dict[str, str]) -> None:

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from fuzzpy.checking.types import MISSING_POLICIES, Bool, Cat, Column, Num, Schema, Str
 from fuzzpy.diagnostics import Diagnostic, FuzzError, error
-from fuzzpy.runtime.files import NotARegularFile, open_regular
+from fuzzpy.runtime.files import HashingReader, NotARegularFile, open_regular
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data", ".test")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -82,9 +82,17 @@ def load_table(path: str | Path, schema: Schema, *, table: str | None = None) ->
     The result has exactly the schema's columns, in order, with dtypes float64 / int64 / bool /
     str / category (declared categories, declared order) and a fresh RangeIndex.
     """
+    return load_identified(path, schema, table=table)[0]
+
+
+def load_identified(path: str | Path, schema: Schema, *,
+                    table: str | None = None) -> tuple[pd.DataFrame, str]:
+    """`load_table`, and the file's identity ("sha256:<hex>", as `fuzzpy ledger` shows it) of
+    exactly the bytes that were parsed: the file is read once, hashed on the way."""
     name = table or schema.name
     plans = _plan_schema(schema, name)  # schema errors come before any data is read
-    return _conform(_read_raw(Path(path), schema, name), plans, name)
+    raw, identity = _read_raw(Path(path), schema, name)
+    return _conform(raw, plans, name), identity
 
 
 def load_frame(frame: pd.DataFrame, schema: Schema, *, table: str | None = None) -> pd.DataFrame:
@@ -110,7 +118,7 @@ def inspect_table(source: str | Path | pd.DataFrame, schema: Schema, *,
     name = table or schema.name
     plans = _plan_schema(schema, name)
     raw = _frame_raw(source, schema, name) if isinstance(source, pd.DataFrame) else \
-        _read_raw(Path(source), schema, name)
+        _read_raw(Path(source), schema, name)[0]
     rows = len(raw[plans[0].column.name])
     drop = np.zeros(rows, dtype=bool)
     effects = []
@@ -123,13 +131,20 @@ def inspect_table(source: str | Path | pd.DataFrame, schema: Schema, *,
     return rows, int((~drop).sum()), effects
 
 
-def _read_raw(path: Path, schema: Schema, name: str) -> _Raw:
+def _read_raw(path: Path, schema: Schema, name: str) -> tuple[_Raw, str]:
+    """The declared columns as raw Arrow columns, and the file's identity."""
     with _open_data(path, name) as fh:
         kind, head, tail = _file_kind(fh, path, name)
         fh.seek(0)
-        if kind == "parquet":
-            return _read_parquet(fh, path, schema, name)
-        return _read_csv(fh, path, head, tail, schema, name)
+        stream = HashingReader(fh)
+        try:
+            if kind == "parquet":
+                raw = _read_parquet(stream, path, schema, name)
+            else:
+                raw = _read_csv(stream, fh, path, head, tail, schema, name)
+            return raw, stream.identity()
+        except OSError:
+            raise error("E0502", f"data file '{path}' for table '{name}' cannot be read") from None
 
 
 def _frame_raw(frame: pd.DataFrame, schema: Schema, table: str) -> _Raw:
@@ -363,14 +378,17 @@ class _EndsWithNewline(io.RawIOBase):
         return 1
 
 
-def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema, table: str) -> _Raw:
+def _read_csv(stream: HashingReader, f: BinaryIO, path: Path, head: bytes, tail: bytes,
+              schema: Schema, table: str) -> _Raw:
+    """Read the text from `stream` (the file `f` from its start, hashed on the way)."""
     truncated = len(head) >= _SNIFF_BYTES
     skip, delimiter, width = _csv_layout(head.decode("utf-8-sig", errors="ignore"),
                                          truncated=truncated,
                                          prefer_tab=path.suffix.lower() == ".tsv")
     if width == 0 and not truncated:
         return _empty_raw(schema)  # nothing but blank lines and comments
-    source = f if tail.endswith((b"\n", b"\r")) else io.BufferedReader(_EndsWithNewline(f), _SNIFF_BYTES)
+    source = stream if tail.endswith((b"\n", b"\r")) else _EndsWithNewline(stream)
+    source = io.BufferedReader(source, _SNIFF_BYTES)
     read = pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip, block_size=_BLOCK_BYTES)
     parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True,
                               invalid_row_handler=_skip_blank_row)
@@ -486,10 +504,12 @@ def _select_columns(cols: list[pa.ChunkedArray], schema: Schema, table: str, pat
                       "per declared column, in declared order")
 
 
-def _read_parquet(f: BinaryIO, path: Path, schema: Schema, table: str) -> _Raw:
+def _read_parquet(stream: HashingReader, path: Path, schema: Schema, table: str) -> _Raw:
+    """Parquet needs random access: the file is read into memory once (and hashed)."""
     names = [c.name for c in schema.columns]
     unreadable = error("E0502", f"data file '{path}' for table '{table}' is not a readable "
                                 "Parquet file")
+    f = pa.BufferReader(stream.read())
     try:
         in_file = list(pq.read_schema(f).names)
         f.seek(0)

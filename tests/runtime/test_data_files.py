@@ -17,7 +17,7 @@ from fuzzpy.checking.types import STRING, Column, Num, Schema
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.interfaces.cli import app
 from fuzzpy.runtime import files
-from fuzzpy.runtime.data import MAX_ROW_BYTES, load_table
+from fuzzpy.runtime.data import MAX_ROW_BYTES, load_identified, load_table
 from fuzzpy.runtime.ledger import dataset_identity
 
 TWO = Schema("t", (Column("a", Num(F(0), F(100))), Column("b", Num(F(0), F(100)))))
@@ -57,6 +57,28 @@ def finishes(fn, *args):
     if "error" in box:
         raise box["error"]
     return box.get("value")
+
+
+# ---- identity: the hash of exactly the bytes parsed -----------------------------------------------
+
+
+@pytest.mark.parametrize("data", ["a,b\n1,2\n", "a,b\n1,2", "1,2\r", "", "\n\n", "| c\n" + "3,4\n" * 50000])
+def test_the_identity_of_a_load_is_the_hash_of_the_whole_file(tmp_path, data):
+    """Whatever the parser reads or skips (a missing final line break it adds, a header, blank
+    lines, comments), the identity is the sha256 of the file's bytes, as `fuzzpy ledger` shows."""
+    path = write(tmp_path, data)
+    _, identity = load_identified(path, TWO)
+    assert identity == dataset_identity(path)
+
+
+def test_the_identity_of_a_parquet_load_is_the_hash_of_the_file(tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "d.parquet"
+    pd.DataFrame({"a": [1.0, 2.0], "b": [3.0, 250.0], "extra": ["x", "y"]}).to_parquet(path)
+    frame, identity = load_identified(path, TWO)
+    assert identity == dataset_identity(path)
+    assert frame["b"].tolist() == [3.0, 100.0]
 
 
 # ---- one line, no final line break ---------------------------------------------------------------------
