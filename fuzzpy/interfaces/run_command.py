@@ -60,6 +60,8 @@ def run(
     dataset: List[str] = typer.Option([], "--dataset", help="With --server: dataset NAME, or PARAMETER=NAME (repeatable)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the released numbers with their accuracy "
                                                              "as error bars into this PNG (needs matplotlib)."),
+    header: bool = typer.Option(False, "--header", help="Text data files start with a header naming every declared "
+                                                        "column; a missing one is named in the error."),
 ) -> None:
     """Check a program, charge its epsilon, run it over the data and print the released values."""
     from .cli import parse_budget, parse_delta, parse_params, parse_rho
@@ -72,7 +74,7 @@ def run(
         raise _usage("E0603", "--seed and --ledger cannot be used together: a seeded run is not private, so it is "
                      "never recorded in a ledger")
     opts = _Options(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry,
-                    parse_delta(delta), parse_rho(rho), plot)
+                    parse_delta(delta), parse_rho(rho), plot, header)
     raise typer.Exit(_Run(opts).execute())
 
 
@@ -121,6 +123,7 @@ class _Options:
     delta: Optional[Fraction] = None
     rho: Optional[Fraction] = None
     plot: Optional[Path] = None
+    header: bool = False  # text data files must start with a header naming every declared column
 
 
 @dataclass
@@ -196,7 +199,7 @@ class _Run:
         tables, identities = {}, {}
         for name, path in spec.items():
             try:
-                tables[name], identity = load_identified(path, schemas[name], table=name)
+                tables[name], identity = load_identified(path, schemas[name], table=name, header=self.opts.header)
             except FuzzError:
                 raise
             except Exception:  # noqa: BLE001 - a loader bug: its text could quote the file

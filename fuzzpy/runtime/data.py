@@ -76,23 +76,42 @@ class _Plan:
 # ---- public API -----------------------------------------------------------------------------
 
 
-def load_table(path: str | Path, schema: Schema, *, table: str | None = None) -> pd.DataFrame:
+def load_table(path: str | Path, schema: Schema, *, table: str | None = None,
+               header: bool = False) -> pd.DataFrame:
     """Read a CSV or Parquet file and return it conformed to `schema`.
 
     The result has exactly the schema's columns, in order, with dtypes float64 / int64 / bool /
-    str / category (declared categories, declared order) and a fresh RangeIndex.
+    str / category (declared categories, declared order) and a fresh RangeIndex.  With
+    `header`, the first row of a text file must be a header naming every declared column.
     """
-    return load_identified(path, schema, table=table)[0]
+    return load_identified(path, schema, table=table, header=header)[0]
 
 
-def load_identified(path: str | Path, schema: Schema, *,
-                    table: str | None = None) -> tuple[pd.DataFrame, str]:
+def load_identified(path: str | Path, schema: Schema, *, table: str | None = None,
+                    header: bool = False) -> tuple[pd.DataFrame, str]:
     """`load_table`, and the file's identity ("sha256:<hex>", as `fuzzpy ledger` shows it) of
     exactly the bytes that were parsed: the file is read once, hashed on the way."""
     name = table or schema.name
     plans = _plan_schema(schema, name)  # schema errors come before any data is read
-    raw, identity = _read_raw(Path(path), schema, name)
-    return _conform(raw, plans, name), identity
+    read = _read_raw(Path(path), schema, name, header)
+    try:
+        return _conform(read.raw, plans, name), read.identity
+    except FuzzError as exc:
+        if read.by_position:
+            _add_note(exc, _header_note(schema))
+        raise
+
+
+def _header_note(schema: Schema) -> str:
+    names = ", ".join(c.name for c in schema.columns)
+    return (f"the file was read without a header (its first row does not name every column of schema "
+            f"{schema.name}: {names}); if its first row is a header, pass --header to have it "
+            "checked by name")
+
+
+def _add_note(exc: FuzzError, note: str) -> None:
+    for d in exc.diagnostics:
+        d.notes.append(note)
 
 
 def load_frame(frame: pd.DataFrame, schema: Schema, *, table: str | None = None) -> pd.DataFrame:
@@ -112,13 +131,13 @@ class ColumnEffect:
     affected: int  # rows whose value was missing, unparsable or undeclared
 
 
-def inspect_table(source: str | Path | pd.DataFrame, schema: Schema, *,
-                  table: str | None = None) -> tuple[int, int, list[ColumnEffect]]:
+def inspect_table(source: str | Path | pd.DataFrame, schema: Schema, *, table: str | None = None,
+                  header: bool = False) -> tuple[int, int, list[ColumnEffect]]:
     """(rows read, rows kept, per-column effects) of loading `source` against `schema`."""
     name = table or schema.name
     plans = _plan_schema(schema, name)
     raw = _frame_raw(source, schema, name) if isinstance(source, pd.DataFrame) else \
-        _read_raw(Path(source), schema, name)[0]
+        _read_raw(Path(source), schema, name, header).raw
     rows = len(raw[plans[0].column.name])
     drop = np.zeros(rows, dtype=bool)
     effects = []
@@ -131,18 +150,24 @@ def inspect_table(source: str | Path | pd.DataFrame, schema: Schema, *,
     return rows, int((~drop).sum()), effects
 
 
-def _read_raw(path: Path, schema: Schema, name: str) -> tuple[_Raw, str]:
-    """The declared columns as raw Arrow columns, and the file's identity."""
+@dataclass(frozen=True)
+class _Read:
+    raw: _Raw  # the declared columns as raw Arrow columns
+    identity: str  # the file's identity
+    by_position: bool  # a text file without a header: columns taken in declared order
+
+
+def _read_raw(path: Path, schema: Schema, name: str, header: bool) -> _Read:
     with _open_data(path, name) as fh:
         kind, head, tail = _file_kind(fh, path, name)
         fh.seek(0)
         stream = HashingReader(fh)
         try:
             if kind == "parquet":
-                raw = _read_parquet(stream, path, schema, name)
+                raw, by_position = _read_parquet(stream, path, schema, name), False
             else:
-                raw = _read_csv(stream, fh, path, head, tail, schema, name)
-            return raw, stream.identity()
+                raw, by_position = _read_csv(stream, fh, path, head, tail, schema, name, header)
+            return _Read(raw, stream.identity(), by_position)
         except OSError:
             raise error("E0502", f"data file '{path}' for table '{name}' cannot be read") from None
 
@@ -379,14 +404,17 @@ class _EndsWithNewline(io.RawIOBase):
 
 
 def _read_csv(stream: HashingReader, f: BinaryIO, path: Path, head: bytes, tail: bytes,
-              schema: Schema, table: str) -> _Raw:
-    """Read the text from `stream` (the file `f` from its start, hashed on the way)."""
+              schema: Schema, table: str, header: bool) -> tuple[_Raw, bool]:
+    """Read the text from `stream` (the file `f` from its start, hashed on the way); also
+    whether the columns were taken by position."""
     truncated = len(head) >= _SNIFF_BYTES
     skip, delimiter, width = _csv_layout(head.decode("utf-8-sig", errors="ignore"),
                                          truncated=truncated,
                                          prefer_tab=path.suffix.lower() == ".tsv")
-    if width == 0 and not truncated:
-        return _empty_raw(schema)  # nothing but blank lines and comments
+    if width == 0 and not truncated:  # nothing but blank lines and comments
+        if header:
+            raise _header_missing([c.name for c in schema.columns], schema, table, path)
+        return _empty_raw(schema), False
     source = stream if tail.endswith((b"\n", b"\r")) else _EndsWithNewline(stream)
     source = io.BufferedReader(source, _SNIFF_BYTES)
     read = pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip, block_size=_BLOCK_BYTES)
@@ -413,7 +441,7 @@ def _read_csv(stream: HashingReader, f: BinaryIO, path: Path, head: bytes, tail:
                              "than the limit)", None, _FIX_NOTE)
     if _longest_row(body.columns) > MAX_ROW_BYTES:
         raise _row_too_long(path, table)
-    return _select_columns(body.columns, schema, table, path)
+    return _select_columns(body.columns, schema, table, path, header)
 
 
 def _row_too_long(path: Path, table: str) -> FuzzError:
@@ -480,28 +508,42 @@ def _csv_layout(text: str, *, truncated: bool, prefer_tab: bool) -> tuple[int, s
     return skip, best, counts(best)[0]
 
 
-def _select_columns(cols: list[pa.ChunkedArray], schema: Schema, table: str, path: Path) -> _Raw:
+def _select_columns(cols: list[pa.ChunkedArray], schema: Schema, table: str, path: Path,
+                    header: bool) -> tuple[_Raw, bool]:
     """Match declared columns by header name, or by position when there is no header."""
     names = [c.name for c in schema.columns]
     if not cols or len(cols[0]) == 0:
-        return _empty_raw(schema)
+        if header:
+            raise _header_missing(names, schema, table, path)
+        return _empty_raw(schema), False
     first = [str(c[0].as_py()).strip() for c in cols]
     if set(names) <= set(first):
         dups = [n for n in names if first.count(n) > 1]
         if dups:
             raise error("E0505", f"the header of data file '{path}' names column(s) "
                                  f"{', '.join(dups)} more than once")
-        return {n: cols[first.index(n)][1:] for n in names}
+        return {n: cols[first.index(n)][1:] for n in names}, False
+    if header:  # the user says the first row is a header: it is public, and may be compared
+        raise _header_missing([n for n in names if n not in first], schema, table, path)
     # Without a header naming every column, the layout is decided by the field count alone:
     # whatever the first row says (it may be a private row) never changes the outcome or the
     # message.
     if len(first) == len(names):
-        return dict(zip(names, cols))
+        return dict(zip(names, cols)), True
     raise error("E0505", f"data file '{path}' has {len(first)} fields per row and no header "
                          f"naming all the columns of table '{table}' (schema {schema.name}: {', '.join(names)}), "
                          f"which declares {len(names)} columns",
-                None, "give a header row with the column names, or exactly one field "
-                      "per declared column, in declared order")
+                None, "give a header row with the column names (and pass --header to have it "
+                      "checked by name), or exactly one field per declared column, in declared order")
+
+
+def _header_missing(missing: list[str], schema: Schema, table: str, path: Path) -> FuzzError:
+    names = ", ".join(c.name for c in schema.columns)
+    return error("E0503", f"the header of data file '{path}' does not name column(s) "
+                          f"{', '.join(repr(n) for n in missing)} of table '{table}' (schema {schema.name}: "
+                          f"{names})", None,
+                 "the header is compared with the schema because of --header; names are compared "
+                 "after stripping spaces, and case matters")
 
 
 def _read_parquet(stream: HashingReader, path: Path, schema: Schema, table: str) -> _Raw:

@@ -81,6 +81,52 @@ def test_the_identity_of_a_parquet_load_is_the_hash_of_the_file(tmp_path):
     assert frame["b"].tolist() == [3.0, 100.0]
 
 
+# ---- --header: a missing column is named ----------------------------------------------------------
+
+
+THREE = Schema("Adultish", (Column("age", Num(F(0), F(100))), Column("income", STRING), Column("sex", STRING)))
+
+
+@pytest.mark.parametrize("data, missing", [
+    ("age,incomee,sex\n30,x,Male\n", "'income'"),   # a typo in the header
+    ("age,sex\n30,Male\n", "'income'"),             # a column left out
+    ("Age,Income,Sex\n30,x,Male\n", "'age', 'income', 'sex'"),
+    ("", "'age', 'income', 'sex'"),                 # no header at all
+])
+def test_with_header_a_missing_column_is_named_with_the_schema(tmp_path, data, missing):
+    code, text = error_of(lambda p: load_table(p, THREE, header=True), write(tmp_path, data))
+    assert code == "E0503"
+    assert f"does not name column(s) {missing} of table 'Adultish' (schema Adultish: age, income, sex)" in text
+    assert "incomee" not in text and "Male" not in text and "30" not in text  # never the file's cells
+
+
+def test_with_header_a_full_header_loads_by_name(tmp_path):
+    df = load_table(write(tmp_path, "sex,age,income,extra\nMale,30,x,1\n"), THREE, header=True)
+    assert list(df.itertuples(index=False, name=None)) == [(30.0, "x", "Male")]
+
+
+def test_without_header_a_positional_failure_says_how_the_file_was_read(tmp_path):
+    """The same typo'd header without --header is read as a row (the first row is never
+    judged): the error notes the schema's columns and points to --header."""
+    code, text = error_of(load_table, write(tmp_path, "age,incomee,sex\n30,x,Male\n"), THREE)
+    assert code == "E0504"
+    assert "read without a header" in text and "schema Adultish: age, income, sex" in text and "--header" in text
+    assert "incomee" not in text
+
+
+def test_run_header_flag_names_the_missing_column_and_charges_nothing(tmp_path):
+    program = write(tmp_path, "schema Adultish { age : num[0, 100], income : string, sex : string }\n"
+                              "function main (db : bag Adultish) : fuzzy num { laplace 1 (count db) }\n", "p.fz")
+    data = write(tmp_path, "age,incomee,sex\n30,x,Male\n")
+    book = tmp_path / "l.sqlite"
+    res = runner.invoke(app, ["run", str(program), "--data", str(data), "--budget", "1", "--ledger", str(book),
+                              "--header"])
+    assert res.exit_code == 4 and "E0503" in res.output and "'income'" in res.output
+    assert not book.exists()
+    res = runner.invoke(app, ["data", "check", str(program), "--data", str(data), "--header"])
+    assert res.exit_code == 4 and "E0503" in res.output and "'income'" in res.output
+
+
 # ---- one line, no final line break ---------------------------------------------------------------------
 
 
