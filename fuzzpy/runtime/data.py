@@ -52,6 +52,7 @@ _SNIFF_BYTES = 64 * 1024
 MAX_ROW_BYTES = 16 * 1024 * 1024
 MAX_ROW_TEXT = "16 MiB"
 _BLOCK_BYTES = 2 * MAX_ROW_BYTES + 1024 * 1024
+_SMALL_BLOCK = 1024 * 1024  # tried first: faster, and enough for all but very long rows
 _SNIFF_LINES = 50
 _DELIMITERS = (",", ";", "\t")
 # Signatures of common binary formats (gzip, zip, xz, zstd, HDF5) that must never be parsed as
@@ -160,14 +161,12 @@ class _Read:
 def _read_raw(path: Path, schema: Schema, name: str, header: bool) -> _Read:
     with _open_data(path, name) as fh:
         kind, head, tail = _file_kind(fh, path, name)
-        fh.seek(0)
-        stream = HashingReader(fh)
         try:
             if kind == "parquet":
-                raw, by_position = _read_parquet(stream, path, schema, name), False
-            else:
-                raw, by_position = _read_csv(stream, fh, path, head, tail, schema, name, header)
-            return _Read(raw, stream.identity(), by_position)
+                fh.seek(0)
+                stream = HashingReader(fh)
+                return _Read(_read_parquet(stream, path, schema, name), stream.identity(), False)
+            return _read_csv(fh, path, head, tail, schema, name, header)
         except OSError:
             raise error("E0502", f"data file '{path}' for table '{name}' cannot be read") from None
 
@@ -403,10 +402,9 @@ class _EndsWithNewline(io.RawIOBase):
         return 1
 
 
-def _read_csv(stream: HashingReader, f: BinaryIO, path: Path, head: bytes, tail: bytes,
-              schema: Schema, table: str, header: bool) -> tuple[_Raw, bool]:
-    """Read the text from `stream` (the file `f` from its start, hashed on the way); also
-    whether the columns were taken by position."""
+def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema, table: str,
+              header: bool) -> _Read:
+    """Read the text file `f` (hashed on the way)."""
     truncated = len(head) >= _SNIFF_BYTES
     skip, delimiter, width = _csv_layout(head.decode("utf-8-sig", errors="ignore"),
                                          truncated=truncated,
@@ -414,24 +412,21 @@ def _read_csv(stream: HashingReader, f: BinaryIO, path: Path, head: bytes, tail:
     if width == 0 and not truncated:  # nothing but blank lines and comments
         if header:
             raise _header_missing([c.name for c in schema.columns], schema, table, path)
-        return _empty_raw(schema), False
-    source = stream if tail.endswith((b"\n", b"\r")) else _EndsWithNewline(stream)
-    source = io.BufferedReader(source, _SNIFF_BYTES)
-    read = pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip, block_size=_BLOCK_BYTES)
-    parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True,
-                              invalid_row_handler=_skip_blank_row)
-    # Every column as exact text: our own rules decide what is missing and what is a number.
-    # Dictionary-encoded, so those rules run once per distinct value (see _Distinct).
-    convert = pcsv.ConvertOptions(column_types={f"f{i}": _TEXT for i in range(width)},
-                                  null_values=[], strings_can_be_null=False,
-                                  quoted_strings_can_be_null=False, check_utf8=True)
-    try:
-        with warnings.catch_warnings():  # a parser warning could quote a line of the file
-            warnings.simplefilter("ignore")
-            body = pcsv.read_csv(source, read_options=read, parse_options=parse,
-                                 convert_options=convert)
-    except (pa.ArrowException, OSError, ValueError):
-        body = None  # Arrow's own message quotes the offending row: never pass it on.
+        f.seek(0)
+        return _Read(_empty_raw(schema), HashingReader(f).identity(), False)
+    # Line breaks inside quoted cells cost Arrow a slower parse: allowed only where a quote
+    # occurs.  A file without one parses the same either way; one whose first quote comes
+    # after the sampled head is read again with them allowed.
+    # Likewise blocks of the size a 16 MiB row needs cost more than small ones; the block size
+    # changes whether Arrow can read a row, never what it reads, so a refusal is retried big.
+    quoted = b'"' in head
+    body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _SMALL_BLOCK)
+    if stream.seen and not quoted:
+        quoted = True
+        body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _SMALL_BLOCK)
+    if body is None:
+        body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _BLOCK_BYTES)
+    identity = stream.identity()
     if body is None and _longest_line(f) > _BLOCK_BYTES:
         raise _row_too_long(path, table)
     if body is None or not all(t == _TEXT for t in body.schema.types):
@@ -441,7 +436,32 @@ def _read_csv(stream: HashingReader, f: BinaryIO, path: Path, head: bytes, tail:
                              "than the limit)", None, _FIX_NOTE)
     if _longest_row(body.columns) > MAX_ROW_BYTES:
         raise _row_too_long(path, table)
-    return _select_columns(body.columns, schema, table, path, header)
+    raw, by_position = _select_columns(body.columns, schema, table, path, header)
+    return _Read(raw, identity, by_position)
+
+
+def _parse_text(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int,
+                quoted: bool, block: int) -> tuple[pa.Table | None, HashingReader]:
+    """Every field as text (None if Arrow refuses the file), and the hashing reader that fed it."""
+    f.seek(0)
+    stream = HashingReader(f, watch=b'"')
+    source = io.BufferedReader(stream if tail.endswith((b"\n", b"\r")) else _EndsWithNewline(stream),
+                               _SNIFF_BYTES)
+    read = pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip, block_size=block)
+    parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=quoted,
+                              invalid_row_handler=_skip_blank_row)
+    # Every column as exact text: our own rules decide what is missing and what is a number.
+    # Dictionary-encoded, so those rules run once per distinct value (see _Distinct).
+    convert = pcsv.ConvertOptions(column_types={f"f{i}": _TEXT for i in range(width)},
+                                  null_values=[], strings_can_be_null=False,
+                                  quoted_strings_can_be_null=False, check_utf8=True)
+    try:
+        with warnings.catch_warnings():  # a parser warning could quote a line of the file
+            warnings.simplefilter("ignore")
+            return pcsv.read_csv(source, read_options=read, parse_options=parse,
+                                 convert_options=convert), stream
+    except (pa.ArrowException, OSError, ValueError):
+        return None, stream  # Arrow's own message quotes the offending row: never pass it on.
 
 
 def _row_too_long(path: Path, table: str) -> FuzzError:

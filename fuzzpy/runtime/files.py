@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import stat
 from pathlib import Path
 from typing import BinaryIO
@@ -57,16 +58,21 @@ class HashingReader(io.RawIOBase):
     is of exactly the bytes that were parsed, so a file edited during a run cannot be charged
     under one identity and read as another, and the file is read only once."""
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: BinaryIO, watch: bytes = b"") -> None:
         self._raw = raw
         self._digest = hashlib.sha256()
+        self._watch = watch
+        self.seen = False  # whether `watch` occurred in what was read
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:  # type: ignore[override]
         n = self._raw.readinto(buffer) or 0
-        self._digest.update(memoryview(buffer)[:n])
+        view = memoryview(buffer)[:n]
+        self._digest.update(view)
+        if self._watch and not self.seen:  # searched without copying, until the first sighting
+            self.seen = re.search(re.escape(self._watch), view) is not None
         return n
 
     def identity(self) -> str:
