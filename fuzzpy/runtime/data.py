@@ -573,7 +573,8 @@ def _read_parquet(stream: HashingReader, path: Path, schema: Schema, table: str)
                                 "Parquet file")
     f = pa.BufferReader(stream.read())
     try:
-        in_file = list(pq.read_schema(f).names)
+        file_schema = pq.read_schema(f)
+        in_file = list(file_schema.names)
         f.seek(0)
     except (pa.ArrowException, OSError, ValueError):
         raise unreadable from None
@@ -588,7 +589,10 @@ def _read_parquet(stream: HashingReader, path: Path, schema: Schema, table: str)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            data = pq.read_table(f, columns=names)
+            # Text columns dictionary-encoded as they are read (see _Distinct).
+            text = [n for n in names if pa.types.is_string(file_schema.field(n).type)
+                    or pa.types.is_large_string(file_schema.field(n).type)]
+            data = pq.read_table(f, columns=names, read_dictionary=text)
     except (pa.ArrowException, OSError, ValueError):
         raise unreadable from None
     return {n: data.column(n) for n in names}
