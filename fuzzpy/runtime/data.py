@@ -414,18 +414,13 @@ def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema,
             raise _header_missing([c.name for c in schema.columns], schema, table, path)
         f.seek(0)
         return _Read(_empty_raw(schema), HashingReader(f).identity(), False)
-    # Line breaks inside quoted cells cost Arrow a slower parse: allowed only where a quote
-    # occurs.  A file without one parses the same either way; one whose first quote comes
-    # after the sampled head is read again with them allowed.
-    # Likewise blocks of the size a 16 MiB row needs cost more than small ones; the block size
-    # changes whether Arrow can read a row, never what it reads, so a refusal is retried big.
-    quoted = b'"' in head
-    body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _SMALL_BLOCK)
-    if stream.seen and not quoted:
-        quoted = True
-        body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _SMALL_BLOCK)
-    if body is None:
-        body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _BLOCK_BYTES)
+    names = [c.name for c in schema.columns]
+    # A header seen in the sampled head lets Arrow convert only the declared columns; if Arrow
+    # reads the first row otherwise, the file is read again whole.
+    fields = _declared_fields(head.decode("utf-8-sig", errors="ignore"), skip, delimiter, names)
+    body, stream = _parse_file(f, tail, skip, delimiter, width, b'"' in head, fields)
+    if fields is not None and body is not None and not _names_every(body.columns, names):
+        body, stream = _parse_file(f, tail, skip, delimiter, width, b'"' in head, None)
     identity = stream.identity()
     if body is None and _longest_line(f) > _BLOCK_BYTES:
         raise _row_too_long(path, table)
@@ -440,9 +435,43 @@ def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema,
     return _Read(raw, identity, by_position)
 
 
-def _parse_text(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int,
-                quoted: bool, block: int) -> tuple[pa.Table | None, HashingReader]:
-    """Every field as text (None if Arrow refuses the file), and the hashing reader that fed it."""
+def _declared_fields(text: str, skip: int, delimiter: str, names: list[str]) -> list[int] | None:
+    """Positions of the declared columns if the head's first row is a header naming each once."""
+    lines = [ln for ln in re.split(r"\r\n|\n|\r", text)[skip:] if ln.strip()]
+    if len(lines) < 2:  # the only line of the sample may be cut short
+        return None
+    first = [cell.strip() for cell in next(csv.reader(lines[:1], delimiter=delimiter))]
+    if not all(first.count(n) == 1 for n in names):
+        return None
+    return sorted(first.index(n) for n in names)
+
+
+def _names_every(cols: list[pa.ChunkedArray], names: list[str]) -> bool:
+    return bool(cols) and len(cols[0]) > 0 and set(names) <= {str(c[0].as_py()).strip() for c in cols}
+
+
+def _parse_file(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
+                fields: list[int] | None) -> tuple[pa.Table | None, HashingReader]:
+    """`_parse_text` in the cheapest mode that reads the file.
+
+    Line breaks inside quoted cells cost Arrow a slower parse: allowed only where a quote
+    occurs.  A file without one parses the same either way; one whose first quote comes after
+    the sampled head is read again with them allowed.  Likewise blocks of the size a 16 MiB
+    row needs cost more than small ones; the block size changes whether Arrow can read a row,
+    never what it reads, so a refusal is retried with big blocks."""
+    body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _SMALL_BLOCK, fields)
+    if stream.seen and not quoted:
+        quoted = True
+        body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _SMALL_BLOCK, fields)
+    if body is None:
+        body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _BLOCK_BYTES, fields)
+    return body, stream
+
+
+def _parse_text(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
+                block: int, fields: list[int] | None) -> tuple[pa.Table | None, HashingReader]:
+    """The fields (all, or those at `fields`) as text (None if Arrow refuses the file), and the
+    hashing reader that fed it."""
     f.seek(0)
     stream = HashingReader(f, watch=b'"')
     source = io.BufferedReader(stream if tail.endswith((b"\n", b"\r")) else _EndsWithNewline(stream),
@@ -454,7 +483,8 @@ def _parse_text(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int,
     # Dictionary-encoded, so those rules run once per distinct value (see _Distinct).
     convert = pcsv.ConvertOptions(column_types={f"f{i}": _TEXT for i in range(width)},
                                   null_values=[], strings_can_be_null=False,
-                                  quoted_strings_can_be_null=False, check_utf8=True)
+                                  quoted_strings_can_be_null=False, check_utf8=True,
+                                  include_columns=None if fields is None else [f"f{i}" for i in fields])
     try:
         with warnings.catch_warnings():  # a parser warning could quote a line of the file
             warnings.simplefilter("ignore")

@@ -81,6 +81,32 @@ def test_the_identity_of_a_parquet_load_is_the_hash_of_the_file(tmp_path):
     assert frame["b"].tolist() == [3.0, 100.0]
 
 
+# ---- reading only the declared columns gives the same table ----------------------------------------
+
+
+@pytest.mark.parametrize("data", [
+    "z,b,a,y\n1, x ,2,3\n4,?,5,6\n",              # undeclared columns around the declared ones
+    "\ufeffb,a\n1,2\n",                            # a byte-order mark before the header
+    'z,"a",b\n"q\nr",1,2\n9,3,x\n',                # quotes, a quoted line break in an undeclared cell
+    "a,b,a\n1,2,3\n",                               # a declared name twice: not pruned, refused as before
+    "a\n1\n",                                       # no header naming every column: positional rules
+])
+def test_reading_only_declared_columns_changes_nothing(tmp_path, monkeypatch, data):
+    import fuzzpy.runtime.data as loader
+
+    path = write(tmp_path, data)
+
+    def outcome():
+        try:
+            return ("ok", load_table(path, TEXT).to_dict("list"))
+        except FuzzError as exc:
+            return ("error", [d.code for d in exc.diagnostics])
+
+    pruned = outcome()
+    monkeypatch.setattr(loader, "_declared_fields", lambda *a: None)
+    assert outcome() == pruned
+
+
 # ---- --header: a missing column is named ----------------------------------------------------------
 
 
