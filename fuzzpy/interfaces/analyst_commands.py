@@ -86,6 +86,8 @@ def data_check(
     data: List[str] = typer.Option([], "--data", help="PATH, or NAME=PATH for the entry parameter NAME."),
     param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
+    header: bool = typer.Option(False, "--header", help="Text data files start with a header naming every declared "
+                                                        "column; a missing one is named in the error."),
 ) -> None:
     """PRIVATE to the data owner: rows read and kept, and rows each column's policy dropped or filled.
 
@@ -105,7 +107,7 @@ def data_check(
         inputs = table_inputs(report)
         spec = match_data(data, inputs)
         schemas = dict(inputs)
-        results = {name: inspect_table(path, schemas[name], table=name) for name, path in spec.items()}
+        results = {name: inspect_table(path, schemas[name], table=name, header=header) for name, path in spec.items()}
     except FuzzError as exc:
         print_diagnostics(exc.diagnostics, report.sources)
         raise typer.Exit(exit_code_for(exc.diagnostics))

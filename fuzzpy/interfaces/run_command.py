@@ -60,6 +60,8 @@ def run(
     dataset: List[str] = typer.Option([], "--dataset", help="With --server: dataset NAME, or PARAMETER=NAME (repeatable)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the released numbers with their accuracy "
                                                              "as error bars into this PNG (needs matplotlib)."),
+    header: bool = typer.Option(False, "--header", help="Text data files start with a header naming every declared "
+                                                        "column; a missing one is named in the error."),
 ) -> None:
     """Check a program, charge its epsilon, run it over the data and print the released values."""
     from .cli import parse_budget, parse_delta, parse_params, parse_rho
@@ -72,7 +74,7 @@ def run(
         raise _usage("E0603", "--seed and --ledger cannot be used together: a seeded run is not private, so it is "
                      "never recorded in a ledger")
     opts = _Options(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry,
-                    parse_delta(delta), parse_rho(rho), plot)
+                    parse_delta(delta), parse_rho(rho), plot, header)
     raise typer.Exit(_Run(opts).execute())
 
 
@@ -121,6 +123,7 @@ class _Options:
     delta: Optional[Fraction] = None
     rho: Optional[Fraction] = None
     plot: Optional[Path] = None
+    header: bool = False  # text data files must start with a header naming every declared column
 
 
 @dataclass
@@ -188,26 +191,22 @@ class _Run:
         _wait_with_progress(handle, self.report.entry)
 
     def load(self, spec: dict[str, Path]) -> tuple[dict[str, Any], dict[str, str]]:
-        from ..runtime.data import load_table
-        from ..runtime.ledger import dataset_identity
+        """Every table, and each file's identity: the hash of exactly the bytes that were parsed."""
+        from ..runtime.data import load_identified
 
         schemas = dict(table_inputs(self.report))
         self.data_paths = dict(spec)
         tables, identities = {}, {}
         for name, path in spec.items():
-            before = dataset_identity(path) if self.opts.seed is None else ""
             try:
-                tables[name] = load_table(path, schemas[name], table=name)
+                tables[name], identity = load_identified(path, schemas[name], table=name, header=self.opts.header)
             except FuzzError:
                 raise
             except Exception:  # noqa: BLE001 - a loader bug: its text could quote the file
                 raise FuzzError(Diagnostic("E0502", f"data file '{path}' for table '{name}' could not be loaded "
                                                     "(internal error); nothing was charged")) from None
             if self.opts.seed is None:
-                if dataset_identity(path) != before:
-                    raise FuzzError(Diagnostic("E0502", f"data file '{path}' changed while it was being read; "
-                                                        "nothing was charged, run again"))
-                identities[name] = before
+                identities[name] = identity
         return tables, identities
 
     def charge(self, identities: dict[str, str]) -> None:

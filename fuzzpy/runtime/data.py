@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from fuzzpy.checking.types import MISSING_POLICIES, Bool, Cat, Column, Num, Schema, Str
 from fuzzpy.diagnostics import Diagnostic, FuzzError, error
-from fuzzpy.runtime.files import NotARegularFile, open_regular
+from fuzzpy.runtime.files import HashingReader, NotARegularFile, open_regular
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data", ".test")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -52,11 +52,13 @@ _SNIFF_BYTES = 64 * 1024
 MAX_ROW_BYTES = 16 * 1024 * 1024
 MAX_ROW_TEXT = "16 MiB"
 _BLOCK_BYTES = 2 * MAX_ROW_BYTES + 1024 * 1024
+_SMALL_BLOCK = 1024 * 1024  # tried first: faster, and enough for all but very long rows
 _SNIFF_LINES = 50
 _DELIMITERS = (",", ";", "\t")
 # Signatures of common binary formats (gzip, zip, xz, zstd, HDF5) that must never be parsed as
 # text; other binary files are caught by the NUL-byte and UTF-8 checks.
 _BINARY_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd", b"\x89HDF")
+_TEXT = pa.dictionary(pa.int32(), pa.string())  # how CSV cells are read
 _Raw = dict[str, pa.ChunkedArray]  # declared column name -> raw column, all of one length
 _FIX_NOTE = ("this is a statement about the file, not a privacy release: fix the file "
              "before running; no budget has been spent")
@@ -75,15 +77,42 @@ class _Plan:
 # ---- public API -----------------------------------------------------------------------------
 
 
-def load_table(path: str | Path, schema: Schema, *, table: str | None = None) -> pd.DataFrame:
+def load_table(path: str | Path, schema: Schema, *, table: str | None = None,
+               header: bool = False) -> pd.DataFrame:
     """Read a CSV or Parquet file and return it conformed to `schema`.
 
     The result has exactly the schema's columns, in order, with dtypes float64 / int64 / bool /
-    str / category (declared categories, declared order) and a fresh RangeIndex.
+    str / category (declared categories, declared order) and a fresh RangeIndex.  With
+    `header`, the first row of a text file must be a header naming every declared column.
     """
+    return load_identified(path, schema, table=table, header=header)[0]
+
+
+def load_identified(path: str | Path, schema: Schema, *, table: str | None = None,
+                    header: bool = False) -> tuple[pd.DataFrame, str]:
+    """`load_table`, and the file's identity ("sha256:<hex>", as `fuzzpy ledger` shows it) of
+    exactly the bytes that were parsed: the file is read once, hashed on the way."""
     name = table or schema.name
     plans = _plan_schema(schema, name)  # schema errors come before any data is read
-    return _conform(_read_raw(Path(path), schema, name), plans, name)
+    read = _read_raw(Path(path), schema, name, header)
+    try:
+        return _conform(read.raw, plans, name), read.identity
+    except FuzzError as exc:
+        if read.by_position:
+            _add_note(exc, _header_note(schema))
+        raise
+
+
+def _header_note(schema: Schema) -> str:
+    names = ", ".join(c.name for c in schema.columns)
+    return (f"the file was read without a header (its first row does not name every column of schema "
+            f"{schema.name}: {names}); if its first row is a header, pass --header to have it "
+            "checked by name")
+
+
+def _add_note(exc: FuzzError, note: str) -> None:
+    for d in exc.diagnostics:
+        d.notes.append(note)
 
 
 def load_frame(frame: pd.DataFrame, schema: Schema, *, table: str | None = None) -> pd.DataFrame:
@@ -103,13 +132,13 @@ class ColumnEffect:
     affected: int  # rows whose value was missing, unparsable or undeclared
 
 
-def inspect_table(source: str | Path | pd.DataFrame, schema: Schema, *,
-                  table: str | None = None) -> tuple[int, int, list[ColumnEffect]]:
+def inspect_table(source: str | Path | pd.DataFrame, schema: Schema, *, table: str | None = None,
+                  header: bool = False) -> tuple[int, int, list[ColumnEffect]]:
     """(rows read, rows kept, per-column effects) of loading `source` against `schema`."""
     name = table or schema.name
     plans = _plan_schema(schema, name)
     raw = _frame_raw(source, schema, name) if isinstance(source, pd.DataFrame) else \
-        _read_raw(Path(source), schema, name)
+        _read_raw(Path(source), schema, name, header).raw
     rows = len(raw[plans[0].column.name])
     drop = np.zeros(rows, dtype=bool)
     effects = []
@@ -122,13 +151,24 @@ def inspect_table(source: str | Path | pd.DataFrame, schema: Schema, *,
     return rows, int((~drop).sum()), effects
 
 
-def _read_raw(path: Path, schema: Schema, name: str) -> _Raw:
+@dataclass(frozen=True)
+class _Read:
+    raw: _Raw  # the declared columns as raw Arrow columns
+    identity: str  # the file's identity
+    by_position: bool  # a text file without a header: columns taken in declared order
+
+
+def _read_raw(path: Path, schema: Schema, name: str, header: bool) -> _Read:
     with _open_data(path, name) as fh:
         kind, head, tail = _file_kind(fh, path, name)
-        fh.seek(0)
-        if kind == "parquet":
-            return _read_parquet(fh, path, schema, name)
-        return _read_csv(fh, path, head, tail, schema, name)
+        try:
+            if kind == "parquet":
+                fh.seek(0)
+                stream = HashingReader(fh)
+                return _Read(_read_parquet(stream, path, schema, name), stream.identity(), False)
+            return _read_csv(fh, path, head, tail, schema, name, header)
+        except OSError:
+            raise error("E0502", f"data file '{path}' for table '{name}' cannot be read") from None
 
 
 def _frame_raw(frame: pd.DataFrame, schema: Schema, table: str) -> _Raw:
@@ -362,38 +402,96 @@ class _EndsWithNewline(io.RawIOBase):
         return 1
 
 
-def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema, table: str) -> _Raw:
+def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema, table: str,
+              header: bool) -> _Read:
+    """Read the text file `f` (hashed on the way)."""
     truncated = len(head) >= _SNIFF_BYTES
     skip, delimiter, width = _csv_layout(head.decode("utf-8-sig", errors="ignore"),
                                          truncated=truncated,
                                          prefer_tab=path.suffix.lower() == ".tsv")
-    if width == 0 and not truncated:
-        return _empty_raw(schema)  # nothing but blank lines and comments
-    source = f if tail.endswith((b"\n", b"\r")) else io.BufferedReader(_EndsWithNewline(f), _SNIFF_BYTES)
-    read = pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip, block_size=_BLOCK_BYTES)
-    parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True,
-                              invalid_row_handler=_skip_blank_row)
-    # Every column as exact text: our own rules decide what is missing and what is a number.
-    convert = pcsv.ConvertOptions(column_types={f"f{i}": pa.string() for i in range(width)},
-                                  null_values=[], strings_can_be_null=False,
-                                  quoted_strings_can_be_null=False, check_utf8=True)
-    try:
-        with warnings.catch_warnings():  # a parser warning could quote a line of the file
-            warnings.simplefilter("ignore")
-            body = pcsv.read_csv(source, read_options=read, parse_options=parse,
-                                 convert_options=convert)
-    except (pa.ArrowException, OSError, ValueError):
-        body = None  # Arrow's own message quotes the offending row: never pass it on.
+    if width == 0 and not truncated:  # nothing but blank lines and comments
+        if header:
+            raise _header_missing([c.name for c in schema.columns], schema, table, path)
+        f.seek(0)
+        return _Read(_empty_raw(schema), HashingReader(f).identity(), False)
+    names = [c.name for c in schema.columns]
+    # A header seen in the sampled head lets Arrow convert only the declared columns; if Arrow
+    # reads the first row otherwise, the file is read again whole.
+    fields = _declared_fields(head.decode("utf-8-sig", errors="ignore"), skip, delimiter, names)
+    body, stream = _parse_file(f, tail, skip, delimiter, width, b'"' in head, fields)
+    if fields is not None and body is not None and not _names_every(body.columns, names):
+        body, stream = _parse_file(f, tail, skip, delimiter, width, b'"' in head, None)
+    identity = stream.identity()
     if body is None and _longest_line(f) > _BLOCK_BYTES:
         raise _row_too_long(path, table)
-    if body is None or not all(pa.types.is_string(t) for t in body.schema.types):
+    if body is None or not all(t == _TEXT for t in body.schema.types):
         raise error("E0502", f"data file '{path}' for table '{table}' is not well-formed "
                              "delimited text (bad quoting, invalid UTF-8, rows with a "
                              "different number of fields than the first row, or a row longer "
                              "than the limit)", None, _FIX_NOTE)
     if _longest_row(body.columns) > MAX_ROW_BYTES:
         raise _row_too_long(path, table)
-    return _select_columns(body.columns, schema, table, path)
+    raw, by_position = _select_columns(body.columns, schema, table, path, header)
+    return _Read(raw, identity, by_position)
+
+
+def _declared_fields(text: str, skip: int, delimiter: str, names: list[str]) -> list[int] | None:
+    """Positions of the declared columns if the head's first row is a header naming each once."""
+    lines = [ln for ln in re.split(r"\r\n|\n|\r", text)[skip:] if ln.strip()]
+    if len(lines) < 2:  # the only line of the sample may be cut short
+        return None
+    first = [cell.strip() for cell in next(csv.reader(lines[:1], delimiter=delimiter))]
+    if not all(first.count(n) == 1 for n in names):
+        return None
+    return sorted(first.index(n) for n in names)
+
+
+def _names_every(cols: list[pa.ChunkedArray], names: list[str]) -> bool:
+    return bool(cols) and len(cols[0]) > 0 and set(names) <= {str(c[0].as_py()).strip() for c in cols}
+
+
+def _parse_file(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
+                fields: list[int] | None) -> tuple[pa.Table | None, HashingReader]:
+    """`_parse_text` in the cheapest mode that reads the file.
+
+    Line breaks inside quoted cells cost Arrow a slower parse: allowed only where a quote
+    occurs.  A file without one parses the same either way; one whose first quote comes after
+    the sampled head is read again with them allowed.  Likewise blocks of the size a 16 MiB
+    row needs cost more than small ones; the block size changes whether Arrow can read a row,
+    never what it reads, so a refusal is retried with big blocks."""
+    body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _SMALL_BLOCK, fields)
+    if stream.seen and not quoted:
+        quoted = True
+        body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _SMALL_BLOCK, fields)
+    if body is None:
+        body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _BLOCK_BYTES, fields)
+    return body, stream
+
+
+def _parse_text(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
+                block: int, fields: list[int] | None) -> tuple[pa.Table | None, HashingReader]:
+    """The fields (all, or those at `fields`) as text (None if Arrow refuses the file), and the
+    hashing reader that fed it."""
+    f.seek(0)
+    stream = HashingReader(f, watch=b'"')
+    source = io.BufferedReader(stream if tail.endswith((b"\n", b"\r")) else _EndsWithNewline(stream),
+                               _SNIFF_BYTES)
+    read = pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip, block_size=block)
+    parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=quoted,
+                              invalid_row_handler=_skip_blank_row)
+    # Every column as exact text: our own rules decide what is missing and what is a number.
+    # Dictionary-encoded, so those rules run once per distinct value (see _Distinct).
+    convert = pcsv.ConvertOptions(column_types={f"f{i}": _TEXT for i in range(width)},
+                                  null_values=[], strings_can_be_null=False,
+                                  quoted_strings_can_be_null=False, check_utf8=True,
+                                  include_columns=None if fields is None else [f"f{i}" for i in fields])
+    try:
+        with warnings.catch_warnings():  # a parser warning could quote a line of the file
+            warnings.simplefilter("ignore")
+            return pcsv.read_csv(source, read_options=read, parse_options=parse,
+                                 convert_options=convert), stream
+    except (pa.ArrowException, OSError, ValueError):
+        return None, stream  # Arrow's own message quotes the offending row: never pass it on.
 
 
 def _row_too_long(path: Path, table: str) -> FuzzError:
@@ -406,11 +504,11 @@ def _longest_row(cols: list[pa.ChunkedArray]) -> int:
     """Bytes of text in the fullest row (all its cells), 0 for no rows."""
     if not cols or len(cols[0]) == 0:
         return 0
-    total = None
+    total = np.zeros(len(cols[0]), dtype=np.int64)
     for col in cols:
-        size = pc.binary_length(col)
-        total = size if total is None else pc.add(total, size)
-    return int(pc.max(total).as_py() or 0)
+        coded = col.combine_chunks()
+        total += _np(pc.binary_length(coded.dictionary)).astype(np.int64)[_np(coded.indices)]
+    return int(total.max())
 
 
 def _longest_line(f: BinaryIO) -> int:
@@ -460,36 +558,53 @@ def _csv_layout(text: str, *, truncated: bool, prefer_tab: bool) -> tuple[int, s
     return skip, best, counts(best)[0]
 
 
-def _select_columns(cols: list[pa.ChunkedArray], schema: Schema, table: str, path: Path) -> _Raw:
+def _select_columns(cols: list[pa.ChunkedArray], schema: Schema, table: str, path: Path,
+                    header: bool) -> tuple[_Raw, bool]:
     """Match declared columns by header name, or by position when there is no header."""
     names = [c.name for c in schema.columns]
     if not cols or len(cols[0]) == 0:
-        return _empty_raw(schema)
+        if header:
+            raise _header_missing(names, schema, table, path)
+        return _empty_raw(schema), False
     first = [str(c[0].as_py()).strip() for c in cols]
     if set(names) <= set(first):
         dups = [n for n in names if first.count(n) > 1]
         if dups:
             raise error("E0505", f"the header of data file '{path}' names column(s) "
                                  f"{', '.join(dups)} more than once")
-        return {n: cols[first.index(n)][1:] for n in names}
+        return {n: cols[first.index(n)][1:] for n in names}, False
+    if header:  # the user says the first row is a header: it is public, and may be compared
+        raise _header_missing([n for n in names if n not in first], schema, table, path)
     # Without a header naming every column, the layout is decided by the field count alone:
     # whatever the first row says (it may be a private row) never changes the outcome or the
     # message.
     if len(first) == len(names):
-        return dict(zip(names, cols))
+        return dict(zip(names, cols)), True
     raise error("E0505", f"data file '{path}' has {len(first)} fields per row and no header "
                          f"naming all the columns of table '{table}' (schema {schema.name}: {', '.join(names)}), "
                          f"which declares {len(names)} columns",
-                None, "give a header row with the column names, or exactly one field "
-                      "per declared column, in declared order")
+                None, "give a header row with the column names (and pass --header to have it "
+                      "checked by name), or exactly one field per declared column, in declared order")
 
 
-def _read_parquet(f: BinaryIO, path: Path, schema: Schema, table: str) -> _Raw:
+def _header_missing(missing: list[str], schema: Schema, table: str, path: Path) -> FuzzError:
+    names = ", ".join(c.name for c in schema.columns)
+    return error("E0503", f"the header of data file '{path}' does not name column(s) "
+                          f"{', '.join(repr(n) for n in missing)} of table '{table}' (schema {schema.name}: "
+                          f"{names})", None,
+                 "the header is compared with the schema because of --header; names are compared "
+                 "after stripping spaces, and case matters")
+
+
+def _read_parquet(stream: HashingReader, path: Path, schema: Schema, table: str) -> _Raw:
+    """Parquet needs random access: the file is read into memory once (and hashed)."""
     names = [c.name for c in schema.columns]
     unreadable = error("E0502", f"data file '{path}' for table '{table}' is not a readable "
                                 "Parquet file")
+    f = pa.BufferReader(stream.read())
     try:
-        in_file = list(pq.read_schema(f).names)
+        file_schema = pq.read_schema(f)
+        in_file = list(file_schema.names)
         f.seek(0)
     except (pa.ArrowException, OSError, ValueError):
         raise unreadable from None
@@ -504,7 +619,10 @@ def _read_parquet(f: BinaryIO, path: Path, schema: Schema, table: str) -> _Raw:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            data = pq.read_table(f, columns=names)
+            # Text columns dictionary-encoded as they are read (see _Distinct).
+            text = [n for n in names if pa.types.is_string(file_schema.field(n).type)
+                    or pa.types.is_large_string(file_schema.field(n).type)]
+            data = pq.read_table(f, columns=names, read_dictionary=text)
     except (pa.ArrowException, OSError, ValueError):
         raise unreadable from None
     return {n: data.column(n) for n in names}
@@ -563,28 +681,62 @@ def _finish(values: _Values, t: object) -> object:
     return pd.Categorical.from_codes(values.astype(np.int64), categories=pd.Index(list(t.values)))
 
 
-def _np(col: pa.ChunkedArray) -> np.ndarray:
+def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    if isinstance(col, pa.Array):
+        return np.asarray(col.to_numpy(zero_copy_only=False))
     return np.asarray(col.to_numpy())
 
 
-def _value_set(words: Iterable[str], like: pa.ChunkedArray) -> pa.Array:
+def _value_set(words: Iterable[str], like: pa.Array) -> pa.Array:
     return pa.array(sorted(words), type=like.type)
 
 
-def _text(col: pa.ChunkedArray, plan: _Plan,
-          table: str) -> tuple[pa.ChunkedArray, np.ndarray, np.ndarray]:
-    """Stripped text of a column, its null mask, and its missing mask (nulls and markers)."""
-    null = _np(col.is_null())
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(col.type.value_type)
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        try:
-            col = pc.cast(col, pa.string())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise _unparsable(plan, table, "text") from None
-    text = pc.utf8_trim_whitespace(pc.fill_null(col, ""))
-    marker = _np(pc.is_in(pc.utf8_lower(text), value_set=_value_set(MISSING_MARKERS, text)))
-    return text, null, null | marker
+@dataclass(frozen=True)
+class _Distinct:
+    """A column as its distinct values and, per row, the index of its value (-1 for a null).
+
+    Text rules (trimming, markers, parsing) run once per distinct value instead of once per
+    cell: a column of a million cells usually holds a few hundred values.  Only values some
+    row holds are ever judged, so an unused category of a pandas Categorical raises nothing."""
+
+    values: pa.Array
+    codes: np.ndarray
+
+    @property
+    def null(self) -> np.ndarray:
+        return self.codes < 0
+
+    def used(self) -> np.ndarray:
+        return np.bincount(self.codes[self.codes >= 0], minlength=len(self.values)) > 0
+
+    def rows(self, per_value: np.ndarray, at_null: object) -> np.ndarray:
+        """Each row's entry of `per_value`, and `at_null` for null cells."""
+        out = np.append(per_value, np.asarray([at_null], dtype=per_value.dtype))
+        return out[self.codes]  # -1 picks the appended entry
+
+
+def _distinct_text(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Distinct:
+    """The column's distinct values as stripped text."""
+    if not pa.types.is_dictionary(col.type):
+        col = pc.dictionary_encode(_as_text(col, plan, table))
+    coded = col.combine_chunks()  # one dictionary for all chunks
+    values = _as_text(coded.dictionary, plan, table)
+    codes = _np(pc.fill_null(coded.indices, -1)).astype(np.intp)
+    return _Distinct(pc.utf8_trim_whitespace(pc.fill_null(values, "")), codes)
+
+
+def _as_text(col: pa.ChunkedArray | pa.Array, plan: _Plan, table: str) -> pa.ChunkedArray | pa.Array:
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        return col
+    try:
+        return pc.cast(col, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise _unparsable(plan, table, "text") from None
+
+
+def _markers(text: pa.Array) -> np.ndarray:
+    """Which stripped texts mean "missing"."""
+    return _np(pc.is_in(pc.utf8_lower(text), value_set=_value_set(MISSING_MARKERS, text)))
 
 
 def _unparsable(plan: _Plan, table: str, what: str) -> FuzzError:
@@ -597,28 +749,38 @@ def _is_number_type(t: pa.DataType) -> bool:
 
 
 def _parse_num(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
-    t = plan.column.type
-    assert isinstance(t, Num)
     if _is_number_type(col.type):
         x = _np(pc.fill_null(pc.cast(col, pa.float64(), safe=False), math.nan))
-        missing = np.isnan(x)
-    else:
-        text, _, missing = _text(col, plan, table)
-        x = np.full(len(col), math.nan)
-        try:
-            parsed = _np(pc.cast(pc.filter(text, pa.array(~missing)), pa.float64()))
-        except pa.ArrowInvalid:
-            raise _unparsable(plan, table, "numbers") from None
-        if np.isnan(parsed).any():  # e.g. "-nan": not a marker, not a number
-            raise _unparsable(plan, table, "numbers")
-        x[~missing] = parsed
+        return _bounded(x, np.isnan(x), plan, table, None)
+    d = _distinct_text(col, plan, table)
+    used = d.used()
+    missing = _markers(d.values)
+    x = np.full(len(d.values), math.nan)
+    parse = used & ~missing
+    try:
+        parsed = _np(pc.cast(pc.filter(d.values, pa.array(parse)), pa.float64()))
+    except pa.ArrowInvalid:
+        raise _unparsable(plan, table, "numbers") from None
+    if np.isnan(parsed).any():  # e.g. "-nan": not a marker, not a number
+        raise _unparsable(plan, table, "numbers")
+    x[parse] = parsed
+    x, missing = _bounded(x, missing, plan, table, used)
+    return d.rows(x, math.nan), d.rows(missing, True)
+
+
+def _bounded(x: np.ndarray, missing: np.ndarray, plan: _Plan, table: str,
+             used: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Numbers clamped into the column's bounds; `used` (None: all) limits what is judged."""
+    t = plan.column.type
+    assert isinstance(t, Num)
     # An infinity with no bound on its side has no value to be clamped to: treat it as missing.
     missing = missing | (np.isposinf(x) & (plan.hi is None)) | (np.isneginf(x) & (plan.lo is None))
-    finite = np.isfinite(x)
-    if t.integer and (x[finite] != np.floor(x[finite])).any():
+    judged = np.isfinite(x) if used is None else np.isfinite(x) & used
+    if t.integer and (x[judged] != np.floor(x[judged])).any():
         raise _unparsable(plan, table, "integers")
     x = np.clip(x, -np.inf if plan.lo is None else plan.lo, np.inf if plan.hi is None else plan.hi)
-    if t.integer and (np.abs(x[~missing]) > MAX_EXACT_INT).any():
+    present = ~missing if used is None else ~missing & used
+    if t.integer and (np.abs(x[present]) > MAX_EXACT_INT).any():
         raise _unparsable(plan, table, "integers between -2^53 and 2^53")
     return x, missing
 
@@ -626,29 +788,30 @@ def _parse_num(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarra
 def _parse_bool(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
     if pa.types.is_boolean(col.type):
         return _np(pc.fill_null(col, False)).astype(bool), _np(col.is_null())
-    text, _, missing = _text(col, plan, table)
-    low = pc.utf8_lower(text)
+    d = _distinct_text(col, plan, table)
+    low = pc.utf8_lower(d.values)
     is_true = _np(pc.is_in(low, value_set=_value_set(TRUE_WORDS, low)))
     is_false = _np(pc.is_in(low, value_set=_value_set(FALSE_WORDS, low)))
-    if (~(is_true | is_false | missing)).any():
+    missing = _markers(d.values)
+    if (~(is_true | is_false | missing) & d.used()).any():
         raise _unparsable(plan, table, "booleans (true/false, 1/0, yes/no)")
-    return is_true, missing
+    return d.rows(is_true, False), d.rows(missing, True)
 
 
 def _parse_str(col: pa.ChunkedArray, plan: _Plan,
                table: str) -> tuple[pa.ChunkedArray, np.ndarray]:
-    text, _, missing = _text(col, plan, table)
-    return text, missing
+    d = _distinct_text(col, plan, table)
+    text = pc.fill_null(pc.take(d.values, pa.array(d.codes, mask=d.null)), "")  # a null cell reads as ""
+    return pa.chunked_array([text]), d.rows(_markers(d.values), True)
 
 
 def _parse_cat(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
     """Category codes; a declared value wins over a missing marker ("NA" may be a real key)."""
     t = plan.column.type
     assert isinstance(t, Cat)
-    text, null, _ = _text(col, plan, table)
-    found = pc.index_in(text, value_set=pa.array(list(t.values), type=text.type))
-    codes = _np(pc.fill_null(found, -1)).astype(np.int64)  # a writable copy
-    codes[null] = -1
+    d = _distinct_text(col, plan, table)
+    found = pc.index_in(d.values, value_set=pa.array(list(t.values), type=d.values.type))
+    codes = d.rows(_np(pc.fill_null(found, -1)).astype(np.int64), -1)
     return codes, codes < 0
 
 

@@ -4,12 +4,15 @@ A FIFO, a terminal or another character device given as `--data` (or a link to o
 a read block forever, or never end.  `open_regular` looks at what the name points to before
 opening it, opens without blocking, and checks the open descriptor again, so a name swapped in
 between cannot slip through.  Used for hashing a dataset (runtime/ledger.py) and for loading it
-(runtime/data.py).
+(runtime/data.py), which hashes the bytes as it parses them (`HashingReader`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
+import re
 import stat
 from pathlib import Path
 from typing import BinaryIO
@@ -43,3 +46,37 @@ def open_regular(path: Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def identity(digest: "hashlib._Hash") -> str:
+    """A dataset's identity: "sha256:<hex>" of the file's bytes."""
+    return "sha256:" + digest.hexdigest()
+
+
+class HashingReader(io.RawIOBase):
+    """A file read from its start, hashing every byte on its way to the parser: the identity
+    is of exactly the bytes that were parsed, so a file edited during a run cannot be charged
+    under one identity and read as another, and the file is read only once."""
+
+    def __init__(self, raw: BinaryIO, watch: bytes = b"") -> None:
+        self._raw = raw
+        self._digest = hashlib.sha256()
+        self._watch = watch
+        self.seen = False  # whether `watch` occurred in what was read
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        n = self._raw.readinto(buffer) or 0
+        view = memoryview(buffer)[:n]
+        self._digest.update(view)
+        if self._watch and not self.seen:  # searched without copying, until the first sighting
+            self.seen = re.search(re.escape(self._watch), view) is not None
+        return n
+
+    def identity(self) -> str:
+        """The identity of the whole file (whatever the parser left unread is read now)."""
+        while chunk := self._raw.read(1 << 20):
+            self._digest.update(chunk)
+        return identity(self._digest)

@@ -132,7 +132,7 @@ def dataset_identity(path: Path) -> str:
 
     Only a regular file is read (checked before it is opened): a FIFO or a device would make
     the hash wait forever."""
-    from .files import NotARegularFile, open_regular
+    from .files import NotARegularFile, identity, open_regular
 
     digest = hashlib.sha256()
     try:
@@ -145,7 +145,7 @@ def dataset_identity(path: Path) -> str:
         raise error("E0502", f"data file {path} is a folder, a device or a pipe, not a regular file") from None
     except OSError as exc:
         raise error("E0502", f"cannot read data file {path} ({_why(exc)})") from None
-    return "sha256:" + digest.hexdigest()
+    return identity(digest)
 
 
 def program_hash(source: str, params: dict[str, str] | None = None) -> str:

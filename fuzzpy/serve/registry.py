@@ -122,17 +122,15 @@ def _reads_as(want: Any, have: Any) -> bool:
 def register_dataset(store: Store, name: str, data: Path, schema_file: Path, cap: Optional[Fraction],
                      schema_name: Optional[str] = None) -> DatasetRecord:
     """Validate and record a dataset; set its total cap when one is given."""
-    from ..runtime.data import load_table
-    from ..runtime.ledger import dataset_identity
+    from ..runtime.data import load_identified
 
     check_name(name, "dataset")
     schema, source = read_schema_file(schema_file, schema_name)
     data = Path(data).expanduser().resolve()
-    before = dataset_identity(data)
-    load_table(data, schema, table=name)  # the curator's own file: its errors are shown to the curator
-    if dataset_identity(data) != before:
-        raise error("E1017", f"the data file {data} changed while it was being registered; register it again")
-    rec = DatasetRecord(name, str(data), schema.name, source, before, now())
+    # The curator's own file: its errors are shown to the curator.  The identity is the hash of
+    # exactly the bytes that were validated.
+    _, identity = load_identified(data, schema, table=name)
+    rec = DatasetRecord(name, str(data), schema.name, source, identity, now())
     store.put_dataset(rec)
     if cap is not None:
         store.set_cap(dataset_key(name), cap, name)

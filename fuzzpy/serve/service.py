@@ -256,8 +256,7 @@ class Service:
 
     def table(self, rec: DatasetRecord, schema: Any) -> Any:
         """The dataset conformed to the program's schema (cached: loading is the slow part)."""
-        from ..runtime.data import load_table
-        from ..runtime.ledger import dataset_identity
+        from ..runtime.data import load_identified
 
         self.verify_file(rec)
         key = (rec.identity, schema)
@@ -266,8 +265,8 @@ class Service:
                 self._tables.move_to_end(key)
                 return self._tables[key].copy(deep=False)
         try:
-            frame = load_table(rec.data_path, schema, table=rec.name)
-            same = dataset_identity(Path(rec.data_path)) == rec.identity
+            frame, identity = load_identified(rec.data_path, schema, table=rec.name)
+            same = identity == rec.identity  # the bytes that were parsed are the registered ones
         except Exception:  # noqa: BLE001 - never shown: messages name server paths
             same = False
         if not same:

@@ -211,7 +211,7 @@ def test_a_loader_crash_shows_no_details_and_charges_nothing(tmp_path, monkeypat
     def crash(*a, **kw):
         raise RuntimeError("cell 'SECRET' in row 9")
 
-    monkeypatch.setattr(data, "load_table", crash)
+    monkeypatch.setattr(data, "load_identified", crash)
     book = tmp_path / "l.sqlite"
     res = fz("run", program(tmp_path, COUNT), "--data", SAMPLE, "--budget", "1", "--ledger", book)
     assert res.exit_code == 4 and "E0502" in res.stderr and "SECRET" not in res.stderr

@@ -17,7 +17,7 @@ from fuzzpy.checking.types import STRING, Column, Num, Schema
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.interfaces.cli import app
 from fuzzpy.runtime import files
-from fuzzpy.runtime.data import MAX_ROW_BYTES, load_table
+from fuzzpy.runtime.data import MAX_ROW_BYTES, load_identified, load_table
 from fuzzpy.runtime.ledger import dataset_identity
 
 TWO = Schema("t", (Column("a", Num(F(0), F(100))), Column("b", Num(F(0), F(100)))))
@@ -57,6 +57,100 @@ def finishes(fn, *args):
     if "error" in box:
         raise box["error"]
     return box.get("value")
+
+
+# ---- identity: the hash of exactly the bytes parsed -----------------------------------------------
+
+
+@pytest.mark.parametrize("data", ["a,b\n1,2\n", "a,b\n1,2", "1,2\r", "", "\n\n", "| c\n" + "3,4\n" * 50000])
+def test_the_identity_of_a_load_is_the_hash_of_the_whole_file(tmp_path, data):
+    """Whatever the parser reads or skips (a missing final line break it adds, a header, blank
+    lines, comments), the identity is the sha256 of the file's bytes, as `fuzzpy ledger` shows."""
+    path = write(tmp_path, data)
+    _, identity = load_identified(path, TWO)
+    assert identity == dataset_identity(path)
+
+
+def test_the_identity_of_a_parquet_load_is_the_hash_of_the_file(tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "d.parquet"
+    pd.DataFrame({"a": [1.0, 2.0], "b": [3.0, 250.0], "extra": ["x", "y"]}).to_parquet(path)
+    frame, identity = load_identified(path, TWO)
+    assert identity == dataset_identity(path)
+    assert frame["b"].tolist() == [3.0, 100.0]
+
+
+# ---- reading only the declared columns gives the same table ----------------------------------------
+
+
+@pytest.mark.parametrize("data", [
+    "z,b,a,y\n1, x ,2,3\n4,?,5,6\n",              # undeclared columns around the declared ones
+    "\ufeffb,a\n1,2\n",                            # a byte-order mark before the header
+    'z,"a",b\n"q\nr",1,2\n9,3,x\n',                # quotes, a quoted line break in an undeclared cell
+    "a,b,a\n1,2,3\n",                               # a declared name twice: not pruned, refused as before
+    "a\n1\n",                                       # no header naming every column: positional rules
+])
+def test_reading_only_declared_columns_changes_nothing(tmp_path, monkeypatch, data):
+    import fuzzpy.runtime.data as loader
+
+    path = write(tmp_path, data)
+
+    def outcome():
+        try:
+            return ("ok", load_table(path, TEXT).to_dict("list"))
+        except FuzzError as exc:
+            return ("error", [d.code for d in exc.diagnostics])
+
+    pruned = outcome()
+    monkeypatch.setattr(loader, "_declared_fields", lambda *a: None)
+    assert outcome() == pruned
+
+
+# ---- --header: a missing column is named ----------------------------------------------------------
+
+
+THREE = Schema("Adultish", (Column("age", Num(F(0), F(100))), Column("income", STRING), Column("sex", STRING)))
+
+
+@pytest.mark.parametrize("data, missing", [
+    ("age,incomee,sex\n30,x,Male\n", "'income'"),   # a typo in the header
+    ("age,sex\n30,Male\n", "'income'"),             # a column left out
+    ("Age,Income,Sex\n30,x,Male\n", "'age', 'income', 'sex'"),
+    ("", "'age', 'income', 'sex'"),                 # no header at all
+])
+def test_with_header_a_missing_column_is_named_with_the_schema(tmp_path, data, missing):
+    code, text = error_of(lambda p: load_table(p, THREE, header=True), write(tmp_path, data))
+    assert code == "E0503"
+    assert f"does not name column(s) {missing} of table 'Adultish' (schema Adultish: age, income, sex)" in text
+    assert "incomee" not in text and "Male" not in text and "30" not in text  # never the file's cells
+
+
+def test_with_header_a_full_header_loads_by_name(tmp_path):
+    df = load_table(write(tmp_path, "sex,age,income,extra\nMale,30,x,1\n"), THREE, header=True)
+    assert list(df.itertuples(index=False, name=None)) == [(30.0, "x", "Male")]
+
+
+def test_without_header_a_positional_failure_says_how_the_file_was_read(tmp_path):
+    """The same typo'd header without --header is read as a row (the first row is never
+    judged): the error notes the schema's columns and points to --header."""
+    code, text = error_of(load_table, write(tmp_path, "age,incomee,sex\n30,x,Male\n"), THREE)
+    assert code == "E0504"
+    assert "read without a header" in text and "schema Adultish: age, income, sex" in text and "--header" in text
+    assert "incomee" not in text
+
+
+def test_run_header_flag_names_the_missing_column_and_charges_nothing(tmp_path):
+    program = write(tmp_path, "schema Adultish { age : num[0, 100], income : string, sex : string }\n"
+                              "function main (db : bag Adultish) : fuzzy num { laplace 1 (count db) }\n", "p.fz")
+    data = write(tmp_path, "age,incomee,sex\n30,x,Male\n")
+    book = tmp_path / "l.sqlite"
+    res = runner.invoke(app, ["run", str(program), "--data", str(data), "--budget", "1", "--ledger", str(book),
+                              "--header"])
+    assert res.exit_code == 4 and "E0503" in res.output and "'income'" in res.output
+    assert not book.exists()
+    res = runner.invoke(app, ["data", "check", str(program), "--data", str(data), "--header"])
+    assert res.exit_code == 4 and "E0503" in res.output and "'income'" in res.output
 
 
 # ---- one line, no final line break ---------------------------------------------------------------------

@@ -503,23 +503,29 @@ def test_a_run_that_fails_after_its_charge_keeps_it_failed(tmp_path, monkeypatch
         assert [(e.status, e.epsilon) for e in ledger.entries()] == [("failed", F(7, 10))]
 
 
-def test_a_file_that_changes_while_it_is_read_is_refused_uncharged(tmp_path, monkeypatch):
+def test_the_charge_names_the_bytes_that_were_parsed_even_if_the_file_changes_later(tmp_path, monkeypatch):
+    """The file is hashed as it is parsed: an edit after the read cannot move the charge to
+    another identity (or leave the parsed bytes uncharged)."""
     import fuzzpy.runtime.data as loader
 
-    real = loader.load_table
+    real = loader.load_identified
 
     def racing(path, schema, **kw):
         out = real(path, schema, **kw)
-        with open(path, "a") as fh:  # someone appends a row between the two hashes
+        with open(path, "a") as fh:  # someone appends a row after the read
             fh.write(ROW_B)
         return out
 
-    monkeypatch.setattr(loader, "load_table", racing)
+    monkeypatch.setattr(loader, "load_identified", racing)
     program = prog(tmp_path, "function main (db : bag T) : fuzzy num { laplace 1 (count db) }")
     book = tmp_path / "l.sqlite"
-    res = fz("run", program, "--data", data(tmp_path, ROW_A), "--budget", "1", "--ledger", book)
-    assert res.exit_code == 4 and "E0502" in res.stderr and "changed while" in res.stderr
-    assert "released" not in res.stdout and not book.exists()
+    path = data(tmp_path, ROW_A)
+    parsed = dataset_identity(path)
+    res = fz("run", program, "--data", path, "--budget", "1", "--ledger", book)
+    assert res.exit_code == 0, res.stderr
+    assert dataset_identity(path) != parsed
+    with Ledger(book) as ledger:
+        assert [(e.dataset, e.epsilon) for e in ledger.entries()] == [(parsed, F(1))]
 
 
 @pytest.mark.parametrize("where", ["folder", "missing-folder", "a-csv-file"])

@@ -176,9 +176,11 @@ ENDPOINTS = [("GET", "/v1/datasets"), ("GET", "/v1/datasets/adult/schema"), ("PO
              ("GET", "/v1/whoami")]
 
 
+# Ids are fixed (the tokens are random per session; parallel test workers must collect the same ids).
 @pytest.mark.parametrize("header,code", [(None, "E1001"), ("Bearer", "E1001"), ("Basic abc", "E1001"),
                                          ("Bearer fzp_wrong", "E1002"), (f"Bearer {ALICE.token}x", "E1002"),
-                                         (f"Bearer {ALICE.token[:-1]}", "E1002")])
+                                         (f"Bearer {ALICE.token[:-1]}", "E1002")],
+                         ids=["none", "bearer-alone", "basic", "unknown", "token-longer", "token-shorter"])
 def test_every_endpoint_needs_a_valid_token(server, header, code):
     with server.client() as c:
         for method, path in ENDPOINTS:

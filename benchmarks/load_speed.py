@@ -1,0 +1,127 @@
+"""Whole-process `fuzzpy run` against a hand-written pandas + numpy script, CSV and Parquet.
+
+    python benchmarks/load_speed.py [--rows 1000000] [--repeat 3] [--dir /tmp/fuzzpy-load]
+                                    [--queries count,sum,...] [--formats csv,parquet]
+
+UCI Adult is replicated to `--rows` rows (written once into `--dir`, as CSV with a header and as
+Parquet).  For each of six queries, two commands run as separate processes, interleaved:
+`python -m fuzzpy run PROG --data FILE --seed 1 --format json` (start-up, checking, reading the
+file, conforming it to the schema, hashing it, running, releasing) and a script that reads the
+same file with pandas and releases the same statistic with numpy's Laplace noise.  Printed per
+query and format: the best wall time of each, and the ratio fuzzpy / pandas (goal: at most
+1.5), and the same for CPU time (user + system of the child), which is the fairer figure on a
+busy machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_speed import ADULT, SCHEMA  # noqa: E402  (the Adult schema and data, shared)
+
+COLUMNS = ("age workclass fnlwgt education education_num marital_status occupation relationship race sex "
+           "capital_gain capital_loss hours_per_week native_country income").split()
+AGES = list(range(17, 91))
+
+# name -> (fuzzpy main's result type and body, the pandas statement computing `value`)
+QUERIES = {
+    "count": ("fuzzy num", "laplace eps (count (filter (fun r -> r.age >= 40) db))",
+              "value = float((df.age >= 40).sum()) + rng.laplace(0, 1 / eps)"),
+    "sum": ("fuzzy num", "laplace eps (sum (map (fun r -> clip 0 5000 r.capital_gain) db))",
+            "value = float(df.capital_gain.clip(0, 5000).sum()) + rng.laplace(0, 5000 / eps)"),
+    "mean": ("fuzzy num", "noisy_mean eps 17 90 (map (fun r -> r.age) db)",
+             "value = (float(df.age.clip(17, 90).sum()) + rng.laplace(0, 90 / (eps / 2))) / "
+             "(len(df) + rng.laplace(0, 1 / (eps / 2)))"),
+    "histogram": (None, "histogram eps (fun r -> r.race) db",
+                  "value = (df.race.value_counts() + rng.laplace(0, 1 / eps, df.race.nunique())).to_dict()"),
+    "crosstab": (None, "histogram eps (fun r -> (r.sex, r.income)) db",
+                 "value = (df.groupby(['sex', 'income']).size() + rng.laplace(0, 1 / eps, 4)).to_dict()"),
+    "median": ("fuzzy num", f"exponential eps {AGES} (fun c -> imbalance db c)",
+               "import numpy as np\n"
+               f"cands = np.array({AGES})\n"
+               "scores = np.array([-abs(int((df.age < c).sum()) - int((df.age >= c).sum())) for c in cands])\n"
+               "w = np.exp(eps * (scores - scores.max()) / 2)\n"
+               "value = float(rng.choice(cands, p=w / w.sum()))"),
+}
+IMBALANCE = """
+function imbalance (db : bag Adult) (c : num) : num {
+  let (below, rest) = split (fun r -> r.age < c) db;
+  0 - abs (count below - count rest)
+}
+"""
+
+
+def program(name: str) -> str:
+    result, body, _ = QUERIES[name]
+    header = 'import "stdlib/stats.fz";\n' if name in ("mean", "histogram", "crosstab") else ""
+    extra = IMBALANCE if name == "median" else ""
+    typed = f" : {result}" if result else ""
+    return f"{header}{SCHEMA}{extra}\nfunction main (db : bag Adult){typed} {{ {body} }}\n"
+
+
+def script(name: str, path: Path) -> str:
+    read = (f"pd.read_parquet({str(path)!r})" if path.suffix == ".parquet"
+            else f"pd.read_csv({str(path)!r}, skipinitialspace=True)")
+    return ("import numpy as np, pandas as pd\n"
+            f"df = {read}\nrng = np.random.default_rng(1)\neps = 0.1\n"
+            f"{QUERIES[name][2]}\nprint(value)\n")
+
+
+def make_data(folder: Path, rows: int) -> dict[str, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    csv, parquet = folder / f"adult_{rows}.csv", folder / f"adult_{rows}.parquet"
+    if not csv.exists() or not parquet.exists():
+        base = pd.read_csv(ADULT, header=None, names=COLUMNS, skipinitialspace=True)
+        big = pd.concat([base] * (rows // len(base) + 1), ignore_index=True).iloc[:rows]
+        big.to_csv(csv, index=False)
+        big.to_parquet(parquet, index=False)
+    return {"csv": csv, "parquet": parquet}
+
+
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/fuzzpy-load"))
+    ap.add_argument("--queries", default=",".join(QUERIES))
+    ap.add_argument("--formats", default="csv,parquet")
+    args = ap.parse_args()
+    files = make_data(args.dir, args.rows)
+    print(f"{args.rows:,} rows; best of {args.repeat} interleaved runs; whole processes")
+    print(f"{'query':<10} {'file':<8} {'fuzzpy s':>9} {'pandas s':>9} {'ratio':>6} {'cpu ratio':>10}")
+    for name in args.queries.split(","):
+        prog = args.dir / f"{name}.fz"
+        prog.write_text(program(name))
+        for fmt in args.formats.split(","):
+            data = files[fmt]
+            ours = [sys.executable, "-m", "fuzzpy", "run", str(prog), "--data", str(data), "--seed", "1",
+                    "--param", "eps=0.1", "--budget", "1", "--format", "json"]
+            theirs = [sys.executable, "-c", script(name, data)]
+            runs = [(timed(ours), timed(theirs)) for _ in range(args.repeat)]
+            fw, fc = min(r[0][0] for r in runs), min(r[0][1] for r in runs)
+            pw, pc = min(r[1][0] for r in runs), min(r[1][1] for r in runs)
+            print(f"{name:<10} {fmt:<8} {fw:9.2f} {pw:9.2f} {fw / pw:6.2f} {fc / pc:10.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
