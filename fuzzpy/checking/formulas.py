@@ -145,7 +145,7 @@ def candidates(v: Fraction, t: Any) -> list[Fraction]:
                 continue
             out.append(x)
     else:
-        ratios = ["1/2", "3/2", "3/4", "5/4", "1/3", "7/4", "2/3", "9/8", "7/8", "5/3", "2/5", "11/7"]
+        ratios = ["1/2", "3/2", "3/4", "5/4", "1/3", "3", "1/5", "7/4", "2/3", "9/8", "7/8", "5/3", "2/5", "11/7"]
         out = [v * Fraction(r) for r in ratios]
     return [x for x in out if _in_range(x, t)]
 
@@ -199,7 +199,7 @@ def derive(report: Any, check: Callable[[dict[str, str]], Any], given: dict[str,
 
     t0 = time.perf_counter()
     numeric = {n: v for n, v in report.params.items()
-               if isinstance(v, Fraction) and isinstance(report.param_types.get(n), Num)}
+               if isinstance(v, Fraction) and isinstance(report.param_types.get(n, Num()), Num)}
     names = sorted(numeric)
     out = FormulaReport(dict(numeric))
     base_q = quantities(report)
@@ -263,13 +263,14 @@ def _fit_all(out: FormulaReport, points: _Points, names: list[str], base: tuple,
     # 2. the grid: a tensor product over the parameters some cost depends on; then confirmation.
     for extra in (0, 1):
         if not pending:
-            return
+            break
         deg = [max([degree[k][i] for k in pending] + [0]) for i in range(len(names))]
         deg = [d + extra if d else 0 for d in deg]
         fitted = _fit_grid(out, points, names, base, sweep_values, deg, pending, symbols, sympy, report)
         if fitted is None:
             break
         failed = _confirm(out, points, names, base, sweep_values, deg, fitted, symbols, report, seed)
+        failed_at = failed
         for k, expr in fitted.items():
             if k not in failed:
                 f = out.formulas[k]
@@ -277,8 +278,11 @@ def _fit_all(out: FormulaReport, points: _Points, names: list[str], base: tuple,
                 f.status = "checked" if f.expr.free_symbols else "constant"
                 f.reason = ""
                 pending.discard(k)
-        for k in failed:
-            out.formulas[k].reason = "the fitted formula does not match the checker at other values"
+        for k, p in failed_at.items():
+            at = ", ".join(f"{n} = {_show(x)}" for n, x in zip(names, p))
+            out.formulas[k].reason = (f"not one polynomial in the parameters: the formula fitted near the given "
+                                      f"values differs from the checker at {at} (a max, min, or LP solution is "
+                                      "piecewise)")
     for k in pending:
         if not out.formulas[k].reason:
             out.formulas[k].reason = f"needs more than {MAX_GRID} checks to fit"
@@ -369,19 +373,23 @@ def _rat(sympy: Any, x: Fraction) -> Any:
 
 
 def _confirm(out: FormulaReport, points: _Points, names: list[str], base: tuple, sweep: list[list[Fraction]],
-             deg: list[int], fitted: dict, symbols: list, report: Any, seed: int) -> set[str]:
+             deg: list[int], fitted: dict, symbols: list, report: Any, seed: int) -> dict[str, tuple]:
     """Check the fitted formulas where every numeric parameter moves, and at every sweep point;
-    the names of those that differ somewhere."""
+    those that differ somewhere, each with the first point where it does."""
     rng = random.Random(seed)
-    failed: set[str] = set()
+    failed: dict[str, tuple] = {}
     targets = list(itertools.islice((p for p, q in points.cache.items() if q is not None), 1000))
-    # near the given values (a far larger counter could take far longer to check)
-    pools = [candidates(base[i], report.param_types.get(names[i]))[:5] or [base[i]] for i in range(len(names))]
+    # near the given values for a counter (a far larger one could take far longer to check);
+    # from a fifth to three times the given value for another number
+    pools = [candidates(base[i], report.param_types.get(names[i]))[:5 if _is_int(base[i], report.param_types.get(
+        names[i])) else 7] or [base[i]] for i in range(len(names))]
+    # the far ends first (all parameters up, all down), then random points
+    tries = [tuple(max(pool) for pool in pools), tuple(min(pool) for pool in pools)]
+    tries += [tuple(rng.choice(pool) for pool in pools) for _ in range(CONFIRM_POINTS * 4)]
     extra = 0
-    for _ in range(CONFIRM_POINTS * 4):
+    for p in tries:
         if extra >= CONFIRM_POINTS:
             break
-        p = tuple(rng.choice(pool) for pool in pools)
         if p in points.cache:
             continue
         if points.at(p) is not None:
@@ -392,9 +400,13 @@ def _confirm(out: FormulaReport, points: _Points, names: list[str], base: tuple,
         subs = dict(zip(symbols, (_rat_any(x) for x in p)))
         for k, expr in fitted.items():
             y = q.get(k)
-            if y is None or y == INF or _to_fraction(expr.subs(subs)) != Fraction(y):
-                failed.add(k)
+            if k not in failed and (y is None or y == INF or _to_fraction(expr.subs(subs)) != Fraction(y)):
+                failed[k] = p
     return failed
+
+
+def _show(x: Fraction) -> str:
+    return str(x) if x.denominator == 1 or x.denominator > 10**6 else f"{float(x):g}"
 
 
 def _rat_any(x: Fraction) -> Any:

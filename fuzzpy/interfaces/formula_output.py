@@ -64,7 +64,8 @@ def text_lines(report: CheckReport) -> list[str]:
             out.append(f"formula: no formula for {what}: {main.reason or fr.note}")
     elif fr.note:
         out.append(f"formula: none ({fr.note})")
-    sens = [f for f in fr.formulas.values() if f.name not in ("epsilon", "rho") and f.symbolic]
+    sens = [f for f in fr.formulas.values() if f.name not in ("epsilon", "rho") and f.symbolic
+            and not f.name.startswith(f"{report.entry}.")]  # the entry's is the epsilon line
     if sens:
         out.append("sensitivity formulas:")
         for f in sens:

@@ -34,6 +34,8 @@ class Settings:
     server: Optional[str] = None       # a curator service's URL (`fuzzpy serve`)
     datasets: tuple[str, ...] = ()     # whose published schemas to fetch from it
     published: tuple = ()              # remote.Published, once fetched (not an option)
+    formulas: bool = True              # derive costs as formulas after a check (docs/formulas.md)
+    formula_timeout: float = 3.0       # seconds (option formulaTimeoutMs)
 
     @staticmethod
     def from_options(options: Any) -> "Settings":
@@ -67,6 +69,12 @@ class Settings:
             except (TypeError, ValueError):
                 log.warning("ignoring invalid debounceMs option %r", str(options["debounceMs"])[:60])
         s.incremental = bool(options.get("incremental", True))
+        s.formulas = bool(options.get("formulas", True))
+        if options.get("formulaTimeoutMs") is not None:
+            try:
+                s.formula_timeout = max(0.0, float(options["formulaTimeoutMs"]) / 1000)
+            except (TypeError, ValueError):
+                log.warning("ignoring invalid formulaTimeoutMs option %r", str(options["formulaTimeoutMs"])[:60])
         s.server, s.datasets = _remote_options(options)
         return s
 
