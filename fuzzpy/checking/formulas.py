@@ -138,6 +138,8 @@ def candidates(v: Fraction, t: Any) -> list[Fraction]:
     out: list[Fraction] = []
     if _is_int(v, t):
         floor = Fraction(1) if v >= 1 else Fraction(0) if v == 0 else None
+        if isinstance(t, Num) and t.lo is not None:
+            floor = t.lo  # the declared range says which values are meant
         steps = [-1, -2, 1, -3, 2, -4, 3, 4, 5, 6]  # downwards first: a smaller counter checks faster
         for s in steps:
             x = v + s
@@ -302,6 +304,8 @@ def _degree1d(xy: list[tuple]) -> Optional[int]:
     one more point confirms it (None: a missing or infinite value, or no such d)."""
     if any(y is None or y == INF for _, y in xy):
         return None
+    if len(xy) == 2:  # all a short range allows: a line, which the confirmation checks
+        return 0 if xy[0][1] == xy[1][1] else 1
     for d in range(0, min(MAX_DEGREE, len(xy) - 2) + 1):
         head = xy[:d + 1]
         if all(_lagrange(head, x) == y for x, y in xy[d + 1:]):
