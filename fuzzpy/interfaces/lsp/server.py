@@ -133,9 +133,9 @@ class FuzzpyServer(LanguageServer):
                 return
             st.analysis = analysis
             self.publish(uri, version, analysis)
-            await self._derive_formulas(uri, generation, text, file, analysis)
             if analysis.stale_units:
                 await self._warm(uri, generation, text, file)
+            await self._derive_formulas(uri, generation, text, file, analysis)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a failing check must never take the server down
@@ -143,12 +143,16 @@ class FuzzpyServer(LanguageServer):
 
     async def _derive_formulas(self, uri: str, generation: int, text: str, file: str, analysis: Analysis) -> None:
         """Costs as formulas of the numeric params, for hover and the code lens: derived in the
-        executor after the check is published, given up when the document changes meanwhile."""
+        executor once the document has been still for `formula_delay` after its check was
+        published (typing never waits behind a derivation), given up when it changes meanwhile."""
         from fractions import Fraction
 
         report, settings = analysis.report, self.settings
         if not settings.formulas or not report.ok or report.entry is None or not any(
                 isinstance(v, Fraction) for v in report.params.values()):
+            return
+        await asyncio.sleep(settings.formula_delay)  # cancelled with this task by the next edit
+        if self.state(uri).generation != generation:
             return
         from ...checking.program import check_source
         from ..formula_output import attach_formulas
