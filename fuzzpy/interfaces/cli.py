@@ -147,6 +147,8 @@ def check(
 
         if server is None or not dataset:
             raise usage_error("--server URL and --dataset NAME go together")
+        if formula is not None:
+            raise usage_error("--formula works on local checks only, not with --server")
         raise typer.Exit(check_remote([f for f, _ in collect_files(paths)], server, dataset, params, entry, budget, fmt,
                                       delta))
     results = [R.check_with_budget(f, params, entry_for(f, entry, in_folder), limit, at, rho_limit)

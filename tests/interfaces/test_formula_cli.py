@@ -45,6 +45,8 @@ def test_latex_and_no_formula_without_the_option():
 def test_bad_formula_option_is_a_usage_error():
     res = fz("check", KMEANS, "--formula", "mathml")
     assert res.exit_code == 2 and "--formula must be text or latex, got 'mathml'" in res.stderr
+    res = fz("check", KMEANS, "--formula", "text", "--server", "http://127.0.0.1:9", "--dataset", "adult")
+    assert res.exit_code == 2 and "--formula works on local checks only, not with --server" in res.stderr
 
 
 def test_no_formula_for_a_piecewise_cost(tmp_path: Path):
