@@ -76,19 +76,38 @@ def test_no_formula_for_a_program_that_does_not_check(tmp_path: Path):
     assert data["epsilon_formula"] is None and data["formulas"]["note"] == "the program does not check"
 
 
-def test_json_fields_in_a_real_process_and_sympy_only_when_asked():
-    cmd = [sys.executable, "-m", "fuzzpy.interfaces.cli", "check", str(KMEANS), "--format", "json",
-           "--formula", "latex"]
+TREE = textwrap.dedent("""\
+    schema R { a : cat{"x", "y"} }
+    param eps : num = 0.1;
+    param depth : int = 2;
+    function grow (db : bag R) (d : int) : fuzzy num {
+      sample n = laplace eps (count db);
+      if d <= 0 then return n
+      else
+        sample c = laplace eps (count db);
+        sample subs = each (fun g -> grow g (d - 1)) (groupby (fun r -> r.a) db);
+        return (n + c)
+    }
+    function main (db : bag R) : fuzzy num { grow db depth }
+    """)
+
+
+def test_json_fields_in_a_real_process_and_sympy_only_when_asked(tmp_path: Path):
+    prog = tmp_path / "tree.fz"
+    prog.write_text(TREE)
+    cmd = [sys.executable, "-m", "fuzzpy.interfaces.cli", "check", str(prog), "--format", "json",
+           "--formula", "latex", "--param", "depth=3"]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)  # the whole stdout: nothing else is printed there
-    assert data["epsilon_exact"] == "3/4"
-    assert data["epsilon_formula"] == "3*T*eps" and data["epsilon_latex"] == "3 T eps"
-    assert data["rho_formula"] is None
-    assert data["formulas"]["params"] == {"k": 3, "T": 5, "eps": 0.05}
+    assert data["epsilon_exact"] == "7/10"
+    assert data["epsilon_formula"] == "eps*(2*depth + 1)"
+    assert data["epsilon_latex"] == r"eps \left(2 depth + 1\right)"
+    assert data["rho_formula"] is None and data["rho_latex"] is None
+    assert data["formulas"]["params"] == {"eps": 0.1, "depth": 3}
     costs = {c["name"]: c for c in data["formulas"]["costs"]}
-    assert costs["step.db"]["formula"] == "3*eps" and costs["step.db"]["value_exact"] == "3/20"
-    assert costs["epsilon"]["status"] == "checked" and data["formulas"]["points"] >= 6
+    assert costs["epsilon"]["status"] == "checked" and costs["epsilon"]["value_exact"] == "7/10"
+    assert costs["main.db"]["formula"] == "eps*(2*depth + 1)" and data["formulas"]["points"] >= 6
 
     probe = ("import sys; from fuzzpy.interfaces.cli import run_app; code = run_app(['check', %r]); "
              "print('sympy' in sys.modules, file=sys.stderr); sys.exit(code)") % str(KMEANS)
