@@ -95,9 +95,16 @@ TREE = textwrap.dedent("""\
 def test_json_fields_in_a_real_process_and_sympy_only_when_asked(tmp_path: Path):
     prog = tmp_path / "tree.fz"
     prog.write_text(TREE)
-    cmd = [sys.executable, "-m", "fuzzpy.interfaces.cli", "check", str(prog), "--format", "json",
-           "--formula", "latex", "--param", "depth=3"]
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    # One process: a plain check first (its text kept off stdout) must not import sympy; then
+    # the JSON with formulas is the whole stdout.
+    script = ("import contextlib, io, sys; from fuzzpy.interfaces.cli import run_app\n"
+              "with contextlib.redirect_stdout(io.StringIO()):\n"
+              "    assert run_app(['check', %r]) == 0\n"
+              "print('sympy' in sys.modules, file=sys.stderr)\n"
+              "sys.exit(run_app(['check', %r, '--format', 'json', '--formula', 'latex', '--param', 'depth=3']))"
+              ) % (str(prog), str(prog))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert "False" in out.stderr.splitlines() and "True" not in out.stderr.splitlines(), out.stderr
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)  # the whole stdout: nothing else is printed there
     assert data["epsilon_exact"] == "7/10"
@@ -109,7 +116,3 @@ def test_json_fields_in_a_real_process_and_sympy_only_when_asked(tmp_path: Path)
     assert costs["epsilon"]["status"] == "checked" and costs["epsilon"]["value_exact"] == "7/10"
     assert costs["main.db"]["formula"] == "eps*(2*depth + 1)" and data["formulas"]["points"] >= 6
 
-    probe = ("import sys; from fuzzpy.interfaces.cli import run_app; code = run_app(['check', %r]); "
-             "print('sympy' in sys.modules, file=sys.stderr); sys.exit(code)") % str(KMEANS)
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert out.returncode == 0 and out.stderr.strip().splitlines()[-1] == "False"
