@@ -35,6 +35,9 @@ class FunctionReport:
     span: Span
     type: str
     generic: bool = False
+    coefs: Any = None  # its parameters' sensitivities (Fraction, INF or Lin), when checked once for all
+    rhos: Any = None   # their Gaussian rho per unit of distance squared (rule Rho), likewise
+    param_names: Any = None
 
 
 @dataclass
@@ -75,6 +78,7 @@ class CheckReport:
     mechanisms: list[MechanismRecord] = field(default_factory=list)
     schemas: dict[str, Schema] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
+    param_types: dict[str, Type] = field(default_factory=dict)  # as declared (their ranges)
     entry_instance: Optional[I.Instance] = None
     entry_type: Optional[Type] = None
     timings: dict[str, float] = field(default_factory=dict)
@@ -87,6 +91,8 @@ class CheckReport:
     delta: Optional[Fraction] = None       # the effective delta (interface or pragma), if any
     rho_budget: Optional[Fraction] = None  # a budget in zCDP, set by the interface
     guarantee: Any = None                  # interfaces/guarantee.Guarantee, set with the budget
+    formulas: Any = None                   # checking/formulas.FormulaReport, when asked for (--formula)
+    formula_style: str = "text"            # how they are printed: text or latex
 
     @property
     def ok(self) -> bool:
@@ -367,6 +373,7 @@ class _ProgramChecker:
             except FuzzError as exc:
                 self.error(exc)
         self.report.params = {k: v.const for k, v in out.items()}
+        self.report.param_types = {k: resolver.resolve(declared[k].type) for k in out}
         return out
 
     def param_value(self, name: str, d: A.ParamDecl, expr: A.Expr, scratch: Checker,
@@ -399,7 +406,10 @@ class _ProgramChecker:
                 return
             summary, types = self.generic_instance(decl)
             self.report.functions.append(FunctionReport(decl.name, decl.name_span,
-                                                        _fun_type(types, summary.coefs, summary.cod, summary.quad)))
+                                                        _fun_type(types, summary.coefs, summary.cod, summary.quad),
+                                                        coefs=list(summary.coefs),
+                                                        rhos=[q.get("g", 0) for q in summary.quad],
+                                                        param_names=[p.name for p in decl.params]))
         except FuzzError as exc:
             if exc.diagnostics[0].code == "E0209" and decl.params:
                 # It needs some arguments to be public constants (an epsilon, clip bounds):
@@ -449,7 +459,10 @@ class _ProgramChecker:
             self.report.entry_instance = summary.instance
             self.report.entry_type = summary.cod
             self.report.functions.append(FunctionReport(decl.name, decl.name_span,
-                                                        _fun_type(types, summary.coefs, summary.cod, summary.quad)))
+                                                        _fun_type(types, summary.coefs, summary.cod, summary.quad),
+                                                        coefs=list(summary.coefs),
+                                                        rhos=[q.get("g", 0) for q in summary.quad],
+                                                        param_names=[p.name for p in decl.params]))
             for p, t, c, q in zip(decl.params, types, summary.coefs, summary.quad):
                 rho_g, rho_z = (q.get(ch, Fraction(0)) for ch in ("g", "z"))
                 self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t,

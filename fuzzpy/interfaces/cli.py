@@ -131,6 +131,9 @@ def check(
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
     server: Optional[str] = typer.Option(None, "--server", help="Check against a curator service's published schema (URL)."),
     dataset: List[str] = typer.Option([], "--dataset", help="With --server: dataset NAME, or PARAMETER=NAME (repeatable)."),
+    formula: Optional[str] = typer.Option(None, "--formula", help="Also show the costs as formulas of the numeric "
+                                          "params: text or latex (docs/formulas.md)."),
+    formula_timeout: float = typer.Option(10.0, "--formula-timeout", help="Seconds to derive formulas in."),
 ) -> None:
     """Check programs and print their privacy report. Reads no data."""
     from . import report as R
@@ -144,12 +147,21 @@ def check(
 
         if server is None or not dataset:
             raise usage_error("--server URL and --dataset NAME go together")
+        if formula is not None:
+            raise usage_error("--formula works on local checks only, not with --server")
         raise typer.Exit(check_remote([f for f, _ in collect_files(paths)], server, dataset, params, entry, budget, fmt,
                                       delta))
     results = [R.check_with_budget(f, params, entry_for(f, entry, in_folder), limit, at, rho_limit)
                for f, in_folder in collect_files(paths)]
     if not results:
         raise usage_error("no .fz files found")
+    if formula is not None:
+        from .formula_output import attach_formulas
+
+        if formula not in ("text", "latex"):
+            raise usage_error(f"--formula must be text or latex, got '{formula}'")
+        for res, (f, in_folder) in zip(results, collect_files(paths)):
+            attach_formulas(res, params, formula, formula_timeout, entry_for(f, entry, in_folder))
     if fmt == "json":
         R.print_json(results)
     elif fmt == "sarif":

@@ -150,7 +150,17 @@ def report_json(report: CheckReport) -> dict:
         "diagnostics": [d.to_json() for d in report.diagnostics],
         "timings_ms": {k: round(v * 1000, 3) for k, v in report.timings.items()},
         "lp_solves": report.lp_solves,
+        **_formulas_json(report),
     }
+
+
+def _formulas_json(report: CheckReport) -> dict:
+    """The costs as formulas (`--formula`): absent unless asked for."""
+    if report.formulas is None:
+        return {}
+    from .formula_output import json_fields
+
+    return json_fields(report)
 
 
 def _privacy_json(report: CheckReport) -> dict:
@@ -206,6 +216,11 @@ def print_text(report: CheckReport) -> None:
             typer.echo(f"budget: {fmt_coef(report.budget)} (within budget)")
         if report.rho_budget is not None:
             typer.echo(f"rho budget: {fmt_coef(report.rho_budget)} (within budget)")
+        if report.formulas is not None:
+            from .formula_output import text_lines
+
+            for line in text_lines(report):
+                typer.echo(line)
     if report.mechanisms and report.ok:
         typer.echo("mechanisms:")
         for m in report.mechanisms:

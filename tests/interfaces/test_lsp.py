@@ -195,6 +195,54 @@ async def test_code_lens_shows_epsilon_and_follows_edits(client: LanguageClient,
     assert [lens.command.title for lens in lenses] == ["epsilon = 0.25 (db 0.25)"]
 
 
+LOOP = textwrap.dedent("""\
+    schema Adult { age : num[17, 90] }
+    param eps : num = 0.1;
+    param T : int = 3;
+    param hi : num = 50;
+
+    function total (db : bag Adult) : num {
+      sum (map (fun r -> clip 0 hi r.age) db)
+    }
+
+    function rounds (db : bag Adult) (t : int) : fuzzy num {
+      if t <= 0 then return 0
+      else
+        sample c = laplace eps (count db);
+        sample rest = rounds db (t - 1);
+        return (c + rest)
+    }
+
+    function main (db : bag Adult) : fuzzy num {
+      rounds db T
+    }
+    """)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_formulas_in_code_lens_and_hover(client: LanguageClient, tmp_path: Path):
+    """Derived after the check is published (docs/formulas.md); the lens then shows it."""
+    uri = open_doc(client, tmp_path / "formulas.fz", LOOP)
+    assert await diagnostics_for(client, uri, 1) == []
+    doc = T.TextDocumentIdentifier(uri=uri)
+    titles: list[str] = []
+
+    async def lens_has_formula() -> None:
+        while not titles or "T*eps" not in titles[0]:
+            await asyncio.sleep(0.05)
+            lenses = await client.text_document_code_lens_async(T.CodeLensParams(doc))
+            titles[:] = [lens.command.title for lens in lenses]
+
+    await asyncio.wait_for(lens_has_formula(), HANG_GUARD)
+    assert titles == ["epsilon = 0.3 (db 0.3); epsilon = T*eps"]
+    entry = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(LOOP, "main", 1))))
+    assert "function main : bag Adult -o[0.3] fuzzy num" in entry
+    assert "As a formula: `epsilon = T*eps` (= 0.3 at eps = 0.1, T = 3, hi = 50; matches the checker at " in entry
+    fn = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(LOOP, "total (db", 1))))
+    assert "function total : bag Adult -o[50] num" in fn
+    assert "Sensitivity in `db`: `hi` (= 50)." in fn
+
+
 @pytest.mark.asyncio(loop_scope="module")
 async def test_pragma_budget_gives_the_cli_error(client: LanguageClient, tmp_path: Path):
     text = "# fuzzpy: budget 0.05\n" + FIXED

@@ -35,6 +35,9 @@ class Settings:
     server: Optional[str] = None       # a curator service's URL (`fuzzpy serve`)
     datasets: tuple[str, ...] = ()     # whose published schemas to fetch from it
     published: tuple = ()              # remote.Published, once fetched (not an option)
+    formulas: bool = True              # derive costs as formulas after a check (docs/formulas.md)
+    formula_timeout: float = 3.0       # seconds (option formulaTimeoutMs)
+    formula_delay: float = 1.0         # seconds the document must stay unchanged first (formulaDelayMs)
 
     @staticmethod
     def from_options(options: Any) -> "Settings":
@@ -68,6 +71,13 @@ class Settings:
             except (TypeError, ValueError):
                 log.warning("ignoring invalid debounceMs option %r", str(options["debounceMs"])[:60])
         s.incremental = bool(options.get("incremental", True))
+        s.formulas = bool(options.get("formulas", True))
+        for key, attr in (("formulaTimeoutMs", "formula_timeout"), ("formulaDelayMs", "formula_delay")):
+            if options.get(key) is not None:
+                try:
+                    setattr(s, attr, max(0.0, float(options[key]) / 1000))
+                except (TypeError, ValueError):
+                    log.warning("ignoring invalid %s option %r", key, str(options[key])[:60])
         s.server, s.datasets = _remote_options(options)
         return s
 

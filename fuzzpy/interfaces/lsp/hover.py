@@ -36,6 +36,10 @@ def epsilon_summary(report: CheckReport) -> Optional[str]:
     if report.budget is not None:
         over = any(d.code in ("E0401", "E0314") for d in report.diagnostics)
         text += f", {'over' if over else 'within'} budget {fmt_coef(report.budget)}"
+    if report.formulas is not None:  # derived after the check (server._derive_formulas)
+        from ..formula_output import lens_suffix
+
+        text += lens_suffix(report)
     return text
 
 
@@ -49,6 +53,11 @@ def hover_function(report: CheckReport, name: str) -> Optional[str]:
         if summary:
             pure = report.guarantee is None or report.guarantee.stated_delta == 0
             text += f"\n\nEntry point: {summary}{', delta = 0' if pure and report.is_pure else ''}."
+    if report.formulas is not None:
+        from ..formula_output import hover_suffix
+
+        extra = hover_suffix(report, name)
+        text += f"\n\n{extra}" if extra else ""
     return text
 
 

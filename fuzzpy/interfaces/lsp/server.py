@@ -138,10 +138,46 @@ class FuzzpyServer(LanguageServer):
             analysis.known = merge_known(previous.known if previous is not None else {}, known_types(analysis))
             if analysis.stale_units:
                 await self._warm(uri, generation, text, file)
+            await self._derive_formulas(uri, generation, text, file, analysis)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a failing check must never take the server down
             self.internal_error(uri, version, exc)
+
+    async def _derive_formulas(self, uri: str, generation: int, text: str, file: str, analysis: Analysis) -> None:
+        """Costs as formulas of the numeric params, for hover and the code lens: derived in the
+        executor once the document has been still for `formula_delay` after its check was
+        published (typing never waits behind a derivation), given up when it changes meanwhile."""
+        from fractions import Fraction
+
+        report, settings = analysis.report, self.settings
+        if not settings.formulas or not report.ok or report.entry is None or not any(
+                isinstance(v, Fraction) for v in report.params.values()):
+            return
+        await asyncio.sleep(settings.formula_delay)  # cancelled with this task by the next edit
+        if self.state(uri).generation != generation:
+            return
+        from ...checking.program import check_source
+        from ..formula_output import attach_formulas
+
+        overlays, virtual = self.overlays(uri), settings.virtual(set(report.schemas))
+
+        def check(params: dict[str, str]) -> Any:
+            if self.state(uri).generation != generation:
+                raise RuntimeError("the document changed")
+            return check_source(text, file, params, settings.entry, overlays, virtual or None)
+
+        def work() -> None:
+            try:  # from a plain full check: its param types, and the same numbers as the lens
+                full = check(settings.params)
+                attach_formulas(full, settings.params, "text", settings.formula_timeout, settings.entry, check)
+                report.formulas = full.formulas
+            except RuntimeError:
+                report.formulas = None
+
+        await asyncio.get_running_loop().run_in_executor(self.executor, work)
+        if self.state(uri).generation == generation and report.formulas is not None:
+            self.refresh_lenses()
 
     async def _warm(self, uri: str, generation: int, text: str, file: str) -> None:
         """Refill the unit cache after a full check, one unit at a time, while nothing is edited."""
