@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from fractions import Fraction
 from pathlib import Path
 
@@ -13,6 +15,10 @@ from hypothesis import HealthCheck, settings
 # than a quiet one, and a deadline there fails a test that is correct.
 settings.register_profile("fuzzpy", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("fuzzpy")
+
+# On-disk caches (the check cache, the parser's tables) go to a folder of this session, never the
+# user's: a test sees no entry another run wrote.  Subprocesses inherit it.
+os.environ["FUZZPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="fuzzpy-test-cache-")
 
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT.parent / "shared" / "data" / "adult"
