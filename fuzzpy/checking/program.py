@@ -15,11 +15,10 @@ from typing import Any, Optional
 
 from ..diagnostics import Diagnostic, FuzzError, Span
 from ..primitives.registry import NOCONST
-from ..solving.lp import LP_STATS
 from ..syntax import ast as A
 from ..syntax.loader import load_program, read_source
 from . import ir as I
-from .checker import Checker, MechanismRecord, _has_tvar
+from .records import MechanismRecord
 from .effects import FAIL
 from .sens import INF, fmt_coef, is_const
 from .typeexpr import TypeResolver
@@ -196,6 +195,8 @@ def _check_inner(source: str, file: str, params: dict[str, str], entry: str | No
     report.diagnostics.extend(pragma_errors + delta_errors)
     report.timings["parse"] = time.perf_counter() - t0
     t1 = time.perf_counter()
+    from ..solving.lp import LP_STATS
+
     solves0 = LP_STATS["solves"]
     decls = [d for m in modules for d in m.decls]
     program = _ProgramChecker(report, decls, params, entry)
@@ -270,6 +271,8 @@ class _ProgramChecker:
         self.resolver = resolver
         self.build_schemas(resolver)
         globals_ = self.build_params(resolver)
+        from .checker import Checker  # imported when a program is checked, not when a report is read
+
         self.checker = Checker(self.functions, resolver, globals_)
         for decl in self.functions.values():
             if decl.name != self.entry:
@@ -344,6 +347,8 @@ class _ProgramChecker:
                 self.error(FuzzError(Diagnostic("E0211", f"--param {name}: the program declares no parameter "
                                                 f"'{name}'", None, note)))
         out: dict[str, Val] = {}
+        from .checker import Checker
+
         scratch = Checker({}, resolver, {})
         for name, d in declared.items():
             if name in self.cli_params:
@@ -390,6 +395,8 @@ class _ProgramChecker:
     # ---- functions ------------------------------------------------------------------------------
 
     def is_generic(self, decl: A.FunDecl) -> bool:
+        from .helpers import _has_tvar
+
         return any(p.type is None or _has_tvar(self.resolver.resolve(p.type)) for p in decl.params)
 
     def check_function(self, decl: A.FunDecl) -> None:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from ..diagnostics import Diagnostic, Span
 from . import ast as A
-from .parser import parse_module
 
 
 
@@ -75,6 +74,8 @@ def load_program(source: str, file: str, overlays: dict[str, str] | None = None,
     def visit(text: str, name: str) -> None:
         visiting.append(name)
         texts[name] = text
+        from .parser import parse_module  # lark: imported when a file is parsed
+
         module, errs = parse_module(text, name)
         diags.extend(errs)
         for decl in module.decls:
