@@ -176,6 +176,20 @@ def load(folder: Path, key: bytes, material: str) -> Any:
         return None
 
 
+def printable(report: Any) -> Any:
+    """The report without what only running the program needs (the checked program, its types
+    and schemas): what `fuzzpy check` prints, JSON and SARIF included, reads none of it, and
+    reading them back would import the whole checker."""
+    import copy
+
+    out = copy.copy(report)
+    out.entry_instance, out.entry_type, out.schemas = None, None, {}
+    out.inputs = [copy.copy(i) for i in report.inputs]
+    for i in out.inputs:
+        i.semantic = None
+    return out
+
+
 def store(folder: Path, key: bytes, material: str, report: Any) -> bool:
     if any(d.code == "E0104" or d.code.startswith("E09") for d in report.diagnostics):
         return False
@@ -183,7 +197,7 @@ def store(folder: Path, key: bytes, material: str, report: Any) -> bool:
     if imports is None:
         return False
     try:
-        body = pickle.dumps({"material": material, "imports": imports, "report": report},
+        body = pickle.dumps({"material": material, "imports": imports, "report": printable(report)},
                             protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - an unpicklable report is simply not cached
         return False
@@ -207,9 +221,10 @@ def store(folder: Path, key: bytes, material: str, report: Any) -> bool:
 
 def cached_check_file(path: str | Path, params: Optional[dict[str, str]] = None,
                       entry: Optional[str] = "main") -> Any:
-    """`check_file`, through the cache when one is usable."""
+    """`check_file` for `fuzzpy check`, through the cache when one is usable.  A report read
+    from the cache is `printable`: it has no checked program to run (`entry_instance` None)."""
     from ..syntax.loader import read_source
-    from .program import CheckReport, check_source
+    from .reports import CheckReport
 
     t0 = time.perf_counter()
     path, params = Path(path), dict(params or {})
@@ -221,14 +236,20 @@ def cached_check_file(path: str | Path, params: Optional[dict[str, str]] = None,
     folder = _folder()
     key = _user_key(folder) if folder is not None else None
     if folder is None or key is None:
+        from .program import check_source
+
         return check_source(text, str(path), params, entry)
     material = key_material(path, text, params, entry)
     report = load(folder, key, material)
     if report is not None:
         STATS["hits"] += 1
+        # Statistics of this run's work, not part of the answer: nothing was parsed, checked or solved.
         report.timings = {"parse": 0.0, "check": 0.0, "cache": time.perf_counter() - t0}
+        report.lp_solves = 0
         return report
     STATS["misses"] += 1
+    from .program import check_source
+
     report = check_source(text, str(path), params, entry)
     store(folder, key, material, report)
     return report

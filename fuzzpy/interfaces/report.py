@@ -6,7 +6,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Optional
 
-from ..checking.program import CheckReport, check_file
+from ..checking.reports import CheckReport
 from ..checking.sens import INF
 from ..diagnostics import Diagnostic, render
 from .checkcmd import echo
@@ -24,6 +24,8 @@ def check_with_budget(path: Path, params: dict[str, str], entry: Optional[str],
 
         report = cached_check_file(path, params, entry)
     else:
+        from ..checking.program import check_file
+
         report = check_file(path, params, entry)
     apply_budget(report, budget, delta, rho)
     return report

@@ -44,8 +44,11 @@ def project(tmp_path, monkeypatch):
 
 
 def _json(report) -> dict:
+    """The JSON report but its statistics of work done (time taken, LP solves run: a hit runs none,
+    and an LP solved earlier in the same process is not solved again either)."""
     out = R.report_json(report)
     out.pop("timings_ms")
+    out.pop("lp_solves")
     return out
 
 
@@ -56,6 +59,38 @@ def _check(path: Path, params=None, budget=None):
     return report, delta
 
 
+def _rendered(report, capsys) -> tuple:
+    from fuzzpy.interfaces.sarif import sarif_log
+
+    capsys.readouterr()
+    R.print_text(report)
+    text = capsys.readouterr()
+    sarif = sarif_log([report])
+    return text.out, text.err, _json(report), sarif
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("name,delta,budget", [("quickstart.fz", None, "0.1"), ("kmeans_gauss.fz", "1e-6", "1"),
+                                               ("median.fz", "1e-9", None)])
+def test_a_hit_prints_what_the_checker_prints(tmp_path, monkeypatch, capsys, name, delta, budget):
+    """Text (stdout and stderr), JSON and SARIF of a hit equal those of a fresh check, for
+    programs with an LP, Gaussian releases, a delta, and a budget they exceed."""
+    from fractions import Fraction
+
+    monkeypatch.setenv("FUZZPY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("FUZZPY_NO_CACHE", raising=False)
+    path = EXAMPLES / name
+    at, limit = (Fraction(delta) if delta else None), (Fraction(budget) if budget else None)
+    fresh = R.check_with_budget(path, {}, "main", limit, at, use_cache=False)
+    R.check_with_budget(path, {}, "main", limit, at, use_cache=True)
+    hits = cache.STATS["hits"]
+    cached = R.check_with_budget(path, {}, "main", limit, at, use_cache=True)
+    assert cache.STATS["hits"] == hits + 1
+    assert _rendered(cached, capsys) == _rendered(fresh, capsys)
+
+
 def test_hit_gives_exactly_the_checkers_answer(project):
     fresh = R.check_with_budget(project, {}, "main", None, use_cache=False)
     first, d1 = _check(project)
@@ -64,7 +99,7 @@ def test_hit_gives_exactly_the_checkers_answer(project):
     assert d2["hits"] == 1 and d2["misses"] == 0
     assert second.ok and second.epsilon == 0.5 and second.mechanisms[0].sensitivity == 2
     assert _json(fresh) == _json(first) == _json(second)
-    assert second.sources == fresh.sources and second.lp_solves == fresh.lp_solves
+    assert second.sources == fresh.sources and second.lp_solves == 0
 
 
 @pytest.mark.parametrize("change", ["file", "import", "param", "version", "library", "entry"])
@@ -193,7 +228,7 @@ def test_the_fuzzpy_script_checks_without_typer_and_prints_the_same(project):
     probe = ("import sys, runpy; sys.argv = ['fuzzpy', 'check', '--format', 'json', sys.argv[1]]\n"
              "try:\n    runpy.run_module('fuzzpy', run_name='__main__')\n"
              "except SystemExit as e:\n    code = e.code\n"
-             "print(sorted(m for m in ('typer', 'click', 'pydantic', 'pandas', 'pulp', 'numpy') if m in sys.modules),"
+             "print(sorted(m for m in ('typer', 'click', 'pydantic', 'pandas', 'pulp', 'highspy', 'numpy', 'mpmath', 'scipy', 'ctypes') if m in sys.modules),"
              " code, file=sys.stderr)\n")
     env = dict(os.environ)
     runs = [subprocess.run([sys.executable, "-c", probe, str(project)], capture_output=True, text=True, env=env,
@@ -207,7 +242,7 @@ def test_the_fuzzpy_script_checks_without_typer_and_prints_the_same(project):
     full = CliRunner().invoke(app, ["check", "--format", "json", "--no-cache", str(project)])
     outs = [json.loads(r.stdout) for r in runs] + [json.loads(full.stdout)]
     for out in outs:
-        out.pop("timings_ms")
+        out.pop("timings_ms"), out.pop("lp_solves")
     assert outs[0] == outs[1] == outs[2] and outs[0]["ok"] is True
 
 
@@ -235,3 +270,32 @@ def test_an_authentic_entry_under_another_name_is_a_miss(project):
     again, delta = _check(greedy)
     assert delta["hits"] == 0 and delta["misses"] == 1
     assert [d.code for d in again.diagnostics] == [d.code for d in refused.diagnostics] == ["E0401"]
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_private_folder_refuses_what_it_cannot_trust(tmp_path, monkeypatch):
+    from fuzzpy.cachedir import private_folder
+
+    monkeypatch.delenv("FUZZPY_NO_CACHE", raising=False)
+    monkeypatch.setenv("FUZZPY_CACHE_DIR", str(tmp_path / "c"))
+    assert private_folder("grammar") == tmp_path / "c" / "grammar"
+    (tmp_path / "c").chmod(0o777)
+    assert private_folder("grammar") is None  # a root others can write: not used at all
+    (tmp_path / "c").chmod(0o755)
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("FUZZPY_CACHE_DIR", str(tmp_path / "file" / "below"))
+    assert private_folder("grammar") is None
+    monkeypatch.setenv("FUZZPY_NO_CACHE", "1")
+    assert private_folder("grammar") is None
+
+
+def test_without_a_usable_cache_folder_the_parser_is_built_each_time(tmp_path):
+    """A read-only or unusable cache folder: nothing is written, and checking still works."""
+    (tmp_path / "file").write_text("")
+    env = dict(os.environ, FUZZPY_CACHE_DIR=str(tmp_path / "file" / "below"))
+    prog = tmp_path / "p.fz"
+    prog.write_text(PROG.replace('import "lib.fz"\n', "").replace("twice (count db)", "count db"))
+    run = subprocess.run([sys.executable, "-m", "fuzzpy", "check", str(prog)], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert run.returncode == 0 and f"{prog}: ok" in run.stdout, run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "p.fz"]
