@@ -36,6 +36,7 @@ KEY_BYTES = 32
 # Libraries whose installed files are part of the key: the parser, the LP solver's stack, and
 # what a primitive's typing rule may compute with.
 LIBRARIES = ("lark", "pulp", "highspy", "numpy", "sympy")
+MAX_ENTRIES = 2000  # beyond this, the least recently written entries are removed
 STATS = {"hits": 0, "misses": 0, "stored": 0, "ignored": 0}
 
 
@@ -216,7 +217,22 @@ def store(folder: Path, key: bytes, material: str, report: Any) -> bool:
             pass
         return False
     STATS["stored"] += 1
+    _prune(folder)
     return True
+
+
+def _prune(folder: Path) -> None:
+    """Keep the folder bounded: past MAX_ENTRIES entries, remove the oldest down to 3/4 of it."""
+    limit = MAX_ENTRIES
+    try:
+        entries = list(folder.glob("*.bin"))
+        if len(entries) <= limit:
+            return
+        entries.sort(key=lambda p: p.stat().st_mtime_ns)
+        for old in entries[: len(entries) - limit * 3 // 4]:
+            old.unlink()
+    except OSError:
+        pass
 
 
 def cached_check_file(path: str | Path, params: Optional[dict[str, str]] = None,

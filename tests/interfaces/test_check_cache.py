@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,6 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 def test_a_hit_prints_what_the_checker_prints(tmp_path, monkeypatch, capsys, name, delta, budget):
     """Text (stdout and stderr), JSON and SARIF of a hit equal those of a fresh check, for
     programs with an LP, Gaussian releases, a delta, and a budget they exceed."""
-    from fractions import Fraction
 
     monkeypatch.setenv("FUZZPY_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("FUZZPY_NO_CACHE", raising=False)
@@ -299,3 +299,14 @@ def test_without_a_usable_cache_folder_the_parser_is_built_each_time(tmp_path):
                          env=env, timeout=120)
     assert run.returncode == 0 and f"{prog}: ok" in run.stdout, run.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "p.fz"]
+
+
+def test_the_cache_folder_stays_bounded(project, monkeypatch):
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 4)
+    for i in range(6):
+        project.write_text(PROG.replace("0.5", f"0.{i + 1}"))
+        _check(project)
+    entries = _entries(project)
+    assert 3 <= len(entries) <= 4
+    newest, delta = _check(project)  # the last one written is still there
+    assert delta["hits"] == 1 and newest.epsilon == Fraction(3, 5)
