@@ -1,6 +1,6 @@
 """Checker speed: parse and check time per 1,000 lines, LP solves, and `fuzzpy check` start-up.
 
-    python benchmarks/check_speed.py [ROUNDS]
+    python benchmarks/check_speed.py [ROUNDS] [--shell]
 
 Generates programs of ordinary code (arithmetic, lets, branches, row functions, bag operations,
 mechanisms, a recursive function) of 1,000 and 10,000 lines.  In-process figures are given
@@ -159,7 +159,11 @@ def startup_and_cache(rounds: int) -> None:
 
 
 def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    args = [a for a in sys.argv[1:] if a != "--shell"]
+    rounds = int(args[0]) if args else 5
+    if "--shell" in sys.argv:  # the start-up and cache figures alone
+        startup_and_cache(rounds)
+        return
     for lines in (1000, 10000):
         m = measure(lines, repeat=3 if lines <= 1000 else 1)
         floor = lark_floor(program(lines), repeat=3 if lines <= 1000 else 1) / m["lines"] * 1000
