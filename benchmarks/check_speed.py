@@ -111,7 +111,7 @@ def interleaved(commands: dict[str, list[str]], env: dict, rounds: int) -> dict[
     for r in range(rounds + 1):
         for name, cmd in commands.items():
             t0 = time.perf_counter()
-            subprocess.run(cmd, capture_output=True, env=env)
+            subprocess.run(cmd, capture_output=True, env=env, check=True)  # a failed check is no figure
             if r:
                 times[name].append(time.perf_counter() - t0)
     return {k: statistics.median(v) for k, v in times.items()}
@@ -149,7 +149,7 @@ def startup_and_cache(rounds: int) -> None:
         cold = {"check 10,000-line file (--no-cache)": fz + ["check", "--no-cache", str(big)],
                 "check 10 x 1,000-line project (--no-cache)": fz + ["check", "--no-cache", str(proj)]}
         for cmd in commands.values():  # fill the cache (and the parser tables)
-            subprocess.run(cmd, capture_output=True, env=env)
+            subprocess.run(cmd, capture_output=True, env=env, check=True)
         medians = interleaved(commands, env, rounds)
         medians.update(interleaved(cold, env, 1))
     base, pandas = medians["python -c pass"], medians["python -c 'import pandas'"]
