@@ -1,13 +1,17 @@
 """Checker speed: parse and check time per 1,000 lines, LP solves, and `fuzzpy check` start-up.
 
-    python benchmarks/check_speed.py
+    python benchmarks/check_speed.py [ROUNDS] [--shell]
 
 Generates programs of ordinary code (arithmetic, lets, branches, row functions, bag operations,
-mechanisms, a recursive function) of 1,000 and 10,000 lines.
+mechanisms, a recursive function) of 1,000 and 10,000 lines.  In-process figures are given
+against lark alone parsing the same text; shell figures (start-up, the check cache) against
+`python -c pass` and `python -c "import pandas"` run in turn with them.  docs/performance.md
+has the figures of one run.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -73,27 +77,101 @@ def measure(lines: int, repeat: int = 3) -> dict:
             "check_per_1000": statistics.median(check_times) / n * 1000, "lp_solves": solves}
 
 
-def startup() -> float:
-    src = program(50)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "small.fz"
-        path.write_text(src)
-        times = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "fuzzpy.interfaces.cli", "check", str(path)],
-                           capture_output=True, check=True)
-            times.append(time.perf_counter() - t0)
+def lark_floor(src: str, repeat: int = 3) -> float:
+    """The same text through lark alone (same grammar, LALR, no AST building, no chunking):
+    the in-process baseline of the parse and check figures."""
+    from lark import Lark
+
+    bare = Lark(parser.GRAMMAR.read_text(), parser="lalr", lexer="contextual", maybe_placeholders=False)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _, text in parser.split_chunks(src):
+            if text.strip():
+                bare.parse(text)
+        times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
 
+# ---- start-up and the check cache, measured from the shell ---------------------------------
+
+def _env() -> dict:
+    """The environment of the timed commands: bytecode may be written (an installed package has
+    its .pyc files; PYTHONDONTWRITEBYTECODE would recompile fuzzpy at every start) and the cache
+    folder is a fresh one of this run."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.pop("FUZZPY_NO_CACHE", None)
+    return env
+
+
+def interleaved(commands: dict[str, list[str]], env: dict, rounds: int) -> dict[str, float]:
+    """Median wall time of each command, the commands run in turn (one warm-up round first), so
+    that the machine's load weighs on all of them alike."""
+    times: dict[str, list[float]] = {k: [] for k in commands}
+    for r in range(rounds + 1):
+        for name, cmd in commands.items():
+            t0 = time.perf_counter()
+            subprocess.run(cmd, capture_output=True, env=env, check=True)  # a failed check is no figure
+            if r:
+                times[name].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def project(folder: Path, files: int, lines: int) -> None:
+    for i in range(files):
+        (folder / f"part{i}.fz").write_text(program(lines))
+
+
+def startup_and_cache(rounds: int) -> None:
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        env = _env()
+        env["FUZZPY_CACHE_DIR"] = str(tmp_path / "cache")
+        small = tmp_path / "small.fz"
+        small.write_text(program(50))
+        big = tmp_path / "big.fz"
+        big.write_text(program(10000))
+        proj = tmp_path / "project"
+        proj.mkdir()
+        project(proj, 10, 1000)
+        fz = [py, "-m", "fuzzpy"]
+        commands = {
+            "python -c pass": [py, "-c", "pass"],
+            "python -c 'import pandas'": [py, "-c", "import pandas"],
+            "check 50 lines, through typer (--no-cache)": [py, "-c", "from fuzzpy.interfaces.cli import main; main()",
+                                                            "check", "--no-cache", str(small)],
+            "check 50 lines (--no-cache)": fz + ["check", "--no-cache", str(small)],
+            "check 50 lines, cache hit": fz + ["check", str(small)],
+            "check 10,000-line file, cache hit": fz + ["check", str(big)],
+            "check 10 x 1,000-line project, cache hit": fz + ["check", str(proj)],
+        }
+        cold = {"check 10,000-line file (--no-cache)": fz + ["check", "--no-cache", str(big)],
+                "check 10 x 1,000-line project (--no-cache)": fz + ["check", "--no-cache", str(proj)]}
+        for cmd in commands.values():  # fill the cache (and the parser tables)
+            subprocess.run(cmd, capture_output=True, env=env, check=True)
+        medians = interleaved(commands, env, rounds)
+        medians.update(interleaved(cold, env, 1))
+    base, pandas = medians["python -c pass"], medians["python -c 'import pandas'"]
+    print(f"\nfrom the shell, median of {rounds} interleaved rounds (cold checks: 1 round):")
+    for name, t in medians.items():
+        print(f"  {name:<46} {t * 1000:7.0f} ms   {t / pandas:5.2f} x import pandas   {t / base:6.1f} x python -c pass")
+
+
 def main() -> None:
+    args = [a for a in sys.argv[1:] if a != "--shell"]
+    rounds = int(args[0]) if args else 5
+    if "--shell" in sys.argv:  # the start-up and cache figures alone
+        startup_and_cache(rounds)
+        return
     for lines in (1000, 10000):
         m = measure(lines, repeat=3 if lines <= 1000 else 1)
+        floor = lark_floor(program(lines), repeat=3 if lines <= 1000 else 1) / m["lines"] * 1000
         print(f"{m['lines']:>6} lines: parse {m['parse_per_1000'] * 1000:7.1f} ms / 1,000 lines "
-              f"({1000 / m['parse_per_1000']:,.0f} lines/s), check {m['check_per_1000'] * 1000:7.1f} ms / "
-              f"1,000 lines, LP solves {m['lp_solves']}")
-    print(f"fuzzpy check on a 50-line file, from the shell: {startup() * 1000:.0f} ms (median of 5)")
+              f"({1000 / m['parse_per_1000']:,.0f} lines/s, {m['parse_per_1000'] / floor:.2f} x lark alone), "
+              f"check {m['check_per_1000'] * 1000:7.1f} ms / 1,000 lines ({m['check_per_1000'] / floor:.2f} x lark "
+              f"alone), LP solves {m['lp_solves']}")
+    startup_and_cache(rounds)
 
 
 if __name__ == "__main__":

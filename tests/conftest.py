@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 from fractions import Fraction
 from pathlib import Path
 
@@ -13,6 +17,11 @@ from hypothesis import HealthCheck, settings
 # than a quiet one, and a deadline there fails a test that is correct.
 settings.register_profile("fuzzpy", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("fuzzpy")
+
+# On-disk caches (the check cache, the parser's tables) go to a folder of this session, never the
+# user's: a test sees no entry another run wrote.  Subprocesses inherit it.
+os.environ["FUZZPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="fuzzpy-test-cache-")
+atexit.register(shutil.rmtree, os.environ["FUZZPY_CACHE_DIR"], ignore_errors=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT.parent / "shared" / "data" / "adult"

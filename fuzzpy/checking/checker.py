@@ -46,22 +46,12 @@ from .helpers import (infinite_part, _branch_choice, _cover, _fn_identity, _free
 from .effects import ARGS, r_base, r_union
 from .instances import WIDEN_SPECULATIVE, InstanceRules, Summary, _Active  # noqa: F401
 from .patterns import PatternRules
+from .records import MechanismRecord  # noqa: F401 - re-exported
 from .quadratic import base_of, is_inventory, lift, linear_part, pop_quad
 from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, NonLinear, c_add, d_add, d_scale, is_const
 from .types import Bag, Type, Unit, holds_tables
 from .typeexpr import TypeResolver
 from .values import Env, FnT, TopFn, Val
-
-
-@dataclass
-class MechanismRecord:
-    name: str
-    span: Span
-    sensitivity: Fraction
-    epsilon: Fraction
-    scale: Fraction
-    function: str
-    extra: dict = field(default_factory=dict)
 
 
 class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, CountRules):

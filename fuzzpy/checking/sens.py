@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from typing import Union
 
 INF = float("inf")
@@ -150,6 +151,14 @@ def fmt_coef(c: Coef) -> str:
     f = Fraction(c)
     if f.denominator == 1:
         return str(f.numerator)
+    return _fmt_ratio(f.numerator, f.denominator)
+
+
+@lru_cache(maxsize=4096)
+def _fmt_ratio(numerator: int, denominator: int) -> str:
+    """Memoised on the exact value (two integers): reports print the same coefficients often,
+    and the exact test below parses a decimal."""
+    f = Fraction(numerator, denominator)
     as_float = float(f)
     return f"{as_float:g}" if Fraction(repr(as_float)) == f else str(f)
 

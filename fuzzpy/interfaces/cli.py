@@ -14,109 +14,20 @@ import typer
 
 from ..diagnostics import Diagnostic, FuzzError, render
 
-EXIT_OK, EXIT_PROGRAM, EXIT_USAGE, EXIT_BUDGET, EXIT_RUNTIME = 0, 1, 2, 3, 4
+# The body of `fuzzpy check` and the helpers other commands share live in checkcmd, which imports
+# no typer: the `fuzzpy` script runs a plain `fuzzpy check` there without loading this module.
+from .checkcmd import (EXIT_BUDGET, EXIT_OK, EXIT_PROGRAM, EXIT_RUNTIME, EXIT_USAGE,  # noqa: F401 - re-exported
+                       collect_files, entry_for, exit_code_for, guard, internal_error, parse_budget, parse_delta,
+                       parse_params, parse_rho, print_diagnostics, run_check, usage_error)
+from .checkcmd import echo_err as _echo_err  # noqa: F401 - re-exported
+from .checkcmd import silence_stdout as _silence_stdout  # noqa: F401 - re-exported
+from .checkcmd import thread_excepthook as _thread_excepthook
 
 # Typer's own handler of uncaught exceptions prints a rich traceback with local variables (rows
 # of a private table among them); `main` catches everything before it could run, and it is off.
 app = typer.Typer(name="fuzzpy", add_completion=False, no_args_is_help=True,
                   pretty_exceptions_enable=False, pretty_exceptions_show_locals=False,
                   help="fuzzpy: a checked language for differentially private data analysis.")
-
-
-def exit_code_for(diags: list[Diagnostic]) -> int:
-    codes = {d.code[:3] for d in diags if d.severity == "error"}
-    if not codes:
-        return EXIT_OK
-    if codes & {"E05", "E06", "E10"}:
-        return EXIT_RUNTIME
-    if codes <= {"E07"}:
-        return EXIT_USAGE
-    if codes <= {"E04"}:
-        return EXIT_BUDGET
-    return EXIT_PROGRAM
-
-
-def print_diagnostics(diags: list[Diagnostic], sources: dict[str, str] | None = None) -> None:
-    for d in diags:
-        typer.echo(render(d, sources), err=True)
-
-
-def usage_error(message: str) -> typer.Exit:
-    print_diagnostics([Diagnostic("E0701", message)])
-    return typer.Exit(EXIT_USAGE)
-
-
-def parse_params(items: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip() or not value.strip():
-            raise usage_error(f"--param expects NAME=VALUE, got '{item}'")
-        out[name.strip()] = value.strip()
-    return out
-
-
-def parse_budget(text: Optional[str]):
-    from ..exact import parse_exact
-
-    if text is None:
-        return None
-    try:
-        value = parse_exact(text)
-    except ValueError:
-        raise usage_error(f"--budget expects a non-negative number, got '{text[:60]}'")
-    if value < 0:
-        raise usage_error(f"--budget expects a non-negative number, got '{text}'")
-    return value
-
-
-def parse_delta(text: Optional[str]):
-    """--delta: the delta at which a program is stated as (epsilon, delta), strictly in (0, 1)."""
-    from ..exact import parse_delta as read
-
-    if text is None:
-        return None
-    try:
-        return read(text)
-    except ValueError:
-        raise usage_error(f"--delta expects a number strictly between 0 and 1, such as 1e-6, got '{text[:60]}'")
-
-
-def parse_rho(text: Optional[str]):
-    """--rho: a budget in zCDP, a non-negative number."""
-    from ..exact import parse_non_negative
-
-    if text is None:
-        return None
-    try:
-        return parse_non_negative(text)
-    except ValueError:
-        raise usage_error(f"--rho expects a non-negative number, got '{text[:60]}'")
-
-
-def collect_files(paths: list[Path]) -> list[tuple[Path, bool]]:
-    """(file, found in a folder) for each program to check."""
-    files: list[tuple[Path, bool]] = []
-    for p in paths:
-        if p.is_dir():
-            files.extend((f, True) for f in sorted(p.rglob("*.fz")))
-        else:
-            files.append((p, False))
-    return files
-
-
-def entry_for(path: Path, entry: str, in_folder: bool) -> Optional[str]:
-    """A file found in a folder that declares no entry point is a library: it is checked for
-    errors, not for an entry point (a file named on the command line must have one)."""
-    if not in_folder:
-        return entry
-    import re
-
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return entry
-    return entry if re.search(rf"\bfunction\s+{re.escape(entry)}\b", text) else None
 
 
 @app.command()
@@ -134,42 +45,25 @@ def check(
     formula: Optional[str] = typer.Option(None, "--formula", help="Also show the costs as formulas of the numeric "
                                           "params: text or latex (docs/formulas.md)."),
     formula_timeout: float = typer.Option(10.0, "--formula-timeout", help="Seconds to derive formulas in."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the check cache "
+                                                             "(docs/performance.md)."),
 ) -> None:
     """Check programs and print their privacy report. Reads no data."""
-    from . import report as R
-
-    if fmt not in ("text", "json", "sarif"):
-        raise usage_error(f"--format must be text, json or sarif, got '{fmt}'")
-    limit, at, rho_limit = parse_budget(budget), parse_delta(delta), parse_rho(rho)
-    params = parse_params(param)
     if server is not None or dataset:
         from ..serve.client import check_remote
 
+        if fmt not in ("text", "json", "sarif"):
+            raise usage_error(f"--format must be text, json or sarif, got '{fmt}'")
+        parse_budget(budget), parse_delta(delta), parse_rho(rho)
+        params = parse_params(param)
         if server is None or not dataset:
             raise usage_error("--server URL and --dataset NAME go together")
         if formula is not None:
             raise usage_error("--formula works on local checks only, not with --server")
         raise typer.Exit(check_remote([f for f, _ in collect_files(paths)], server, dataset, params, entry, budget, fmt,
                                       delta))
-    results = [R.check_with_budget(f, params, entry_for(f, entry, in_folder), limit, at, rho_limit)
-               for f, in_folder in collect_files(paths)]
-    if not results:
-        raise usage_error("no .fz files found")
-    if formula is not None:
-        from .formula_output import attach_formulas
-
-        if formula not in ("text", "latex"):
-            raise usage_error(f"--formula must be text or latex, got '{formula}'")
-        for res, (f, in_folder) in zip(results, collect_files(paths)):
-            attach_formulas(res, params, formula, formula_timeout, entry_for(f, entry, in_folder))
-    if fmt == "json":
-        R.print_json(results)
-    elif fmt == "sarif":
-        R.print_sarif(results)
-    else:
-        for res in results:
-            R.print_text(res)
-    raise typer.Exit(max(exit_code_for(res.diagnostics) for res in results))
+    raise typer.Exit(run_check(paths, budget, delta, rho, fmt, param, entry, use_cache=not no_cache,
+                               formula=formula, formula_timeout=formula_timeout))
 
 
 def _mount_optional() -> None:
@@ -195,69 +89,10 @@ def _mount_optional() -> None:
 _mount_optional()
 
 
-def internal_error(kind: type) -> Diagnostic:
-    """A bug in fuzzpy or a dependency, as a coded error.  Only the exception's type is shown:
-    its message or a traceback (with local variables) could quote private data."""
-    return Diagnostic("E0901", f"internal error in fuzzpy ({kind.__name__}); this is a bug, "
-                               "please report it with the command you ran",
-                      None, ["no details are shown, because they could contain private data"])
-
-
 def run_app(args: Optional[List[str]] = None) -> int:
     """Run the command line and return its exit code.  Nothing escapes as a traceback: every
-    exception ends as a coded error on stderr."""
-    try:
-        app(args=args, prog_name="fuzzpy")
-        code: object = EXIT_OK
-    except SystemExit as exc:  # how click ends every command
-        code = exc.code
-    except FuzzError as exc:
-        print_diagnostics(exc.diagnostics)
-        code = exit_code_for(exc.diagnostics)
-    except KeyboardInterrupt:
-        _echo_err("interrupted")
-        code = 130
-    except BrokenPipeError:  # the reader of our output went away (`fuzzpy check ... | head`)
-        _silence_stdout()
-        code = EXIT_PROGRAM
-    except BaseException as exc:  # noqa: BLE001 - see internal_error
-        diag = internal_error(type(exc))
-        print_diagnostics([diag])
-        code = exit_code_for([diag])
-    try:
-        sys.stdout.flush()
-    except (BrokenPipeError, ValueError):
-        _silence_stdout()
-    if code is None:
-        return EXIT_OK
-    if not isinstance(code, int):  # sys.exit("message")
-        _echo_err(str(code))
-        return EXIT_USAGE
-    return code
-
-
-def _echo_err(text: str) -> None:
-    try:
-        typer.echo(text, err=True)
-    except (OSError, ValueError):
-        pass
-
-
-def _silence_stdout() -> None:
-    """Point descriptor 1 at /dev/null, so the interpreter's final flush cannot fail."""
-    import os
-
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
-def _thread_excepthook(hook_args) -> None:  # threading.ExceptHookArgs
-    if hook_args.exc_type is not SystemExit:
-        print_diagnostics([internal_error(hook_args.exc_type)])
+    exception ends as a coded error on stderr (checkcmd.guard)."""
+    return guard(lambda: app(args=args, prog_name="fuzzpy"))
 
 
 def main() -> None:  # pragma: no cover - console entry (tested through subprocesses)

@@ -6,20 +6,27 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Optional
 
-import typer
-
-from ..checking.program import CheckReport, check_file
+from ..checking.reports import CheckReport
 from ..checking.sens import INF
 from ..diagnostics import Diagnostic, render
+from .checkcmd import echo
 from .numbers import dumps, json_number, scientific
 from .numbers import show as fmt_coef
 
 
 def check_with_budget(path: Path, params: dict[str, str], entry: Optional[str],
                       budget: Optional[Fraction], delta: Optional[Fraction] = None,
-                      rho: Optional[Fraction] = None) -> CheckReport:
-    """Check one file; add E0401 when it exceeds the CLI budget or its own pragma."""
-    report = check_file(path, params, entry)
+                      rho: Optional[Fraction] = None, use_cache: bool = False) -> CheckReport:
+    """Check one file; add E0401 when it exceeds the CLI budget or its own pragma.  With
+    `use_cache`, the check goes through the on-disk cache (fuzzpy/checking/cache.py)."""
+    if use_cache:
+        from ..checking.cache import cached_check_file
+
+        report = cached_check_file(path, params, entry)
+    else:
+        from ..checking.program import check_file
+
+        report = check_file(path, params, entry)
     apply_budget(report, budget, delta, rho)
     return report
 
@@ -194,39 +201,39 @@ def _plain(v: Any) -> Any:
 
 def print_json(reports: list[CheckReport]) -> None:
     if len(reports) == 1:
-        typer.echo(dumps(report_json(reports[0]), indent=2))
+        echo(dumps(report_json(reports[0]), indent=2))
     else:
-        typer.echo(dumps({"ok": all(r.ok for r in reports), "files": [report_json(r) for r in reports]},
+        echo(dumps({"ok": all(r.ok for r in reports), "files": [report_json(r) for r in reports]},
                          indent=2))
 
 
 def print_text(report: CheckReport) -> None:
     for d in report.diagnostics:
-        typer.echo(render(d, report.sources), err=True)
+        echo(render(d, report.sources), err=True)
     status = "ok" if report.ok else f"{sum(d.severity == 'error' for d in report.diagnostics)} error(s)"
-    typer.echo(f"{report.file}: {status}")
+    echo(f"{report.file}: {status}")
     own = [f for f in report.functions if f.span is None or f.span.file == report.file]
     if own:
         width = max(len(f.name) for f in own)
         for f in own:
-            typer.echo(f"  {f.name.ljust(width)} : {f.type}")
+            echo(f"  {f.name.ljust(width)} : {f.type}")
     if report.entry and report.ok:
-        typer.echo(privacy_line(report))
+        echo(privacy_line(report))
         if report.budget is not None:
-            typer.echo(f"budget: {fmt_coef(report.budget)} (within budget)")
+            echo(f"budget: {fmt_coef(report.budget)} (within budget)")
         if report.rho_budget is not None:
-            typer.echo(f"rho budget: {fmt_coef(report.rho_budget)} (within budget)")
+            echo(f"rho budget: {fmt_coef(report.rho_budget)} (within budget)")
         if report.formulas is not None:
             from .formula_output import text_lines
 
             for line in text_lines(report):
-                typer.echo(line)
+                echo(line)
     if report.mechanisms and report.ok:
-        typer.echo("mechanisms:")
+        echo("mechanisms:")
         for m in report.mechanisms:
             cost = (f"rho {fmt_coef(m.extra.get('rho', 0))}, noise sd {fmt_coef(m.scale)}" if m.name == "gaussian"
                     else f"epsilon {fmt_coef(m.epsilon)}, noise scale {fmt_coef(m.scale)}")
-            typer.echo(f"  {m.span}  {m.name}: sensitivity {fmt_coef(m.sensitivity)}, {cost}  (in {m.function})")
+            echo(f"  {m.span}  {m.name}: sensitivity {fmt_coef(m.sensitivity)}, {cost}  (in {m.function})")
 
 
 def privacy_line(report: CheckReport) -> str:
@@ -262,5 +269,5 @@ def guarantee_text(report: CheckReport) -> str:
 def print_sarif(reports: list[CheckReport]) -> None:
     from .sarif import sarif_log
 
-    typer.echo(dumps(sarif_log(reports), indent=2))
+    echo(dumps(sarif_log(reports), indent=2))
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..diagnostics import Diagnostic, Span
-from . import ast as A
-from .parser import parse_module
+
+if TYPE_CHECKING:  # the AST and the parser are imported when a file is read (not to resolve an import)
+    from . import ast as A
 
 
 
@@ -66,6 +68,8 @@ def load_program(source: str, file: str, overlays: dict[str, str] | None = None,
     paths) to the text of modules read as if the main file imported them first: the language
     server's schemas published by a curator service.  Returns the modules (the main file
     last), the diagnostics, and the texts of all files read (for rendering carets)."""
+    from . import ast as A
+
     modules: list[A.Module] = []
     diags: list[Diagnostic] = []
     texts: dict[str, str] = {}
@@ -75,6 +79,8 @@ def load_program(source: str, file: str, overlays: dict[str, str] | None = None,
     def visit(text: str, name: str) -> None:
         visiting.append(name)
         texts[name] = text
+        from .parser import parse_module  # lark: imported when a file is parsed
+
         module, errs = parse_module(text, name)
         diags.extend(errs)
         for decl in module.decls:

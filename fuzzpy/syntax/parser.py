@@ -32,9 +32,16 @@ _PARSE_LOCK = threading.Lock()
 
 @lru_cache(maxsize=None)
 def _lark() -> Lark:
-    """The one parser; `cache=True` stores the LALR tables on disk between runs."""
+    """The one parser.  Its LALR tables are cached on disk (building them takes about 0.5 s), in
+    the user's private cache folder only: lark's default place is a file of predictable name in
+    the shared temporary folder, which another user could plant, and lark reads it with pickle.
+    Without a private folder (read-only home, FUZZPY_NO_CACHE) the tables are built each time."""
+    from ..cachedir import private_folder
+
+    folder = private_folder("grammar")
+    cache: bool | str = False if folder is None else str(folder / f"fuzzpy-{sys.version_info[0]}.{sys.version_info[1]}.lark")
     return Lark(GRAMMAR.read_text(), parser="lalr", lexer="contextual", propagate_positions=False,
-                transformer=_BUILDER, cache=True, maybe_placeholders=False, keep_all_tokens=True)
+                transformer=_BUILDER, cache=cache, maybe_placeholders=False, keep_all_tokens=True)
 
 
 def _tok_span(file: str, tok: Token) -> Span:

@@ -1,0 +1,54 @@
+"""The user's private cache folder, shared by the check cache and the parser's tables.
+
+Whatever is read back from it is trusted only as far as the folder is private: it must belong to
+the current user and be writable by no one else (POSIX), or it is not used at all (None).  A
+cache folder is never required: every caller works, more slowly, without one.
+
+$FUZZPY_CACHE_DIR names another folder; $FUZZPY_NO_CACHE=1 turns every on-disk cache off.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+ENV_DIR = "FUZZPY_CACHE_DIR"
+ENV_OFF = "FUZZPY_NO_CACHE"
+
+
+def cache_root() -> Optional[Path]:
+    """$FUZZPY_CACHE_DIR, else the user's cache folder (XDG on Linux); None when
+    $FUZZPY_NO_CACHE is set."""
+    if os.environ.get(ENV_OFF, "").strip() not in ("", "0"):
+        return None
+    override = os.environ.get(ENV_DIR, "").strip()
+    if override:
+        return Path(override)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("fuzzpy", appauthor=False))
+
+
+def is_private(path: Path) -> bool:
+    """Owned by this user and writable by no one else (POSIX); elsewhere the user's profile."""
+    if not hasattr(os, "getuid"):
+        return path.is_dir()
+    st = path.stat()
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def private_folder(name: str) -> Optional[Path]:
+    """The sub-folder `name` of the cache root, created (mode 0700) if needed, or None when
+    there is no usable private cache folder (off, not writable, or shared)."""
+    root = cache_root()
+    if root is None:
+        return None
+    folder = root / name
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not (is_private(root) and is_private(folder)):
+            return None
+    except OSError:
+        return None
+    return folder

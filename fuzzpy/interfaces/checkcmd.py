@@ -1,0 +1,291 @@
+"""`fuzzpy check` without the command-line framework: its body, its helpers, and a fast dispatch.
+
+Importing typer costs 0.15-0.3 s, and typer reaches pydantic when it builds a command (another
+0.2 s): more than checking a small file.  So `fuzzpy check` with ordinary arguments is parsed
+here with a small, strict parser and runs without either; anything it does not recognise (help,
+an unknown or malformed option, `--server`) goes to the full typer command line, which prints
+the usual usage errors.  Both paths run `run_check`, so their output is the same.
+
+Nothing here imports typer, click or pydantic (tests/interfaces/test_check_cache.py checks).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ..diagnostics import Diagnostic, FuzzError, render
+
+EXIT_OK, EXIT_PROGRAM, EXIT_USAGE, EXIT_BUDGET, EXIT_RUNTIME = 0, 1, 2, 3, 4
+
+
+def echo(text: str, err: bool = False) -> None:
+    """One line on stdout (or stderr), flushed, so the two streams interleave in order."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:
+        return
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def exit_code_for(diags: list[Diagnostic]) -> int:
+    codes = {d.code[:3] for d in diags if d.severity == "error"}
+    if not codes:
+        return EXIT_OK
+    if codes & {"E05", "E06", "E10"}:
+        return EXIT_RUNTIME
+    if codes <= {"E07"}:
+        return EXIT_USAGE
+    if codes <= {"E04"}:
+        return EXIT_BUDGET
+    return EXIT_PROGRAM
+
+
+def print_diagnostics(diags: list[Diagnostic], sources: dict[str, str] | None = None) -> None:
+    for d in diags:
+        echo(render(d, sources), err=True)
+
+
+def usage_error(message: str) -> SystemExit:
+    """Print E0701 and return the exit to raise (a SystemExit: typer, click and `guard` all
+    end a command with it)."""
+    print_diagnostics([Diagnostic("E0701", message)])
+    return SystemExit(EXIT_USAGE)
+
+
+def parse_params(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise usage_error(f"--param expects NAME=VALUE, got '{item}'")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def parse_budget(text: Optional[str]):
+    from ..exact import parse_exact
+
+    if text is None:
+        return None
+    try:
+        value = parse_exact(text)
+    except ValueError:
+        raise usage_error(f"--budget expects a non-negative number, got '{text[:60]}'")
+    if value < 0:
+        raise usage_error(f"--budget expects a non-negative number, got '{text}'")
+    return value
+
+
+def parse_delta(text: Optional[str]):
+    """--delta: the delta at which a program is stated as (epsilon, delta), strictly in (0, 1)."""
+    from ..exact import parse_delta as read
+
+    if text is None:
+        return None
+    try:
+        return read(text)
+    except ValueError:
+        raise usage_error(f"--delta expects a number strictly between 0 and 1, such as 1e-6, got '{text[:60]}'")
+
+
+def parse_rho(text: Optional[str]):
+    """--rho: a budget in zCDP, a non-negative number."""
+    from ..exact import parse_non_negative
+
+    if text is None:
+        return None
+    try:
+        return parse_non_negative(text)
+    except ValueError:
+        raise usage_error(f"--rho expects a non-negative number, got '{text[:60]}'")
+
+
+def collect_files(paths: list[Path]) -> list[tuple[Path, bool]]:
+    """(file, found in a folder) for each program to check."""
+    files: list[tuple[Path, bool]] = []
+    for p in paths:
+        if p.is_dir():
+            files.extend((f, True) for f in sorted(p.rglob("*.fz")))
+        else:
+            files.append((p, False))
+    return files
+
+
+def entry_for(path: Path, entry: str, in_folder: bool) -> Optional[str]:
+    """A file found in a folder that declares no entry point is a library: it is checked for
+    errors, not for an entry point (a file named on the command line must have one)."""
+    if not in_folder:
+        return entry
+    import re
+
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return entry
+    return entry if re.search(rf"\bfunction\s+{re.escape(entry)}\b", text) else None
+
+
+def run_check(paths: list[Path], budget: Optional[str] = None, delta: Optional[str] = None,
+              rho: Optional[str] = None, fmt: str = "text", param: Optional[list[str]] = None,
+              entry: str = "main", use_cache: bool = True, formula: Optional[str] = None,
+              formula_timeout: float = 10.0) -> int:
+    """The local `fuzzpy check`: check every file, print the reports, return the exit code."""
+    from . import report as R
+
+    if fmt not in ("text", "json", "sarif"):
+        raise usage_error(f"--format must be text, json or sarif, got '{fmt}'")
+    if formula is not None and formula not in ("text", "latex"):
+        raise usage_error(f"--formula must be text or latex, got '{formula}'")
+    limit, at, rho_limit = parse_budget(budget), parse_delta(delta), parse_rho(rho)
+    params = parse_params(param or [])
+    files = collect_files(paths)
+    # Formulas are derived from a fresh check's functions and declared parameter types, which a
+    # cached report does not keep.
+    results = [R.check_with_budget(f, params, entry_for(f, entry, in_folder), limit, at, rho_limit,
+                                   use_cache=use_cache and formula is None)
+               for f, in_folder in files]
+    if not results:
+        raise usage_error("no .fz files found")
+    if formula is not None:
+        from .formula_output import attach_formulas
+
+        for res, (f, in_folder) in zip(results, files):
+            attach_formulas(res, params, formula, formula_timeout, entry_for(f, entry, in_folder))
+    if fmt == "json":
+        R.print_json(results)
+    elif fmt == "sarif":
+        R.print_sarif(results)
+    else:
+        for res in results:
+            R.print_text(res)
+    return max(exit_code_for(res.diagnostics) for res in results)
+
+
+# ---- the fast dispatch ------------------------------------------------------------------------
+
+_VALUED = {"--budget": "budget", "--delta": "delta", "--rho": "rho", "--format": "fmt", "--entry": "entry"}
+_REPEATED = {"--param": "param"}
+_FLAGS = {"--no-cache": "use_cache"}
+
+
+def fast_plan(argv: list[str]) -> Optional[dict[str, Any]]:
+    """The arguments of `run_check` for `check ...` with only options this parser knows, or None
+    (then the full command line handles it).  Strict on purpose: a value that starts with '-',
+    an option it does not know, `--help`, no file: all None."""
+    if not argv or argv[0] != "check":
+        return None
+    plan: dict[str, Any] = {"paths": [], "param": []}
+    rest = argv[1:]
+    i, options_done = 0, False
+    while i < len(rest):
+        tok = rest[i]
+        i += 1
+        if options_done or not tok.startswith("-"):
+            plan["paths"].append(Path(tok))
+            continue
+        if tok == "--":
+            options_done = True
+            continue
+        name, eq, value = tok.partition("=")
+        if name in _FLAGS and not eq:
+            plan[_FLAGS[name]] = False
+            continue
+        if name not in _VALUED and name not in _REPEATED:
+            return None
+        if not eq:
+            if i >= len(rest):
+                return None
+            value = rest[i]
+            i += 1
+        if value.startswith("-"):
+            return None
+        if name in _REPEATED:
+            plan[_REPEATED[name]].append(value)
+        else:
+            plan[_VALUED[name]] = value
+    return plan if plan["paths"] else None
+
+
+def internal_error(kind: type) -> Diagnostic:
+    """A bug in fuzzpy or a dependency, as a coded error.  Only the exception's type is shown:
+    its message or a traceback (with local variables) could quote private data."""
+    return Diagnostic("E0901", f"internal error in fuzzpy ({kind.__name__}); this is a bug, "
+                               "please report it with the command you ran",
+                      None, ["no details are shown, because they could contain private data"])
+
+
+def guard(work: Callable[[], Any]) -> int:
+    """Run a command and return its exit code.  Nothing escapes as a traceback: every
+    exception ends as a coded error on stderr."""
+    try:
+        result = work()
+        code: object = result if isinstance(result, int) else EXIT_OK
+    except SystemExit as exc:  # how click (and usage_error) end every command
+        code = exc.code
+    except FuzzError as exc:
+        print_diagnostics(exc.diagnostics)
+        code = exit_code_for(exc.diagnostics)
+    except KeyboardInterrupt:
+        echo_err("interrupted")
+        code = 130
+    except BrokenPipeError:  # the reader of our output went away (`fuzzpy check ... | head`)
+        silence_stdout()
+        code = EXIT_PROGRAM
+    except BaseException as exc:  # noqa: BLE001 - see internal_error
+        diag = internal_error(type(exc))
+        print_diagnostics([diag])
+        code = exit_code_for([diag])
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError, AttributeError):
+        silence_stdout()
+    if code is None:
+        return EXIT_OK
+    if not isinstance(code, int):  # sys.exit("message")
+        echo_err(str(code))
+        return EXIT_USAGE
+    return code
+
+
+def echo_err(text: str) -> None:
+    try:
+        echo(text, err=True)
+    except (OSError, ValueError):
+        pass
+
+
+def silence_stdout() -> None:
+    """Point descriptor 1 at /dev/null, so the interpreter's final flush cannot fail."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def thread_excepthook(hook_args: Any) -> None:  # threading.ExceptHookArgs
+    if hook_args.exc_type is not SystemExit:
+        print_diagnostics([internal_error(hook_args.exc_type)])
+
+
+def main() -> None:  # pragma: no cover - console entry (tested through subprocesses)
+    """The `fuzzpy` script: a plain `fuzzpy check` runs here; everything else in the full CLI."""
+    import threading
+
+    plan = fast_plan(sys.argv[1:])
+    if plan is None:
+        from .cli import main as full
+
+        full()
+        return
+    threading.excepthook = thread_excepthook
+    sys.exit(guard(lambda: run_check(**plan)))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
