@@ -47,10 +47,10 @@ def _fold_floor(x, lo, hi):
     return _clamp(_floor_of(x), lo, hi)
 
 
-def _fold_bin(w, x, lo, hi):
+def _fold_bin(num, den, x, lo, hi):
     if isinstance(x, float) and not math.isfinite(x):
         return _clamp(x, lo, hi)
-    return _clamp(Fraction(math.floor(Fraction(x) / Fraction(w))), lo, hi)
+    return _clamp(Fraction(math.floor(Fraction(x) * Fraction(den) / Fraction(num))), lo, hi)
 
 
 def _run_floor(x, lo, hi):
@@ -60,11 +60,15 @@ def _run_floor(x, lo, hi):
     return float(out) if np.ndim(out) == 0 else out
 
 
-def _run_bin(w, x, lo, hi):
+def _run_bin(num, den, x, lo, hi):
+    """floor(x * den / num) for the width w = num / den: x * den is exact for the usual data
+    (whole numbers, short decimals), and a correctly rounded quotient that is exactly a whole
+    number k stays k, so a value on a bin edge lands in its bin (0.3 / 0.1 is 2.9999999999999996 in floats, but
+    0.3 * 10 / 1 is 3)."""
     import numpy as np
 
-    with np.errstate(invalid="ignore", over="ignore"):
-        out = np.clip(np.floor(np.divide(x, w)), lo, hi)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        out = np.clip(np.floor(np.divide(np.multiply(x, den), num)), lo, hi)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -114,4 +118,5 @@ def _bin(ctx, args: list[Arg], span) -> Result:
     if width <= 0:
         raise ctx.fail("E0213", f"the width of bin must be positive, got {width}", w.span)
     t = _number(ctx, x, "bin")
-    return _binned(ctx, x, t, width, span, "bin", [w.ir])
+    extra = [I.IConst(width.numerator, span=w.span), I.IConst(width.denominator, span=w.span)]
+    return _binned(ctx, x, t, width, span, "bin", extra)

@@ -181,6 +181,10 @@ def test_bin_runs_exactly_and_clamps_to_its_bounds(tables):
     r = ok(MAIN + "(num, num, num) { sample n = laplace 1 (count db); "
            "return (bin (1 / 10) (3 / 10), floor (0 - 1 / 2), bin 3 9) }")
     assert run(r, tables(ROW_A)) == (3, -1, 3)
+    r = ok(MAIN + "(list num) { sample h = each (fun g -> laplace 1 (count g)) "
+           "(groupby (fun r -> bin (1 / 10) (r.x * 3 / 10)) db); return (values h) }")
+    out = run(r, tables(ROW_A * 40 + "10,a,true,1\n" * 40), seed=1)  # 0.3 and 3 (0.3 / 0.1 is 2.999... in floats)
+    assert len(out) == 31 and out[3] > 20 and out[30] > 20 and out[2] < 20, out
     r = ok(MAIN + "num { laplace 1 (sum (map (fun r -> bin 3 r.x) db)) }")
     (m,) = r.mechanisms
     assert m.sensitivity == 3    # x in [0, 10]: bins 0 .. 3
