@@ -6,7 +6,7 @@ tiny move of x can cross a bin edge), so, like a comparison, the result is infin
 in anything private it reads: free inside a row function (map, filter, split, groupby are
 1-sensitive in the bag whatever the row function computes, rule Row), and exact on public values.
 
-The result's bounds are the bins of the argument's public bounds, computed exactly by the
+Rule Bin (docs/soundness.md).  The result's bounds are the bins of the argument's public bounds, computed exactly by the
 checker.  In a row function (floats) x / w may round across an edge; the runtime clamps the
 result into the proven bounds, so every value keeps its type (invariant I4).  A missing value
 (NaN) stays missing.
