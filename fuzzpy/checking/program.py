@@ -401,7 +401,7 @@ class _ProgramChecker:
             self.report.functions.append(FunctionReport(decl.name, decl.name_span,
                                                         _fun_type(types, summary.coefs, summary.cod, summary.quad)))
         except FuzzError as exc:
-            if exc.diagnostics[0].code == "E0209" and decl.params:
+            if exc.diagnostics[0].code in ("E0209", "E1501") and decl.params:
                 # It needs some arguments to be public constants (an epsilon, clip bounds):
                 # it is checked at each use, with the constants of that use.
                 sig = "uses constant arguments; checked at each use"

@@ -207,3 +207,16 @@ def test_bin_key_on_neighbours_matches_the_proof(tables):
     for x, y in ((ROW_A * 3, ROW_A * 3 + ROW_B), (ROW_B, "")):
         pr = audit_pair(r.entry_instance, r.epsilon, {"db": tables(x)}, {"db": tables(y)})
         assert not pr.violations, pr.violations
+
+
+def test_range_in_a_helper_is_checked_at_each_use():
+    # A helper whose range bound is its parameter is checked with each use's argument: a constant
+    # or a released value passes, a private one is refused at that use.
+    helper = ("function grid (hi : num) : list num { range 0 hi 1 }\n"
+              "function pick (db : bag T) (hi : num) : fuzzy num { exponential 1 (grid hi) (fun c -> 0 - abs (count db - c)) }\n")
+    r = ok(helper + MAIN + "num { sample m = laplace 1 (count db); sample a = pick db (clip 0 9 m); "
+           "sample b = pick db 3; return (a + b) }")
+    assert r.epsilon == 3
+    assert [f.type for f in r.functions if f.name == "grid"] == ["uses constant arguments; checked at each use"]
+    notes = refused(helper + MAIN + "num { pick db (count db) }", "E1501", "the upper bound of range depends on private data")
+    assert any("in the use of grid" in n for n in notes)
