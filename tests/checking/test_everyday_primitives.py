@@ -220,3 +220,14 @@ def test_range_in_a_helper_is_checked_at_each_use():
     assert [f.type for f in r.functions if f.name == "grid"] == ["uses constant arguments; checked at each use"]
     notes = refused(helper + MAIN + "num { pick db (count db) }", "E1501", "the upper bound of range depends on private data")
     assert any("in the use of grid" in n for n in notes)
+
+
+def test_one_declaration_serves_the_editor_and_the_docs():
+    from fuzzpy.interfaces.docgen import primitives_markdown
+    from fuzzpy.interfaces.lsp.hover import hover_primitive
+
+    doc = primitives_markdown()
+    for name in ("range", "sort", "reverse", "take", "sort_by", "floor", "bin"):
+        text = hover_primitive(name)
+        assert text and f"{name} " in text, name
+        assert f"### `{name}`" in doc
