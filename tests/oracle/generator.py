@@ -565,7 +565,7 @@ class ProgramGen:
             return f"gaussian {self.eps()} {paren(arg)}", "num"
         if kind in ("exponential", "noisy_max"):
             c = self.fresh("c")
-            cands = pick(ch, ["[1, 2, 3]", "[0, 50, 100]", "[5]", "range 0 100 50", "range 1 3 1"])
+            cands = pick(ch, ["[1, 2, 3]", "[0, 50, 100]", "[5]", "(range 0 100 50)", "(range 1 3 1)"])
             score = self.score(env + [Var(c, "num", True)], d - 1, c)
             return f"{kind} {self.eps()} {cands} (fun {c} -> {score})", "num"
         if kind == "svt":

@@ -96,7 +96,7 @@ CONSTRUCTS = {
     "closure returned through two functions": r"let (g\d+) = mw\d+ .*\b\1 ",
     "branch on a discrete parameter": r"function br\d+ \((b : bool|s : num \+ num|xs : list num)\)",
     "binned row value": r"bin 10 r\.age|floor \(r\.age",
-    "computed candidates": r"(exponential|noisy_max) \S+ range ",
+    "computed candidates": r"(exponential|noisy_max) \S+ \(range ",
     "cut list": r"take \d \(reverse ",
 }
 
