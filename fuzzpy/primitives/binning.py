@@ -84,7 +84,7 @@ def _number(ctx, arg: Arg, name: str) -> Num:
     return arg.type
 
 
-def _binned(ctx, x: Arg, t: Num, width: Fraction, span, name: str, extra: list[I.IR]) -> Result:
+def _binned(x: Arg, t: Num, width: Fraction, span, extra: list[I.IR]) -> Result:
     def edge(v):
         return None if v is None else Fraction(math.floor(Fraction(v) / width))
     if x.is_const:
@@ -101,7 +101,7 @@ def _binned(ctx, x: Arg, t: Num, width: Fraction, span, name: str, extra: list[I
 def _floor(ctx, args: list[Arg], span) -> Result:
     (x,) = args
     t = _number(ctx, x, "floor")
-    return _binned(ctx, x, t, Fraction(1), span, "floor", [])
+    return _binned(x, t, Fraction(1), span, [])
 
 
 @primitive("bin", ("w", "x"), "num -> num -> int[floor(lo/w), floor(hi/w)]",
@@ -119,4 +119,4 @@ def _bin(ctx, args: list[Arg], span) -> Result:
         raise ctx.fail("E0213", f"the width of bin must be positive, got {width}", w.span)
     t = _number(ctx, x, "bin")
     extra = [I.IConst(width.numerator, span=w.span), I.IConst(width.denominator, span=w.span)]
-    return _binned(ctx, x, t, width, span, "bin", extra)
+    return _binned(x, t, width, span, extra)
