@@ -38,3 +38,8 @@ MAX_CALLS = 10_000_000
 # Calls one row of a row function may make (row by row, the runtime's fallback): past this the row
 # gets a missing value, like any row whose evaluation fails (docs/runtime.md).
 ROW_CALLS = 1_000_000
+
+# Elements of a list computed at run time or at check time by `range` (primitives/lists.py): a
+# longer one is refused (E1502) when its arguments are constants, and fails the run (E0604) when
+# they are released values.
+MAX_LIST = 100_000

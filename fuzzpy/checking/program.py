@@ -322,7 +322,7 @@ class _ProgramChecker:
                                                         rhos=[q.get("g", 0) for q in summary.quad],
                                                         param_names=[p.name for p in decl.params]))
         except FuzzError as exc:
-            if exc.diagnostics[0].code == "E0209" and decl.params:
+            if exc.diagnostics[0].code in ("E0209", "E1501") and decl.params:
                 # It needs some arguments to be public constants (an epsilon, clip bounds):
                 # it is checked at each use, with the constants of that use.
                 sig = "uses constant arguments; checked at each use"

@@ -14,7 +14,7 @@ from ..diagnostics import CODES
 from ..primitives.registry import all_primitives
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-CATEGORIES = ["arithmetic", "comparison", "boolean", "numeric", "bag", "partition", "ordered", "mechanism", "other"]
+CATEGORIES = ["arithmetic", "comparison", "boolean", "numeric", "bag", "partition", "ordered", "list", "mechanism", "other"]
 
 
 def primitives_markdown() -> str:

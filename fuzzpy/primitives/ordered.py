@@ -12,7 +12,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..checking.sens import d_add, d_scale
-from ..checking.types import Bag, Cat, Num, Seq, Str
+from ..checking.types import Bag, Cat, ListT, Num, Seq, Str
 from .bags import elem_type, row_function
 from .registry import Result, primitive
 
@@ -36,6 +36,12 @@ def _count_arg(ctx, arg, what: str) -> int:
 def _sort_run(ctx, key, b):
     import pandas as pd
 
+    if isinstance(b, tuple):  # a public list (post-processing): stable, by the key's value
+        from .lists import sort_key
+
+        order = sort_key(ctx.info.get("categories"))
+        keys = [order(ctx.call(key, x)) for x in b]
+        return tuple(x for _, x in sorted(zip(keys, b), key=lambda p: p[0]))
     keys = ctx.vectorised(key)(b)
     if "categories" in ctx.info:
         # A category sorts in its declared order, however the column is stored (categorical or
@@ -48,18 +54,40 @@ def _sort_run(ctx, key, b):
 
 
 @primitive("sort_by", ("key", "b"), "('a -> num | cat | string) -> bag 'a -o seq 'a",
-           "sort_by key b: the rows of b in increasing order of the public key function (stable).",
+           "sort_by key b: the rows of b in increasing order of the public key function (stable). On a "
+           "public list (released values), the list in increasing order of the key: "
+           "take 3 (sort_by (fun p -> 0 - p.2) pairs) is the top 3 of released (name, count) pairs.",
            "A stable sort keeps the relative order of shared rows, so tables at symmetric-difference "
-           "distance d give sequences at edit distance d. " + _REF,
+           "distance d give sequences at edit distance d. " + _REF + ". On a list: the list and "
+           "everything the key reads must be public (distance 0), so the result is public too "
+           "(post-processing); a list that depends on private data is refused.",
            category="ordered", run=_sort_run, needs_context=True)
 def _sort_by(ctx, args, span):
     key, b = args
+    if isinstance(b.type, ListT):
+        return _sort_list_by(ctx, key, b, span)
     elem = elem_type(ctx, b, "sort_by")
     inst, captured = row_function(ctx, key, elem, span)
     if not isinstance(inst.cod, (Num, Cat, Str)):
         raise ctx.fail("E0202", f"sort_by needs a key that is a number, category or string, not {inst.cod}", key.span)
     info = {"categories": inst.cod.values} if isinstance(inst.cod, Cat) else {}
     return Result(Seq(elem), d_add(b.dist, captured), ir_args=[inst.code, b.ir], info=info)
+
+
+def _sort_list_by(ctx, key, xs, span):
+    """Rule Lists: sort_by on a public list, with a key function that reads nothing private."""
+    from .lists import is_public, sortable
+
+    if not is_public(xs):
+        raise ctx.fail("E1501", "the list given to sort_by depends on private data", xs.span,
+                       "only public values may be sorted: release them first (sample xs = ...), then sort "
+                       "the released list")
+    inst = ctx.instantiate(key, [xs.type.elem], span, public=True)
+    if inst.captured:
+        raise ctx.fail("E1501", "the key function of sort_by reads private data", key.span,
+                       "a list is sorted by public keys only: the key may read the element and public values")
+    info = sortable(ctx, inst.cod, key.span, "the key of sort_by")
+    return Result(xs.type, {}, ir_args=[inst.code, xs.ir], info=info)
 
 
 def _window(name: str, doc: str, take):

@@ -478,7 +478,7 @@ class ProgramGen:
 
     def row_num(self) -> str:
         return pick(self.ch, ["clip 0 10 r.age", "r.age", "r.n", "if r.ok then 1 else 0", "clip 0 1 (r.age / 50)",
-                              "2 * r.n"])
+                              "2 * r.n", "bin 10 r.age", "floor (r.age / 3)"])
 
     # ---- other values ----------------------------------------------------------------------------------
 
@@ -501,7 +501,12 @@ class ProgramGen:
             return f"({side} {paren(n())} : num + num)"
         if ty == "list":
             bag = self.has_bag(env) and not public
-            kind = weighted(ch, [(9, "lit"), (3, "cons"), (3 if bag else 0, "values"), (1 if bag else 0, "pmap_partial")])
+            kind = weighted(ch, [(9, "lit"), (3, "cons"), (3 if bag else 0, "values"), (1 if bag else 0, "pmap_partial"),
+                                 (1, "take"), (1 if public else 0, "sort")])
+            if kind == "take":  # 1-sensitive on any list
+                return f"take {pick(ch, ['0', '1', '2'])} (reverse {paren(self.value('list', env, d - 1, public))})"
+            if kind == "sort":  # public lists only
+                return f"sort {paren(self.value('list', env, d - 1, public))}"
             if kind == "cons":
                 return f"{paren(n())} :: {paren(self.value('list', env, d - 1, public))}"
             if kind == "pmap_partial":  # a partial application given to pmap
@@ -560,7 +565,7 @@ class ProgramGen:
             return f"gaussian {self.eps()} {paren(arg)}", "num"
         if kind in ("exponential", "noisy_max"):
             c = self.fresh("c")
-            cands = pick(ch, ["[1, 2, 3]", "[0, 50, 100]", "[5]"])
+            cands = pick(ch, ["[1, 2, 3]", "[0, 50, 100]", "[5]", "(range 0 100 50)", "(range 1 3 1)"])
             score = self.score(env + [Var(c, "num", True)], d - 1, c)
             return f"{kind} {self.eps()} {cands} (fun {c} -> {score})", "num"
         if kind == "svt":

@@ -95,6 +95,9 @@ CONSTRUCTS = {
     "declared sensitivity bound": r"num -o\[\d\] num",
     "closure returned through two functions": r"let (g\d+) = mw\d+ .*\b\1 ",
     "branch on a discrete parameter": r"function br\d+ \((b : bool|s : num \+ num|xs : list num)\)",
+    "binned row value": r"bin 10 r\.age|floor \(r\.age",
+    "computed candidates": r"(exponential|noisy_max) \S+ \(range ",
+    "cut list": r"take \d \(reverse ",
 }
 
 

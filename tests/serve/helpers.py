@@ -21,8 +21,16 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 ADULT_CSV = EXAMPLES / "data" / "adult_sample.csv"
 POINTS_CSV = EXAMPLES / "data" / "points.csv"
-# The full Adult schema, as decision_tree.fz declares it: every example's schema reads from it.
-ADULT_SCHEMA = re.search(r"^schema Adult \{.*?^\}", (EXAMPLES / "decision_tree.fz").read_text(), re.S | re.M).group(0)
+# The full Adult schema, as the examples import it: every example's schema reads from it.
+ADULT_SCHEMA = re.search(r"^schema Adult \{.*?^\}", (EXAMPLES / "schemas" / "adult.fz").read_text(), re.S | re.M).group(0)
+
+
+def served_text(path: Path) -> str:
+    """An example as an analyst sends it to the service, which reads no file of theirs (E1012): the
+    import of the shared schema replaced by the schema itself, on the import's one line, so every
+    location in the program (and in its report) stays the same."""
+    one_line = " ".join(line.strip() for line in ADULT_SCHEMA.splitlines())
+    return re.sub(r'^import "schemas/adult\.fz".*$', lambda m: one_line, path.read_text(), flags=re.M)
 POINTS_SCHEMA = "schema Point { x : num[0, 10], y : num[0, 10] }"
 START_TIMEOUT_S = 90.0
 

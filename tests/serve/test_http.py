@@ -17,7 +17,7 @@ import pytest
 
 from fuzzpy.interfaces.cli import run_app
 
-from .helpers import (ADULT_CSV, ADULT_SCHEMA, COUNT_PROGRAM, EXAMPLES, POINTS_CSV, POINTS_SCHEMA, Analyst, body,
+from .helpers import (ADULT_CSV, ADULT_SCHEMA, COUNT_PROGRAM, EXAMPLES, POINTS_CSV, POINTS_SCHEMA, Analyst, body, served_text,
                       codes, fuzzpy_cli, start_server, write_config)
 
 ALICE = Analyst("alice", caps={"adult": "50", "points": "10", "secret": "1"})
@@ -81,7 +81,7 @@ def test_every_example_checks_and_runs_through_the_service_as_it_does_locally(se
     zcdp = "_gauss" in example
     extra, flags = ({"delta": "1e-6", "budget": "2"}, ["--delta", "1e-6", "--budget", "2"]) if zcdp else \
         ({}, ["--budget", "1"])
-    payload = {**body(path.read_text(), dataset, file=f"examples/{example}", format="text", budget="1"), **extra}
+    payload = {**body(served_text(path), dataset, file=f"examples/{example}", format="text", budget="1"), **extra}
     checked = post(server, ALICE, "/v1/check", payload).json()
     code, out, err = _local(capsys, "check", f"examples/{example}", *flags)
     assert (checked["exit_code"], checked["stdout"], checked["stderr"]) == (0, out, err)

@@ -15,7 +15,7 @@ from fuzzpy.serve.registry import add_analyst, find_analyst, hash_token, registe
 from fuzzpy.serve.service import ProgramRequest, RequestError, Service
 from fuzzpy.serve.store import SqliteStore
 
-from .helpers import ADULT_CSV, ADULT_SCHEMA, COUNT_PROGRAM, ROOT, fuzzpy_cli
+from .helpers import ADULT_CSV, ADULT_SCHEMA, COUNT_PROGRAM, ROOT, fuzzpy_cli, served_text
 
 
 def schema(text: str):
@@ -97,7 +97,7 @@ def test_checking_longer_than_the_limit_is_refused_without_reading_or_charging(t
     service = Service(store)
     service.limits.check_seconds = 1e-4
     with pytest.raises(RequestError) as err:
-        service.run(store.analysts()[0], ProgramRequest((ROOT / "examples" / "decision_tree.fz").read_text(),
+        service.run(store.analysts()[0], ProgramRequest(served_text(ROOT / "examples" / "decision_tree.fz"),
                                                         datasets=["adult"], budget="1"))
     assert err.value.status == 422 and err.value.diagnostic.code == "E1008"
     assert store.entries("dataset:adult") == []
