@@ -96,6 +96,13 @@ CODES: dict[str, str] = {
     "E1018": "no access token configured on the client",
     "E1019": "no such endpoint",
     "E1020": "the curator service is not installed",
+    # the Dask engine (fuzzpy run --engine dask, docs/scale.md)
+    "E2101": "primitive not supported by the Dask engine",
+    "E2102": "row function reads a captured table on the Dask engine",
+    "E2103": "Dask engine data files missing, mixed or unreadable",
+    "E2104": "Dask cluster failed during the run",
+    "E2105": "CSV files without a common header for the Dask engine",
+    "E2106": "Dask cluster unreachable or the Dask engine not installed",
 }
 
 
