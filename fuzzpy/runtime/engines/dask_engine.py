@@ -40,7 +40,7 @@ from . import Engine, RemoteBag
 
 # Primitives with a Dask implementation (below), and those that only pass parts around.
 DASK_PRIMITIVES = frozenset({"count", "filter", "map", "sum", "split", "groupby", "vsum", "union"})
-PASS_THROUGH = frozenset({"part", "pmap", "each"})
+PASS_THROUGH = frozenset({"part", "pmap", "each", "values", "keys"})
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data", ".test")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_BLOCK_BYTES = 64 * 1024 * 1024
@@ -449,9 +449,9 @@ _IMPLS: dict[str, Callable[..., Any]] = {
 
 def table_primitives() -> frozenset[str]:
     """Primitives that may receive a table (from their signatures in the registry)."""
-    from ...primitives.registry import REGISTRY
+    from ...primitives.registry import all_primitives
 
-    return frozenset(n for n, p in REGISTRY.items() if "bag" in p.signature or "parts" in p.signature)
+    return frozenset(n for n, p in all_primitives().items() if "bag" in p.signature or "parts" in p.signature)
 
 
 def unsupported_primitives(instance: I.Instance) -> list[str]:
