@@ -101,7 +101,6 @@ CODES: dict[str, str] = {
     "E2102": "row function reads a captured table on the Dask engine",
     "E2103": "Dask engine data files missing, mixed or unreadable",
     "E2104": "Dask cluster failed during the run",
-    "E2105": "CSV files without a common header for the Dask engine",
     "E2106": "Dask cluster unreachable or the Dask engine not installed",
 }
 

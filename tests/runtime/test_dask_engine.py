@@ -183,14 +183,27 @@ function main (db : bag A) : fuzzy num {
     assert r.exit_code == 0, r.output
 
 
-def test_headerless_csv_and_mixed_files_are_refused(tmp_path, scheduler):
+def test_each_csv_file_follows_the_pandas_engines_rules(tmp_path, scheduler):
     prog = tmp_path / "c.fz"
     prog.write_text(COUNT_AGE)
-    bare = tmp_path / "bare"
-    bare.mkdir()
-    (bare / "a.csv").write_text("31\n45\n")
-    r = fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", bare, "--budget", "1", "--seed", "1")
-    assert r.exit_code == 4 and "E2105" in r.output and "45" not in r.output
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "a.csv").write_text("age\n31\n45\n")
+    (data / "b.csv").write_text("52\n61\n")  # no header: one field per declared column, by position
+    common = ["--budget", "1", "--seed", "1", "--format", "json"]
+    whole = tmp_path / "whole.csv"
+    whole.write_text("age\n31\n45\n52\n61\n")
+    assert released(fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", data, *common)) == \
+        released(fz("run", prog, "--data", whole, *common))
+    (data / "c.csv").write_text("age\n33\n47,secret-99\n")  # ragged: refused as the pandas engine does
+    for extra in (("--engine", "dask", "--scheduler", scheduler, "--data", data), ("--data", data / "c.csv")):
+        r = fz("run", prog, *extra, "--budget", "1", "--seed", "1")
+        assert r.exit_code == 4 and "E0502" in r.output and "secret-99" not in r.output, r.output
+
+
+def test_mixed_or_missing_files_are_refused(tmp_path, scheduler):
+    prog = tmp_path / "c.fz"
+    prog.write_text(COUNT_AGE)
     mixed = tmp_path / "mixed"
     mixed.mkdir()
     (mixed / "a.csv").write_text("age\n31\n")
@@ -200,6 +213,10 @@ def test_headerless_csv_and_mixed_files_are_refused(tmp_path, scheduler):
     r = fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", tmp_path / "empty*.parquet",
            "--budget", "1", "--seed", "1")
     assert r.exit_code == 4 and "E2103" in r.output
+    pd.DataFrame({"years": [40]}).to_parquet(tmp_path / "other.parquet")
+    r = fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", tmp_path / "other.parquet",
+           "--budget", "1", "--seed", "1")
+    assert r.exit_code == 4 and "E0503" in r.output
 
 
 def test_engine_options_are_checked(tmp_path):

@@ -19,11 +19,9 @@ time as a backstop.  Nothing ever collects a whole table into this process.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import glob
 import hashlib
-import io
 import uuid
 from fractions import Fraction
 from pathlib import Path
@@ -43,7 +41,6 @@ DASK_PRIMITIVES = frozenset({"count", "filter", "map", "sum", "split", "groupby"
 PASS_THROUGH = frozenset({"part", "pmap", "each", "values", "keys"})
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data", ".test")
 PARQUET_SUFFIXES = (".parquet", ".pq")
-CSV_BLOCK_BYTES = 64 * 1024 * 1024
 _HIDDEN = ("no details are shown because they could depend on the data")
 _KEPT = "the epsilon charged for this run stays spent: values may have been released before the failure"
 
@@ -178,16 +175,26 @@ def _p_vsum(part: Any, fn: _Shipped, vectorise: bool, n: int, bound: Fraction) -
     return tuple(Fraction(_bounded_sum(matrix[:, i], bound)) for i in range(n))
 
 
-def _p_conform(part: pd.DataFrame, schema: Any, table: str) -> pd.DataFrame:
-    from ..data import load_frame
+def _p_read(piece: tuple[str, int], schema: Any, table: str) -> pd.DataFrame:
+    """One partition conformed by the pandas engine's own rules: a whole CSV file (`load_table`:
+    its header, delimiter, quoting and limits, as for a single file), or one row group of a
+    Parquet file (`load_arrow`)."""
+    from ..data import load_arrow, load_table
 
-    return load_frame(part, schema, table=table)
+    path, group = piece
+    if group < 0:
+        return load_table(path, schema, table=table)
+    import pyarrow.parquet as pq
+
+    with open(path, "rb") as fh:
+        data = pq.ParquetFile(fh).read_row_group(group, columns=[c.name for c in schema.columns])
+    return load_arrow(data, schema, table=table)
 
 
-def _p_validate(part: pd.DataFrame, schema: Any, table: str) -> Any:
+def _p_validate(piece: tuple[str, int], schema: Any, table: str) -> Any:
     """None when the partition conforms; its (data-free) diagnostics otherwise."""
     try:
-        _p_conform(part, schema, table)
+        _p_read(piece, schema, table)
     except FuzzError as exc:
         return [(d.code, d.message) for d in exc.diagnostics]
     except Exception:  # noqa: BLE001 - its text could quote a cell
@@ -195,10 +202,14 @@ def _p_validate(part: pd.DataFrame, schema: Any, table: str) -> Any:
     return None
 
 
-def _file_digest(path: str) -> str:
+def _file_digest(path: str) -> Any:
+    """The file's identity, or its (data-free) diagnostic: an exception would not travel intact."""
     from ..ledger import dataset_identity
 
-    return dataset_identity(Path(path))
+    try:
+        return dataset_identity(Path(path))
+    except FuzzError as exc:
+        return [(d.code, d.message) for d in exc.diagnostics]
 
 
 # ---- the engine ----------------------------------------------------------------------------------
@@ -278,12 +289,22 @@ class DaskEngine(Engine):
     def open_table(self, files: list[str], schema: Any, table: str) -> DaskBag:
         """The table of `files` conformed to `schema`, checked in one pass over every partition
         (so a bad file is refused before anything is charged, as on the pandas engine)."""
+        import dask.dataframe as dd
+        from dask import delayed
+
         from ..data import load_frame
 
         names = [c.name for c in schema.columns]
         meta = load_frame(pd.DataFrame({n: pd.Series([], dtype=object) for n in names}), schema, table=table)
-        raw = self._read(files, names, table)
-        problems = self.partials(raw, _p_validate, schema, table)
+        pieces = _pieces(files, names, table)
+        tasks = [delayed(_p_validate, pure=False)(p, schema, table) for p in pieces]
+        try:
+            problems = list(self.client.gather(self.client.compute(tasks)))
+        except Exception as exc:  # noqa: BLE001 - nothing from the data, but the text is not ours
+            if _is_cluster_error(exc) or isinstance(exc, (OSError, TimeoutError)):
+                raise error("E2106", "the Dask cluster failed while checking the data; nothing was charged") \
+                    from None
+            raise
         diags: dict[tuple[str, str], None] = {}
         for p in problems:
             if p == "internal":
@@ -293,27 +314,9 @@ class DaskEngine(Engine):
                 diags[tuple(d)] = None
         if diags:
             raise FuzzError([Diagnostic(c, m, None, ["no budget has been spent"]) for c, m in diags])
-        return self.bag(raw.map_partitions(_p_conform, schema, table, meta=meta))
-
-    def _read(self, files: list[str], names: list[str], table: str) -> Any:
-        import dask.dataframe as dd
-
-        if files[0].lower().endswith(PARQUET_SUFFIXES):
-            _check_parquet_columns(files, names, table)
-            try:
-                return dd.read_parquet(files, columns=names)
-            except Exception:  # noqa: BLE001
-                raise error("E2103", f"the Parquet files for table '{table}' could not be read", None,
-                            "nothing was charged") from None
-        sep, header = _csv_header(files, names, table)
-        usecols = [header[n] for n in names]
-        try:
-            frame = dd.read_csv(files, sep=sep, dtype=str, keep_default_na=False, na_filter=False,
-                                usecols=usecols, blocksize=CSV_BLOCK_BYTES, encoding="utf-8")
-        except Exception:  # noqa: BLE001
-            raise error("E2103", f"the CSV files for table '{table}' could not be read", None,
-                        "nothing was charged") from None
-        return frame.rename(columns={header[n]: n for n in names})[names]
+        frame = dd.from_map(_p_read, pieces, schema=schema, table=table, meta=meta, enforce_metadata=False,
+                            label="fuzzpy-conform")
+        return self.bag(frame)
 
     def identity(self, files: list[str]) -> str:
         """The dataset's identity on the ledger: a single file's is the pandas engine's (the SHA-256
@@ -329,6 +332,9 @@ class DaskEngine(Engine):
                 raise error("E2106", "the Dask cluster failed while hashing the data files; nothing was charged") \
                     from None
             raise
+        for d in digests:
+            if not isinstance(d, str):
+                raise FuzzError([Diagnostic(c, m, None, ["nothing was charged"]) for c, m in d])
         if len(digests) == 1:
             return digests[0]
         h = hashlib.sha256(b"fuzzpy-files\0")
@@ -500,44 +506,27 @@ def data_files(spec: str, table: str) -> list[str]:
     return files
 
 
-def _check_parquet_columns(files: list[str], names: list[str], table: str) -> None:
+def _pieces(files: list[str], names: list[str], table: str) -> list[tuple[str, int]]:
+    """The partitions: (file, -1) for a CSV file, (file, row group) for each row group of a Parquet
+    file (its footer read here: the declared columns must all be there)."""
+    if not files[0].lower().endswith(PARQUET_SUFFIXES):
+        return [(f, -1) for f in files]
     import pyarrow.parquet as pq
 
+    pieces = []
     for f in files:
         try:
-            present = list(pq.read_schema(f).names)
+            with open(f, "rb") as fh:
+                meta = pq.ParquetFile(fh).metadata
+                present = list(meta.schema.to_arrow_schema().names)
+                groups = meta.num_row_groups
         except Exception:  # noqa: BLE001
             raise error("E0502", f"data file '{f}' for table '{table}' is not a readable Parquet file") from None
         missing = [n for n in names if n not in present]
         if missing:
             raise error("E0503", f"column(s) {', '.join(repr(n) for n in missing)} of table '{table}' not "
                                  f"found in data file '{f}'; columns in the file: {', '.join(present)}")
-
-
-def _first_line(path: str) -> str:
-    with open(path, "rb") as fh:
-        head = fh.read(1 << 20)
-    text = head.decode("utf-8-sig", errors="replace")
-    for line in io.StringIO(text):
-        return line.rstrip("\r\n")
-    return ""
-
-
-def _csv_header(files: list[str], names: list[str], table: str) -> tuple[str, dict[str, str]]:
-    """The delimiter and, for every declared column, its label in the header row: every file must
-    start with the same header naming every declared column (headerless files are for the pandas
-    engine: a partition of one cannot tell a header from a row)."""
-    first = _first_line(files[0])
-    sep = max((",", ";", "\t"), key=lambda d: len(next(csv.reader([first], delimiter=d), [])))
-    labels = next(csv.reader([first], delimiter=sep), [])
-    header = {label.strip(): label for label in labels}
-    missing = [n for n in names if n not in header]
-    no_header = error("E2105", f"the Dask engine needs CSV files whose first line is a header naming every "
-                               f"column of table '{table}' ({', '.join(names)}), the same in every file",
-                      None, "nothing was charged")
-    if missing or len(header) != len(labels):
-        raise no_header
-    for f in files[1:]:
-        if _first_line(f) != first:
-            raise no_header
-    return sep, header
+        pieces.extend((f, g) for g in range(groups))
+    if not pieces:  # only empty Parquet files: one empty partition keeps the table's shape
+        pieces.append((files[0], -1))
+    return pieces
