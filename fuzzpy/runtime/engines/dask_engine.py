@@ -41,6 +41,7 @@ DASK_PRIMITIVES = frozenset({"count", "filter", "map", "sum", "split", "groupby"
 PASS_THROUGH = frozenset({"part", "pmap", "each", "values", "keys"})
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data", ".test")
 PARQUET_SUFFIXES = (".parquet", ".pq")
+_SILENT = 100  # above logging.CRITICAL: nothing is logged
 _HIDDEN = ("no details are shown because they could depend on the data")
 _KEPT = "the epsilon charged for this run stays spent: values may have been released before the failure"
 
@@ -225,16 +226,24 @@ class DaskEngine(Engine):
     def start(cls, scheduler: Optional[str] = None, workers: Optional[int] = None,
               threads: Optional[int] = None, processes: bool = True,
               memory_limit: Any = "auto") -> "DaskEngine":
+        import logging
+
         import dask
         from distributed import Client, LocalCluster
 
         # Partitions keep pandas' own dtypes (object strings), as the pandas engine has them.
         dask.config.set({"dataframe.convert-string": False})
+        # Dask logs a failed task with its exception, whose text can quote a cell, and prints
+        # tracebacks when it loses the scheduler: nothing of it reaches this process's output
+        # (nor a local worker's).  Our own messages say what failed.
+        for name in ["distributed", *logging.root.manager.loggerDict]:
+            if name == "distributed" or name.startswith("distributed."):
+                logging.getLogger(name).setLevel(_SILENT)
         try:
             if scheduler is not None:
                 return cls(Client(scheduler, timeout=20, set_as_default=False))
             cluster = LocalCluster(n_workers=workers, threads_per_worker=threads, processes=processes,
-                                   dashboard_address=None, memory_limit=memory_limit)
+                                   dashboard_address=None, memory_limit=memory_limit, silence_logs=_SILENT)
             return cls(Client(cluster, set_as_default=False), cluster)
         except Exception:  # noqa: BLE001 - nothing private here, but the text is not ours
             where = f"the Dask scheduler at '{scheduler}'" if scheduler else "a local Dask cluster"
