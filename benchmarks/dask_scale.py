@@ -9,9 +9,9 @@ cluster (a local one with `--workers` processes, or `--scheduler`), it runs each
 `fuzzpy run --engine dask --scheduler ADDR` (a subprocess: the whole pipeline, with a ledger, real
 noise, the file hashes and the conformance pass) and the same query written by hand in Dask
 (a subprocess too: read_parquet, filter, count / clipped sum / value_counts, numpy Laplace noise),
-interleaved, `--repeat` times each.  Before every run the workers are restarted, so each one's peak
-resident memory (ru_maxrss, read on the worker after the run) belongs to that run alone; the
-client's peak is the subprocess's own.  Printed: the median wall time of each side and their
+interleaved, `--repeat` times each.  Every run gets a fresh local cluster (not timed), so each
+worker's peak resident memory (ru_maxrss, read on the worker after the run) belongs to that run
+alone; the client's peak is the subprocess's own (wait4).  Printed: the median wall time of each side and their
 ratio, the largest worker peak of each side and their ratio, and the size the conformed table
 would have in one pandas process (summed over partitions by the workers).
 """
@@ -147,10 +147,40 @@ def run_child(cmd: list[str]) -> tuple[float, int, str]:
         return elapsed, usage.ru_maxrss, out.read()
 
 
-def measure(client, cmd: list[str]) -> dict:
-    client.restart()  # fresh worker processes: ru_maxrss is this run's peak
-    seconds, client_kib, _ = run_child(cmd)
-    peaks = client.run(_worker_peak_kib)
+class Cluster:
+    """A fresh local cluster per measured run (so each worker's ru_maxrss is that run's peak), or
+    an existing scheduler (whose workers' peaks then cover everything they ran before)."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.client = self.cluster = None
+
+    def __enter__(self) -> "Cluster":
+        from distributed import Client, LocalCluster
+
+        a = self.args
+        if a.scheduler:
+            self.client = Client(a.scheduler)
+        else:
+            self.cluster = LocalCluster(n_workers=a.workers, threads_per_worker=a.threads_per_worker,
+                                        memory_limit=a.memory_limit, dashboard_address=None, silence_logs=100)
+            self.client = Client(self.cluster)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    @property
+    def address(self) -> str:
+        return self.client.scheduler.address
+
+
+def measure(args: argparse.Namespace, make_cmd) -> dict:
+    with Cluster(args) as c:
+        seconds, client_kib, _ = run_child(make_cmd(c.address))
+        peaks = c.client.run(_worker_peak_kib)
     return {"s": seconds, "client_mib": client_kib / 1024, "worker_mib": max(peaks.values()) / 1024}
 
 
@@ -166,45 +196,42 @@ def main() -> None:
     ap.add_argument("--scheduler", help="an existing cluster instead of a local one")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--queries", default="count_sum,histogram")
+    ap.add_argument("--no-size", dest="size", action="store_false",
+                    help="skip the estimate of the table's size in pandas (one more pass)")
     ap.add_argument("--hand", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.hand:
         print(json.dumps(hand_written(args.hand, args.scheduler, args.data)))
         return
 
-    from distributed import Client, LocalCluster
-
     data = ensure_data(args)
-    cluster = None
-    if args.scheduler:
-        client = Client(args.scheduler)
-    else:
-        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=args.threads_per_worker,
-                               memory_limit=args.memory_limit, dashboard_address=None)
-        client = Client(cluster)
-    address = client.scheduler.address
-    nworkers = len(client.scheduler_info()["workers"])
     on_disk = sum(f.stat().st_size for f in data.glob("*.parquet"))
-    print(f"{platform.node()} ({os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.1f} GiB), "
-          f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {args.rows:,} rows, {on_disk / 2**20:.0f} MiB of Parquet; "
-          f"{nworkers} workers x {args.threads_per_worker} threads", flush=True)
-    try:
-        in_pandas = sum(client.gather(client.map(_size, _pieces_of(data))))
-        print(f"the conformed table in one pandas process: {in_pandas / 2**30:.2f} GiB", flush=True)
-    except Exception as exc:  # noqa: BLE001 - an estimate only
-        print(f"(size estimate failed: {type(exc).__name__})")
+    with Cluster(args) as c:
+        nworkers = len(c.client.scheduler_info()["workers"])
+        print(f"{platform.node()} ({os.cpu_count()} cores, "
+              f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.1f} GiB), "
+              f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {args.rows:,} rows, {on_disk / 2**20:.0f} MiB of "
+              f"Parquet; {nworkers} workers x {args.threads_per_worker} threads", flush=True)
+        if args.size:
+            in_pandas = sum(c.client.gather(c.client.map(_size, _pieces_of(data))))
+            print(f"the conformed table in one pandas process: {in_pandas / 2**30:.2f} GiB", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         ledger = Path(tmp) / "ledger.sqlite"
         for name in args.queries.split(","):
             prog = Path(tmp) / f"{name}.fz"
             prog.write_text(QUERIES[name])
-            fuzz_cmd = [sys.executable, "-m", "fuzzpy", "run", str(prog), "--engine", "dask", "--scheduler", address,
+
+            def fuzz_cmd(address: str) -> list[str]:
+                return [sys.executable, "-m", "fuzzpy", "run", str(prog), "--engine", "dask", "--scheduler", address,
                         "--data", str(data), "--budget", "1000", "--ledger", str(ledger), "--format", "json"]
-            hand_cmd = [sys.executable, __file__, "--hand", name, "--scheduler", address, "--data", str(data)]
+
+            def hand_cmd(address: str) -> list[str]:
+                return [sys.executable, __file__, "--hand", name, "--scheduler", address, "--data", str(data)]
+
             runs: dict[str, list[dict]] = {"fuzzpy": [], "hand": []}
             for _ in range(args.repeat):  # interleaved
-                runs["fuzzpy"].append(measure(client, fuzz_cmd))
-                runs["hand"].append(measure(client, hand_cmd))
+                runs["fuzzpy"].append(measure(args, fuzz_cmd))
+                runs["hand"].append(measure(args, hand_cmd))
             med = {k: {m: statistics.median(r[m] for r in v) for m in ("s", "client_mib", "worker_mib")}
                    for k, v in runs.items()}
             f, h = med["fuzzpy"], med["hand"]
@@ -212,9 +239,6 @@ def main() -> None:
                   f"{f['client_mib']:6.0f} MiB | hand-written Dask {h['s']:7.1f} s  worker peak "
                   f"{h['worker_mib']:7.0f} MiB  client peak {h['client_mib']:6.0f} MiB | time x{f['s'] / h['s']:.2f}  "
                   f"worker memory x{f['worker_mib'] / h['worker_mib']:.2f}", flush=True)
-    client.close()
-    if cluster is not None:
-        cluster.close()
 
 
 def _pieces_of(data: Path) -> list:
