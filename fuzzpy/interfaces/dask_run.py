@@ -23,6 +23,7 @@ class DaskOptions:
     scheduler: Optional[str] = None  # an existing cluster's scheduler address; else a local cluster
     workers: Optional[int] = None
     threads: Optional[int] = None
+    persist: bool = False  # keep the conformed partitions on the workers between passes
 
 
 @dataclass
@@ -56,7 +57,7 @@ class DaskRun(_Run):
         tables, identities = {}, {}
         for name in spec:
             before = self.engine.identity(files[name]) if self.opts.seed is None else ""
-            tables[name] = self.engine.open_table(files[name], schemas[name], name)
+            tables[name] = self.engine.open_table(files[name], schemas[name], name, persist=o.persist)
             if self.opts.seed is None:
                 if self.engine.identity(files[name]) != before:
                     raise error("E0502", f"data files '{spec[name]}' for table '{name}' changed while they were "

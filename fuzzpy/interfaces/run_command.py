@@ -67,6 +67,8 @@ def run(
     workers: Optional[int] = typer.Option(None, "--workers", help="With --engine dask: local cluster workers."),
     threads: Optional[int] = typer.Option(None, "--threads-per-worker", help="With --engine dask: threads per "
                                                                              "local worker."),
+    persist: bool = typer.Option(False, "--persist", help="With --engine dask: keep the conformed table on the "
+                                                          "workers between passes (spilled to their disks)."),
 ) -> None:
     """Check a program, charge its epsilon, run it over the data and print the released values."""
     from .cli import parse_budget, parse_delta, parse_params, parse_rho
@@ -82,13 +84,13 @@ def run(
                      "never recorded in a ledger")
     opts = _Options(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry,
                     parse_delta(delta), parse_rho(rho), plot)
-    if engine != "pandas" or scheduler is not None or workers is not None or threads is not None:
-        raise typer.Exit(_run_engine(opts, engine, scheduler, workers, threads))
+    if engine != "pandas" or scheduler is not None or workers is not None or threads is not None or persist:
+        raise typer.Exit(_run_engine(opts, engine, scheduler, workers, threads, persist))
     raise typer.Exit(_Run(opts).execute())
 
 
 def _run_engine(opts: "_Options", engine: str, scheduler: Optional[str], workers: Optional[int],
-                threads: Optional[int]) -> int:
+                threads: Optional[int], persist: bool = False) -> int:
     """`--engine dask` (fuzzpy/interfaces/dask_run.py)."""
     if engine != "dask":
         raise _usage("E0701", f"--engine must be pandas or dask, got '{engine}'")
@@ -99,7 +101,7 @@ def _run_engine(opts: "_Options", engine: str, scheduler: Optional[str], workers
         raise _usage("E0701", "--workers and --threads-per-worker must be at least 1")
     from .dask_run import DaskOptions, DaskRun
 
-    return DaskRun(opts, dask=DaskOptions(scheduler, workers, threads)).execute()
+    return DaskRun(opts, dask=DaskOptions(scheduler, workers, threads, persist)).execute()
 
 
 def _run_remote(program: Path, server: Optional[str], dataset: list[str], data: list[str], budget: Optional[str],

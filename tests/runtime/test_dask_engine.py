@@ -109,6 +109,14 @@ def test_csv_partitions_and_a_glob_release_the_same_values(scheduler, adult_csv)
     assert dask_run == pandas_run
 
 
+def test_persisted_partitions_release_the_same_values(scheduler, adult_parquet):
+    pandas_run, dask_run = both("histogram", SAMPLE, adult_parquet, scheduler, "--persist")
+    assert dask_run == pandas_run
+    pandas_run, dask_run = both("logistic_regression", SAMPLE, adult_parquet, scheduler, "--persist",
+                                "--param", "T=1")
+    assert dask_run == pandas_run
+
+
 @pytest.mark.parametrize("example, extra", [
     ("kmeans", ("--param", "T=2")),
     ("kmeans_gauss", ("--param", "T=2", "--delta", "1e-6")),
@@ -169,9 +177,10 @@ def test_bad_partition_is_refused_before_the_charge(tmp_path, scheduler):
 def test_unsupported_primitive_is_refused_before_anything_is_read(tmp_path):
     prog = tmp_path / "top.fz"
     prog.write_text("""schema A { age : num[17, 90] }
+function youngest (db : bag A) : bag A { head 5 (sort_by (fun r -> r.age) db) }
 function main (db : bag A) : fuzzy num {
-  laplace 0.5 (count (head 5 (sort_by (fun r -> r.age) db)))
-}""")
+  laplace 0.5 (count (youngest db))
+}""")  # found inside the helper's instance too
     missing = tmp_path / "nowhere"  # never looked at, no cluster started: the refusal comes first
     ledger = tmp_path / "ledger.sqlite"
     r = fz("run", prog, "--engine", "dask", "--data", missing, "--budget", "10", "--ledger", ledger)
@@ -258,6 +267,26 @@ def test_a_captured_table_never_travels_to_a_worker():
     assert b"age" not in pickle.dumps(bag)
     with pytest.raises(TableUsedOnWorker):
         len(shipped)
+
+
+CAPTURES_TABLE = """schema A { age : num[17, 90] }
+function main (db : bag A) : fuzzy num {
+  let x = %s;
+  laplace 0.5 (count db)
+}"""
+
+
+@pytest.mark.parametrize("use", ["count (filter (fun r -> r.age < count db) db)",
+                                 "sum (map (fun r -> clip 0 9 (count db)) db)"])
+def test_a_row_function_reading_a_captured_table_stops_the_run(use, tmp_path, scheduler, adult_parquet):
+    # The checker accepts it (x is never released); the pandas engine computes it; on Dask the
+    # table is not on the worker, and computing something else instead would be wrong: E2102.
+    prog = tmp_path / "cap.fz"
+    prog.write_text(CAPTURES_TABLE % use)
+    assert fz("run", prog, "--data", SAMPLE, "--budget", "1", "--seed", "1").exit_code == 0
+    r = fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", adult_parquet, "--budget", "1",
+           "--seed", "1")
+    assert r.exit_code == 4 and "E2102" in r.output, r.output
 
 
 def test_the_pandas_engine_does_not_import_dask():

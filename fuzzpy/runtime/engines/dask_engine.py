@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import hashlib
+import threading
 import uuid
 from fractions import Fraction
 from pathlib import Path
@@ -53,23 +54,29 @@ class DaskRunFailure(RunFailure):
         FuzzError.__init__(self, Diagnostic(code, message, span, list(notes)))
 
 
-class TableUsedOnWorker(BaseException):
-    """A row function touched a table it captured: not available on a worker.  A BaseException,
-    so the per-row fallback (which turns an Exception into a missing value) lets it through."""
+class TableUsedOnWorker(Exception):
+    """A row function touched a table it captured: not available on a worker."""
+
+
+_TOUCHED = threading.local()  # per worker thread: did the row function being run touch a table?
+
+
+def _touch(*args: Any, **kw: Any) -> Any:
+    # The row-by-row fallback turns a failing row into a missing value: the flag survives that,
+    # and `_rows` raises after the fact, so the run stops instead of computing something else.
+    _TOUCHED.flag = True
+    raise TableUsedOnWorker()
 
 
 class _Unavailable:
     """What a captured `DaskBag` becomes when a row function is shipped to a worker."""
 
-    def _fail(self, *args: Any, **kw: Any) -> Any:
-        raise TableUsedOnWorker()
-
-    __len__ = __iter__ = __getitem__ = _fail
+    __len__ = __iter__ = __getitem__ = _touch
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        raise TableUsedOnWorker()
+        return _touch()
 
 
 @dataclasses.dataclass(eq=False)
@@ -105,6 +112,10 @@ class DaskBag(RemoteBag):
     def __reduce__(self) -> Any:  # shipped inside a row function's environment: never its rows
         return (_Unavailable, ())
 
+    # Reached only from a row function running on a worker that shares this process (an
+    # in-process cluster): the same refusal as `_Unavailable`.
+    __len__ = __iter__ = __getitem__ = _touch
+
 
 class _Shipped:
     """A row function sent to the workers, with a cheap token (its environment is never hashed)."""
@@ -122,7 +133,11 @@ class _Shipped:
 def _rows(part: Any, fn: _Shipped, vectorise: bool) -> Any:
     from ..vectorize import apply_rows
 
-    return apply_rows(RunState(rng=None, vectorise=vectorise), fn.fn, part.reset_index(drop=True))
+    _TOUCHED.flag = False
+    out = apply_rows(RunState(rng=None, vectorise=vectorise), fn.fn, part.reset_index(drop=True))
+    if _TOUCHED.flag:
+        raise TableUsedOnWorker()
+    return out
 
 
 def _take(part: Any, keep: np.ndarray) -> Any:
@@ -192,15 +207,23 @@ def _p_read(piece: tuple[str, int], schema: Any, table: str) -> pd.DataFrame:
     return load_arrow(data, schema, table=table)
 
 
-def _p_validate(piece: tuple[str, int], schema: Any, table: str) -> Any:
-    """None when the partition conforms; its (data-free) diagnostics otherwise."""
+def _p_checked(piece: tuple[str, int], schema: Any, table: str, keep: bool) -> tuple[Any, Any]:
+    """(the conformed partition if `keep`, None when it conforms or else its data-free diagnostics)."""
     try:
-        _p_read(piece, schema, table)
+        part = _p_read(piece, schema, table)
     except FuzzError as exc:
-        return [(d.code, d.message) for d in exc.diagnostics]
+        return None, [(d.code, d.message) for d in exc.diagnostics]
     except Exception:  # noqa: BLE001 - its text could quote a cell
-        return "internal"
-    return None
+        return None, "internal"
+    return (part if keep else None), None
+
+
+def _problems(result: tuple[Any, Any]) -> Any:
+    return result[1]
+
+
+def _partition(result: tuple[Any, Any]) -> Any:
+    return result[0]
 
 
 def _file_digest(path: str) -> Any:
@@ -268,9 +291,7 @@ class DaskEngine(Engine):
         try:
             return list(self.client.gather(self.client.compute(tasks)))
         except TableUsedOnWorker:
-            raise DaskRunFailure("E2102", "a row function reads a table it captured from outside the row "
-                                          "(count db inside fun r -> ...): the Dask engine cannot run it",
-                                 None, _KEPT) from None
+            raise _captured_table() from None
         except (OSError, TimeoutError) as exc:
             raise _cluster_failure() from exc
         except Exception as exc:  # noqa: BLE001
@@ -295,20 +316,23 @@ class DaskEngine(Engine):
 
     # -- tables ------------------------------------------------------------------------------------
 
-    def open_table(self, files: list[str], schema: Any, table: str) -> DaskBag:
+    def open_table(self, files: list[str], schema: Any, table: str, persist: bool = False) -> DaskBag:
         """The table of `files` conformed to `schema`, checked in one pass over every partition
-        (so a bad file is refused before anything is charged, as on the pandas engine)."""
+        (so a bad file is refused before anything is charged, as on the pandas engine).
+
+        persist=False: every later pass reads and conforms the files again (nothing is kept).
+        persist=True: the conformed partitions of the checking pass stay on the workers (spilled
+        to their disks beyond their memory targets) and every later pass starts from them."""
         import dask.dataframe as dd
-        from dask import delayed
 
         from ..data import load_frame
 
         names = [c.name for c in schema.columns]
         meta = load_frame(pd.DataFrame({n: pd.Series([], dtype=object) for n in names}), schema, table=table)
         pieces = _pieces(files, names, table)
-        tasks = [delayed(_p_validate, pure=False)(p, schema, table) for p in pieces]
+        results = [self.client.submit(_p_checked, p, schema, table, persist, pure=False) for p in pieces]
         try:
-            problems = list(self.client.gather(self.client.compute(tasks)))
+            problems = self.client.gather(self.client.map(_problems, results, pure=False))
         except Exception as exc:  # noqa: BLE001 - nothing from the data, but the text is not ours
             if _is_cluster_error(exc) or isinstance(exc, (OSError, TimeoutError)):
                 raise error("E2106", "the Dask cluster failed while checking the data; nothing was charged") \
@@ -323,6 +347,9 @@ class DaskEngine(Engine):
                 diags[tuple(d)] = None
         if diags:
             raise FuzzError([Diagnostic(c, m, None, ["no budget has been spent"]) for c, m in diags])
+        if persist:
+            parts = self.client.map(_partition, results, pure=False)
+            return self.bag(dd.from_delayed(parts, meta=meta, verify_meta=False))
         frame = dd.from_map(_p_read, pieces, schema=schema, table=table, meta=meta, enforce_metadata=False,
                             label="fuzzpy-conform")
         return self.bag(frame)
@@ -373,6 +400,11 @@ def _is_cluster_error(exc: BaseException) -> bool:
                             concurrent.futures.CancelledError))
 
 
+def _captured_table() -> DaskRunFailure:
+    return DaskRunFailure("E2102", "a row function reads a table it captured from outside the row "
+                                   "(count db inside fun r -> ...): the Dask engine cannot run it", None, _KEPT)
+
+
 def _cluster_failure() -> DaskRunFailure:
     return DaskRunFailure("E2104", "the Dask cluster failed during the run (a worker died or the scheduler became "
                                    "unreachable)", None, _KEPT)
@@ -411,6 +443,8 @@ def _d_map(eng: DaskEngine, ctx: Any, vec: bool, f: Closure, b: Any) -> DaskBag:
     fn = _Shipped(f)
     try:  # the result's kind (Series or frame, dtypes) from the row function on dask's sample rows
         meta = _p_map(b.frame._meta_nonempty, fn, vec).iloc[:0]
+    except TableUsedOnWorker:
+        raise _captured_table() from None
     except Exception:  # noqa: BLE001 - on an empty frame instead
         meta = _p_map(b.frame._meta, fn, vec)
     return eng.bag(b.frame.map_partitions(_p_map, fn, vec, meta=meta))
