@@ -92,6 +92,8 @@ def run(
 def _run_engine(opts: "_Options", engine: str, scheduler: Optional[str], workers: Optional[int],
                 threads: Optional[int], persist: bool = False) -> int:
     """`--engine dask` (fuzzpy/interfaces/dask_run.py)."""
+    if engine == "pandas":
+        raise _usage("E0701", "--scheduler, --workers, --threads-per-worker and --persist go with --engine dask")
     if engine != "dask":
         raise _usage("E0701", f"--engine must be pandas or dask, got '{engine}'")
     if scheduler is not None and (workers is not None or threads is not None):

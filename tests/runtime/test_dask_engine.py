@@ -81,11 +81,12 @@ def released(result) -> tuple[list, object]:
     return [(r["name"], r.get("keys"), r["value"]) for r in out["releases"]], out["result"]
 
 
-def both(example: str, data: Path, dask_data: Path, scheduler: str, *extra: str):
+def both(example: str, data: Path, dask_data: Path, scheduler: str, *extra: str, persist: bool = False):
     prog = EXAMPLES / f"{example}.fz"
     common = ["--seed", "11", "--format", "json", "--budget", "10", *extra]
     pandas_run = released(fz("run", prog, "--data", data, *common))
-    dask_run = released(fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", dask_data, *common))
+    dask_run = released(fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", dask_data, *common,
+                           *(["--persist"] if persist else [])))
     return pandas_run, dask_run
 
 
@@ -110,10 +111,10 @@ def test_csv_partitions_and_a_glob_release_the_same_values(scheduler, adult_csv)
 
 
 def test_persisted_partitions_release_the_same_values(scheduler, adult_parquet):
-    pandas_run, dask_run = both("histogram", SAMPLE, adult_parquet, scheduler, "--persist")
+    pandas_run, dask_run = both("histogram", SAMPLE, adult_parquet, scheduler, persist=True)
     assert dask_run == pandas_run
-    pandas_run, dask_run = both("logistic_regression", SAMPLE, adult_parquet, scheduler, "--persist",
-                                "--param", "T=1")
+    pandas_run, dask_run = both("logistic_regression", SAMPLE, adult_parquet, scheduler, "--param", "T=1",
+                                persist=True)
     assert dask_run == pandas_run
 
 
@@ -238,6 +239,8 @@ def test_engine_options_are_checked(tmp_path):
     assert r.exit_code == 2 and "E0701" in r.output
     r = fz("run", prog, "--engine", "dask", "--workers", "0", "--data", SAMPLE, "--budget", "1", "--seed", "1")
     assert r.exit_code == 2 and "E0701" in r.output
+    r = fz("run", prog, "--persist", "--data", SAMPLE, "--budget", "1", "--seed", "1")
+    assert r.exit_code == 2 and "go with --engine dask" in r.output
 
 
 # ---- the ledger ---------------------------------------------------------------------------------------
