@@ -228,17 +228,19 @@ def main() -> None:
             def hand_cmd(address: str) -> list[str]:
                 return [sys.executable, __file__, "--hand", name, "--scheduler", address, "--data", str(data)]
 
-            runs: dict[str, list[dict]] = {"fuzzpy": [], "hand": []}
+            sides = {"fuzzpy": fuzz_cmd, "fuzzpy --persist": lambda a: fuzz_cmd(a) + ["--persist"],
+                     "hand-written Dask": hand_cmd}
+            runs: dict[str, list[dict]] = {k: [] for k in sides}
             for _ in range(args.repeat):  # interleaved
-                runs["fuzzpy"].append(measure(args, fuzz_cmd))
-                runs["hand"].append(measure(args, hand_cmd))
+                for side, make in sides.items():
+                    runs[side].append(measure(args, make))
             med = {k: {m: statistics.median(r[m] for r in v) for m in ("s", "client_mib", "worker_mib")}
                    for k, v in runs.items()}
-            f, h = med["fuzzpy"], med["hand"]
-            print(f"{name:10s} fuzzpy {f['s']:7.1f} s  worker peak {f['worker_mib']:7.0f} MiB  client peak "
-                  f"{f['client_mib']:6.0f} MiB | hand-written Dask {h['s']:7.1f} s  worker peak "
-                  f"{h['worker_mib']:7.0f} MiB  client peak {h['client_mib']:6.0f} MiB | time x{f['s'] / h['s']:.2f}  "
-                  f"worker memory x{f['worker_mib'] / h['worker_mib']:.2f}", flush=True)
+            h = med["hand-written Dask"]
+            for side, f in med.items():
+                print(f"{name:10s} {side:18s} {f['s']:7.1f} s  worker peak {f['worker_mib']:6.0f} MiB  client peak "
+                      f"{f['client_mib']:5.0f} MiB | time x{f['s'] / h['s']:.2f}  worker memory "
+                      f"x{f['worker_mib'] / h['worker_mib']:.2f} of hand-written Dask", flush=True)
 
 
 def _pieces_of(data: Path) -> list:
