@@ -7,8 +7,8 @@ Generates (once, in chunks, never the whole table in memory) a Parquet directory
 Adult-like rows: files of `--rows-per-file` rows, row groups of `--row-group` rows.  Then, on one
 cluster (a local one with `--workers` processes, or `--scheduler`), it runs each query with
 `fuzzpy run --engine dask --scheduler ADDR` (a subprocess: the whole pipeline, with a ledger, real
-noise, the file hashes and the conformance pass) and the same query written by hand in Dask
-(a subprocess too: read_parquet, filter, count / clipped sum / value_counts, numpy Laplace noise),
+noise, the file hashes and the conformance pass), the same with `--persist`, and the same query
+written by hand in Dask (a subprocess too: read_parquet, filter, count / clipped sum / value_counts, numpy Laplace noise),
 interleaved, `--repeat` times each.  Every run gets a fresh local cluster (not timed), so each
 worker's peak resident memory (ru_maxrss, read on the worker after the run) belongs to that run
 alone; the client's peak is the subprocess's own (wait4).  Printed: the median wall time of each side and their
