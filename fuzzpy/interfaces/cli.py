@@ -30,6 +30,105 @@ app = typer.Typer(name="fuzzpy", add_completion=False, no_args_is_help=True,
                   help="fuzzpy: a checked language for differentially private data analysis.")
 
 
+<<<<<<< HEAD
+=======
+def exit_code_for(diags: list[Diagnostic]) -> int:
+    codes = {d.code[:3] for d in diags if d.severity == "error"}
+    if not codes:
+        return EXIT_OK
+    if codes & {"E05", "E06", "E10", "E21"}:
+        return EXIT_RUNTIME
+    if codes <= {"E07"}:
+        return EXIT_USAGE
+    if codes <= {"E04"}:
+        return EXIT_BUDGET
+    return EXIT_PROGRAM
+
+
+def print_diagnostics(diags: list[Diagnostic], sources: dict[str, str] | None = None) -> None:
+    for d in diags:
+        typer.echo(render(d, sources), err=True)
+
+
+def usage_error(message: str) -> typer.Exit:
+    print_diagnostics([Diagnostic("E0701", message)])
+    return typer.Exit(EXIT_USAGE)
+
+
+def parse_params(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise usage_error(f"--param expects NAME=VALUE, got '{item}'")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def parse_budget(text: Optional[str]):
+    from ..exact import parse_exact
+
+    if text is None:
+        return None
+    try:
+        value = parse_exact(text)
+    except ValueError:
+        raise usage_error(f"--budget expects a non-negative number, got '{text[:60]}'")
+    if value < 0:
+        raise usage_error(f"--budget expects a non-negative number, got '{text}'")
+    return value
+
+
+def parse_delta(text: Optional[str]):
+    """--delta: the delta at which a program is stated as (epsilon, delta), strictly in (0, 1)."""
+    from ..exact import parse_delta as read
+
+    if text is None:
+        return None
+    try:
+        return read(text)
+    except ValueError:
+        raise usage_error(f"--delta expects a number strictly between 0 and 1, such as 1e-6, got '{text[:60]}'")
+
+
+def parse_rho(text: Optional[str]):
+    """--rho: a budget in zCDP, a non-negative number."""
+    from ..exact import parse_non_negative
+
+    if text is None:
+        return None
+    try:
+        return parse_non_negative(text)
+    except ValueError:
+        raise usage_error(f"--rho expects a non-negative number, got '{text[:60]}'")
+
+
+def collect_files(paths: list[Path]) -> list[tuple[Path, bool]]:
+    """(file, found in a folder) for each program to check."""
+    files: list[tuple[Path, bool]] = []
+    for p in paths:
+        if p.is_dir():
+            files.extend((f, True) for f in sorted(p.rglob("*.fz")))
+        else:
+            files.append((p, False))
+    return files
+
+
+def entry_for(path: Path, entry: str, in_folder: bool) -> Optional[str]:
+    """A file found in a folder that declares no entry point is a library: it is checked for
+    errors, not for an entry point (a file named on the command line must have one)."""
+    if not in_folder:
+        return entry
+    import re
+
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return entry
+    return entry if re.search(rf"\bfunction\s+{re.escape(entry)}\b", text) else None
+
+
+>>>>>>> dask
 @app.command()
 def check(
     paths: List[Path] = typer.Argument(..., help="Program files or folders of .fz files."),

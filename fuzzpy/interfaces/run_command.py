@@ -62,12 +62,23 @@ def run(
                                                              "as error bars into this PNG (needs matplotlib)."),
     header: bool = typer.Option(False, "--header", help="Text data files start with a header naming every declared "
                                                         "column; a missing one is named in the error."),
+    engine: str = typer.Option("pandas", "--engine", help="pandas (one process) or dask (a partitioned table on a "
+                                                          "Dask cluster; docs/scale.md)."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="With --engine dask: the address of an existing "
+                                                                      "Dask scheduler (default: a local cluster)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="With --engine dask: local cluster workers."),
+    threads: Optional[int] = typer.Option(None, "--threads-per-worker", help="With --engine dask: threads per "
+                                                                             "local worker."),
+    persist: bool = typer.Option(False, "--persist", help="With --engine dask: keep the conformed table on the "
+                                                          "workers between passes (spilled to their disks)."),
 ) -> None:
     """Check a program, charge its epsilon, run it over the data and print the released values."""
     from .cli import parse_budget, parse_delta, parse_params, parse_rho
 
     if fmt not in ("text", "json", "csv"):
         raise _usage("E0701", f"--format must be text, json or csv, got '{fmt}'")
+    if (server is not None or dataset) and engine != "pandas":
+        raise _usage("E0701", "--engine is for local data; with --server the curator decides how a program runs")
     if server is not None or dataset:
         raise typer.Exit(_run_remote(program, server, dataset, data, budget, param, seed, ledger, fmt, entry, delta))
     if seed is not None and ledger is not None:
@@ -75,7 +86,26 @@ def run(
                      "never recorded in a ledger")
     opts = _Options(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry,
                     parse_delta(delta), parse_rho(rho), plot, header)
+    if engine != "pandas" or scheduler is not None or workers is not None or threads is not None or persist:
+        raise typer.Exit(_run_engine(opts, engine, scheduler, workers, threads, persist))
     raise typer.Exit(_Run(opts).execute())
+
+
+def _run_engine(opts: "_Options", engine: str, scheduler: Optional[str], workers: Optional[int],
+                threads: Optional[int], persist: bool = False) -> int:
+    """`--engine dask` (fuzzpy/interfaces/dask_run.py)."""
+    if engine == "pandas":
+        raise _usage("E0701", "--scheduler, --workers, --threads-per-worker and --persist go with --engine dask")
+    if engine != "dask":
+        raise _usage("E0701", f"--engine must be pandas or dask, got '{engine}'")
+    if scheduler is not None and (workers is not None or threads is not None):
+        raise _usage("E0701", "--workers and --threads-per-worker start a local cluster; with --scheduler the "
+                              "cluster is the scheduler's")
+    if any(n is not None and n < 1 for n in (workers, threads)):
+        raise _usage("E0701", "--workers and --threads-per-worker must be at least 1")
+    from .dask_run import DaskOptions, DaskRun
+
+    return DaskRun(opts, dask=DaskOptions(scheduler, workers, threads, persist)).execute()
 
 
 def _run_remote(program: Path, server: Optional[str], dataset: list[str], data: list[str], budget: Optional[str],

@@ -122,6 +122,14 @@ def load_frame(frame: pd.DataFrame, schema: Schema, *, table: str | None = None)
     return _conform(_frame_raw(frame, schema, name), plans, name)
 
 
+def load_arrow(data: pa.Table, schema: Schema, *, table: str | None = None) -> pd.DataFrame:
+    """An Arrow table holding the schema's columns (one Parquet row group, read by the Dask
+    engine) conformed by the same rules as a whole file."""
+    name = table or schema.name
+    plans = _plan_schema(schema, name)
+    return _conform({c.name: data.column(c.name) for c in schema.columns}, plans, name)
+
+
 @dataclass(frozen=True)
 class ColumnEffect:
     """What a column's missing-value policy did to a table (`fuzzpy data check`): private to the

@@ -61,6 +61,7 @@ class RunState:
     user_file: Optional[str] = None                   # the program's own file: labels come from it
     sites: list = field(default_factory=list)         # calls in user_file being run, innermost last
     user_named: int = 0                               # releases below this index have a user name
+    engine: Any = None                                # the tables' engine when not pandas (engines/)
 
 
 class Context:
@@ -393,6 +394,10 @@ class Interpreter:
         return prim
 
     def call_prim(self, prim: Primitive, node: I.IPrim, args: list[Any]) -> Any:
+        if self.state.engine is not None:  # tables held by another engine (runtime/engines)
+            out = self.state.engine.call_prim(self, prim, node, args)
+            if out is not NotImplemented:
+                return out
         if prim.name not in LAZY_BAG_PRIMITIVES:
             args = [materialise(a) for a in args]
         if prim.needs_context:
@@ -454,6 +459,10 @@ def evaluate_entry(instance: I.Instance, tables: dict[str, Any], state: RunState
     missing = [p for p in instance.params if p not in tables]
     if missing or instance.body is None:
         raise RunFailure(f"no input given for {', '.join(missing) or 'the entry point'}")
+    if state.engine is None:
+        from .engines import engine_of
+
+        state.engine = engine_of(tables)
     interp = Interpreter(state)
     value = interp.eval(instance.body, {p: tables[p] for p in instance.params})
     result = interp.draw(value) if is_distribution(value) else value

@@ -1,0 +1,66 @@
+"""`fuzzpy run --engine dask`: the same pipeline as `fuzzpy run` (check -> budget -> load -> charge
+-> run -> release), with the tables on a Dask cluster (docs/scale.md).
+
+Only loading differs: the program is refused before anything is read if it calls a primitive
+that takes a table and has no Dask implementation (E2101); then the cluster starts (or is
+reached), every data file is hashed on the workers, every partition is conformed once to check
+the data (a bad file is refused uncharged, as on the pandas engine), the files are hashed again,
+and only then is the budget charged and the program run.  The cluster is closed at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from ..diagnostics import Diagnostic, FuzzError, error
+from .run_command import _Run, table_inputs
+
+
+@dataclass
+class DaskOptions:
+    scheduler: Optional[str] = None  # an existing cluster's scheduler address; else a local cluster
+    workers: Optional[int] = None
+    threads: Optional[int] = None
+    persist: bool = False  # keep the conformed partitions on the workers between passes
+
+
+@dataclass
+class DaskRun(_Run):
+    dask: DaskOptions = field(default_factory=DaskOptions)
+    engine: Any = None
+
+    def execute(self) -> int:
+        try:
+            return super().execute()
+        finally:
+            if self.engine is not None:
+                self.engine.close()
+
+    def load(self, spec: dict[str, Path]) -> tuple[dict[str, Any], dict[str, str]]:
+        try:
+            from ..runtime.engines import dask_engine as D
+        except ImportError:
+            raise error("E2106", "the Dask engine is not installed", None,
+                        "install it with: pip install 'fuzzpy[dask]'") from None
+        refused = D.unsupported_primitives(self.report.entry_instance)
+        if refused:
+            raise FuzzError([Diagnostic("E2101", f"primitive {name} cannot run on the Dask engine (it takes a table)",
+                                        None, ["run the program with --engine pandas; nothing was read or charged"])
+                             for name in refused])
+        schemas = dict(table_inputs(self.report))
+        self.data_paths = dict(spec)
+        files = {name: D.data_files(str(path), name) for name, path in spec.items()}
+        o = self.dask
+        self.engine = D.DaskEngine.start(o.scheduler, o.workers, o.threads)
+        tables, identities = {}, {}
+        for name in spec:
+            before = self.engine.identity(files[name]) if self.opts.seed is None else ""
+            tables[name] = self.engine.open_table(files[name], schemas[name], name, persist=o.persist)
+            if self.opts.seed is None:
+                if self.engine.identity(files[name]) != before:
+                    raise error("E0502", f"data files '{spec[name]}' for table '{name}' changed while they were "
+                                         "being read; nothing was charged, run again")
+                identities[name] = before
+        return tables, identities

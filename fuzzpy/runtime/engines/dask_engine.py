@@ -1,0 +1,575 @@
+"""The Dask engine: a checked program over a partitioned table on a `dask.distributed` cluster.
+
+The interpreter runs on the client exactly as with pandas; only the entry point's tables are
+different.  Each is a `DaskBag`: a lazy Dask DataFrame whose partitions are conformed to the
+schema by the pandas engine's own code (`runtime/data.load_frame`, one partition at a time).
+The bag primitives below build lazy per-partition steps (filter, map, split, groupby parts) or
+compute an aggregate: every partition returns an exact partial result (an int count, the exact
+`Fraction` total of `sum` and `vsum` on the fixed grid of `bags._bounded_sum`, per-key counts)
+and the client adds the partials as Python ints and Fractions.  Integer addition is exact and
+associative, so the total is the same number as the pandas engine's, whatever the partitioning
+or the order in which partitions finish: the mechanisms then draw the same noise from the same
+seed (docs/scale.md).  Noise is only ever drawn on the client; a task the cluster recomputes
+(after a worker died) returns the same exact partial.
+
+Primitives that take a table and are not implemented here are refused by name (E2101): before
+the charge when the program's code calls them at all (`unsupported_primitives`), and at run
+time as a backstop.  Nothing ever collects a whole table into this process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import hashlib
+import threading
+import uuid
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+import pandas as pd
+
+from ...checking import ir as I
+from ...diagnostics import Diagnostic, FuzzError, error
+from ..interpreter import Context, RunFailure, RunState
+from ..values import Closure
+from . import Engine, RemoteBag
+
+# Primitives with a Dask implementation (below), and those that only pass parts around.
+DASK_PRIMITIVES = frozenset({"count", "filter", "map", "sum", "split", "groupby", "vsum", "union"})
+PASS_THROUGH = frozenset({"part", "pmap", "each", "values", "keys"})
+CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data", ".test")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+_SILENT = 100  # above logging.CRITICAL: nothing is logged
+_HIDDEN = ("no details are shown because they could depend on the data")
+_KEPT = "the epsilon charged for this run stays spent: values may have been released before the failure"
+
+
+class DaskRunFailure(RunFailure):
+    """A failure of the Dask run whose message is fixed by the program or the engine."""
+
+    def __init__(self, code: str, message: str, span: Any = None, *notes: str):
+        FuzzError.__init__(self, Diagnostic(code, message, span, list(notes)))
+
+
+class TableUsedOnWorker(Exception):
+    """A row function touched a table it captured: not available on a worker."""
+
+
+_TOUCHED = threading.local()  # per worker thread: did the row function being run touch a table?
+
+
+def _touch(*args: Any, **kw: Any) -> Any:
+    # The row-by-row fallback turns a failing row into a missing value: the flag survives that,
+    # and `_rows` raises after the fact, so the run stops instead of computing something else.
+    _TOUCHED.flag = True
+    raise TableUsedOnWorker()
+
+
+class _Unavailable:
+    """What a captured `DaskBag` becomes when a row function is shipped to a worker."""
+
+    __len__ = __iter__ = __getitem__ = _touch
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _touch()
+
+
+@dataclasses.dataclass(eq=False)
+class _Groups:
+    """The parts of one `groupby`: their sizes are counted in one pass, on first use."""
+
+    engine: "DaskEngine"
+    frame: Any
+    key: "_Shipped"
+    info: dict
+    vectorise: bool
+    _counts: Optional[list[int]] = None
+
+    def count(self, i: int) -> int:
+        if self._counts is None:
+            k = len(self.info["keys"])
+            partials = self.engine.partials(self.frame, _p_group_counts, self.key, self.info, self.vectorise)
+            total = [0] * k
+            for p in partials:
+                total = [t + int(c) for t, c in zip(total, p)]
+            self._counts = total
+        return self._counts[i]
+
+
+class DaskBag(RemoteBag):
+    """A table on the cluster: a lazy Dask DataFrame (records, tuples) or Series (scalars)."""
+
+    __slots__ = ("engine", "frame", "group", "part")
+
+    def __init__(self, engine: "DaskEngine", frame: Any, group: Optional[_Groups] = None, part: int = -1):
+        self.engine, self.frame, self.group, self.part = engine, frame, group, part
+
+    def __reduce__(self) -> Any:  # shipped inside a row function's environment: never its rows
+        return (_Unavailable, ())
+
+    # Reached only from a row function running on a worker that shares this process (an
+    # in-process cluster): the same refusal as `_Unavailable`.
+    __len__ = __iter__ = __getitem__ = _touch
+
+
+class _Shipped:
+    """A row function sent to the workers, with a cheap token (its environment is never hashed)."""
+
+    def __init__(self, fn: Closure):
+        self.fn = fn
+        self.token = uuid.uuid4().hex
+
+    def __dask_tokenize__(self) -> str:
+        return self.token
+
+
+# ---- per-partition steps (run on the workers) ----------------------------------------------------
+
+def _rows(part: Any, fn: _Shipped, vectorise: bool) -> Any:
+    from ..vectorize import apply_rows
+
+    _TOUCHED.flag = False
+    out = apply_rows(RunState(rng=None, vectorise=vectorise), fn.fn, part.reset_index(drop=True))
+    if _TOUCHED.flag:
+        raise TableUsedOnWorker()
+    return out
+
+
+def _take(part: Any, keep: np.ndarray) -> Any:
+    return part.reset_index(drop=True).iloc[np.flatnonzero(keep)].reset_index(drop=True)
+
+
+def _p_select(part: Any, fn: _Shipped, vectorise: bool, negate: bool) -> Any:
+    from ...primitives.bags import _truth
+
+    keep = _truth(_rows(part, fn, vectorise))
+    return _take(part, ~keep if negate else keep)
+
+
+def _p_map(part: Any, fn: _Shipped, vectorise: bool) -> Any:
+    return _rows(part, fn, vectorise)
+
+
+def _codes(part: Any, fn: _Shipped, info: dict, vectorise: bool) -> np.ndarray:
+    from ...primitives.partitions import key_codes
+
+    return np.asarray(key_codes(_rows(part, fn, vectorise), info))
+
+
+def _p_part(part: Any, fn: _Shipped, info: dict, vectorise: bool, i: int) -> Any:
+    return _take(part, _codes(part, fn, info, vectorise) == i)
+
+
+def _p_group_counts(part: Any, fn: _Shipped, info: dict, vectorise: bool) -> list[int]:
+    from ...primitives.partitions import _group_counts
+
+    return [int(c) for c in _group_counts(_codes(part, fn, info, vectorise), len(info["keys"]))]
+
+
+def _p_count(part: Any) -> int:
+    return len(part)
+
+
+def _p_sum(part: Any, bound: Fraction) -> Any:
+    from ...primitives.bags import _bounded_sum, _numbers
+
+    return _bounded_sum(_numbers(part.reset_index(drop=True)), bound)
+
+
+def _p_vsum(part: Any, fn: _Shipped, vectorise: bool, n: int, bound: Fraction) -> tuple:
+    from ...primitives.bags import _bounded_sum
+    from ...primitives.vectors import _row_matrix, clip_rows
+
+    if len(part) == 0:
+        return tuple(Fraction(0) for _ in range(n))
+    matrix = clip_rows(_row_matrix(_rows(part, fn, vectorise), n), float(bound))
+    return tuple(Fraction(_bounded_sum(matrix[:, i], bound)) for i in range(n))
+
+
+def _p_read(piece: tuple[str, int], schema: Any, table: str) -> pd.DataFrame:
+    """One partition conformed by the pandas engine's own rules: a whole CSV file (`load_table`:
+    its header, delimiter, quoting and limits, as for a single file), or one row group of a
+    Parquet file (`load_arrow`)."""
+    from ..data import load_arrow, load_table
+
+    path, group = piece
+    if group < 0:
+        return load_table(path, schema, table=table)
+    import pyarrow.parquet as pq
+
+    with open(path, "rb") as fh:
+        data = pq.ParquetFile(fh).read_row_group(group, columns=[c.name for c in schema.columns])
+    return load_arrow(data, schema, table=table)
+
+
+def _p_checked(piece: tuple[str, int], schema: Any, table: str, keep: bool) -> tuple[Any, Any]:
+    """(the conformed partition if `keep`, None when it conforms or else its data-free diagnostics)."""
+    try:
+        part = _p_read(piece, schema, table)
+    except FuzzError as exc:
+        return None, [(d.code, d.message) for d in exc.diagnostics]
+    except Exception:  # noqa: BLE001 - its text could quote a cell
+        return None, "internal"
+    return (part if keep else None), None
+
+
+def _problems(result: tuple[Any, Any]) -> Any:
+    return result[1]
+
+
+def _partition(result: tuple[Any, Any]) -> Any:
+    return result[0]
+
+
+def _file_digest(path: str) -> Any:
+    """The file's identity, or its (data-free) diagnostic: an exception would not travel intact."""
+    from ..ledger import dataset_identity
+
+    try:
+        return dataset_identity(Path(path))
+    except FuzzError as exc:
+        return [(d.code, d.message) for d in exc.diagnostics]
+
+
+# ---- the engine ----------------------------------------------------------------------------------
+
+class DaskEngine(Engine):
+    """A `distributed.Client` (on a local cluster it started, or an existing scheduler)."""
+
+    def __init__(self, client: Any, cluster: Any = None):
+        self.client = client
+        self.cluster = cluster
+
+    @classmethod
+    def start(cls, scheduler: Optional[str] = None, workers: Optional[int] = None,
+              threads: Optional[int] = None, processes: bool = True,
+              memory_limit: Any = "auto") -> "DaskEngine":
+        import logging
+
+        import dask
+        from distributed import Client, LocalCluster
+
+        # Partitions keep pandas' own dtypes (object strings), as the pandas engine has them.
+        dask.config.set({"dataframe.convert-string": False})
+        # Dask logs a failed task with its exception, whose text can quote a cell, and prints
+        # tracebacks when it loses the scheduler: nothing of it reaches this process's output
+        # (nor a local worker's).  Our own messages say what failed.
+        for name in ["distributed", *logging.root.manager.loggerDict]:
+            if name == "distributed" or name.startswith("distributed."):
+                logging.getLogger(name).setLevel(_SILENT)
+        try:
+            if scheduler is not None:
+                return cls(Client(scheduler, timeout=20, set_as_default=False))
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=threads, processes=processes,
+                                   dashboard_address=None, memory_limit=memory_limit, silence_logs=_SILENT)
+            return cls(Client(cluster, set_as_default=False), cluster)
+        except Exception:  # noqa: BLE001 - nothing private here, but the text is not ours
+            where = f"the Dask scheduler at '{scheduler}'" if scheduler else "a local Dask cluster"
+            raise error("E2106", f"could not connect to {where}", None,
+                        "nothing was read and nothing was charged") from None
+
+    def close(self) -> None:
+        for thing in (self.client, self.cluster):
+            if thing is not None:
+                try:
+                    thing.close()
+                except Exception:  # noqa: BLE001 - closing is best effort
+                    pass
+
+    # -- computing -----------------------------------------------------------------------------
+
+    def partials(self, frame: Any, fn: Callable[..., Any], *args: Any) -> list[Any]:
+        """fn(partition, *args) for every partition, computed on the cluster, in partition order."""
+        from dask import delayed
+
+        tasks = [delayed(fn, pure=False)(p, *args) for p in frame.to_delayed()]
+        try:
+            return list(self.client.gather(self.client.compute(tasks)))
+        except TableUsedOnWorker:
+            raise _captured_table() from None
+        except (OSError, TimeoutError) as exc:
+            raise _cluster_failure() from exc
+        except Exception as exc:  # noqa: BLE001
+            if _is_cluster_error(exc):
+                raise _cluster_failure() from None
+            raise
+
+    def bag(self, frame: Any, group: Optional[_Groups] = None, part: int = -1) -> DaskBag:
+        return DaskBag(self, frame, group, part)
+
+    # -- the interpreter's hook ------------------------------------------------------------------
+
+    def call_prim(self, interp: Any, prim: Any, node: Any, args: list[Any]) -> Any:
+        if prim.name in PASS_THROUGH or not any(_holds_remote(a) for a in args):
+            return NotImplemented
+        impl = _IMPLS.get(prim.name)
+        if impl is None:
+            raise DaskRunFailure("E2101", f"primitive {prim.name} cannot run on the Dask engine (it takes a table); "
+                                          "run the program with --engine pandas", node.span, _KEPT)
+        ctx = Context(interp, node.info, node.span)
+        return impl(self, ctx, interp.state.vectorise, *args)
+
+    # -- tables ------------------------------------------------------------------------------------
+
+    def open_table(self, files: list[str], schema: Any, table: str, persist: bool = False) -> DaskBag:
+        """The table of `files` conformed to `schema`, checked in one pass over every partition
+        (so a bad file is refused before anything is charged, as on the pandas engine).
+
+        persist=False: every later pass reads and conforms the files again (nothing is kept).
+        persist=True: the conformed partitions of the checking pass stay on the workers (spilled
+        to their disks beyond their memory targets) and every later pass starts from them."""
+        import dask.dataframe as dd
+
+        from ..data import load_frame
+
+        names = [c.name for c in schema.columns]
+        meta = load_frame(pd.DataFrame({n: pd.Series([], dtype=object) for n in names}), schema, table=table)
+        pieces = _pieces(files, names, table)
+        results = [self.client.submit(_p_checked, p, schema, table, persist, pure=False) for p in pieces]
+        try:
+            problems = self.client.gather(self.client.map(_problems, results, pure=False))
+        except Exception as exc:  # noqa: BLE001 - nothing from the data, but the text is not ours
+            if _is_cluster_error(exc) or isinstance(exc, (OSError, TimeoutError)):
+                raise error("E2106", "the Dask cluster failed while checking the data; nothing was charged") \
+                    from None
+            raise
+        diags: dict[tuple[str, str], None] = {}
+        for p in problems:
+            if p == "internal":
+                raise error("E2103", f"the data files for table '{table}' could not be read (malformed file); "
+                                     + _HIDDEN, None, "nothing was charged")
+            for d in p or ():
+                diags[tuple(d)] = None
+        if diags:
+            raise FuzzError([Diagnostic(c, m, None, ["no budget has been spent"]) for c, m in diags])
+        if persist:
+            parts = self.client.map(_partition, results, pure=False)
+            return self.bag(dd.from_delayed(parts, meta=meta, verify_meta=False))
+        frame = dd.from_map(_p_read, pieces, schema=schema, table=table, meta=meta, enforce_metadata=False,
+                            label="fuzzpy-conform")
+        return self.bag(frame)
+
+    def identity(self, files: list[str]) -> str:
+        """The dataset's identity on the ledger: a single file's is the pandas engine's (the SHA-256
+        of its bytes); a set of files is the SHA-256 of their digests in path order.  Files are
+        hashed on the workers, in parallel."""
+        futures = [self.client.submit(_file_digest, f, pure=False) for f in files]
+        try:
+            digests = self.client.gather(futures)
+        except FuzzError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            if _is_cluster_error(exc) or isinstance(exc, (OSError, TimeoutError)):
+                raise error("E2106", "the Dask cluster failed while hashing the data files; nothing was charged") \
+                    from None
+            raise
+        for d in digests:
+            if not isinstance(d, str):
+                raise FuzzError([Diagnostic(c, m, None, ["nothing was charged"]) for c, m in d])
+        if len(digests) == 1:
+            return digests[0]
+        h = hashlib.sha256(b"fuzzpy-files\0")
+        for d in digests:
+            h.update(d.encode("ascii") + b"\n")
+        return "sha256:" + h.hexdigest()
+
+
+def _holds_remote(v: Any) -> bool:
+    if isinstance(v, DaskBag):
+        return True
+    if isinstance(v, tuple):
+        return any(_holds_remote(x) for x in v)
+    if isinstance(v, dict):
+        return any(_holds_remote(x) for x in v.values())
+    return False
+
+
+def _is_cluster_error(exc: BaseException) -> bool:
+    from distributed.comm.core import CommClosedError
+    from distributed.scheduler import KilledWorker
+
+    import asyncio
+    import concurrent.futures
+
+    return isinstance(exc, (KilledWorker, CommClosedError, asyncio.CancelledError,
+                            concurrent.futures.CancelledError))
+
+
+def _captured_table() -> DaskRunFailure:
+    return DaskRunFailure("E2102", "a row function reads a table it captured from outside the row "
+                                   "(count db inside fun r -> ...): the Dask engine cannot run it", None, _KEPT)
+
+
+def _cluster_failure() -> DaskRunFailure:
+    return DaskRunFailure("E2104", "the Dask cluster failed during the run (a worker died or the scheduler became "
+                                   "unreachable)", None, _KEPT)
+
+
+# ---- the bag primitives on Dask ----------------------------------------------------------------------
+
+def _need_bag(prim: str, v: Any, span: Any) -> DaskBag:
+    if not isinstance(v, DaskBag):
+        raise DaskRunFailure("E2101", f"primitive {prim} got a table of the Dask engine together with one of "
+                                      "another engine", span, _KEPT)
+    return v
+
+
+def _d_count(eng: DaskEngine, ctx: Any, vec: bool, b: Any) -> int:
+    b = _need_bag("count", b, ctx.span)
+    if b.group is not None:
+        return b.group.count(b.part)
+    return sum(int(n) for n in eng.partials(b.frame, _p_count))
+
+
+def _d_filter(eng: DaskEngine, ctx: Any, vec: bool, p: Closure, b: Any) -> DaskBag:
+    b = _need_bag("filter", b, ctx.span)
+    return eng.bag(b.frame.map_partitions(_p_select, _Shipped(p), vec, False, meta=b.frame._meta))
+
+
+def _d_split(eng: DaskEngine, ctx: Any, vec: bool, p: Closure, b: Any) -> tuple[DaskBag, DaskBag]:
+    b = _need_bag("split", b, ctx.span)
+    fn = _Shipped(p)
+    return (eng.bag(b.frame.map_partitions(_p_select, fn, vec, False, meta=b.frame._meta)),
+            eng.bag(b.frame.map_partitions(_p_select, fn, vec, True, meta=b.frame._meta)))
+
+
+def _d_map(eng: DaskEngine, ctx: Any, vec: bool, f: Closure, b: Any) -> DaskBag:
+    b = _need_bag("map", b, ctx.span)
+    fn = _Shipped(f)
+    try:  # the result's kind (Series or frame, dtypes) from the row function on dask's sample rows
+        meta = _p_map(b.frame._meta_nonempty, fn, vec).iloc[:0]
+    except TableUsedOnWorker:
+        raise _captured_table() from None
+    except Exception:  # noqa: BLE001 - on an empty frame instead
+        meta = _p_map(b.frame._meta, fn, vec)
+    return eng.bag(b.frame.map_partitions(_p_map, fn, vec, meta=meta))
+
+
+def _d_sum(eng: DaskEngine, ctx: Any, vec: bool, b: Any) -> Any:
+    b = _need_bag("sum", b, ctx.span)
+    partials = eng.partials(b.frame, _p_sum, ctx.info["bound"])
+    exact = [p for p in partials if isinstance(p, Fraction)]
+    # bags._bounded_sum gives the float 0.0 for no rows: so does the pandas engine's whole table.
+    return sum(exact, Fraction(0)) if exact else 0.0
+
+
+def _d_vsum(eng: DaskEngine, ctx: Any, vec: bool, c: Any, f: Closure, b: Any) -> tuple:
+    b = _need_bag("vsum", b, ctx.span)
+    n, bound = ctx.info["size"], ctx.info["bound"]
+    total = [Fraction(0)] * n
+    for p in eng.partials(b.frame, _p_vsum, _Shipped(f), vec, n, bound):
+        total = [t + Fraction(x) for t, x in zip(total, p)]
+    return tuple(total)
+
+
+def _d_groupby(eng: DaskEngine, ctx: Any, vec: bool, key: Closure, b: Any) -> dict:
+    b = _need_bag("groupby", b, ctx.span)
+    fn = _Shipped(key)
+    info = dict(ctx.info)
+    groups = _Groups(eng, b.frame, fn, info, vec)
+    meta = b.frame._meta
+    return {k: eng.bag(b.frame.map_partitions(_p_part, fn, info, vec, i, meta=meta), groups, i)
+            for i, k in enumerate(info["keys"])}
+
+
+def _d_union(eng: DaskEngine, ctx: Any, vec: bool, a: Any, b: Any) -> DaskBag:
+    import dask.dataframe as dd
+
+    a, b = _need_bag("union", a, ctx.span), _need_bag("union", b, ctx.span)
+    if isinstance(a.frame._meta, pd.DataFrame) != isinstance(b.frame._meta, pd.DataFrame) or (
+            isinstance(a.frame._meta, pd.DataFrame) and list(a.frame.columns) != list(b.frame.columns)):
+        raise DaskRunFailure("E2101", "primitive union cannot run on the Dask engine for tables whose rows are "
+                                      "stored differently; run the program with --engine pandas", ctx.span, _KEPT)
+    return eng.bag(dd.concat([a.frame, b.frame]))
+
+
+_IMPLS: dict[str, Callable[..., Any]] = {
+    "count": _d_count, "filter": _d_filter, "map": _d_map, "sum": _d_sum, "split": _d_split,
+    "groupby": _d_groupby, "vsum": _d_vsum, "union": _d_union,
+}
+
+
+# ---- what a program needs (checked before the charge) ---------------------------------------------
+
+def table_primitives() -> frozenset[str]:
+    """Primitives that may receive a table (from their signatures in the registry)."""
+    from ...primitives.registry import all_primitives
+
+    return frozenset(n for n, p in all_primitives().items() if "bag" in p.signature or "parts" in p.signature)
+
+
+def unsupported_primitives(instance: I.Instance) -> list[str]:
+    """Primitives the program's code calls that may take a table and have no Dask implementation
+    (an over-approximation: the call may never receive a table; refusing it costs nothing)."""
+    refused = table_primitives() - DASK_PRIMITIVES - PASS_THROUGH
+    found: set[str] = set()
+    seen: set[int] = set()
+    stack: list[Any] = [instance]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, I.IPrim) and node.name in refused:
+            found.add(node.name)
+        if isinstance(node, (I.IR, I.Instance)):
+            stack.extend(getattr(node, f.name) for f in dataclasses.fields(node))
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return sorted(found)
+
+
+# ---- finding and checking the files ------------------------------------------------------------------
+
+def data_files(spec: str, table: str) -> list[str]:
+    """The files of a table: one file, every data file of a directory (not its subdirectories),
+    or the files a glob pattern matches; sorted by path, all CSV or all Parquet."""
+    path = Path(spec)
+    if path.is_dir():
+        files = sorted(str(p) for p in path.iterdir() if p.is_file() and p.suffix.lower() in
+                       CSV_SUFFIXES + PARQUET_SUFFIXES)
+    elif any(ch in spec for ch in "*?["):
+        files = sorted(f for f in glob.glob(spec) if Path(f).is_file())
+    elif path.is_file():
+        files = [str(path)]
+    else:
+        raise error("E0501", f"data path '{spec}' for table '{table}' does not exist")
+    if not files:
+        raise error("E2103", f"data path '{spec}' for table '{table}' holds no CSV or Parquet file")
+    kinds = {"parquet" if f.lower().endswith(PARQUET_SUFFIXES) else
+             "csv" if f.lower().endswith(CSV_SUFFIXES) else "other" for f in files}
+    if "other" in kinds or len(kinds) > 1:
+        raise error("E2103", f"the files of data path '{spec}' for table '{table}' must all be CSV "
+                             f"({', '.join(CSV_SUFFIXES)}) or all Parquet ({', '.join(PARQUET_SUFFIXES)})")
+    return files
+
+
+def _pieces(files: list[str], names: list[str], table: str) -> list[tuple[str, int]]:
+    """The partitions: (file, -1) for a CSV file, (file, row group) for each row group of a Parquet
+    file (its footer read here: the declared columns must all be there)."""
+    if not files[0].lower().endswith(PARQUET_SUFFIXES):
+        return [(f, -1) for f in files]
+    import pyarrow.parquet as pq
+
+    pieces = []
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                meta = pq.ParquetFile(fh).metadata
+                present = list(meta.schema.to_arrow_schema().names)
+                groups = meta.num_row_groups
+        except Exception:  # noqa: BLE001
+            raise error("E0502", f"data file '{f}' for table '{table}' is not a readable Parquet file") from None
+        missing = [n for n in names if n not in present]
+        if missing:
+            raise error("E0503", f"column(s) {', '.join(repr(n) for n in missing)} of table '{table}' not "
+                                 f"found in data file '{f}'; columns in the file: {', '.join(present)}")
+        pieces.extend((f, g) for g in range(groups))
+    if not pieces:  # only empty Parquet files: one empty partition keeps the table's shape
+        pieces.append((files[0], -1))
+    return pieces

@@ -1,0 +1,302 @@
+"""The Dask engine on a real `dask.distributed` cluster (two in-process workers, one per module):
+the examples release the same values as the pandas engine under the same seed, sums stay exact
+across partitions, a bad file or an unsupported primitive is refused before anything is charged,
+and nothing private reaches a message."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+distributed = pytest.importorskip("distributed")
+
+from fuzzpy.interfaces.cli import app  # noqa: E402
+from fuzzpy.runtime.ledger import Ledger, dataset_identity  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+SAMPLE = EXAMPLES / "data" / "adult_sample.csv"
+POINTS = EXAMPLES / "data" / "points.csv"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                       dashboard_address=None, memory_limit=None)
+    yield cluster.scheduler_address
+    cluster.close()
+
+
+def _numeric(col: pd.Series) -> pd.Series:
+    try:
+        return pd.to_numeric(col)
+    except ValueError:
+        return col
+
+
+def _split(src: Path, out: Path, parts: int, parquet: bool) -> Path:
+    out.mkdir()
+    frame = pd.read_csv(src, dtype=str, keep_default_na=False)
+    size = -(-len(frame) // parts)
+    for i in range(parts):
+        chunk = frame.iloc[i * size:(i + 1) * size]
+        if parquet:  # numbers typed, as a real Parquet export would have them
+            typed = chunk.apply(_numeric)
+            typed.to_parquet(out / f"part-{i:02d}.parquet", index=False)
+        else:
+            chunk.to_csv(out / f"part-{i:02d}.csv", index=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def adult_parquet(tmp_path_factory):
+    return _split(SAMPLE, tmp_path_factory.mktemp("adult") / "pq", 3, parquet=True)
+
+
+@pytest.fixture(scope="module")
+def adult_csv(tmp_path_factory):
+    return _split(SAMPLE, tmp_path_factory.mktemp("adult") / "csv", 4, parquet=False)
+
+
+@pytest.fixture(scope="module")
+def points_parquet(tmp_path_factory):
+    return _split(POINTS, tmp_path_factory.mktemp("points") / "pq", 3, parquet=True)
+
+
+def fz(*args: object):
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def released(result) -> tuple[list, object]:
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    return [(r["name"], r.get("keys"), r["value"]) for r in out["releases"]], out["result"]
+
+
+def both(example: str, data: Path, dask_data: Path, scheduler: str, *extra: str, persist: bool = False):
+    prog = EXAMPLES / f"{example}.fz"
+    common = ["--seed", "11", "--format", "json", "--budget", "10", *extra]
+    pandas_run = released(fz("run", prog, "--data", data, *common))
+    dask_run = released(fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", dask_data, *common,
+                           *(["--persist"] if persist else [])))
+    return pandas_run, dask_run
+
+
+# ---- the examples: the same released values on both engines --------------------------------------
+
+@pytest.mark.parametrize("example, extra", [
+    ("quickstart", ()),
+    ("histogram", ()),
+    ("cdf", ("--param", "bounds=[30, 50, 70]")),
+    ("median", ("--param", "candidates=[30, 37, 45]")),
+    ("logistic_regression", ("--param", "T=2")),
+])
+def test_examples_release_the_same_values_on_parquet(example, extra, scheduler, adult_parquet):
+    pandas_run, dask_run = both(example, SAMPLE, adult_parquet, scheduler, *extra)
+    assert pandas_run[0], "the example released nothing"
+    assert dask_run == pandas_run
+
+
+def test_csv_partitions_and_a_glob_release_the_same_values(scheduler, adult_csv):
+    pandas_run, dask_run = both("quickstart", SAMPLE, Path(str(adult_csv) + "/part-*.csv"), scheduler)
+    assert dask_run == pandas_run
+
+
+def test_persisted_partitions_release_the_same_values(scheduler, adult_parquet):
+    pandas_run, dask_run = both("histogram", SAMPLE, adult_parquet, scheduler, persist=True)
+    assert dask_run == pandas_run
+    pandas_run, dask_run = both("logistic_regression", SAMPLE, adult_parquet, scheduler, "--param", "T=1",
+                                persist=True)
+    assert dask_run == pandas_run
+
+
+@pytest.mark.parametrize("example, extra", [
+    ("kmeans", ("--param", "T=2")),
+    ("kmeans_gauss", ("--param", "T=2", "--delta", "1e-6")),
+])
+def test_partition_examples_release_the_same_values(example, extra, scheduler, points_parquet):
+    pandas_run, dask_run = both(example, POINTS, points_parquet, scheduler, *extra)
+    assert pandas_run[0] and dask_run == pandas_run
+
+
+# ---- exactness across partitions ------------------------------------------------------------------
+
+EXACT_SUM = """schema T { x : num[-10000000000000000, 10000000000000000] }
+function main (db : bag T) : fuzzy num { laplace 1 (sum (map (fun r -> r.x) db)) }
+"""
+
+
+def test_sum_over_partitions_is_exact_whatever_the_order(tmp_path, scheduler):
+    # Float addition of these values depends on the order (1e16 + 1 - 1e16 is 0 or 1); the exact
+    # grid sum does not, so every partitioning releases what the single file releases.
+    values = [1e16, 1.0, -1e16, 1.0, 3.0, -1e16, 1e16, 0.5] * 3
+    single = tmp_path / "one.csv"
+    pd.DataFrame({"x": values}).to_csv(single, index=False)
+    (tmp_path / "parts").mkdir()
+    for i in range(5):
+        pd.DataFrame({"x": values[i::5]}).to_parquet(tmp_path / "parts" / f"p{i}.parquet", index=False)
+    prog = tmp_path / "s.fz"
+    prog.write_text(EXACT_SUM)
+    common = ["--seed", "3", "--format", "json", "--budget", "1"]
+    pandas_run = released(fz("run", prog, "--data", single, *common))
+    dask_run = released(fz("run", prog, "--engine", "dask", "--scheduler", scheduler,
+                           "--data", tmp_path / "parts", *common))
+    assert dask_run == pandas_run
+
+
+# ---- refusals before the charge, with nothing private in the message --------------------------------
+
+COUNT_AGE = """schema A { age : num[17, 90] }
+function main (db : bag A) : fuzzy num { laplace 0.5 (count (filter (fun r -> r.age >= 40) db)) }
+"""
+
+
+def test_bad_partition_is_refused_before_the_charge(tmp_path, scheduler):
+    data = tmp_path / "d"
+    data.mkdir()
+    pd.DataFrame({"age": [30, 41, 52]}).to_parquet(data / "a.parquet", index=False)
+    pd.DataFrame({"age": ["44", "secret-cell-77", "60"]}).to_parquet(data / "b.parquet", index=False)
+    prog = tmp_path / "c.fz"
+    prog.write_text(COUNT_AGE)
+    ledger = tmp_path / "ledger.sqlite"
+    r = fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", data, "--budget", "1",
+           "--ledger", ledger)
+    assert r.exit_code == 4
+    assert "E0504" in r.output and "column 'age'" in r.output
+    assert "secret-cell-77" not in r.output and "44" not in r.output
+    assert not ledger.exists() or not Ledger(ledger).entries()
+
+
+def test_unsupported_primitive_is_refused_before_anything_is_read(tmp_path):
+    prog = tmp_path / "top.fz"
+    prog.write_text("""schema A { age : num[17, 90] }
+function youngest (db : bag A) : bag A { head 5 (sort_by (fun r -> r.age) db) }
+function main (db : bag A) : fuzzy num {
+  laplace 0.5 (count (youngest db))
+}""")  # found inside the helper's instance too
+    missing = tmp_path / "nowhere"  # never looked at, no cluster started: the refusal comes first
+    ledger = tmp_path / "ledger.sqlite"
+    r = fz("run", prog, "--engine", "dask", "--data", missing, "--budget", "10", "--ledger", ledger)
+    assert r.exit_code == 4, r.output
+    assert "E2101" in r.output and "primitive sort_by" in r.output and "primitive head" in r.output
+    assert "E0501" not in r.output and not ledger.exists()
+    # The same program runs on the pandas engine (the refusal is the engine's, not the checker's).
+    r = fz("run", prog, "--data", SAMPLE, "--budget", "10", "--seed", "1")
+    assert r.exit_code == 0, r.output
+
+
+def test_each_csv_file_follows_the_pandas_engines_rules(tmp_path, scheduler):
+    prog = tmp_path / "c.fz"
+    prog.write_text(COUNT_AGE)
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "a.csv").write_text("age\n31\n45\n")
+    (data / "b.csv").write_text("52\n61\n")  # no header: one field per declared column, by position
+    common = ["--budget", "1", "--seed", "1", "--format", "json"]
+    whole = tmp_path / "whole.csv"
+    whole.write_text("age\n31\n45\n52\n61\n")
+    assert released(fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", data, *common)) == \
+        released(fz("run", prog, "--data", whole, *common))
+    (data / "c.csv").write_text("age\n33\n47,secret-99\n")  # ragged: refused as the pandas engine does
+    for extra in (("--engine", "dask", "--scheduler", scheduler, "--data", data), ("--data", data / "c.csv")):
+        r = fz("run", prog, *extra, "--budget", "1", "--seed", "1")
+        assert r.exit_code == 4 and "E0502" in r.output and "secret-99" not in r.output, r.output
+
+
+def test_mixed_or_missing_files_are_refused(tmp_path, scheduler):
+    prog = tmp_path / "c.fz"
+    prog.write_text(COUNT_AGE)
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "a.csv").write_text("age\n31\n")
+    pd.DataFrame({"age": [40]}).to_parquet(mixed / "b.parquet")
+    r = fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", mixed, "--budget", "1", "--seed", "1")
+    assert r.exit_code == 4 and "E2103" in r.output
+    r = fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", tmp_path / "empty*.parquet",
+           "--budget", "1", "--seed", "1")
+    assert r.exit_code == 4 and "E2103" in r.output
+    pd.DataFrame({"years": [40]}).to_parquet(tmp_path / "other.parquet")
+    r = fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", tmp_path / "other.parquet",
+           "--budget", "1", "--seed", "1")
+    assert r.exit_code == 4 and "E0503" in r.output
+
+
+def test_engine_options_are_checked(tmp_path):
+    prog = tmp_path / "c.fz"
+    prog.write_text(COUNT_AGE)
+    r = fz("run", prog, "--engine", "spark", "--data", SAMPLE, "--budget", "1", "--seed", "1")
+    assert r.exit_code == 2 and "E0701" in r.output
+    r = fz("run", prog, "--engine", "dask", "--scheduler", "tcp://127.0.0.1:1", "--workers", "2",
+           "--data", SAMPLE, "--budget", "1", "--seed", "1")
+    assert r.exit_code == 2 and "E0701" in r.output
+    r = fz("run", prog, "--engine", "dask", "--workers", "0", "--data", SAMPLE, "--budget", "1", "--seed", "1")
+    assert r.exit_code == 2 and "E0701" in r.output
+    r = fz("run", prog, "--persist", "--data", SAMPLE, "--budget", "1", "--seed", "1")
+    assert r.exit_code == 2 and "go with --engine dask" in r.output
+
+
+# ---- the ledger ---------------------------------------------------------------------------------------
+
+def test_a_dask_run_is_charged_once_per_dataset(tmp_path, scheduler, adult_parquet):
+    ledger = tmp_path / "ledger.sqlite"
+    r = fz("run", EXAMPLES / "quickstart.fz", "--engine", "dask", "--scheduler", scheduler,
+           "--data", adult_parquet, "--ledger", ledger, "--format", "json")
+    assert r.exit_code == 0, r.output
+    entries = Ledger(ledger).entries()
+    assert len(entries) == 1 and entries[0].status == "released"
+    # A single file is the same dataset on both engines.
+    one = sorted(adult_parquet.iterdir())[0]
+    r = fz("run", EXAMPLES / "quickstart.fz", "--engine", "dask", "--scheduler", scheduler,
+           "--data", one, "--ledger", ledger, "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert Ledger(ledger).entries()[-1].dataset == dataset_identity(one)
+
+
+# ---- what a worker may see ----------------------------------------------------------------------------
+
+def test_a_captured_table_never_travels_to_a_worker():
+    from fuzzpy.runtime.engines.dask_engine import DaskBag, TableUsedOnWorker
+
+    bag = DaskBag(engine=None, frame=pd.DataFrame({"age": [1, 2, 3]}))  # type: ignore[arg-type]
+    shipped = pickle.loads(pickle.dumps({"db": bag}))["db"]
+    assert b"age" not in pickle.dumps(bag)
+    with pytest.raises(TableUsedOnWorker):
+        len(shipped)
+
+
+CAPTURES_TABLE = """schema A { age : num[17, 90] }
+function main (db : bag A) : fuzzy num {
+  let x = %s;
+  laplace 0.5 (count db)
+}"""
+
+
+@pytest.mark.parametrize("use", ["count (filter (fun r -> r.age < count db) db)",
+                                 "sum (map (fun r -> clip 0 9 (count db)) db)"])
+def test_a_row_function_reading_a_captured_table_stops_the_run(use, tmp_path, scheduler, adult_parquet):
+    # The checker accepts it (x is never released); the pandas engine computes it; on Dask the
+    # table is not on the worker, and computing something else instead would be wrong: E2102.
+    prog = tmp_path / "cap.fz"
+    prog.write_text(CAPTURES_TABLE % use)
+    assert fz("run", prog, "--data", SAMPLE, "--budget", "1", "--seed", "1").exit_code == 0
+    r = fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", adult_parquet, "--budget", "1",
+           "--seed", "1")
+    assert r.exit_code == 4 and "E2102" in r.output, r.output
+
+
+def test_the_pandas_engine_does_not_import_dask():
+    code = ("import sys; from typer.testing import CliRunner; from fuzzpy.interfaces.cli import app; "
+            f"r = CliRunner().invoke(app, ['run', {str(EXAMPLES / 'quickstart.fz')!r}, '--data', {str(SAMPLE)!r}, "
+            "'--seed', '1']); assert r.exit_code == 0, r.output; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('dask', 'distributed')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
