@@ -96,18 +96,15 @@ CODES: dict[str, str] = {
     "E1018": "no access token configured on the client",
     "E1019": "no such endpoint",
     "E1020": "the curator service is not installed",
-<<<<<<< HEAD
     # E15xx: everyday primitives (public lists, binning; fuzzpy/primitives/lists.py, binning.py)
     "E1501": "public value expected, but this depends on private data",
     "E1502": "computed list too long",
-=======
     # the Dask engine (fuzzpy run --engine dask, docs/scale.md)
     "E2101": "primitive not supported by the Dask engine",
     "E2102": "row function reads a captured table on the Dask engine",
     "E2103": "Dask engine data files missing, mixed or unreadable",
     "E2104": "Dask cluster failed during the run",
     "E2106": "Dask cluster unreachable or the Dask engine not installed",
->>>>>>> dask
 }
 
 

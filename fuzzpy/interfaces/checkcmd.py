@@ -33,7 +33,7 @@ def exit_code_for(diags: list[Diagnostic]) -> int:
     codes = {d.code[:3] for d in diags if d.severity == "error"}
     if not codes:
         return EXIT_OK
-    if codes & {"E05", "E06", "E10"}:
+    if codes & {"E05", "E06", "E10", "E21"}:
         return EXIT_RUNTIME
     if codes <= {"E07"}:
         return EXIT_USAGE
