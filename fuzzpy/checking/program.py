@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..diagnostics import Diagnostic, FuzzError, Span
+from ..hints import private_divisor_hint, shown_span
 from ..primitives.registry import NOCONST
 from ..solving.lp import LP_STATS
 from ..syntax import ast as A
@@ -470,12 +471,21 @@ class _ProgramChecker:
         unbounded = [i.name for i in self.report.inputs if INF in (i.epsilon, i.rho_gauss)]
         if not unbounded:
             return
-        notes = [f"{span}: {reason}" for span, reason in self.checker.inf_origins[:3]]
+        # The caret goes on the first expression of the user's file where private data met an
+        # unbounded rule; main itself is named in a note.
+        origins = self.checker.inf_origins
+        here = next((o for o in origins if o[0].file == decl.name_span.file), None)
+        others = [o for o in origins if o is not here][:3 if here is None else 2]
+        notes = [here[1]] if here else []
+        notes += [f"{shown_span(span)}: {reason}" for span, reason, *_ in others]
+        if here is not None:
+            notes.append(f"{decl.name} is declared at {shown_span(decl.name_span)}")
+            notes += private_divisor_hint([here], None)
         notes.append("release private values only through mechanisms (laplace, ...) and branch only on "
                      "released (sampled) values")
         self.error(FuzzError(Diagnostic("E0302", f"{decl.name} is not differentially private in "
-                                        f"{', '.join(unbounded)}: its privacy loss is unbounded", decl.name_span,
-                                        notes)))
+                                        f"{', '.join(unbounded)}: its privacy loss is unbounded",
+                                        here[0] if here else decl.name_span, notes)))
 
 
     def check_closed(self, decl: A.FunDecl, summary) -> None:
