@@ -168,7 +168,7 @@ def test_e0302_of_a_division_gets_the_divisor_hint():
     r = check(main("sample a = laplace eps (count db);", "return (a + sum (map (fun r -> r.age) db) / count db)"))
     d = next(d for d in r.diagnostics if d.code == "E0302")
     assert at(d) == (6, 15) and d.notes[0] == "dividing by a private value has unbounded sensitivity"
-    assert [h[:48] for h in helps(d)] == [HELP + "the divisor at line 6 is private: release the"]
+    assert len(helps(d)) == 1 and helps(d)[0].startswith(HELP + "the divisor at line 6 is private: release")
 
 
 # ---- no notes into the stdlib for the user's own lambda ----------------------------------------
