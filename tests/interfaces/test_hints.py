@@ -150,6 +150,14 @@ def test_e0302_caret_is_on_the_expression_not_on_main():
     assert not any("5:" in n for n in d.notes)  # the row function's branch is no origin
 
 
+def test_e0302_caret_is_never_in_a_function_main_does_not_use_that_way():
+    # helper leaks, but main only uses it... not at all: the caret is on main's own condition.
+    src = main("sample a = laplace eps (count db);", "if count db > 3 then return a else return 0")
+    d = only(src.replace("function main", "function helper (b : bag Adult) : fuzzy num { return (count b) }\n"
+                         "function main"))
+    assert d.code == "E0302" and at(d) == (7, 6) and "condition depends on private data" in d.notes[0]
+
+
 def test_e0302_location_in_cli_text_and_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)
     Path("unb.fz").write_text(UNBOUNDED)
