@@ -204,3 +204,11 @@ def test_hint_reaches_text_sarif_and_language_server():
     server = create_server()
     lsp = server.to_lsp(d, SimpleNamespace(file="test.fz"), [""] * 10)
     assert "\nhelp: a released value is public" in lsp.message and "note: help" not in lsp.message
+
+
+def test_budget_notes_show_stdlib_places_relative(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    Path("bud.fz").write_text(main("noisy_mean 1 0 100 (map (fun r -> r.age) db)"))
+    out = CliRunner().invoke(app, ["check", "--budget", "0.5", "bud.fz"]).output
+    assert "error[E0401]" in out and "= note: laplace at stdlib/stats.fz:" in out
+    assert " at /" not in out  # no absolute path into the installed standard library
