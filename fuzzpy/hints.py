@@ -87,6 +87,14 @@ def shown_span(span: Span) -> str:
     return f"{_stdlib_name(span.file) or span.file}:{span.line}:{span.col}"
 
 
+def nested_fuzzy_hint(t: object) -> list[str]:
+    """The missing-sample hint for a distribution of distributions (`return (n, 1)` with n bound by
+    `let n = laplace ...`): a release was never sampled."""
+    from .checking.types import Fuzzy
+
+    return [hint("missing-sample")] if isinstance(t, Fuzzy) and re.search(r"\bfuzzy\b", str(t.inner)) else []
+
+
 def hint(key: str, **values: object) -> str:
     """The note text of hint `key`."""
     return HELP + HINTS[key].text.format(**values)

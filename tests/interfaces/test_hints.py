@@ -16,6 +16,7 @@ from fuzzpy.diagnostics import HELP, render
 from fuzzpy.hints import HINTS
 from fuzzpy.interfaces.cli import app
 from fuzzpy.interfaces.sarif import message_text
+from fuzzpy.syntax.loader import STDLIB
 
 HEAD = ('import "stdlib/stats.fz"\n'
         'schema Adult { age : num[17, 90], sex : cat{"Male", "Female"}, hours : num[1, 99] }\n'
@@ -97,6 +98,17 @@ def test_let_bound_mechanism_used_as_a_number_gets_the_sample_hint():
     assert helps(d) == [HELP + HINTS["missing-sample"].text] and "`sample x = laplace" in helps(d)[0]
     d = only(main("let n = laplace eps (count db);", "if n > 5 then return 1 else return 0"))
     assert d.code == "E0202" and helps(d) == [HELP + HINTS["missing-sample"].text]
+
+
+def test_a_distribution_given_to_laplace_or_returned_in_a_tuple_gets_the_sample_hint():
+    d = only(main("let n = laplace eps (count db);", "laplace eps n"))
+    assert d.code == "E0202" and at(d) == (6, 15) and helps(d) == [HELP + HINTS["missing-sample"].text]
+    d = only(main("let n = laplace eps (count db);", "return (n, 1)", ret="fuzzy (num, num)"))
+    assert d.code == "E0202" and "main returns fuzzy (fuzzy num" in d.message
+    assert helps(d) == [HELP + HINTS["missing-sample"].text]
+    d = only(main("laplace eps (count db, count db)", ret="fuzzy (num, num)").replace("(count db, count db)",
+                                                                                      "(| count db, count db |)"))
+    assert d.code == "E0202" and helps(d) == [] and "with-pairs" in d.notes[0]  # not a distribution
 
 
 def test_a_boolean_used_as_a_number_gets_no_sample_hint():
@@ -191,6 +203,16 @@ def test_a_typo_in_a_lambda_given_to_the_stdlib_is_one_error_at_the_users_code(b
     d = only('import "stdlib/bags.fz"\n' + main(body, ret=ret))  # one more line: main's body on line 6
     assert d.code == code and (d.span.file, d.span.line, d.span.col) == ("test.fz", where[0] + 1, where[1])
     assert d.notes == [note]  # no "in the use of a function at .../stdlib/..." notes
+
+
+def test_an_argument_that_does_not_fit_inside_the_stdlib_is_shown_at_the_users_call():
+    d = only(main("sample m = noisy_mean eps 0 100 (map (fun r -> r.age) db);",
+                  "noisy_mean eps 0 m (map (fun r -> r.age) db)"))
+    assert d.code == "E0209" and (d.span.file, d.span.line, d.span.col) == ("test.fz", 6, 3)
+    assert helps(d) == [HELP + HINTS["released-clip-bound"].text]
+    inside = [n for n in d.notes if n.startswith("the error is at stdlib/bags.fz:")]
+    assert len(inside) == 1 and inside[0].endswith("reached through noisy_mean")
+    assert not any(str(STDLIB.resolve()) in n for n in d.notes)  # no absolute paths
 
 
 # ---- every output carries the hint -------------------------------------------------------------
