@@ -175,3 +175,28 @@ def parse_hints(text: str, pos: int, token: str, expected: set[str]) -> list[str
     if text.lstrip().startswith("param") and (token == "" or line > previous):
         return [hint("missing-;", line=previous)]  # `param eps : num = 0.1` and then a new line
     return []
+
+
+# ---- cascades of a syntax error ----------------------------------------------------------------
+
+_DECL_NAME = re.compile(r"^(?:param|function)\s+([A-Za-z_][A-Za-z0-9_']*)")
+_UNKNOWN = re.compile(r"^unknown name '(.*)'$")
+
+
+def drop_cascades(diags: list, texts: dict[str, str]) -> list:
+    """A declaration that does not parse is missing from the program, so every use of its name
+    is also an "unknown name" (E0201), with a misleading "did you mean": those follow from the
+    syntax error, which is reported, and are dropped."""
+    broken = set()
+    for d in diags:
+        if d.code in ("E0101", "E0102") and d.span is not None and d.span.file in texts:
+            lines = texts[d.span.file].splitlines()[:d.span.line]
+            for line in reversed(lines):
+                m = _DECL_NAME.match(line)
+                if m or re.match(r"^(schema|import)\b", line):
+                    if m:
+                        broken.add(m.group(1))
+                    break
+    if not broken:
+        return diags
+    return [d for d in diags if not (d.code == "E0201" and (m := _UNKNOWN.match(d.message)) and m.group(1) in broken)]

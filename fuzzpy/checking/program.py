@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..diagnostics import Diagnostic, FuzzError, Span
-from ..hints import private_divisor_hint, shown_span
+from ..hints import drop_cascades, private_divisor_hint, shown_span
 from ..primitives.registry import NOCONST
 from ..solving.lp import LP_STATS
 from ..syntax import ast as A
@@ -201,6 +201,7 @@ def _check_inner(source: str, file: str, params: dict[str, str], entry: str | No
     decls = [d for m in modules for d in m.decls]
     program = _ProgramChecker(report, decls, params, entry)
     program.run()
+    report.diagnostics = drop_cascades(report.diagnostics, texts)
     report.instances = getattr(getattr(program, "checker", None), "instance_count", 0)
     report.timings["check"] = time.perf_counter() - t1
     report.lp_solves = LP_STATS["solves"] - solves0

@@ -234,3 +234,12 @@ def test_budget_notes_show_stdlib_places_relative(tmp_path: Path, monkeypatch: p
     out = CliRunner().invoke(app, ["check", "--budget", "0.5", "bud.fz"]).output
     assert "error[E0401]" in out and "= note: laplace at stdlib/stats.fz:" in out
     assert " at /" not in out  # no absolute path into the installed standard library
+
+
+def test_a_param_that_does_not_parse_is_one_error_not_unknown_names_at_its_uses():
+    src = ('param eps : num = 0.1\nschema A { a : num[0, 1] }\n'
+           'function main (db : bag A) : fuzzy num { laplace eps (count db) }\n')
+    d = only(src)
+    assert d.code == "E0102" and helps(d)[0].endswith("at the end of line 1")
+    r = check(src.replace("laplace eps", "laplace epz"))  # a real unknown name is still reported
+    assert [x.code for x in r.diagnostics] == ["E0102", "E0201"] and "'epz'" in r.diagnostics[1].message
