@@ -108,6 +108,15 @@ CODES: dict[str, str] = {
 }
 
 
+# A note that starts with HELP says how to fix the error (fuzzpy/hints.py); shown as "help:".
+HELP = "help: "
+
+
+def note_line(note: str) -> str:
+    """One note as the outputs show it: "help: ..." for a hint, "note: ..." otherwise."""
+    return note if note.startswith(HELP) else f"note: {note}"
+
+
 @dataclass(frozen=True)
 class Span:
     """A source range, 1-based lines and columns, end exclusive."""
@@ -185,5 +194,5 @@ def render(diag: Diagnostic, sources: dict[str, str] | None = None) -> str:
                 lines.append(f"{gutter} | {src}")
                 lines.append(f"{pad} | {' ' * (span.col - 1)}{'^' * max(1, width)}")
     for note in diag.notes:
-        lines.append(f"  = note: {note}")
+        lines.append(f"  = {note_line(note)}")
     return "\n".join(lines)

@@ -35,6 +35,7 @@ from fractions import Fraction
 from typing import Any, Optional
 
 from ..diagnostics import Diagnostic, FuzzError, Span
+from ..hints import hint, private_divisor_hint
 from ..primitives.registry import NOCONST, Arg, Instantiated, lookup
 from ..syntax import ast as A
 from . import ir as I
@@ -49,7 +50,7 @@ from .patterns import PatternRules
 from .records import MechanismRecord  # noqa: F401 - re-exported
 from .quadratic import base_of, is_inventory, lift, linear_part, pop_quad
 from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, NonLinear, c_add, d_add, d_scale, is_const
-from .types import Bag, Type, Unit, holds_tables
+from .types import Bag, Record, Type, Unit, holds_tables
 from .typeexpr import TypeResolver
 from .values import Env, FnT, TopFn, Val
 
@@ -73,7 +74,8 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         self.active: dict[Any, _Active] = {}
         self.pending_checks: list[tuple[Coef, Coef, Span, str]] = []
         self.unsolved: list[Summary] = []  # summaries whose coefficients mention LP unknowns
-        self.inf_origins: list[tuple[Span, str]] = []  # where private data first met an unbounded rule
+        # where private data first met an unbounded rule, and the symbols it was infinite in
+        self.inf_origins: list[tuple[Span, str, tuple[str, ...]]] = []
         self.risk_origins: list[tuple[Span, str]] = []  # where a failure first came to depend on data
         self.current_function = "<top>"
         self._sym = 0
@@ -185,6 +187,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         widened = [(name, where) for name, where in self.widened if self.chains.get(name)]
         if code == "E0209" and widened:  # only a recursion being checked here
             name, where = widened[0]
+            notes_ = [n for n in notes_ if n != hint("released-clip-bound")]  # not released: widened
             notes_.append(f"the checker stopped unrolling {name} at {where}: after {WIDEN_SPECULATIVE} nested calls "
                           "under conditions that are not public constants, the arguments that change from call to "
                           "call are no longer constants; compute constants such as epsilon outside the recursion "
@@ -212,7 +215,8 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         if flat and not finite:
             sym = next(iter(flat))
             raise self.fail("E0305", f"the argument of this mechanism has unbounded sensitivity in "
-                            f"{self.describe(sym)}", span, *self._why_infinite())
+                            f"{self.describe(sym)}", span, *self._why_infinite(),
+                            *private_divisor_hint(self.inf_origins, span))
         best = ZERO
         # Inputs it depends on infinitely are charged infinity by the cost (eps/S) * distance,
         # so they must be public at every use; the noise is calibrated on the others.
@@ -261,6 +265,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         # What the function's body grows and nests, on its own.
         outer = top.growth, top.callee_depth, top.draw_depth, top.calls
         top.growth, top.callee_depth, top.draw_depth, top.calls = {}, 0, 0, 0
+        first_sym, first_origin = self._sym, len(self.inf_origins)
         try:
             result = self.apply(fval, holders, span)
         finally:
@@ -286,6 +291,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         code = I.ILambda(names, result.ir, span=span)
         if per_row:
             risk = {}
+            self._forget_row_origins(first_origin, first_sym)
         if record:  # a primitive applies it here and now, `times` times, one application after another
             top.callee_depth = max(top.callee_depth, depth)
             top.draw_depth = max(top.draw_depth, draw_depth)
@@ -295,6 +301,15 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
             if self.primitive_risk:
                 self.primitive_risk[-1] = r_union(self.primitive_risk[-1], risk)
         return Instantiated(result.type, coefs, flat, code, risk, grows, depth, draw_depth, quad)
+
+    def _forget_row_origins(self, first_origin: int, first_sym: int) -> None:
+        """A row function may be infinitely sensitive in its row: an origin of infinity in symbols
+        made inside it alone explains no error of the entry point, and would misplace its caret."""
+        def local(sym: str) -> bool:
+            number = sym.rpartition("#")[2]
+            return number.isdigit() and int(number) > first_sym
+        self.inf_origins[first_origin:] = [o for o in self.inf_origins[first_origin:]
+                                           if not all(local(s) for s in o[2])]
 
     # ---- names -------------------------------------------------------------------------------
 
@@ -336,8 +351,22 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         raise self.unknown_name(e.name, e.span, env)
 
     def unknown_name(self, name: str, span: Span, env: Env) -> FuzzError:
-        from ..primitives.registry import all_primitives
-        candidates = env.names() | set(self.functions) | set(all_primitives())
-        close = difflib.get_close_matches(name, sorted(candidates), n=3, cutoff=0.6)
+        from ..primitives.registry import OPERATORS, all_primitives
+        # Operators' primitive names (ge for >=) are not written as names: never suggested.
+        candidates = env.names() | set(self.functions) | (set(all_primitives()) - set(OPERATORS.values()))
+        fields = _row_fields(env)  # `age` inside `fun r -> ...` meant r.age
+        close = [fields[f] for f in difflib.get_close_matches(name, sorted(fields), n=2, cutoff=0.6)]
+        close += difflib.get_close_matches(name, sorted(candidates), n=3 - len(close), cutoff=0.6)
         notes = [f"did you mean {' or '.join(close)}?"] if close else []
         return self.fail("E0201", f"unknown name '{name}'", span, *notes)
+
+
+def _row_fields(env: Env) -> dict[str, str]:
+    """Field name -> `var.field` for the record-typed variables in scope (innermost first)."""
+    out: dict[str, str] = {}
+    for var in sorted(env.names()):
+        v = env.lookup(var)
+        if v is not None and isinstance(v.type, Record):
+            for f, _ in v.type.fields:
+                out.setdefault(f, f"{var}.{f}")
+    return out

@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from .. import limits
 from ..diagnostics import Span
+from ..hints import PRIVATE_DIVISOR
 from ..primitives.registry import NOCONST, OPERATORS
 from ..syntax import ast as A
 from . import ir as I
@@ -94,8 +95,8 @@ class ExpressionRules:
                    risk=r_union(bound.risk, body.risk))
 
     def note_infinite(self, span: Span, dist: Dist, reason: str) -> None:
-        if dist and len(self.inf_origins) < 20:
-            self.inf_origins.append((span, reason))
+        if dist and len(self.inf_origins) < 20 + 20 * (reason == PRIVATE_DIVISOR):  # room for a hint's origin
+            self.inf_origins.append((span, reason, tuple(dist)))
 
     def x_Return(self, e: A.Return, env: Env) -> Val:
         v = self.expr(e.value, env)

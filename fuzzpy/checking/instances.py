@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 from .. import limits
 from ..diagnostics import FuzzError, Span
+from ..hints import in_stdlib, nested_fuzzy_hint, shown_span
 from ..primitives.registry import NOCONST, lookup
 from ..solving.lp import Unsolvable, solve_least
 from ..syntax import ast as A
@@ -141,10 +142,21 @@ class InstanceRules:
         diag = exc.diagnostics[0]
         if diag.span is not None and diag.span.file == span.file and diag.span.line == span.line:
             return
+        if isinstance(fn, TopFn) and getattr(fn.decl, "span", None) == span:
+            return  # the entry point, checked from its declaration: no use to show
+        if in_stdlib(span) and diag.span is not None and not in_stdlib(diag.span):
+            return  # the user's own code is wrong (a lambda given to a stdlib function): not its insides
+        name = fn.decl.name if isinstance(fn, TopFn) else "a function"
+        if diag.span is not None and in_stdlib(diag.span) and not in_stdlib(span):
+            # What the user passed to a stdlib function does not fit it: the caret goes on their
+            # call, and the place inside the library becomes a note.
+            trail = next((i for i, n in enumerate(diag.notes) if n.startswith("in the use of")), len(diag.notes))
+            diag.notes.insert(trail, f"the error is at {shown_span(diag.span)}, reached through {name}")
+            diag.span = span
+            return
         sites = [n for n in diag.notes if n.startswith("in the use of")]
         if len(sites) < 3:
-            name = fn.decl.name if isinstance(fn, TopFn) else "a function"
-            diag.notes.append(f"in the use of {name} at {span}")
+            diag.notes.append(f"in the use of {name} at {shown_span(span)}")
 
     def param_type(self, p: A.Param, arg: Val, span: Span) -> Type:
         if p.type is None:
@@ -507,7 +519,7 @@ class InstanceRules:
             fits = is_subtype(body.type, declared)
         if not fits:
             raise self.fail("E0202", f"{fn.decl.name} returns {body.type}, but its declared return type is "
-                            f"{declared}", fn.decl.body.span)
+                            f"{declared}", fn.decl.body.span, *nested_fuzzy_hint(body.type))
         return body.type if _has_hole(declared) else declared
 
     # ---- the caller's side of rule Instance ------------------------------------------------------

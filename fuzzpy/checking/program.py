@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..diagnostics import Diagnostic, FuzzError, Span
+from ..hints import drop_cascades, private_divisor_hint, shown_span
 from ..primitives.registry import NOCONST
 from ..syntax import ast as A
 from ..syntax.loader import load_program, read_source
@@ -111,6 +112,7 @@ def _check_inner(source: str, file: str, params: dict[str, str], entry: str | No
     decls = [d for m in modules for d in m.decls]
     program = _ProgramChecker(report, decls, params, entry)
     program.run()
+    report.diagnostics = drop_cascades(report.diagnostics, texts)
     report.instances = getattr(getattr(program, "checker", None), "instance_count", 0)
     report.timings["check"] = time.perf_counter() - t1
     report.lp_solves = LP_STATS["solves"] - solves0
@@ -360,6 +362,7 @@ class _ProgramChecker:
                 p = next(p for p in decl.params if p.type is None)
                 raise FuzzError(Diagnostic("E0212", f"parameter '{p.name}' of the entry point needs a type, "
                                            "e.g. (db : bag Adult)", p.span))
+            first_origin = len(self.checker.inf_origins)
             summary, types = self.generic_instance(decl)
             if not isinstance(summary.cod, Fuzzy):
                 raise FuzzError(Diagnostic("E0202", f"the entry point {decl.name} must return a distribution "
@@ -380,7 +383,7 @@ class _ProgramChecker:
                                                       rho_g if is_const(rho_g) else INF,
                                                       rho_z if is_const(rho_z) else INF, _inventory(q)))
             self.check_closed(decl, summary)
-            self.check_bounded(decl)
+            self.check_bounded(decl, summary, first_origin)
             self.check_completes(decl, summary)
             self.check_growth(decl, summary)
         except FuzzError as exc:
@@ -389,17 +392,26 @@ class _ProgramChecker:
             self.report.mechanisms = _unique(self.checker.mechanisms)
 
 
-    def check_bounded(self, decl: A.FunDecl) -> None:
+    def check_bounded(self, decl: A.FunDecl, summary, first_origin: int) -> None:
         """An entry point with infinite epsilon is not differentially private: an error (E0302)."""
         unbounded = [i.name for i in self.report.inputs if INF in (i.epsilon, i.rho_gauss)]
         if not unbounded:
             return
-        notes = [f"{span}: {reason}" for span, reason in self.checker.inf_origins[:3]]
+        # The caret goes on the first expression of the user's file where private data met an
+        # unbounded rule; main itself is named in a note.
+        origins = self.checker.inf_origins
+        here = _caret_origin(origins[first_origin:], decl.name_span.file, set(summary.param_syms))
+        others = [o for o in origins if o is not here][:3 if here is None else 2]
+        notes = [here[1]] if here else []
+        notes += [f"{shown_span(span)}: {reason}" for span, reason, *_ in others]
+        if here is not None:
+            notes.append(f"{decl.name} is declared at {shown_span(decl.name_span)}")
+            notes += private_divisor_hint([here], None)
         notes.append("release private values only through mechanisms (laplace, ...) and branch only on "
                      "released (sampled) values")
         self.error(FuzzError(Diagnostic("E0302", f"{decl.name} is not differentially private in "
-                                        f"{', '.join(unbounded)}: its privacy loss is unbounded", decl.name_span,
-                                        notes)))
+                                        f"{', '.join(unbounded)}: its privacy loss is unbounded",
+                                        here[0] if here else decl.name_span, notes)))
 
 
     def check_closed(self, decl: A.FunDecl, summary) -> None:
@@ -518,3 +530,11 @@ def _example_literal(t: Any) -> str:
     if isinstance(t, ListT):
         return "--param NAME='[1, 2, 3]'"
     return "a constant of that type"
+
+
+def _caret_origin(origins: list, file: str, params: set[str]) -> Optional[tuple]:
+    """Where E0302's caret goes: of the origins of infinity recorded while checking the entry point,
+    in its file, the first that is infinite in the entry point's own parameters, else the first;
+    None (the caret stays on the entry point's name) if there is none."""
+    mine = [o for o in origins if o[0].file == file]
+    return next((o for o in mine if params & set(o[2])), mine[0] if mine else None)

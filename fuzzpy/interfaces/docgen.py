@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from ..diagnostics import CODES
+from ..hints import HINTS
 from ..primitives.registry import all_primitives
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -44,6 +45,11 @@ def errors_markdown() -> str:
     lines = ["# Error codes", "", "Generated from `fuzzpy/diagnostics.py` by `python -m fuzzpy.interfaces.docgen`.",
              "Codes are stable: never reused or renumbered.", "", "| code | meaning |", "| --- | --- |"]
     lines += [f"| {code} | {title} |" for code, title in CODES.items()]
+    lines += ["", "## Hints", "",
+              "Some mistakes are recognised and the error says how to fix them, in a note that starts with",
+              "`help:` (in the text output `= help: ...`; in JSON, SARIF and the editor the same line among the",
+              "notes). Generated from `fuzzpy/hints.py`.", "", "| code | when | help |", "| --- | --- | --- |"]
+    lines += [f"| {h.code} | {h.when} | {h.text.replace('{line}', 'N').replace('|', chr(92) + '|')} |" for h in HINTS.values()]
     return "\n".join(lines) + "\n"
 
 

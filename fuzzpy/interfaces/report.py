@@ -10,6 +10,7 @@ from ..checking.reports import CheckReport
 from ..checking.sens import INF
 from ..diagnostics import Diagnostic, render
 from .checkcmd import echo
+from .locations import relative_span
 from .numbers import dumps, json_number, scientific
 from .numbers import show as fmt_coef
 
@@ -96,7 +97,7 @@ def _over(report: CheckReport, message: str) -> Diagnostic:
     for m in report.mechanisms[:10]:
         cost = (f"costs rho {fmt_coef(m.extra.get('rho', 0))}" if m.name == "gaussian"
                 else f"charges {fmt_coef(m.epsilon)}")
-        notes.append(f"{m.name} at {m.span} {cost} per use "
+        notes.append(f"{m.name} at {relative_span(m.span, report.file)} {cost} per use "
                      f"(sensitivity {fmt_coef(m.sensitivity)}, noise scale {fmt_coef(m.scale)})")
     return Diagnostic("E0401", message, fn.span if fn else None, notes)
 
@@ -109,7 +110,7 @@ def needs_delta(report: CheckReport) -> Diagnostic:
     """A program with a Gaussian release is not pure epsilon-DP: a pure budget cannot admit it."""
     fn = next((f for f in report.functions if f.name == report.entry), None)
     gauss = [m for m in report.mechanisms if m.name == "gaussian"]
-    notes = [f"gaussian at {m.span} costs rho {fmt_coef(m.extra.get('rho', 0))} in zCDP" for m in gauss[:5]]
+    notes = [f"gaussian at {relative_span(m.span, report.file)} costs rho {fmt_coef(m.extra.get('rho', 0))} in zCDP" for m in gauss[:5]]
     notes.append(f"its guarantee is rho-zCDP with rho = {fmt_coef(report.rho)}; an epsilon budget needs it "
                  "stated as (epsilon, delta): give a delta (--delta 1e-6, or a '# fuzzpy: delta 1e-6' line), "
                  "or budget it in zCDP with --rho")

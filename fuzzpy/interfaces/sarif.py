@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from ..checking.program import CheckReport
 from ..checking.sens import INF
-from ..diagnostics import CODES, Diagnostic, Span
+from ..diagnostics import CODES, Diagnostic, Span, note_line
 from .numbers import json_number
 from .numbers import show as fmt_coef
 
@@ -76,7 +76,7 @@ def _rule_name(title: str) -> str:
 
 def message_text(d: Diagnostic) -> str:
     """The CLI's text: the message, then one line per note."""
-    return "\n".join([d.message] + [f"note: {n}" for n in d.notes])
+    return "\n".join([d.message] + [note_line(n) for n in d.notes])
 
 
 def _diagnostic_result(d: Diagnostic, report: CheckReport, index: dict[str, int], base: Path) -> dict:

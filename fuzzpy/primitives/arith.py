@@ -13,7 +13,8 @@ from fractions import Fraction
 from ..checking import ir as I
 from ..checking.sens import INF, ONE, ZERO, d_add, d_inf, d_scale
 from ..checking.effects import FAIL
-from ..checking.types import BOOL, Bool, Cat, ListT, Num, Record, Str, SumT, Tensor, With
+from ..checking.types import BOOL, Bool, Cat, Fuzzy, ListT, Num, Record, Str, SumT, Tensor, With
+from ..hints import PRIVATE_DIVISOR, hint
 from .registry import NOCONST, Arg, Result, primitive
 
 _REF_FUZZ = "Reed & Pierce, Distance Makes the Types Grow Stronger (ICFP 2010), section 3"
@@ -21,8 +22,14 @@ _REF_FUZZ = "Reed & Pierce, Distance Makes the Types Grow Stronger (ICFP 2010), 
 
 def _num(ctx, arg: Arg, op: str) -> Num:
     if not isinstance(arg.type, Num):
-        raise ctx.fail("E0202", f"operator {op} expects a number, but this is {arg.type}", arg.span)
+        raise ctx.fail("E0202", f"operator {op} expects a number, but this is {arg.type}", arg.span,
+                       *_sample_hint(arg))
     return arg.type
+
+
+def _sample_hint(*args: Arg) -> list[str]:
+    """A distribution where a value was meant: `let n = laplace ...` instead of `sample n = ...`."""
+    return [hint("missing-sample")] if any(isinstance(a.type, Fuzzy) for a in args) else []
 
 
 def _abs_bound(t: Num, arg: Arg):
@@ -103,6 +110,7 @@ def _arith_rule(op: str):
                 dist = d_scale(1 / abs(Fraction(b.const)), a.dist)
             else:
                 dist = d_inf(d_add(a.dist, b.dist))
+                ctx.note_infinite(span, b.dist, PRIVATE_DIVISOR)  # for the hint at the mechanism
         return Result(rtype, dist, risk=_exact_size_risk(op, a, b, rtype))
     return rule
 
@@ -222,7 +230,8 @@ def _comparable(ctx, op: str, a: Arg, b: Arg) -> None:
             return
     raise ctx.fail("E0202", f"cannot compare {ta} with {tb} using {op}", a.span,
                    "== and != compare numbers, booleans, strings, categories, and tuples, records, "
-                   "sums and lists of those; not tables, partitions, functions or distributions")
+                   "sums and lists of those; not tables, partitions, functions or distributions",
+                   *_sample_hint(a, b))
 
 
 def _equality_type(t) -> bool:
@@ -389,7 +398,9 @@ def _clip(ctx, args, span):
     lo, hi, x = args
     for bound in (lo, hi):
         if not bound.is_const or not isinstance(bound.type, Num):
-            raise ctx.fail("E0209", "clip bounds must be public constants (literals or params)", bound.span)
+            released = isinstance(bound.type, Num) and not bound.dist  # public, known only at run time
+            raise ctx.fail("E0209", "clip bounds must be public constants (literals or params)", bound.span,
+                           *([hint("released-clip-bound")] if released else []))
     if Fraction(lo.const) > Fraction(hi.const):
         raise ctx.fail("E0213", "clip: lower bound is above upper bound", span)
     t = _num(ctx, x, "clip")

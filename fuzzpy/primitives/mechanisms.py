@@ -24,6 +24,7 @@ from typing import Any, Callable, Optional
 from ..checking.quadratic import inventory_of_release, linear_part, zcdp_of_pure
 from ..checking.sens import INF, Dist, d_add, d_scale, is_const
 from ..checking.types import BOOL, Bool, Fuzzy, ListT, Num, Tensor, Type, Vector
+from ..hints import hint
 from .registry import Arg, Instantiated, Result, primitive
 
 # Accuracy statements are given at confidence 1 - BETA.
@@ -184,7 +185,8 @@ def _laplace_shape(ctx, arg: Arg):
     if isinstance(t, Tensor) and all(isinstance(i, Num) for i in t.items):
         return Tensor(tuple(Num() for _ in t.items))
     raise ctx.fail("E0202", f"laplace expects a number or a tensor tuple of numbers, but this is {t}", arg.span,
-                   "with-pairs (| |) measure the max, not the L1 sum the Laplace mechanism needs")
+                   *([hint("missing-sample")] if isinstance(t, Fuzzy) else
+                     ["with-pairs (| |) measure the max, not the L1 sum the Laplace mechanism needs"]))
 
 
 def _run_laplace(ctx, eps, x):

@@ -19,6 +19,7 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from ..diagnostics import Diagnostic, FuzzError, Span
+from ..hints import parse_hints
 from . import ast as A
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -416,7 +417,8 @@ def _syntax_diagnostic(file: str, e: UnexpectedInput, text: str) -> Diagnostic:
         line = len(last)
         col = len(last[-1]) + 1
         return Diagnostic("E0102", "unexpected end of input: the declaration is not finished",
-                          Span.point(file, line, col), [_expected(e)] if _expected(e) else [])
+                          Span.point(file, line, col),
+                          ([_expected(e)] if _expected(e) else []) + _hints(e, text, len(text), ""))
     if isinstance(e, UnexpectedCharacters):
         char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else "?"
         shown = char if char.isprintable() else repr(char)
@@ -425,7 +427,14 @@ def _syntax_diagnostic(file: str, e: UnexpectedInput, text: str) -> Diagnostic:
     width = max(1, len(str(tok)))
     span = Span(file, line, col, line, col + width)
     note = _expected(e)
-    return Diagnostic("E0101", f"unexpected {_describe(tok)}", span, [note] if note else [])
+    pos = tok.start_pos if tok.start_pos is not None else len(text)
+    return Diagnostic("E0101", f"unexpected {_describe(tok)}", span,
+                      ([note] if note else []) + _hints(e, text, pos, str(tok)))
+
+
+def _hints(e: UnexpectedInput, text: str, pos: int, token: str) -> list[str]:
+    expected = set(getattr(e, "expected", None) or getattr(e, "allowed", None) or ())
+    return parse_hints(text, pos, token, expected)
 
 
 _PRETTY = {"NAME": "a name", "NUMBER": "a number", "STRING": "a string", "INT": "an integer",

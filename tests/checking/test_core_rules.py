@@ -121,7 +121,10 @@ def test_branching_on_a_private_number_to_choose_a_release_is_infinite():
     assert codes(r) == ["E0302"]
     d = r.diagnostics[0]
     assert "main is not differentially private in db" in d.message
-    assert "condition depends on private data" in d.notes[0] and "test.fz:2:" in d.notes[0]
+    # The caret is on the condition (`count db > 5`), the reason the first note; main in another.
+    assert "condition depends on private data" in d.notes[0]
+    assert (d.span.file, d.span.line, d.span.col) == ("test.fz", 2, 45)
+    assert any("main is declared at test.fz:2:" in n for n in d.notes)
 
 
 def test_returning_a_private_value_without_noise_is_infinite():

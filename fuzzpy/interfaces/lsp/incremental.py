@@ -40,6 +40,7 @@ from ...checking.program import CheckReport, check_source
 from ...checking.program import pragma_budget, pragma_delta  # the one reading of the pragmas
 from ..report import apply_budget
 from ...diagnostics import Diagnostic, Span
+from ...hints import drop_cascades
 from ...syntax import ast as A
 from ...syntax.loader import load_program
 from ...syntax.parser import MAX_SOURCE_BYTES, parse_chunk, split_chunks
@@ -255,7 +256,8 @@ class IncrementalChecker:
     def _merge(self, plan: _Plan, settings: Settings, modules: list[A.Module], parse_diags: list[Diagnostic],
                texts: dict[str, str], results: list[UnitResult], runs: int) -> Analysis:
         report = CheckReport(plan.file, dict(texts))
-        report.diagnostics = _dedupe(list(parse_diags) + [d for r in results for d in r.diagnostics])
+        report.diagnostics = drop_cascades(_dedupe(list(parse_diags) + [d for r in results for d in r.diagnostics]),
+                                           texts)
         report.functions = _unique_by(
             (f for r in results for f in r.functions), lambda f: (f.name, f.span))
         report.mechanisms = _unique_by(

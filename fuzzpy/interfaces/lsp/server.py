@@ -21,7 +21,7 @@ from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-from ...diagnostics import Diagnostic, Span
+from ...diagnostics import Diagnostic, Span, note_line
 from ...primitives.registry import all_primitives
 from ...stdio import reserve_stdout
 from ...syntax import ast as A
@@ -200,7 +200,7 @@ class FuzzpyServer(LanguageServer):
         self.refresh_lenses()
 
     def to_lsp(self, d: Diagnostic, analysis: Analysis, lines: list[str]) -> T.Diagnostic:
-        message = "\n".join([d.message] + [f"note: {n}" for n in d.notes])
+        message = "\n".join([d.message] + [note_line(n) for n in d.notes])
         severity = {"error": T.DiagnosticSeverity.Error, "warning": T.DiagnosticSeverity.Warning}.get(
             d.severity, T.DiagnosticSeverity.Information)
         related = None
