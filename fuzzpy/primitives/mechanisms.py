@@ -338,7 +338,11 @@ def _selection_runner(name: str, select_name: str):
             from ..runtime.interpreter import RunFailure
 
             raise RunFailure(f"{name} was given an empty list of candidates", ctx.span)
-        scores = [ctx.call(score, c) for c in cands]
+        from ..runtime.batch import batched_scores
+
+        scores = batched_scores(ctx, score, cands)  # every candidate at once when the score allows it
+        if scores is None:
+            scores = [ctx.call(score, c) for c in cands]
 
         def draw(sctx):
             i = select(scores, info["sensitivity"], info["epsilon"], sctx.rng)
