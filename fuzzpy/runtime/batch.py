@@ -232,6 +232,24 @@ def _is_constant(v: Any, depth: int = 0) -> bool:
     return False
 
 
+def unlane(v: Any, n: int) -> list[Any]:
+    """[lane_view(v, i) for i in range(n)], built a component at a time."""
+    t = type(v)
+    if t is Lanes:
+        if isinstance(v.data, np.ndarray):
+            return v.values()
+        return list(v.data)
+    if not has_lanes(v):
+        return [v] * n
+    if t is tuple:
+        return list(zip(*[unlane(x, n) for x in v])) if v else [()] * n
+    if t is dict:
+        keys = list(v)
+        cols = [unlane(v[k], n) for k in keys]
+        return [dict(zip(keys, row)) for row in zip(*cols)]
+    return [lane_view(v, i) for i in range(n)]
+
+
 # ---- the evaluator -----------------------------------------------------------------------------
 
 _INT_OPS = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimum}
@@ -240,12 +258,22 @@ _CMP_OPS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.great
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
 
+class _ListCase:
+    kind = "list"
+
+
+_LIST_CASE = _ListCase()
+
+
 class LaneEvaluator(Interpreter):
     """The ordinary evaluator, with lane values allowed in the environment."""
 
-    def __init__(self, state: Any, n: int):
+    def __init__(self, state: Any, n: int, fuzzy: bool = False):
         super().__init__(state, exact=True)
         self.n = n
+        # fuzzy: distributions may be built (the auditor samples them lane by lane, audit/batched.py);
+        # otherwise a distribution means the evaluation is not a pure computation: not batched here.
+        self.fuzzy = fuzzy
 
     def e_IIf(self, node: I.IIf, env: dict) -> Any:
         cond = self.eval(node.cond, env)
@@ -259,9 +287,31 @@ class LaneEvaluator(Interpreter):
         return self.eval(node.then if cond else node.other, env)
 
     def case_on(self, node: I.ICase, value: Any, env: dict) -> Any:
-        if has_lanes(value):
+        if type(value) is Lanes:
+            value = self._uniform_shape(node, value)
+        elif node.kind == "sum" and has_lanes(value):
             raise NotBatchable("case on a lane value")
         return super().case_on(node, value, env)
+
+    def _uniform_shape(self, node: I.ICase, value: Lanes) -> Any:
+        """A lane value whose shape is the same in every lane (lists of one length, sums on one
+        side) as that shape with lane values inside: every lane takes the same branch."""
+        vals = value.values()
+        if node.kind == "sum":
+            if not all(type(v) is tuple and len(v) == 2 for v in vals) or len({v[0] for v in vals}) != 1:
+                raise NotBatchable("case on a lane value")
+            return (vals[0][0], Lanes([v[1] for v in vals]))
+        if not all(type(v) is tuple for v in vals) or len({len(v) for v in vals}) != 1:
+            raise NotBatchable("case on lists of different lengths")
+        if not vals[0]:
+            return ()
+        return (Lanes([v[0] for v in vals]),) + tuple(Lanes([v[j] for v in vals]) for j in range(1, len(vals[0])))
+
+    def e_ICons(self, node: I.ICons, env: dict) -> Any:
+        head, tail = self.eval(node.head, env), self.eval(node.tail, env)
+        if type(tail) is Lanes:
+            tail = self._uniform_shape(_LIST_CASE, tail)
+        return (head,) + tuple(tail)
 
     def e_ILet(self, node: I.ILet, env: dict) -> Any:
         from .interpreter import bind
@@ -293,19 +343,25 @@ class LaneEvaluator(Interpreter):
         return field_of(value, node.name)
 
     def e_ISample(self, node: I.ISample, env: dict) -> Any:
-        raise NotBatchable("a distribution")
+        if not self.fuzzy:
+            raise NotBatchable("a distribution")
+        return super().e_ISample(node, env)
 
     def e_IReturn(self, node: I.IReturn, env: dict) -> Any:
-        raise NotBatchable("a distribution")
+        if not self.fuzzy:
+            raise NotBatchable("a distribution")
+        return super().e_IReturn(node, env)
 
     def call_prim(self, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
         if not any(has_lanes(a) for a in args):
             out = super().call_prim(prim, node, args)
-            if is_distribution(out):
+            if is_distribution(out) and not self.fuzzy:
                 raise NotBatchable("a distribution")
             return out
-        if prim.is_mechanism or prim.name in ("each",):
-            raise NotBatchable("a mechanism on lane values")
+        if prim.is_mechanism or prim.name == "each":
+            if not self.fuzzy:
+                raise NotBatchable("a mechanism on lane values")
+            return self._per_lane(prim, node, args)  # one distribution per lane
         special = _SPECIAL.get(prim.name)
         if special is not None:
             out = special(self, prim, node, args)
@@ -318,7 +374,7 @@ class LaneEvaluator(Interpreter):
         out = []
         for i in range(self.n):
             v = super().call_prim(prim, node, [lane_view(a, i) for a in args])
-            if is_distribution(v):
+            if is_distribution(v) and not self.fuzzy:
                 raise NotBatchable("a distribution")
             out.append(v)
         return Lanes(out)
@@ -370,6 +426,58 @@ def _b_arith(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> An
             return NotImplemented
         return Lanes(a * b, True)
     return Lanes(_INT_OPS[name](*arrays), True)
+
+
+def _ratios(v: Any, n: int) -> Optional[list[tuple[int, int]]]:
+    """(numerator, denominator) per lane for lanes of finite floats, ints and Fractions (or such
+    a constant); None for anything else (infinities and NaN keep the reference path)."""
+    if type(v) is Lanes:
+        vals = v.values()
+    elif isinstance(v, (int, float, Fraction)) and not isinstance(v, bool):
+        vals = [v]
+    else:
+        return None
+    out = []
+    for x in vals:
+        t = type(x)
+        if t is float:
+            if x - x != 0:  # inf or NaN
+                return None
+            out.append(x.as_integer_ratio())
+        elif t is Fraction:
+            out.append((x.numerator, x.denominator))
+        elif t is int:
+            out.append((x, 1))
+        else:
+            return None
+    return out * n if type(v) is not Lanes else out
+
+
+def _b_exact(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """+, -, *, / on lanes of released floats and exact numbers: the exact scalar semantics
+    (Fractions; 0 * x = 0, x / 0 = 0) computed from integer ratios, one Fraction per lane."""
+    if len(args) != 2:
+        return NotImplemented
+    a, b = _ratios(args[0], ev.n), _ratios(args[1], ev.n)
+    if a is None or b is None:
+        return NotImplemented
+    name = prim.name
+    if name == "add":
+        out = [Fraction(p1 * q2 + p2 * q1, q1 * q2) for (p1, q1), (p2, q2) in zip(a, b)]
+    elif name == "sub":
+        out = [Fraction(p1 * q2 - p2 * q1, q1 * q2) for (p1, q1), (p2, q2) in zip(a, b)]
+    elif name == "mul":
+        out = [Fraction(p1 * p2, q1 * q2) for (p1, q1), (p2, q2) in zip(a, b)]
+    else:  # div
+        out = [Fraction(p1 * q2, q1 * p2) if p2 else Fraction(0) for (p1, q1), (p2, q2) in zip(a, b)]
+    return Lanes(out)
+
+
+def _b_numeric(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    out = _b_arith(ev, prim, node, args) if prim.name != "div" else NotImplemented
+    if out is NotImplemented and prim.name in ("add", "sub", "mul", "div"):
+        out = _b_exact(ev, prim, node, args)
+    return out
 
 
 def _b_count(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
@@ -469,7 +577,7 @@ def _b_structural(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) 
     return prim.run(*args)
 
 
-_SPECIAL = {name: _b_arith for name in ("add", "sub", "max", "min", "mul", "neg", "abs", *_CMP_OPS)}
+_SPECIAL = {name: _b_numeric for name in ("add", "sub", "max", "min", "mul", "div", "neg", "abs", *_CMP_OPS)}
 _SPECIAL.update({"part": _b_structural, "values": _b_structural, "count": _b_count, "groupby": _b_groupby, "filter": _b_filter, "split": _b_filter})
 
 
@@ -502,7 +610,7 @@ def batched_pmap(ctx: Any, fn: Any, ps: dict) -> Optional[dict]:
     out = _run(ctx, fn, arg, len(ps))
     if out is None:
         return None
-    return {k: lane_view(out, i) for i, k in enumerate(ps)}
+    return dict(zip(ps, unlane(out, len(ps))))
 
 
 def batched_scores(ctx: Any, score: Any, candidates: list[Any]) -> Optional[list[Any]]:
