@@ -529,6 +529,7 @@ def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[Thresho
     numeric lane value not reading the row: the two sides of the split as threshold bags."""
     from .vectorize import apply_rows
 
+    p = _unwrapped(ev, p)
     body, params = p.body, p.params
     if not isinstance(body, I.IPrim) or body.name not in _FLIP or len(body.args) != 2 or not params:
         return None
@@ -558,6 +559,29 @@ def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[Thresho
         return None
     ts = [as_float(v) if not isinstance(v, float) else v for v in vals]
     return (ThresholdBags(b, arr, op, ts, False), ThresholdBags(b, arr, op, ts, True))
+
+
+def _unwrapped(ev: LaneEvaluator, p: Closure) -> Closure:
+    """`fun x -> f x` as f itself (a lambda the checker made around a function's code)."""
+    for _ in range(8):
+        body = p.body
+        if not (isinstance(body, I.IApply) and p.params and len(body.args) == 1
+                and isinstance(body.args[0], I.IVar) and body.args[0].name == p.params[0]):
+            return p
+        if _mentions(body.fn, {p.params[0]}):
+            return p
+        fn = ev.eval(body.fn, dict(p.env))
+        if type(fn) is not Closure:
+            return p
+        if body.body is None:
+            if fn.body is None or not fn.params or len(fn.params) != 1:
+                return p
+            p = fn
+        else:
+            if not body.params or len(body.params) != 1:
+                return p
+            p = Closure(fn.env, body.params, body.body)
+    return p
 
 
 def _is_number(v: Any) -> bool:
