@@ -73,9 +73,10 @@ def program_pairs(report: Any, rng: np.random.Generator, max_pairs: int,
     return [replace(p, delta=delta) for p in pairs] if delta else pairs
 
 
-def program_sampler(report: Any, batch: bool = True) -> Sampler:
+def program_sampler(report: Any, batch: bool = True, exact: bool = False) -> Sampler:
     """sample(tables, n, rng): n runs of the entry point on `tables` (a `Tables`); `batch=False`
-    runs the interpreter once per sample (the reference the batched sampler is tested against)."""
+    runs the interpreter once per sample (the reference the batched sampler is tested against);
+    `exact` draws every mechanism with its exact runtime sampler in the batched path too."""
     from ..runtime.samplers import RandomSource
 
     instance = report.entry_instance
@@ -84,12 +85,12 @@ def program_sampler(report: Any, batch: bool = True) -> Sampler:
     def sample(tables: Tables, n: int, rng: np.random.Generator) -> list[Any]:
         frames = tables.frames(schemas)
         source = RandomSource.seeded(int(rng.integers(2**63)))
-        return _on_big_stack(lambda: _runs(instance, frames, source, n, batch))
+        return _on_big_stack(lambda: _runs(instance, frames, source, n, batch, exact))
 
     return sample
 
 
-def _runs(instance: Any, frames: dict, source: Any, n: int, batch: bool = True) -> list[Any]:
+def _runs(instance: Any, frames: dict, source: Any, n: int, batch: bool = True, exact: bool = False) -> list[Any]:
     """n runs of the entry point.  Its body is evaluated once and the distribution it evaluates
     to is sampled n times: evaluation outside distributions is deterministic (all randomness is
     drawn when a distribution is sampled, and `sample` bindings re-run their bodies on every
@@ -110,7 +111,7 @@ def _runs(instance: Any, frames: dict, source: Any, n: int, batch: bool = True) 
         from .batched import draw_batch
 
         try:  # all n runs at once where the program's structure allows it (audit/batched.py)
-            return draw_batch(state, value, n, source)
+            return draw_batch(state, value, n, source, vectorised=not exact)
         except Exception:  # noqa: BLE001 - not batchable (or failing): one interpreter run per sample
             state.depth, state.row_calls = 0, None
     out = []

@@ -155,3 +155,18 @@ def _shape(v):
     if isinstance(v, dict):
         return ("dict",) + tuple((k, _shape(x)) for k, x in v.items())
     return type(v).__name__
+
+
+@pytest.mark.parametrize("exact", [False])  # --exact: the same at 3x the time (exact draws: the test above)
+def test_program_audits_say_which_samplers_they_used(tmp_path, exact):
+    from typer.testing import CliRunner
+
+    from fuzzpy.interfaces.cli import app
+
+    prog = tmp_path / "e.fz"
+    prog.write_text(SCHEMA + 'function main (db : bag T) : fuzzy num { laplace 1 (count db) }')
+    args = ["audit", str(prog), "--samples", "500", "--seed", "1", "--max-pairs", "2"] + (["--exact"] if exact else [])
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert ("every mechanism with its exact runtime sampler" in res.stdout) == exact
+    assert ("vectorised Laplace, Gaussian, exponential and noisy_max samplers" in res.stdout) == (not exact)
