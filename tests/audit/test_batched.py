@@ -120,8 +120,12 @@ function main (db : bag T) : fuzzy num {
 def test_control_flow_on_a_released_value_falls_back_to_interpreter_runs(batched_ran):
     report = check_source(IF_ON_RELEASE, "t.fz")
     assert report.ok
-    out = draw(report, True, 5, 300)
+    pair = program_pairs(report, np.random.default_rng(0), 4)[0]
+    sampler = program_sampler(report)
+    out = sampler(pair.a, 300, np.random.default_rng(5))
     assert batched_ran == [False] and len(out) == 300
+    assert len(sampler(pair.b, 20, np.random.default_rng(7))) == 20
+    assert batched_ran == [False]  # not tried again for this program
     slow = draw(report, False, 6, 300)
     assert stats.ks_2samp(out, slow).pvalue > 1e-3
 
