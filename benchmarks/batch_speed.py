@@ -221,12 +221,15 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--B", default="1")
     parser.add_argument("--rows", type=int, default=0, help="use only the first ROWS rows (0: all)")
+    parser.add_argument("--only", choices=("median", "tree"), default=None)
     args = parser.parse_args()
     print(f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     report, df = load(args, args.data)
-    median(args, df)
-    tree(args, report, df)
+    if args.only != "tree":
+        median(args, df)
+    if args.only != "median":
+        tree(args, report, df)
 
 
 if __name__ == "__main__":
