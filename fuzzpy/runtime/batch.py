@@ -26,6 +26,7 @@ mechanisms, and no noise is drawn in a batched evaluation.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import fields, is_dataclass
 from fractions import Fraction
 from typing import Any, Optional
@@ -157,18 +158,26 @@ def has_lanes(v: Any, depth: int = 0) -> bool:
     return False
 
 
-_NAMES: dict[int, tuple[Any, frozenset]] = {}
+# Memoised per IR node, weakly: a long-running service checks many programs, and their code
+# must not be kept alive by this table.
+_NAMES: "weakref.WeakKeyDictionary[Any, frozenset]" = weakref.WeakKeyDictionary()
 
 
 def _read_names(body: Any) -> frozenset:
     """Every variable name the code reads (a superset of its free variables), memoised."""
-    hit = _NAMES.get(id(body))
-    if hit is not None and hit[0] is body:
-        return hit[1]
+    try:
+        hit = _NAMES.get(body)
+    except TypeError:  # not weakly referenceable (a list of nodes): not memoised
+        hit = None
+    if hit is not None:
+        return hit
     names: set[str] = set()
     _collect(body, names)
     out = frozenset(names)
-    _NAMES[id(body)] = (body, out)
+    try:
+        _NAMES[body] = out
+    except TypeError:
+        pass
     return out
 
 
