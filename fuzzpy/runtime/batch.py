@@ -535,7 +535,7 @@ def _b_filter(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> A
 
 def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[ThresholdBags, ThresholdBags]]:
     """`fun r -> e OP c` (or `c OP e`) with e a numeric column not reading any lane value and c a
-    numeric lane value not reading the row: the two sides of the split as threshold bags."""
+    variable holding a numeric lane value: the two sides of the split as threshold bags."""
     from .vectorize import apply_rows
 
     p = _unwrapped(ev, p)
@@ -551,6 +551,10 @@ def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[Thresho
     elif _mentions(right, {row}) and not _mentions(left, {row}) and not _mentions(right, lane_names):
         col_ir, c_ir, op = right, left, _FLIP[op]
     else:
+        return None
+    if not isinstance(c_ir, I.IVar):
+        # Only the candidate itself: inside a row function `c + 0.1` is float arithmetic, which
+        # the exact evaluation here would round differently.
         return None
     c = ev.eval(c_ir, dict(p.env))
     vals = c.values() if type(c) is Lanes else None

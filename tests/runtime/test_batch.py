@@ -114,6 +114,11 @@ function main (db : bag T) : fuzzy (parts {"a", "b", "c"} num) {
   let qs = pmap q (groupby (fun r -> r.k) db);
   each (fun v -> laplace 1 v) (pmap (fun g -> count g) (groupby (fun r -> r.k) db))
 }''',
+    # a threshold computed in the row function (float arithmetic there): not the threshold path
+    "computed threshold": SCHEMA + '''
+function main (db : bag T) : fuzzy num {
+  exponential 1 [0.2, 2.2, 5.2] (fun c -> count (filter (fun r -> r.x / 10 < c + 0.1) db))
+}''',
     # a score whose control flow differs between candidates: falls back, same values
     "if on the candidate": SCHEMA + '''
 function main (db : bag T) : fuzzy num {
@@ -135,6 +140,7 @@ EXPECT = {
     "stdlib quantile": ({("Lanes", True)}, True),
     "pmap qualities": ({("LaneBag", True)}, False),
     "if on the candidate": ({("Lanes", False)}, False),
+    "computed threshold": ({("Lanes", True)}, False),
     "pmap sums released": ({("LaneBag", True)}, False),
 }
 
