@@ -46,7 +46,7 @@ function main (db : bag T) : fuzzy num {
   return (total [a, b, a])
 }''',
 }
-SAMPLES = 1000
+SAMPLES = 600
 
 
 def draw(report, batch: bool, seed: int, n: int = SAMPLES):
