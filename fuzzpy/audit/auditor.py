@@ -206,13 +206,16 @@ def mechanism_names() -> list[str]:
 
 def audit_program(report: Any, *, delta: Any = None, config: Optional[AuditConfig] = None,
                   progress: Optional[Progress] = None, claimed: Any = None, max_pairs: int = 160,
-                  **overrides: Any) -> AuditResult:
+                  exact: bool = False, batch: bool = True, **overrides: Any) -> AuditResult:
     """Audit a checked program (a CheckReport with .ok) on synthetic neighbouring tables.
 
     A pure program is audited at delta 0 (a `delta` given is not needed and not used); a program
     with Gaussian releases needs `delta` in (0, 1) (E0701 otherwise): its claim, and each table's,
     is claims.claimed_epsilon(rho of the Gaussian releases, pure epsilon, delta).  `claimed`
-    replaces the claimed epsilon (tests use it to show the search finds a gap)."""
+    replaces the claimed epsilon (tests use it to show the search finds a gap).  Samples are drawn
+    many runs at once where the program allows it (audit/batched.py; `batch=False`: one
+    interpreter run per sample), with vectorised Laplace, Gaussian and selection samplers unless
+    `exact`."""
     from .claims import claimed_epsilon
     from .programs import program_pairs, program_sampler
 
@@ -229,13 +232,13 @@ def audit_program(report: Any, *, delta: Any = None, config: Optional[AuditConfi
         cfg = replace(cfg, seed=random_seed())
     pair_rng = np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(1)[0])
     pairs = program_pairs(report, pair_rng, max_pairs, None if claimed is None else _fraction(claimed), d)
-    res = run_search(program_sampler(report), pairs, cfg, progress)
+    res = run_search(program_sampler(report, batch=batch, exact=exact), pairs, cfg, progress)
     if claimed is not None:
         claim = _fraction(claimed)
     else:
         claim = Fraction(report.epsilon) if pure else claimed_epsilon(
             gaussian_rho(report), report.epsilon, d, _grid_sigma(report), sum(i.rho_pure for i in report.inputs))
-    notes = []
+    notes = [PROGRAM_SAMPLER_EXACT if exact else PROGRAM_SAMPLER]
     if len(report.inputs) > 1:
         notes.append("each pair changes one table; it is compared with that table's epsilon")
     if pure and given is not None:
@@ -247,6 +250,13 @@ def audit_program(report: Any, *, delta: Any = None, config: Optional[AuditConfi
                      f"{_show(d)}, by the certified accountant (fuzzpy.accounting, through claims.claimed_epsilon)")
     return AuditResult(f"{report.file} ({report.entry})", claim, cfg.confidence, cfg.samples, res.tested,
                        res.stats, res.seed, notes, d, rho)
+
+
+PROGRAM_SAMPLER = ("sampler: runs drawn many at once where the program allows it, with vectorised Laplace, "
+                   "Gaussian, exponential and noisy_max samplers on the runtime's plans (pass --exact for the "
+                   "exact samplers); otherwise one interpreter run per sample")
+PROGRAM_SAMPLER_EXACT = ("sampler: runs drawn many at once where the program allows it, every mechanism with its "
+                         "exact runtime sampler; otherwise one interpreter run per sample")
 
 
 def gaussian_rho(report: Any) -> Fraction:

@@ -73,27 +73,34 @@ def program_pairs(report: Any, rng: np.random.Generator, max_pairs: int,
     return [replace(p, delta=delta) for p in pairs] if delta else pairs
 
 
-def program_sampler(report: Any) -> Sampler:
-    """sample(tables, n, rng): n runs of the entry point on `tables` (a `Tables`)."""
+def program_sampler(report: Any, batch: bool = True, exact: bool = False) -> Sampler:
+    """sample(tables, n, rng): n runs of the entry point on `tables` (a `Tables`); `batch=False`
+    runs the interpreter once per sample (the reference the batched sampler is tested against);
+    `exact` draws every mechanism with its exact runtime sampler in the batched path too."""
     from ..runtime.samplers import RandomSource
 
     instance = report.entry_instance
     schemas = {inp.name: schema for inp, schema in _tables(report)}
 
+    mode = {"batch": batch}  # a program that could not be batched once is not tried again
+
     def sample(tables: Tables, n: int, rng: np.random.Generator) -> list[Any]:
         frames = tables.frames(schemas)
         source = RandomSource.seeded(int(rng.integers(2**63)))
-        return _on_big_stack(lambda: _runs(instance, frames, source, n))
+        return _on_big_stack(lambda: _runs(instance, frames, source, n, mode, exact))
 
     return sample
 
 
-def _runs(instance: Any, frames: dict, source: Any, n: int) -> list[Any]:
+def _runs(instance: Any, frames: dict, source: Any, n: int, mode: Optional[dict] = None,
+          exact: bool = False) -> list[Any]:
     """n runs of the entry point.  Its body is evaluated once and the distribution it evaluates
     to is sampled n times: evaluation outside distributions is deterministic (all randomness is
     drawn when a distribution is sampled, and `sample` bindings re-run their bodies on every
     draw), so this has the law of n complete runs, as `evaluate_entry` performs them, at a
-    fraction of the cost on the deterministic part."""
+    fraction of the cost on the deterministic part.  With mode["batch"], the n samples are drawn
+    together where the program allows it (`batched.draw_batch`: the same law), else one by one;
+    a failed attempt sets mode["batch"] to False, so later calls do not pay for it again."""
     from ..runtime.interpreter import Interpreter, RunFailure, RunState
     from ..runtime.values import is_distribution, materialise
 
@@ -104,6 +111,14 @@ def _runs(instance: Any, frames: dict, source: Any, n: int) -> list[Any]:
     value = interp.eval(instance.body, {p: frames[p] for p in instance.params})
     if not is_distribution(value):
         return [materialise(value)] * n
+    if mode is not None and mode.get("batch") and n > 1:
+        from .batched import draw_batch
+
+        try:  # all n runs at once where the program's structure allows it (audit/batched.py)
+            return draw_batch(state, value, n, source, vectorised=not exact)
+        except Exception:  # noqa: BLE001 - not batchable (or failing): one interpreter run per sample
+            state.depth, state.row_calls = 0, None
+            mode["batch"] = False
     out = []
     for _ in range(n):
         state.releases.clear()  # releases are not needed: the entry point's value is the output

@@ -50,7 +50,7 @@ def audit(
     fmt: str = typer.Option("text", "--format", help="text or json."),
     param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
-    exact: bool = typer.Option(False, "--exact", help="--mechanism laplace: use the exact (slow) sampler."),
+    exact: bool = typer.Option(False, "--exact", help="use the exact (slow) samplers, not the vectorised ones."),
     max_pairs: int = typer.Option(160, "--max-pairs", help="At most this many neighbouring pairs are screened."),
 ) -> None:
     """Estimate a lower bound on a program's (or a mechanism's) true epsilon by sampling, and compare
@@ -100,8 +100,8 @@ def _validate(program: Optional[Path], mechanism: Optional[str], epsilon: Option
         raise _usage(f"--format must be text or json, got '{fmt}'")
     if (program is None) == (mechanism is None):
         raise _usage("give either a program to audit or --mechanism NAME, not both")
-    if mechanism is None and (epsilon is not None or exact):
-        raise _usage("--epsilon and --exact go with --mechanism; a program's epsilon comes from the checker")
+    if mechanism is None and epsilon is not None:
+        raise _usage("--epsilon must go with --mechanism; a program's epsilon comes from the checker")
     if mechanism is not None and param:
         raise _usage("--param goes with a program, not with --mechanism")
     if samples < 100:
@@ -174,7 +174,7 @@ def _run(program: Optional[Path], mechanism: Optional[str], claim: dict, params:
         if not report.is_pure and claim["delta"] is None:
             raise _usage(f"{report.entry} makes Gaussian releases: its guarantee is rho-zCDP (rho {report.rho}), "
                          "an (epsilon, delta) claim; give the delta to audit it at, e.g. --delta 1e-5")
-        return audit_program(report, config=config, progress=progress, max_pairs=max_pairs, **claim)
+        return audit_program(report, config=config, progress=progress, max_pairs=max_pairs, exact=exact, **claim)
     finally:
         progress.done()
 

@@ -131,11 +131,15 @@ class Distribution:
     """A mechanism applied to its inputs, not yet sampled: `sample(ctx)` draws fresh noise and
     records the release through `ctx.record_release`.  Its repr never shows the inputs."""
 
-    __slots__ = ("name", "_draw")
+    __slots__ = ("name", "_draw", "batch")
 
-    def __init__(self, name: str, draw: Callable[[Any], Any]):
+    def __init__(self, name: str, draw: Callable[[Any], Any],
+                 batch: Optional[Callable[[Any, int], list]] = None):
         self.name = name
         self._draw = draw
+        # batch(rng, n): n independent draws at once, vectorised (AUDITING ONLY: the auditor's
+        # batched program sampler, fuzzpy/audit/batched.py; never used to release anything).
+        self.batch = batch
 
     def sample(self, ctx) -> Any:
         return self._draw(ctx)
@@ -203,7 +207,25 @@ def _run_laplace(ctx, eps, x):
                             sensitivity=info["sensitivity"])
         return rel.values
 
-    return Distribution("laplace", draw)
+    def batch(rng, n):
+        from ..runtime.noise import laplace_release_batch
+
+        return _coordinates(lambda v: laplace_release_batch(v, info["sensitivity"], info["epsilon"], n, rng), x, n)
+
+    return Distribution("laplace", draw, batch)
+
+
+def _coordinates(one: Callable[[Any], Any], x: Any, n: int) -> Optional[list]:
+    """n draws of a number's or a tuple's release, each coordinate vectorised by `one` (the same
+    plan for every coordinate, as laplace_release makes it); None for any other value."""
+    from ..runtime.noise import _is_scalar
+
+    if _is_scalar(x):
+        return one(x).tolist()
+    if isinstance(x, tuple) and x and all(_is_scalar(v) for v in x):
+        cols = [one(v).tolist() for v in x]
+        return list(zip(*cols))
+    return None
 
 
 @primitive("laplace", ("eps", "x"), "(eps : num) -> num -o[eps/S] fuzzy num",
@@ -265,7 +287,15 @@ def _run_gaussian(ctx, rho, x):
                             sensitivity=info["sensitivity"], rho=info["charged_rho"])
         return rel.values
 
-    return Distribution("gaussian", draw)
+    def batch(rng, n):
+        from ..runtime.noise import _is_scalar, gaussian_release_batch
+
+        if not (_is_scalar(x) or (isinstance(x, tuple) and x and all(_is_scalar(v) for v in x))):
+            return None
+        out = gaussian_release_batch(x, info["sensitivity"], info["rho"], n, rng)
+        return out.tolist() if out.ndim == 1 else [tuple(row) for row in out.tolist()]
+
+    return Distribution("gaussian", draw, batch)
 
 
 @primitive("gaussian", ("rho", "x"), "(rho : num) -> num -o fuzzy num   (costs rho in zCDP)",
@@ -340,7 +370,11 @@ def _selection_runner(name: str, select_name: str):
             from ..runtime.interpreter import RunFailure
 
             raise RunFailure(f"{name} was given an empty list of candidates", ctx.span)
-        scores = [ctx.call(score, c) for c in cands]
+        from ..runtime.batch import batched_scores
+
+        scores = batched_scores(ctx, score, cands)  # every candidate at once when the score allows it
+        if scores is None:
+            scores = [ctx.call(score, c) for c in cands]
 
         def draw(sctx):
             i = select(scores, info["sensitivity"], info["epsilon"], sctx.rng)
@@ -350,7 +384,11 @@ def _selection_runner(name: str, select_name: str):
                                 sensitivity=info["sensitivity"])
             return cands[i]  # only the candidate: its score and noise never leave
 
-        return Distribution(name, draw)
+        def batch(rng, n):
+            idx = noise.selection_batch(scores, info["sensitivity"], info["epsilon"], n, rng, name)
+            return [cands[i] for i in idx.tolist()]
+
+        return Distribution(name, draw, batch)
 
     return run
 

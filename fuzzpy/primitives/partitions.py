@@ -95,21 +95,52 @@ def _group_counts(codes, k: int):
     return np.bincount(valid.astype(np.intp, copy=False), minlength=k)[:k]
 
 
+MEMO_ENTRIES = 256  # key codes remembered per run (each an int array over a base table)
+
+
+def base_key_codes(ctx, key, base):
+    """The part number of every row of `base` (a plain frame) for the row function `key`,
+    remembered for the run when the key reads only public constants besides its row: a tree
+    learner groups the parts of the same table by the same attributes at every node, and a
+    row's key depends on that row alone.  None when the key cannot be remembered."""
+    from ..runtime.batch import constant_identity
+
+    state = ctx.interp.state
+    memo = getattr(state, "memo", None) if getattr(state, "batch", False) else None
+    ident = constant_identity(key)
+    if memo is None or ident is None:
+        return None
+    k = (id(base), ident, id(ctx.info))
+    hit = memo.get(k)
+    if hit is not None and hit[0] is base and hit[1] is ctx.info:
+        return hit[2]
+    codes = key_codes(ctx.vectorised(key)(base), ctx.info)
+    if len(memo) >= MEMO_ENTRIES:
+        memo.clear()
+    memo[k] = (base, ctx.info, codes)
+    return codes
+
+
 def _run_groupby(ctx, key, b):
     import numpy as np
 
-    from ..runtime.values import MaskedBag, base_and_mask
+    from ..runtime.values import MaskedBag, Partition, base_and_mask
 
     keys = tuple(ctx.info["keys"])
-    codes = key_codes(ctx.vectorised(key)(b), ctx.info)
     base, mask = base_and_mask(b)
-    if mask is not None:  # codes of the selected rows, spread back over the base rows
-        full = np.full(len(base), -1, dtype=codes.dtype)
-        full[mask] = codes
-        codes = full
+    codes = base_key_codes(ctx, key, base)
+    if codes is not None:
+        if mask is not None:
+            codes = np.where(mask, codes, -1)
+    else:
+        codes = key_codes(ctx.vectorised(key)(b), ctx.info)
+        if mask is not None:  # codes of the selected rows, spread back over the base rows
+            full = np.full(len(base), -1, dtype=codes.dtype)
+            full[mask] = codes
+            codes = full
     counts = _group_counts(codes, len(keys))
-    return {k: MaskedBag(base, mask_fn=lambda i=i: codes == i, count=int(counts[i]))
-            for i, k in enumerate(keys)}
+    return Partition({k: MaskedBag(base, mask_fn=lambda i=i: codes == i, count=int(counts[i]))
+                      for i, k in enumerate(keys)}, base, codes)
 
 
 def _run_part(ps, key):
@@ -117,7 +148,10 @@ def _run_part(ps, key):
 
 
 def _run_pmap(ctx, f, ps):
-    return {k: ctx.call(f, part) for k, part in ps.items()}
+    from ..runtime.batch import batched_pmap
+
+    out = batched_pmap(ctx, f, ps)  # every part at once when the function allows it
+    return out if out is not None else {k: ctx.call(f, part) for k, part in ps.items()}
 
 
 def _run_each(ctx, f, ps):

@@ -51,6 +51,7 @@ class RunFailure(FuzzError):
 class RunState:
     rng: Any
     vectorise: bool = True           # False: every row function runs row by row (tests)
+    batch: bool = True               # False: pmap and selection scores run once per part/candidate (tests)
     releases: list[ReleaseRecord] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)     # partition keys of the `each` being sampled
     no_vector: set[int] = field(default_factory=set)  # row functions known to need the fallback
@@ -62,6 +63,7 @@ class RunState:
     sites: list = field(default_factory=list)         # calls in user_file being run, innermost last
     user_named: int = 0                               # releases below this index have a user name
     engine: Any = None                                # the tables' engine when not pandas (engines/)
+    memo: dict = field(default_factory=dict)          # groupby key codes per base table (partitions.py)
 
 
 class Context:
@@ -511,14 +513,15 @@ class RunHandle:
 
 
 def start_run(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True,
-              user_file: Optional[str] = None) -> RunHandle:
-    """`user_file`: the program's own file, whose calls and `sample` names label the releases."""
-    return RunHandle(instance, tables, RunState(rng, vectorise, user_file=user_file)).start()
+              user_file: Optional[str] = None, batch: bool = True) -> RunHandle:
+    """`user_file`: the program's own file, whose calls and `sample` names label the releases.
+    `batch=False` turns batched evaluation off (tests compare both paths)."""
+    return RunHandle(instance, tables, RunState(rng, vectorise, batch=batch, user_file=user_file)).start()
 
 
 def run_program(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True,
-                user_file: Optional[str] = None) -> RunResult:
+                user_file: Optional[str] = None, batch: bool = True) -> RunResult:
     """Run to completion on a large-stack thread; re-raises whatever the run raised."""
-    handle = start_run(instance, tables, rng, vectorise=vectorise, user_file=user_file)
+    handle = start_run(instance, tables, rng, vectorise=vectorise, user_file=user_file, batch=batch)
     handle.wait()
     return handle.result()

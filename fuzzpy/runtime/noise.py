@@ -58,6 +58,7 @@ __all__ = [
     "plan_laplace",
     "randomized_response",
     "report_noisy_max",
+    "selection_batch",
     "sample_bernoulli_exp",
     "sample_discrete_laplace",
     "sample_discrete_laplace_batch",
@@ -494,6 +495,32 @@ def exponential_mechanism(
         i = rng.randbelow(len(qs))
         if _bernoulli_exp(*gaps[i], rng):
             return i
+
+
+def selection_batch(
+    scores: Sequence[float], sensitivity: Fraction, epsilon: Fraction, n: int, rng: RandomSource,
+    kind: str = "exponential",
+) -> np.ndarray:
+    """AUDITING / SIMULATION ONLY: n independent indices of `exponential_mechanism` (kind
+    "exponential") or `report_noisy_max` ("noisy_max") as an int64 array, vectorised: the same
+    gaps epsilon (max - score_i) / (2 sensitivity), computed exactly and then rounded to floats;
+    the exponential mechanism draws from the probabilities exp(-gap_i) / sum_j exp(-gap_j),
+    report noisy max takes argmax_i (-gap_i + Exponential(1)) (its law, as permute-and-flip
+    has it). Never use it to release anything."""
+    eps, sens, qs = _epsilon(epsilon), _sensitivity(sensitivity), _scores(scores)
+    gen = rng.numpy_generator()
+    n = int(n)
+    if sens == 0:
+        top = max(qs)
+        best = np.array([i for i, q in enumerate(qs) if q == top], dtype=np.int64)
+        return best[gen.integers(len(best), size=n)]
+    gaps = np.array([num / den for num, den in _gaps(qs, sens, eps)], dtype=np.float64)
+    if kind == "exponential":
+        w = np.exp(-gaps)
+        return gen.choice(len(qs), size=n, p=w / w.sum()).astype(np.int64)
+    if kind == "noisy_max":
+        return np.argmax(-gaps + gen.exponential(1.0, size=(n, len(qs))), axis=1).astype(np.int64)
+    raise ValueError("kind must be exponential or noisy_max")
 
 
 def report_noisy_max(

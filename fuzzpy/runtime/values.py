@@ -268,6 +268,19 @@ def bag_from_rows(rows: list[Any]) -> Frame:
     return pd.Series(rows)
 
 
+class Partition(dict):
+    """`groupby`'s result: key -> part, in declared key order, remembering the part number of
+    every row of the grouped base (-1: none), so that batched evaluation (runtime/batch.py) can
+    treat all parts at once."""
+
+    __slots__ = ("base", "codes")
+
+    def __init__(self, parts: dict, base: Any, codes: np.ndarray):
+        super().__init__(parts)
+        self.base = base
+        self.codes = codes
+
+
 class EachDistribution(Distribution):
     """`each f ps`: the per-part distributions, sampled in declared key order; the result maps
     every key to its released value."""

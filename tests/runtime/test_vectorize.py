@@ -170,9 +170,20 @@ def test_groupby_of_a_filtered_bag_never_materialises_rows(db):
     groupby = report.entry_instance.body.value.args[1]
     key = groupby.args[0]
     filtered = MaskedBag(db, db["x"].to_numpy() > 1)
-    ctx = Context(Interpreter(RunState(RandomSource.seeded(0))), groupby.info, None)
+    # batch=False: no remembered key codes, so the key runs on the filtered rows
+    ctx = Context(Interpreter(RunState(RandomSource.seeded(0), batch=False)), groupby.info, None)
     parts = _run_groupby(ctx, Closure({}, key.params, key.body), filtered)
     assert list(parts) == ["a", "b"] and [len(p) for p in parts.values()] == [2, 1]
     assert all(p._frame is None and p._mask is None for p in parts.values())  # sizes from one bincount
     assert parts["b"].materialise()["x"].tolist() == [7.0]
     assert filtered._columns.keys() == {"k"}
+    # with them (the default), the key's codes over the whole table are computed once and reused:
+    # the filtered bag is not even read column by column
+    state = RunState(RandomSource.seeded(0))
+    ctx = Context(Interpreter(state), groupby.info, None)
+    filtered = MaskedBag(db, db["x"].to_numpy() > 1)
+    parts = _run_groupby(ctx, Closure({}, key.params, key.body), filtered)
+    assert [len(p) for p in parts.values()] == [2, 1] and parts["b"].materialise()["x"].tolist() == [7.0]
+    assert filtered._columns == {} and len(state.memo) == 1
+    again = _run_groupby(ctx, Closure({}, key.params, key.body), MaskedBag(db, db["x"].to_numpy() <= 1))
+    assert len(state.memo) == 1 and sum(len(p) for p in again.values()) == len(db) - 3

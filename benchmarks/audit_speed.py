@@ -1,0 +1,110 @@
+"""Auditing speed: the program sampler batched (fuzzpy/audit/batched.py) against one interpreter
+run per sample, and whole-program audits of every example.
+
+    python benchmarks/audit_speed.py [--samples 100000] [--limit 90] [--only quickstart,median]
+                                     [--no-audit]
+
+1. Sampler throughput, per example: samples per second of the batched sampler and of the
+   interpreter-per-sample sampler on the same synthetic tables (the auditor's first pair), and
+   their ratio, in this process.  "falls back" means the program's structure does not allow
+   batching (control flow on released values, mechanism inputs that depend on them).
+2. A whole-program audit (`fuzzpy audit PROG`, the default search) at --samples per side of
+   each validated pair, each example in its own process with a time limit of --limit seconds;
+   programs with Gaussian releases at delta 1e-5.  Prints the wall time and the CPU time of the
+   audit process (on a shared machine the CPU time is the steadier figure; goal: under a minute
+   at 100,000 samples per side).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def throughput(path: Path) -> tuple[float, float, bool]:
+    """(batched samples/s, interpreter samples/s, batched ran)."""
+    from fuzzpy.audit import batched
+    from fuzzpy.audit.programs import program_pairs, program_sampler
+    from fuzzpy.checking.program import check_file
+
+    report = check_file(path)
+    delta = None if report.is_pure else __import__("fractions").Fraction(1, 10**5)
+    pair = program_pairs(report, np.random.default_rng(0), 4, delta=delta or 0)[0]
+    ran = []
+    real = batched.draw_batch
+
+    def spy(*a, **kw):
+        out = real(*a, **kw)
+        ran.append(True)
+        return out
+
+    batched.draw_batch = spy
+    try:
+        rates = []
+        for batch, n, budget in ((True, 10_000, 20.0), (False, 200, 20.0)):
+            sampler = program_sampler(report, batch=batch)
+            sampler(pair.a, 2, np.random.default_rng(0))  # warm up
+            done, t0 = 0, time.perf_counter()
+            while done < n and time.perf_counter() - t0 < budget:
+                step = min(n - done, 2000 if batch else 50)
+                sampler(pair.a, step, np.random.default_rng(done))
+                done += step
+            rates.append(done / (time.perf_counter() - t0))
+    finally:
+        batched.draw_batch = real
+    return rates[0], rates[1], bool(ran)
+
+
+def audit_time(path: Path, samples: int, limit: float) -> str:
+    from fuzzpy.checking.program import check_file
+
+    report = check_file(path)
+    args = [sys.executable, "-m", "fuzzpy", "audit", str(path), "--samples", str(samples), "--seed", "1"]
+    if not report.is_pure:
+        args += ["--delta", "1e-5"]
+    import resource
+
+    t0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=limit, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return f"> {limit:.0f} s (stopped)"
+    took, cpu1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    verdict = "violation" if "violation found" in proc.stdout and "no violation" not in proc.stdout else "ok"
+    return f"{took:6.1f} s wall, {cpu:6.1f} s CPU  exit {proc.returncode}  ({verdict})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=100_000)
+    parser.add_argument("--limit", type=float, default=90.0)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--no-audit", action="store_true")
+    args = parser.parse_args()
+    names = [n for n in args.only.split(",") if n]
+    progs = [p for p in sorted((ROOT / "examples").glob("*.fz")) if not names or p.stem in names]
+    print(f"{platform.machine()}, Python {platform.python_version()}, "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"{'example':28} {'batched/s':>10} {'interp/s':>9} {'x':>6}")
+    for p in progs:
+        fast, slow, ran = throughput(p)
+        note = "" if ran else "  falls back (not batchable)"
+        print(f"{p.name:28} {fast:10.0f} {slow:9.0f} {fast / slow:6.1f}{note}", flush=True)
+    if args.no_audit:
+        return
+    print(f"whole-program audit at {args.samples:,} samples per side (limit {args.limit:.0f} s each)")
+    for p in progs:
+        print(f"{p.name:28} {audit_time(p, args.samples, args.limit)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""n runs of a program's distribution drawn at once, where its structure allows it (docs/audit.md,
+"Batched program sampling").
+
+The entry point's body is evaluated once (as `programs._runs` does); its distribution is then
+sampled for n runs together.  A `sample x = d; body` draws d for all n runs (one vectorised draw
+of the mechanism: Laplace and Gaussian with the same batch samplers `--mechanism` audits use,
+any other mechanism with its exact sampler once per run), binds x to the n released values (a
+*lane* per run, fuzzpy/runtime/batch.py) and evaluates the body once for all runs.  Post-
+processing of released values runs lane by lane with the interpreter's own exact semantics, so
+each run's output is what the interpreter computes from the same released values.
+
+The n runs are independent draws of the program's law: every mechanism call gets fresh,
+independent noise per run, and the deterministic computations between draws are those of one
+run.  A program whose control flow depends on a released value (an `if` or `case` on it), or
+whose mechanism inputs differ between runs in a way this sampler cannot draw, raises
+`NotBatchable`, and the auditor falls back to one interpreter run per sample.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..runtime.batch import Lanes, LaneEvaluator, NotBatchable, _transpose, unlane
+
+
+class _Quiet:
+    """The sampling context of a mechanism drawn outside a run: its releases are not recorded."""
+
+    __slots__ = ("rng",)
+
+    def __init__(self, rng: Any):
+        self.rng = rng
+
+    def record_release(self, *args: Any, **kw: Any) -> None:
+        return None
+
+
+def draw_batch(state: Any, value: Any, n: int, rng: Any, vectorised: bool = True) -> list[Any]:
+    """n independent samples of the distribution `value` (made by an interpreter on `state`).
+    `vectorised=False` draws every mechanism with its exact sampler (no numpy batch samplers)."""
+    from ..runtime.values import materialise
+
+    ev = LaneEvaluator(state, n, fuzzy=True)
+    out = unlane(_sample(ev, value, n, rng, vectorised), n)
+    return [materialise(v) for v in out] if _holds_bags(out[:1]) else out
+
+
+def _holds_bags(sample: list) -> bool:
+    from ..runtime.values import materialise
+
+    return any(materialise(v) is not v for v in sample)
+
+
+def _sample(ev: LaneEvaluator, dist: Any, n: int, rng: Any, vectorised: bool) -> Any:
+    from ..primitives import mechanisms
+    from ..runtime.interpreter import Bind, bind
+    from ..runtime.values import EachDistribution, Located, Returned, is_distribution
+
+    while True:
+        t = type(dist)
+        if t is Located:
+            dist = dist.inner
+        elif t is Returned:
+            return dist.value
+        elif t is mechanisms.Distribution:
+            return _mechanism(dist, n, rng, vectorised)
+        elif t is Bind:
+            node, env = dist.node, dist.env
+            drawn = _sample(ev, ev.eval(node.bound, env), n, rng, vectorised)
+            if type(drawn) is Lanes and not isinstance(node.pattern, (str, type(None))):
+                drawn = _transpose(drawn, n)
+            dist = ev.eval(node.body, bind(env, node.pattern, drawn))
+        elif t is EachDistribution:
+            return {k: _sample(ev, d, n, rng, vectorised) if is_distribution(d) else d for k, d in dist.parts.items()}
+        elif t is Lanes:  # one distribution per run: a mechanism whose input depends on the run
+            return Lanes([_one(d, rng) for d in dist.values()])
+        else:
+            raise NotBatchable("a distribution this sampler does not know")
+
+
+def _mechanism(dist: Any, n: int, rng: Any, vectorised: bool) -> Lanes:
+    draws: Optional[list] = dist.batch(rng, n) if vectorised and dist.batch is not None else None
+    if draws is None:
+        quiet = _Quiet(rng)
+        draws = [dist.sample(quiet) for _ in range(n)]
+    return Lanes(draws)
+
+
+def _one(dist: Any, rng: Any) -> Any:
+    """One draw of a mechanism made for a single run (its releases are not recorded)."""
+    from ..primitives import mechanisms
+    from ..runtime.values import Located
+
+    while type(dist) is Located:
+        dist = dist.inner
+    if type(dist) is not mechanisms.Distribution:
+        raise NotBatchable("a per-run distribution that is not a mechanism")
+    return dist.sample(_Quiet(rng))

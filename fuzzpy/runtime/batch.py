@@ -1,0 +1,686 @@
+"""Batched evaluation: one function evaluated for many inputs at once (docs/runtime.md, "Batched
+evaluation").
+
+`pmap f ps` runs f on every part of a partition, and a selection mechanism (`exponential`,
+`noisy_max`) runs its score function on every candidate.  Both are deterministic (no noise is
+drawn while they run), so they may be computed in any way that gives the same values.  Here the
+function runs once, with its parameter bound to all the inputs at once: a *lane* per part or per
+candidate.
+
+* `Lanes`: one value per lane (an int64/bool array for counts and integer arithmetic on them, a
+  list of exact Python values otherwise).
+* `LaneBag`: the rows of every part of a partition at once, each row tagged with its lane.
+  `count` is one bincount, `groupby` one evaluation of the key over all the rows (the parts of a
+  lane bag's partition are lane bags again), `filter`/`split` one evaluation of the predicate.
+* `ThresholdBags`: `split (fun r -> e < c) b` with a candidate c (a lane value) and e not
+  depending on the candidate: the column e is sorted once and each candidate's count is a binary
+  search (the cumulative count of the median).
+
+Any other primitive given lane values runs once per lane on that lane's own values (the
+reference semantics, so the result is the same by construction).  A construct whose behaviour
+would differ between lanes (`if` on a condition that differs between lanes, `case` on a lane
+value, a mechanism) raises `NotBatchable`, and the caller runs the function once per input as
+before.  Batching changes speed, never values: the same exact ints and Fractions reach the
+mechanisms, and no noise is drawn in a batched evaluation.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import fields, is_dataclass
+from fractions import Fraction
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from ..checking import ir as I
+from .interpreter import Interpreter, as_float
+from .values import Closure, MaskedBag, is_distribution
+
+# Integer lanes stay int64 while every operand is below this (a sum or difference of two such
+# values cannot overflow; products are checked separately).
+_INT_SAFE = 2**61
+_FLOAT_EXACT_INT = 2**53  # int64 columns below this compare exactly as float64
+
+
+class NotBatchable(Exception):
+    """This evaluation needs one run per input."""
+
+
+class Lanes:
+    """One value per lane.  `data` is an int64 or bool numpy array (exact integers; `frac`
+    says whether each lane's value is a Fraction, as exact scalar arithmetic returns, or an int,
+    as `count` returns) or a list of Python values."""
+
+    __slots__ = ("data", "frac")
+
+    def __init__(self, data: Any, frac: bool = False):
+        self.data = data
+        self.frac = frac
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def at(self, i: int) -> Any:
+        v = self.data[i]
+        if isinstance(self.data, np.ndarray):
+            if self.data.dtype == np.bool_:
+                return bool(v)
+            return Fraction(int(v)) if self.frac else int(v)
+        return v
+
+    def values(self) -> list[Any]:
+        return [self.at(i) for i in range(len(self.data))]
+
+    def __repr__(self) -> str:
+        return "<lanes>"
+
+
+class LaneBag:
+    """The rows `rows` (ascending positions in `base`) of lane `lanes[j]` each, for n lanes."""
+
+    __slots__ = ("base", "rows", "lanes", "n")
+
+    def __init__(self, base: Any, rows: np.ndarray, lanes: np.ndarray, n: int):
+        self.base, self.rows, self.lanes, self.n = base, rows, lanes, n
+
+    def selected(self) -> MaskedBag:
+        mask = np.zeros(len(self.base), dtype=bool)
+        mask[self.rows] = True
+        return MaskedBag(self.base, mask, count=len(self.rows))
+
+    def lane(self, i: int) -> MaskedBag:
+        mask = np.zeros(len(self.base), dtype=bool)
+        mine = self.rows[self.lanes == i]
+        mask[mine] = True
+        return MaskedBag(self.base, mask, count=len(mine))
+
+    def sub(self, keep: np.ndarray) -> "LaneBag":
+        return LaneBag(self.base, self.rows[keep], self.lanes[keep], self.n)
+
+    def __repr__(self) -> str:
+        return "<bag>"
+
+
+class ThresholdBags:
+    """The rows of `bag` where `column op t_i` holds (or, `negated`, does not), one lane per
+    threshold t_i; counts come from one sort of the column."""
+
+    __slots__ = ("bag", "column", "op", "thresholds", "negated", "_sorted")
+
+    def __init__(self, bag: Any, column: np.ndarray, op: str, thresholds: list[float], negated: bool):
+        self.bag, self.column, self.op, self.thresholds, self.negated = bag, column, op, thresholds, negated
+        self._sorted: Optional[np.ndarray] = None
+
+    def counts(self) -> np.ndarray:
+        if self._sorted is None:
+            col = self.column
+            self._sorted = np.sort(col[~np.isnan(col)])
+        s = self._sorted
+        t = np.asarray(self.thresholds, dtype=np.float64)
+        left, right = np.searchsorted(s, t, "left"), np.searchsorted(s, t, "right")
+        hits = {"lt": left, "le": right, "gt": len(s) - right, "ge": len(s) - left}[self.op]
+        hits = np.where(np.isnan(t), 0, hits).astype(np.int64)  # a comparison with NaN is false
+        return len(self.column) - hits if self.negated else hits
+
+    def lane(self, i: int) -> MaskedBag:
+        from ..primitives import arith  # noqa: F401 - the registry's comparison primitives
+        from ..primitives.registry import lookup
+
+        prim = lookup(self.op)
+        with np.errstate(invalid="ignore"):
+            keep = np.asarray(prim.run(self.column, self.thresholds[i]), dtype=bool)
+        from .values import restrict
+
+        return restrict(self.bag, ~keep if self.negated else keep)
+
+    def __repr__(self) -> str:
+        return "<bag>"
+
+
+_LANE_TYPES = (Lanes, LaneBag, ThresholdBags)
+
+
+def has_lanes(v: Any, depth: int = 0) -> bool:
+    t = type(v)
+    if t in _LANE_TYPES:
+        return True
+    if depth > 8:
+        return False
+    if t is tuple:
+        return any(has_lanes(x, depth + 1) for x in v)
+    if isinstance(v, dict):
+        return any(has_lanes(x, depth + 1) for x in v.values())
+    if t is Closure:  # only what its code reads counts: a lambda captures its whole scope
+        env = v.env
+        return any(has_lanes(env[k], depth + 1) for k in _read_names(v.body) if k in env)
+    return False
+
+
+# Memoised per IR node, weakly: a long-running service checks many programs, and their code
+# must not be kept alive by this table.
+_NAMES: "weakref.WeakKeyDictionary[Any, frozenset]" = weakref.WeakKeyDictionary()
+
+
+def _read_names(body: Any) -> frozenset:
+    """Every variable name the code reads (a superset of its free variables), memoised."""
+    try:
+        hit = _NAMES.get(body)
+    except TypeError:  # not weakly referenceable (a list of nodes): not memoised
+        hit = None
+    if hit is not None:
+        return hit
+    names: set[str] = set()
+    _collect(body, names)
+    out = frozenset(names)
+    try:
+        _NAMES[body] = out
+    except TypeError:
+        pass
+    return out
+
+
+def _collect(node: Any, names: set[str]) -> None:
+    if isinstance(node, I.IVar):
+        names.add(node.name)
+    elif isinstance(node, (list, tuple)):
+        for x in node:
+            _collect(x, names)
+    elif isinstance(node, I.ICall):  # top-level functions capture nothing: only the arguments
+        _collect(node.args, names)
+    elif isinstance(node, I.IR) and is_dataclass(node):
+        for f in fields(node):
+            if f.name not in ("span", "info"):
+                _collect(getattr(node, f.name), names)
+
+
+def lane_view(v: Any, i: int, depth: int = 0) -> Any:
+    """Lane i's own value of `v` (the value an unbatched evaluation for input i has)."""
+    t = type(v)
+    if t is Lanes or t is LaneBag or t is ThresholdBags:
+        return v.at(i) if t is Lanes else v.lane(i)
+    if depth > 8 or not has_lanes(v):
+        return v
+    if t is tuple:
+        return tuple(lane_view(x, i, depth + 1) for x in v)
+    if isinstance(v, dict):
+        return {k: lane_view(x, i, depth + 1) for k, x in v.items()}
+    if t is Closure:
+        env = dict(v.env)
+        for k in _read_names(v.body):
+            if k in env:
+                env[k] = lane_view(env[k], i, depth + 1)
+        return Closure(env, v.params, v.body)
+    return v
+
+
+def constant_identity(fn: Any) -> Optional[tuple]:
+    """(code, the values it reads from its scope) for a function that reads only public
+    constants (numbers, strings, booleans, tuples of them) besides its parameters; None
+    otherwise.  Two functions with the same identity compute the same thing."""
+    if type(fn) is not Closure or fn.body is None or not fn.params:
+        return None
+    env = fn.env
+    read = []
+    for name in sorted(_read_names(fn.body)):
+        if name in fn.params or name not in env:
+            continue
+        v = env[name]
+        if not _is_constant(v):
+            return None
+        read.append((name, v))
+    return (id(fn.body), fn.body, tuple(read))
+
+
+def _is_constant(v: Any, depth: int = 0) -> bool:
+    if v is None or isinstance(v, (bool, str, int, Fraction, float)):
+        return True
+    if type(v) is tuple and depth < 4:
+        return all(_is_constant(x, depth + 1) for x in v)
+    return False
+
+
+def unlane(v: Any, n: int) -> list[Any]:
+    """[lane_view(v, i) for i in range(n)], built a component at a time."""
+    t = type(v)
+    if t is Lanes:
+        if isinstance(v.data, np.ndarray):
+            return v.values()
+        return list(v.data)
+    if not has_lanes(v):
+        return [v] * n
+    if t is tuple:
+        return list(zip(*[unlane(x, n) for x in v])) if v else [()] * n
+    if t is dict:
+        keys = list(v)
+        cols = [unlane(v[k], n) for k in keys]
+        return [dict(zip(keys, row)) for row in zip(*cols)]
+    return [lane_view(v, i) for i in range(n)]
+
+
+# ---- the evaluator -----------------------------------------------------------------------------
+
+_INT_OPS = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimum}
+_CMP_OPS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
+            "ne": np.not_equal}
+_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+class _ListCase:
+    kind = "list"
+
+
+_LIST_CASE = _ListCase()
+
+
+class LaneEvaluator(Interpreter):
+    """The ordinary evaluator, with lane values allowed in the environment."""
+
+    def __init__(self, state: Any, n: int, fuzzy: bool = False):
+        super().__init__(state, exact=True)
+        self.n = n
+        # fuzzy: distributions may be built (the auditor samples them lane by lane, audit/batched.py);
+        # otherwise a distribution means the evaluation is not a pure computation: not batched here.
+        self.fuzzy = fuzzy
+
+    def e_IIf(self, node: I.IIf, env: dict) -> Any:
+        cond = self.eval(node.cond, env)
+        if type(cond) is Lanes:
+            vals = cond.values()
+            if any(v != vals[0] for v in vals):
+                raise NotBatchable("if on a condition that differs between inputs")
+            cond = vals[0]
+        elif has_lanes(cond):
+            raise NotBatchable("if on a lane value")
+        return self.eval(node.then if cond else node.other, env)
+
+    def case_on(self, node: I.ICase, value: Any, env: dict) -> Any:
+        if type(value) is Lanes:
+            value = self._uniform_shape(node, value)
+        elif node.kind == "sum" and has_lanes(value):
+            raise NotBatchable("case on a lane value")
+        return super().case_on(node, value, env)
+
+    def _uniform_shape(self, node: I.ICase, value: Lanes) -> Any:
+        """A lane value whose shape is the same in every lane (lists of one length, sums on one
+        side) as that shape with lane values inside: every lane takes the same branch."""
+        vals = value.values()
+        if node.kind == "sum":
+            if not all(type(v) is tuple and len(v) == 2 for v in vals) or len({v[0] for v in vals}) != 1:
+                raise NotBatchable("case on a lane value")
+            return (vals[0][0], Lanes([v[1] for v in vals]))
+        if not all(type(v) is tuple for v in vals) or len({len(v) for v in vals}) != 1:
+            raise NotBatchable("case on lists of different lengths")
+        if not vals[0]:
+            return ()
+        return (Lanes([v[0] for v in vals]),) + tuple(Lanes([v[j] for v in vals]) for j in range(1, len(vals[0])))
+
+    def e_ICons(self, node: I.ICons, env: dict) -> Any:
+        head, tail = self.eval(node.head, env), self.eval(node.tail, env)
+        if type(tail) is Lanes:
+            tail = self._uniform_shape(_LIST_CASE, tail)
+        return (head,) + tuple(tail)
+
+    def e_ILet(self, node: I.ILet, env: dict) -> Any:
+        from .interpreter import bind
+
+        while type(node) is I.ILet:
+            value = self.eval(node.bound, env)
+            if type(value) is Lanes and not isinstance(node.pattern, (str, type(None))):
+                value = _transpose(value, self.n)
+            env = bind(env, node.pattern, value)
+            node = node.body  # type: ignore[assignment]
+        return self.eval(node, env)
+
+    def e_IProj(self, node: I.IProj, env: dict) -> Any:
+        value = self.eval(node.value, env)
+        if type(value) is Lanes:
+            return Lanes([x[node.index] for x in value.values()])
+        if type(value) in _LANE_TYPES:
+            raise NotBatchable("projection")
+        return value[node.index]
+
+    def e_IField(self, node: I.IField, env: dict) -> Any:
+        from .interpreter import field_of
+
+        value = self.eval(node.value, env)
+        if type(value) is Lanes:
+            return Lanes([field_of(x, node.name) for x in value.values()])
+        if type(value) in _LANE_TYPES:
+            raise NotBatchable("field")
+        return field_of(value, node.name)
+
+    def e_ISample(self, node: I.ISample, env: dict) -> Any:
+        if not self.fuzzy:
+            raise NotBatchable("a distribution")
+        return super().e_ISample(node, env)
+
+    def e_IReturn(self, node: I.IReturn, env: dict) -> Any:
+        if not self.fuzzy:
+            raise NotBatchable("a distribution")
+        return super().e_IReturn(node, env)
+
+    def call_prim(self, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+        if not any(has_lanes(a) for a in args):
+            out = super().call_prim(prim, node, args)
+            if is_distribution(out) and not self.fuzzy:
+                raise NotBatchable("a distribution")
+            return out
+        if prim.is_mechanism or prim.name == "each":
+            if not self.fuzzy:
+                raise NotBatchable("a mechanism on lane values")
+            return self._per_lane(prim, node, args)  # one distribution per lane
+        special = _SPECIAL.get(prim.name)
+        if special is not None:
+            out = special(self, prim, node, args)
+            if out is not NotImplemented:
+                return out
+        return self._per_lane(prim, node, args)
+
+    def _per_lane(self, prim: Any, node: I.IPrim, args: list[Any]) -> Lanes:
+        """The reference semantics: the primitive once per lane, on that lane's values."""
+        out = []
+        for i in range(self.n):
+            v = super().call_prim(prim, node, [lane_view(a, i) for a in args])
+            if is_distribution(v) and not self.fuzzy:
+                raise NotBatchable("a distribution")
+            out.append(v)
+        return Lanes(out)
+
+
+def _transpose(value: Lanes, n: int) -> Any:
+    vals = value.values()
+    if not vals or not all(type(v) is tuple and len(v) == len(vals[0]) for v in vals):
+        raise NotBatchable("tuple pattern on lanes that are not tuples")
+    return tuple(Lanes([v[j] for v in vals]) for j in range(len(vals[0])))
+
+
+# ---- primitives with a batched implementation ------------------------------------------------------
+
+def _int_lanes(v: Any, n: int) -> Optional[tuple[np.ndarray, bool]]:
+    """(int64 array, is-a-Fraction) for integer lanes or an integral constant; None otherwise."""
+    if type(v) is Lanes and isinstance(v.data, np.ndarray) and v.data.dtype == np.int64:
+        return v.data, v.frac
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int) or (isinstance(v, Fraction) and v.denominator == 1):
+        q = int(v)
+        if abs(q) < _INT_SAFE:
+            return np.full(n, q, dtype=np.int64), isinstance(v, Fraction)
+    return None
+
+
+def _small(a: np.ndarray) -> bool:
+    return a.size == 0 or int(np.abs(a).max()) < _INT_SAFE
+
+
+def _b_arith(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """+, -, max, min, comparisons, neg, abs on integer lanes: numpy on int64 (exact below 2^61).
+    The exact scalar semantics turn ints into Fractions, so the results are Fractions too."""
+    ints = [_int_lanes(a, ev.n) for a in args]
+    if any(x is None for x in ints) or not all(_small(a) for a, _ in ints):  # type: ignore[union-attr]
+        return NotImplemented
+    arrays = [a for a, _ in ints]  # type: ignore[misc]
+    name = prim.name
+    if name in _CMP_OPS:
+        return Lanes(_CMP_OPS[name](*arrays))
+    if name == "neg":
+        return Lanes(-arrays[0], True)
+    if name == "abs":
+        return Lanes(np.abs(arrays[0]), True)
+    if name == "mul":
+        a, b = arrays
+        if int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) >= _INT_SAFE:
+            return NotImplemented
+        return Lanes(a * b, True)
+    return Lanes(_INT_OPS[name](*arrays), True)
+
+
+def _ratios(v: Any, n: int) -> Optional[list[tuple[int, int]]]:
+    """(numerator, denominator) per lane for lanes of finite floats, ints and Fractions (or such
+    a constant); None for anything else (infinities and NaN keep the reference path)."""
+    if type(v) is Lanes:
+        vals = v.values()
+    elif isinstance(v, (int, float, Fraction)) and not isinstance(v, bool):
+        vals = [v]
+    else:
+        return None
+    out = []
+    for x in vals:
+        t = type(x)
+        if t is float:
+            if x - x != 0:  # inf or NaN
+                return None
+            out.append(x.as_integer_ratio())
+        elif t is Fraction:
+            out.append((x.numerator, x.denominator))
+        elif t is int:
+            out.append((x, 1))
+        else:
+            return None
+    return out * n if type(v) is not Lanes else out
+
+
+def _b_exact(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """+, -, *, / on lanes of released floats and exact numbers: the exact scalar semantics
+    (Fractions; 0 * x = 0, x / 0 = 0) computed from integer ratios, one Fraction per lane."""
+    if len(args) != 2:
+        return NotImplemented
+    a, b = _ratios(args[0], ev.n), _ratios(args[1], ev.n)
+    if a is None or b is None:
+        return NotImplemented
+    name = prim.name
+    if name == "add":
+        out = [Fraction(p1 * q2 + p2 * q1, q1 * q2) for (p1, q1), (p2, q2) in zip(a, b)]
+    elif name == "sub":
+        out = [Fraction(p1 * q2 - p2 * q1, q1 * q2) for (p1, q1), (p2, q2) in zip(a, b)]
+    elif name == "mul":
+        out = [Fraction(p1 * p2, q1 * q2) for (p1, q1), (p2, q2) in zip(a, b)]
+    else:  # div
+        out = [Fraction(p1 * q2, q1 * p2) if p2 else Fraction(0) for (p1, q1), (p2, q2) in zip(a, b)]
+    return Lanes(out)
+
+
+def _b_numeric(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    out = _b_arith(ev, prim, node, args) if prim.name != "div" else NotImplemented
+    if out is NotImplemented and prim.name in ("add", "sub", "mul", "div"):
+        out = _b_exact(ev, prim, node, args)
+    return out
+
+
+def _b_count(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    (b,) = args
+    if type(b) is LaneBag:
+        return Lanes(np.bincount(b.lanes, minlength=b.n).astype(np.int64))
+    if type(b) is ThresholdBags:
+        return Lanes(b.counts())
+    return NotImplemented
+
+
+def _b_groupby(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    from ..primitives.partitions import key_codes
+    from .vectorize import row_function
+
+    key, b = args
+    if type(b) is not LaneBag or has_lanes(key):
+        return NotImplemented
+    from ..primitives.partitions import base_key_codes
+    from .interpreter import Context
+
+    keys = tuple(node.info["keys"])
+    full = base_key_codes(Context(ev, node.info, node.span), key, b.base)
+    if full is not None:
+        codes = full[b.rows]
+    else:
+        codes = np.asarray(key_codes(row_function(ev.state, key)(b.selected()), node.info))
+    return {k: b.sub(codes == j) for j, k in enumerate(keys)}
+
+
+def _b_filter(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    from ..primitives.bags import _truth
+    from .vectorize import row_function
+
+    p, b = args
+    if type(b) is LaneBag and not has_lanes(p):
+        keep = _truth(row_function(ev.state, p)(b.selected()))
+        return b.sub(keep) if prim.name == "filter" else (b.sub(keep), b.sub(~keep))
+    if not has_lanes(b) and type(p) is Closure:
+        pair = _thresholds(ev, p, b)
+        if pair is None:
+            return NotImplemented
+        return pair[0] if prim.name == "filter" else pair
+    return NotImplemented
+
+
+def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[ThresholdBags, ThresholdBags]]:
+    """`fun r -> e OP c` (or `c OP e`) with e a numeric column not reading any lane value and c a
+    variable holding a numeric lane value: the two sides of the split as threshold bags."""
+    from .vectorize import apply_rows
+
+    p = _unwrapped(ev, p)
+    body, params = p.body, p.params
+    if not isinstance(body, I.IPrim) or body.name not in _FLIP or len(body.args) != 2 or not params:
+        return None
+    row = params[0]
+    lane_names = {k for k in _read_names(body) if k in p.env and has_lanes(p.env[k])}
+    left, right = body.args
+    op = body.name
+    if _mentions(left, {row}) and not _mentions(right, {row}) and not _mentions(left, lane_names):
+        col_ir, c_ir = left, right
+    elif _mentions(right, {row}) and not _mentions(left, {row}) and not _mentions(right, lane_names):
+        col_ir, c_ir, op = right, left, _FLIP[op]
+    else:
+        return None
+    if not isinstance(c_ir, I.IVar):
+        # Only the candidate itself: inside a row function `c + 0.1` is float arithmetic, which
+        # the exact evaluation here would round differently.
+        return None
+    c = ev.eval(c_ir, dict(p.env))
+    vals = c.values() if type(c) is Lanes else None
+    if vals is None or not all(_is_number(v) for v in vals):
+        return None
+    col = apply_rows(ev.state, Closure(p.env, params, col_ir), b)
+    if not isinstance(col, pd.Series):
+        return None
+    arr = col.to_numpy()
+    if arr.dtype == np.int64:
+        if arr.size and int(np.abs(arr).max()) >= _FLOAT_EXACT_INT:
+            return None
+        arr = arr.astype(np.float64)
+    elif arr.dtype != np.float64:
+        return None
+    ts = [as_float(v) if not isinstance(v, float) else v for v in vals]
+    return (ThresholdBags(b, arr, op, ts, False), ThresholdBags(b, arr, op, ts, True))
+
+
+def _unwrapped(ev: LaneEvaluator, p: Closure) -> Closure:
+    """`fun x -> f x` as f itself (a lambda the checker made around a function's code)."""
+    for _ in range(8):
+        body = p.body
+        if not (isinstance(body, I.IApply) and p.params and len(body.args) == 1
+                and isinstance(body.args[0], I.IVar) and body.args[0].name == p.params[0]):
+            return p
+        if _mentions(body.fn, {p.params[0]}):
+            return p
+        fn = ev.eval(body.fn, dict(p.env))
+        if type(fn) is not Closure:
+            return p
+        if body.body is None:
+            if fn.body is None or not fn.params or len(fn.params) != 1:
+                return p
+            p = fn
+        else:
+            if not body.params or len(body.params) != 1:
+                return p
+            p = Closure(fn.env, body.params, body.body)
+    return p
+
+
+def _is_number(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float, Fraction, np.integer, np.floating))
+
+
+def _mentions(node: Any, names: set[str]) -> bool:
+    """Whether the IR reads one of `names` (conservatively: a name bound again inside counts)."""
+    return bool(names) and not _read_names(node).isdisjoint(names)
+
+
+def _b_structural(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """`part ps k`, `values ps`: they move parts around without reading them, so lane values
+    pass through (the partition itself, a dict, is the same for every lane)."""
+    if type(args[0]) is not dict and not isinstance(args[0], dict):
+        return NotImplemented
+    return prim.run(*args)
+
+
+_SPECIAL = {name: _b_numeric for name in ("add", "sub", "max", "min", "mul", "div", "neg", "abs", *_CMP_OPS)}
+_SPECIAL.update({"part": _b_structural, "values": _b_structural, "count": _b_count, "groupby": _b_groupby, "filter": _b_filter, "split": _b_filter})
+
+
+# ---- entry points: pmap and selection scores ---------------------------------------------------------
+
+def batching(ctx: Any) -> bool:
+    interp = getattr(ctx, "interp", None)
+    return interp is not None and getattr(interp.state, "batch", False) and interp.exact and type(interp) in (Interpreter, LaneEvaluator)
+
+
+def _run(ctx: Any, fn: Any, arg: Any, n: int) -> Optional[Any]:
+    """fn applied to the lane value `arg` on a lane evaluator; None when not batchable (or on
+    any error: the caller's one-run-per-input path then reproduces the real behaviour)."""
+    state = ctx.interp.state
+    depth, calls, fallbacks = state.depth, state.row_calls, state.fallbacks
+    try:
+        return LaneEvaluator(state, n).apply(fn, [arg])
+    except Exception:  # noqa: BLE001 - NotBatchable, or anything the reference path must decide
+        state.depth, state.row_calls, state.fallbacks = depth, calls, fallbacks
+        return None
+
+
+def batched_pmap(ctx: Any, fn: Any, ps: dict) -> Optional[dict]:
+    """pmap fn ps in one evaluation over all parts, or None (then: one call per part)."""
+    if type(fn) is not Closure or not batching(ctx) or len(ps) < 2 or has_lanes(fn):
+        return None
+    arg = _parts_as_lanes(ps)
+    if arg is None:
+        return None
+    out = _run(ctx, fn, arg, len(ps))
+    if out is None:
+        return None
+    return dict(zip(ps, unlane(out, len(ps))))
+
+
+def batched_scores(ctx: Any, score: Any, candidates: list[Any]) -> Optional[list[Any]]:
+    """The score of every candidate in one evaluation, or None (then: one call per candidate)."""
+    if type(score) is not Closure or not batching(ctx) or len(candidates) < 2 or has_lanes(score):
+        return None
+    out = _run(ctx, score, Lanes(list(candidates)), len(candidates))
+    if out is None:
+        return None
+    if type(out) is Lanes:
+        return out.values()
+    if has_lanes(out):
+        return None
+    return [out] * len(candidates)  # the score does not depend on the candidate
+
+
+def _parts_as_lanes(ps: dict) -> Optional[Any]:
+    """A partition's parts as one lane value: a LaneBag when they are the parts of one bag's
+    groupby (or masked bags over one base), the values themselves otherwise."""
+    parts = list(ps.values())
+    codes = getattr(ps, "codes", None)
+    if codes is not None:
+        rows = np.flatnonzero(codes >= 0)
+        return LaneBag(ps.base, rows, codes[rows].astype(np.int64), len(parts))
+    if all(type(p) is MaskedBag for p in parts) and len({id(p.base) for p in parts}) == 1:
+        lanes = np.full(len(parts[0].base), -1, dtype=np.int64)
+        for i, p in enumerate(parts):
+            m = p.mask
+            if (lanes[m] >= 0).any():
+                return None  # overlapping parts: not a partition of one bag
+            lanes[m] = i
+        rows = np.flatnonzero(lanes >= 0)
+        return LaneBag(parts[0].base, rows, lanes[rows], len(parts))
+    if any(isinstance(p, (pd.DataFrame, pd.Series, MaskedBag)) for p in parts):
+        return None
+    return Lanes(parts)

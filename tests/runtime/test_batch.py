@@ -1,0 +1,226 @@
+"""Batched evaluation (fuzzpy/runtime/batch.py): pmap over every part and selection scores over
+every candidate in one evaluation.  It must change speed, never values: every test compares the
+batched run with the unbatched one (`batch=False`: one call per part / candidate, no remembered
+key codes) under the same seed, value for value, including the exact types (int, Fraction) of
+what reaches a mechanism."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fuzzpy.checking.program import check_file, check_source
+from fuzzpy.runtime.data import load_table
+from fuzzpy.runtime.interpreter import Context, Interpreter, RunState, run_program
+from fuzzpy.runtime.samplers import RandomSource
+
+ROOT = Path(__file__).resolve().parents[2]
+ADULT = ROOT / "examples" / "data" / "adult_sample.csv"
+
+
+def both(report, tables, seed=3):
+    """(batched, unbatched) runs: released values with their types, and the result."""
+    out = []
+    for batch in (True, False):
+        r = run_program(report.entry_instance, tables, RandomSource.seeded(seed), batch=batch)
+        out.append(([(rec.keys, rec.value, type(rec.value)) for rec in r.releases], r.value))
+    return out
+
+
+@pytest.fixture
+def adult_tables():
+    def table(report):
+        return {"db": load_table(ADULT, list(report.schemas.values())[0], table="db")}
+
+    return table
+
+
+@pytest.mark.parametrize("name,params", [
+    ("median.fz", {}),
+    ("histogram.fz", {}),
+    ("quickstart.fz", {}),
+    ("cdf.fz", {}),
+])
+def test_examples_release_the_same_values_batched_or_not(name, params, adult_tables):
+    report = check_file(ROOT / "examples" / name, params=params)
+    assert report.ok
+    batched, unbatched = both(report, adult_tables(report))
+    assert batched == unbatched and batched[0]  # something was released
+
+
+def test_the_decision_tree_batches_its_qualities_and_scores(adult_tables, monkeypatch):
+    """DiffPID3 releases the same tree batched or not, and its per-node qualities (pmap majority) really run batched, and remembered key
+    codes replace the per-node evaluation of the bucketing functions."""
+    import fuzzpy.runtime.batch as B
+
+    seen = []
+    real = B._run
+
+    def spy(ctx, fn, arg, n):
+        out = real(ctx, fn, arg, n)
+        seen.append((type(arg).__name__, out is not None))
+        return out
+
+    monkeypatch.setattr(B, "_run", spy)
+    report = check_file(ROOT / "examples" / "decision_tree.fz", params={"depth": "2", "B": "10"})
+    batched, unbatched = both(report, adult_tables(report), seed=1)
+    assert batched == unbatched and len(batched[0]) > 10  # the same tree, value for value
+    assert ("LaneBag", True) in seen  # pmap majority over the parts of a groupby, batched
+    # the attribute score starts with `if member x used`: it differs between candidates, so the
+    # exponential mechanism's scores fall back to one evaluation per candidate
+    assert ("Lanes", False) in seen
+
+
+SCHEMA = 'schema T { x : num[0, 10], n : int[0, 5], k : cat{"a", "b", "c"} }\n'
+
+
+def frame(rows=40, seed=0, nan=True):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 11, rows).astype(float)
+    if nan:
+        x[::7] = np.nan
+    return pd.DataFrame({"x": x, "n": rng.integers(0, 6, rows),
+                         "k": pd.Categorical(rng.choice(["a", "b", "c"], rows), categories=["a", "b", "c"])})
+
+
+PROGRAMS = {
+    # the median's shape: a split on a candidate threshold, both sides counted
+    "threshold split": SCHEMA + '''
+function score (db : bag T) (c : num) : num {
+  let (lo, hi) = split (fun r -> r.x < c) db;
+  0 - abs (count lo - count hi)
+}
+function main (db : bag T) : fuzzy num { exponential 1 [0, 2.5, 3, 7, 10, 11] (fun c -> score db c) }''',
+    # the candidate on the left, <= and >=, and a filter
+    "flipped comparisons": SCHEMA + '''
+function main (db : bag T) : fuzzy num {
+  exponential 1 [0, 3, 3.5, 10] (fun c -> count (filter (fun r -> c <= r.x) db) - count (filter (fun r -> r.x >= c) db)
+                                     + 2 * count (filter (fun r -> c > r.x) db))
+}''',
+    # stdlib quantile: a bag of numbers, Fraction arithmetic on the counts
+    "stdlib quantile": 'import "stdlib/stats.fz"\n' + SCHEMA + '''
+function main (db : bag T) : fuzzy num { quantile 1 (1 / 3) [0, 1, 2, 5, 9, 10] (map (fun r -> r.x) db) }''',
+    # pmap over a groupby: nested groupby, max, arithmetic with Fractions and big constants
+    "pmap qualities": SCHEMA + '''
+function q (g : bag T) : num {
+  let c = groupby (fun r -> r.n) g;
+  max (count (part c "0") + 4611686018427387904) (count (part c "3") * 3) - count (filter (fun r -> r.x > 4) g) / 3
+}
+function main (db : bag T) : fuzzy (parts {"a", "b", "c"} num) {
+  let qs = pmap q (groupby (fun r -> r.k) db);
+  each (fun v -> laplace 1 v) (pmap (fun g -> count g) (groupby (fun r -> r.k) db))
+}''',
+    # a threshold computed in the row function (float arithmetic there): not the threshold path
+    "computed threshold": SCHEMA + '''
+function main (db : bag T) : fuzzy num {
+  exponential 1 [0.2, 2.2, 5.2] (fun c -> count (filter (fun r -> r.x / 10 < c + 0.1) db))
+}''',
+    # a score whose control flow differs between candidates: falls back, same values
+    "if on the candidate": SCHEMA + '''
+function main (db : bag T) : fuzzy num {
+  exponential 1 [1, 2, 3, 4] (fun c -> if c < 3 then count db else count (filter (fun r -> r.x < c) db))
+}''',
+    # pmap results released: sums of parts (exact bounded sums, per lane)
+    "pmap sums released": SCHEMA + '''
+function main (db : bag T) : fuzzy (parts {"a", "b", "c"} num) {
+  each (fun s -> laplace 1 s) (pmap (fun g -> sum (map (fun r -> clip 0 10 r.x) g) + count g) (groupby (fun r -> r.k) db))
+}''',
+}
+
+
+# What each program must exercise: (kind of lane argument, batched?) and whether the threshold
+# split (one sort, a binary search per candidate) was used, so no test passes by falling back.
+EXPECT = {
+    "threshold split": ({("Lanes", True)}, True),
+    "flipped comparisons": ({("Lanes", True)}, True),
+    "stdlib quantile": ({("Lanes", True)}, True),
+    "pmap qualities": ({("LaneBag", True)}, False),
+    "if on the candidate": ({("Lanes", False)}, False),
+    "computed threshold": ({("Lanes", True)}, False),
+    "pmap sums released": ({("LaneBag", True)}, False),
+}
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+@pytest.mark.parametrize("nan", [True, False])
+def test_small_programs_release_the_same_values_batched_or_not(name, nan, monkeypatch):
+    import fuzzpy.runtime.batch as B
+
+    runs, thresholds = set(), []
+    real_run, real_thresholds = B._run, B._thresholds
+
+    def run(ctx, fn, arg, n):
+        out = real_run(ctx, fn, arg, n)
+        runs.add((type(arg).__name__, out is not None))
+        return out
+
+    def split(*args):
+        out = real_thresholds(*args)
+        thresholds.append(out is not None)
+        return out
+
+    monkeypatch.setattr(B, "_run", run)
+    monkeypatch.setattr(B, "_thresholds", split)
+    report = check_source(PROGRAMS[name], "t.fz")
+    assert report.ok, report.diagnostics
+    for seed in (0, 1):
+        tables = {"db": frame(seed=seed, nan=nan)}
+        batched, unbatched = both(report, tables, seed)
+        assert batched == unbatched
+    assert (runs, all(thresholds) and bool(thresholds)) == EXPECT[name]
+
+
+def test_threshold_counts_match_a_direct_count():
+    from fuzzpy.runtime.batch import ThresholdBags
+
+    col = np.array([1.0, 2.0, 2.0, np.nan, 5.0, -np.inf, np.inf])
+    ts = [2.0, np.nan, np.inf, -np.inf, 0.0, 5.0]
+    for op, fn in [("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
+        with np.errstate(invalid="ignore"):
+            expected = [int(np.count_nonzero(fn(col, t))) for t in ts]
+        assert ThresholdBags(pd.Series(col), col, op, ts, False).counts().tolist() == expected
+        assert ThresholdBags(pd.Series(col), col, op, ts, True).counts().tolist() == [len(col) - e for e in expected]
+
+
+def test_integer_lanes_keep_the_exact_types_and_guard_overflow():
+    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_arith
+
+    class P:
+        def __init__(self, name):
+            self.name = name
+
+    ev = LaneEvaluator(RunState(RandomSource.seeded(0)), 3)
+    counts = Lanes(np.array([1, 5, 0], dtype=np.int64))
+    out = _b_arith(ev, P("add"), None, [counts, Fraction(2)])
+    assert out.values() == [Fraction(3), Fraction(7), Fraction(2)] and all(type(v) is Fraction for v in out.values())
+    assert counts.values() == [1, 5, 0] and all(type(v) is int for v in counts.values())
+    assert _b_arith(ev, P("mul"), None, [counts, Fraction(2**62)]) is NotImplemented  # would overflow int64
+    assert _b_arith(ev, P("add"), None, [counts, Fraction(1, 2)]) is NotImplemented   # not an integer
+
+
+def test_pmap_of_parts_that_are_not_bags_and_of_one_part():
+    src = SCHEMA + '''
+function main (db : bag T) : fuzzy num {
+  sample ps = each (fun g -> laplace 1 (count g)) (groupby (fun r -> r.k) db);
+  return (lsum (values (pmap (fun v -> v * 2 + 1) ps)))
+}
+function lsum (xs : list num) : num { case xs of { [] => 0 | h :: t => h + lsum t } }'''
+    report = check_source(src, "t.fz")
+    assert report.ok, report.diagnostics
+    batched, unbatched = both(report, {"db": frame()})
+    assert batched == unbatched
+
+
+def test_batching_is_off_inside_row_functions_and_without_a_run():
+    from fuzzpy.runtime.batch import batched_pmap, batched_scores
+
+    class NoRun:  # a context without an interpreter (the mechanism tests' fake)
+        info = {}
+
+    assert batched_scores(NoRun(), object(), [1, 2]) is None
+    ctx = Context(Interpreter(RunState(RandomSource.seeded(0)), exact=False), {}, None)
+    assert batched_pmap(ctx, object(), {"a": 1, "b": 2}) is None
