@@ -22,7 +22,7 @@ import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable, Union
+from typing import BinaryIO, Callable, Iterable, NamedTuple, Union
 
 import numpy as np
 import pandas as pd
@@ -426,10 +426,10 @@ def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema,
     # A header seen in the sampled head lets Arrow convert only the declared columns; if Arrow
     # reads the first row otherwise, the file is read again whole.
     fields = _declared_fields(head.decode("utf-8-sig", errors="ignore"), skip, delimiter, names)
-    body, stream = _parse_file(f, tail, skip, delimiter, width, b'"' in head, fields)
-    if fields is not None and body is not None and not _names_every(body.columns, names):
-        body, stream = _parse_file(f, tail, skip, delimiter, width, b'"' in head, None)
-    identity = stream.identity()
+    parsed = _parse_file(path, tail, skip, delimiter, width, b'"' in head, fields)
+    if fields is not None and parsed.body is not None and not _names_every(parsed.body.columns, names):
+        parsed = _parse_file(path, tail, skip, delimiter, width, b'"' in head, None)
+    body, identity = parsed.body, parsed.identity
     if body is None and _longest_line(f) > _BLOCK_BYTES:
         raise _row_too_long(path, table)
     if body is None or not all(t == _TEXT for t in body.schema.types):
@@ -458,8 +458,14 @@ def _names_every(cols: list[pa.ChunkedArray], names: list[str]) -> bool:
     return bool(cols) and len(cols[0]) > 0 and set(names) <= {str(c[0].as_py()).strip() for c in cols}
 
 
-def _parse_file(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
-                fields: list[int] | None) -> tuple[pa.Table | None, HashingReader]:
+class _Parsed(NamedTuple):
+    body: pa.Table | None  # every field read (or those asked for) as text; None if Arrow refused
+    identity: str | None   # the identity of the bytes parsed, when Arrow read the file
+    quote_seen: bool       # whether a quote character occurred in what was read
+
+
+def _parse_file(path: Path, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
+                fields: list[int] | None) -> _Parsed:
     """`_parse_text` in the cheapest mode that reads the file.
 
     Line breaks inside quoted cells cost Arrow a slower parse: allowed only where a quote
@@ -467,20 +473,25 @@ def _parse_file(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int,
     the sampled head is read again with them allowed.  Likewise blocks of the size a 16 MiB
     row needs cost more than small ones; the block size changes whether Arrow can read a row,
     never what it reads, so a refusal is retried with big blocks."""
-    body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _SMALL_BLOCK, fields)
-    if stream.seen and not quoted:
+    parsed = _parse_text(path, tail, skip, delimiter, width, quoted, _SMALL_BLOCK, fields)
+    if parsed.quote_seen and not quoted:
         quoted = True
-        body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _SMALL_BLOCK, fields)
-    if body is None:
-        body, stream = _parse_text(f, tail, skip, delimiter, width, quoted, _BLOCK_BYTES, fields)
-    return body, stream
+        parsed = _parse_text(path, tail, skip, delimiter, width, quoted, _SMALL_BLOCK, fields)
+    if parsed.body is None:
+        parsed = _parse_text(path, tail, skip, delimiter, width, quoted, _BLOCK_BYTES, fields)
+    return parsed
 
 
-def _parse_text(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
-                block: int, fields: list[int] | None) -> tuple[pa.Table | None, HashingReader]:
-    """The fields (all, or those at `fields`) as text (None if Arrow refuses the file), and the
-    hashing reader that fed it."""
-    f.seek(0)
+def _parse_text(path: Path, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
+                block: int, fields: list[int] | None) -> _Parsed:
+    """One attempt, on a handle of its own: after a refusal Arrow's read-ahead may still be
+    reading, and must not move the position another attempt reads from."""
+    with open_regular(path) as f:
+        return _parse_handle(f, tail, skip, delimiter, width, quoted, block, fields)
+
+
+def _parse_handle(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
+                  block: int, fields: list[int] | None) -> _Parsed:
     stream = HashingReader(f, watch=b'"')
     source = io.BufferedReader(stream if tail.endswith((b"\n", b"\r")) else _EndsWithNewline(stream),
                                _SNIFF_BYTES)
@@ -496,10 +507,10 @@ def _parse_text(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int,
     try:
         with warnings.catch_warnings():  # a parser warning could quote a line of the file
             warnings.simplefilter("ignore")
-            return pcsv.read_csv(source, read_options=read, parse_options=parse,
-                                 convert_options=convert), stream
+            body = pcsv.read_csv(source, read_options=read, parse_options=parse, convert_options=convert)
     except (pa.ArrowException, OSError, ValueError):
-        return None, stream  # Arrow's own message quotes the offending row: never pass it on.
+        return _Parsed(None, None, stream.seen)  # Arrow's own message quotes the offending row: never pass it on.
+    return _Parsed(body, stream.identity(), stream.seen)
 
 
 def _row_too_long(path: Path, table: str) -> FuzzError:
