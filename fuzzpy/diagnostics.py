@@ -96,6 +96,9 @@ CODES: dict[str, str] = {
     "E1018": "no access token configured on the client",
     "E1019": "no such endpoint",
     "E1020": "the curator service is not installed",
+    # E18xx: estimates from released values (fuzzpy/primitives/estimates.py)
+    "E1801": "an estimate is computed from released (public) values only",
+    "E1802": "an estimate's bound or level must be a public constant",
 }
 
 

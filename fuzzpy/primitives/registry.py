@@ -182,5 +182,5 @@ def _load() -> None:
         return
     with _load_lock:
         if not _loaded:
-            from . import arith, bags, library, mechanisms, ordered, partitions, trees, vectors  # noqa: F401 - registers
+            from . import arith, bags, estimates, library, mechanisms, ordered, partitions, trees, vectors  # noqa: F401
             _loaded = True
