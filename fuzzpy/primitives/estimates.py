@@ -140,7 +140,7 @@ def _pct(p: Fraction) -> str:
     return f"{100 * float(p):g}%"
 
 
-@primitive("mean_estimate", ("lo", "hi", "s", "n"), "(lo : num) -> (hi : num) -> num -> num -> num[lo, hi]",
+@primitive("mean_estimate", ("lo", "hi", "s", "n"), "(lo : num) -> (hi : num) -> num -> num -> num   (public arguments only)",
            "mean_estimate lo hi s n: the mean s / n of a released clipped sum s and a released count n, "
            "clamped into [lo, hi] (the midpoint when n < 1). Post-processing of released values: the run "
            "shows it with a 95% interval for the exact mean, from the two releases' accuracy.",
@@ -156,7 +156,7 @@ def _mean_estimate(ctx, args, span):
     for arg, what in ((s, "sum"), (n, "count")):
         _number(ctx, arg, "mean_estimate", what)
         _public(ctx, arg, "mean_estimate", what)
-    return Result(Num(l, h, False), {})
+    return Result(Num(), {})  # unbounded: a saturated release may make it NaN, as s / n was before
 
 
 # ---- rank_estimate ------------------------------------------------------------------------------
@@ -204,7 +204,7 @@ def _run_rank(ctx, q, c):
     return c
 
 
-@primitive("rank_estimate", ("q", "c"), "(q : num) -> 'c -> 'c",
+@primitive("rank_estimate", ("q", "c"), "(q : num) -> 'c -> 'c   (public arguments only)",
            "rank_estimate q c: c, a quantile released by the exponential mechanism with stdlib's "
            "quantile_score q; the run states its accuracy in ranks (|#(values < c) - q n| beyond the best "
            "candidate's) with the neighbouring candidates, not in score units.",
@@ -258,7 +258,7 @@ def _run_bound(ctx, slack, cands, answers):
     return value
 
 
-@primitive("chosen_bound", ("slack", "cands", "answers"), "(slack : num) -> list num -> list bool -> num",
+@primitive("chosen_bound", ("slack", "cands", "answers"), "(slack : num) -> list num -> list bool -> num   (public arguments only)",
            "chosen_bound slack cands answers: the first candidate bound answered true (the last candidate if "
            "none), for the answers of stdlib/adaptive.fz bound_answers with this slack; the run shows the "
            "bound as a value, with what the sparse vector says about the number of values above it.",
