@@ -140,7 +140,7 @@ def _pct(p: Fraction) -> str:
     return f"{100 * float(p):g}%"
 
 
-@primitive("mean_estimate", ("lo", "hi", "s", "n"), "(lo : num) -> (hi : num) -> num -> num -> num   (public arguments only)",
+@primitive("mean_estimate", ("lo", "hi", "s", "n"), "(lo : num) -> (hi : num) -> num -> num -> num[lo, hi]   (public arguments only)",
            "mean_estimate lo hi s n: the mean s / n of a released clipped sum s and a released count n, "
            "clamped into [lo, hi] (the midpoint when n < 1). Post-processing of released values: the run "
            "shows it with a 95% interval for the exact mean, from the two releases' accuracy.",
@@ -156,7 +156,7 @@ def _mean_estimate(ctx, args, span):
     for arg, what in ((s, "sum"), (n, "count")):
         _number(ctx, arg, "mean_estimate", what)
         _public(ctx, arg, "mean_estimate", what)
-    return Result(Num(), {})  # unbounded: a saturated release may make it NaN, as s / n was before
+    return Result(Num(l, h, False), {})  # the type `clip lo hi (s / n)` had before
 
 
 # ---- rank_estimate ------------------------------------------------------------------------------
