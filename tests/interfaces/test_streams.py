@@ -66,7 +66,7 @@ def test_check_sarif_and_folder_json_are_strict_json():
     assert sarif.returncode == 0, sarif.stderr
     assert _smoke().strict_json(sarif.stdout)["version"] == "2.1.0"
     folder = fuzzpy("check", "examples", "--format", "json")
-    assert [f["ok"] for f in _smoke().strict_json(folder.stdout)["files"]] == [True] * len(list(EXAMPLES.glob("*.fz")))
+    assert [f["ok"] for f in _smoke().strict_json(folder.stdout)["files"]] == [True] * len(list(EXAMPLES.rglob("*.fz")))
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLES.glob("*.fz")))

@@ -278,3 +278,18 @@ function main (db : bag T) : fuzzy num {
 }'''
     report = fuzzpy.check(prog)
     assert [d.code for d in report.errors] == ["E1801"]
+
+
+def test_gauss_mean_interval_uses_the_gaussian_bounds_at_half_the_failure_probability():
+    prog = '''import "stdlib/stats.fz"
+schema T { x : num[0, 10] }
+function main (db : bag T) : fuzzy num { sample g = gauss_mean 0.5 0 10 (map (fun r -> r.x) db); return g }
+'''
+    res = fuzzpy.run(prog, pd.DataFrame({"x": np.linspace(0, 10, 500)}), budget=6, delta=1e-6, seed=0)
+    (est,) = res.estimates
+    s, n = res.releases
+    assert (s.label, n.label, est.label) == ("g.sum", "g.count", "g")
+    # at 97.5% each, the bounds are wider than the releases' own 95% ones
+    inner = ratio_interval(F(0), F(10), F(s.value), F(s.accuracy.bound), F(n.value), F(n.accuracy.bound))
+    assert est.interval[0] < inner[0] and est.interval[1] > inner[1]
+    assert est.interval[0] <= 5 <= est.interval[1]
