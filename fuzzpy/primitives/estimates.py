@@ -96,8 +96,8 @@ def _run_mean(ctx, lo, hi, s, n):
 
     value = mean_value(lo, hi, s, n)
     find = getattr(ctx, "release_of", None)
-    rs = find(s, ADDITIVE) if find else None
-    rn = find(n, ADDITIVE) if find else None
+    rs = find(s, ADDITIVE, 2) if find else None  # the sum and the count: the last two releases
+    rn = find(n, ADDITIVE, 2) if find else None
     if rs is None or rn is None or "bound_at" not in rs.extra or "bound_at" not in rn.extra:
         return value  # not released values passed on unchanged: no statement
     sources = (rs,) if rs is rn else (rs, rn)
@@ -236,10 +236,10 @@ def first_selected(cands: tuple, answers: tuple) -> tuple[Any, Optional[int]]:
 def _run_bound(ctx, slack, cands, answers):
     from ..runtime.values import EstimateRecord
 
+    find = getattr(ctx, "release_of", None)
+    rec = find(answers, ("above_threshold",)) if find else None  # before any copy: by identity
     cands, answers = tuple(cands), tuple(answers)
     value, index = first_selected(cands, answers)
-    find = getattr(ctx, "release_of", None)
-    rec = find(answers, ("above_threshold",)) if find else None
     sx = _exact(slack)
     if rec is None or sx is None or rec.extra.get("threshold") != -sx or rec.extra.get("queries") != cands:
         return value  # not the answers of bound_answers over these candidates: no statement

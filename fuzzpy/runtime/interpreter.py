@@ -99,14 +99,16 @@ class Context:
         state.releases.append(ReleaseRecord(mechanism, self.span, Fraction(epsilon), Fraction(scale), accuracy,
                                             value, None, tuple(state.keys), dict(extra), site))
 
-    def release_of(self, value: Any, mechanisms: tuple[str, ...]) -> Optional[ReleaseRecord]:
-        """The latest release by one of `mechanisms` whose value (or one of whose coordinates)
-        is this very object: the provenance of a released value passed on unchanged.  Additive
-        mechanisms return fresh float objects, so identity names exactly one release."""
+    def release_of(self, value: Any, mechanisms: tuple[str, ...], window: int = 1) -> Optional[ReleaseRecord]:
+        """Among the last `window` releases, the latest by one of `mechanisms` whose value (or one
+        of whose coordinates) is this very object: the provenance of a released value passed on
+        unchanged.  Additive mechanisms return fresh float objects, so identity names exactly
+        one release; an estimate is made right after its releases, hence the small window."""
         releases = self.interp.state.releases
-        for rec in reversed(releases[-PROVENANCE_WINDOW:]):
-            if rec.mechanism in mechanisms and (rec.value is value or (
-                    isinstance(rec.value, tuple) and any(v is value for v in rec.value))):
+        for rec in reversed(releases[-min(window, PROVENANCE_WINDOW):]):
+            if rec.mechanism in mechanisms and (rec.value is value or (  # a coordinate: fresh floats only
+                    rec.mechanism in ("laplace", "gaussian") and isinstance(rec.value, tuple)
+                    and any(v is value for v in rec.value))):
                 return rec
         return None
 

@@ -293,3 +293,17 @@ function main (db : bag T) : fuzzy num { sample g = gauss_mean 0.5 0 10 (map (fu
     inner = ratio_interval(F(0), F(10), F(s.value), F(s.accuracy.bound), F(n.value), F(n.accuracy.bound))
     assert est.interval[0] < inner[0] and est.interval[1] > inner[1]
     assert est.interval[0] <= 5 <= est.interval[1]
+
+
+def test_only_the_release_made_just_before_is_restated():
+    """An estimate is made right after its releases: an older release is never attributed."""
+    prog = '''schema T { x : num[0, 10] }
+function main (db : bag T) : fuzzy num {
+  sample c = exponential 1 [1, 2] (fun k -> count db);
+  sample n = laplace 1 (count db);
+  return (rank_estimate 0.5 c)
+}'''
+    res = fuzzpy.run(prog, pd.DataFrame({"x": [1.0, 2.0]}), budget=2, seed=0)
+    c, n = res.releases
+    assert c.accuracy.what == "best score - score of the chosen candidate" and res.value == c.value
+    assert res.estimates == []
