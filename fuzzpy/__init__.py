@@ -17,7 +17,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_API = ("check", "run", "Report", "Result", "Released", "Accuracy", "Spending", "Mechanism", "FuzzpyError")
+_API = ("check", "run", "Report", "Result", "Released", "Accuracy", "Estimate", "Spending", "Mechanism", "FuzzpyError")
 __all__ = [*_API, "load_ipython_extension", "__version__"]
 
 

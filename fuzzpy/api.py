@@ -181,6 +181,24 @@ class Released:
 
 
 @dataclass
+class Estimate:
+    """A value computed from releases (post-processing: it costs nothing more), with what their
+    accuracy implies in the user's units: a group mean with a 95% `interval` for the exact mean
+    (None when there is none), an adaptively chosen clip bound (docs/runtime.md, "Estimates")."""
+
+    label: str
+    kind: str
+    keys: tuple[str, ...]
+    value: Any
+    interval: Optional[tuple[float, float]]
+    beta: float
+    words: str
+    sources: list[str]          # the labels of the releases it is computed from
+    location: Optional[str]
+    bounded: bool = True        # False: the noise bounds nothing (the interval is the clip range)
+
+
+@dataclass
 class Spending:
     """A dataset's total spent on the ledger after this run, and its cap (None: no cap).
 
@@ -203,15 +221,20 @@ class Result:
     budget: Fraction
     spending: list[Spending]
     seeded: bool = False
+    estimates: list[Estimate] = field(default_factory=list)
 
     def to_frame(self) -> Any:
-        """One row per released value: label, keys, value, epsilon, accuracy."""
+        """One row per released value (label, keys, value, epsilon, accuracy), then one per
+        estimate (mechanism "estimate: KIND", epsilon 0: it costs nothing more)."""
         import pandas as pd
 
         rows = [{"label": r.label, "key": "/".join(r.keys) or None, "value": r.value, "epsilon": float(r.epsilon),
                  "mechanism": r.mechanism, "low": r.accuracy.interval[0] if r.accuracy and r.accuracy.interval else None,
                  "high": r.accuracy.interval[1] if r.accuracy and r.accuracy.interval else None,
                  "accuracy": r.accuracy.words if r.accuracy else None} for r in self.releases]
+        rows += [{"label": e.label, "key": "/".join(e.keys) or None, "value": e.value, "epsilon": 0.0,
+                  "mechanism": f"estimate: {e.kind}", "low": e.interval[0] if e.interval else None,
+                  "high": e.interval[1] if e.interval else None, "accuracy": e.words} for e in self.estimates]
         return pd.DataFrame(rows)
 
     @property
@@ -367,7 +390,22 @@ def _result(raw: Any, result: Any, spending: list[Spending], seeded: bool) -> Re
             acc = Accuracy(bound, beta or 0.0, what, accuracy_words(r.accuracy, r.value), interval)
         releases.append(Released(name, tuple(r.keys), _python(r.value), r.epsilon, r.mechanism, acc,
                                  location(r, raw.file)))
-    return Result(_python(result.value), releases, raw.guarantee.epsilon, raw.budget, spending, seeded)
+    return Result(_python(result.value), releases, raw.guarantee.epsilon, raw.budget, spending, seeded,
+                  _estimates(raw, getattr(result, "estimates", [])))
+
+
+def _estimates(raw: Any, estimates: list) -> list[Estimate]:
+    """The run's estimates as the command line's JSON states them (interfaces/run_command.py)."""
+    from .interfaces.results import estimate_labels, estimate_location, labels
+    from .interfaces.run_command import estimate_json
+
+    out = []
+    for e, name in zip(estimates, estimate_labels(estimates, raw.file, raw.sources)):
+        js = estimate_json(e, name, estimate_location(e, raw.file), labels(list(e.sources), raw.file, raw.sources))
+        interval = (js["low"], js["high"]) if js["low"] is not None and js["high"] is not None else None
+        out.append(Estimate(name, e.kind, tuple(js["keys"]), _python(e.value), interval, js["beta"], js["words"],
+                            js["from"], js["where"], e.bounded))
+    return out
 
 
 def _python(v: Any) -> Any:
@@ -382,4 +420,4 @@ def _python(v: Any) -> Any:
     return v
 
 
-__all__ = ["check", "run", "Report", "Result", "Released", "Accuracy", "Spending", "Mechanism", "FuzzpyError"]
+__all__ = ["check", "run", "Report", "Result", "Released", "Accuracy", "Estimate", "Spending", "Mechanism", "FuzzpyError"]

@@ -49,6 +49,10 @@ def result_html(result: Any) -> str:
         rows.append(f"<tr><td>{_cell(r.label)}</td><td>{_num(r.value)}</td><td>{_cell(show(r.epsilon))}</td>"
                     f"<td>{interval}</td><td>{_cell(acc.words if acc else '')}</td>"
                     f"<td><code>{_cell(r.location or '')}</code></td></tr>")
+    for e in getattr(result, "estimates", []):
+        interval = f"[{_num(e.interval[0])}, {_num(e.interval[1])}]" if e.interval else ""
+        rows.append(f"<tr><td>{_cell(e.label)}</td><td>{_num(e.value)}</td><td>0 (estimate)</td>"
+                    f"<td>{interval}</td><td>{_cell(e.words)}</td><td><code>{_cell(e.location or '')}</code></td></tr>")
     table = ("<table><tr><th>release</th><th>value</th><th>epsilon</th><th>95% interval</th><th>accuracy</th>"
              f"<th>where</th></tr>{''.join(rows)}</table>")
     head = f"<b>fuzzpy run</b>: epsilon {_cell(show(result.epsilon))} of budget {_cell(show(result.budget))}"

@@ -32,9 +32,33 @@ def release_span(r: Any, program: str) -> Any:
     return r.span if _own(r.span, program) or r.site is None else r.site
 
 
+def _keys(r: Any) -> str:
+    return "".join(f"[{k}]" for k in r.keys)
+
+
+def _role(r: Any) -> str:
+    role = getattr(r, "role", None)
+    return "" if not role else f".({role.replace(' and ', ', ')})" if " and " in role else f".{role}"
+
+
 def labels(releases: list, program: str, sources: dict[str, str]) -> list[str]:
-    """Each release's label with its partition keys; repeats numbered #1, #2, ... in order."""
-    raw = [base_label(r, program, sources) + "".join(f"[{k}]" for k in r.keys) for r in releases]
+    """Each release's label with its part in an estimate (`.sum`, `.count`) and its partition
+    keys; repeats numbered #1, #2, ... in order."""
+    return _numbered([base_label(r, program, sources) + _role(r) + _keys(r) for r in releases])
+
+
+def estimate_labels(estimates: list, program: str, sources: dict[str, str]) -> list[str]:
+    """An estimate is named after the release(s) it is computed from (`means[Female]` for the
+    releases `means.sum[Female]` and `means.count[Female]`, `b.bound` for the answers `b.answers`)."""
+    return _numbered([base_label(e.sources[0], program, sources) + e.suffix + _keys(e.sources[0])
+                      for e in estimates])
+
+
+def estimate_location(e: Any, program: str) -> Optional[str]:
+    return location(e.sources[0], program)
+
+
+def _numbered(raw: list[str]) -> list[str]:
     total, seen = Counter(raw), Counter()
     out = []
     for lab in raw:

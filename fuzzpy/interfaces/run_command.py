@@ -297,7 +297,7 @@ class _Run:
             from .plot import plot_releases
 
             try:
-                plot_releases(self.release_rows(result.releases), self.opts.plot, f"{self.report.file} ({self.report.entry})")
+                plot_releases(self.release_rows(result.releases, getattr(result, "estimates", [])), self.opts.plot, f"{self.report.file} ({self.report.entry})")
             except FuzzError as exc:
                 print_diagnostics(exc.diagnostics)
                 return EXIT_USAGE
@@ -358,13 +358,15 @@ class _Run:
     def emit_success(self, result: Any) -> None:
         report = self.report
         inner = getattr(report.entry_type, "inner", None)
+        estimates = getattr(result, "estimates", [])
         if self.opts.fmt == "json":
             typer.echo(dumps({**self.header_json(), "ok": True,
                               "releases": self.releases_json(result.releases),
+                              "estimates": self.estimates_json(estimates),
                               "result": value_json(result.value, inner), "spending": self.spending_json()}, indent=2))
             return
         if self.opts.fmt == "csv":
-            typer.echo(self.releases_csv(result.releases), nl=False)
+            typer.echo(self.releases_csv(result.releases, estimates), nl=False)
             for line in self.spending_text():
                 typer.echo(line, err=True)
             return
@@ -372,6 +374,10 @@ class _Run:
         if result.releases:
             typer.echo("released:")
             for line in self.releases_text(result.releases):
+                typer.echo("  " + line)
+        if estimates:
+            typer.echo(ESTIMATES_HEADING)
+            for line in self.estimates_text(estimates):
                 typer.echo("  " + line)
         typer.echo(f"result: {value_text(result.value, inner)}")
         for line in self.spending_text():
@@ -404,19 +410,33 @@ class _Run:
                         else show(cap.delta)})
         return out
 
-    def release_rows(self, releases: list) -> list[dict]:
+    def estimates_json(self, estimates: list) -> list[dict]:
+        from .results import estimate_labels, estimate_location, labels
+
+        names = estimate_labels(estimates, self.report.file, self.report.sources)
+        return [estimate_json(e, name, estimate_location(e, self.report.file),
+                              labels(list(e.sources), self.report.file, self.report.sources))
+                for e, name in zip(estimates, names)]
+
+    def estimates_text(self, estimates: list) -> list[str]:
+        return [estimate_text(js) for js in self.estimates_json(estimates)]
+
+    def release_rows(self, releases: list, estimates: Optional[list] = None) -> list[dict]:
         import csv
         import io
 
-        rows = list(csv.DictReader(io.StringIO(self.releases_csv(releases))))
-        for row, js in zip(rows, self.releases_json(releases)):
-            row["value"] = js["value"]
+        rows = list(csv.DictReader(io.StringIO(self.releases_csv(releases, estimates))))
+        values = [js["value"] for js in self.releases_json(releases)] + \
+            [js["value"] for js in self.estimates_json(estimates or [])]
+        for row, value in zip(rows, values):
+            row["value"] = value
             row["low"] = float(row["low"]) if row["low"] else ""
             row["high"] = float(row["high"]) if row["high"] else ""
         return rows
 
-    def releases_csv(self, releases: list) -> str:
-        """label,key,value,epsilon,low,high,accuracy,where: one row per released value."""
+    def releases_csv(self, releases: list, estimates: Optional[list] = None) -> str:
+        """label,key,value,epsilon,low,high,accuracy,where: one row per released value, then one
+        per estimate (epsilon 0: computed from the releases, it costs nothing more)."""
         import csv
         import io
 
@@ -431,6 +451,10 @@ class _Run:
                 low, high = value - acc["bound"], value + acc["bound"]
             w.writerow([js["label"], "/".join(rel.keys), value if not isinstance(value, (list, dict)) else dumps(value),
                         js["epsilon"], low, high, acc.get("words", ""), js["where"] or ""])
+        for js in self.estimates_json(estimates or []):
+            w.writerow([js["label"], "/".join(js["keys"]), js["value"], 0,
+                        "" if js["low"] is None else js["low"], "" if js["high"] is None else js["high"],
+                        js["words"], js["where"] or ""])
         return buf.getvalue()
 
     def releases_text(self, releases: list) -> list[str]:
@@ -594,6 +618,8 @@ def _accuracy_parts(acc: Any) -> tuple[Optional[float], Optional[float], str]:
 
 
 def accuracy_words(acc: Any, value: Any) -> str:
+    if hasattr(acc, "describe"):  # a statement restated in the user's units (primitives/estimates.py)
+        return acc.describe()
     bound, beta, what = _accuracy_parts(acc)
     if bound is None:
         return ""
@@ -640,8 +666,49 @@ def release_json(r: Any, sources: dict[str, str]) -> dict:
                if r.mechanism == "gaussian" else {}),
             "scale": R.number(r.scale), "scale_exact": R.exact(r.scale),
             "accuracy": None if bound is None else {"bound": bound, "beta": beta, "what": what,
-                                                    "words": accuracy_words(r.accuracy, r.value)},
+                                                    "words": accuracy_words(r.accuracy, r.value),
+                                                    **_rank_json(r.accuracy)},
             "value": value_json(r.value, None)}
+
+
+def _rank_json(acc: Any) -> dict:
+    """A quantile's statement in ranks: its level and the neighbouring candidates (public)."""
+    if not hasattr(acc, "q"):
+        return {}
+    return {"quantile": to_float(acc.q), "neighbours": [None if c is None else to_float(c)
+                                                        for c in (acc.below, acc.above)]}
+
+
+ESTIMATES_HEADING = "estimated from the releases (post-processing, no further cost):"
+
+
+def estimate_json(e: Any, label: str, where: Optional[str], source_labels: list[str]) -> dict:
+    """An estimate: its value, its interval for the exact quantity (or none), and in words."""
+    def num(x: Any, up: bool) -> Optional[float]:
+        """A bound as a float rounded outwards: the interval printed is never narrower."""
+        if x is None:
+            return None
+        f = to_float(x)
+        if isinstance(x, Fraction) and math.isfinite(f):
+            if up and Fraction(f) < x:
+                f = math.nextafter(f, math.inf)
+            elif not up and Fraction(f) > x:
+                f = math.nextafter(f, -math.inf)
+        return f
+
+    return {"label": label, "kind": e.kind, "keys": list(e.sources[0].keys), "value": value_json(e.value),
+            "low": num(e.low, False), "high": num(e.high, True), "beta": to_float(e.beta), "bounded": e.bounded,
+            "words": e.words, "from": source_labels, "where": where}
+
+
+def estimate_text(js: dict) -> str:
+    decimals = None
+    if js["low"] is not None and js["high"] is not None and js["high"] > js["low"]:
+        half = (js["high"] - js["low"]) / 2
+        decimals = max(0, min(10, 2 - math.floor(math.log10(half))))
+    value = _num_text(js["value"], decimals) if isinstance(js["value"], (int, float)) else value_text(js["value"])
+    where = f"  [{js['where'].rsplit(':', 1)[0]}]" if js["where"] else ""
+    return f"{js['label']} = {value}  ({js['words']}; from {' and '.join(js['from'])}){where}"
 
 
 def _num_text(x: Any, decimals: Optional[int]) -> str:

@@ -204,7 +204,7 @@ def _run_laplace(ctx, eps, x):
         # Union bound: every coordinate within the bound at once.
         acc = Accuracy(rel.accuracy(BETA / n), BETA, "|noise| in every coordinate")
         sctx.record_release("laplace", rel.values, info["charged"], rel.scale, acc,
-                            sensitivity=info["sensitivity"])
+                            sensitivity=info["sensitivity"], bound_at=lambda beta: rel.accuracy(beta / n))
         return rel.values
 
     def batch(rng, n):
@@ -284,7 +284,8 @@ def _run_gaussian(ctx, rho, x):
         acc = Accuracy(rel.joint_accuracy(BETA) if n > 1 else rel.accuracy(BETA), BETA,
                        "|noise| in every coordinate")
         sctx.record_release("gaussian", rel.values, Fraction(0), Fraction(rel.sigma), acc,
-                            sensitivity=info["sensitivity"], rho=info["charged_rho"])
+                            sensitivity=info["sensitivity"], rho=info["charged_rho"],
+                            bound_at=lambda beta: rel.joint_accuracy(beta) if n > 1 else rel.accuracy(beta))
         return rel.values
 
     def batch(rng, n):
@@ -381,7 +382,7 @@ def _selection_runner(name: str, select_name: str):
             acc = Accuracy(selection_accuracy(info["scale"], len(cands)), BETA,
                            "best score - score of the chosen candidate")
             sctx.record_release(name, cands[i], info["charged"], info["scale"], acc,
-                                sensitivity=info["sensitivity"])
+                                sensitivity=info["sensitivity"], candidates=tuple(cands))
             return cands[i]  # only the candidate: its score and noise never leave
 
         def batch(rng, n):
@@ -459,7 +460,7 @@ def _run_above_threshold(ctx, eps, cutoff, threshold, queries, score):
         acc = Accuracy(svt_accuracy(info, len(qs)), BETA, "distance of a wrong answer's score from the threshold")
         sctx.record_release("above_threshold", answers, info["charged"], info["scale"], acc,
                             sensitivity=info["sensitivity"], query_scale=info["query_scale"],
-                            cutoff=info["cutoff"])
+                            cutoff=info["cutoff"], threshold=info["threshold"], queries=tuple(qs))
         return answers
 
     return Distribution("above_threshold", draw)

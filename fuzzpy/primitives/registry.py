@@ -183,5 +183,5 @@ def _load() -> None:
         return
     with _load_lock:
         if not _loaded:
-            from . import arith, bags, binning, library, lists, mechanisms, ordered, partitions, trees, vectors  # noqa: F401
+            from . import arith, bags, binning, estimates, library, lists, mechanisms, ordered, partitions, trees, vectors  # noqa: F401
             _loaded = True

@@ -45,6 +45,10 @@ class RunFailure(FuzzError):
         super().__init__(Diagnostic("E0604", message, span))
 
 
+# How far back `Context.release_of` looks: estimates are made right after their releases.
+PROVENANCE_WINDOW = 16
+
+
 # ---- run state and the RunContext handed to primitives -----------------------------------------
 
 @dataclass
@@ -64,6 +68,7 @@ class RunState:
     user_named: int = 0                               # releases below this index have a user name
     engine: Any = None                                # the tables' engine when not pandas (engines/)
     memo: dict = field(default_factory=dict)          # groupby key codes per base table (partitions.py)
+    estimates: list = field(default_factory=list)     # EstimateRecords (post-processing of releases)
 
 
 class Context:
@@ -96,6 +101,22 @@ class Context:
         site = state.sites[-1] if state.sites else self.site
         state.releases.append(ReleaseRecord(mechanism, self.span, Fraction(epsilon), Fraction(scale), accuracy,
                                             value, None, tuple(state.keys), dict(extra), site))
+
+    def release_of(self, value: Any, mechanisms: tuple[str, ...], window: int = 1) -> Optional[ReleaseRecord]:
+        """Among the last `window` releases, the latest by one of `mechanisms` whose value (or one
+        of whose coordinates) is this very object: the provenance of a released value passed on
+        unchanged.  Additive mechanisms return fresh float objects, so identity names exactly
+        one release; an estimate is made right after its releases, hence the small window."""
+        releases = self.interp.state.releases
+        for rec in reversed(releases[-min(window, PROVENANCE_WINDOW):]):
+            if rec.mechanism in mechanisms and (rec.value is value or (  # a coordinate: fresh floats only
+                    rec.mechanism in ("laplace", "gaussian") and isinstance(rec.value, tuple)
+                    and any(v is value for v in rec.value))):
+                return rec
+        return None
+
+    def record_estimate(self, estimate: Any) -> None:
+        self.interp.state.estimates.append(estimate)
 
     @contextmanager
     def labelled(self, key: str) -> Iterator[None]:
@@ -453,6 +474,7 @@ class RunResult:
     value: Any
     releases: list[ReleaseRecord]
     fallbacks: int = 0  # row functions that could not be vectorised
+    estimates: list = field(default_factory=list)  # EstimateRecords computed from the releases
 
 
 def evaluate_entry(instance: I.Instance, tables: dict[str, Any], state: RunState) -> RunResult:
@@ -468,7 +490,7 @@ def evaluate_entry(instance: I.Instance, tables: dict[str, Any], state: RunState
     interp = Interpreter(state)
     value = interp.eval(instance.body, {p: tables[p] for p in instance.params})
     result = interp.draw(value) if is_distribution(value) else value
-    return RunResult(materialise(result), state.releases, state.fallbacks)
+    return RunResult(materialise(result), state.releases, state.fallbacks, state.estimates)
 
 
 class RunHandle:

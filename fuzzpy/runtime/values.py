@@ -113,6 +113,26 @@ class ReleaseRecord:
     extra: dict = field(default_factory=dict)
     site: Optional[Span] = None       # the innermost call in the user's program that led to it
     user_name: Optional[str] = None   # the `sample` variable of the user's program it was bound to
+    role: Optional[str] = None        # its part in an estimate ("sum", "count", "answers"), for its label
+
+
+@dataclass
+class EstimateRecord:
+    """A value computed from releases only (post-processing, nothing charged), with what their
+    public accuracy statements imply for it in the user's units (docs/runtime.md, "Estimates").
+
+    `low`/`high`: an interval holding the exact (noise-free) quantity with probability at least
+    1 - beta, or None when there is none; `words`: the statement for people."""
+
+    kind: str                         # "mean", "clip bound"
+    value: Any
+    low: Any
+    high: Any
+    beta: Fraction
+    words: str
+    sources: tuple = ()               # the ReleaseRecords it is computed from
+    suffix: str = ""                  # appended to its sources' name in its label (".bound")
+    bounded: bool = True              # False: the noise bounds nothing (low/high are then the clip range)
 
 
 # ---- bags ----------------------------------------------------------------------------------------

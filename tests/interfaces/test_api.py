@@ -134,9 +134,14 @@ function main (db : bag T) { sample m = group_mean 1 (fun r -> r.k) (fun r -> r.
     res = fuzzpy.run(prog, df, budget=1, seed=1)
     table = res.table
     assert list(table["key"]) == ["a", "b"] and table["value"].between(0, 10).all()
-    assert {r.label.split(" ")[0] for r in res.releases} == {"m[a]", "m[b]"}
+    # the sum and the count of each group are released; the mean is an estimate computed from them
+    assert [r.label for r in res.releases] == ["m.sum[a]", "m.count[a]", "m.sum[b]", "m.count[b]"]
+    assert [e.label for e in res.estimates] == ["m[a]", "m[b]"]
+    assert [e.value for e in res.estimates] == list(table["value"])
+    assert all(e.interval[0] <= e.value <= e.interval[1] and e.sources == [f"m.sum[{k}]", f"m.count[{k}]"]
+               for e, k in zip(res.estimates, "ab"))
     html = res._repr_html_()
-    assert "<table>" in html and "m[a]" in html and "NOT private" in html
+    assert "<table>" in html and "m[a]" in html and "m.count[b]" in html and "NOT private" in html
 
 
 def test_gaussian_releases_need_a_delta_and_are_charged_at_it(tmp_path):

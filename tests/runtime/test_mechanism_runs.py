@@ -152,8 +152,9 @@ def test_noisy_max_picks_a_clear_winner_and_releases_only_the_candidate():
     # A loser wins only if its Exponential(2) noise beats a gap of >= 997: probability < 3 e^-498.
     assert [dist.sample(ctx) for _ in range(300)] == ["b"] * 300
     assert all(r["value"] == "b" for r in ctx.releases)
-    assert all(set(r) == {"mechanism", "value", "epsilon", "scale", "accuracy", "sensitivity"}
-               for r in ctx.releases)  # no score, no noise
+    assert all(set(r) == {"mechanism", "value", "epsilon", "scale", "accuracy", "sensitivity", "candidates"}
+               for r in ctx.releases)  # no score, no noise (the candidates are the public list)
+    assert all(r["candidates"] == ("a", "b", "c") for r in ctx.releases)
 
 
 def test_noisy_max_close_scores_each_get_chosen():

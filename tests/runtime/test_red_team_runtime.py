@@ -700,7 +700,8 @@ def test_the_json_output_has_no_data_dependent_metadata(tmp_path):
     out = json.loads(res.stdout)
     assert set(out) == {"file", "entry", "epsilon", "epsilon_exact", "budget", "budget_exact", "seeded", "warning",
                         "ledger", "ok", "releases", "result", "delta", "delta_exact", "pure", "rho", "rho_exact",
-                        "rho_budget", "rho_budget_exact", "spending"}
+                        "rho_budget", "rho_budget_exact", "spending", "estimates"}
+    assert out["estimates"] == []  # values computed from releases only (none here)
     # The ledger's totals: sums of epsilons charged by programs, not of anything in the data.
     assert out["spending"] == [{"files": str(data(tmp_path, ROW_A)), "spent": "1", "cap": None, "remaining": None,
                                 "notion": None, "cap_delta": None}]
