@@ -208,6 +208,76 @@ def fast_plan(argv: list[str]) -> Optional[dict[str, Any]]:
     return plan if plan["paths"] else None
 
 
+# `fuzzpy run` with only these options skips typer too (its argument handling costs about as much
+# as importing pandas); anything else (--help, --server, --engine, a value starting with '-', an
+# option given in a form this parser does not know) goes to the full command line.
+_RUN_VALUED = {"--budget": "budget", "--delta": "delta", "--rho": "rho", "--format": "fmt", "--entry": "entry",
+               "--seed": "seed", "--ledger": "ledger", "--plot": "plot"}
+_RUN_REPEATED = {"--data": "data", "--param": "param"}
+_RUN_FLAGS = {"--header": "header"}
+_RUN_CONVERT: dict[str, Callable[[str], Any]] = {"seed": int, "ledger": Path, "plot": Path}
+
+
+def fast_run_plan(argv: list[str]) -> Optional[dict[str, Any]]:
+    """The keyword arguments of `run_command.run` for `run PROG ...` with only the options above,
+    or None.  Strict like `fast_plan`; a value typer would refuse (a seed that is not an
+    integer) is also left to typer, so its message is the usual one."""
+    if not argv or argv[0] != "run":
+        return None
+    plan: dict[str, Any] = {"data": [], "param": [], "header": False, "budget": None, "delta": None, "rho": None,
+                            "seed": None, "ledger": None, "fmt": "text", "entry": "main", "plot": None}
+    programs: list[Path] = []
+    rest, i, options_done = argv[1:], 0, False
+    while i < len(rest):
+        tok = rest[i]
+        i += 1
+        if options_done or not tok.startswith("-"):
+            programs.append(Path(tok))
+            continue
+        if tok == "--":
+            options_done = True
+            continue
+        name, eq, value = tok.partition("=")
+        if name in _RUN_FLAGS and not eq:
+            plan[_RUN_FLAGS[name]] = True
+            continue
+        if name not in _RUN_VALUED and name not in _RUN_REPEATED:
+            return None
+        if not eq:
+            if i >= len(rest):
+                return None
+            value = rest[i]
+            i += 1
+        if value.startswith("-"):
+            return None
+        if name in _RUN_REPEATED:
+            plan[_RUN_REPEATED[name]].append(value)
+            continue
+        key = _RUN_VALUED[name]
+        try:
+            plan[key] = _RUN_CONVERT.get(key, str)(value)
+        except ValueError:
+            return None
+    if len(programs) != 1:
+        return None
+    return {"program": programs[0], **plan}
+
+
+def fast_run(plan: dict[str, Any]) -> int:
+    """`fuzzpy run` for a plan of `fast_run_plan`: the command's own function, without typer's
+    parsing (every option it does not take gets the command line's default)."""
+    import typer
+
+    from .run_command import run
+
+    try:
+        run(**plan, server=None, dataset=[], engine="pandas", scheduler=None, workers=None, threads=None,
+            persist=False)
+    except typer.Exit as exc:
+        return exc.exit_code
+    return EXIT_OK
+
+
 def internal_error(kind: type) -> Diagnostic:
     """A bug in fuzzpy or a dependency, as a coded error.  Only the exception's type is shown:
     its message or a traceback (with local variables) could quote private data."""
@@ -274,16 +344,19 @@ def thread_excepthook(hook_args: Any) -> None:  # threading.ExceptHookArgs
 
 
 def main() -> None:  # pragma: no cover - console entry (tested through subprocesses)
-    """The `fuzzpy` script: a plain `fuzzpy check` runs here; everything else in the full CLI."""
+    """The `fuzzpy` script: a plain `fuzzpy check` or `fuzzpy run` runs here; everything else in
+    the full CLI."""
     import threading
 
-    plan = fast_plan(sys.argv[1:])
-    if plan is None:
+    plan, run_plan = fast_plan(sys.argv[1:]), fast_run_plan(sys.argv[1:])
+    if plan is None and run_plan is None:
         from .cli import main as full
 
         full()
         return
     threading.excepthook = thread_excepthook
+    if run_plan is not None:
+        sys.exit(guard(lambda: fast_run(run_plan)))
     sys.exit(guard(lambda: run_check(**plan)))
 
 

@@ -73,7 +73,7 @@ def run(
                                                           "workers between passes (spilled to their disks)."),
 ) -> None:
     """Check a program, charge its epsilon, run it over the data and print the released values."""
-    from .cli import parse_budget, parse_delta, parse_params, parse_rho
+    from .checkcmd import parse_budget, parse_delta, parse_params, parse_rho
 
     if fmt not in ("text", "json", "csv"):
         raise _usage("E0701", f"--format must be text, json or csv, got '{fmt}'")
@@ -113,7 +113,7 @@ def _run_remote(program: Path, server: Optional[str], dataset: list[str], data: 
                 delta: Optional[str] = None) -> int:
     """`fuzzpy run --server URL --dataset NAME`: the curator service runs it (fuzzpy/serve)."""
     from ..serve.client import run_remote
-    from .cli import parse_budget, parse_delta, parse_params
+    from .checkcmd import parse_budget, parse_delta, parse_params
 
     if server is None or not dataset:
         raise _usage("E0701", "--server URL and --dataset NAME go together")
@@ -135,7 +135,7 @@ def print_diagnostics(diags: list[Diagnostic], sources: Optional[dict[str, str]]
 
 
 def exit_code_for(diags: list[Diagnostic]) -> int:
-    from .cli import exit_code_for as codes
+    from .checkcmd import exit_code_for as codes
 
     return codes(diags)
 
@@ -347,7 +347,7 @@ class _Run:
             self.emit_success(result)
             return True
         except Exception as exc:  # noqa: BLE001 - a bug in fuzzpy's formatting, after the release
-            from .cli import internal_error
+            from .checkcmd import internal_error
 
             print_diagnostics([internal_error(type(exc))])
             typer.echo("released (printed plainly after an internal error):")
