@@ -57,7 +57,8 @@ class DaskRun(_Run):
         tables, identities = {}, {}
         for name in spec:
             before = self.engine.identity(files[name]) if self.opts.seed is None else ""
-            tables[name] = self.engine.open_table(files[name], schemas[name], name, persist=o.persist)
+            tables[name] = self.engine.open_table(files[name], schemas[name], name, persist=o.persist,
+                                                   header=self.opts.header)
             if self.opts.seed is None:
                 if self.engine.identity(files[name]) != before:
                     raise error("E0502", f"data files '{spec[name]}' for table '{name}' changed while they were "

@@ -211,6 +211,28 @@ def test_each_csv_file_follows_the_pandas_engines_rules(tmp_path, scheduler):
         assert r.exit_code == 4 and "E0502" in r.output and "secret-99" not in r.output, r.output
 
 
+def test_header_applies_to_every_csv_file_on_the_dask_engine(tmp_path, scheduler):
+    """`--header` reaches each partition's loader: a file whose header misses a declared column
+    is E0503 naming it, before anything is charged; files with headers load as without it."""
+    prog = tmp_path / "c.fz"
+    prog.write_text(COUNT_AGE)
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "a.csv").write_text("age\n31\n45\n")
+    (data / "b.csv").write_text("agee\n52\n")
+    ledger = tmp_path / "ledger.sqlite"
+    r = fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", data, "--budget", "1",
+           "--ledger", ledger, "--header")
+    assert r.exit_code == 4 and "E0503" in r.output and "does not name column(s) 'age'" in r.output, r.output
+    assert "agee" not in r.output and not (ledger.exists() and Ledger(ledger).entries())
+    (data / "b.csv").write_text("age\n52\n")
+    common = ["--budget", "1", "--seed", "1", "--format", "json", "--header"]
+    whole = tmp_path / "whole.csv"
+    whole.write_text("age\n31\n45\n52\n")
+    assert released(fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", data, *common)) == \
+        released(fz("run", prog, "--data", whole, *common))
+
+
 def test_mixed_or_missing_files_are_refused(tmp_path, scheduler):
     prog = tmp_path / "c.fz"
     prog.write_text(COUNT_AGE)

@@ -191,7 +191,7 @@ def _p_vsum(part: Any, fn: _Shipped, vectorise: bool, n: int, bound: Fraction) -
     return tuple(Fraction(_bounded_sum(matrix[:, i], bound)) for i in range(n))
 
 
-def _p_read(piece: tuple[str, int], schema: Any, table: str) -> pd.DataFrame:
+def _p_read(piece: tuple[str, int], schema: Any, table: str, header: bool = False) -> pd.DataFrame:
     """One partition conformed by the pandas engine's own rules: a whole CSV file (`load_table`:
     its header, delimiter, quoting and limits, as for a single file), or one row group of a
     Parquet file (`load_arrow`)."""
@@ -199,7 +199,7 @@ def _p_read(piece: tuple[str, int], schema: Any, table: str) -> pd.DataFrame:
 
     path, group = piece
     if group < 0:
-        return load_table(path, schema, table=table)
+        return load_table(path, schema, table=table, header=header)
     import pyarrow.parquet as pq
 
     with open(path, "rb") as fh:
@@ -207,10 +207,11 @@ def _p_read(piece: tuple[str, int], schema: Any, table: str) -> pd.DataFrame:
     return load_arrow(data, schema, table=table)
 
 
-def _p_checked(piece: tuple[str, int], schema: Any, table: str, keep: bool) -> tuple[Any, Any]:
+def _p_checked(piece: tuple[str, int], schema: Any, table: str, keep: bool,
+               header: bool = False) -> tuple[Any, Any]:
     """(the conformed partition if `keep`, None when it conforms or else its data-free diagnostics)."""
     try:
-        part = _p_read(piece, schema, table)
+        part = _p_read(piece, schema, table, header)
     except FuzzError as exc:
         return None, [(d.code, d.message) for d in exc.diagnostics]
     except Exception:  # noqa: BLE001 - its text could quote a cell
@@ -316,13 +317,15 @@ class DaskEngine(Engine):
 
     # -- tables ------------------------------------------------------------------------------------
 
-    def open_table(self, files: list[str], schema: Any, table: str, persist: bool = False) -> DaskBag:
+    def open_table(self, files: list[str], schema: Any, table: str, persist: bool = False,
+                   header: bool = False) -> DaskBag:
         """The table of `files` conformed to `schema`, checked in one pass over every partition
         (so a bad file is refused before anything is charged, as on the pandas engine).
 
         persist=False: every later pass reads and conforms the files again (nothing is kept).
         persist=True: the conformed partitions of the checking pass stay on the workers (spilled
-        to their disks beyond their memory targets) and every later pass starts from them."""
+        to their disks beyond their memory targets) and every later pass starts from them.
+        header: every CSV file starts with a header naming every declared column (`--header`)."""
         import dask.dataframe as dd
 
         from ..data import load_frame
@@ -330,7 +333,7 @@ class DaskEngine(Engine):
         names = [c.name for c in schema.columns]
         meta = load_frame(pd.DataFrame({n: pd.Series([], dtype=object) for n in names}), schema, table=table)
         pieces = _pieces(files, names, table)
-        results = [self.client.submit(_p_checked, p, schema, table, persist, pure=False) for p in pieces]
+        results = [self.client.submit(_p_checked, p, schema, table, persist, header, pure=False) for p in pieces]
         try:
             problems = self.client.gather(self.client.map(_problems, results, pure=False))
         except Exception as exc:  # noqa: BLE001 - nothing from the data, but the text is not ours
@@ -350,7 +353,8 @@ class DaskEngine(Engine):
         if persist:
             parts = self.client.map(_partition, results, pure=False)
             return self.bag(dd.from_delayed(parts, meta=meta, verify_meta=False))
-        frame = dd.from_map(_p_read, pieces, schema=schema, table=table, meta=meta, enforce_metadata=False,
+        frame = dd.from_map(_p_read, pieces, schema=schema, table=table, header=header, meta=meta,
+                            enforce_metadata=False,
                             label="fuzzpy-conform")
         return self.bag(frame)
 
