@@ -12,6 +12,7 @@ Nothing here imports typer, click or pydantic (tests/interfaces/test_check_cache
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -165,83 +166,53 @@ def run_check(paths: list[Path], budget: Optional[str] = None, delta: Optional[s
 
 # ---- the fast dispatch ------------------------------------------------------------------------
 
-_VALUED = {"--budget": "budget", "--delta": "delta", "--rho": "rho", "--format": "fmt", "--entry": "entry"}
-_REPEATED = {"--param": "param"}
-_FLAGS = {"--no-cache": "use_cache"}
+@dataclass(frozen=True)
+class _FastOptions:
+    """The options one command's fast path understands; anything else goes to typer."""
+
+    valued: dict[str, str]                 # --opt VALUE -> keyword
+    repeated: dict[str, str]               # --opt VALUE, repeatable -> keyword (a list)
+    flags: dict[str, tuple[str, bool]]     # --flag -> (keyword, value when given)
+    convert: dict[str, Callable[[str], Any]]  # keyword -> conversion (a ValueError: leave it to typer)
 
 
-def fast_plan(argv: list[str]) -> Optional[dict[str, Any]]:
-    """The arguments of `run_check` for `check ...` with only options this parser knows, or None
-    (then the full command line handles it).  Strict on purpose: a value that starts with '-',
-    an option it does not know, `--help`, no file: all None."""
-    if not argv or argv[0] != "check":
-        return None
-    plan: dict[str, Any] = {"paths": [], "param": []}
-    rest = argv[1:]
-    i, options_done = 0, False
-    while i < len(rest):
-        tok = rest[i]
-        i += 1
-        if options_done or not tok.startswith("-"):
-            plan["paths"].append(Path(tok))
-            continue
-        if tok == "--":
-            options_done = True
-            continue
-        name, eq, value = tok.partition("=")
-        if name in _FLAGS and not eq:
-            plan[_FLAGS[name]] = False
-            continue
-        if name not in _VALUED and name not in _REPEATED:
-            return None
-        if not eq:
-            if i >= len(rest):
-                return None
-            value = rest[i]
-            i += 1
-        if value.startswith("-"):
-            return None
-        if name in _REPEATED:
-            plan[_REPEATED[name]].append(value)
-        else:
-            plan[_VALUED[name]] = value
-    return plan if plan["paths"] else None
-
-
+_CHECK = _FastOptions({"--budget": "budget", "--delta": "delta", "--rho": "rho", "--format": "fmt",
+                       "--entry": "entry"}, {"--param": "param"}, {"--no-cache": ("use_cache", False)}, {})
 # `fuzzpy run` with only these options skips typer too (its argument handling costs about as much
-# as importing pandas); anything else (--help, --server, --engine, a value starting with '-', an
-# option given in a form this parser does not know) goes to the full command line.
-_RUN_VALUED = {"--budget": "budget", "--delta": "delta", "--rho": "rho", "--format": "fmt", "--entry": "entry",
-               "--seed": "seed", "--ledger": "ledger", "--plot": "plot"}
-_RUN_REPEATED = {"--data": "data", "--param": "param"}
-_RUN_FLAGS = {"--header": "header"}
-_RUN_CONVERT: dict[str, Callable[[str], Any]] = {"seed": int, "ledger": Path, "plot": Path}
+# as importing pandas); anything else (--help, --server, --engine...) goes to the full command line.
+_RUN = _FastOptions({"--budget": "budget", "--delta": "delta", "--rho": "rho", "--format": "fmt", "--entry": "entry",
+                     "--seed": "seed", "--ledger": "ledger", "--plot": "plot"},
+                    {"--data": "data", "--param": "param"}, {"--header": ("header", True)},
+                    {"seed": int, "ledger": Path, "plot": Path})
+_RUN_DEFAULTS = {"data": [], "param": [], "header": False, "budget": None, "delta": None, "rho": None,
+                 "seed": None, "ledger": None, "fmt": "text", "entry": "main", "plot": None}
 
 
-def fast_run_plan(argv: list[str]) -> Optional[dict[str, Any]]:
-    """The keyword arguments of `run_command.run` for `run PROG ...` with only the options above,
-    or None.  Strict like `fast_plan`; a value typer would refuse (a seed that is not an
-    integer) is also left to typer, so its message is the usual one."""
-    if not argv or argv[0] != "run":
+def _fast_parse(argv: list[str], command: str,
+                spec: _FastOptions) -> Optional[tuple[list[Path], dict[str, Any]]]:
+    """(the file arguments, the options given) of `command ...`, or None when argv holds
+    anything `spec` does not know.  Strict on purpose: a value that starts with '-', an
+    unknown option, `--help`, a value the conversion refuses: all None."""
+    if not argv or argv[0] != command:
         return None
-    plan: dict[str, Any] = {"data": [], "param": [], "header": False, "budget": None, "delta": None, "rho": None,
-                            "seed": None, "ledger": None, "fmt": "text", "entry": "main", "plot": None}
-    programs: list[Path] = []
+    files: list[Path] = []
+    options: dict[str, Any] = {key: [] for key in spec.repeated.values()}
     rest, i, options_done = argv[1:], 0, False
     while i < len(rest):
         tok = rest[i]
         i += 1
         if options_done or not tok.startswith("-"):
-            programs.append(Path(tok))
+            files.append(Path(tok))
             continue
         if tok == "--":
             options_done = True
             continue
         name, eq, value = tok.partition("=")
-        if name in _RUN_FLAGS and not eq:
-            plan[_RUN_FLAGS[name]] = True
+        if name in spec.flags and not eq:
+            key, given = spec.flags[name]
+            options[key] = given
             continue
-        if name not in _RUN_VALUED and name not in _RUN_REPEATED:
+        if name not in spec.valued and name not in spec.repeated:
             return None
         if not eq:
             if i >= len(rest):
@@ -250,17 +221,34 @@ def fast_run_plan(argv: list[str]) -> Optional[dict[str, Any]]:
             i += 1
         if value.startswith("-"):
             return None
-        if name in _RUN_REPEATED:
-            plan[_RUN_REPEATED[name]].append(value)
+        if name in spec.repeated:
+            options[spec.repeated[name]].append(value)
             continue
-        key = _RUN_VALUED[name]
+        key = spec.valued[name]
         try:
-            plan[key] = _RUN_CONVERT.get(key, str)(value)
+            options[key] = spec.convert.get(key, str)(value)
         except ValueError:
             return None
-    if len(programs) != 1:
+    return files, options
+
+
+def fast_plan(argv: list[str]) -> Optional[dict[str, Any]]:
+    """The arguments of `run_check` for `check ...` with only options its fast path knows, or
+    None (then the full command line handles it)."""
+    parsed = _fast_parse(argv, "check", _CHECK)
+    if parsed is None or not parsed[0]:
         return None
-    return {"program": programs[0], **plan}
+    return {"paths": parsed[0], **parsed[1]}
+
+
+def fast_run_plan(argv: list[str]) -> Optional[dict[str, Any]]:
+    """The keyword arguments of `run_command.run` for `run PROG ...` with only the options of
+    `_RUN`, or None.  A value typer would refuse (a seed that is not an integer) is left to
+    typer, so its message is the usual one."""
+    parsed = _fast_parse(argv, "run", _RUN)
+    if parsed is None or len(parsed[0]) != 1:
+        return None
+    return {"program": parsed[0][0], **_RUN_DEFAULTS, **parsed[1]}
 
 
 def fast_run(plan: dict[str, Any]) -> int:
