@@ -8,6 +8,8 @@ level:
 
 * `stdout_to_stderr()` points descriptor 1 at stderr around a call (the LP solve), then
   restores it.  A lock serialises callers, so concurrent solves restore the right descriptor.
+* `stdout_discarded()` does the same but sends descriptor 1 to /dev/null (the LP solve: the
+  banner is noise on stderr too).
 * `reserve_stdout()` does it for the rest of the process and returns a private duplicate of
   the original stdout for the one writer that owns it (`fuzzpy lsp`).  Whatever anything else
   prints then reaches stderr, never the protocol stream.
@@ -56,20 +58,25 @@ def _c_fflush() -> None:
         pass
 
 
-def _point_stdout_away() -> None:
-    """Descriptor 1 -> stderr (or /dev/null when there is no stderr)."""
-    try:
-        os.dup2(STDERR, STDOUT)
-    except OSError:
-        null = os.open(os.devnull, os.O_WRONLY)
+def _point_stdout_away(discard: bool = False) -> None:
+    """Descriptor 1 -> stderr (or /dev/null when discarding or when there is no stderr)."""
+    if not discard:
         try:
-            os.dup2(null, STDOUT)
-        finally:
-            os.close(null)
+            os.dup2(STDERR, STDOUT)
+            return
+        except OSError:
+            pass
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, STDOUT)
+    finally:
+        os.close(null)
 
 
 class stdout_to_stderr:
     """Context manager: while it is active, anything written to descriptor 1 goes to stderr."""
+
+    discard = False
 
     def __init__(self) -> None:
         self._saved: Optional[int] = None
@@ -79,7 +86,7 @@ class stdout_to_stderr:
         try:
             _flush_all()
             self._saved = os.dup(STDOUT)
-            _point_stdout_away()
+            _point_stdout_away(self.discard)
         except OSError:  # no descriptor 1 at all: nothing to protect
             if self._saved is not None:
                 os.close(self._saved)
@@ -99,6 +106,15 @@ class stdout_to_stderr:
                 self._saved = None
         finally:
             _LOCK.release()
+
+
+class stdout_discarded(stdout_to_stderr):
+    """Context manager: while it is active, anything written to descriptor 1 is discarded.
+
+    For the LP solve: HiGHS's copyright banner is noise to a user reading the report in a
+    terminal, on either stream; with `msg=False` the solver reports failures by status, not text."""
+
+    discard = True
 
 
 def reserve_stdout() -> tuple[BinaryIO, BinaryIO]:

@@ -148,9 +148,9 @@ def _lp_guess(rows, n: int, infinite: set[int]) -> list[Fraction] | None:
     prob += pulp.lpSum(x for i, x in enumerate(xs) if i not in infinite)
     for a, b in rows:
         prob += expr(a) <= expr(b)
-    from ..stdio import stdout_to_stderr  # ctypes: imported only when an LP is solved
+    from ..stdio import stdout_discarded  # ctypes: imported only when an LP is solved
 
-    with stdout_to_stderr():  # HiGHS prints a banner on stdout from C++, whatever msg=False says
+    with stdout_discarded():  # HiGHS prints a banner on stdout from C++, whatever msg=False says
         outcome = prob.solve(_solver())
     if int(getattr(outcome, "status", outcome)) != _optimal(pulp):  # PuLP 4: LpSolveStats; 3: a code
         return None

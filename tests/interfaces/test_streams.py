@@ -88,10 +88,10 @@ def test_run_json_is_exactly_one_json_value(name):
     assert out["ok"] is True and out["releases"]
 
 
-def test_the_banner_that_used_to_break_stdout_goes_to_stderr():
-    done = fuzzpy("check", str(EXAMPLES / "cdf.fz"))
+def test_the_solvers_banner_reaches_neither_stream():
+    done = fuzzpy("check", "--no-cache", str(EXAMPLES / "cdf.fz"))
     assert done.returncode == 0
-    assert "HiGHS" not in done.stdout
+    assert "HiGHS" not in done.stdout and "HiGHS" not in done.stderr
     assert done.stdout.startswith(f"{EXAMPLES / 'cdf.fz'}: ok")
 
 
@@ -216,3 +216,26 @@ def test_stdout_to_stderr_moves_c_python_and_threaded_writes_and_restores(tmp_pa
     assert done.stderr.count("thread-inside") == 200
     for text in ("c-printf-inside", "fd-write-inside", "print-inside"):
         assert text in done.stderr
+
+
+DISCARD_PROBE = textwrap.dedent("""\
+    import ctypes, os
+    from fuzzpy.stdio import stdout_discarded
+
+    libc = ctypes.CDLL(None)
+    print("before", flush=True)
+    with stdout_discarded():
+        libc.printf(b"c-printf-inside\\n")
+        os.write(1, b"fd-write-inside\\n")
+        print("print-inside")
+    print("after", flush=True)
+    """)
+
+
+def test_stdout_discarded_drops_c_and_python_writes_and_restores(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(DISCARD_PROBE)
+    done = subprocess.run([sys.executable, str(probe)], capture_output=True, text=True, cwd=ROOT, timeout=HANG_GUARD)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["before", "after"]
+    assert "inside" not in done.stderr
