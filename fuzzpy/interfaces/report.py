@@ -9,6 +9,7 @@ from typing import Any, Optional
 from ..checking.reports import CheckReport
 from ..checking.sens import INF
 from ..diagnostics import Diagnostic, render
+from ..hints import shown_span
 from .checkcmd import echo
 from .locations import relative_span
 from .numbers import dumps, json_number, scientific
@@ -234,7 +235,7 @@ def print_text(report: CheckReport) -> None:
         for m in report.mechanisms:
             cost = (f"rho {fmt_coef(m.extra.get('rho', 0))}, noise sd {fmt_coef(m.scale)}" if m.name == "gaussian"
                     else f"epsilon {fmt_coef(m.epsilon)}, noise scale {fmt_coef(m.scale)}")
-            echo(f"  {m.span}  {m.name}: sensitivity {fmt_coef(m.sensitivity)}, {cost}  (in {m.function})")
+            echo(f"  {shown_span(m.span)}  {m.name}: sensitivity {fmt_coef(m.sensitivity)}, {cost}  (in {m.function})")
 
 
 def privacy_line(report: CheckReport) -> str:

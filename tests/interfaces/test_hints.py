@@ -238,6 +238,18 @@ def test_budget_notes_show_stdlib_places_relative(tmp_path: Path, monkeypatch: p
     assert " at /" not in out  # no absolute path into the installed standard library
 
 
+def test_the_mechanism_list_shows_stdlib_places_relative_and_json_keeps_the_real_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    Path("mech.fz").write_text(main("noisy_mean 1 0 100 (map (fun r -> r.age) db)"))
+    out = CliRunner().invoke(app, ["check", "--no-cache", "mech.fz"]).output
+    lines = [x.strip() for x in out.splitlines() if ": sensitivity " in x]
+    assert lines and all(x.startswith("stdlib/stats.fz:") for x in lines), out
+    report = json.loads(CliRunner().invoke(app, ["check", "--no-cache", "--format", "json", "mech.fz"]).stdout)
+    files = {m["location"]["file"] for m in report["mechanisms"]}
+    assert files and all(Path(f).is_absolute() and Path(f).is_file() for f in files), files  # editors open it
+
+
 def test_a_param_that_does_not_parse_is_one_error_not_unknown_names_at_its_uses():
     src = ('param eps : num = 0.1\nschema A { a : num[0, 1] }\n'
            'function main (db : bag A) : fuzzy num { laplace eps (count db) }\n')
