@@ -286,10 +286,10 @@ class _Run:
             typer.echo("interrupted; the epsilon charged for this run stays spent", err=True)
             return 130
         except RunFailure as exc:
-            return self.fail_run(exc.diagnostics, handle.state.releases)
+            return self.fail_run(exc.diagnostics, handle.state.releases, handle.state.estimates)
         except BaseException:  # noqa: BLE001 - its text could depend on the data: never shown
             diag = Diagnostic("E0604", _GENERIC_FAILURE.format(entry=self.report.entry), None, [_KEPT_NOTE])
-            return self.fail_run([diag], handle.state.releases)
+            return self.fail_run([diag], handle.state.releases, handle.state.estimates)
         problem = self.finish("released") if self.charges else None
         if not self.emit_released(result):
             return EXIT_RUNTIME
@@ -327,17 +327,24 @@ class _Run:
         code = exit_code_for(diags)
         return code if code != EXIT_OK else EXIT_RUNTIME
 
-    def fail_run(self, diags: list[Diagnostic], releases: list) -> int:
+    def fail_run(self, diags: list[Diagnostic], releases: list, estimates: list) -> int:
+        """What was released before the failure is charged, so it is shown, with its estimates
+        (post-processing of those releases: they reveal nothing more)."""
         self.finish("failed")
         print_diagnostics(diags, self.report.sources)
         if self.opts.fmt == "json":
             typer.echo(dumps({**self.header_json(), "ok": False, "stage": "run",
                               "diagnostics": [d.to_json() for d in diags],
-                              "releases": self.releases_json(releases)}, indent=2))
+                              "releases": self.releases_json(releases),
+                              "estimates": self.estimates_json(estimates)}, indent=2))
         elif releases:
             typer.echo("released before the failure (charged):")
             for line in self.releases_text(releases):
                 typer.echo("  " + line)
+            if estimates:
+                typer.echo(ESTIMATES_HEADING)
+                for line in self.estimates_text(estimates):
+                    typer.echo("  " + line)
         return EXIT_RUNTIME
 
     def emit_released(self, result: Any) -> bool:

@@ -307,3 +307,29 @@ function main (db : bag T) : fuzzy num {
     c, n = res.releases
     assert c.accuracy.what == "best score - score of the chosen candidate" and res.value == c.value
     assert res.estimates == []
+
+
+def test_a_run_that_fails_after_a_group_mean_still_shows_its_estimates(table, tmp_path, monkeypatch):
+    """The releases before a failure are charged and printed; their estimates are post-processing of
+    them, so they are printed too (text and JSON), and nothing of the failure's text."""
+    from fuzzpy.interfaces.cli import app
+    from fuzzpy.primitives.registry import lookup
+
+    def boom(*args):
+        raise ValueError("row 17 has SECRET value 123")
+
+    data = tmp_path / "t.csv"
+    table.to_csv(data, index=False)
+    prog = tmp_path / "gm_fail.fz"
+    prog.write_text(GROUP_MEAN.replace("return m }", "sample t = laplace 1 (count (filter (fun r -> r.x > 5) db));\n"
+                                       "  return (m, t) }"))
+    monkeypatch.setattr(lookup("filter"), "run", boom)  # used only after the group mean
+    base = ["run", str(prog), "--data", str(data), "--budget", "2", "--seed", "3"]
+    text = runner.invoke(app, base)
+    assert text.exit_code == 4 and "E0604" in text.stderr and "SECRET" not in text.stdout + text.stderr
+    head, _, rest = text.stdout.partition("released before the failure (charged):")
+    assert "m.count[a] = " in rest and "estimated from the releases (post-processing, no further cost):" in rest
+    assert "  m[a] = " in rest and "from m.sum[a] and m.count[a])" in rest
+    js = json.loads(runner.invoke(app, base + ["--format", "json"]).stdout)
+    assert js["ok"] is False and js["stage"] == "run"
+    assert [e["label"] for e in js["estimates"]] == ["m[a]", "m[b]"] and js["estimates"][0]["from"] == ["m.sum[a]", "m.count[a]"]
