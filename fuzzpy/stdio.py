@@ -6,10 +6,10 @@ cannot intercept it: HiGHS prints a two-line banner the first time it solves, wh
 JSON-RPC stream, breaks the client reading it.  So redirection happens at the file-descriptor
 level:
 
-* `stdout_to_stderr()` points descriptor 1 at stderr around a call (the LP solve), then
+* `stdout_to_stderr()` points descriptor 1 at stderr around a call, then
   restores it.  A lock serialises callers, so concurrent solves restore the right descriptor.
-* `stdout_discarded()` does the same but sends descriptor 1 to /dev/null (the LP solve: the
-  banner is noise on stderr too).
+* `stdout_discarded()` does the same but sends descriptor 1 to /dev/null; the LP solve uses it,
+  since the banner is noise on stderr too.
 * `reserve_stdout()` does it for the rest of the process and returns a private duplicate of
   the original stdout for the one writer that owns it (`fuzzpy lsp`).  Whatever anything else
   prints then reaches stderr, never the protocol stream.
