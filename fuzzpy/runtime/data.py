@@ -428,6 +428,9 @@ def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema,
     # A header seen in the sampled head lets Arrow convert only the declared columns; if Arrow
     # reads the first row otherwise, the file is read again whole.
     fields = _declared_fields(head.decode("utf-8-sig", errors="ignore"), skip, delimiter, names)
+    typed = _read_numbers_typed(path, head, tail, skip, delimiter, width, schema)
+    if typed is not None:
+        return typed
     parsed = _parse_file(path, tail, skip, delimiter, width, b'"' in head, fields)
     if fields is not None and parsed.body is not None and not _names_every(parsed.body.columns, names):
         parsed = _parse_file(path, tail, skip, delimiter, width, b'"' in head, None)
@@ -447,15 +450,51 @@ def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema,
     return _Read(raw, identity, by_position)
 
 
-def _declared_fields(text: str, skip: int, delimiter: str, names: list[str]) -> list[int] | None:
-    """Positions of the declared columns if the head's first row is a header naming each once."""
+def _read_numbers_typed(path: Path, head: bytes, tail: bytes, skip: int, delimiter: str, width: int,
+                        schema: Schema) -> _Read | None:
+    """The declared columns, numbers read by Arrow's float parser, or None to read all as text.
+
+    Only for a file whose header (in the sampled head, without quotes, so split exactly as
+    Arrow splits it) names every declared column once.  Arrow's float parser, after trimming
+    spaces and tabs, gives exactly what the text rules give (trim, then the same parser) for
+    every cell it accepts, except "nan" (a missing marker) and "-nan" (refused): any NaN, a
+    refused cell (markers, other spaces, anything else) or any other trouble, and the file is
+    read as text instead, with the text rules deciding."""
+    text = head.decode("utf-8-sig", errors="ignore")
+    where = _header_positions(text, skip, delimiter, [c.name for c in schema.columns])
+    first = [ln for ln in re.split(r"\r\n|\n|\r", text)[skip:] if ln.strip()][:1]
+    if where is None or not first or '"' in first[0]:
+        return None
+    numbers = {i for c, i in zip(schema.columns, where) if isinstance(c.type, Num)}
+    if not numbers:
+        return None
+    quoted = b'"' in head
+    parsed = _parse_text(path, tail, skip, delimiter, width, quoted, _SMALL_BLOCK, sorted(where),
+                         {i: pa.float64() for i in numbers})
+    body = parsed.body
+    if body is None or (parsed.quote_seen and not quoted) or body.num_rows == 0:
+        return None
+    if any(pc.any(pc.is_nan(body.column(f"f{i}"))).as_py() for i in numbers):
+        return None
+    raw = {c.name: body.column(f"f{i}") for c, i in zip(schema.columns, where)}
+    return _Read(raw, parsed.identity, False)
+
+
+def _header_positions(text: str, skip: int, delimiter: str, names: list[str]) -> list[int] | None:
+    """Each declared column's position if the head's first row is a header naming each once."""
     lines = [ln for ln in re.split(r"\r\n|\n|\r", text)[skip:] if ln.strip()]
     if len(lines) < 2:  # the only line of the sample may be cut short
         return None
     first = [cell.strip() for cell in next(csv.reader(lines[:1], delimiter=delimiter))]
     if not all(first.count(n) == 1 for n in names):
         return None
-    return sorted(first.index(n) for n in names)
+    return [first.index(n) for n in names]
+
+
+def _declared_fields(text: str, skip: int, delimiter: str, names: list[str]) -> list[int] | None:
+    """Positions of the declared columns if the head's first row is a header naming each once."""
+    where = _header_positions(text, skip, delimiter, names)
+    return None if where is None else sorted(where)
 
 
 def _names_every(cols: list[pa.ChunkedArray], names: list[str]) -> bool:
@@ -488,24 +527,30 @@ def _parse_file(path: Path, tail: bytes, skip: int, delimiter: str, width: int, 
 
 
 def _parse_text(path: Path, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
-                block: int, fields: list[int] | None) -> _Parsed:
+                block: int, fields: list[int] | None,
+                typed: dict[int, pa.DataType] | None = None) -> _Parsed:
     """One attempt, on a handle of its own: after a refusal Arrow's read-ahead may still be
     reading, and must not move the position another attempt reads from."""
     with open_regular(path) as f:
-        return _parse_handle(f, tail, skip, delimiter, width, quoted, block, fields)
+        return _parse_handle(f, tail, skip, delimiter, width, quoted, block, fields, typed)
 
 
 def _parse_handle(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
-                  block: int, fields: list[int] | None) -> _Parsed:
+                  block: int, fields: list[int] | None,
+                  typed: dict[int, pa.DataType] | None = None) -> _Parsed:
+    """Every field (or those in `fields`) as text; with `typed`, the header row is skipped and
+    those fields are read with the given types."""
     stream = HashingReader(f, watch=b'"')
     source = io.BufferedReader(stream if tail.endswith((b"\n", b"\r")) else _EndsWithNewline(stream),
                                _SNIFF_BYTES)
-    read = pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip, block_size=block)
+    names = [f"f{i}" for i in range(width)]
+    read = pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip, block_size=block) if typed is None \
+        else pcsv.ReadOptions(column_names=names, skip_rows=skip + 1, block_size=block)
     parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=quoted,
                               invalid_row_handler=_skip_blank_row)
     # Every column as exact text: our own rules decide what is missing and what is a number.
     # Dictionary-encoded, so those rules run once per distinct value (see _Distinct).
-    convert = pcsv.ConvertOptions(column_types={f"f{i}": _TEXT for i in range(width)},
+    convert = pcsv.ConvertOptions(column_types={f"f{i}": (typed or {}).get(i, _TEXT) for i in range(width)},
                                   null_values=[], strings_can_be_null=False,
                                   quoted_strings_can_be_null=False, check_utf8=True,
                                   include_columns=None if fields is None else [f"f{i}" for i in fields])
@@ -877,12 +922,25 @@ def _typed_in_range(col: pa.ChunkedArray, plan: _Plan) -> _Cells | None:
         x = _np(pc.fill_null(col, 0)).astype(np.float64)  # rounds like Arrow's cast
         invalid = _np(col.is_null()) if col.null_count else None
         return _Cells(_clamped(x, float(low), float(high), plan.lo, plan.hi), invalid)
-    if pa.types.is_floating(col.type) and not t.integer and col.null_count == 0:
+    if pa.types.is_floating(col.type) and col.null_count == 0:
         x = _np(col).astype(np.float64, copy=False)
         low, high = float(x.min()), float(x.max())
-        if math.isfinite(low) and math.isfinite(high):  # no NaN, no infinity
-            return _Cells(_clamped(x, low, high, plan.lo, plan.hi), None)
+        if not (math.isfinite(low) and math.isfinite(high)):  # a NaN or an infinity
+            return None
+        if t.integer:
+            return _integral_floats(x, low, high, plan)
+        return _Cells(_clamped(x, low, high, plan.lo, plan.hi), None)
     return None
+
+
+def _integral_floats(x: np.ndarray, low: float, high: float, plan: _Plan) -> _Cells | None:
+    """Finite floats for an integer type, when `_bounded` would accept every one of them."""
+    if not np.array_equal(np.floor(x), x):
+        return None  # not integers: `_bounded` refuses the column
+    lo, hi = -math.inf if plan.lo is None else plan.lo, math.inf if plan.hi is None else plan.hi
+    if abs(min(max(low, lo), hi)) > MAX_EXACT_INT or abs(min(max(high, lo), hi)) > MAX_EXACT_INT:
+        return None  # clamped values beyond 2^53: `_bounded` refuses the column
+    return _Cells(_clamped(x, low, high, plan.lo, plan.hi).astype(np.int64), None)
 
 
 def _ints_in_range(col: pa.ChunkedArray, low: int, high: int, plan: _Plan) -> _Cells | None:
