@@ -945,8 +945,8 @@ def _integral_floats(x: np.ndarray, low: float, high: float, plan: _Plan) -> _Ce
 
 def _ints_in_range(col: pa.ChunkedArray, low: int, high: int, plan: _Plan) -> _Cells | None:
     bounds = [plan.lo, plan.hi]
-    if any(b is not None and not abs(b) <= MAX_EXACT_INT for b in bounds):
-        return None
+    if high > np.iinfo(np.int64).max or any(b is not None and not abs(b) <= MAX_EXACT_INT for b in bounds):
+        return None  # an unsigned value int64 cannot hold, or bounds the float route rounds
     lo, hi = (None if b is None else int(b) for b in bounds)  # integers (float_bounds)
     clamped_low = min(max(low, lo), hi) if lo is not None and hi is not None else \
         max(low, lo) if lo is not None else min(low, hi) if hi is not None else low
