@@ -52,7 +52,7 @@ _SNIFF_BYTES = 64 * 1024
 MAX_ROW_BYTES = 16 * 1024 * 1024
 MAX_ROW_TEXT = "16 MiB"
 _BLOCK_BYTES = 2 * MAX_ROW_BYTES + 1024 * 1024
-_SMALL_BLOCK = 1024 * 1024  # tried first: faster, and enough for all but very long rows
+_SMALL_BLOCK = 4 * 1024 * 1024  # tried first: faster, and enough for all but very long rows
 _SNIFF_LINES = 50
 _DELIMITERS = (",", ";", "\t")
 # Signatures of common binary formats (gzip, zip, xz, zstd, HDF5) that must never be parsed as
@@ -443,7 +443,7 @@ def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema,
                              "different number of fields than the first row, or a row longer "
                              "than the limit)", None, _FIX_NOTE)
     # Arrow completes a row across at most two blocks, so a file read in small blocks has no
-    # row longer than 2 MiB: only a read in big blocks can hold one over the limit.
+    # row longer than 8 MiB: only a read in big blocks can hold one over the limit.
     if parsed.big_blocks and _longest_row(body.columns) > MAX_ROW_BYTES:
         raise _row_too_long(path, table)
     raw, by_position = _select_columns(body.columns, schema, table, path, header)
@@ -505,7 +505,7 @@ class _Parsed(NamedTuple):
     body: pa.Table | None  # every field read (or those asked for) as text; None if Arrow refused
     identity: str | None   # the identity of the bytes parsed, when Arrow read the file
     quote_seen: bool       # whether a quote character occurred in what was read
-    big_blocks: bool       # read in blocks for 16 MiB rows (else no row is over 2 MiB)
+    big_blocks: bool       # read in blocks that can hold a row over the limit (2 blocks)
 
 
 def _parse_file(path: Path, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
@@ -560,8 +560,8 @@ def _parse_handle(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: in
             body = pcsv.read_csv(source, read_options=read, parse_options=parse, convert_options=convert)
     except (pa.ArrowException, OSError, ValueError):
         # Arrow's own message quotes the offending row: never pass it on.
-        return _Parsed(None, None, stream.seen, block > _SMALL_BLOCK)
-    return _Parsed(body, stream.identity(), stream.seen, block > _SMALL_BLOCK)
+        return _Parsed(None, None, stream.seen, 2 * block > MAX_ROW_BYTES)
+    return _Parsed(body, stream.identity(), stream.seen, 2 * block > MAX_ROW_BYTES)
 
 
 def _row_too_long(path: Path, table: str) -> FuzzError:
@@ -789,8 +789,9 @@ def _finish(cells: _Cells, keep: np.ndarray | None, t: object) -> object:
     codes = cells.codes if keep is None else cells.codes[keep]
     if isinstance(t, Str):
         text = pa.concat_arrays([cells.values, pa.array([cells.at_null], type=cells.values.type)])
-        return pc.take(text, pa.array(np.where(codes < 0, len(text) - 1, codes) if cells.has_null
-                                      else codes)).to_pandas().astype("str")
+        at = np.where(codes < 0, len(text) - 1, codes) if cells.has_null else codes
+        # 32-bit indices: Arrow's take of text is several times faster with them than with 64.
+        return pc.take(text, pa.array(at.astype(np.int32))).to_pandas().astype("str")
     table = np.append(cells.values, np.asarray([cells.at_null], dtype=cells.values.dtype))
     if isinstance(t, Cat):  # the codes' integer type chosen by pandas for these categories
         small = pd.Categorical.from_codes(table.astype(np.int64), categories=pd.Index(list(t.values)))
