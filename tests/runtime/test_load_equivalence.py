@@ -231,10 +231,13 @@ def test_parquet_columns_load_as_before(parquet_files, type_name):
 
 def test_dataframes_and_arrow_tables_conform_as_before():
     frame = pd.DataFrame({"x": [1, 7, None, -2], "y": [0.5, np.nan, -0.0, 3.0], "s": ["a", "b", "zz", None]})
-    for t in NUM_TYPES.values():
+    # Categoricals (int8 codes; unused categories, 300 of them: more than int8 can index)
+    small = frame.assign(s=pd.Categorical(frame.s, categories=["zz", "b", "a", "unused"]))
+    wide = frame.assign(s=pd.Categorical(frame.s, categories=[f"c{i}" for i in range(300)] + ["a", "b", "zz"]))
+    for t, f in [(t, f) for t in NUM_TYPES.values() for f in (frame, small, wide)]:
         schema = two_columns(t)
-        for load_new, load_old, arg in ((data.load_frame, ref.load_frame, frame),
-                                        (data.load_arrow, ref.load_arrow, pa.Table.from_pandas(frame))):
+        for load_new, load_old, arg in ((data.load_frame, ref.load_frame, f),
+                                        (data.load_arrow, ref.load_arrow, pa.Table.from_pandas(f))):
             try:
                 new = load_new(arg, schema)
             except FuzzError as exc:
