@@ -923,7 +923,7 @@ def _typed_in_range(col: pa.ChunkedArray, plan: _Plan) -> _Cells | None:
         low, high = (pc.min_max(col)[k].as_py() for k in ("min", "max"))
         if t.integer:
             return _ints_in_range(col, low, high, plan)
-        x = _np(pc.fill_null(col, 0)).astype(np.float64)  # rounds like Arrow's cast
+        x = _np(pc.fill_null(col, 0) if col.null_count else col).astype(np.float64)  # rounds like Arrow's cast
         invalid = _np(col.is_null()) if col.null_count else None
         return _Cells(_clamped(x, float(low), float(high), plan.lo, plan.hi), invalid)
     if pa.types.is_floating(col.type) and col.null_count == 0:
@@ -958,7 +958,7 @@ def _ints_in_range(col: pa.ChunkedArray, low: int, high: int, plan: _Plan) -> _C
         max(high, lo) if lo is not None else min(high, hi) if hi is not None else high
     if not (-MAX_EXACT_INT <= clamped_low and clamped_high <= MAX_EXACT_INT):
         return None  # the float route rounds or refuses these: left to `_bounded`
-    v = _np(pc.fill_null(col, 0)).astype(np.int64, copy=False)
+    v = _np(pc.fill_null(col, 0) if col.null_count else col).astype(np.int64, copy=False)
     if (lo is not None and low < lo) or (hi is not None and high > hi):
         v = np.clip(v, lo, hi)
     return _Cells(v, _np(col.is_null()) if col.null_count else None)
