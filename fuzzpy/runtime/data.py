@@ -731,7 +731,7 @@ class _Cells:
         """Per row, whether the cell is invalid; None when none is (nothing to compute)."""
         if self.codes is None:
             return self.invalid if self.invalid is not None and self.invalid.any() else None
-        per_value = np.zeros(0, bool) if self.invalid is None else self.invalid
+        per_value = np.zeros(len(self.values), bool) if self.invalid is None else self.invalid
         if not per_value.any() and not (self.null_invalid and self.has_null):
             return None
         return np.append(per_value, self.null_invalid).take(self.codes)  # -1 picks the last entry
