@@ -966,8 +966,13 @@ def _ints_in_range(col: pa.ChunkedArray, low: int, high: int, plan: _Plan) -> _C
 
 def _clamped(x: np.ndarray, low: float, high: float, lo: float | None,
              hi: float | None) -> np.ndarray:
-    """x clamped into [lo, hi] (None: unbounded), given its finite minimum and maximum."""
-    if (lo is not None and low < lo) or (hi is not None and high > hi):
+    """x clamped into [lo, hi] (None: unbounded), given its finite minimum and maximum.
+
+    Skipped only when it cannot change a bit: no value beyond a bound, and no zero at a bound
+    of zero (whether clipping -0.0 to a bound of 0.0 gives -0.0 or 0.0 depends on the numpy
+    version; calling it as `_bounded` does gives whatever `_bounded` gives)."""
+    if (lo is not None and (low < lo or (lo == 0 and low <= 0))) or \
+            (hi is not None and (high > hi or (hi == 0 and high >= 0))):
         return np.clip(x, -np.inf if lo is None else lo, np.inf if hi is None else hi)
     return x
 
