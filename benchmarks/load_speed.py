@@ -10,12 +10,13 @@ file, conforming it to the schema, hashing it, running, releasing) and a script 
 same file with pandas and releases the same statistic with numpy's Laplace noise.  Printed per
 query and format: the best wall time of each, and the ratio fuzzpy / pandas (goal: at most
 1.5), and the same for CPU time (user + system of the child), which is the fairer figure on a
-busy machine.
+busy machine, and the one-minute load average after the runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
@@ -108,7 +109,7 @@ def main() -> None:
     args = ap.parse_args()
     files = make_data(args.dir, args.rows)
     print(f"{args.rows:,} rows; best of {args.repeat} interleaved runs; whole processes")
-    print(f"{'query':<10} {'file':<8} {'fuzzpy s':>9} {'pandas s':>9} {'ratio':>6} {'cpu ratio':>10}")
+    print(f"{'query':<10} {'file':<8} {'fuzzpy s':>9} {'pandas s':>9} {'ratio':>6} {'cpu ratio':>10} {'load':>5}")
     for name in args.queries.split(","):
         prog = args.dir / f"{name}.fz"
         prog.write_text(program(name))
@@ -120,7 +121,8 @@ def main() -> None:
             runs = [(timed(ours), timed(theirs)) for _ in range(args.repeat)]
             fw, fc = min(r[0][0] for r in runs), min(r[0][1] for r in runs)
             pw, pc = min(r[1][0] for r in runs), min(r[1][1] for r in runs)
-            print(f"{name:<10} {fmt:<8} {fw:9.2f} {pw:9.2f} {fw / pw:6.2f} {fc / pc:10.2f}", flush=True)
+            load = os.getloadavg()[0]  # the machine may be shared: read the ratios
+            print(f"{name:<10} {fmt:<8} {fw:9.2f} {pw:9.2f} {fw / pw:6.2f} {fc / pc:10.2f} {load:5.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ _SNIFF_BYTES = 64 * 1024
 MAX_ROW_BYTES = 16 * 1024 * 1024
 MAX_ROW_TEXT = "16 MiB"
 _BLOCK_BYTES = 2 * MAX_ROW_BYTES + 1024 * 1024
-_SMALL_BLOCK = 1024 * 1024  # tried first: faster, and enough for all but very long rows
+_SMALL_BLOCK = 4 * 1024 * 1024  # tried first: faster, and enough for all but very long rows
 _SNIFF_LINES = 50
 _DELIMITERS = (",", ";", "\t")
 # Signatures of common binary formats (gzip, zip, xz, zstd, HDF5) that must never be parsed as
@@ -151,7 +151,9 @@ def inspect_table(source: str | Path | pd.DataFrame, schema: Schema, *, table: s
     drop = np.zeros(rows, dtype=bool)
     effects = []
     for plan in plans:
-        _, invalid = _parser(plan.column.type)(raw[plan.column.name], plan, name)
+        invalid = _parser(plan.column.type)(raw[plan.column.name], plan, name).row_invalid()
+        if invalid is None:
+            invalid = np.zeros(rows, dtype=bool)
         if plan.column.on_invalid == "drop":
             drop |= invalid
         effects.append(ColumnEffect(plan.column.name, "drop" if plan.column.on_invalid == "drop" else "default",
@@ -426,6 +428,9 @@ def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema,
     # A header seen in the sampled head lets Arrow convert only the declared columns; if Arrow
     # reads the first row otherwise, the file is read again whole.
     fields = _declared_fields(head.decode("utf-8-sig", errors="ignore"), skip, delimiter, names)
+    typed = _read_numbers_typed(path, head, tail, skip, delimiter, width, schema)
+    if typed is not None:
+        return typed
     parsed = _parse_file(path, tail, skip, delimiter, width, b'"' in head, fields)
     if fields is not None and parsed.body is not None and not _names_every(parsed.body.columns, names):
         parsed = _parse_file(path, tail, skip, delimiter, width, b'"' in head, None)
@@ -437,21 +442,59 @@ def _read_csv(f: BinaryIO, path: Path, head: bytes, tail: bytes, schema: Schema,
                              "delimited text (bad quoting, invalid UTF-8, rows with a "
                              "different number of fields than the first row, or a row longer "
                              "than the limit)", None, _FIX_NOTE)
-    if _longest_row(body.columns) > MAX_ROW_BYTES:
+    # Arrow completes a row across at most two blocks, so a file read in small blocks has no
+    # row longer than 8 MiB: only a read in big blocks can hold one over the limit.
+    if parsed.big_blocks and _longest_row(body.columns) > MAX_ROW_BYTES:
         raise _row_too_long(path, table)
     raw, by_position = _select_columns(body.columns, schema, table, path, header)
     return _Read(raw, identity, by_position)
 
 
-def _declared_fields(text: str, skip: int, delimiter: str, names: list[str]) -> list[int] | None:
-    """Positions of the declared columns if the head's first row is a header naming each once."""
+def _read_numbers_typed(path: Path, head: bytes, tail: bytes, skip: int, delimiter: str, width: int,
+                        schema: Schema) -> _Read | None:
+    """The declared columns, numbers read by Arrow's float parser, or None to read all as text.
+
+    Only for a file whose header (in the sampled head, without quotes, so split exactly as
+    Arrow splits it) names every declared column once.  Arrow's float parser, after trimming
+    spaces and tabs, gives exactly what the text rules give (trim, then the same parser) for
+    every cell it accepts, except "nan" (a missing marker) and "-nan" (refused): any NaN, a
+    refused cell (markers, other spaces, anything else) or any other trouble, and the file is
+    read as text instead, with the text rules deciding."""
+    text = head.decode("utf-8-sig", errors="ignore")
+    where = _header_positions(text, skip, delimiter, [c.name for c in schema.columns])
+    first = [ln for ln in re.split(r"\r\n|\n|\r", text)[skip:] if ln.strip()][:1]
+    if where is None or not first or '"' in first[0]:
+        return None
+    numbers = {i for c, i in zip(schema.columns, where) if isinstance(c.type, Num)}
+    if not numbers:
+        return None
+    quoted = b'"' in head
+    parsed = _parse_text(path, tail, skip, delimiter, width, quoted, _SMALL_BLOCK, sorted(where),
+                         {i: pa.float64() for i in numbers})
+    body = parsed.body
+    if body is None or (parsed.quote_seen and not quoted) or body.num_rows == 0:
+        return None
+    if any(pc.any(pc.is_nan(body.column(f"f{i}"))).as_py() for i in numbers):
+        return None
+    raw = {c.name: body.column(f"f{i}") for c, i in zip(schema.columns, where)}
+    return _Read(raw, parsed.identity, False)
+
+
+def _header_positions(text: str, skip: int, delimiter: str, names: list[str]) -> list[int] | None:
+    """Each declared column's position if the head's first row is a header naming each once."""
     lines = [ln for ln in re.split(r"\r\n|\n|\r", text)[skip:] if ln.strip()]
     if len(lines) < 2:  # the only line of the sample may be cut short
         return None
     first = [cell.strip() for cell in next(csv.reader(lines[:1], delimiter=delimiter))]
     if not all(first.count(n) == 1 for n in names):
         return None
-    return sorted(first.index(n) for n in names)
+    return [first.index(n) for n in names]
+
+
+def _declared_fields(text: str, skip: int, delimiter: str, names: list[str]) -> list[int] | None:
+    """Positions of the declared columns if the head's first row is a header naming each once."""
+    where = _header_positions(text, skip, delimiter, names)
+    return None if where is None else sorted(where)
 
 
 def _names_every(cols: list[pa.ChunkedArray], names: list[str]) -> bool:
@@ -462,6 +505,7 @@ class _Parsed(NamedTuple):
     body: pa.Table | None  # every field read (or those asked for) as text; None if Arrow refused
     identity: str | None   # the identity of the bytes parsed, when Arrow read the file
     quote_seen: bool       # whether a quote character occurred in what was read
+    big_blocks: bool       # read in blocks that can hold a row over the limit (2 blocks)
 
 
 def _parse_file(path: Path, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
@@ -483,24 +527,30 @@ def _parse_file(path: Path, tail: bytes, skip: int, delimiter: str, width: int, 
 
 
 def _parse_text(path: Path, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
-                block: int, fields: list[int] | None) -> _Parsed:
+                block: int, fields: list[int] | None,
+                typed: dict[int, pa.DataType] | None = None) -> _Parsed:
     """One attempt, on a handle of its own: after a refusal Arrow's read-ahead may still be
     reading, and must not move the position another attempt reads from."""
     with open_regular(path) as f:
-        return _parse_handle(f, tail, skip, delimiter, width, quoted, block, fields)
+        return _parse_handle(f, tail, skip, delimiter, width, quoted, block, fields, typed)
 
 
 def _parse_handle(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: int, quoted: bool,
-                  block: int, fields: list[int] | None) -> _Parsed:
+                  block: int, fields: list[int] | None,
+                  typed: dict[int, pa.DataType] | None = None) -> _Parsed:
+    """Every field (or those in `fields`) as text; with `typed`, the header row is skipped and
+    those fields are read with the given types."""
     stream = HashingReader(f, watch=b'"')
     source = io.BufferedReader(stream if tail.endswith((b"\n", b"\r")) else _EndsWithNewline(stream),
                                _SNIFF_BYTES)
-    read = pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip, block_size=block)
+    names = [f"f{i}" for i in range(width)]
+    read = pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip, block_size=block) if typed is None \
+        else pcsv.ReadOptions(column_names=names, skip_rows=skip + 1, block_size=block)
     parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=quoted,
                               invalid_row_handler=_skip_blank_row)
     # Every column as exact text: our own rules decide what is missing and what is a number.
     # Dictionary-encoded, so those rules run once per distinct value (see _Distinct).
-    convert = pcsv.ConvertOptions(column_types={f"f{i}": _TEXT for i in range(width)},
+    convert = pcsv.ConvertOptions(column_types={f"f{i}": (typed or {}).get(i, _TEXT) for i in range(width)},
                                   null_values=[], strings_can_be_null=False,
                                   quoted_strings_can_be_null=False, check_utf8=True,
                                   include_columns=None if fields is None else [f"f{i}" for i in fields])
@@ -509,8 +559,9 @@ def _parse_handle(f: BinaryIO, tail: bytes, skip: int, delimiter: str, width: in
             warnings.simplefilter("ignore")
             body = pcsv.read_csv(source, read_options=read, parse_options=parse, convert_options=convert)
     except (pa.ArrowException, OSError, ValueError):
-        return _Parsed(None, None, stream.seen)  # Arrow's own message quotes the offending row: never pass it on.
-    return _Parsed(body, stream.identity(), stream.seen)
+        # Arrow's own message quotes the offending row: never pass it on.
+        return _Parsed(None, None, stream.seen, 2 * block > MAX_ROW_BYTES)
+    return _Parsed(body, stream.identity(), stream.seen, 2 * block > MAX_ROW_BYTES)
 
 
 def _row_too_long(path: Path, table: str) -> FuzzError:
@@ -652,27 +703,74 @@ def _empty_raw(schema: Schema) -> _Raw:
 
 
 # ---- conformance ----------------------------------------------------------------------------
-# Parsers take a raw Arrow column and return (values, invalid mask): values are a numpy array
-# (numbers, booleans, category codes) or an Arrow string column; they raise E0504 on text that
-# cannot be read.  Everything is a whole-column Arrow or numpy operation.
+# Parsers take a raw Arrow column and return its `_Cells` (values and which are invalid); they
+# raise E0504 on text that cannot be read.  Everything is a whole-column Arrow or numpy
+# operation, and a column is gathered once, after the rows to keep are known.
 
-_Values = Union[np.ndarray, pa.ChunkedArray]
+_Values = Union[np.ndarray, pa.Array]
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """A parsed column, in one of two forms.
+
+    Dense: `values` and `invalid` (None: no cell is) are per row.  Coded (a column read as its
+    distinct values, see `_Distinct`): `values` and `invalid` are per distinct value, `codes`
+    gives each row's value (-1 for a null cell, whose value is `at_null` and which is invalid
+    when `null_invalid`).  Invalid cells are missing, unparsable or undeclared; their values
+    are never used (the row is dropped, or the cell set to the default)."""
+
+    values: _Values
+    invalid: np.ndarray | None
+    codes: np.ndarray | None = None
+    at_null: object = None
+    null_invalid: bool = True
+    has_null: bool = False
+
+    def row_invalid(self) -> np.ndarray | None:
+        """Per row, whether the cell is invalid; None when none is (nothing to compute)."""
+        if self.codes is None:
+            return self.invalid if self.invalid is not None and self.invalid.any() else None
+        per_value = np.zeros(len(self.values), bool) if self.invalid is None else self.invalid
+        if not per_value.any() and not (self.null_invalid and self.has_null):
+            return None
+        return np.append(per_value, self.null_invalid).take(self.codes)  # -1 picks the last entry
+
+    def filled(self, default: object) -> "_Cells":
+        """Invalid cells set to `default`."""
+        if self.codes is None:
+            if self.invalid is None or not self.invalid.any():
+                return self
+            return _Cells(_fill(self.values, self.invalid, default), None)
+        values = self.values if self.invalid is None or not self.invalid.any() else \
+            _fill(self.values, self.invalid, default)
+        return _Cells(values, None, self.codes, default if self.null_invalid else self.at_null,
+                      False, self.has_null)
 
 
 def _conform(raw: _Raw, plans: list[_Plan], table: str) -> pd.DataFrame:
-    """Parse every column, then drop or fill its invalid cells by the column's policy."""
-    drop = np.zeros(len(raw[plans[0].column.name]), dtype=bool)
+    """Parse every column, then drop or fill its invalid cells by the column's policy.
+
+    The rows to keep are decided over all columns first (a row goes if any `drop` column has an
+    invalid cell in it), then each column is gathered once; when no row goes, not at all."""
+    rows = len(raw[plans[0].column.name])
+    drop: np.ndarray | None = None
     parsed = []
     for plan in plans:
-        values, invalid = _parser(plan.column.type)(raw[plan.column.name], plan, table)
+        cells = _parser(plan.column.type)(raw[plan.column.name], plan, table)
         if plan.column.on_invalid == "drop":
-            drop |= invalid
+            invalid = cells.row_invalid()
+            if invalid is not None:
+                drop = invalid.copy() if drop is None else np.logical_or(drop, invalid, out=drop)
         else:
-            values = _fill(values, invalid, plan.default)
-        parsed.append(values)
-    keep = ~drop
-    cols = {p.column.name: _finish(_take(v, keep), p.column.type) for p, v in zip(plans, parsed)}
-    return pd.DataFrame(cols, index=pd.RangeIndex(int(keep.sum())))
+            cells = cells.filled(plan.default)
+        parsed.append(cells)
+    keep = None if drop is None or not drop.any() else ~drop
+    kept = rows if keep is None else int(np.count_nonzero(keep))
+    cols = {p.column.name: _finish(c, keep, p.column.type) for p, c in zip(plans, parsed)}
+    # copy=False: the columns are fresh arrays; pandas keeps them as they are instead of
+    # copying them into consolidated blocks.
+    return pd.DataFrame(cols, index=pd.RangeIndex(kept), copy=False)
 
 
 def _fill(values: _Values, invalid: np.ndarray, default: object) -> _Values:
@@ -681,21 +779,38 @@ def _fill(values: _Values, invalid: np.ndarray, default: object) -> _Values:
     return pc.if_else(pa.array(invalid), pa.scalar(default, type=values.type), values)
 
 
-def _take(values: _Values, keep: np.ndarray) -> _Values:
-    if isinstance(values, np.ndarray):
-        return values[keep]
-    return pc.filter(values, pa.array(keep))
-
-
-def _finish(values: _Values, t: object) -> object:
+def _finish(cells: _Cells, keep: np.ndarray | None, t: object) -> object:
+    """The kept rows of a column, as the type the interpreter works with."""
+    if cells.codes is None:
+        values = cells.values if keep is None else cells.values[keep]
+        if isinstance(values, np.ndarray) and not values.flags.writeable:
+            values = values.copy()  # a view of Arrow's memory: the table gets arrays of its own
+        return _as_final(values, t)
+    codes = cells.codes if keep is None else cells.codes[keep]
     if isinstance(t, Str):
-        assert isinstance(values, pa.ChunkedArray)
+        text = pa.concat_arrays([cells.values, pa.array([cells.at_null], type=cells.values.type)])
+        at = np.where(codes < 0, np.int32(len(text) - 1), codes) if cells.has_null else codes
+        # 32-bit indices: Arrow's take of text is several times faster with them than with 64.
+        return pc.take(text, pa.array(at)).to_pandas().astype("str")
+    table = np.append(cells.values, np.asarray([cells.at_null], dtype=cells.values.dtype))
+    if isinstance(t, Cat):  # the codes' integer type chosen by pandas for these categories
+        small = pd.Categorical.from_codes(table.astype(np.int64), categories=pd.Index(list(t.values)))
+        return pd.Categorical.from_codes(small.codes.take(codes), dtype=small.dtype, validate=False)
+    if isinstance(t, Num) and t.integer:
+        # Invalid values (NaN, an unbounded infinity) are never gathered: any placeholder does.
+        table = np.where(np.isfinite(table), table, 0)
+    return _as_final(table, t).take(codes)
+
+
+def _as_final(values: _Values, t: object) -> object:
+    if isinstance(t, Str):
+        assert isinstance(values, (pa.Array, pa.ChunkedArray))
         return values.to_pandas().astype("str")
     assert isinstance(values, np.ndarray)
     if isinstance(t, Num):
-        return values.astype(np.int64 if t.integer else np.float64)
+        return values.astype(np.int64 if t.integer else np.float64, copy=False)
     if isinstance(t, Bool):
-        return values.astype(bool)
+        return values.astype(bool, copy=False)
     assert isinstance(t, Cat)
     return pd.Categorical.from_codes(values.astype(np.int64), categories=pd.Index(list(t.values)))
 
@@ -720,18 +835,16 @@ class _Distinct:
 
     values: pa.Array
     codes: np.ndarray
-
-    @property
-    def null(self) -> np.ndarray:
-        return self.codes < 0
+    has_null: bool
 
     def used(self) -> np.ndarray:
-        return np.bincount(self.codes[self.codes >= 0], minlength=len(self.values)) > 0
+        seen = np.zeros(len(self.values) + 1, dtype=bool)
+        seen[self.codes] = True  # a null's -1 marks the extra last entry
+        return seen[:-1]
 
-    def rows(self, per_value: np.ndarray, at_null: object) -> np.ndarray:
-        """Each row's entry of `per_value`, and `at_null` for null cells."""
-        out = np.append(per_value, np.asarray([at_null], dtype=per_value.dtype))
-        return out[self.codes]  # -1 picks the appended entry
+    def cells(self, values: _Values, invalid: np.ndarray | None, at_null: object) -> _Cells:
+        """Per-value results, and `at_null` (always invalid) for null cells."""
+        return _Cells(values, invalid, self.codes, at_null, True, self.has_null)
 
 
 def _distinct_text(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Distinct:
@@ -740,8 +853,13 @@ def _distinct_text(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Distinct:
         col = pc.dictionary_encode(_as_text(col, plan, table))
     coded = col.combine_chunks()  # one dictionary for all chunks
     values = _as_text(coded.dictionary, plan, table)
-    codes = _np(pc.fill_null(coded.indices, -1)).astype(np.intp)
-    return _Distinct(pc.utf8_trim_whitespace(pc.fill_null(values, "")), codes)
+    has_null = coded.indices.null_count > 0
+    indices = pc.fill_null(coded.indices, -1) if has_null else coded.indices
+    # Kept 32-bit (Arrow's index type): half the bytes to filter, and no conversion pass.
+    codes = _np(indices)
+    if codes.dtype.itemsize < 4:  # a small Categorical's int8 codes: room for the null index
+        codes = codes.astype(np.int32)
+    return _Distinct(pc.utf8_trim_whitespace(pc.fill_null(values, "")), codes, has_null)
 
 
 def _as_text(col: pa.ChunkedArray | pa.Array, plan: _Plan, table: str) -> pa.ChunkedArray | pa.Array:
@@ -767,10 +885,13 @@ def _is_number_type(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
 
-def _parse_num(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
+def _parse_num(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Cells:
     if _is_number_type(col.type):
+        fast = _typed_in_range(col, plan)
+        if fast is not None:
+            return fast
         x = _np(pc.fill_null(pc.cast(col, pa.float64(), safe=False), math.nan))
-        return _bounded(x, np.isnan(x), plan, table, None)
+        return _Cells(*_bounded(x, np.isnan(x), plan, table, None))
     d = _distinct_text(col, plan, table)
     used = d.used()
     missing = _markers(d.values)
@@ -784,7 +905,76 @@ def _parse_num(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarra
         raise _unparsable(plan, table, "numbers")
     x[parse] = parsed
     x, missing = _bounded(x, missing, plan, table, used)
-    return d.rows(x, math.nan), d.rows(missing, True)
+    return d.cells(x, missing, math.nan)
+
+
+def _typed_in_range(col: pa.ChunkedArray, plan: _Plan) -> _Cells | None:
+    """A typed column's values when they need none of `_bounded`'s per-cell checks, else None.
+
+    Decided from the column's minimum and maximum: an integer column whose clamped values lie
+    within 2^53 (so the float route of `_bounded` is exact and raises nothing), or a float
+    column without NaN or infinities for a non-integer type.  The values are then those of
+    `_bounded` (same clamping), computed in one pass, or none when nothing needs clamping."""
+    t = plan.column.type
+    assert isinstance(t, Num)
+    if len(col) == 0 or col.null_count == len(col):
+        return None
+    if pa.types.is_integer(col.type):
+        low, high = (pc.min_max(col)[k].as_py() for k in ("min", "max"))
+        if t.integer:
+            return _ints_in_range(col, low, high, plan)
+        x = _np(pc.fill_null(col, 0) if col.null_count else col).astype(np.float64)  # rounds like Arrow's cast
+        invalid = _np(col.is_null()) if col.null_count else None
+        return _Cells(_clamped(x, float(low), float(high), plan.lo, plan.hi), invalid)
+    if pa.types.is_floating(col.type) and col.null_count == 0:
+        x = _np(col).astype(np.float64, copy=False)
+        low, high = float(x.min()), float(x.max())
+        if not (math.isfinite(low) and math.isfinite(high)):  # a NaN or an infinity
+            return None
+        if t.integer:
+            return _integral_floats(x, low, high, plan)
+        return _Cells(_clamped(x, low, high, plan.lo, plan.hi), None)
+    return None
+
+
+def _integral_floats(x: np.ndarray, low: float, high: float, plan: _Plan) -> _Cells | None:
+    """Finite floats for an integer type, when `_bounded` would accept every one of them."""
+    if not np.array_equal(np.floor(x), x):
+        return None  # not integers: `_bounded` refuses the column
+    lo, hi = -math.inf if plan.lo is None else plan.lo, math.inf if plan.hi is None else plan.hi
+    if abs(min(max(low, lo), hi)) > MAX_EXACT_INT or abs(min(max(high, lo), hi)) > MAX_EXACT_INT:
+        return None  # clamped values beyond 2^53: `_bounded` refuses the column
+    return _Cells(_clamped(x, low, high, plan.lo, plan.hi).astype(np.int64), None)
+
+
+def _ints_in_range(col: pa.ChunkedArray, low: int, high: int, plan: _Plan) -> _Cells | None:
+    bounds = [plan.lo, plan.hi]
+    if high > np.iinfo(np.int64).max or any(b is not None and not abs(b) <= MAX_EXACT_INT for b in bounds):
+        return None  # an unsigned value int64 cannot hold, or bounds the float route rounds
+    lo, hi = (None if b is None else int(b) for b in bounds)  # integers (float_bounds)
+    clamped_low = min(max(low, lo), hi) if lo is not None and hi is not None else \
+        max(low, lo) if lo is not None else min(low, hi) if hi is not None else low
+    clamped_high = min(max(high, lo), hi) if lo is not None and hi is not None else \
+        max(high, lo) if lo is not None else min(high, hi) if hi is not None else high
+    if not (-MAX_EXACT_INT <= clamped_low and clamped_high <= MAX_EXACT_INT):
+        return None  # the float route rounds or refuses these: left to `_bounded`
+    v = _np(pc.fill_null(col, 0) if col.null_count else col).astype(np.int64, copy=False)
+    if (lo is not None and low < lo) or (hi is not None and high > hi):
+        v = np.clip(v, lo, hi)
+    return _Cells(v, _np(col.is_null()) if col.null_count else None)
+
+
+def _clamped(x: np.ndarray, low: float, high: float, lo: float | None,
+             hi: float | None) -> np.ndarray:
+    """x clamped into [lo, hi] (None: unbounded), given its finite minimum and maximum.
+
+    Skipped only when it cannot change a bit: no value beyond a bound, and no zero at a bound
+    of zero (whether clipping -0.0 to a bound of 0.0 gives -0.0 or 0.0 depends on the numpy
+    version; calling it as `_bounded` does gives whatever `_bounded` gives)."""
+    if (lo is not None and (low < lo or (lo == 0 and low <= 0))) or \
+            (hi is not None and (high > hi or (hi == 0 and high >= 0))):
+        return np.clip(x, -np.inf if lo is None else lo, np.inf if hi is None else hi)
+    return x
 
 
 def _bounded(x: np.ndarray, missing: np.ndarray, plan: _Plan, table: str,
@@ -804,9 +994,10 @@ def _bounded(x: np.ndarray, missing: np.ndarray, plan: _Plan, table: str,
     return x, missing
 
 
-def _parse_bool(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
+def _parse_bool(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Cells:
     if pa.types.is_boolean(col.type):
-        return _np(pc.fill_null(col, False)).astype(bool), _np(col.is_null())
+        return _Cells(_np(pc.fill_null(col, False)).astype(bool),
+                      _np(col.is_null()) if col.null_count else None)
     d = _distinct_text(col, plan, table)
     low = pc.utf8_lower(d.values)
     is_true = _np(pc.is_in(low, value_set=_value_set(TRUE_WORDS, low)))
@@ -814,27 +1005,25 @@ def _parse_bool(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarr
     missing = _markers(d.values)
     if (~(is_true | is_false | missing) & d.used()).any():
         raise _unparsable(plan, table, "booleans (true/false, 1/0, yes/no)")
-    return d.rows(is_true, False), d.rows(missing, True)
+    return d.cells(is_true, missing, False)
 
 
-def _parse_str(col: pa.ChunkedArray, plan: _Plan,
-               table: str) -> tuple[pa.ChunkedArray, np.ndarray]:
+def _parse_str(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Cells:
     d = _distinct_text(col, plan, table)
-    text = pc.fill_null(pc.take(d.values, pa.array(d.codes, mask=d.null)), "")  # a null cell reads as ""
-    return pa.chunked_array([text]), d.rows(_markers(d.values), True)
+    return d.cells(d.values, _markers(d.values), "")  # a null cell reads as "", a marker
 
 
-def _parse_cat(col: pa.ChunkedArray, plan: _Plan, table: str) -> tuple[np.ndarray, np.ndarray]:
+def _parse_cat(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Cells:
     """Category codes; a declared value wins over a missing marker ("NA" may be a real key)."""
     t = plan.column.type
     assert isinstance(t, Cat)
     d = _distinct_text(col, plan, table)
     found = pc.index_in(d.values, value_set=pa.array(list(t.values), type=d.values.type))
-    codes = d.rows(_np(pc.fill_null(found, -1)).astype(np.int64), -1)
-    return codes, codes < 0
+    codes = _np(pc.fill_null(found, -1)).astype(np.int64)
+    return d.cells(codes, codes < 0, -1)
 
 
-_Parser = Callable[[pa.ChunkedArray, _Plan, str], tuple[_Values, np.ndarray]]
+_Parser = Callable[[pa.ChunkedArray, _Plan, str], _Cells]
 
 
 def _parser(t: object) -> _Parser:
