@@ -123,6 +123,12 @@ def d_add(*ds: Dist) -> Dist:
 
 
 def d_scale(k: Coef, d: Dist) -> Dist:
+    if type(k) is Fraction and all(type(c) is Fraction for c in d.values()):  # exact numbers only
+        if k == 0:
+            return {}
+        if k == 1:
+            return {s: c for s, c in d.items() if c != 0}
+        return {s: k * c for s, c in d.items() if c != 0}
     out = {s: c_mul(k, c) for s, c in d.items()}
     return {s: c for s, c in out.items() if c != 0}
 

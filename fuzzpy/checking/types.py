@@ -43,7 +43,7 @@ class Type:
         return {k: v for k, v in self.__dict__.items() if k not in _MEMO_SLOTS}
 
 
-_MEMO_SLOTS = ("_hash", "_size")
+_MEMO_SLOTS = ("_hash", "_size", "_tables")
 
 
 def memoise_hash(cls: type) -> type:
@@ -425,18 +425,12 @@ MAX_TYPE_SIZE = 256  # parts of one argument type (tuples of tuples of ...)
 def type_size(t: Type, cap: int = MAX_TYPE_SIZE + 1) -> int:
     """The number of parts of a type, counted as a tree (shared parts once per use), up to cap:
     a recursion that pairs its argument with itself doubles it at each call.  With the default
-    cap the result is kept in the type (types are immutable)."""
+    cap each part's size is kept in it (types are immutable), so a new type built around known
+    parts (a bag of a schema's rows) costs one step."""
     if isinstance(t, (Num, Bool, Str, Cat, Unit)):  # the common case, without the walk
         return 1
     if cap == MAX_TYPE_SIZE + 1:
-        known = t.__dict__.get("_size")
-        if known is None:
-            known = t.__dict__["_size"] = _type_size(t, cap)
-        return known
-    return _type_size(t, cap)
-
-
-def _type_size(t: Type, cap: int) -> int:
+        return _kept_size(t)
     memo: dict[int, int] = {}
 
     def size(x: object) -> int:
@@ -444,26 +438,44 @@ def _type_size(t: Type, cap: int) -> int:
             return 0
         if id(x) in memo:
             return memo[id(x)]
-        total = 1
-        for k, v in vars(x).items():
-            if k in _MEMO_SLOTS:
-                continue
-            for item in (v if isinstance(v, tuple) else (v,)):
-                total += sum(size(y) for y in item) if isinstance(item, tuple) else size(item)
-                if total > cap:
-                    break
-        memo[id(x)] = min(total, cap)
+        memo[id(x)] = _size_step(x, size, cap)
         return memo[id(x)]
 
     return size(t)
 
 
+def _kept_size(x: object) -> int:
+    """type_size with the default cap, kept in each part."""
+    if not isinstance(x, Type):
+        return 0
+    known = x.__dict__.get("_size")
+    if known is None:
+        known = x.__dict__["_size"] = _size_step(x, _kept_size, MAX_TYPE_SIZE + 1)
+    return known
+
+
+def _size_step(x: Type, size, cap: int) -> int:
+    """1 + the sizes of x's parts (`size` of each), at most cap."""
+    total = 1
+    for k, v in vars(x).items():
+        if k in _MEMO_SLOTS:
+            continue
+        for item in (v if isinstance(v, tuple) else (v,)):
+            total += sum(size(y) for y in item) if isinstance(item, tuple) else size(item)
+            if total > cap:
+                break
+    return min(total, cap)
+
+
 def holds_tables(t: Type) -> bool:
-    """Does a value of this type hold tables (whose rows rule Growth counts)?"""
+    """Does a value of this type hold tables (whose rows rule Growth counts)?  Kept in the type."""
     if isinstance(t, (Bag, Seq, Parts)):
         return True
-    parts = components(t)
-    return parts is not None and any(holds_tables(p) for p in parts)
+    known = t.__dict__.get("_tables")
+    if known is None:
+        parts = components(t)
+        known = t.__dict__["_tables"] = parts is not None and any(holds_tables(p) for p in parts)
+    return known
 
 
 def holds_fuzzy(t: Type) -> bool:

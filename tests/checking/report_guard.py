@@ -7,8 +7,8 @@ A performance change to the checker (memoised hashes, integer fast paths, shared
 leave every checked result as it was: epsilon and rho, each input's releases, every function's
 type and sensitivities, the mechanisms, the diagnostics with their order and text. This module
 checks a fixed set of inputs (every example, the benchmark's generated program, and generated
-programs of the soundness oracle's generator, from fixed seeds) and reduces each report to a
-digest of everything it states; the fixture `report_guard.json` holds those digests as the
+programs of the soundness oracle's generator, from fixed seeds) and reduces each report (and the
+parsed file) to a digest of everything it states; the fixture `report_guard.json` holds those digests as the
 trusted code produced them, with the leading figures in clear so that a mismatch can be read,
 and a hash of each input's text (a changed generator or example shows as a changed input, not
 as a changed checker: then re-record the fixture with the trusted code).
@@ -67,12 +67,32 @@ def answer(report: Any) -> dict:
     return data
 
 
+def syntax(x: Any) -> Any:
+    """The parsed file as plain data: every node's class and fields, spans included."""
+    from dataclasses import fields, is_dataclass
+    from fractions import Fraction
+
+    if is_dataclass(x) and not isinstance(x, type):
+        return [type(x).__name__] + [[f.name, syntax(getattr(x, f.name))] for f in fields(x)]
+    if isinstance(x, (list, tuple)):
+        return [syntax(v) for v in x]
+    if isinstance(x, Fraction):
+        return f"{x.numerator}/{x.denominator}"
+    return repr(x)
+
+
 def digest(name: str, file: str, text: str) -> dict:
+    import fuzzpy
     from fuzzpy.checking.program import check_source
+    from fuzzpy.syntax.parser import parse_module
 
     report = check_source(text, file)
-    data = json.dumps(answer(report), sort_keys=True, default=repr).replace(str(ROOT), "<root>")
-    return {"source_sha256": hashlib.sha256(text.encode()).hexdigest()[:16], "ok": report.ok, "epsilon": str(report.epsilon) if report.ok and report.entry else None,
+    data = json.dumps(answer(report), sort_keys=True, default=repr)
+    for root in (str(Path(fuzzpy.__file__).resolve().parents[1]), str(ROOT)):  # the stdlib's folder too
+        data = data.replace(root, "<root>")
+    parsed = json.dumps(syntax(parse_module(text, file)))
+    return {"source_sha256": hashlib.sha256(text.encode()).hexdigest()[:16], "ok": report.ok,
+            "syntax_sha256": hashlib.sha256(parsed.encode()).hexdigest()[:32], "epsilon": str(report.epsilon) if report.ok and report.entry else None,
             "codes": [d.code for d in report.diagnostics],
             "sha256": hashlib.sha256(data.encode()).hexdigest()}
 
