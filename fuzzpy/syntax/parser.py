@@ -75,6 +75,8 @@ def _number(tok: Token, file: str) -> Fraction:
     mantissa, _, exp = text.lower().partition("e")
     if exp and abs(int(exp)) > 308:
         raise FuzzError(Diagnostic("E0103", f"numeric literal {text} is out of range", _tok_span(file, tok)))
+    if text.isascii() and text.isdigit():  # the common case: a whole number, without the string parse
+        return Fraction(int(text))
     return Fraction(text)
 
 
