@@ -1,12 +1,15 @@
 """Checker speed: parse and check time per 1,000 lines, LP solves, and `fuzzpy check` start-up.
 
-    python benchmarks/check_speed.py [ROUNDS] [--shell]
+    python benchmarks/check_speed.py [ROUNDS] [--shell | --in-process] [--code DIR]
 
 Generates programs of ordinary code (arithmetic, lets, branches, row functions, bag operations,
 mechanisms, a recursive function) of 1,000 and 10,000 lines.  In-process figures are given
-against lark alone parsing the same text; shell figures (start-up, the check cache) against
-`python -c pass` and `python -c "import pandas"` run in turn with them.  docs/performance.md
-has the figures of one run.
+against lark alone parsing the same text, timed in the same rounds (lark, parse, check, in turn:
+the machine's load weighs on all three alike); each figure is the fastest of its rounds, each
+ratio the median of the rounds' ratios.  Shell figures (start-up, the check cache) are given
+against `python -c pass` and `python -c "import pandas"` run in turn with them.
+`--code DIR` imports fuzzpy from DIR (another checkout) instead: run it in turn with the current
+code to compare two versions in one session.  docs/performance.md has the figures of one run.
 """
 
 from __future__ import annotations
@@ -19,8 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from fuzzpy.checking.program import check_source
-from fuzzpy.syntax import parser
+if "--code" in sys.argv:  # before anything imports fuzzpy
+    sys.path.insert(0, str(Path(sys.argv[sys.argv.index("--code") + 1]).resolve()))
+
+from fuzzpy.checking.program import check_source  # noqa: E402
+from fuzzpy.syntax import parser  # noqa: E402
 
 HEADER = 'schema T { x : num[0, 100], y : num[-5, 5], k : cat{"a", "b", "c"}, f : bool }\nparam eps : num = 0.01;\n'
 
@@ -59,10 +65,14 @@ def program(lines: int) -> str:
 
 
 def measure(lines: int, repeat: int = 3) -> dict:
+    """Parse and check per 1,000 lines, and their ratios to lark alone parsing the same text,
+    the three timed in turn in each round."""
     src = program(lines)
     n = src.count("\n")
-    parse_times, check_times, solves = [], [], 0
+    bare = _bare_lark()
+    floor_times, parse_times, check_times, solves = [], [], [], 0
     for _ in range(repeat):
+        floor_times.append(lark_floor(src, bare))
         parser.parse_chunk.cache_clear()
         t0 = time.perf_counter()
         module, diags = parser.parse_module(src, "bench.fz")
@@ -73,24 +83,28 @@ def measure(lines: int, repeat: int = 3) -> dict:
         assert report.ok, [d.message for d in report.diagnostics[:3]]
         check_times.append(report.timings["check"])
         solves = report.lp_solves
-    return {"lines": n, "parse_per_1000": statistics.median(parse_times) / n * 1000,
-            "check_per_1000": statistics.median(check_times) / n * 1000, "lp_solves": solves}
+    return {"lines": n, "parse_per_1000": min(parse_times) / n * 1000,
+            "check_per_1000": min(check_times) / n * 1000, "floor_per_1000": min(floor_times) / n * 1000,
+            "parse_ratio": statistics.median(p / f for p, f in zip(parse_times, floor_times)),
+            "check_ratio": statistics.median(c / f for c, f in zip(check_times, floor_times)),
+            "lp_solves": solves}
 
 
-def lark_floor(src: str, repeat: int = 3) -> float:
-    """The same text through lark alone (same grammar, LALR, no AST building, no chunking):
-    the in-process baseline of the parse and check figures."""
+def _bare_lark():
     from lark import Lark
 
-    bare = Lark(parser.GRAMMAR.read_text(), parser="lalr", lexer="contextual", maybe_placeholders=False)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _, text in parser.split_chunks(src):
-            if text.strip():
-                bare.parse(text)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return Lark(parser.GRAMMAR.read_text(), parser="lalr", lexer="contextual", maybe_placeholders=False)
+
+
+def lark_floor(src: str, bare=None) -> float:
+    """The same text through lark alone (same grammar, LALR, no AST building, no chunking):
+    the in-process baseline of the parse and check figures."""
+    bare = bare or _bare_lark()
+    t0 = time.perf_counter()
+    for _, text in parser.split_chunks(src):
+        if text.strip():
+            bare.parse(text)
+    return time.perf_counter() - t0
 
 
 # ---- start-up and the check cache, measured from the shell ---------------------------------
@@ -101,6 +115,8 @@ def _env() -> dict:
     folder is a fresh one of this run."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.pop("FUZZPY_NO_CACHE", None)
+    if "--code" in sys.argv:  # the timed commands run the same code as the in-process figures
+        env["PYTHONPATH"] = sys.path[0]
     return env
 
 
@@ -159,19 +175,27 @@ def startup_and_cache(rounds: int) -> None:
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if a != "--shell"]
+    argv = sys.argv[1:]
+    if "--code" in argv:
+        del argv[argv.index("--code"):argv.index("--code") + 2]
+    args = [a for a in argv if not a.startswith("--")]
     rounds = int(args[0]) if args else 5
+    if hasattr(os, "getloadavg"):
+        print("load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     if "--shell" in sys.argv:  # the start-up and cache figures alone
         startup_and_cache(rounds)
         return
+    import fuzzpy
+
+    print(f"fuzzpy from {Path(fuzzpy.__file__).parent}")
     for lines in (1000, 10000):
-        m = measure(lines, repeat=3 if lines <= 1000 else 1)
-        floor = lark_floor(program(lines), repeat=3 if lines <= 1000 else 1) / m["lines"] * 1000
-        print(f"{m['lines']:>6} lines: parse {m['parse_per_1000'] * 1000:7.1f} ms / 1,000 lines "
-              f"({1000 / m['parse_per_1000']:,.0f} lines/s, {m['parse_per_1000'] / floor:.2f} x lark alone), "
-              f"check {m['check_per_1000'] * 1000:7.1f} ms / 1,000 lines ({m['check_per_1000'] / floor:.2f} x lark "
-              f"alone), LP solves {m['lp_solves']}")
-    startup_and_cache(rounds)
+        m = measure(lines, repeat=5 if lines <= 1000 else 3)
+        print(f"{m['lines']:>6} lines: lark alone {m['floor_per_1000'] * 1000:6.1f} ms / 1,000 lines, "
+              f"parse {m['parse_per_1000'] * 1000:6.1f} ms ({1000 / m['parse_per_1000']:,.0f} lines/s, "
+              f"{m['parse_ratio']:.2f} x lark alone), check {m['check_per_1000'] * 1000:6.1f} ms / 1,000 lines "
+              f"({m['check_ratio']:.2f} x lark alone), LP solves {m['lp_solves']}")
+    if "--in-process" not in sys.argv:  # --in-process: the parse and check figures alone
+        startup_and_cache(rounds)
 
 
 if __name__ == "__main__":

@@ -173,7 +173,11 @@ class ExpressionRules:
     def _captured_estimate(self, e: A.Lambda, env: Env) -> Dist:
         """A closure stored as data: anything private it captures counts as infinitely used
         (applications are checked precisely instead, at each application site)."""
-        free = _free_vars(e.body, {p.name for p in e.params})
+        memo = self.__dict__.setdefault("_lambda_free", {})  # id -> (node kept alive, its free names)
+        hit = memo.get(id(e))
+        if hit is None or hit[0] is not e:
+            hit = memo[id(e)] = (e, _free_vars(e.body, {p.name for p in e.params}))
+        free = hit[1]  # only read: the same set, in the same order, at every check of this lambda
         total: Dist = {}
         for name in free:
             v = env.lookup(name)

@@ -38,7 +38,7 @@ def _integral_type(t: Type) -> bool:
 def maybe_infinite(c: Coef) -> bool:
     """Infinite, or not known yet: an unsolved sensitivity (inside an unfinished recursion) may
     turn out infinite, so the rules that must not miss an infinity treat it as one."""
-    return c == INF or isinstance(c, Lin)
+    return type(c) is not Fraction and (c == INF or isinstance(c, Lin))  # an exact number is finite
 
 
 def infinite_part(d: Dist) -> Dist:

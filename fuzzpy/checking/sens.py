@@ -57,7 +57,14 @@ def _norm(const: Fraction, terms: dict[str, Fraction]) -> Coef:
     return Lin(const, tuple(sorted(terms.items())))
 
 
+def is_inf(c: Coef) -> bool:
+    """`c == INF`, without Fraction's slow comparison with a float: an exact number is finite."""
+    return type(c) is not Fraction and c == INF
+
+
 def c_add(a: Coef, b: Coef) -> Coef:
+    if type(a) is Fraction and type(b) is Fraction:  # the common case: two finite exact numbers
+        return a + b
     if a == INF or b == INF:
         return INF
     if not isinstance(a, Lin) and not isinstance(b, Lin):
@@ -71,6 +78,8 @@ def c_add(a: Coef, b: Coef) -> Coef:
 
 def c_mul(a: Coef, b: Coef) -> Coef:
     """Product; 0 * inf = 0 because a zero coefficient means "does not depend on"."""
+    if type(a) is Fraction and type(b) is Fraction:  # the common case: two finite exact numbers
+        return ZERO if a == 0 or b == 0 else a * b
     if isinstance(a, Lin) and isinstance(b, Lin):
         raise NonLinear()
     if isinstance(b, Lin):
@@ -114,6 +123,12 @@ def d_add(*ds: Dist) -> Dist:
 
 
 def d_scale(k: Coef, d: Dist) -> Dist:
+    if type(k) is Fraction and all(type(c) is Fraction for c in d.values()):  # exact numbers only
+        if k == 0:
+            return {}
+        if k == 1:
+            return {s: c for s, c in d.items() if c != 0}
+        return {s: k * c for s, c in d.items() if c != 0}
     out = {s: c_mul(k, c) for s, c in d.items()}
     return {s: c for s, c in out.items() if c != 0}
 

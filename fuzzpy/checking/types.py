@@ -29,10 +29,38 @@ def _short(f: Fraction) -> bool:
 
 
 class Type:
-    """Base of all types; subclasses are frozen dataclasses, so types compare structurally."""
+    """Base of all types; subclasses are frozen dataclasses, so types compare structurally.
+
+    A type's hash and size are computed once and kept in the instance (`_hash`, `_size`, not
+    fields: equality, repr and replace ignore them). They are never pickled: a string's hash
+    differs between processes, so a type unpickled elsewhere (the Dask engine's workers, the
+    check cache) computes its own."""
 
     def __str__(self) -> str:  # pragma: no cover - overridden
         return self.__class__.__name__
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in _MEMO_SLOTS}
+
+
+_MEMO_SLOTS = ("_hash", "_size", "_tables")
+
+
+def memoise_hash(cls: type) -> type:
+    """Keep the dataclass-generated (structural, recursive) hash of each instance after its first
+    use: types are hashed at every instance lookup and every memoised rule."""
+    structural = cls.__dict__["__hash__"]
+
+    def __hash__(self) -> int:
+        d = self.__dict__
+        h = d.get("_hash")
+        if h is None:
+            h = d["_hash"] = structural(self)  # __dict__ directly: the instance is frozen
+        return h
+
+    __hash__.__qualname__ = f"{cls.__qualname__}.__hash__"
+    cls.__hash__ = __hash__  # type: ignore[method-assign]
+    return cls
 
 
 @dataclass(frozen=True)
@@ -252,6 +280,16 @@ def _paren(t: Type) -> str:
     return f"({s})" if " " in s and not isinstance(t, (Record, Tensor, With, Cat)) else s
 
 
+def _dataclass_types(cls: type) -> list[type]:
+    out = []
+    for sub in cls.__subclasses__():
+        out += ([sub] if "__hash__" in sub.__dict__ and sub.__hash__ is not None else []) + _dataclass_types(sub)
+    return out
+
+
+for _cls in _dataclass_types(Type):
+    memoise_hash(_cls)
+
 NUM = Num()
 INT = Num(integer=True)
 BOOL = Bool()
@@ -286,7 +324,15 @@ class Schema:
 
     @property
     def row_type(self) -> Record:
-        return Record(tuple((c.name, c.type) for c in self.columns), name=self.name)
+        """Built once (kept in the instance, not pickled): one object for every use, so that its
+        memoised hash is computed once."""
+        known = self.__dict__.get("_row_type")
+        if known is None:
+            known = self.__dict__["_row_type"] = Record(tuple((c.name, c.type) for c in self.columns), name=self.name)
+        return known
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_row_type"}
 
     def column(self, name: str) -> Column | None:
         for c in self.columns:
@@ -378,9 +424,13 @@ MAX_TYPE_SIZE = 256  # parts of one argument type (tuples of tuples of ...)
 
 def type_size(t: Type, cap: int = MAX_TYPE_SIZE + 1) -> int:
     """The number of parts of a type, counted as a tree (shared parts once per use), up to cap:
-    a recursion that pairs its argument with itself doubles it at each call."""
+    a recursion that pairs its argument with itself doubles it at each call.  With the default
+    cap each part's size is kept in it (types are immutable), so a new type built around known
+    parts (a bag of a schema's rows) costs one step."""
     if isinstance(t, (Num, Bool, Str, Cat, Unit)):  # the common case, without the walk
         return 1
+    if cap == MAX_TYPE_SIZE + 1:
+        return _kept_size(t)
     memo: dict[int, int] = {}
 
     def size(x: object) -> int:
@@ -388,24 +438,44 @@ def type_size(t: Type, cap: int = MAX_TYPE_SIZE + 1) -> int:
             return 0
         if id(x) in memo:
             return memo[id(x)]
-        total = 1
-        for v in vars(x).values():
-            for item in (v if isinstance(v, tuple) else (v,)):
-                total += sum(size(y) for y in item) if isinstance(item, tuple) else size(item)
-                if total > cap:
-                    break
-        memo[id(x)] = min(total, cap)
+        memo[id(x)] = _size_step(x, size, cap)
         return memo[id(x)]
 
     return size(t)
 
 
+def _kept_size(x: object) -> int:
+    """type_size with the default cap, kept in each part."""
+    if not isinstance(x, Type):
+        return 0
+    known = x.__dict__.get("_size")
+    if known is None:
+        known = x.__dict__["_size"] = _size_step(x, _kept_size, MAX_TYPE_SIZE + 1)
+    return known
+
+
+def _size_step(x: Type, size, cap: int) -> int:
+    """1 + the sizes of x's parts (`size` of each), at most cap."""
+    total = 1
+    for k, v in vars(x).items():
+        if k in _MEMO_SLOTS:
+            continue
+        for item in (v if isinstance(v, tuple) else (v,)):
+            total += sum(size(y) for y in item) if isinstance(item, tuple) else size(item)
+            if total > cap:
+                break
+    return min(total, cap)
+
+
 def holds_tables(t: Type) -> bool:
-    """Does a value of this type hold tables (whose rows rule Growth counts)?"""
+    """Does a value of this type hold tables (whose rows rule Growth counts)?  Kept in the type."""
     if isinstance(t, (Bag, Seq, Parts)):
         return True
-    parts = components(t)
-    return parts is not None and any(holds_tables(p) for p in parts)
+    known = t.__dict__.get("_tables")
+    if known is None:
+        parts = components(t)
+        known = t.__dict__["_tables"] = parts is not None and any(holds_tables(p) for p in parts)
+    return known
 
 
 def holds_fuzzy(t: Type) -> bool:

@@ -9,9 +9,10 @@ from ..primitives.registry import NOCONST
 from ..syntax import ast as A
 from .ir import IR
 from .sens import Dist
-from .types import Fun, Type
+from .types import Fun, Type, memoise_hash
 
 
+@memoise_hash
 @dataclass(frozen=True)
 class FnT(Type):
     """The type of a check-time function value that has not been given a `Fun` type yet

@@ -1,0 +1,94 @@
+"""The checker's speed-ups keep their promises: kept hashes and sizes are the structural ones and
+never travel in a pickle, fast paths compute what the general code computes."""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+import subprocess
+import sys
+from fractions import Fraction
+
+from fuzzpy.checking.sens import INF, ONE, ZERO, Lin, c_add, c_mul, d_scale, is_inf
+from fuzzpy.checking.types import (MAX_TYPE_SIZE, Bag, Cat, Column, Fun, ListT, Num, Record, Schema, Tensor,
+                                   holds_tables, type_size)
+from fuzzpy.diagnostics import Span
+from fuzzpy.syntax import parser
+
+ROW = Record((("age", Num(Fraction(0), Fraction(90))), ("sex", Cat(("M", "F")))), name="P")
+
+
+def test_kept_hash_is_the_structural_hash_and_not_pickled() -> None:
+    t = Bag(ROW)
+    assert "_hash" not in t.__dict__
+    h = hash(t)
+    assert t.__dict__["_hash"] == h == hash(Bag(Record(ROW.fields)))  # equal types, equal hashes
+    assert Bag(ROW) == t and repr(Bag(ROW)) == repr(t)
+    for other in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t), copy.copy(t)):
+        assert "_hash" not in other.__dict__ and other == t
+    type_size(t), holds_tables(Tensor((t, t)))
+    assert not {"_hash", "_size", "_tables"} & set(pickle.loads(pickle.dumps(Tensor((t, t)))).__dict__)
+
+
+_PICKLE_TYPES = """
+import pickle, sys
+from fractions import Fraction
+from fuzzpy.checking.types import Bag, Cat, Num, Record
+keys = [Cat(("a", "b")), Bag(Record((("k", Cat(("x", "y"))), ("v", Num(Fraction(0), Fraction(1)))), name="T"))]
+if sys.argv[1] == "write":
+    for k in keys:
+        hash(k)  # kept in the instance before pickling
+    sys.stdout.buffer.write(pickle.dumps({k: i for i, k in enumerate(keys)}))
+else:
+    table = pickle.loads(sys.stdin.buffer.read())
+    print([table.get(k) for k in keys])
+"""
+
+
+def test_types_pickled_in_one_process_are_found_in_another() -> None:
+    """String hashes differ between processes: a hash kept in one must not be used in another."""
+    env = dict(os.environ)
+    written = subprocess.run([sys.executable, "-c", _PICKLE_TYPES, "write"], capture_output=True, check=True,
+                             env={**env, "PYTHONHASHSEED": "1"}).stdout
+    read = subprocess.run([sys.executable, "-c", _PICKLE_TYPES, "read"], input=written, capture_output=True,
+                          check=True, env={**env, "PYTHONHASHSEED": "2"})
+    assert read.stdout.decode().strip() == "[0, 1]"
+
+
+def test_row_type_built_once_and_not_pickled() -> None:
+    s = Schema("P", (Column("age", Num(Fraction(0), Fraction(90))), Column("sex", Cat(("M", "F")))))
+    assert s.row_type is s.row_type and s.row_type == ROW and s.row_type.name == "P"
+    back = pickle.loads(pickle.dumps(s))
+    assert "_row_type" not in back.__dict__ and back == s and back.row_type == ROW
+
+
+def test_kept_size_equals_the_walk() -> None:
+    t = ListT(Tensor((Bag(ROW), Num())))
+    assert type_size(t) == type_size(t, MAX_TYPE_SIZE + 2) == 7
+    big = Num()
+    for _ in range(10):  # 2^10 parts, shared: counted once per use, up to the cap
+        big = Tensor((big, big))
+    assert type_size(big) == MAX_TYPE_SIZE + 1 and type_size(big, 10) == 10
+    assert type_size(Fun(big, ONE, Num())) == MAX_TYPE_SIZE + 1
+
+
+def test_exact_fast_paths_agree_with_the_general_rules() -> None:
+    u = Lin.unknown("u")
+    half, two = Fraction(1, 2), Fraction(2)
+    assert c_mul(ZERO, INF) == ZERO and c_mul(INF, ZERO) == ZERO and c_mul(half, INF) == INF
+    assert c_mul(half, two) == ONE and type(c_mul(half, two)) is Fraction
+    assert c_add(half, half) == ONE and c_add(half, INF) == INF and c_add(half, u) == Lin(half, (("u", ONE),))
+    assert d_scale(ONE, {"a": two, "b": ZERO}) == {"a": two}
+    assert d_scale(ZERO, {"a": two, "b": INF}) == {}  # 0 * inf = 0: does not depend on
+    assert d_scale(half, {"a": two, "b": INF, "c": u}) == {"a": ONE, "b": INF, "c": Lin(ZERO, (("u", half),))}
+    assert list(d_scale(two, {"z": ONE, "a": two})) == ["z", "a"]  # the order is kept
+    assert is_inf(INF) and not is_inf(two) and not is_inf(u)
+
+
+def test_parser_spans_are_ordinary_spans() -> None:
+    s = parser._span("f.fz", 1, 2, 3, 4)
+    assert s == Span("f.fz", 1, 2, 3, 4) and hash(s) == hash(Span("f.fz", 1, 2, 3, 4))
+    assert repr(s) == repr(Span("f.fz", 1, 2, 3, 4)) and pickle.loads(pickle.dumps(s)) == s
+    module, diags = parser.parse_module("function f (x : num) : num {\n  x + 1\n}\n", "f.fz")
+    assert not diags and module.decls[0].body.span == Span("f.fz", 2, 3, 2, 8)
