@@ -109,15 +109,16 @@ class ThresholdBags:
 
     __slots__ = ("bag", "column", "op", "thresholds", "negated", "_sorted")
 
-    def __init__(self, bag: Any, column: np.ndarray, op: str, thresholds: list[float], negated: bool):
+    def __init__(self, bag: Any, column: np.ndarray, op: str, thresholds: list[float], negated: bool,
+                 shared: Optional[list] = None):
         self.bag, self.column, self.op, self.thresholds, self.negated = bag, column, op, thresholds, negated
-        self._sorted: Optional[np.ndarray] = None
+        self._sorted: list = shared if shared is not None else [None]  # the two sides of a split sort once
 
     def counts(self) -> np.ndarray:
-        if self._sorted is None:
+        if self._sorted[0] is None:
             col = self.column
-            self._sorted = np.sort(col[~np.isnan(col)])
-        s = self._sorted
+            self._sorted[0] = np.sort(col[~np.isnan(col)])
+        s = self._sorted[0]
         t = np.asarray(self.thresholds, dtype=np.float64)
         left, right = np.searchsorted(s, t, "left"), np.searchsorted(s, t, "right")
         hits = {"lt": left, "le": right, "gt": len(s) - right, "ge": len(s) - left}[self.op]
@@ -571,7 +572,8 @@ def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[Thresho
     elif arr.dtype != np.float64:
         return None
     ts = [as_float(v) if not isinstance(v, float) else v for v in vals]
-    return (ThresholdBags(b, arr, op, ts, False), ThresholdBags(b, arr, op, ts, True))
+    shared: list = [None]
+    return (ThresholdBags(b, arr, op, ts, False, shared), ThresholdBags(b, arr, op, ts, True, shared))
 
 
 def _unwrapped(ev: LaneEvaluator, p: Closure) -> Closure:
