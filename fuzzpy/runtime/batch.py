@@ -288,13 +288,23 @@ class LaneEvaluator(Interpreter):
     def e_IIf(self, node: I.IIf, env: dict) -> Any:
         cond = self.eval(node.cond, env)
         if type(cond) is Lanes:
-            vals = cond.values()
-            if any(v != vals[0] for v in vals):
-                raise NotBatchable("if on a condition that differs between inputs")
-            cond = vals[0]
-        elif has_lanes(cond):
+            vals = [bool(v) for v in cond.values()]  # the truth the scalar evaluator's `if` tests
+            if all(vals) or not any(vals):
+                return self.eval(node.then if vals[0] else node.other, env)
+            return self._split(node, env, np.asarray(vals, dtype=bool))
+        if has_lanes(cond):
             raise NotBatchable("if on a lane value")
         return self.eval(node.then if cond else node.other, env)
+
+    def _split(self, node: I.IIf, env: dict, truth: np.ndarray) -> Any:
+        """An `if` whose condition differs between lanes: each branch is evaluated once, on the
+        lanes that take it (and only those, as each input's own evaluation would), by an
+        evaluator over those lanes; the two results are merged back lane by lane."""
+        parts = []
+        for branch, idx in ((node.then, np.flatnonzero(truth)), (node.other, np.flatnonzero(~truth))):
+            sub = LaneEvaluator(self.state, len(idx), self.fuzzy)
+            parts.append((idx, sub.eval(branch, _restrict_env(env, branch, idx, self.n)), sub))
+        return merge_lanes(self.n, parts)
 
     def case_on(self, node: I.ICase, value: Any, env: dict) -> Any:
         if type(value) is Lanes:
@@ -388,6 +398,132 @@ class LaneEvaluator(Interpreter):
                 raise NotBatchable("a distribution")
             out.append(v)
         return Lanes(out)
+
+
+# ---- lane subsets: the lanes that take one branch of an `if` ----------------------------------------
+
+class LaneSplit:
+    """A distribution per group of lanes (the branches of an `if` that differs between lanes, in
+    the auditor's fuzzy evaluation): `parts` is [(lane indices, distribution, evaluator)]."""
+
+    __slots__ = ("n", "parts")
+
+    def __init__(self, n: int, parts: list):
+        self.n, self.parts = n, parts
+
+    def __repr__(self) -> str:
+        return "<distribution>"
+
+
+def _is_dist(v: Any) -> bool:
+    return type(v) is LaneSplit or is_distribution(v)
+
+
+def merge_lanes(n: int, parts: list) -> Any:
+    """One value over n lanes from [(lane indices, value over those lanes, evaluator)]."""
+    dists = [_is_dist(v) for _, v, _ in parts]
+    if all(dists):
+        return LaneSplit(n, parts)
+    if any(dists):
+        raise NotBatchable("a branch is a distribution and the other not")
+    out: list = [None] * n
+    for idx, v, _ in parts:
+        for i, x in zip(idx.tolist(), unlane(v, len(idx))):
+            out[i] = x
+    return compact(out)
+
+
+def compact(vals: list) -> Lanes:
+    """Lanes of these values: an int64/bool array when they are all ints, all integral Fractions
+    or all booleans (below the int-lane bound), a list otherwise.  Lanes.at gives back the same
+    values and types."""
+    if vals:
+        t = type(vals[0])
+        if all(type(v) is t for v in vals):
+            if t is bool:
+                return Lanes(np.asarray(vals, dtype=bool))
+            if t is int and all(abs(v) < _INT_SAFE for v in vals):
+                return Lanes(np.asarray(vals, dtype=np.int64))
+            if t is Fraction and all(v.denominator == 1 and abs(v.numerator) < _INT_SAFE for v in vals):
+                return Lanes(np.asarray([v.numerator for v in vals], dtype=np.int64), True)
+    return Lanes(vals)
+
+
+# What a branch can reach of its environment: the names it reads, or everything when it captures
+# the whole environment (a closure whose code comes from its application site).
+_REACH: "weakref.WeakKeyDictionary[Any, Optional[frozenset]]" = weakref.WeakKeyDictionary()
+
+
+def _reach(branch: Any) -> Optional[frozenset]:
+    if branch in _REACH:
+        return _REACH[branch]
+    out = None if _captures_env(branch) else _read_names(branch)
+    _REACH[branch] = out
+    return out
+
+
+def _captures_env(node: Any) -> bool:
+    if isinstance(node, I.IClosure):
+        return True
+    if isinstance(node, (list, tuple)):
+        return any(_captures_env(x) for x in node)
+    if isinstance(node, I.ICall):
+        return _captures_env(node.args)
+    if isinstance(node, I.IR) and is_dataclass(node):
+        return any(_captures_env(getattr(node, f.name)) for f in fields(node) if f.name not in ("span", "info"))
+    return False
+
+
+def _restrict_env(env: dict, branch: Any, idx: np.ndarray, n: int) -> dict:
+    """The environment of lanes `idx` only; names the branch cannot reach are left out (reading
+    one would be an error, which makes the batch fall back)."""
+    names = _reach(branch)
+    keys = env.keys() if names is None else [k for k in names if k in env]
+    remap = np.full(n, -1, dtype=np.int64)
+    remap[idx] = np.arange(len(idx))
+    return {k: select_lanes(env[k], idx, remap) for k in keys}
+
+
+def select_lanes(v: Any, idx: np.ndarray, remap: np.ndarray, depth: int = 0) -> Any:
+    """The value of lanes idx (in that order) of `v`; remap[i] is lane i's new number, or -1."""
+    t = type(v)
+    if t is Lanes:
+        d = v.data
+        return Lanes(d[idx], v.frac) if isinstance(d, np.ndarray) else Lanes([d[i] for i in idx.tolist()])
+    if t is LaneBag:
+        new = remap[v.lanes]
+        keep = new >= 0
+        return LaneBag(v.base, v.rows[keep], new[keep], len(idx))
+    if t is ThresholdBags:
+        ts = [v.thresholds[i] for i in idx.tolist()]
+        return ThresholdBags(v.bag, v.column, v.op, ts, v.negated, v._sorted)
+    if t is Closure:
+        if v.body is None:  # captures its whole environment: every entry is restricted
+            if depth > 8:
+                raise NotBatchable("lane values nested too deep")
+            return Closure({k: select_lanes(x, idx, remap, depth + 1) for k, x in v.env.items()}, v.params, v.body)
+        if not has_lanes(v):
+            return v
+    elif t in (str, int, float, bool, Fraction) or v is None or not has_lanes(v):
+        return v
+    if depth > 8:
+        raise NotBatchable("lane values nested too deep")
+    if t is tuple:
+        return tuple(select_lanes(x, idx, remap, depth + 1) for x in v)
+    if isinstance(v, dict):
+        out = {k: select_lanes(x, idx, remap, depth + 1) for k, x in v.items()}
+        return out if t is dict else _same_mapping(v, out)
+    if t is Closure:
+        env = dict(v.env)
+        for k in _read_names(v.body):
+            if k in env:
+                env[k] = select_lanes(env[k], idx, remap, depth + 1)
+        return Closure(env, v.params, v.body)
+    raise NotBatchable("a lane value this evaluator cannot split")
+
+
+def _same_mapping(original: Any, items: dict) -> Any:
+    raise NotBatchable("a partition holding lane values")
 
 
 def _transpose(value: Lanes, n: int) -> Any:

@@ -110,15 +110,32 @@ def test_the_quickstart_example_is_batched_and_keeps_exact_post_processing(batch
         assert type(n) is float and type(mean) is Fraction  # exact division, as the interpreter does
 
 
-IF_ON_RELEASE = SCHEMA + '''
+# `if` on a released value: the runs are split between the branches, each branch's runs drawn
+# together (nested, and with a mechanism in both branches, one reading a release).
+PROGRAMS["if on a release"] = SCHEMA + '''
 function main (db : bag T) : fuzzy num {
   sample n = laplace 0.5 (count db);
   if n > 3 then laplace 0.5 (count (filter (fun r -> r.f) db)) else return 0
 }'''
+PROGRAMS["nested ifs on releases"] = SCHEMA + '''
+function main (db : bag T) : fuzzy (num, num) {
+  sample n = laplace 0.5 (count db);
+  if n > 3 then (sample m = laplace 0.5 (count (filter (fun r -> r.f) db));
+                 if m > n / 2 then return (m, n) else (sample z = laplace 1 (count db); return (z, m)))
+  else (sample m = laplace 1 (count db); return (m + n, 0))
+}'''
+
+# `case` on sums whose side differs between runs: not batched.
+CASE_ON_RELEASE = SCHEMA + '''
+function main (db : bag T) : fuzzy num {
+  sample n = laplace 0.5 (count db);
+  let s = if n > 3 then inl n else inr (n + 1);
+  case s of { inl a => laplace 0.5 (count (filter (fun r -> r.f) db)) | inr b => return b }
+}'''
 
 
-def test_control_flow_on_a_released_value_falls_back_to_interpreter_runs(batched_ran):
-    report = check_source(IF_ON_RELEASE, "t.fz")
+def test_control_flow_the_sampler_cannot_split_falls_back_to_interpreter_runs(batched_ran):
+    report = check_source(CASE_ON_RELEASE, "t.fz")
     assert report.ok
     pair = program_pairs(report, np.random.default_rng(0), 4)[0]
     sampler = program_sampler(report)
