@@ -141,6 +141,7 @@ class ThresholdBags:
 
 
 _LANE_TYPES = (Lanes, LaneBag, ThresholdBags)
+_PLAIN = frozenset({str, bool, int, float, Fraction, type(None)})  # never hold lanes
 
 
 def has_lanes(v: Any, depth: int = 0) -> bool:
@@ -373,7 +374,7 @@ class LaneEvaluator(Interpreter):
         return super().e_IReturn(node, env)
 
     def call_prim(self, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-        if not any(has_lanes(a) for a in args):
+        if not any(type(a) not in _PLAIN and has_lanes(a) for a in args):
             out = super().call_prim(prim, node, args)
             if is_distribution(out) and not self.fuzzy:
                 raise NotBatchable("a distribution")

@@ -450,6 +450,12 @@ class Interpreter:
             out = self.state.engine.call_prim(self, prim, node, args)
             if out is not NotImplemented:
                 return out
+        elif self.exact and prim.fold is not None and not prim.needs_context and not prim.structured:
+            # Scalar arithmetic and comparisons (most calls of a program's public control flow):
+            # materialising is the identity on scalars, so this is the path below, taken first.
+            exact = fold_exact(prim.fold, args)
+            if exact is not _NOT_EXACT:
+                return exact
         if prim.name not in LAZY_BAG_PRIMITIVES:
             args = [materialise(a) for a in args]
         if prim.needs_context:
