@@ -52,11 +52,13 @@ def throughput(path: Path) -> tuple[float, float, bool]:
         for batch, n, budget in ((True, 10_000, 20.0), (False, 200, 20.0)):
             sampler = program_sampler(report, batch=batch)
             sampler(pair.a, 2, np.random.default_rng(0))  # warm up
-            done, t0 = 0, time.perf_counter()
+            done, t0, size = 0, time.perf_counter(), 50
             while done < n and time.perf_counter() - t0 < budget:
-                step = min(n - done, 2000 if batch else 50)
+                step = min(n - done, size)
                 sampler(pair.a, step, np.random.default_rng(done))
                 done += step
+                if batch:  # batches grow to 2,000 (a slow program is not stuck in one large batch)
+                    size = min(2 * size, 2000)
             rates.append(done / (time.perf_counter() - t0))
     finally:
         batched.draw_batch = real
