@@ -55,10 +55,12 @@ def throughput(path: Path) -> tuple[float, float, bool]:
             done, t0, size = 0, time.perf_counter(), 50
             while done < n and time.perf_counter() - t0 < budget:
                 step = min(n - done, size)
+                t1 = time.perf_counter()
                 sampler(pair.a, step, np.random.default_rng(done))
                 done += step
-                if batch:  # batches grow to 2,000 (a slow program is not stuck in one large batch)
-                    size = min(2 * size, 2000)
+                if batch:  # about a second per batch, at most 2,000: a slow program is not stuck
+                    rate = step / max(time.perf_counter() - t1, 1e-6)  # in one batch past the budget
+                    size = int(min(2000, max(50, rate)))
             rates.append(done / (time.perf_counter() - t0))
     finally:
         batched.draw_batch = real

@@ -498,6 +498,12 @@ def select_lanes(v: Any, idx: np.ndarray, remap: np.ndarray, depth: int = 0) -> 
     if t is ThresholdBags:
         ts = [v.thresholds[i] for i in idx.tolist()]
         return ThresholdBags(v.bag, v.column, v.op, ts, v.negated, v._sorted)
+    if t is LaneSplit or is_distribution(v):
+        # A distribution built before the split (the auditor's fuzzy evaluation) may hold every
+        # lane's values in its environment; it is narrowed only when it provably holds none.
+        if _lane_free_distribution(v):
+            return v
+        raise NotBatchable("a distribution holding lane values")
     if t is Closure:
         if v.body is None:  # captures its whole environment: every entry is restricted
             if depth > 8:
@@ -521,6 +527,36 @@ def select_lanes(v: Any, idx: np.ndarray, remap: np.ndarray, depth: int = 0) -> 
                 env[k] = select_lanes(env[k], idx, remap, depth + 1)
         return Closure(env, v.params, v.body)
     raise NotBatchable("a lane value this evaluator cannot split")
+
+
+def _lane_free_distribution(v: Any, depth: int = 0) -> bool:
+    from ..primitives import mechanisms
+    from .interpreter import Bind
+    from .values import EachDistribution, Located, Returned
+
+    t = type(v)
+    if depth > 8:
+        return False
+    if t is Located:
+        return _lane_free_distribution(v.inner, depth + 1)
+    if t is mechanisms.Distribution:  # built from plain inputs (per-lane ones are Lanes of them)
+        return True
+    if t is Returned:
+        return not has_lanes(v.value)
+    if t is Bind:
+        env = v.env
+        names = _reach(v.node)
+        keys = env.keys() if names is None else [k for k in names if k in env]
+        return not any(_holds_lanes(env[k], depth + 1) for k in keys)
+    if t is EachDistribution:
+        return all(_holds_lanes(d, depth + 1) is False for d in v.parts.values())
+    return False  # LaneSplit, or a distribution this function does not know
+
+
+def _holds_lanes(v: Any, depth: int) -> bool:
+    if type(v) is LaneSplit or is_distribution(v):
+        return not _lane_free_distribution(v, depth)
+    return has_lanes(v)
 
 
 def _same_mapping(original: Any, items: dict) -> Any:
