@@ -2,7 +2,7 @@
 run per sample, and whole-program audits of every example.
 
     python benchmarks/audit_speed.py [--samples 100000] [--limit 90] [--only quickstart,median]
-                                     [--no-audit]
+                                     [--no-audit] [--no-throughput]
 
 1. Sampler throughput, per example: samples per second of the batched sampler and of the
    interpreter-per-sample sampler on the same synthetic tables (the auditor's first pair), and
@@ -93,13 +93,14 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=90.0)
     parser.add_argument("--only", default="")
     parser.add_argument("--no-audit", action="store_true")
+    parser.add_argument("--no-throughput", action="store_true", help="only the whole-program audits")
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n]
     progs = [p for p in sorted((ROOT / "examples").glob("*.fz")) if not names or p.stem in names]
     print(f"{platform.machine()}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"{'example':28} {'batched/s':>10} {'interp/s':>9} {'x':>6}")
-    for p in progs:
+    for p in ([] if args.no_throughput else progs):
         fast, slow, ran = throughput(p)
         note = "" if ran else "  falls back (not batchable)"
         print(f"{p.name:28} {fast:10.0f} {slow:9.0f} {fast / slow:6.1f}{note}", flush=True)
