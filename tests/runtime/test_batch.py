@@ -146,6 +146,13 @@ function by (a : string) (b : bag T) : num {
 function main (db : bag T) : fuzzy string {
   exponential 1 ["k", "n", "f", "x"] (fun a -> if mem a ["n", "x"] then 0 - 1000 else by a db)
 }''',
+    # each branch runs on its own lanes only: `range` would refuse the step c - 3 on the lanes that
+    # take the else branch, so this batches only if they never evaluate the then branch
+    "branch on its own lanes": SCHEMA + '''
+function len (xs : list num) : num { case xs of { [] => 0 | h :: t => 1 + len t } }
+function main (db : bag T) : fuzzy num {
+  exponential 1 [1, 2, 5, 7] (fun c -> if c > 3 then count db - len (range 0 (2 * (c - 3)) (c - 3)) else count db)
+}''',
     # an if on released values inside pmap (an if on a part's own count is refused by the
     # checker: nothing public differs between the parts of a partition)
     "if in pmap": SCHEMA + '''
@@ -173,12 +180,13 @@ EXPECT = {
     "nested ifs on the candidate": ({("Lanes", True)}, True),
     "member chain": ({("Lanes", True)}, False),
     "if in pmap": ({("Lanes", True)}, False),
+    "branch on its own lanes": ({("Lanes", True)}, False),
     "computed threshold": ({("Lanes", True)}, False),
     "pmap sums released": ({("LaneBag", True)}, False),
 }
 
 
-SPLITS = {"if on the candidate", "nested ifs on the candidate", "member chain", "if in pmap"}
+SPLITS = {"if on the candidate", "nested ifs on the candidate", "member chain", "if in pmap", "branch on its own lanes"}
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
