@@ -2,7 +2,7 @@
 run per sample, and whole-program audits of every example.
 
     python benchmarks/audit_speed.py [--samples 100000] [--limit 90] [--only quickstart,median]
-                                     [--no-audit]
+                                     [--no-audit] [--no-throughput]
 
 1. Sampler throughput, per example: samples per second of the batched sampler and of the
    interpreter-per-sample sampler on the same synthetic tables (the auditor's first pair), and
@@ -52,11 +52,15 @@ def throughput(path: Path) -> tuple[float, float, bool]:
         for batch, n, budget in ((True, 10_000, 20.0), (False, 200, 20.0)):
             sampler = program_sampler(report, batch=batch)
             sampler(pair.a, 2, np.random.default_rng(0))  # warm up
-            done, t0 = 0, time.perf_counter()
+            done, t0, size = 0, time.perf_counter(), 50
             while done < n and time.perf_counter() - t0 < budget:
-                step = min(n - done, 2000 if batch else 50)
+                step = min(n - done, size)
+                t1 = time.perf_counter()
                 sampler(pair.a, step, np.random.default_rng(done))
                 done += step
+                if batch:  # about a second per batch, at most 2,000: a slow program is not stuck
+                    rate = step / max(time.perf_counter() - t1, 1e-6)  # in one batch past the budget
+                    size = int(min(2000, max(50, rate)))
             rates.append(done / (time.perf_counter() - t0))
     finally:
         batched.draw_batch = real
@@ -89,13 +93,14 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=90.0)
     parser.add_argument("--only", default="")
     parser.add_argument("--no-audit", action="store_true")
+    parser.add_argument("--no-throughput", action="store_true", help="only the whole-program audits")
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n]
     progs = [p for p in sorted((ROOT / "examples").glob("*.fz")) if not names or p.stem in names]
     print(f"{platform.machine()}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"{'example':28} {'batched/s':>10} {'interp/s':>9} {'x':>6}")
-    for p in progs:
+    for p in ([] if args.no_throughput else progs):
         fast, slow, ran = throughput(p)
         note = "" if ran else "  falls back (not batchable)"
         print(f"{p.name:28} {fast:10.0f} {slow:9.0f} {fast / slow:6.1f}{note}", flush=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..runtime.batch import Lanes, LaneEvaluator, NotBatchable, _transpose, unlane
+from ..runtime.batch import LaneEvaluator, Lanes, LaneSplit, NotBatchable, _transpose, compact, unlane
 
 
 class _Quiet:
@@ -72,10 +72,24 @@ def _sample(ev: LaneEvaluator, dist: Any, n: int, rng: Any, vectorised: bool) ->
             dist = ev.eval(node.body, bind(env, node.pattern, drawn))
         elif t is EachDistribution:
             return {k: _sample(ev, d, n, rng, vectorised) if is_distribution(d) else d for k, d in dist.parts.items()}
+        elif t is LaneSplit:  # an `if` on a released value: each branch's runs drawn together
+            return _sample_split(dist, rng, vectorised)
         elif t is Lanes:  # one distribution per run: a mechanism whose input depends on the run
             return Lanes([_one(d, rng) for d in dist.values()])
         else:
             raise NotBatchable("a distribution this sampler does not know")
+
+
+def _sample_split(dist: LaneSplit, rng: Any, vectorised: bool) -> Lanes:
+    """Each group of runs samples its own branch's distribution (with that branch's evaluator,
+    over its own runs); the outputs are put back in run order."""
+    out: list = [None] * dist.n
+    for idx, d, ev in dist.parts:
+        k = len(idx)
+        drawn = unlane(_sample(ev, d, k, rng, vectorised), k)
+        for i, x in zip(idx.tolist(), drawn):
+            out[i] = x
+    return compact(out)
 
 
 def _mechanism(dist: Any, n: int, rng: Any, vectorised: bool) -> Lanes:

@@ -109,15 +109,16 @@ class ThresholdBags:
 
     __slots__ = ("bag", "column", "op", "thresholds", "negated", "_sorted")
 
-    def __init__(self, bag: Any, column: np.ndarray, op: str, thresholds: list[float], negated: bool):
+    def __init__(self, bag: Any, column: np.ndarray, op: str, thresholds: list[float], negated: bool,
+                 shared: Optional[list] = None):
         self.bag, self.column, self.op, self.thresholds, self.negated = bag, column, op, thresholds, negated
-        self._sorted: Optional[np.ndarray] = None
+        self._sorted: list = shared if shared is not None else [None]  # the two sides of a split sort once
 
     def counts(self) -> np.ndarray:
-        if self._sorted is None:
+        if self._sorted[0] is None:
             col = self.column
-            self._sorted = np.sort(col[~np.isnan(col)])
-        s = self._sorted
+            self._sorted[0] = np.sort(col[~np.isnan(col)])
+        s = self._sorted[0]
         t = np.asarray(self.thresholds, dtype=np.float64)
         left, right = np.searchsorted(s, t, "left"), np.searchsorted(s, t, "right")
         hits = {"lt": left, "le": right, "gt": len(s) - right, "ge": len(s) - left}[self.op]
@@ -140,6 +141,7 @@ class ThresholdBags:
 
 
 _LANE_TYPES = (Lanes, LaneBag, ThresholdBags)
+_PLAIN = frozenset({str, bool, int, float, Fraction, type(None)})  # never hold lanes
 
 
 def has_lanes(v: Any, depth: int = 0) -> bool:
@@ -287,13 +289,23 @@ class LaneEvaluator(Interpreter):
     def e_IIf(self, node: I.IIf, env: dict) -> Any:
         cond = self.eval(node.cond, env)
         if type(cond) is Lanes:
-            vals = cond.values()
-            if any(v != vals[0] for v in vals):
-                raise NotBatchable("if on a condition that differs between inputs")
-            cond = vals[0]
-        elif has_lanes(cond):
+            vals = [bool(v) for v in cond.values()]  # the truth the scalar evaluator's `if` tests
+            if all(vals) or not any(vals):
+                return self.eval(node.then if vals[0] else node.other, env)
+            return self._split(node, env, np.asarray(vals, dtype=bool))
+        if has_lanes(cond):
             raise NotBatchable("if on a lane value")
         return self.eval(node.then if cond else node.other, env)
+
+    def _split(self, node: I.IIf, env: dict, truth: np.ndarray) -> Any:
+        """An `if` whose condition differs between lanes: each branch is evaluated once, on the
+        lanes that take it (and only those, as each input's own evaluation would), by an
+        evaluator over those lanes; the two results are merged back lane by lane."""
+        parts = []
+        for branch, idx in ((node.then, np.flatnonzero(truth)), (node.other, np.flatnonzero(~truth))):
+            sub = LaneEvaluator(self.state, len(idx), self.fuzzy)
+            parts.append((idx, sub.eval(branch, _restrict_env(env, branch, idx, self.n)), sub))
+        return merge_lanes(self.n, parts)
 
     def case_on(self, node: I.ICase, value: Any, env: dict) -> Any:
         if type(value) is Lanes:
@@ -362,7 +374,7 @@ class LaneEvaluator(Interpreter):
         return super().e_IReturn(node, env)
 
     def call_prim(self, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-        if not any(has_lanes(a) for a in args):
+        if not any(type(a) not in _PLAIN and has_lanes(a) for a in args):
             out = super().call_prim(prim, node, args)
             if is_distribution(out) and not self.fuzzy:
                 raise NotBatchable("a distribution")
@@ -387,6 +399,168 @@ class LaneEvaluator(Interpreter):
                 raise NotBatchable("a distribution")
             out.append(v)
         return Lanes(out)
+
+
+# ---- lane subsets: the lanes that take one branch of an `if` ----------------------------------------
+
+class LaneSplit:
+    """A distribution per group of lanes (the branches of an `if` that differs between lanes, in
+    the auditor's fuzzy evaluation): `parts` is [(lane indices, distribution, evaluator)]."""
+
+    __slots__ = ("n", "parts")
+
+    def __init__(self, n: int, parts: list):
+        self.n, self.parts = n, parts
+
+    def __repr__(self) -> str:
+        return "<distribution>"
+
+
+def _is_dist(v: Any) -> bool:
+    return type(v) is LaneSplit or is_distribution(v)
+
+
+def merge_lanes(n: int, parts: list) -> Any:
+    """One value over n lanes from [(lane indices, value over those lanes, evaluator)]."""
+    dists = [_is_dist(v) for _, v, _ in parts]
+    if all(dists):
+        return LaneSplit(n, parts)
+    if any(dists):
+        raise NotBatchable("a branch is a distribution and the other not")
+    out: list = [None] * n
+    for idx, v, _ in parts:
+        for i, x in zip(idx.tolist(), unlane(v, len(idx))):
+            out[i] = x
+    return compact(out)
+
+
+def compact(vals: list) -> Lanes:
+    """Lanes of these values: an int64/bool array when they are all ints, all integral Fractions
+    or all booleans (below the int-lane bound), a list otherwise.  Lanes.at gives back the same
+    values and types."""
+    if vals:
+        t = type(vals[0])
+        if all(type(v) is t for v in vals):
+            if t is bool:
+                return Lanes(np.asarray(vals, dtype=bool))
+            if t is int and all(abs(v) < _INT_SAFE for v in vals):
+                return Lanes(np.asarray(vals, dtype=np.int64))
+            if t is Fraction and all(v.denominator == 1 and abs(v.numerator) < _INT_SAFE for v in vals):
+                return Lanes(np.asarray([v.numerator for v in vals], dtype=np.int64), True)
+    return Lanes(vals)
+
+
+# What a branch can reach of its environment: the names it reads, or everything when it captures
+# the whole environment (a closure whose code comes from its application site).
+_REACH: "weakref.WeakKeyDictionary[Any, Optional[frozenset]]" = weakref.WeakKeyDictionary()
+
+
+def _reach(branch: Any) -> Optional[frozenset]:
+    if branch in _REACH:
+        return _REACH[branch]
+    out = None if _captures_env(branch) else _read_names(branch)
+    _REACH[branch] = out
+    return out
+
+
+def _captures_env(node: Any) -> bool:
+    if isinstance(node, I.IClosure):
+        return True
+    if isinstance(node, (list, tuple)):
+        return any(_captures_env(x) for x in node)
+    if isinstance(node, I.ICall):
+        return _captures_env(node.args)
+    if isinstance(node, I.IR) and is_dataclass(node):
+        return any(_captures_env(getattr(node, f.name)) for f in fields(node) if f.name not in ("span", "info"))
+    return False
+
+
+def _restrict_env(env: dict, branch: Any, idx: np.ndarray, n: int) -> dict:
+    """The environment of lanes `idx` only; names the branch cannot reach are left out (reading
+    one would be an error, which makes the batch fall back)."""
+    names = _reach(branch)
+    keys = env.keys() if names is None else [k for k in names if k in env]
+    remap = np.full(n, -1, dtype=np.int64)
+    remap[idx] = np.arange(len(idx))
+    return {k: select_lanes(env[k], idx, remap) for k in keys}
+
+
+def select_lanes(v: Any, idx: np.ndarray, remap: np.ndarray, depth: int = 0) -> Any:
+    """The value of lanes idx (in that order) of `v`; remap[i] is lane i's new number, or -1."""
+    t = type(v)
+    if t is Lanes:
+        d = v.data
+        return Lanes(d[idx], v.frac) if isinstance(d, np.ndarray) else Lanes([d[i] for i in idx.tolist()])
+    if t is LaneBag:
+        new = remap[v.lanes]
+        keep = new >= 0
+        return LaneBag(v.base, v.rows[keep], new[keep], len(idx))
+    if t is ThresholdBags:
+        ts = [v.thresholds[i] for i in idx.tolist()]
+        return ThresholdBags(v.bag, v.column, v.op, ts, v.negated, v._sorted)
+    if t is LaneSplit or is_distribution(v):
+        # A distribution built before the split (the auditor's fuzzy evaluation) may hold every
+        # lane's values in its environment; it is narrowed only when it provably holds none.
+        if _lane_free_distribution(v):
+            return v
+        raise NotBatchable("a distribution holding lane values")
+    if t is Closure:
+        if v.body is None:  # captures its whole environment: every entry is restricted
+            if depth > 8:
+                raise NotBatchable("lane values nested too deep")
+            return Closure({k: select_lanes(x, idx, remap, depth + 1) for k, x in v.env.items()}, v.params, v.body)
+        if not has_lanes(v):
+            return v
+    elif t in (str, int, float, bool, Fraction) or v is None or not has_lanes(v):
+        return v
+    if depth > 8:
+        raise NotBatchable("lane values nested too deep")
+    if t is tuple:
+        return tuple(select_lanes(x, idx, remap, depth + 1) for x in v)
+    if isinstance(v, dict):
+        out = {k: select_lanes(x, idx, remap, depth + 1) for k, x in v.items()}
+        return out if t is dict else _same_mapping(v, out)
+    if t is Closure:
+        env = dict(v.env)
+        for k in _read_names(v.body):
+            if k in env:
+                env[k] = select_lanes(env[k], idx, remap, depth + 1)
+        return Closure(env, v.params, v.body)
+    raise NotBatchable("a lane value this evaluator cannot split")
+
+
+def _lane_free_distribution(v: Any, depth: int = 0) -> bool:
+    from ..primitives import mechanisms
+    from .interpreter import Bind
+    from .values import EachDistribution, Located, Returned
+
+    t = type(v)
+    if depth > 8:
+        return False
+    if t is Located:
+        return _lane_free_distribution(v.inner, depth + 1)
+    if t is mechanisms.Distribution:  # built from plain inputs (per-lane ones are Lanes of them)
+        return True
+    if t is Returned:
+        return not has_lanes(v.value)
+    if t is Bind:
+        env = v.env
+        names = _reach(v.node)
+        keys = env.keys() if names is None else [k for k in names if k in env]
+        return not any(_holds_lanes(env[k], depth + 1) for k in keys)
+    if t is EachDistribution:
+        return all(_holds_lanes(d, depth + 1) is False for d in v.parts.values())
+    return False  # LaneSplit, or a distribution this function does not know
+
+
+def _holds_lanes(v: Any, depth: int) -> bool:
+    if type(v) is LaneSplit or is_distribution(v):
+        return not _lane_free_distribution(v, depth)
+    return has_lanes(v)
+
+
+def _same_mapping(original: Any, items: dict) -> Any:
+    raise NotBatchable("a partition holding lane values")
 
 
 def _transpose(value: Lanes, n: int) -> Any:
@@ -571,7 +745,8 @@ def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[Thresho
     elif arr.dtype != np.float64:
         return None
     ts = [as_float(v) if not isinstance(v, float) else v for v in vals]
-    return (ThresholdBags(b, arr, op, ts, False), ThresholdBags(b, arr, op, ts, True))
+    shared: list = [None]
+    return (ThresholdBags(b, arr, op, ts, False, shared), ThresholdBags(b, arr, op, ts, True, shared))
 
 
 def _unwrapped(ev: LaneEvaluator, p: Closure) -> Closure:

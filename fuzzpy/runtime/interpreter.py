@@ -19,6 +19,7 @@ import numpy as np
 
 import sys
 import threading
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -223,6 +224,34 @@ def runtime_const(v: Any, exact: bool = True) -> Any:
     return v
 
 
+# A constant's runtime value per IR node, shared by every interpreter (a program run many times,
+# a lane evaluator per batch): converting a long public list to Fractions is otherwise repeated at
+# every run.  Only immutable values are shared (no dicts), weakly: checked programs are not kept
+# alive by this table.
+_CONSTS: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+
+
+def shared_const(node: Any, exact: bool) -> Any:
+    pair = _CONSTS.get(node)
+    if pair is None:
+        pair = (_UNSET, _UNSET)
+    v = pair[0 if exact else 1]
+    if v is _UNSET:
+        v = runtime_const(node.value, exact)
+        if _immutable(v):
+            _CONSTS[node] = (v, pair[1]) if exact else (pair[0], v)
+    return v
+
+
+_UNSET = object()
+
+
+def _immutable(v: Any, depth: int = 0) -> bool:
+    if type(v) is tuple:
+        return depth < 16 and all(_immutable(x, depth + 1) for x in v)
+    return v is None or isinstance(v, (bool, str, int, float, Fraction))
+
+
 def as_float(v: Any) -> Any:
     """An exact number as a float (saturating), for numpy; anything else unchanged."""
     if isinstance(v, Fraction) or (isinstance(v, int) and not isinstance(v, bool)):
@@ -298,7 +327,7 @@ class Interpreter:
     def e_IConst(self, node: I.IConst, env: dict) -> Any:
         key = id(node)
         if key not in self._consts:
-            self._consts[key] = runtime_const(node.value, self.exact)
+            self._consts[key] = shared_const(node, self.exact)
         return self._consts[key]
 
     def e_IVar(self, node: I.IVar, env: dict) -> Any:
@@ -421,6 +450,12 @@ class Interpreter:
             out = self.state.engine.call_prim(self, prim, node, args)
             if out is not NotImplemented:
                 return out
+        elif self.exact and prim.fold is not None and not prim.needs_context and not prim.structured:
+            # Scalar arithmetic and comparisons (most calls of a program's public control flow):
+            # materialising is the identity on scalars, so this is the path below, taken first.
+            exact = fold_exact(prim.fold, args)
+            if exact is not _NOT_EXACT:
+                return exact
         if prim.name not in LAZY_BAG_PRIMITIVES:
             args = [materialise(a) for a in args]
         if prim.needs_context:
@@ -543,7 +578,60 @@ def start_run(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectori
 
 def run_program(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True,
                 user_file: Optional[str] = None, batch: bool = True) -> RunResult:
-    """Run to completion on a large-stack thread; re-raises whatever the run raised."""
-    handle = start_run(instance, tables, rng, vectorise=vectorise, user_file=user_file, batch=batch)
-    handle.wait()
+    """Run to completion on a large-stack thread; re-raises whatever the run raised.
+
+    The thread is a reused worker (starting a thread with a large stack costs about as much as a
+    small query); `start_run`, whose runs may be waited for with a time limit and stopped, gives
+    every run its own thread."""
+    handle = RunHandle(instance, tables, RunState(rng, vectorise, batch=batch, user_file=user_file))
+    _Worker.take().submit(handle._main, instance, tables)
     return handle.result()
+
+
+class _Worker:
+    """A large-stack daemon thread running synchronous runs one after another.  Idle workers wait
+    in `_idle` (at most `_KEEP`); a run that finds none starts a new one, so concurrent callers
+    never wait for each other."""
+
+    _idle: list["_Worker"] = []
+    _lock = threading.Lock()
+    _KEEP = 2
+
+    def __init__(self) -> None:
+        import queue
+
+        self._jobs: Any = queue.SimpleQueue()
+        old = threading.stack_size()
+        threading.stack_size(STACK_BYTES)
+        try:
+            threading.Thread(target=self._loop, name="fuzzpy-run", daemon=True).start()
+        finally:
+            threading.stack_size(old)
+
+    @classmethod
+    def take(cls) -> "_Worker":
+        with cls._lock:
+            if cls._idle:
+                return cls._idle.pop()
+        return cls()
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run fn(*args) on this worker and wait for it (fn handles its own exceptions)."""
+        done = threading.Event()
+        self._jobs.put((fn, args, done))
+        done.wait()
+
+    def _loop(self) -> None:
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+        while True:
+            fn, args, done = self._jobs.get()
+            try:
+                fn(*args)
+            finally:
+                with self._lock:  # idle again before the caller resumes, so its next run reuses us
+                    keep = len(self._idle) < self._KEEP
+                    if keep:
+                        self._idle.append(self)
+                done.set()
+            if not keep:
+                return

@@ -70,9 +70,9 @@ def test_the_decision_tree_batches_its_qualities_and_scores(adult_tables, monkey
     batched, unbatched = both(report, adult_tables(report), seed=1)
     assert batched == unbatched and len(batched[0]) > 10  # the same tree, value for value
     assert ("LaneBag", True) in seen  # pmap majority over the parts of a groupby, batched
-    # the attribute score starts with `if member x used`: it differs between candidates, so the
-    # exponential mechanism's scores fall back to one evaluation per candidate
-    assert ("Lanes", False) in seen
+    # the attribute score starts with `if member x used`, which differs between candidates, and
+    # `by`'s chain of ifs on the attribute: the ifs split their lanes, so the scores batch too
+    assert ("Lanes", True) in seen and ("Lanes", False) not in seen
 
 
 SCHEMA = 'schema T { x : num[0, 10], n : int[0, 5], k : cat{"a", "b", "c"} }\n'
@@ -119,10 +119,47 @@ function main (db : bag T) : fuzzy (parts {"a", "b", "c"} num) {
 function main (db : bag T) : fuzzy num {
   exponential 1 [0.2, 2.2, 5.2] (fun c -> count (filter (fun r -> r.x / 10 < c + 0.1) db))
 }''',
-    # a score whose control flow differs between candidates: falls back, same values
+    # a score whose control flow differs between candidates: each branch runs on its own lanes
     "if on the candidate": SCHEMA + '''
 function main (db : bag T) : fuzzy num {
   exponential 1 [1, 2, 3, 4] (fun c -> if c < 3 then count db else count (filter (fun r -> r.x < c) db))
+}''',
+    # nested ifs, each splitting its lanes again; branches of different kinds (an int count, a
+    # Fraction, a threshold count) merged back per lane
+    "nested ifs on the candidate": SCHEMA + '''
+function main (db : bag T) : fuzzy num {
+  exponential 1 [0, 1, 2, 3, 4, 5, 7, 9] (fun c ->
+    if c < 4 then (if c < 2 then count db else count (filter (fun r -> r.x >= c) db) / 3)
+    else (if c == 5 then 0 - count db else 2 * count (filter (fun r -> r.x < c) db) - c))
+}''',
+    # the tree's attribute score: a recursive membership test whose if differs between lanes at
+    # every step, then a chain of ifs choosing a groupby per candidate
+    "member chain": SCHEMA + '''
+function mem (x : string) (xs : list string) : bool {
+  case xs of { [] => false | h :: t => if h == x then true else mem x t }
+}
+function by (a : string) (b : bag T) : num {
+  if a == "k" then count (part (groupby (fun r -> r.k) b) "a")
+  else if a == "n" then count (part (groupby (fun r -> r.n) b) "3")
+  else count (filter (fun r -> r.x > 5) b)
+}
+function main (db : bag T) : fuzzy string {
+  exponential 1 ["k", "n", "f", "x"] (fun a -> if mem a ["n", "x"] then 0 - 1000 else by a db)
+}''',
+    # each branch runs on its own lanes only: `range` would refuse the step c - 3 on the lanes that
+    # take the else branch, so this batches only if they never evaluate the then branch
+    "branch on its own lanes": SCHEMA + '''
+function len (xs : list num) : num { case xs of { [] => 0 | h :: t => 1 + len t } }
+function main (db : bag T) : fuzzy num {
+  exponential 1 [1, 2, 5, 7] (fun c -> if c > 3 then count db - len (range 0 (2 * (c - 3)) (c - 3)) else count db)
+}''',
+    # an if on released values inside pmap (an if on a part's own count is refused by the
+    # checker: nothing public differs between the parts of a partition)
+    "if in pmap": SCHEMA + '''
+function lsum (xs : list num) : num { case xs of { [] => 0 | h :: t => h + lsum t } }
+function main (db : bag T) : fuzzy num {
+  sample ps = each (fun g -> laplace 1 (count g)) (groupby (fun r -> r.k) db);
+  return (lsum (values (pmap (fun v -> if v > 12 then v * 2 else (if v > 9 then 0 - v else 1)) ps)))
 }''',
     # pmap results released: sums of parts (exact bounded sums, per lane)
     "pmap sums released": SCHEMA + '''
@@ -139,10 +176,17 @@ EXPECT = {
     "flipped comparisons": ({("Lanes", True)}, True),
     "stdlib quantile": ({("Lanes", True)}, True),
     "pmap qualities": ({("LaneBag", True)}, False),
-    "if on the candidate": ({("Lanes", False)}, False),
+    "if on the candidate": ({("Lanes", True)}, True),
+    "nested ifs on the candidate": ({("Lanes", True)}, True),
+    "member chain": ({("Lanes", True)}, False),
+    "if in pmap": ({("Lanes", True)}, False),
+    "branch on its own lanes": ({("Lanes", True)}, False),
     "computed threshold": ({("Lanes", True)}, False),
     "pmap sums released": ({("LaneBag", True)}, False),
 }
+
+
+SPLITS = {"if on the candidate", "nested ifs on the candidate", "member chain", "if in pmap", "branch on its own lanes"}
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
@@ -163,8 +207,16 @@ def test_small_programs_release_the_same_values_batched_or_not(name, nan, monkey
         thresholds.append(out is not None)
         return out
 
+    splits = []
+    real_split = B.LaneEvaluator._split
+
+    def lane_split(self, node, env, truth):
+        splits.append(int(truth.sum()))
+        return real_split(self, node, env, truth)
+
     monkeypatch.setattr(B, "_run", run)
     monkeypatch.setattr(B, "_thresholds", split)
+    monkeypatch.setattr(B.LaneEvaluator, "_split", lane_split)
     report = check_source(PROGRAMS[name], "t.fz")
     assert report.ok, report.diagnostics
     for seed in (0, 1):
@@ -172,6 +224,7 @@ def test_small_programs_release_the_same_values_batched_or_not(name, nan, monkey
         batched, unbatched = both(report, tables, seed)
         assert batched == unbatched
     assert (runs, all(thresholds) and bool(thresholds)) == EXPECT[name]
+    assert bool(splits) == (name in SPLITS)  # an if whose condition differs between lanes was split
 
 
 def test_threshold_counts_match_a_direct_count():
@@ -224,3 +277,49 @@ def test_batching_is_off_inside_row_functions_and_without_a_run():
     assert batched_scores(NoRun(), object(), [1, 2]) is None
     ctx = Context(Interpreter(RunState(RandomSource.seeded(0)), exact=False), {}, None)
     assert batched_pmap(ctx, object(), {"a": 1, "b": 2}) is None
+
+
+def test_a_branch_that_fails_on_some_lanes_fails_the_run_as_unbatched(monkeypatch):
+    """`range` refuses a step that is not positive: the else branch fails on the lanes that take
+    it.  The batch is abandoned (nothing was drawn), the scores run one by one, and the run fails
+    with the same coded error, after the same earlier release, batched or not."""
+    from fuzzpy.diagnostics import FuzzError
+
+    src = SCHEMA + '''
+function len (xs : list num) : num { case xs of { [] => 0 | h :: t => 1 + len t } }
+function main (db : bag T) : fuzzy num {
+  sample n = laplace 1 (count db);
+  exponential 1 [1, 2, 3, 4] (fun c -> if c < 3 then count db else len (range 0 10 (3 - c)))
+}'''
+    report = check_source(src, "t.fz")
+    assert report.ok, report.diagnostics
+    outcomes = []
+    for batch in (True, False):
+        state = RunState(RandomSource.seeded(4), batch=batch)
+        from fuzzpy.runtime.interpreter import RunHandle
+
+        handle = RunHandle(report.entry_instance, {"db": frame()}, state).start()
+        handle.wait()
+        with pytest.raises(FuzzError) as err:
+            handle.result()
+        d = err.value.diagnostics[0]
+        outcomes.append((d.code, d.message, [(r.mechanism, r.value) for r in state.releases]))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0] == "E0604" and "range" in outcomes[0][1] and len(outcomes[0][2]) == 1
+
+
+def test_lane_split_merges_values_with_their_exact_types():
+    from fuzzpy.runtime.batch import LaneBag, Lanes, compact, select_lanes
+
+    assert [type(v) for v in compact([Fraction(2), Fraction(-3)]).values()] == [Fraction, Fraction]
+    assert compact([Fraction(2), Fraction(-3)]).values() == [2, -3]
+    assert [type(v) for v in compact([1, 5]).values()] == [int, int]
+    mixed = compact([1, Fraction(1), True, 0.5])  # kept as they are
+    assert [type(v) for v in mixed.values()] == [int, Fraction, bool, float]
+    assert compact([2**62, 1]).values() == [2**62, 1]  # beyond the int-lane bound: a list
+    idx = np.array([2, 0])
+    remap = np.array([1, -1, 0])
+    assert select_lanes(Lanes(np.array([7, 8, 9])), idx, remap).values() == [9, 7]
+    bag = LaneBag(frame(6), np.arange(6), np.array([0, 1, 2, 2, 0, 1]), 3)
+    sub = select_lanes(bag, idx, remap)
+    assert sub.n == 2 and sub.rows.tolist() == [0, 2, 3, 4] and sub.lanes.tolist() == [1, 0, 0, 1]

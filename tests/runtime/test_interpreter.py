@@ -364,3 +364,36 @@ def test_lazy_bags_read_only_the_columns_they_use(db):
     out = ctx.vectorised(Closure({}, fn.params, fn.body))(filtered)
     assert list(out) == [1.0, 4.0, 6.0, 3.0, 5.0]
     assert list(filtered._columns) == ["y"]
+
+
+def test_run_program_reuses_its_worker_thread_and_runs_concurrent_callers_apart(db, monkeypatch):
+    """run_program runs on a reused large-stack worker: a deep recursion works on the reused
+    thread, a failing run leaves the worker usable, and callers on several threads at once each
+    get their own run (a busy worker is never shared), with the values of sequential runs."""
+    import threading
+
+    from fuzzpy.runtime import interpreter as IM
+
+    extra = "function down (n : num) : num { if n <= 0 then 0 else 1 + down (n - 1) }"
+    deep = instance("return (down (count db * 500))", extra=extra)  # beyond Python's default limit
+    for _ in range(2):  # the second run is on the reused worker
+        assert run_program(deep, {"db": db}, RandomSource.seeded(0)).value == 3000
+    assert IM._Worker._idle  # a worker waits for the next run
+    from fuzzpy import limits
+
+    monkeypatch.setattr(limits, "CALL_DEPTH", 1000)
+    with pytest.raises(RunFailure):  # deeper than the limit: the run fails, the worker survives
+        run_program(deep, {"db": db}, RandomSource.seeded(0))
+    monkeypatch.undo()
+    noisy = instance("laplace 1 (count db)")
+    expected = [run_program(noisy, {"db": db}, RandomSource.seeded(s)).value for s in range(6)]
+    got = [None] * 6
+    def go(s):
+        got[s] = run_program(noisy, {"db": db}, RandomSource.seeded(s)).value
+    threads = [threading.Thread(target=go, args=(s,)) for s in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == expected and len(set(expected)) == 6
+    assert len(IM._Worker._idle) <= IM._Worker._KEEP
