@@ -322,3 +322,96 @@ def test_the_pandas_engine_does_not_import_dask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+# ---- one read of each file: the charge names the bytes every pass uses ---------------------------
+
+def _files_identity(files: list[Path]) -> str:
+    import hashlib
+
+    h = hashlib.sha256(b"fuzzpy-files\0")
+    for f in files:
+        h.update(dataset_identity(f).encode("ascii") + b"\n")
+    return "sha256:" + h.hexdigest()
+
+
+@pytest.mark.parametrize("kind", ["adult_parquet", "adult_csv"])
+def test_the_charge_names_the_files_that_were_read(kind, tmp_path, scheduler, request):
+    data = request.getfixturevalue(kind)
+    ledger = tmp_path / "ledger.sqlite"
+    r = fz("run", EXAMPLES / "quickstart.fz", "--engine", "dask", "--scheduler", scheduler,
+           "--data", data, "--ledger", ledger, "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert Ledger(ledger).entries()[-1].dataset == _files_identity(sorted(data.iterdir()))
+
+
+def _engine_table(scheduler: str, files: list[Path], persist: bool = False):
+    from fuzzpy.checking.program import check_source
+    from fuzzpy.runtime.engines.dask_engine import DaskEngine
+
+    report = check_source(COUNT_AGE, "c.fz")
+    engine = DaskEngine.start(scheduler)
+    bag, ident = engine.open_table([str(f) for f in files], report.table_schema(report.inputs[0]), "db",
+                                   persist=persist)
+    return engine, bag, ident
+
+
+def _count(engine, bag) -> int:
+    from fuzzpy.runtime.engines.dask_engine import _p_count
+
+    return sum(engine.partials(bag.frame, _p_count))
+
+
+@pytest.mark.parametrize("persist", [False, True])
+def test_later_passes_over_parquet_use_the_bytes_that_were_charged(tmp_path, scheduler, persist):
+    files = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    pd.DataFrame({"age": [30, 41, 52]}).to_parquet(files[0], index=False)
+    pd.DataFrame({"age": [44, 60]}).to_parquet(files[1], index=False)
+    engine, bag, ident = _engine_table(scheduler, files, persist)
+    try:
+        assert ident == _files_identity(files)
+        pd.DataFrame({"age": [20] * 7}).to_parquet(files[1], index=False)  # changed after the charge
+        assert _count(engine, bag) == 5 and _count(engine, bag) == 5  # every pass: the bytes read once
+    finally:
+        engine.close()
+
+
+def test_a_csv_file_changed_during_the_run_stops_it(tmp_path, scheduler):
+    from fuzzpy.runtime.engines.dask_engine import DaskRunFailure
+
+    files = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    files[0].write_text("age\n31\n45\n")
+    files[1].write_text("age\n52\n")
+    engine, bag, ident = _engine_table(scheduler, files)
+    try:
+        assert ident == _files_identity(files) and _count(engine, bag) == 3  # read again, unchanged
+        files[1].write_text("age\n52\n53\n")
+        with pytest.raises(DaskRunFailure) as caught:
+            _count(engine, bag)
+        (d,) = caught.value.diagnostics
+        assert d.code == "E2107" and "changed during the run" in d.message and "53" not in d.message
+    finally:
+        engine.close()
+    _, persisted, _ = _engine_table(scheduler, files, persist=True)  # kept partitions: never read again
+    files[1].write_text("age\n1\n")
+    assert _count(persisted.engine, persisted) == 4
+    persisted.engine.close()
+
+
+def test_csv_partitions_persisted_release_the_same_values(scheduler, adult_csv):
+    pandas_run, dask_run = both("histogram", SAMPLE, adult_csv, scheduler, persist=True)
+    assert pandas_run[0] and dask_run == pandas_run
+
+
+def test_an_unreadable_parquet_file_is_refused_before_the_charge(tmp_path, scheduler):
+    data = tmp_path / "d"
+    data.mkdir()
+    pd.DataFrame({"age": [30, 41]}).to_parquet(data / "a.parquet", index=False)
+    (data / "b.parquet").write_bytes(b"PAR1 secret-cell-31 not parquet PAR1")
+    prog = tmp_path / "c.fz"
+    prog.write_text(COUNT_AGE)
+    ledger = tmp_path / "ledger.sqlite"
+    r = fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", data, "--budget", "1",
+           "--ledger", ledger)
+    assert r.exit_code == 4 and "E0502" in r.output and "not a readable Parquet file" in r.output, r.output
+    assert "secret-cell-31" not in r.output and not (ledger.exists() and Ledger(ledger).entries())
