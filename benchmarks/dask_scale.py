@@ -259,42 +259,53 @@ def run_child(cmd: list[str], src: Optional[str] = None) -> tuple[float, int, st
 
 class Cluster:
     """A fresh local cluster per measured run (so each worker's ru_maxrss is that run's peak), or
-    an existing scheduler (whose workers' peaks then cover everything they ran before)."""
+    an existing scheduler (whose workers' peaks then cover everything they ran before).  A local
+    cluster, scheduler included, runs in its own process (`--serve-cluster`), with the side's
+    PYTHONPATH: the baseline's graphs are read by a scheduler and workers running its code."""
 
     def __init__(self, args: argparse.Namespace, src: Optional[str] = None):
         self.args = args
-        self.src = src  # the fuzzpy source tree the workers import (the baseline side's), else the installed one
-        self.client = self.cluster = None
+        self.src = src
+        self.client = self.proc = None
 
     def __enter__(self) -> "Cluster":
-        from distributed import Client, LocalCluster
+        from distributed import Client
 
         a = self.args
         if a.scheduler:
             self.client = Client(a.scheduler)
             return self
-        saved = os.environ.get("PYTHONPATH")
-        if self.src:  # worker processes inherit it: they run the baseline's tasks with its code
-            os.environ["PYTHONPATH"] = self.src
-        try:
-            self.cluster = LocalCluster(n_workers=a.workers, threads_per_worker=a.threads_per_worker,
-                                        memory_limit=a.memory_limit, dashboard_address=None, silence_logs=100)
-        finally:
-            if saved is None:
-                os.environ.pop("PYTHONPATH", None)
-            else:
-                os.environ["PYTHONPATH"] = saved
-        self.client = Client(self.cluster)
+        env = dict(os.environ, PYTHONPATH=self.src) if self.src else None
+        self.proc = subprocess.Popen([sys.executable, __file__, "--serve-cluster", "--workers", str(a.workers),
+                                      "--threads-per-worker", str(a.threads_per_worker), "--memory-limit",
+                                      a.memory_limit], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=env)
+        address = self.proc.stdout.readline().strip()
+        if not address:
+            raise SystemExit("the local cluster did not start")
+        self.client = Client(address)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        if self.proc is not None:
+            self.proc.stdin.close()  # the launcher closes its cluster and exits
+            self.proc.wait(timeout=120)
 
     @property
     def address(self) -> str:
         return self.client.scheduler.address
+
+
+def serve_cluster(args: argparse.Namespace) -> None:
+    """Start a local cluster, print its scheduler's address, keep it until stdin closes."""
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=args.threads_per_worker,
+                           memory_limit=args.memory_limit, dashboard_address=None, silence_logs=100)
+    print(cluster.scheduler_address, flush=True)
+    sys.stdin.read()
+    cluster.close()
 
 
 def measure(args: argparse.Namespace, make_cmd, src: Optional[str] = None) -> dict:
@@ -326,7 +337,11 @@ def main() -> None:
     ap.add_argument("--no-size", dest="size", action="store_false",
                     help="skip the estimate of the table's size in pandas (one more pass)")
     ap.add_argument("--hand", help=argparse.SUPPRESS)
+    ap.add_argument("--serve-cluster", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.serve_cluster:
+        serve_cluster(args)
+        return
     if args.hand:
         print(json.dumps(hand_written(args.hand, args.scheduler, args.data)))
         return
