@@ -415,3 +415,25 @@ def test_an_unreadable_parquet_file_is_refused_before_the_charge(tmp_path, sched
            "--ledger", ledger)
     assert r.exit_code == 4 and "E0502" in r.output and "not a readable Parquet file" in r.output, r.output
     assert "secret-cell-31" not in r.output and not (ledger.exists() and Ledger(ledger).entries())
+
+
+def test_a_partition_recomputed_from_other_bytes_is_refused(tmp_path):
+    """Dask recomputes data lost with a worker from its task, reading the file again: what a
+    later pass gets must still come from the charged bytes (else DataChanged, E2107 in a run)."""
+    from fuzzpy.checking.program import check_source
+    from fuzzpy.runtime.engines.dask_engine import DataChanged, _p_blob, _p_checked_group, _p_group_again, \
+        _partition
+
+    f = tmp_path / "a.parquet"
+    pd.DataFrame({"age": [30, 41, 52]}).to_parquet(f, index=False)
+    report = check_source(COUNT_AGE, "c.fz")
+    schema = report.table_schema(report.inputs[0])
+    charged = _p_blob(str(f), "db")
+    pd.DataFrame({"age": [20, 21]}).to_parquet(f, index=False)
+    again = _p_blob(str(f), "db")  # what a recomputation reads now
+    assert len(_p_group_again(charged, 0, schema, "db", charged.identity)) == 3
+    with pytest.raises(DataChanged):
+        _p_group_again(again, 0, schema, "db", charged.identity)
+    assert len(_partition(_p_checked_group(charged, 0, schema, "db", True), charged.identity)) == 3
+    with pytest.raises(DataChanged):
+        _partition(_p_checked_group(again, 0, schema, "db", True), charged.identity)

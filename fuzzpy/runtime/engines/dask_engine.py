@@ -269,6 +269,14 @@ def _p_group(blob: _Blob, group: int, schema: Any, table: str) -> pd.DataFrame:
     return load_arrow(data, schema, table=table)
 
 
+def _p_group_again(blob: _Blob, group: int, schema: Any, table: str, charged: str) -> pd.DataFrame:
+    """A later pass over a row group.  If Dask recomputed the file's bytes (their worker died),
+    they were read again from disk: they must still be the bytes that were charged."""
+    if blob.identity != charged:
+        raise DataChanged()
+    return _p_group(blob, group, schema, table)
+
+
 def _p_csv(path: str, schema: Any, table: str, header: bool) -> tuple[pd.DataFrame, str]:
     """A whole CSV file conformed by the pandas engine's own loader (`load_identified`: its header,
     delimiter, quoting and limits, as for a single file), hashed while it is read."""
@@ -301,7 +309,8 @@ def _guarded(read: Callable[..., Any], keep: bool, *args: Any) -> tuple[Any, Any
 
 
 def _p_checked_group(blob: _Blob, group: int, schema: Any, table: str, keep: bool) -> tuple[Any, Any, Any]:
-    return _guarded(_p_group, keep, blob, group, schema, table)
+    part, _, problems = _guarded(_p_group, keep, blob, group, schema, table)
+    return part, blob.identity, problems  # the identity of the bytes this partition came from
 
 
 def _p_checked_csv(path: str, schema: Any, table: str, keep: bool, header: bool) -> tuple[Any, Any, Any]:
@@ -313,7 +322,11 @@ def _summary(result: tuple[Any, Any, Any]) -> tuple[Any, Any]:
     return result[1], result[2]
 
 
-def _partition(result: tuple[Any, Any, Any]) -> Any:
+def _partition(result: tuple[Any, Any, Any], charged: str) -> Any:
+    """A kept partition.  If Dask recomputed it (its worker died), it was read again from disk:
+    it must come from the bytes that were charged."""
+    if result[1] != charged:
+        raise DataChanged()
     return result[0]
 
 
@@ -422,17 +435,18 @@ class DaskEngine(Engine):
         meta = load_frame(pd.DataFrame({n: pd.Series([], dtype=object) for n in names}), schema, table=table)
         with self._checking():
             if files[0].lower().endswith(PARQUET_SUFFIXES):
-                checked, identities, again = self._check_parquet(files, names, schema, table, persist)
+                checked, identities, charged, again = self._check_parquet(files, names, schema, table, persist)
             else:
                 checked = [self.client.submit(_p_checked_csv, f, schema, table, persist, header, pure=False)
                            for f in files]
-                identities, again = self._refuse_bad(checked, table), None
+                identities = charged = self._refuse_bad(checked, table)
+                again = []
         ident = _combined(identities)
         if persist:
-            parts = self.client.map(_partition, checked, pure=False)
+            parts = self.client.map(_partition, checked, charged, pure=False)
             return self.bag(_from_parts(parts, meta)), ident
         del checked  # nothing of the checking pass is kept on the workers
-        if again is None:  # CSV: each pass reads each file again, and checks it is the one charged
+        if not again:  # CSV: each pass reads each file again, and checks it is the one charged
             frame = _from_map(_p_csv_again, list(zip(files, identities)), meta, schema=schema, table=table,
                               header=header)
         else:
@@ -440,10 +454,11 @@ class DaskEngine(Engine):
         return self.bag(frame), ident
 
     def _check_parquet(self, files: list[str], names: list[str], schema: Any, table: str,
-                       persist: bool) -> tuple[list[Any], list[str], Optional[list[Any]]]:
+                       persist: bool) -> tuple[list[Any], list[str], list[str], list[Any]]:
         """Read and hash every file once (on the workers), then check every row group from those
-        bytes.  Returns the checked partitions' futures, the files' identities, and (without
-        `persist`) one lazy partition per row group, conformed again from the same bytes."""
+        bytes.  Returns the checked partitions' futures, the files' identities, the identity each
+        checked partition must come from, and (without
+        `persist`) one lazy partition per row group, conformed again from the same bytes (else [])."""
         from dask import delayed
 
         blobs = [self.client.submit(_p_blob, f, table, pure=False) for f in files]
@@ -462,11 +477,13 @@ class DaskEngine(Engine):
         checked = [self.client.submit(_p_checked_group, blobs[i], g, schema, table, persist, pure=False)
                    for i, g in pieces]
         self._refuse_bad(checked, table)
+        identities = [info[0] for info in infos]
+        charged = [identities[i] for i, _ in pieces]  # of the bytes each partition must come from
         if persist:
-            return checked, [info[0] for info in infos], None
-        again = [delayed(_p_group, pure=False)(blobs[i], g, schema, table) for i, g in pieces]
+            return checked, identities, charged, []
+        again = [delayed(_p_group_again, pure=False)(blobs[i], g, schema, table, identities[i]) for i, g in pieces]
         self.kept.extend(blobs)  # the files' bytes stay on the workers until the engine closes
-        return checked, [info[0] for info in infos], again
+        return checked, identities, charged, again
 
     def _refuse_bad(self, checked: list[Any], table: str) -> list[Any]:
         """The identities of the checked partitions; any refusal (E05xx, data-free) or unreadable
