@@ -362,40 +362,38 @@ def _count(engine, bag) -> int:
     return sum(engine.partials(bag.frame, _p_count))
 
 
-@pytest.mark.parametrize("persist", [False, True])
-def test_later_passes_over_parquet_use_the_bytes_that_were_charged(tmp_path, scheduler, persist):
-    files = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
-    pd.DataFrame({"age": [30, 41, 52]}).to_parquet(files[0], index=False)
-    pd.DataFrame({"age": [44, 60]}).to_parquet(files[1], index=False)
-    engine, bag, ident = _engine_table(scheduler, files, persist)
-    try:
-        assert ident == _files_identity(files)
-        pd.DataFrame({"age": [20] * 7}).to_parquet(files[1], index=False)  # changed after the charge
-        assert _count(engine, bag) == 5 and _count(engine, bag) == 5  # every pass: the bytes read once
-    finally:
-        engine.close()
+def _write(kind: str, path: Path, ages: list[int]) -> Path:
+    if kind == "csv":
+        path.write_text("age\n" + "".join(f"{a}\n" for a in ages))
+    else:
+        pd.DataFrame({"age": ages}).to_parquet(path, index=False)
+    return path
 
 
-def test_a_csv_file_changed_during_the_run_stops_it(tmp_path, scheduler):
+@pytest.mark.parametrize("kind", ["parquet", "csv"])
+def test_a_file_changed_during_the_run_never_gives_a_value(kind, tmp_path, scheduler):
+    """Later passes compute only from the charged bytes: read again and stopped (E2107) when the
+    file's hash differs, or, with --persist, never read again."""
     from fuzzpy.runtime.engines.dask_engine import DaskRunFailure
 
-    files = [tmp_path / "a.csv", tmp_path / "b.csv"]
-    files[0].write_text("age\n31\n45\n")
-    files[1].write_text("age\n52\n")
+    files = [_write(kind, tmp_path / f"a.{kind}", [31, 45]), _write(kind, tmp_path / f"b.{kind}", [52])]
     engine, bag, ident = _engine_table(scheduler, files)
     try:
         assert ident == _files_identity(files) and _count(engine, bag) == 3  # read again, unchanged
-        files[1].write_text("age\n52\n53\n")
+        _write(kind, files[1], [52, 53])
         with pytest.raises(DaskRunFailure) as caught:
             _count(engine, bag)
         (d,) = caught.value.diagnostics
         assert d.code == "E2107" and "changed during the run" in d.message and "53" not in d.message
     finally:
         engine.close()
-    _, persisted, _ = _engine_table(scheduler, files, persist=True)  # kept partitions: never read again
-    files[1].write_text("age\n1\n")
-    assert _count(persisted.engine, persisted) == 4
-    persisted.engine.close()
+    engine, persisted, ident = _engine_table(scheduler, files, persist=True)  # kept: never read again
+    try:
+        assert ident == _files_identity(files)
+        _write(kind, files[1], [1, 2, 3, 4])
+        assert _count(engine, persisted) == 4 and _count(engine, persisted) == 4
+    finally:
+        engine.close()
 
 
 def test_csv_partitions_persisted_release_the_same_values(scheduler, adult_csv):
@@ -418,22 +416,29 @@ def test_an_unreadable_parquet_file_is_refused_before_the_charge(tmp_path, sched
 
 
 def test_a_partition_recomputed_from_other_bytes_is_refused(tmp_path):
-    """Dask recomputes data lost with a worker from its task, reading the file again: what a
-    later pass gets must still come from the charged bytes (else DataChanged, E2107 in a run)."""
+    """Dask recomputes a kept partition lost with its worker from its task, reading the file
+    again: it is used only if it comes from the charged bytes (else DataChanged: E2107 in a run)."""
     from fuzzpy.checking.program import check_source
-    from fuzzpy.runtime.engines.dask_engine import DataChanged, _p_blob, _p_checked_group, _p_group_again, \
-        _partition
+    from fuzzpy.runtime.engines.dask_engine import DataChanged, _p_checked_group, _partition
 
     f = tmp_path / "a.parquet"
     pd.DataFrame({"age": [30, 41, 52]}).to_parquet(f, index=False)
     report = check_source(COUNT_AGE, "c.fz")
     schema = report.table_schema(report.inputs[0])
-    charged = _p_blob(str(f), "db")
+    checked = _p_checked_group((str(f), 0), schema, "db", True)
+    charged = checked[1]
+    assert charged == dataset_identity(f) and len(_partition(checked, charged)) == 3
     pd.DataFrame({"age": [20, 21]}).to_parquet(f, index=False)
-    again = _p_blob(str(f), "db")  # what a recomputation reads now
-    assert len(_p_group_again(charged, 0, schema, "db", charged.identity)) == 3
     with pytest.raises(DataChanged):
-        _p_group_again(again, 0, schema, "db", charged.identity)
-    assert len(_partition(_p_checked_group(charged, 0, schema, "db", True), charged.identity)) == 3
-    with pytest.raises(DataChanged):
-        _partition(_p_checked_group(again, 0, schema, "db", True), charged.identity)
+        _partition(_p_checked_group((str(f), 0), schema, "db", True), charged)
+
+
+def test_empty_parquet_files_are_read_and_hashed_too(tmp_path, scheduler):
+    files = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    pd.DataFrame({"age": [30, 41]}).to_parquet(files[0], index=False)
+    pd.DataFrame({"age": pd.Series([], dtype="int64")}).to_parquet(files[1], index=False)
+    engine, bag, ident = _engine_table(scheduler, files)
+    try:
+        assert ident == _files_identity(files) and _count(engine, bag) == 2
+    finally:
+        engine.close()

@@ -198,17 +198,6 @@ class DataChanged(Exception):
     """A CSV file read again during the run is not the file that was hashed and charged."""
 
 
-@dataclasses.dataclass(eq=False)
-class _Blob:
-    """A Parquet file's bytes as read once by a worker (they stay on the cluster, never sent to
-    the client), with their identity and what their footer says."""
-
-    data: bytes
-    identity: str
-    groups: int
-    names: list[str]
-
-
 def _diagnostics(exc: FuzzError) -> list[tuple[str, str]]:
     return [(d.code, d.message) for d in exc.diagnostics]
 
@@ -231,50 +220,52 @@ def _read_bytes(path: str, table: str) -> tuple[bytes, str]:
     return data, identity(hashlib.sha256(data))
 
 
-def _p_blob(path: str, table: str) -> Any:
-    """A Parquet file read once into this worker's memory (a `_Blob`), or its data-free diagnostics."""
-    import pyarrow as pa
+def _p_footer(path: str, table: str) -> Any:
+    """(row groups, column names) from a Parquet file's footer, read on a worker, or its data-free
+    diagnostics.  Only the footer: the partitions read, and hash, the whole file."""
     import pyarrow.parquet as pq
 
+    from ..files import NotARegularFile, open_regular
+
+    where = f"data file '{path}' for table '{table}'"
     try:
-        data, ident = _read_bytes(path, table)
-    except FuzzError as exc:
-        return _diagnostics(exc)
-    try:
-        meta = pq.ParquetFile(pa.BufferReader(data)).metadata
-        names, groups = list(meta.schema.to_arrow_schema().names), meta.num_row_groups
+        with open_regular(Path(path)) as fh:
+            meta = pq.ParquetFile(fh).metadata
+            return meta.num_row_groups, list(meta.schema.to_arrow_schema().names)
+    except FileNotFoundError:
+        return [("E0501", f"{where} does not exist")]
+    except NotARegularFile:
+        return [("E0502", f"{where} is a directory or not a regular file")]
     except Exception:  # noqa: BLE001 - a reader's text is not ours
-        return [("E0502", f"data file '{path}' for table '{table}' is not a readable Parquet file")]
-    return _Blob(data, ident, groups, names)
+        return [("E0502", f"{where} is not a readable Parquet file")]
 
 
-def _blob_info(blob: Any) -> Any:
-    """What the client needs to know of a file read by a worker: never its bytes."""
-    return (blob.identity, blob.groups, blob.names) if isinstance(blob, _Blob) else blob
-
-
-def _p_group(blob: _Blob, group: int, schema: Any, table: str) -> pd.DataFrame:
+def _p_group(piece: tuple[str, int], schema: Any, table: str) -> tuple[pd.DataFrame, str]:
     """One row group (-1: the whole file, for a file without any) conformed by the pandas engine's
-    own rules (`load_arrow`), parsed from the bytes that were hashed.  Text is read plain, not
-    dictionary-encoded: free text, where every cell differs, conforms faster so (measured on the
-    benchmark's wide schema)."""
+    own rules (`load_arrow`), parsed from one read of the whole file, and the identity of the
+    bytes read.  Text is read plain, not dictionary-encoded: free text, where every cell differs,
+    conforms faster so (measured on the benchmark's wide schema)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from ..data import load_arrow
 
+    path, group = piece
+    raw, ident = _read_bytes(path, table)
     names = [c.name for c in schema.columns]
-    f = pq.ParquetFile(pa.BufferReader(blob.data))
+    f = pq.ParquetFile(pa.BufferReader(raw))
     data = f.read(columns=names) if group < 0 else f.read_row_group(group, columns=names)
-    return load_arrow(data, schema, table=table)
+    return load_arrow(data, schema, table=table), ident
 
 
-def _p_group_again(blob: _Blob, group: int, schema: Any, table: str, charged: str) -> pd.DataFrame:
-    """A later pass over a row group.  If Dask recomputed the file's bytes (their worker died),
-    they were read again from disk: they must still be the bytes that were charged."""
-    if blob.identity != charged:
+def _p_group_again(piece: tuple[str, int, str], schema: Any, table: str) -> pd.DataFrame:
+    """A later pass over a row group: the file is read again, and must be the file that was
+    charged (its identity the same), else the run stops instead of giving a value."""
+    path, group, charged = piece
+    frame, ident = _p_group((path, group), schema, table)
+    if ident != charged:
         raise DataChanged()
-    return _p_group(blob, group, schema, table)
+    return frame
 
 
 def _p_csv(path: str, schema: Any, table: str, header: bool) -> tuple[pd.DataFrame, str]:
@@ -308,9 +299,8 @@ def _guarded(read: Callable[..., Any], keep: bool, *args: Any) -> tuple[Any, Any
     return (part if keep else None), ident, None
 
 
-def _p_checked_group(blob: _Blob, group: int, schema: Any, table: str, keep: bool) -> tuple[Any, Any, Any]:
-    part, _, problems = _guarded(_p_group, keep, blob, group, schema, table)
-    return part, blob.identity, problems  # the identity of the bytes this partition came from
+def _p_checked_group(piece: tuple[str, int], schema: Any, table: str, keep: bool) -> tuple[Any, Any, Any]:
+    return _guarded(_p_group, keep, piece, schema, table)
 
 
 def _p_checked_csv(path: str, schema: Any, table: str, keep: bool, header: bool) -> tuple[Any, Any, Any]:
@@ -338,7 +328,6 @@ class DaskEngine(Engine):
     def __init__(self, client: Any, cluster: Any = None):
         self.client = client
         self.cluster = cluster
-        self.kept: list[Any] = []  # futures the lazy tables need (files' bytes read once)
 
     @classmethod
     def start(cls, scheduler: Optional[str] = None, workers: Optional[int] = None,
@@ -369,7 +358,6 @@ class DaskEngine(Engine):
                         "nothing was read and nothing was charged") from None
 
     def close(self) -> None:
-        self.kept.clear()
         for thing in (self.client, self.cluster):
             if thing is not None:
                 try:
@@ -419,15 +407,15 @@ class DaskEngine(Engine):
                    header: bool = False) -> tuple[DaskBag, str]:
         """The table of `files` conformed to `schema`, and its identity on the ledger.
 
-        Every file is read once by a worker and hashed: the identity names exactly those bytes,
-        and every partition of the checking pass (one per Parquet row group, one per CSV file) is
-        conformed from them, so a bad file is refused before anything is charged, as on the pandas
-        engine.  Later passes never read other bytes than those charged:
+        Every pass reads a partition's whole file once and hashes the bytes it parses (no
+        separate hashing pass).  The checking pass conforms every partition (one per Parquet row
+        group, one per CSV file), so a bad file is refused before anything is charged, as on the
+        pandas engine, and its hashes are the identity charged (a file's row groups must agree on
+        it).  Later passes never compute from other bytes:
         persist=True: the conformed partitions of the checking pass stay on the workers (spilled
         to their disks beyond their memory targets) and every later pass starts from them.
-        persist=False: a Parquet file's bytes stay on the workers (their size on disk) and each
-        later pass conforms its row groups from them again; a CSV file is read again, hashed
-        while it is read, and a file that changed stops the run (E2107).
+        persist=False: each pass reads and conforms the files again, and a file whose hash is not
+        the charged one stops the run (E2107).
         header: every CSV file starts with a header naming every declared column (`--header`)."""
         from ..data import load_frame
 
@@ -435,55 +423,43 @@ class DaskEngine(Engine):
         meta = load_frame(pd.DataFrame({n: pd.Series([], dtype=object) for n in names}), schema, table=table)
         with self._checking():
             if files[0].lower().endswith(PARQUET_SUFFIXES):
-                checked, identities, charged, again = self._check_parquet(files, names, schema, table, persist)
+                pieces = self._row_groups(files, names, table)
+                checked = [self.client.submit(_p_checked_group, p, schema, table, persist, pure=False)
+                           for p in pieces]
+                by_file = _agreed(pieces, self._refuse_bad(checked, table), table)
+                identities, charged = [by_file[f] for f in files], [by_file[f] for f, _ in pieces]
+                again, again_pieces, kw = _p_group_again, [(f, g, by_file[f]) for f, g in pieces], {}
             else:
                 checked = [self.client.submit(_p_checked_csv, f, schema, table, persist, header, pure=False)
                            for f in files]
                 identities = charged = self._refuse_bad(checked, table)
-                again = []
+                again, again_pieces, kw = _p_csv_again, list(zip(files, identities)), {"header": header}
         ident = _combined(identities)
         if persist:
             parts = self.client.map(_partition, checked, charged, pure=False)
             return self.bag(_from_parts(parts, meta)), ident
         del checked  # nothing of the checking pass is kept on the workers
-        if not again:  # CSV: each pass reads each file again, and checks it is the one charged
-            frame = _from_map(_p_csv_again, list(zip(files, identities)), meta, schema=schema, table=table,
-                              header=header)
-        else:
-            frame = _from_parts(again, meta)
-        return self.bag(frame), ident
+        return self.bag(_from_map(again, again_pieces, meta, schema=schema, table=table, **kw)), ident
 
-    def _check_parquet(self, files: list[str], names: list[str], schema: Any, table: str,
-                       persist: bool) -> tuple[list[Any], list[str], list[str], list[Any]]:
-        """Read and hash every file once (on the workers), then check every row group from those
-        bytes.  Returns the checked partitions' futures, the files' identities, the identity each
-        checked partition must come from, and (without
-        `persist`) one lazy partition per row group, conformed again from the same bytes (else [])."""
-        from dask import delayed
-
-        blobs = [self.client.submit(_p_blob, f, table, pure=False) for f in files]
-        infos = self.client.gather(self.client.map(_blob_info, blobs, pure=False))
-        bad = [d for info in infos if isinstance(info, list) for d in info]
+    def _row_groups(self, files: list[str], names: list[str], table: str) -> list[tuple[str, int]]:
+        """The partitions of Parquet files: (file, row group), or (file, -1) for a file without
+        any (so that every file is read, and hashed, by some partition).  The footers are read on
+        the workers: the client never opens a data file."""
+        footers = self.client.gather(self.client.map(_p_footer, files, table=table, pure=False))
+        bad = [d for info in footers if isinstance(info, list) for d in info]
         if bad:
             raise FuzzError([Diagnostic(c, m, None, ["nothing was charged"]) for c, m in dict.fromkeys(map(tuple, bad))])
-        for f, (_, _, present) in zip(files, infos):
+        pieces = []
+        for f, (groups, present) in zip(files, footers):
             missing = [n for n in names if n not in present]
             if missing:
                 raise error("E0503", f"column(s) {', '.join(repr(n) for n in missing)} of table '{table}' not "
                                      f"found in data file '{f}'; columns in the file: {', '.join(present)}")
-        pieces = [(i, g) for i, info in enumerate(infos) for g in range(info[1])]
-        if not pieces:  # only empty Parquet files: one empty partition keeps the table's shape
-            pieces = [(0, -1)]
-        checked = [self.client.submit(_p_checked_group, blobs[i], g, schema, table, persist, pure=False)
-                   for i, g in pieces]
-        self._refuse_bad(checked, table)
-        identities = [info[0] for info in infos]
-        charged = [identities[i] for i, _ in pieces]  # of the bytes each partition must come from
-        if persist:
-            return checked, identities, charged, []
-        again = [delayed(_p_group_again, pure=False)(blobs[i], g, schema, table, identities[i]) for i, g in pieces]
-        self.kept.extend(blobs)  # the files' bytes stay on the workers until the engine closes
-        return checked, identities, charged, again
+            if groups:
+                pieces.extend((f, g) for g in range(groups))
+            else:
+                pieces.append((f, -1))
+        return pieces
 
     def _refuse_bad(self, checked: list[Any], table: str) -> list[Any]:
         """The identities of the checked partitions; any refusal (E05xx, data-free) or unreadable
@@ -511,6 +487,17 @@ class DaskEngine(Engine):
                 raise error("E2106", "the Dask cluster failed while reading the data; nothing was charged") \
                     from None
             raise
+
+
+def _agreed(pieces: list[tuple[str, int]], identities: list[str], table: str) -> dict[str, str]:
+    """Each file's identity, from its partitions' reads: they must agree (a file that changed
+    between two of them is refused, uncharged)."""
+    by_file: dict[str, str] = {}
+    for (f, _), ident in zip(pieces, identities):
+        if by_file.setdefault(f, ident) != ident:
+            raise error("E0502", f"data file '{f}' for table '{table}' changed while it was being read; "
+                                 "nothing was charged, run again")
+    return by_file
 
 
 def _combined(digests: list[str]) -> str:
