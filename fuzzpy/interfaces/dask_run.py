@@ -3,9 +3,9 @@
 
 Only loading differs: the program is refused before anything is read if it calls a primitive
 that takes a table and has no Dask implementation (E2101); then the cluster starts (or is
-reached), every data file is read once on the workers and hashed, every partition is conformed
-from those bytes to check the data (a bad file is refused uncharged, as on the pandas engine), and
-only then is the budget charged, under the identity of the bytes read, and the program run.  The cluster is closed at the end.
+reached), every partition is read, hashed as it is read and conformed on the workers to check the
+data (a bad file is refused uncharged, as on the pandas engine), and only then is the budget
+charged, under the identity of the bytes conformed, and the program run.  The cluster is closed at the end.
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ class DaskRun(_Run):
         self.engine = D.DaskEngine.start(o.scheduler, o.workers, o.threads)
         tables, identities = {}, {}
         for name in spec:
-            # One read of each file: its hash and the checked, conformed partitions come from the
-            # same bytes, and no later pass reads other bytes (docs/scale.md).
+            # The identity is the hash of the bytes the checking pass conformed, and no later pass
+            # computes from other bytes (docs/scale.md).
             tables[name], ident = self.engine.open_table(files[name], schemas[name], name, persist=o.persist,
                                                          header=self.opts.header)
             if self.opts.seed is None:
