@@ -442,3 +442,19 @@ def test_empty_parquet_files_are_read_and_hashed_too(tmp_path, scheduler):
         assert ident == _files_identity(files) and _count(engine, bag) == 2
     finally:
         engine.close()
+
+
+def test_a_parquet_file_changed_to_bad_data_is_refused_by_its_hash(tmp_path, scheduler):
+    """The hash is compared before the bytes are parsed: another file's cells are never conformed."""
+    from fuzzpy.runtime.engines.dask_engine import DaskRunFailure
+
+    files = [_write("parquet", tmp_path / "a.parquet", [31, 45])]
+    engine, bag, _ = _engine_table(scheduler, files)
+    try:
+        pd.DataFrame({"age": ["secret-cell-5"]}).to_parquet(files[0], index=False)
+        with pytest.raises(DaskRunFailure) as caught:
+            _count(engine, bag)
+        (d,) = caught.value.diagnostics
+        assert d.code == "E2107" and "secret-cell-5" not in d.message
+    finally:
+        engine.close()

@@ -192,10 +192,11 @@ def _p_vsum(part: Any, fn: _Shipped, vectorise: bool, n: int, bound: Fraction) -
     return tuple(Fraction(_bounded_sum(matrix[:, i], bound)) for i in range(n))
 
 
-# ---- reading: every file read once, hashed, and conformed from the bytes that were hashed --------
+# ---- reading: every partition computed from one hashed read of its whole file --------------------
 
 class DataChanged(Exception):
-    """A CSV file read again during the run is not the file that was hashed and charged."""
+    """A file read again during the run (a later pass, or Dask recomputing lost data) is not the
+    file that was hashed and charged."""
 
 
 def _diagnostics(exc: FuzzError) -> list[tuple[str, str]]:
@@ -245,27 +246,31 @@ def _p_group(piece: tuple[str, int], schema: Any, table: str) -> tuple[pd.DataFr
     own rules (`load_arrow`), parsed from one read of the whole file, and the identity of the
     bytes read.  Text is read plain, not dictionary-encoded: free text, where every cell differs,
     conforms faster so (measured on the benchmark's wide schema)."""
+    path, group = piece
+    raw, ident = _read_bytes(path, table)
+    return _conformed_group(raw, group, schema, table), ident
+
+
+def _conformed_group(raw: bytes, group: int, schema: Any, table: str) -> pd.DataFrame:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from ..data import load_arrow
 
-    path, group = piece
-    raw, ident = _read_bytes(path, table)
     names = [c.name for c in schema.columns]
     f = pq.ParquetFile(pa.BufferReader(raw))
     data = f.read(columns=names) if group < 0 else f.read_row_group(group, columns=names)
-    return load_arrow(data, schema, table=table), ident
+    return load_arrow(data, schema, table=table)
 
 
 def _p_group_again(piece: tuple[str, int, str], schema: Any, table: str) -> pd.DataFrame:
     """A later pass over a row group: the file is read again, and must be the file that was
     charged (its identity the same), else the run stops instead of giving a value."""
     path, group, charged = piece
-    frame, ident = _p_group((path, group), schema, table)
-    if ident != charged:
+    raw, ident = _read_bytes(path, table)
+    if ident != charged:  # compared before parsing: nothing of another file is conformed
         raise DataChanged()
-    return frame
+    return _conformed_group(raw, group, schema, table)
 
 
 def _p_csv(path: str, schema: Any, table: str, header: bool) -> tuple[pd.DataFrame, str]:
