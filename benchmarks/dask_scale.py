@@ -1,19 +1,27 @@
 """`fuzzpy run --engine dask` against hand-written Dask doing the same query, on generated Parquet.
 
-    python benchmarks/dask_scale.py --rows 100_000_000 --workers 2 --repeat 2
+    python benchmarks/dask_scale.py --rows 20_000_000 --repeat 2
+    python benchmarks/dask_scale.py --rows 100_000_000 --schema wide --rows-per-file 2_000_000 --repeat 1 \
+        --sides "hand-written Dask,fuzzpy --persist,fuzzpy"
+    git archive OLD fuzzpy | tar -x -C /tmp/old && python benchmarks/dask_scale.py --rows 20_000_000 \
+        --sides "baseline,fuzzpy,hand-written Dask" --baseline-src /tmp/old
     python benchmarks/dask_scale.py --rows 10_000_000 --scheduler tcp://host:8786 --data /shared/adult-pq
 
-Generates (once, in chunks, never the whole table in memory) a Parquet directory of synthetic
-Adult-like rows: files of `--rows-per-file` rows, row groups of `--row-group` rows.  Then, on one
-cluster (a local one with `--workers` processes, or `--scheduler`), it runs each query with
-`fuzzpy run --engine dask --scheduler ADDR` (a subprocess: the whole pipeline, with a ledger, real
-noise, the file hashes and the conformance pass), the same with `--persist`, and the same query
-written by hand in Dask (a subprocess too: read_parquet, filter, count / clipped sum / value_counts, numpy Laplace noise),
-interleaved, `--repeat` times each.  Every run gets a fresh local cluster (not timed), so each
-worker's peak resident memory (ru_maxrss, read on the worker after the run) belongs to that run
-alone; the client's peak is the subprocess's own (wait4).  Printed: the median wall time of each side and their
-ratio, the largest worker peak of each side and their ratio, and the size the conformed table
-would have in one pandas process (summed over partitions by the workers).
+Generates (once, one file at a time, never the whole table in memory) a Parquet directory of
+synthetic Adult-like rows: `--schema narrow` (six columns, one free text) or `wide` (Adult's
+fifteen columns and two free-text columns, about 175 bytes a row conformed), files of
+`--rows-per-file` rows, row groups of `--row-group` rows.  Then, on one cluster (a fresh local one
+per measured run, with `--workers` processes, started in its own process; or `--scheduler`), it
+runs each query with `fuzzpy run --engine dask --scheduler ADDR` (a subprocess: the whole
+pipeline, with a ledger, real noise, hashing and the checking pass), the same with `--persist`,
+the same from another fuzzpy source tree (`--baseline-src`: its cluster runs that code too), and
+the same query written by hand in Dask (a subprocess too: read_parquet, filter, count / clipped
+sum / value_counts, numpy Laplace noise), interleaved, `--repeat` times each (`--sides` picks
+them).  Each worker's peak resident memory (ru_maxrss, read on the worker after the run) belongs
+to that run alone; the client's peak is the subprocess's own (wait4).  Printed: every run with
+the load average, then the median wall time of each side and its ratio to hand-written Dask (and
+to the baseline), the largest worker peak of each side and their ratio, and the size the
+conformed table would have in one pandas process (summed over partitions by the workers).
 """
 
 from __future__ import annotations
