@@ -105,6 +105,7 @@ CODES: dict[str, str] = {
     "E2103": "Dask engine data files missing, mixed or unreadable",
     "E2104": "Dask cluster failed during the run",
     "E2106": "Dask cluster unreachable or the Dask engine not installed",
+    "E2107": "a data file changed during a Dask run",
     # E18xx: estimates from released values (fuzzpy/primitives/estimates.py)
     "E1801": "an estimate is computed from released (public) values only",
     "E1802": "an estimate's bound or level must be a public constant",

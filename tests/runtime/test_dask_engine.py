@@ -322,3 +322,139 @@ def test_the_pandas_engine_does_not_import_dask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+# ---- one read of each file: the charge names the bytes every pass uses ---------------------------
+
+def _files_identity(files: list[Path]) -> str:
+    import hashlib
+
+    h = hashlib.sha256(b"fuzzpy-files\0")
+    for f in files:
+        h.update(dataset_identity(f).encode("ascii") + b"\n")
+    return "sha256:" + h.hexdigest()
+
+
+@pytest.mark.parametrize("kind", ["adult_parquet", "adult_csv"])
+def test_the_charge_names_the_files_that_were_read(kind, tmp_path, scheduler, request):
+    data = request.getfixturevalue(kind)
+    ledger = tmp_path / "ledger.sqlite"
+    r = fz("run", EXAMPLES / "quickstart.fz", "--engine", "dask", "--scheduler", scheduler,
+           "--data", data, "--ledger", ledger, "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert Ledger(ledger).entries()[-1].dataset == _files_identity(sorted(data.iterdir()))
+
+
+def _engine_table(scheduler: str, files: list[Path], persist: bool = False):
+    from fuzzpy.checking.program import check_source
+    from fuzzpy.runtime.engines.dask_engine import DaskEngine
+
+    report = check_source(COUNT_AGE, "c.fz")
+    engine = DaskEngine.start(scheduler)
+    bag, ident = engine.open_table([str(f) for f in files], report.table_schema(report.inputs[0]), "db",
+                                   persist=persist)
+    return engine, bag, ident
+
+
+def _count(engine, bag) -> int:
+    from fuzzpy.runtime.engines.dask_engine import _p_count
+
+    return sum(engine.partials(bag.frame, _p_count))
+
+
+def _write(kind: str, path: Path, ages: list[int]) -> Path:
+    if kind == "csv":
+        path.write_text("age\n" + "".join(f"{a}\n" for a in ages))
+    else:
+        pd.DataFrame({"age": ages}).to_parquet(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["parquet", "csv"])
+def test_a_file_changed_during_the_run_never_gives_a_value(kind, tmp_path, scheduler):
+    """Later passes compute only from the charged bytes: read again and stopped (E2107) when the
+    file's hash differs, or, with --persist, never read again."""
+    from fuzzpy.runtime.engines.dask_engine import DaskRunFailure
+
+    files = [_write(kind, tmp_path / f"a.{kind}", [31, 45]), _write(kind, tmp_path / f"b.{kind}", [52])]
+    engine, bag, ident = _engine_table(scheduler, files)
+    try:
+        assert ident == _files_identity(files) and _count(engine, bag) == 3  # read again, unchanged
+        _write(kind, files[1], [52, 53])
+        with pytest.raises(DaskRunFailure) as caught:
+            _count(engine, bag)
+        (d,) = caught.value.diagnostics
+        assert d.code == "E2107" and "changed during the run" in d.message and "53" not in d.message
+    finally:
+        engine.close()
+    engine, persisted, ident = _engine_table(scheduler, files, persist=True)  # kept: never read again
+    try:
+        assert ident == _files_identity(files)
+        _write(kind, files[1], [1, 2, 3, 4])
+        assert _count(engine, persisted) == 4 and _count(engine, persisted) == 4
+    finally:
+        engine.close()
+
+
+def test_csv_partitions_persisted_release_the_same_values(scheduler, adult_csv):
+    pandas_run, dask_run = both("histogram", SAMPLE, adult_csv, scheduler, persist=True)
+    assert pandas_run[0] and dask_run == pandas_run
+
+
+def test_an_unreadable_parquet_file_is_refused_before_the_charge(tmp_path, scheduler):
+    data = tmp_path / "d"
+    data.mkdir()
+    pd.DataFrame({"age": [30, 41]}).to_parquet(data / "a.parquet", index=False)
+    (data / "b.parquet").write_bytes(b"PAR1 secret-cell-31 not parquet PAR1")
+    prog = tmp_path / "c.fz"
+    prog.write_text(COUNT_AGE)
+    ledger = tmp_path / "ledger.sqlite"
+    r = fz("run", prog, "--engine", "dask", "--scheduler", scheduler, "--data", data, "--budget", "1",
+           "--ledger", ledger)
+    assert r.exit_code == 4 and "E0502" in r.output and "not a readable Parquet file" in r.output, r.output
+    assert "secret-cell-31" not in r.output and not (ledger.exists() and Ledger(ledger).entries())
+
+
+def test_a_partition_recomputed_from_other_bytes_is_refused(tmp_path):
+    """Dask recomputes a kept partition lost with its worker from its task, reading the file
+    again: it is used only if it comes from the charged bytes (else DataChanged: E2107 in a run)."""
+    from fuzzpy.checking.program import check_source
+    from fuzzpy.runtime.engines.dask_engine import DataChanged, _p_checked_group, _partition
+
+    f = tmp_path / "a.parquet"
+    pd.DataFrame({"age": [30, 41, 52]}).to_parquet(f, index=False)
+    report = check_source(COUNT_AGE, "c.fz")
+    schema = report.table_schema(report.inputs[0])
+    checked = _p_checked_group((str(f), 0), schema, "db", True)
+    charged = checked[1]
+    assert charged == dataset_identity(f) and len(_partition(checked, charged)) == 3
+    pd.DataFrame({"age": [20, 21]}).to_parquet(f, index=False)
+    with pytest.raises(DataChanged):
+        _partition(_p_checked_group((str(f), 0), schema, "db", True), charged)
+
+
+def test_empty_parquet_files_are_read_and_hashed_too(tmp_path, scheduler):
+    files = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    pd.DataFrame({"age": [30, 41]}).to_parquet(files[0], index=False)
+    pd.DataFrame({"age": pd.Series([], dtype="int64")}).to_parquet(files[1], index=False)
+    engine, bag, ident = _engine_table(scheduler, files)
+    try:
+        assert ident == _files_identity(files) and _count(engine, bag) == 2
+    finally:
+        engine.close()
+
+
+def test_a_parquet_file_changed_to_bad_data_is_refused_by_its_hash(tmp_path, scheduler):
+    """The hash is compared before the bytes are parsed: another file's cells are never conformed."""
+    from fuzzpy.runtime.engines.dask_engine import DaskRunFailure
+
+    files = [_write("parquet", tmp_path / "a.parquet", [31, 45])]
+    engine, bag, _ = _engine_table(scheduler, files)
+    try:
+        pd.DataFrame({"age": ["secret-cell-5"]}).to_parquet(files[0], index=False)
+        with pytest.raises(DaskRunFailure) as caught:
+            _count(engine, bag)
+        (d,) = caught.value.diagnostics
+        assert d.code == "E2107" and "secret-cell-5" not in d.message
+    finally:
+        engine.close()

@@ -19,6 +19,7 @@ time as a backstop.  Nothing ever collects a whole table into this process.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
 import hashlib
@@ -191,50 +192,137 @@ def _p_vsum(part: Any, fn: _Shipped, vectorise: bool, n: int, bound: Fraction) -
     return tuple(Fraction(_bounded_sum(matrix[:, i], bound)) for i in range(n))
 
 
-def _p_read(piece: tuple[str, int], schema: Any, table: str, header: bool = False) -> pd.DataFrame:
-    """One partition conformed by the pandas engine's own rules: a whole CSV file (`load_table`:
-    its header, delimiter, quoting and limits, as for a single file), or one row group of a
-    Parquet file (`load_arrow`)."""
-    from ..data import load_arrow, load_table
+# ---- reading: every partition computed from one hashed read of its whole file --------------------
 
-    path, group = piece
-    if group < 0:
-        return load_table(path, schema, table=table, header=header)
+class DataChanged(Exception):
+    """A file read again during the run (a later pass, or Dask recomputing lost data) is not the
+    file that was hashed and charged."""
+
+
+def _diagnostics(exc: FuzzError) -> list[tuple[str, str]]:
+    return [(d.code, d.message) for d in exc.diagnostics]
+
+
+def _read_bytes(path: str, table: str) -> tuple[bytes, str]:
+    """The file's bytes (one read: only a regular file, as the pandas engine opens it) and the
+    identity of exactly those bytes."""
+    from ..files import NotARegularFile, identity, open_regular
+
+    where = f"data file '{path}' for table '{table}'"
+    try:
+        with open_regular(Path(path)) as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise error("E0501", f"{where} does not exist") from None
+    except NotARegularFile:
+        raise error("E0502", f"{where} is a directory or not a regular file") from None
+    except OSError:
+        raise error("E0502", f"{where} cannot be read") from None
+    return data, identity(hashlib.sha256(data))
+
+
+def _p_footer(path: str, table: str) -> Any:
+    """(row groups, column names) from a Parquet file's footer, read on a worker, or its data-free
+    diagnostics.  Only the footer: the partitions read, and hash, the whole file."""
     import pyarrow.parquet as pq
 
-    with open(path, "rb") as fh:
-        data = pq.ParquetFile(fh).read_row_group(group, columns=[c.name for c in schema.columns])
+    from ..files import NotARegularFile, open_regular
+
+    where = f"data file '{path}' for table '{table}'"
+    try:
+        with open_regular(Path(path)) as fh:
+            meta = pq.ParquetFile(fh).metadata
+            return meta.num_row_groups, list(meta.schema.to_arrow_schema().names)
+    except FileNotFoundError:
+        return [("E0501", f"{where} does not exist")]
+    except NotARegularFile:
+        return [("E0502", f"{where} is a directory or not a regular file")]
+    except Exception:  # noqa: BLE001 - a reader's text is not ours
+        return [("E0502", f"{where} is not a readable Parquet file")]
+
+
+def _p_group(piece: tuple[str, int], schema: Any, table: str) -> tuple[pd.DataFrame, str]:
+    """One row group (-1: the whole file, for a file without any) conformed by the pandas engine's
+    own rules (`load_arrow`), parsed from one read of the whole file, and the identity of the
+    bytes read.  Text is read plain, not dictionary-encoded: free text, where every cell differs,
+    conforms faster so (measured on the benchmark's wide schema)."""
+    path, group = piece
+    raw, ident = _read_bytes(path, table)
+    return _conformed_group(raw, group, schema, table), ident
+
+
+def _conformed_group(raw: bytes, group: int, schema: Any, table: str) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ..data import load_arrow
+
+    names = [c.name for c in schema.columns]
+    f = pq.ParquetFile(pa.BufferReader(raw))
+    data = f.read(columns=names) if group < 0 else f.read_row_group(group, columns=names)
     return load_arrow(data, schema, table=table)
 
 
-def _p_checked(piece: tuple[str, int], schema: Any, table: str, keep: bool,
-               header: bool = False) -> tuple[Any, Any]:
-    """(the conformed partition if `keep`, None when it conforms or else its data-free diagnostics)."""
+def _p_group_again(piece: tuple[str, int, str], schema: Any, table: str) -> pd.DataFrame:
+    """A later pass over a row group: the file is read again, and must be the file that was
+    charged (its identity the same), else the run stops instead of giving a value."""
+    path, group, charged = piece
+    raw, ident = _read_bytes(path, table)
+    if ident != charged:  # compared before parsing: nothing of another file is conformed
+        raise DataChanged()
+    return _conformed_group(raw, group, schema, table)
+
+
+def _p_csv(path: str, schema: Any, table: str, header: bool) -> tuple[pd.DataFrame, str]:
+    """A whole CSV file conformed by the pandas engine's own loader (`load_identified`: its header,
+    delimiter, quoting and limits, as for a single file), hashed while it is read."""
+    from ..data import load_identified
+
+    return load_identified(path, schema, table=table, header=header)
+
+
+def _p_csv_again(piece: tuple[str, str], schema: Any, table: str, header: bool) -> pd.DataFrame:
+    """A later pass over a CSV file: read, hashed and conformed again; a file that is not the one
+    charged (its identity differs) stops the run instead of giving a value."""
+    path, charged = piece
+    frame, ident = _p_csv(path, schema, table, header)
+    if ident != charged:
+        raise DataChanged()
+    return frame
+
+
+def _guarded(read: Callable[..., Any], keep: bool, *args: Any) -> tuple[Any, Any, Any]:
+    """(the partition if `keep`, its identity or None, None) when it conforms, else (None, None,
+    its data-free diagnostics or "internal")."""
     try:
-        part = _p_read(piece, schema, table, header)
+        out = read(*args)
     except FuzzError as exc:
-        return None, [(d.code, d.message) for d in exc.diagnostics]
+        return None, None, _diagnostics(exc)
     except Exception:  # noqa: BLE001 - its text could quote a cell
-        return None, "internal"
-    return (part if keep else None), None
+        return None, None, "internal"
+    part, ident = out if isinstance(out, tuple) else (out, None)
+    return (part if keep else None), ident, None
 
 
-def _problems(result: tuple[Any, Any]) -> Any:
-    return result[1]
+def _p_checked_group(piece: tuple[str, int], schema: Any, table: str, keep: bool) -> tuple[Any, Any, Any]:
+    return _guarded(_p_group, keep, piece, schema, table)
 
 
-def _partition(result: tuple[Any, Any]) -> Any:
+def _p_checked_csv(path: str, schema: Any, table: str, keep: bool, header: bool) -> tuple[Any, Any, Any]:
+    return _guarded(_p_csv, keep, path, schema, table, header)
+
+
+def _summary(result: tuple[Any, Any, Any]) -> tuple[Any, Any]:
+    """(identity, problems) of a checked partition: what travels to the client."""
+    return result[1], result[2]
+
+
+def _partition(result: tuple[Any, Any, Any], charged: str) -> Any:
+    """A kept partition.  If Dask recomputed it (its worker died), it was read again from disk:
+    it must come from the bytes that were charged."""
+    if result[1] != charged:
+        raise DataChanged()
     return result[0]
-
-
-def _file_digest(path: str) -> Any:
-    """The file's identity, or its (data-free) diagnostic: an exception would not travel intact."""
-    from ..ledger import dataset_identity
-
-    try:
-        return dataset_identity(Path(path))
-    except FuzzError as exc:
-        return [(d.code, d.message) for d in exc.diagnostics]
 
 
 # ---- the engine ----------------------------------------------------------------------------------
@@ -293,6 +381,9 @@ class DaskEngine(Engine):
             return list(self.client.gather(self.client.compute(tasks)))
         except TableUsedOnWorker:
             raise _captured_table() from None
+        except DataChanged:
+            raise DaskRunFailure("E2107", "a data file changed during the run: it is not the file that was checked "
+                                          "and charged", None, _KEPT) from None
         except (OSError, TimeoutError) as exc:
             raise _cluster_failure() from exc
         except Exception as exc:  # noqa: BLE001
@@ -318,31 +409,69 @@ class DaskEngine(Engine):
     # -- tables ------------------------------------------------------------------------------------
 
     def open_table(self, files: list[str], schema: Any, table: str, persist: bool = False,
-                   header: bool = False) -> DaskBag:
-        """The table of `files` conformed to `schema`, checked in one pass over every partition
-        (so a bad file is refused before anything is charged, as on the pandas engine).
+                   header: bool = False) -> tuple[DaskBag, str]:
+        """The table of `files` conformed to `schema`, and its identity on the ledger.
 
-        persist=False: every later pass reads and conforms the files again (nothing is kept).
+        Every pass reads a partition's whole file once and hashes the bytes it parses (no
+        separate hashing pass).  The checking pass conforms every partition (one per Parquet row
+        group, one per CSV file), so a bad file is refused before anything is charged, as on the
+        pandas engine, and its hashes are the identity charged (a file's row groups must agree on
+        it).  Later passes never compute from other bytes:
         persist=True: the conformed partitions of the checking pass stay on the workers (spilled
         to their disks beyond their memory targets) and every later pass starts from them.
+        persist=False: each pass reads and conforms the files again, and a file whose hash is not
+        the charged one stops the run (E2107).
         header: every CSV file starts with a header naming every declared column (`--header`)."""
-        import dask.dataframe as dd
-
         from ..data import load_frame
 
         names = [c.name for c in schema.columns]
         meta = load_frame(pd.DataFrame({n: pd.Series([], dtype=object) for n in names}), schema, table=table)
-        pieces = _pieces(files, names, table)
-        results = [self.client.submit(_p_checked, p, schema, table, persist, header, pure=False) for p in pieces]
-        try:
-            problems = self.client.gather(self.client.map(_problems, results, pure=False))
-        except Exception as exc:  # noqa: BLE001 - nothing from the data, but the text is not ours
-            if _is_cluster_error(exc) or isinstance(exc, (OSError, TimeoutError)):
-                raise error("E2106", "the Dask cluster failed while checking the data; nothing was charged") \
-                    from None
-            raise
+        with self._checking():
+            if files[0].lower().endswith(PARQUET_SUFFIXES):
+                pieces = self._row_groups(files, names, table)
+                checked = [self.client.submit(_p_checked_group, p, schema, table, persist, pure=False)
+                           for p in pieces]
+                by_file = _agreed(pieces, self._refuse_bad(checked, table), table)
+                identities, charged = [by_file[f] for f in files], [by_file[f] for f, _ in pieces]
+                again, again_pieces, kw = _p_group_again, [(f, g, by_file[f]) for f, g in pieces], {}
+            else:
+                checked = [self.client.submit(_p_checked_csv, f, schema, table, persist, header, pure=False)
+                           for f in files]
+                identities = charged = self._refuse_bad(checked, table)
+                again, again_pieces, kw = _p_csv_again, list(zip(files, identities)), {"header": header}
+        ident = _combined(identities)
+        if persist:
+            parts = self.client.map(_partition, checked, charged, pure=False)
+            return self.bag(_from_parts(parts, meta)), ident
+        del checked  # nothing of the checking pass is kept on the workers
+        return self.bag(_from_map(again, again_pieces, meta, schema=schema, table=table, **kw)), ident
+
+    def _row_groups(self, files: list[str], names: list[str], table: str) -> list[tuple[str, int]]:
+        """The partitions of Parquet files: (file, row group), or (file, -1) for a file without
+        any (so that every file is read, and hashed, by some partition).  The footers are read on
+        the workers: the client never opens a data file."""
+        footers = self.client.gather(self.client.map(_p_footer, files, table=table, pure=False))
+        bad = [d for info in footers if isinstance(info, list) for d in info]
+        if bad:
+            raise FuzzError([Diagnostic(c, m, None, ["nothing was charged"]) for c, m in dict.fromkeys(map(tuple, bad))])
+        pieces = []
+        for f, (groups, present) in zip(files, footers):
+            missing = [n for n in names if n not in present]
+            if missing:
+                raise error("E0503", f"column(s) {', '.join(repr(n) for n in missing)} of table '{table}' not "
+                                     f"found in data file '{f}'; columns in the file: {', '.join(present)}")
+            if groups:
+                pieces.extend((f, g) for g in range(groups))
+            else:
+                pieces.append((f, -1))
+        return pieces
+
+    def _refuse_bad(self, checked: list[Any], table: str) -> list[Any]:
+        """The identities of the checked partitions; any refusal (E05xx, data-free) or unreadable
+        partition (E2103: the reader's own text is never shown) stops the run, uncharged."""
+        summaries = self.client.gather(self.client.map(_summary, checked, pure=False))
         diags: dict[tuple[str, str], None] = {}
-        for p in problems:
+        for _, p in summaries:
             if p == "internal":
                 raise error("E2103", f"the data files for table '{table}' could not be read (malformed file); "
                                      + _HIDDEN, None, "nothing was charged")
@@ -350,37 +479,53 @@ class DaskEngine(Engine):
                 diags[tuple(d)] = None
         if diags:
             raise FuzzError([Diagnostic(c, m, None, ["no budget has been spent"]) for c, m in diags])
-        if persist:
-            parts = self.client.map(_partition, results, pure=False)
-            return self.bag(dd.from_delayed(parts, meta=meta, verify_meta=False))
-        frame = dd.from_map(_p_read, pieces, schema=schema, table=table, header=header, meta=meta,
-                            enforce_metadata=False,
-                            label="fuzzpy-conform")
-        return self.bag(frame)
+        return [ident for ident, _ in summaries]
 
-    def identity(self, files: list[str]) -> str:
-        """The dataset's identity on the ledger: a single file's is the pandas engine's (the SHA-256
-        of its bytes); a set of files is the SHA-256 of their digests in path order.  Files are
-        hashed on the workers, in parallel."""
-        futures = [self.client.submit(_file_digest, f, pure=False) for f in files]
+    @contextlib.contextmanager
+    def _checking(self) -> Any:
         try:
-            digests = self.client.gather(futures)
+            yield
         except FuzzError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - nothing from the data, but the text is not ours
             if _is_cluster_error(exc) or isinstance(exc, (OSError, TimeoutError)):
-                raise error("E2106", "the Dask cluster failed while hashing the data files; nothing was charged") \
+                raise error("E2106", "the Dask cluster failed while reading the data; nothing was charged") \
                     from None
             raise
-        for d in digests:
-            if not isinstance(d, str):
-                raise FuzzError([Diagnostic(c, m, None, ["nothing was charged"]) for c, m in d])
-        if len(digests) == 1:
-            return digests[0]
-        h = hashlib.sha256(b"fuzzpy-files\0")
-        for d in digests:
-            h.update(d.encode("ascii") + b"\n")
-        return "sha256:" + h.hexdigest()
+
+
+def _agreed(pieces: list[tuple[str, int]], identities: list[str], table: str) -> dict[str, str]:
+    """Each file's identity, from its partitions' reads: they must agree (a file that changed
+    between two of them is refused, uncharged)."""
+    by_file: dict[str, str] = {}
+    for (f, _), ident in zip(pieces, identities):
+        if by_file.setdefault(f, ident) != ident:
+            raise error("E0502", f"data file '{f}' for table '{table}' changed while it was being read; "
+                                 "nothing was charged, run again")
+    return by_file
+
+
+def _combined(digests: list[str]) -> str:
+    """A dataset's identity: a single file's is the pandas engine's (the SHA-256 of its bytes); a
+    set of files is the SHA-256 of their digests in path order."""
+    if len(digests) == 1:
+        return digests[0]
+    h = hashlib.sha256(b"fuzzpy-files\0")
+    for d in digests:
+        h.update(d.encode("ascii") + b"\n")
+    return "sha256:" + h.hexdigest()
+
+
+def _from_parts(parts: list[Any], meta: pd.DataFrame) -> Any:
+    import dask.dataframe as dd
+
+    return dd.from_delayed(parts, meta=meta, verify_meta=False)
+
+
+def _from_map(fn: Callable[..., Any], pieces: list[Any], meta: pd.DataFrame, **kw: Any) -> Any:
+    import dask.dataframe as dd
+
+    return dd.from_map(fn, pieces, meta=meta, enforce_metadata=False, label="fuzzpy-conform", **kw)
 
 
 def _holds_remote(v: Any) -> bool:
@@ -551,29 +696,3 @@ def data_files(spec: str, table: str) -> list[str]:
         raise error("E2103", f"the files of data path '{spec}' for table '{table}' must all be CSV "
                              f"({', '.join(CSV_SUFFIXES)}) or all Parquet ({', '.join(PARQUET_SUFFIXES)})")
     return files
-
-
-def _pieces(files: list[str], names: list[str], table: str) -> list[tuple[str, int]]:
-    """The partitions: (file, -1) for a CSV file, (file, row group) for each row group of a Parquet
-    file (its footer read here: the declared columns must all be there)."""
-    if not files[0].lower().endswith(PARQUET_SUFFIXES):
-        return [(f, -1) for f in files]
-    import pyarrow.parquet as pq
-
-    pieces = []
-    for f in files:
-        try:
-            with open(f, "rb") as fh:
-                meta = pq.ParquetFile(fh).metadata
-                present = list(meta.schema.to_arrow_schema().names)
-                groups = meta.num_row_groups
-        except Exception:  # noqa: BLE001
-            raise error("E0502", f"data file '{f}' for table '{table}' is not a readable Parquet file") from None
-        missing = [n for n in names if n not in present]
-        if missing:
-            raise error("E0503", f"column(s) {', '.join(repr(n) for n in missing)} of table '{table}' not "
-                                 f"found in data file '{f}'; columns in the file: {', '.join(present)}")
-        pieces.extend((f, g) for g in range(groups))
-    if not pieces:  # only empty Parquet files: one empty partition keeps the table's shape
-        pieces.append((files[0], -1))
-    return pieces
