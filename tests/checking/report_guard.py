@@ -88,9 +88,9 @@ def digest(name: str, file: str, text: str) -> dict:
 
     report = check_source(text, file)
     data = json.dumps(answer(report), sort_keys=True, default=repr)
-    for root in (str(Path(fuzzpy.__file__).resolve().parents[1]), str(ROOT)):  # the stdlib's folder too
-        data = data.replace(root, "<root>")
     parsed = json.dumps(syntax(parse_module(text, file)))
+    for root in (str(Path(fuzzpy.__file__).resolve().parents[1]), str(ROOT)):  # the stdlib's folder too
+        data, parsed = data.replace(root, "<root>"), parsed.replace(root, "<root>")  # spans name the file
     return {"source_sha256": hashlib.sha256(text.encode()).hexdigest()[:16], "ok": report.ok,
             "syntax_sha256": hashlib.sha256(parsed.encode()).hexdigest()[:32], "epsilon": str(report.epsilon) if report.ok and report.entry else None,
             "codes": [d.code for d in report.diagnostics],
