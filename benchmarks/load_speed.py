@@ -2,6 +2,7 @@
 
     python benchmarks/load_speed.py [--rows 1000000] [--repeat 3] [--dir /tmp/fuzzpy-load]
                                     [--queries count,sum,...] [--formats csv,parquet]
+                                    [--code DIR]
 
 UCI Adult is replicated to `--rows` rows (written once into `--dir`, as CSV with a header and as
 Parquet).  For each of six queries, two commands run as separate processes, interleaved:
@@ -10,7 +11,10 @@ file, conforming it to the schema, hashing it, running, releasing) and a script 
 same file with pandas and releases the same statistic with numpy's Laplace noise.  Printed per
 query and format: the best wall time of each, and the ratio fuzzpy / pandas (goal: at most
 1.5), and the same for CPU time (user + system of the child), which is the fairer figure on a
-busy machine, and the one-minute load average after the runs.
+busy machine, and the one-minute load average after the runs.  `--code DIR` adds a third
+command, interleaved with the other two: the same `fuzzpy run` importing fuzzpy from DIR (another
+checkout, say `git worktree add DIR HEAD~1`), to compare two versions in one session; its time and
+its ratio to pandas are printed as well.
 """
 
 from __future__ import annotations
@@ -87,11 +91,12 @@ def make_data(folder: Path, rows: int) -> dict[str, Path]:
     return {"csv": csv, "parquet": parquet}
 
 
-def timed(cmd: list[str]) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system) of one child process."""
+def timed(cmd: list[str], code: Path | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one child process (importing fuzzpy from `code`)."""
+    env = None if code is None else {**os.environ, "PYTHONPATH": str(code)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -106,10 +111,13 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/fuzzpy-load"))
     ap.add_argument("--queries", default=",".join(QUERIES))
     ap.add_argument("--formats", default="csv,parquet")
+    ap.add_argument("--code", type=Path, default=None, help="another fuzzpy checkout, timed too")
     args = ap.parse_args()
+    code = None if args.code is None else args.code.resolve()
     files = make_data(args.dir, args.rows)
     print(f"{args.rows:,} rows; best of {args.repeat} interleaved runs; whole processes")
-    print(f"{'query':<10} {'file':<8} {'fuzzpy s':>9} {'pandas s':>9} {'ratio':>6} {'cpu ratio':>10} {'load':>5}")
+    other = "" if code is None else f" {'--code s':>9} {'ratio':>6} {'cpu ratio':>10}"
+    print(f"{'query':<10} {'file':<8} {'fuzzpy s':>9} {'pandas s':>9} {'ratio':>6} {'cpu ratio':>10}{other} {'load':>5}")
     for name in args.queries.split(","):
         prog = args.dir / f"{name}.fz"
         prog.write_text(program(name))
@@ -118,11 +126,15 @@ def main() -> None:
             ours = [sys.executable, "-m", "fuzzpy", "run", str(prog), "--data", str(data), "--seed", "1",
                     "--param", "eps=0.1", "--budget", "1", "--format", "json"]
             theirs = [sys.executable, "-c", script(name, data)]
-            runs = [(timed(ours), timed(theirs)) for _ in range(args.repeat)]
+            runs = [(timed(ours), timed(theirs), timed(ours, code) if code else (0.0, 0.0))
+                    for _ in range(args.repeat)]
             fw, fc = min(r[0][0] for r in runs), min(r[0][1] for r in runs)
             pw, pc = min(r[1][0] for r in runs), min(r[1][1] for r in runs)
+            ow, oc = min(r[2][0] for r in runs), min(r[2][1] for r in runs)
             load = os.getloadavg()[0]  # the machine may be shared: read the ratios
-            print(f"{name:<10} {fmt:<8} {fw:9.2f} {pw:9.2f} {fw / pw:6.2f} {fc / pc:10.2f} {load:5.1f}", flush=True)
+            other = "" if code is None else f" {ow:9.2f} {ow / pw:6.2f} {oc / pc:10.2f}"
+            print(f"{name:<10} {fmt:<8} {fw:9.2f} {pw:9.2f} {fw / pw:6.2f} {fc / pc:10.2f}{other} {load:5.1f}",
+                  flush=True)
 
 
 if __name__ == "__main__":

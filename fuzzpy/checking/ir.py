@@ -70,6 +70,11 @@ class IPrim(IR):
     info: dict = field(default_factory=dict)
 
 
+# `IPrim.info` flag of an equality (`==`, `!=`) whose operands are compound values: it reads
+# every field of a record it meets, so the runtime keeps every column (runtime/columns.py).
+WHOLE_VALUES = "whole_values"
+
+
 @dataclass(eq=False)
 class Instance:
     """One checked instance of a top-level function (generic functions get one per use)."""

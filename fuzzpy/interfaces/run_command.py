@@ -222,14 +222,17 @@ class _Run:
 
     def load(self, spec: dict[str, Path]) -> tuple[dict[str, Any], dict[str, str]]:
         """Every table, and each file's identity: the hash of exactly the bytes that were parsed."""
+        from ..runtime.columns import columns_read
         from ..runtime.data import load_identified
 
         schemas = dict(table_inputs(self.report))
         self.data_paths = dict(spec)
+        keep = columns_read(self.report.entry_instance)  # the columns the program can read
         tables, identities = {}, {}
         for name, path in spec.items():
             try:
-                tables[name], identity = load_identified(path, schemas[name], table=name, header=self.opts.header)
+                tables[name], identity = load_identified(path, schemas[name], table=name,
+                                                         header=self.opts.header, keep=keep)
             except FuzzError:
                 raise
             except Exception:  # noqa: BLE001 - a loader bug: its text could quote the file

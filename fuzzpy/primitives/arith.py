@@ -333,8 +333,14 @@ def _cmp_rule(op: str, fn):
             _category_literals(ctx, op, a, b)
         if a.is_const and b.is_const:
             return Result(BOOL, {}, bool(fn(a.const, b.const)))
-        return Result(BOOL, d_inf(d_add(a.dist, b.dist)))
+        # A compound equality reads every field of a record it holds: all columns are kept.
+        whole = {I.WHOLE_VALUES: True} if not _scalar(a.type) or not _scalar(b.type) else {}
+        return Result(BOOL, d_inf(d_add(a.dist, b.dist)), info=whole)
     return rule
+
+
+def _scalar(t) -> bool:
+    return isinstance(t, (Num, Bool, Str, Cat))
 
 
 _CMP_WHY = ("Booleans carry the discrete metric (distance 0 or infinity), so a comparison is "

@@ -22,7 +22,7 @@ import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable, NamedTuple, Union
+from typing import BinaryIO, Callable, Collection, Iterable, NamedTuple, Union
 
 import numpy as np
 import pandas as pd
@@ -78,25 +78,28 @@ class _Plan:
 
 
 def load_table(path: str | Path, schema: Schema, *, table: str | None = None,
-               header: bool = False) -> pd.DataFrame:
+               header: bool = False, keep: Collection[str] | None = None) -> pd.DataFrame:
     """Read a CSV or Parquet file and return it conformed to `schema`.
 
     The result has exactly the schema's columns, in order, with dtypes float64 / int64 / bool /
     str / category (declared categories, declared order) and a fresh RangeIndex.  With
     `header`, the first row of a text file must be a header naming every declared column.
+    With `keep`, only the declared columns named in it are in the result; every declared
+    column is still read and checked, and decides which rows are dropped, as without it
+    (runtime/columns.py gives the names a program reads).
     """
-    return load_identified(path, schema, table=table, header=header)[0]
+    return load_identified(path, schema, table=table, header=header, keep=keep)[0]
 
 
 def load_identified(path: str | Path, schema: Schema, *, table: str | None = None,
-                    header: bool = False) -> tuple[pd.DataFrame, str]:
+                    header: bool = False, keep: Collection[str] | None = None) -> tuple[pd.DataFrame, str]:
     """`load_table`, and the file's identity ("sha256:<hex>", as `fuzzpy ledger` shows it) of
     exactly the bytes that were parsed: the file is read once, hashed on the way."""
     name = table or schema.name
     plans = _plan_schema(schema, name)  # schema errors come before any data is read
     read = _read_raw(Path(path), schema, name, header)
     try:
-        return _conform(read.raw, plans, name), read.identity
+        return _conform(read.raw, plans, name, keep), read.identity
     except FuzzError as exc:
         if read.by_position:
             _add_note(exc, _header_note(schema))
@@ -748,11 +751,12 @@ class _Cells:
                       False, self.has_null)
 
 
-def _conform(raw: _Raw, plans: list[_Plan], table: str) -> pd.DataFrame:
+def _conform(raw: _Raw, plans: list[_Plan], table: str, keep_columns: Collection[str] | None = None) -> pd.DataFrame:
     """Parse every column, then drop or fill its invalid cells by the column's policy.
 
     The rows to keep are decided over all columns first (a row goes if any `drop` column has an
-    invalid cell in it), then each column is gathered once; when no row goes, not at all."""
+    invalid cell in it), then each column is gathered once; when no row goes, not at all.  With
+    `keep_columns`, the others are parsed and checked alike but never gathered."""
     rows = len(raw[plans[0].column.name])
     drop: np.ndarray | None = None
     parsed = []
@@ -767,7 +771,8 @@ def _conform(raw: _Raw, plans: list[_Plan], table: str) -> pd.DataFrame:
         parsed.append(cells)
     keep = None if drop is None or not drop.any() else ~drop
     kept = rows if keep is None else int(np.count_nonzero(keep))
-    cols = {p.column.name: _finish(c, keep, p.column.type) for p, c in zip(plans, parsed)}
+    cols = {p.column.name: _finish(c, keep, p.column.type) for p, c in zip(plans, parsed)
+            if keep_columns is None or p.column.name in keep_columns}
     # copy=False: the columns are fresh arrays; pandas keeps them as they are instead of
     # copying them into consolidated blocks.
     return pd.DataFrame(cols, index=pd.RangeIndex(kept), copy=False)

@@ -1,0 +1,56 @@
+"""The columns a checked program can read: only those are kept in memory after loading.
+
+A program observes a row in two ways only: by a field access `r.name` (an `IField` in the checked
+IR), or whole, by an equality `==` / `!=` on a compound value (a record, or a tuple, list or sum
+that may hold one). Every other primitive that takes rows (count, filter, map, split, groupby,
+union, sort_by, part, ...) looks at them through a function, that is through field accesses, or
+not at all. So a column whose name no field access in the program uses is never read, and can be
+left out of the table, provided the rows are the same: the loader still reads and checks every
+declared column, and a `drop` policy on an unread column still removes the rows it removes
+(docs/data.md, "Columns kept"). A whole-value comparison keeps every column.
+
+The walk is over everything reachable from the entry instance: instance bodies through calls,
+lambdas and closures' code at their application sites, and the IR inside primitives' arguments
+and decisions. Names are collected whatever the value they are read from (a tuple of records, a
+record built by `map`): a superset, never fewer than the program reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, is_dataclass
+from typing import Any, Optional
+
+from ..checking import ir as I
+
+
+
+def columns_read(entry: Optional[I.Instance]) -> Optional[frozenset[str]]:
+    """The field names the program reads anywhere, or None when it may read every column
+    (a whole-value comparison, or no checked program to look at)."""
+    if entry is None:
+        return None
+    names: set[str] = set()
+    seen: set[int] = set()
+    todo: list[Any] = [entry]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, I.IField):
+            names.add(node.name)
+        elif isinstance(node, I.IPrim) and node.info.get(I.WHOLE_VALUES):
+            return None
+        todo.extend(_children(node))
+    return frozenset(names)
+
+
+def _children(node: Any) -> list[Any]:
+    """The IR (and instances) inside `node`: dataclass fields, lists, tuples and dicts."""
+    if isinstance(node, (I.IR, I.Instance)) and is_dataclass(node):
+        return [getattr(node, f.name) for f in fields(node)]
+    if isinstance(node, (list, tuple)):
+        return list(node)
+    if isinstance(node, dict):
+        return list(node.values())
+    return []

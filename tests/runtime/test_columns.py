@@ -1,0 +1,202 @@
+"""Columns kept (runtime/columns.py, docs/data.md "Columns kept"): a run holds only the columns
+its program reads, and releases exactly what it releases from the whole table.
+
+The analysis must never name fewer columns than the program reads (a missing column would fail
+the run after the budget is charged), a whole-record comparison must keep them all, and the rows
+must be those of the whole table: an unread column with the `drop` policy still drops its rows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from fuzzpy.checking import ir as I
+from fuzzpy.checking.program import check_file, check_source
+from fuzzpy.diagnostics import FuzzError
+from fuzzpy.interfaces.run_command import table_inputs
+from fuzzpy.runtime.columns import columns_read
+from fuzzpy.runtime.data import load_table
+from fuzzpy.runtime.interpreter import run_program
+from fuzzpy.runtime.samplers import RandomSource
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+SAMPLE = EXAMPLES / "data" / "adult_sample.csv"
+POINTS = EXAMPLES / "data" / "points.csv"
+DATA = {"kmeans": POINTS, "kmeans_gauss": POINTS}  # every other example runs on the Adult sample
+
+SCHEMA = 'schema T { x : num[0, 10], y : int[0, 5], k : cat{"a", "b"}, s : string, f : bool }\nparam eps : num = 1;\n'
+ROWS = "x,y,k,s,f\n1.5,0,a,foo,true\n7,3,b,,false\n10,5,a,foo,false\n0,1,b,baz,true\n4.25,2,a,qux,true\n"
+
+
+def report_of(body: str, extra: str = "", ret: str = "fuzzy num"):
+    report = check_source(SCHEMA + extra + f"\nfunction main (db : bag T) : {ret} {{ {body} }}\n", "t.fz")
+    assert report.ok, [f"{d.code} {d.message}" for d in report.diagnostics]
+    return report
+
+
+def read(body: str, extra: str = "", ret: str = "fuzzy num"):
+    return columns_read(report_of(body, extra, ret).entry_instance)
+
+
+# ---- what the analysis names -------------------------------------------------------------------
+
+def test_no_checked_program_keeps_every_column() -> None:
+    assert columns_read(None) is None
+
+
+def test_a_program_reading_no_field_keeps_no_column() -> None:
+    assert read("laplace eps (count db)") == frozenset()
+
+
+def test_fields_read_in_helpers_lambdas_keys_and_mapped_records_are_all_named() -> None:
+    extra = "function small (r : {x : num[0, 10], y : int[0, 5], k : cat{\"a\", \"b\"}, s : string, f : bool}) : bool { r.x < 5 }\n"
+    body = ("let g = groupby (fun r -> r.k) (filter small db);"
+            "let m = map (fun r -> {a = r.y}) (part g \"a\");"
+            "laplace eps (sum (map (fun q -> clip 0 5 q.a) m))")
+    assert read(body, extra) == {"x", "k", "y", "a"}
+
+
+def test_fields_read_in_the_standard_library_are_named() -> None:
+    src = 'import "stdlib/stats.fz";\n' + SCHEMA + "function main (db : bag T) { histogram eps (fun r -> r.k) db }\n"
+    report = check_source(src, "t.fz")
+    assert report.ok, [d.message for d in report.diagnostics]
+    assert columns_read(report.entry_instance) == {"k"}
+
+
+def test_a_scalar_equality_on_a_field_reads_that_field_only() -> None:
+    assert read('laplace eps (count (filter (fun r -> r.k == "a" && r.s != "foo") db))') == {"k", "s"}
+
+
+@pytest.mark.parametrize("cond", [
+    "{x = r.x} == {x = 1}",          # records: compared field by field
+    "(r.x, r.y) != (1, 2)",          # a tuple (it could hold a record: kept whole, conservatively)
+])
+def test_a_whole_value_comparison_keeps_every_column(cond: str) -> None:
+    report = report_of(f"laplace eps (count (filter (fun r -> {cond}) db))")
+    prims = [n for n in _walk(report.entry_instance) if isinstance(n, I.IPrim) and n.name in ("eq", "ne")]
+    assert prims and all(p.info.get(I.WHOLE_VALUES) for p in prims)
+    assert columns_read(report.entry_instance) is None
+
+
+def test_a_comparison_of_whole_rows_keeps_every_column() -> None:
+    report = check_source(SCHEMA + "function main (db : bag T) (other : bag T) : fuzzy num "
+                                   "{ laplace eps (count (filter (fun r -> r == r) db)) }\n", "t.fz")
+    assert report.ok, [d.message for d in report.diagnostics]
+    assert columns_read(report.entry_instance) is None
+
+
+def _walk(node, seen=None):
+    from fuzzpy.runtime.columns import _children
+
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    yield node
+    for child in _children(node):
+        yield from _walk(child, seen)
+
+
+# ---- what the loader keeps ---------------------------------------------------------------------
+
+def _table(tmp_path: Path, rows: str = ROWS) -> Path:
+    path = tmp_path / "t.csv"
+    path.write_text(rows)
+    return path
+
+
+def test_kept_columns_are_those_of_the_whole_table_and_unread_ones_still_drop_rows(tmp_path) -> None:
+    schema = report_of("laplace eps (count db)").schemas["T"]
+    path = _table(tmp_path)  # row 2 has an empty `s`: the `drop` policy removes it
+    whole = load_table(path, schema)
+    kept = load_table(path, schema, keep={"x", "k"})
+    assert len(whole) == 4 and list(kept.columns) == ["x", "k"]
+    pd.testing.assert_frame_equal(kept, whole[["x", "k"]])
+    none = load_table(path, schema, keep=frozenset())
+    assert none.shape == (4, 0) and none.index.equals(whole.index)
+
+
+def test_an_unread_column_fails_the_load_as_it_would_whole(tmp_path) -> None:
+    schema = report_of("laplace eps (count db)").schemas["T"]
+    path = _table(tmp_path, "x,y,k,s\n1,0,a,foo\n")  # no column f
+    codes = []
+    for keep in (None, {"x"}):
+        with pytest.raises(FuzzError) as err:
+            load_table(path, schema, header=True, keep=keep)
+        codes.append([(d.code, d.message) for d in err.value.diagnostics])
+    assert codes[0] == codes[1] and codes[0]
+
+
+@pytest.mark.parametrize("vectorise", [True, False])
+@pytest.mark.parametrize("body, ret", [
+    ("laplace eps (count (filter (fun r -> true) db))", "fuzzy num"),
+    ("laplace eps (sum (map (fun r -> 2) db))", "fuzzy num"),
+    ("let (a, b) = split (fun r -> 1 > 0) db; laplace eps (count (union a b))", "fuzzy num"),
+    ('laplace eps (count (filter (fun r -> r.s == "foo") db))', "fuzzy num"),
+])
+def test_runs_on_few_or_no_columns_release_what_the_whole_table_releases(tmp_path, body, ret, vectorise) -> None:
+    report = report_of(body, ret=ret)
+    path = _table(tmp_path)
+    keep = columns_read(report.entry_instance)
+    assert keep is not None
+    outs = [run_program(report.entry_instance, {"db": load_table(path, report.schemas["T"], keep=k)},
+                        RandomSource.seeded(3), vectorise=vectorise).value for k in (None, keep)]
+    assert _same(outs[0], outs[1]), outs
+
+
+# ---- every example, and the command line ---------------------------------------------------------
+
+def _examples() -> list[str]:
+    return sorted(p.stem for p in EXAMPLES.glob("*.fz"))
+
+
+@pytest.mark.parametrize("name", _examples())
+def test_each_example_releases_the_same_values_from_the_columns_it_reads(name: str) -> None:
+    report = check_file(EXAMPLES / f"{name}.fz")
+    assert report.ok
+    keep = columns_read(report.entry_instance)
+    ((param, schema),) = table_inputs(report)
+    assert keep is not None and keep <= {c.name for c in schema.columns}
+    data = DATA.get(name, SAMPLE)
+    whole, kept = load_table(data, schema, table=param), load_table(data, schema, table=param, keep=keep)
+    assert list(kept.columns) == [c for c in whole.columns if c in keep]
+    for seed in (0, 1):
+        outs = [run_program(report.entry_instance, {param: t}, RandomSource.seeded(seed)).value for t in (whole, kept)]
+        assert _same(outs[0], outs[1]), (name, seed)
+
+
+def test_fuzzpy_run_prints_the_same_as_with_every_column(monkeypatch) -> None:
+    from fuzzpy.interfaces.cli import app
+    from fuzzpy.runtime import columns
+
+    args = ["run", str(EXAMPLES / "quickstart.fz"), "--data", str(SAMPLE), "--budget", "1", "--seed", "4",
+            "--format", "json"]
+    outs, kept = [], []
+    for prune in (True, False):
+        real = columns.columns_read
+        monkeypatch.setattr(columns, "columns_read",
+                            lambda entry: kept.append(real(entry) if prune else None) or kept[-1])
+        result = CliRunner().invoke(app, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        out = json.loads(result.stdout)
+        out.pop("timings_ms", None)
+        outs.append(out)
+    assert kept == [{"age"}, None]  # the quickstart reads ages only
+    assert outs[0] == outs[1]
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return type(a) is type(b) and a == b
