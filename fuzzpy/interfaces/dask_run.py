@@ -39,6 +39,8 @@ class DaskRun(_Run):
                 self.engine.close()
 
     def load(self, spec: dict[str, Path]) -> tuple[dict[str, Any], dict[str, str]]:
+        from ..runtime.columns import columns_read
+
         try:
             from ..runtime.engines import dask_engine as D
         except ImportError:
@@ -54,6 +56,7 @@ class DaskRun(_Run):
         files = {name: D.data_files(str(path), name) for name, path in spec.items()}
         o = self.dask
         self.engine = D.DaskEngine.start(o.scheduler, o.workers, o.threads)
+        self.engine.columns = columns_read(self.report.entry_instance)  # the columns the program reads
         tables, identities = {}, {}
         for name in spec:
             # The identity is the hash of the bytes the checking pass conformed, and no later pass

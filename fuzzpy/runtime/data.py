@@ -125,12 +125,13 @@ def load_frame(frame: pd.DataFrame, schema: Schema, *, table: str | None = None)
     return _conform(_frame_raw(frame, schema, name), plans, name)
 
 
-def load_arrow(data: pa.Table, schema: Schema, *, table: str | None = None) -> pd.DataFrame:
+def load_arrow(data: pa.Table, schema: Schema, *, table: str | None = None,
+               keep: Collection[str] | None = None) -> pd.DataFrame:
     """An Arrow table holding the schema's columns (one Parquet row group, read by the Dask
-    engine) conformed by the same rules as a whole file."""
+    engine) conformed by the same rules as a whole file (`keep`: as for `load_table`)."""
     name = table or schema.name
     plans = _plan_schema(schema, name)
-    return _conform({c.name: data.column(c.name) for c in schema.columns}, plans, name)
+    return _conform({c.name: data.column(c.name) for c in schema.columns}, plans, name, keep)
 
 
 @dataclass(frozen=True)

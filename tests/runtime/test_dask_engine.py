@@ -458,3 +458,54 @@ def test_a_parquet_file_changed_to_bad_data_is_refused_by_its_hash(tmp_path, sch
         assert d.code == "E2107" and "secret-cell-5" not in d.message
     finally:
         engine.close()
+
+
+# ---- columns kept (docs/data.md): the Dask engine keeps only the columns the program reads -------
+
+KEPT_SCHEMA = 'schema T { x : num[0, 10], s : string, k : cat{"a", "b"} }\n'
+KEPT_PROGRAMS = [
+    "laplace 1 (count db)",                                               # no column at all
+    "laplace 1 (sum (map (fun r -> r.x) (filter (fun r -> r.k == \"a\") db)))",  # two of three
+    # a table left with x only, joined with records built whole: only x is joined
+    "laplace 1 (count (filter (fun r -> r.x > 2) (union db (map (fun r -> {x = r.x, s = \"z\", k = r.k}) db))))",
+]
+
+
+@pytest.mark.parametrize("kind", ["parquet", "csv"])
+@pytest.mark.parametrize("body", KEPT_PROGRAMS)
+def test_tables_with_columns_left_out_release_the_same_values(kind, body, tmp_path, scheduler):
+    rows = pd.DataFrame({"x": [1.0, 3.0, 5.0, 9.5, 2.5, 7.0], "s": ["u", "v", "", "w", "u", "v"],
+                         "k": ["a", "b", "a", "a", "b", "a"]})  # an empty s: the row is dropped
+    single = tmp_path / "one.csv"
+    rows.to_csv(single, index=False)
+    (tmp_path / "parts").mkdir()
+    for i in range(3):
+        part = rows.iloc[i::3]
+        if kind == "parquet":
+            part.to_parquet(tmp_path / "parts" / f"p{i}.parquet", index=False)
+        else:
+            part.to_csv(tmp_path / "parts" / f"p{i}.csv", index=False)
+    prog = tmp_path / "k.fz"
+    prog.write_text(KEPT_SCHEMA + f"function main (db : bag T) : fuzzy num {{ {body} }}\n")
+    common = ["--seed", "5", "--format", "json", "--budget", "1", "--header"]
+    pandas_run = released(fz("run", prog, "--data", single, *common))
+    dask_run = released(fz("run", prog, "--engine", "dask", "--scheduler", scheduler,
+                           "--data", tmp_path / "parts", *common))
+    assert pandas_run[0] and dask_run == pandas_run
+
+
+def test_the_engine_keeps_only_the_columns_it_is_given(tmp_path, scheduler):
+    from fuzzpy.checking.program import check_source
+    from fuzzpy.runtime.engines.dask_engine import DaskEngine
+
+    report = check_source(KEPT_SCHEMA + "function main (db : bag T) : fuzzy num { laplace 1 (count db) }\n", "k.fz")
+    path = tmp_path / "p.parquet"
+    pd.DataFrame({"x": [1.0, 2.0], "s": ["u", ""], "k": ["a", "b"]}).to_parquet(path, index=False)
+    engine = DaskEngine.start(scheduler)
+    try:
+        engine.columns = frozenset({"k"})
+        bag, _ = engine.open_table([str(path)], report.table_schema(report.inputs[0]), "db")
+        frame = bag.frame.compute()
+        assert list(frame.columns) == ["k"] and list(frame["k"]) == ["a"]  # the row with an empty s is gone
+    finally:
+        engine.close()

@@ -62,6 +62,9 @@ class TableUsedOnWorker(Exception):
 _TOUCHED = threading.local()  # per worker thread: did the row function being run touch a table?
 
 
+Keep = Optional[frozenset]  # the columns a table keeps (runtime/columns.py); None: all
+
+
 def _touch(*args: Any, **kw: Any) -> Any:
     # The row-by-row fallback turns a failing row into a missing value: the flag survives that,
     # and `_rows` raises after the fact, so the run stops instead of computing something else.
@@ -241,17 +244,17 @@ def _p_footer(path: str, table: str) -> Any:
         return [("E0502", f"{where} is not a readable Parquet file")]
 
 
-def _p_group(piece: tuple[str, int], schema: Any, table: str) -> tuple[pd.DataFrame, str]:
+def _p_group(piece: tuple[str, int], schema: Any, table: str, keep: Keep = None) -> tuple[pd.DataFrame, str]:
     """One row group (-1: the whole file, for a file without any) conformed by the pandas engine's
     own rules (`load_arrow`), parsed from one read of the whole file, and the identity of the
     bytes read.  Text is read plain, not dictionary-encoded: free text, where every cell differs,
     conforms faster so (measured on the benchmark's wide schema)."""
     path, group = piece
     raw, ident = _read_bytes(path, table)
-    return _conformed_group(raw, group, schema, table), ident
+    return _conformed_group(raw, group, schema, table, keep), ident
 
 
-def _conformed_group(raw: bytes, group: int, schema: Any, table: str) -> pd.DataFrame:
+def _conformed_group(raw: bytes, group: int, schema: Any, table: str, keep: Keep = None) -> pd.DataFrame:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -260,32 +263,32 @@ def _conformed_group(raw: bytes, group: int, schema: Any, table: str) -> pd.Data
     names = [c.name for c in schema.columns]
     f = pq.ParquetFile(pa.BufferReader(raw))
     data = f.read(columns=names) if group < 0 else f.read_row_group(group, columns=names)
-    return load_arrow(data, schema, table=table)
+    return load_arrow(data, schema, table=table, keep=keep)
 
 
-def _p_group_again(piece: tuple[str, int, str], schema: Any, table: str) -> pd.DataFrame:
+def _p_group_again(piece: tuple[str, int, str], schema: Any, table: str, keep: Keep = None) -> pd.DataFrame:
     """A later pass over a row group: the file is read again, and must be the file that was
     charged (its identity the same), else the run stops instead of giving a value."""
     path, group, charged = piece
     raw, ident = _read_bytes(path, table)
     if ident != charged:  # compared before parsing: nothing of another file is conformed
         raise DataChanged()
-    return _conformed_group(raw, group, schema, table)
+    return _conformed_group(raw, group, schema, table, keep)
 
 
-def _p_csv(path: str, schema: Any, table: str, header: bool) -> tuple[pd.DataFrame, str]:
+def _p_csv(path: str, schema: Any, table: str, header: bool, keep: Keep = None) -> tuple[pd.DataFrame, str]:
     """A whole CSV file conformed by the pandas engine's own loader (`load_identified`: its header,
     delimiter, quoting and limits, as for a single file), hashed while it is read."""
     from ..data import load_identified
 
-    return load_identified(path, schema, table=table, header=header)
+    return load_identified(path, schema, table=table, header=header, keep=keep)
 
 
-def _p_csv_again(piece: tuple[str, str], schema: Any, table: str, header: bool) -> pd.DataFrame:
+def _p_csv_again(piece: tuple[str, str], schema: Any, table: str, header: bool, keep: Keep = None) -> pd.DataFrame:
     """A later pass over a CSV file: read, hashed and conformed again; a file that is not the one
     charged (its identity differs) stops the run instead of giving a value."""
     path, charged = piece
-    frame, ident = _p_csv(path, schema, table, header)
+    frame, ident = _p_csv(path, schema, table, header, keep)
     if ident != charged:
         raise DataChanged()
     return frame
@@ -304,12 +307,14 @@ def _guarded(read: Callable[..., Any], keep: bool, *args: Any) -> tuple[Any, Any
     return (part if keep else None), ident, None
 
 
-def _p_checked_group(piece: tuple[str, int], schema: Any, table: str, keep: bool) -> tuple[Any, Any, Any]:
-    return _guarded(_p_group, keep, piece, schema, table)
+def _p_checked_group(piece: tuple[str, int], schema: Any, table: str, keep: bool,
+                     columns: Keep = None) -> tuple[Any, Any, Any]:
+    return _guarded(_p_group, keep, piece, schema, table, columns)
 
 
-def _p_checked_csv(path: str, schema: Any, table: str, keep: bool, header: bool) -> tuple[Any, Any, Any]:
-    return _guarded(_p_csv, keep, path, schema, table, header)
+def _p_checked_csv(path: str, schema: Any, table: str, keep: bool, header: bool,
+                   columns: Keep = None) -> tuple[Any, Any, Any]:
+    return _guarded(_p_csv, keep, path, schema, table, header, columns)
 
 
 def _summary(result: tuple[Any, Any, Any]) -> tuple[Any, Any]:
@@ -333,6 +338,9 @@ class DaskEngine(Engine):
     def __init__(self, client: Any, cluster: Any = None):
         self.client = client
         self.cluster = cluster
+        # The columns the program reads (runtime/columns.py); None: every column.  Tables keep
+        # only these, and `union` compares and joins only these.
+        self.columns: Keep = None
 
     @classmethod
     def start(cls, scheduler: Optional[str] = None, workers: Optional[int] = None,
@@ -424,18 +432,19 @@ class DaskEngine(Engine):
         header: every CSV file starts with a header naming every declared column (`--header`)."""
         from ..data import load_frame
 
-        names = [c.name for c in schema.columns]
+        names, cols = [c.name for c in schema.columns], self.columns
         meta = load_frame(pd.DataFrame({n: pd.Series([], dtype=object) for n in names}), schema, table=table)
+        meta = meta if cols is None else meta[[n for n in names if n in cols]]
         with self._checking():
             if files[0].lower().endswith(PARQUET_SUFFIXES):
                 pieces = self._row_groups(files, names, table)
-                checked = [self.client.submit(_p_checked_group, p, schema, table, persist, pure=False)
+                checked = [self.client.submit(_p_checked_group, p, schema, table, persist, cols, pure=False)
                            for p in pieces]
                 by_file = _agreed(pieces, self._refuse_bad(checked, table), table)
                 identities, charged = [by_file[f] for f in files], [by_file[f] for f, _ in pieces]
                 again, again_pieces, kw = _p_group_again, [(f, g, by_file[f]) for f, g in pieces], {}
             else:
-                checked = [self.client.submit(_p_checked_csv, f, schema, table, persist, header, pure=False)
+                checked = [self.client.submit(_p_checked_csv, f, schema, table, persist, header, cols, pure=False)
                            for f in files]
                 identities = charged = self._refuse_bad(checked, table)
                 again, again_pieces, kw = _p_csv_again, list(zip(files, identities)), {"header": header}
@@ -444,7 +453,7 @@ class DaskEngine(Engine):
             parts = self.client.map(_partition, checked, charged, pure=False)
             return self.bag(_from_parts(parts, meta)), ident
         del checked  # nothing of the checking pass is kept on the workers
-        return self.bag(_from_map(again, again_pieces, meta, schema=schema, table=table, **kw)), ident
+        return self.bag(_from_map(again, again_pieces, meta, schema=schema, table=table, keep=cols, **kw)), ident
 
     def _row_groups(self, files: list[str], names: list[str], table: str) -> list[tuple[str, int]]:
         """The partitions of Parquet files: (file, row group), or (file, -1) for a file without
@@ -630,11 +639,16 @@ def _d_union(eng: DaskEngine, ctx: Any, vec: bool, a: Any, b: Any) -> DaskBag:
     import dask.dataframe as dd
 
     a, b = _need_bag("union", a, ctx.span), _need_bag("union", b, ctx.span)
-    if isinstance(a.frame._meta, pd.DataFrame) != isinstance(b.frame._meta, pd.DataFrame) or (
-            isinstance(a.frame._meta, pd.DataFrame) and list(a.frame.columns) != list(b.frame.columns)):
+    fa, fb = a.frame, b.frame
+    if isinstance(fa._meta, pd.DataFrame) and isinstance(fb._meta, pd.DataFrame) and eng.columns is not None:
+        # A column the program never reads may be in one side only (left out of a table, built
+        # by a `map`): only the columns it reads are joined.
+        fa, fb = (f[[c for c in f.columns if c in eng.columns]] for f in (fa, fb))
+    if isinstance(fa._meta, pd.DataFrame) != isinstance(fb._meta, pd.DataFrame) or (
+            isinstance(fa._meta, pd.DataFrame) and list(fa.columns) != list(fb.columns)):
         raise DaskRunFailure("E2101", "primitive union cannot run on the Dask engine for tables whose rows are "
                                       "stored differently; run the program with --engine pandas", ctx.span, _KEPT)
-    return eng.bag(dd.concat([a.frame, b.frame]))
+    return eng.bag(dd.concat([fa, fb]))
 
 
 _IMPLS: dict[str, Callable[..., Any]] = {
