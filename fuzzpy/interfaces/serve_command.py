@@ -4,6 +4,7 @@ its registry.  Mounted by cli.py through `register(app)`."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -76,11 +77,17 @@ def serve(config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_H
     except OSError as exc:
         _fail(error("E1017", f"cannot open the audit log: {exc.strerror}"))
     asgi, _ = create_app(service, audit)
-    # Relative imports in analysts' programs must find nothing on this disk but the stdlib.
-    os.chdir(tempfile.mkdtemp(prefix="fuzzpy-serve-"))
     host = host or cfg.host
     port = port if port is not None else cfg.port
     typer.echo(f"fuzzpy serve: http://{host}:{port}{'/v1'} (ledger {store.where})", err=True)
+    # Relative imports in analysts' programs must find nothing on this disk but the stdlib: the
+    # server works in an empty folder of its own, removed at once where the system allows it
+    # (a removed working folder holds nothing and accepts nothing; the server is usually
+    # stopped by a signal, so it could not be removed afterwards).
+    empty = tempfile.mkdtemp(prefix="fuzzpy-serve-")
+    os.chdir(empty)
+    with contextlib.suppress(OSError):
+        os.rmdir(empty)
     uvicorn.run(asgi, host=host, port=port, log_level="warning", access_log=False)
     store.close()
     audit.close()
