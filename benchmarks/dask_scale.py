@@ -250,11 +250,13 @@ def _size(piece: tuple, schema_name: str) -> int:
 
 
 def run_child(cmd: list[str], src: Optional[str] = None) -> tuple[float, int, str]:
-    """Run cmd, return (seconds, its peak RSS in KiB, stdout); the peak is read with wait4."""
+    """Run cmd, return (seconds, its peak RSS in KiB, stdout); the peak is read with wait4.  It
+    runs in the temporary folder: `python -m` puts its working folder first on the path, so a
+    checkout as working folder would shadow the baseline's PYTHONPATH."""
     env = dict(os.environ, PYTHONPATH=src) if src else None
     t = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env, cwd=tempfile.gettempdir())
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - t
         proc.returncode = os.waitstatus_to_exitcode(status)

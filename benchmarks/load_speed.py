@@ -91,12 +91,14 @@ def make_data(folder: Path, rows: int) -> dict[str, Path]:
     return {"csv": csv, "parquet": parquet}
 
 
-def timed(cmd: list[str], code: Path | None = None) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system) of one child process (importing fuzzpy from `code`)."""
+def timed(cmd: list[str], where: Path, code: Path | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one child process (importing fuzzpy from `code`).
+    It runs in `where` (the data folder): `python -m` puts its working folder first on the path,
+    so a checkout as working folder would shadow `code`."""
     env = None if code is None else {**os.environ, "PYTHONPATH": str(code)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=where)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -126,7 +128,8 @@ def main() -> None:
             ours = [sys.executable, "-m", "fuzzpy", "run", str(prog), "--data", str(data), "--seed", "1",
                     "--param", "eps=0.1", "--budget", "1", "--format", "json"]
             theirs = [sys.executable, "-c", script(name, data)]
-            runs = [(timed(ours), timed(theirs), timed(ours, code) if code else (0.0, 0.0))
+            runs = [(timed(ours, args.dir), timed(theirs, args.dir),
+                     timed(ours, args.dir, code) if code else (0.0, 0.0))
                     for _ in range(args.repeat)]
             fw, fc = min(r[0][0] for r in runs), min(r[0][1] for r in runs)
             pw, pc = min(r[1][0] for r in runs), min(r[1][1] for r in runs)

@@ -23,7 +23,6 @@ from typing import Any, Optional
 from ..checking import ir as I
 
 
-
 def columns_read(entry: Optional[I.Instance]) -> Optional[frozenset[str]]:
     """The field names the program reads anywhere, or None when it may read every column
     (a whole-value comparison, or no checked program to look at)."""

@@ -752,7 +752,8 @@ class _Cells:
                       False, self.has_null)
 
 
-def _conform(raw: _Raw, plans: list[_Plan], table: str, keep_columns: Collection[str] | None = None) -> pd.DataFrame:
+def _conform(raw: _Raw, plans: list[_Plan], table: str,
+             keep_columns: Collection[str] | None = None) -> pd.DataFrame:
     """Parse every column, then drop or fill its invalid cells by the column's policy.
 
     The rows to keep are decided over all columns first (a row goes if any `drop` column has an
