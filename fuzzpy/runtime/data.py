@@ -763,12 +763,13 @@ def _conform(raw: _Raw, plans: list[_Plan], table: str,
     drop: np.ndarray | None = None
     parsed = []
     for plan in plans:
-        cells = _parser(plan.column.type)(raw[plan.column.name], plan, table)
+        read = keep_columns is None or plan.column.name in keep_columns
+        cells = (_parser(plan.column.type) if read else _parse_unread)(raw[plan.column.name], plan, table)
         if plan.column.on_invalid == "drop":
             invalid = cells.row_invalid()
             if invalid is not None:
                 drop = invalid.copy() if drop is None else np.logical_or(drop, invalid, out=drop)
-        else:
+        elif read:  # an unread column's filled values would never be used
             cells = cells.filled(plan.default)
         parsed.append(cells)
     keep = None if drop is None or not drop.any() else ~drop
@@ -1013,6 +1014,17 @@ def _parse_bool(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Cells:
     if (~(is_true | is_false | missing) & d.used()).any():
         raise _unparsable(plan, table, "booleans (true/false, 1/0, yes/no)")
     return d.cells(is_true, missing, False)
+
+
+def _parse_unread(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Cells:
+    """A column the program never reads: only which cells are invalid matters (its `drop`
+    policy), and any error it raises.  Plain text (not dictionary-encoded) is judged cell by
+    cell with the same rules as `_parse_str`: encoding a million distinct strings (free text)
+    costs several times the rules themselves.  Other columns are parsed as when read."""
+    if isinstance(plan.column.type, Str) and not pa.types.is_dictionary(col.type):
+        text = _as_text(col, plan, table)
+        return _Cells(text, _markers(pc.utf8_trim_whitespace(pc.fill_null(text, ""))))
+    return _parser(plan.column.type)(col, plan, table)
 
 
 def _parse_str(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Cells:

@@ -134,6 +134,28 @@ def test_an_unread_column_fails_the_load_as_it_would_whole(tmp_path) -> None:
     assert codes[0] == codes[1] and codes[0]
 
 
+@pytest.mark.parametrize("text_type", ["string", "large_string", "dictionary"])
+def test_an_unread_text_column_drops_the_rows_it_drops_when_read(text_type) -> None:
+    """Plain text is judged cell by cell when unread (runtime/data._parse_unread), by distinct
+    values when read: the same rules, so the same rows go."""
+    import pyarrow as pa
+
+    from fuzzpy.runtime.data import load_arrow
+
+    schema = report_of("laplace eps (count db)").schemas["T"]
+    cells = ["foo", "  NA ", None, "?", "", "Null", "x y", "\tnan\n", "n/a", "nA", "  ", "na\u00a0"]
+    n = len(cells)
+    s = pa.array(cells, type=pa.large_string() if text_type == "large_string" else pa.string())
+    if text_type == "dictionary":
+        s = s.dictionary_encode()
+    data = pa.table({"x": [float(i % 10) for i in range(n)], "y": [i % 6 for i in range(n)], "k": ["a", "b"] * (n // 2),
+                     "s": s, "f": [True] * n})
+    whole = load_arrow(data, schema)
+    kept = load_arrow(data, schema, keep={"x"})
+    assert 0 < len(whole) < n
+    pd.testing.assert_frame_equal(kept, whole[["x"]])
+
+
 @pytest.mark.parametrize("vectorise", [True, False])
 @pytest.mark.parametrize("body, ret", [
     ("laplace eps (count (filter (fun r -> true) db))", "fuzzy num"),
