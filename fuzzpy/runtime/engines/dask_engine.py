@@ -244,17 +244,17 @@ def _p_footer(path: str, table: str) -> Any:
         return [("E0502", f"{where} is not a readable Parquet file")]
 
 
-def _p_group(piece: tuple[str, int], schema: Any, table: str, keep: Keep = None) -> tuple[pd.DataFrame, str]:
+def _p_group(piece: tuple[str, int], schema: Any, table: str, kept: Keep = None) -> tuple[pd.DataFrame, str]:
     """One row group (-1: the whole file, for a file without any) conformed by the pandas engine's
     own rules (`load_arrow`), parsed from one read of the whole file, and the identity of the
     bytes read.  Text is read plain, not dictionary-encoded: free text, where every cell differs,
     conforms faster so (measured on the benchmark's wide schema)."""
     path, group = piece
     raw, ident = _read_bytes(path, table)
-    return _conformed_group(raw, group, schema, table, keep), ident
+    return _conformed_group(raw, group, schema, table, kept), ident
 
 
-def _conformed_group(raw: bytes, group: int, schema: Any, table: str, keep: Keep = None) -> pd.DataFrame:
+def _conformed_group(raw: bytes, group: int, schema: Any, table: str, kept: Keep = None) -> pd.DataFrame:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -263,32 +263,33 @@ def _conformed_group(raw: bytes, group: int, schema: Any, table: str, keep: Keep
     names = [c.name for c in schema.columns]
     f = pq.ParquetFile(pa.BufferReader(raw))
     data = f.read(columns=names) if group < 0 else f.read_row_group(group, columns=names)
-    return load_arrow(data, schema, table=table, keep=keep)
+    return load_arrow(data, schema, table=table, keep=kept)
 
 
-def _p_group_again(piece: tuple[str, int, str], schema: Any, table: str, keep: Keep = None) -> pd.DataFrame:
+def _p_group_again(piece: tuple[str, int, str], schema: Any, table: str, kept: Keep = None) -> pd.DataFrame:
     """A later pass over a row group: the file is read again, and must be the file that was
     charged (its identity the same), else the run stops instead of giving a value."""
     path, group, charged = piece
     raw, ident = _read_bytes(path, table)
     if ident != charged:  # compared before parsing: nothing of another file is conformed
         raise DataChanged()
-    return _conformed_group(raw, group, schema, table, keep)
+    return _conformed_group(raw, group, schema, table, kept)
 
 
-def _p_csv(path: str, schema: Any, table: str, header: bool, keep: Keep = None) -> tuple[pd.DataFrame, str]:
+def _p_csv(path: str, schema: Any, table: str, header: bool, kept: Keep = None) -> tuple[pd.DataFrame, str]:
     """A whole CSV file conformed by the pandas engine's own loader (`load_identified`: its header,
     delimiter, quoting and limits, as for a single file), hashed while it is read."""
     from ..data import load_identified
 
-    return load_identified(path, schema, table=table, header=header, keep=keep)
+    return load_identified(path, schema, table=table, header=header, keep=kept)
 
 
-def _p_csv_again(piece: tuple[str, str], schema: Any, table: str, header: bool, keep: Keep = None) -> pd.DataFrame:
+def _p_csv_again(piece: tuple[str, str], schema: Any, table: str, header: bool,
+                 kept: Keep = None) -> pd.DataFrame:
     """A later pass over a CSV file: read, hashed and conformed again; a file that is not the one
     charged (its identity differs) stops the run instead of giving a value."""
     path, charged = piece
-    frame, ident = _p_csv(path, schema, table, header, keep)
+    frame, ident = _p_csv(path, schema, table, header, kept)
     if ident != charged:
         raise DataChanged()
     return frame
@@ -308,13 +309,13 @@ def _guarded(read: Callable[..., Any], keep: bool, *args: Any) -> tuple[Any, Any
 
 
 def _p_checked_group(piece: tuple[str, int], schema: Any, table: str, keep: bool,
-                     columns: Keep = None) -> tuple[Any, Any, Any]:
-    return _guarded(_p_group, keep, piece, schema, table, columns)
+                     kept: Keep = None) -> tuple[Any, Any, Any]:
+    return _guarded(_p_group, keep, piece, schema, table, kept)
 
 
 def _p_checked_csv(path: str, schema: Any, table: str, keep: bool, header: bool,
-                   columns: Keep = None) -> tuple[Any, Any, Any]:
-    return _guarded(_p_csv, keep, path, schema, table, header, columns)
+                   kept: Keep = None) -> tuple[Any, Any, Any]:
+    return _guarded(_p_csv, keep, path, schema, table, header, kept)
 
 
 def _summary(result: tuple[Any, Any, Any]) -> tuple[Any, Any]:
@@ -453,7 +454,7 @@ class DaskEngine(Engine):
             parts = self.client.map(_partition, checked, charged, pure=False)
             return self.bag(_from_parts(parts, meta)), ident
         del checked  # nothing of the checking pass is kept on the workers
-        return self.bag(_from_map(again, again_pieces, meta, schema=schema, table=table, keep=cols, **kw)), ident
+        return self.bag(_from_map(again, again_pieces, meta, schema=schema, table=table, kept=cols, **kw)), ident
 
     def _row_groups(self, files: list[str], names: list[str], table: str) -> list[tuple[str, int]]:
         """The partitions of Parquet files: (file, row group), or (file, -1) for a file without
