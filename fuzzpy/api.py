@@ -278,6 +278,7 @@ def _load(raw: Any, data: Any) -> tuple[dict[str, Any], dict[str, str]]:
     import pandas as pd
 
     from .interfaces.run_command import table_inputs
+    from .runtime.columns import columns_read
     from .runtime.data import load_frame
 
     try:
@@ -294,9 +295,10 @@ def _load(raw: Any, data: Any) -> tuple[dict[str, Any], dict[str, str]]:
     if diags:
         raise FuzzpyError(diags)
     tables, identities = {}, {}
+    keep = columns_read(raw.entry_instance)  # the columns the program reads (docs/data.md)
     for name, schema in inputs.items():
         try:
-            tables[name] = load_frame(frames[name], schema, table=name)
+            tables[name] = load_frame(frames[name], schema, table=name, keep=keep)
         except FuzzError as exc:
             raise FuzzpyError(exc.diagnostics) from None
         identities[name] = frame_identity(frames[name])

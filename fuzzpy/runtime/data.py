@@ -118,11 +118,13 @@ def _add_note(exc: FuzzError, note: str) -> None:
         d.notes.append(note)
 
 
-def load_frame(frame: pd.DataFrame, schema: Schema, *, table: str | None = None) -> pd.DataFrame:
-    """A pandas DataFrame conformed to `schema` by the same rules as a file (the Python API)."""
+def load_frame(frame: pd.DataFrame, schema: Schema, *, table: str | None = None,
+               keep: Collection[str] | None = None) -> pd.DataFrame:
+    """A pandas DataFrame conformed to `schema` by the same rules as a file (the Python API;
+    `keep`: as for `load_table`)."""
     name = table or schema.name
     plans = _plan_schema(schema, name)
-    return _conform(_frame_raw(frame, schema, name), plans, name)
+    return _conform(_frame_raw(frame, schema, name), plans, name, keep)
 
 
 def load_arrow(data: pa.Table, schema: Schema, *, table: str | None = None,

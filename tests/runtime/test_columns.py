@@ -304,3 +304,18 @@ if __name__ == "__main__":
     print(f"{c} programs compared, {p} with columns left out, {len(b)} disagreements")
     print("\n".join(b[:10]))
     sys.exit(1 if b else 0)
+
+
+def test_the_python_api_releases_the_same_from_the_columns_it_reads(monkeypatch) -> None:
+    import fuzzpy
+    from fuzzpy.runtime import columns
+
+    df = pd.DataFrame({"x": [1.0, 2.0, 3.0, 50.0, 7.5], "y": [0, 1, 2, 3, 4], "k": ["a", "b", "a", "b", "a"],
+                       "s": ["p", "", "r", "s", "t"], "f": [True, False, True, True, False]})  # "" drops a row
+    prog = SCHEMA + "function main (db : bag T) : fuzzy num { laplace eps (sum (map (fun r -> r.x) db)) }\n"
+    real, kept, values = columns.columns_read, [], []
+    for prune in (True, False):
+        monkeypatch.setattr(columns, "columns_read", lambda entry: kept.append(real(entry) if prune else None) or kept[-1])
+        values.append(fuzzpy.run(prog, df, budget=1, seed=9).releases)
+    assert kept == [{"x"}, None]
+    assert repr(values[0]) == repr(values[1]) and values[0]
