@@ -8,8 +8,8 @@ the span of the source it came from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterator, Optional
 
 from ..diagnostics import Span
 
@@ -165,3 +165,23 @@ class IList(IR):
 class ICons(IR):
     head: IR
     tail: IR
+
+
+def reachable(root: Any) -> Iterator[Any]:
+    """Every IR node and instance reachable from `root`, each once: instance bodies through
+    calls, lambdas' and application sites' code, and the IR inside lists, tuples and dicts (a
+    primitive's arguments and decisions)."""
+    seen: set[int] = set()
+    todo: list[Any] = [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, (IR, Instance)):
+            yield node
+            todo.extend(getattr(node, f.name) for f in fields(node))
+        elif isinstance(node, (list, tuple)):
+            todo.extend(node)
+        elif isinstance(node, dict):
+            todo.extend(node.values())

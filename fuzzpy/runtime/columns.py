@@ -17,8 +17,7 @@ record built by `map`): a superset, never fewer than the program reads.
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
-from typing import Any, Optional
+from typing import Optional
 
 from ..checking import ir as I
 
@@ -29,27 +28,9 @@ def columns_read(entry: Optional[I.Instance]) -> Optional[frozenset[str]]:
     if entry is None:
         return None
     names: set[str] = set()
-    seen: set[int] = set()
-    todo: list[Any] = [entry]
-    while todo:
-        node = todo.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in I.reachable(entry):
         if isinstance(node, I.IField):
             names.add(node.name)
         elif isinstance(node, I.IPrim) and node.info.get(I.WHOLE_VALUES):
             return None
-        todo.extend(_children(node))
     return frozenset(names)
-
-
-def _children(node: Any) -> list[Any]:
-    """The IR (and instances) inside `node`: dataclass fields, lists, tuples and dicts."""
-    if isinstance(node, (I.IR, I.Instance)) and is_dataclass(node):
-        return [getattr(node, f.name) for f in fields(node)]
-    if isinstance(node, (list, tuple)):
-        return list(node)
-    if isinstance(node, dict):
-        return list(node.values())
-    return []

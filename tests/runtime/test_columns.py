@@ -80,7 +80,7 @@ def test_a_scalar_equality_on_a_field_reads_that_field_only() -> None:
 ])
 def test_a_whole_value_comparison_keeps_every_column(cond: str) -> None:
     report = report_of(f"laplace eps (count (filter (fun r -> {cond}) db))")
-    prims = [n for n in _walk(report.entry_instance) if isinstance(n, I.IPrim) and n.name in ("eq", "ne")]
+    prims = [n for n in I.reachable(report.entry_instance) if isinstance(n, I.IPrim) and n.name in ("eq", "ne")]
     assert prims and all(p.info.get(I.WHOLE_VALUES) for p in prims)
     assert columns_read(report.entry_instance) is None
 
@@ -90,18 +90,6 @@ def test_a_comparison_of_whole_rows_keeps_every_column() -> None:
                                    "{ laplace eps (count (filter (fun r -> r == r) db)) }\n", "t.fz")
     assert report.ok, [d.message for d in report.diagnostics]
     assert columns_read(report.entry_instance) is None
-
-
-def _walk(node, seen=None):
-    from fuzzpy.runtime.columns import _children
-
-    seen = set() if seen is None else seen
-    if id(node) in seen:
-        return
-    seen.add(id(node))
-    yield node
-    for child in _children(node):
-        yield from _walk(child, seen)
 
 
 # Every primitive that takes values of any type ('a), and why it reads a row's fields only through

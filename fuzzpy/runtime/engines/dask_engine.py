@@ -671,21 +671,7 @@ def unsupported_primitives(instance: I.Instance) -> list[str]:
     """Primitives the program's code calls that may take a table and have no Dask implementation
     (an over-approximation: the call may never receive a table; refusing it costs nothing)."""
     refused = table_primitives() - DASK_PRIMITIVES - PASS_THROUGH
-    found: set[str] = set()
-    seen: set[int] = set()
-    stack: list[Any] = [instance]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, I.IPrim) and node.name in refused:
-            found.add(node.name)
-        if isinstance(node, (I.IR, I.Instance)):
-            stack.extend(getattr(node, f.name) for f in dataclasses.fields(node))
-        elif isinstance(node, (list, tuple)):
-            stack.extend(node)
-    return sorted(found)
+    return sorted({n.name for n in I.reachable(instance) if isinstance(n, I.IPrim) and n.name in refused})
 
 
 # ---- finding and checking the files ------------------------------------------------------------------
