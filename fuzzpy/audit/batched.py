@@ -71,13 +71,22 @@ def _sample(ev: LaneEvaluator, dist: Any, n: int, rng: Any, vectorised: bool) ->
                 drawn = _transpose(drawn, n)
             dist = ev.eval(node.body, bind(env, node.pattern, drawn))
         elif t is EachDistribution:
-            return {k: _sample(ev, d, n, rng, vectorised) if is_distribution(d) else d for k, d in dist.parts.items()}
+            return {k: _sample(ev, d, n, rng, vectorised) if _drawable(d) else d for k, d in dist.parts.items()}
         elif t is LaneSplit:  # an `if` on a released value: each branch's runs drawn together
             return _sample_split(dist, rng, vectorised)
         elif t is Lanes:  # one distribution per run: a mechanism whose input depends on the run
-            return Lanes([_one(d, rng) for d in dist.values()])
+            return _per_run(dist.values(), rng, vectorised)
         else:
             raise NotBatchable("a distribution this sampler does not know")
+
+
+def _drawable(d: Any) -> bool:
+    """A distribution, or one per run (a part's mechanism whose input differs between runs)."""
+    from ..runtime.values import is_distribution
+
+    if type(d) is Lanes:
+        return type(d.data) is list and any(is_distribution(x) for x in d.data)
+    return type(d) is LaneSplit or is_distribution(d)
 
 
 def _sample_split(dist: LaneSplit, rng: Any, vectorised: bool) -> Lanes:
@@ -100,8 +109,20 @@ def _mechanism(dist: Any, n: int, rng: Any, vectorised: bool) -> Lanes:
     return Lanes(draws)
 
 
-def _one(dist: Any, rng: Any) -> Any:
-    """One draw of a mechanism made for a single run (its releases are not recorded)."""
+def _per_run(dists: list, rng: Any, vectorised: bool) -> Lanes:
+    """A mechanism built once per run (its input depends on the run): all drawn at once when
+    they share one calibration and it has a vectorised sampler, else each with its exact one."""
+    ms = [_mechanism_of(d) for d in dists]
+    plans = {m.per_run[0] if m.per_run is not None else None for m in ms}
+    if vectorised and ms and None not in plans and len(plans) == 1:
+        draws = ms[0].per_run[2]([m.per_run[1] for m in ms], rng)  # type: ignore[index]
+        if draws is not None:
+            return Lanes(draws)
+    quiet = _Quiet(rng)
+    return Lanes([m.sample(quiet) for m in ms])
+
+
+def _mechanism_of(dist: Any) -> Any:
     from ..primitives import mechanisms
     from ..runtime.values import Located
 
@@ -109,4 +130,4 @@ def _one(dist: Any, rng: Any) -> Any:
         dist = dist.inner
     if type(dist) is not mechanisms.Distribution:
         raise NotBatchable("a per-run distribution that is not a mechanism")
-    return dist.sample(_Quiet(rng))
+    return dist

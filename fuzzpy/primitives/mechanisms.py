@@ -131,15 +131,21 @@ class Distribution:
     """A mechanism applied to its inputs, not yet sampled: `sample(ctx)` draws fresh noise and
     records the release through `ctx.record_release`.  Its repr never shows the inputs."""
 
-    __slots__ = ("name", "_draw", "batch")
+    __slots__ = ("name", "_draw", "batch", "per_run")
 
     def __init__(self, name: str, draw: Callable[[Any], Any],
-                 batch: Optional[Callable[[Any, int], list]] = None):
+                 batch: Optional[Callable[[Any, int], list]] = None,
+                 per_run: Optional[tuple[Any, Any, Callable[[list, Any], Optional[list]]]] = None):
         self.name = name
         self._draw = draw
         # batch(rng, n): n independent draws at once, vectorised (AUDITING ONLY: the auditor's
         # batched program sampler, fuzzpy/audit/batched.py; never used to release anything).
         self.batch = batch
+        # per_run = (plan, input, draw_runs): draw_runs(inputs, rng) draws once for each of
+        # `inputs` (one per run, each released with the calibration `plan` names), vectorised;
+        # None when it cannot.  AUDITING ONLY, like batch: runs whose mechanisms have equal plans
+        # and differ only by their inputs are drawn together.
+        self.per_run = per_run
 
     def sample(self, ctx) -> Any:
         return self._draw(ctx)
@@ -212,7 +218,12 @@ def _run_laplace(ctx, eps, x):
 
         return _coordinates(lambda v: laplace_release_batch(v, info["sensitivity"], info["epsilon"], n, rng), x, n)
 
-    return Distribution("laplace", draw, batch)
+    def runs(xs, rng):
+        from ..runtime.noise import laplace_release_runs
+
+        return _coordinate_runs(lambda vs: laplace_release_runs(vs, info["sensitivity"], info["epsilon"], rng), xs)
+
+    return Distribution("laplace", draw, batch, (("laplace", info["sensitivity"], info["epsilon"]), x, runs))
 
 
 def _coordinates(one: Callable[[Any], Any], x: Any, n: int) -> Optional[list]:
@@ -224,6 +235,20 @@ def _coordinates(one: Callable[[Any], Any], x: Any, n: int) -> Optional[list]:
         return one(x).tolist()
     if isinstance(x, tuple) and x and all(_is_scalar(v) for v in x):
         cols = [one(v).tolist() for v in x]
+        return list(zip(*cols))
+    return None
+
+
+def _coordinate_runs(many: Callable[[list], Any], xs: list) -> Optional[list]:
+    """One release of each input of `xs` (all numbers, or all tuples of numbers of one length),
+    each coordinate vectorised over the runs by `many`; None for anything else."""
+    from ..runtime.noise import _is_scalar
+
+    if all(_is_scalar(x) for x in xs):
+        return many(xs).tolist()
+    d = len(xs[0]) if xs and isinstance(xs[0], tuple) else 0
+    if d and all(isinstance(x, tuple) and len(x) == d and all(_is_scalar(v) for v in x) for x in xs):
+        cols = [many([x[j] for x in xs]).tolist() for j in range(d)]
         return list(zip(*cols))
     return None
 
@@ -296,7 +321,18 @@ def _run_gaussian(ctx, rho, x):
         out = gaussian_release_batch(x, info["sensitivity"], info["rho"], n, rng)
         return out.tolist() if out.ndim == 1 else [tuple(row) for row in out.tolist()]
 
-    return Distribution("gaussian", draw, batch)
+    def runs(xs, rng):
+        from ..runtime.noise import _is_scalar, gaussian_release_runs
+
+        scalar = all(_is_scalar(v) for v in xs)
+        d = len(xs[0]) if xs and isinstance(xs[0], tuple) else 0
+        if not (scalar or (d and all(isinstance(v, tuple) and len(v) == d and all(_is_scalar(e) for e in v)
+                                     for v in xs))):
+            return None
+        out = gaussian_release_runs(xs, info["sensitivity"], info["rho"], rng)
+        return out.tolist() if out.ndim == 1 else [tuple(row) for row in out.tolist()]
+
+    return Distribution("gaussian", draw, batch, (("gaussian", info["sensitivity"], info["rho"]), x, runs))
 
 
 @primitive("gaussian", ("rho", "x"), "(rho : num) -> num -o fuzzy num   (costs rho in zCDP)",

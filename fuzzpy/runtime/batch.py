@@ -37,6 +37,7 @@ import pandas as pd
 from ..checking import ir as I
 from .interpreter import Interpreter, as_float
 from .values import Closure, MaskedBag, is_distribution
+from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, row_value, to_frame
 
 # Integer lanes stay int64 while every operand is below this (a sum or difference of two such
 # values cannot overflow; products are checked separately).
@@ -78,17 +79,24 @@ class Lanes:
 
 
 class LaneBag:
-    """The rows `rows` (ascending positions in `base`) of lane `lanes[j]` each, for n lanes."""
+    """Row `rows[j]` of `base` in lane `lanes[j]`, for n lanes.  Each lane's rows are distinct
+    and ascending (that lane's bag in its order); across lanes a row may repeat (the lanes of a
+    row function that reads lane values each see the whole bag: `product`)."""
 
     __slots__ = ("base", "rows", "lanes", "n")
 
     def __init__(self, base: Any, rows: np.ndarray, lanes: np.ndarray, n: int):
         self.base, self.rows, self.lanes, self.n = base, rows, lanes, n
 
-    def selected(self) -> MaskedBag:
+    def selected(self) -> Any:
+        """Every (lane, row) pair's row, in order, as one bag: lazily selected when no row
+        repeats, else gathered."""
+        rows = self.rows
+        if len(rows) > 1 and not bool((rows[1:] > rows[:-1]).all()):
+            return self.base.take(rows).reset_index(drop=True)
         mask = np.zeros(len(self.base), dtype=bool)
-        mask[self.rows] = True
-        return MaskedBag(self.base, mask, count=len(self.rows))
+        mask[rows] = True
+        return MaskedBag(self.base, mask, count=len(rows))
 
     def lane(self, i: int) -> MaskedBag:
         mask = np.zeros(len(self.base), dtype=bool)
@@ -382,6 +390,10 @@ class LaneEvaluator(Interpreter):
         if prim.is_mechanism or prim.name == "each":
             if not self.fuzzy:
                 raise NotBatchable("a mechanism on lane values")
+            if prim.name == "each" and isinstance(args[1], dict):
+                # the function once per key, on every lane's part at once (lane bags, lane values):
+                # each part's distribution holds lane values, and the auditor draws it for all lanes
+                return super().call_prim(prim, node, args)
             return self._per_lane(prim, node, args)  # one distribution per lane
         special = _SPECIAL.get(prim.name)
         if special is not None:
@@ -673,38 +685,39 @@ def _b_count(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> An
 
 
 def _b_groupby(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    from ..primitives.partitions import key_codes
-    from .vectorize import row_function
-
-    key, b = args
-    if type(b) is not LaneBag or has_lanes(key):
-        return NotImplemented
-    from ..primitives.partitions import base_key_codes
+    from ..primitives.partitions import base_key_codes, key_codes
     from .interpreter import Context
 
+    key, b = args
+    lb = product(ev, b)
+    if lb is None:
+        return NotImplemented
     keys = tuple(node.info["keys"])
-    full = base_key_codes(Context(ev, node.info, node.span), key, b.base)
+    full = None if has_lanes(key) else base_key_codes(Context(ev, node.info, node.span), key, lb.base)
     if full is not None:
-        codes = full[b.rows]
+        codes = full[lb.rows]
     else:
-        codes = np.asarray(key_codes(row_function(ev.state, key)(b.selected()), node.info))
-    return {k: b.sub(codes == j) for j, k in enumerate(keys)}
+        out = lane_rows(ev, key, lb)
+        if out is None:
+            return NotImplemented
+        codes = np.asarray(key_codes(out, node.info))
+    return {k: lb.sub(codes == j) for j, k in enumerate(keys)}
 
 
 def _b_filter(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     from ..primitives.bags import _truth
-    from .vectorize import row_function
 
     p, b = args
-    if type(b) is LaneBag and not has_lanes(p):
-        keep = _truth(row_function(ev.state, p)(b.selected()))
-        return b.sub(keep) if prim.name == "filter" else (b.sub(keep), b.sub(~keep))
-    if not has_lanes(b) and type(p) is Closure:
+    if not has_lanes(b) and type(p) is Closure:  # a predicate reading a candidate threshold
         pair = _thresholds(ev, p, b)
-        if pair is None:
-            return NotImplemented
-        return pair[0] if prim.name == "filter" else pair
-    return NotImplemented
+        if pair is not None:
+            return pair[0] if prim.name == "filter" else pair
+    lb = product(ev, b)
+    out = lane_rows(ev, p, lb) if lb is not None else None
+    if out is None:
+        return NotImplemented
+    keep = _truth(out)
+    return lb.sub(keep) if prim.name == "filter" else (lb.sub(keep), lb.sub(~keep))
 
 
 def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[ThresholdBags, ThresholdBags]]:
@@ -789,8 +802,170 @@ def _b_structural(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) 
     return prim.run(*args)
 
 
+# ---- row functions per lane: every (lane, row) pair in one column evaluation ------------------------
+#
+# `map f b`, `filter p b`, `groupby key b`, `vsum c f b` with b a lane bag, or with a row function
+# that reads lane values (the auditor's released weights, a candidate inside a score's row
+# function) and b the same bag in every lane: the function runs once over all (lane, row) pairs,
+# the row bound to the pairs' columns and each lane value it reads to a column holding, on every
+# pair, that lane's value as the row function sees it (`as_float`, as its scalar evaluation
+# converts it).  Inside a row function everything computes in floats (vectorize.py), the same
+# float operations on the same floats on either path, so each pair's result is the one lane's own
+# evaluation gives its row.  Anything else (a lane value that is not a number, a boolean or a
+# tuple of them, a construct the column evaluator refuses) returns NotImplemented: once per lane.
+
+PRODUCT_CELLS = 1 << 23  # at most this many cells gathered for the (lane, row) pairs of a plain bag
+
+
+def product(ev: LaneEvaluator, b: Any) -> Optional[LaneBag]:
+    """b as a lane bag: itself, or (a plain bag, the same in every lane) every row in every lane."""
+    from .values import is_bag
+
+    if type(b) is LaneBag:
+        return b
+    if has_lanes(b) or not is_bag(b) or not getattr(ev.state, "vectorise", True):
+        return None
+    base = b.base if isinstance(b, MaskedBag) else b
+    rows = np.flatnonzero(b.mask) if isinstance(b, MaskedBag) else np.arange(len(b))
+    width = base.shape[1] if isinstance(base, pd.DataFrame) else 1
+    if len(rows) * ev.n * max(width, 1) > PRODUCT_CELLS:
+        return None
+    return LaneBag(base, np.tile(rows, ev.n), np.repeat(np.arange(ev.n, dtype=np.int64), len(rows)), ev.n)
+
+
+def lane_rows(ev: LaneEvaluator, fn: Any, b: LaneBag) -> Any:
+    """fn's result on every (lane, row) pair of b, in order (a Series or a DataFrame), or None."""
+    if type(fn) is not Closure or fn.body is None or not fn.params:
+        return None
+    if not has_lanes(fn):
+        return apply_rows(ev.state, fn, b.selected())  # the ordinary path, row-by-row fallback included
+    env = dict(fn.env)
+    for name in _read_names(fn.body):
+        if name in env and has_lanes(env[name]):
+            col = _lane_columns(env[name], b.lanes)
+            if col is None:
+                return None
+            env[name] = col
+    return _on_pairs(ev, Closure(env, fn.params, fn.body), b.selected())
+
+
+def _on_pairs(ev: LaneEvaluator, fn: Closure, bag: Any) -> Any:
+    from .. import limits
+
+    state = ev.state
+    env = dict(fn.env)
+    env[fn.params[0]] = row_value(bag)  # type: ignore[index]
+    outer, depth, state.row_calls = state.row_calls, state.depth, limits.ROW_CALLS
+    try:
+        out = _PairEvaluator(state).eval(fn.body, env)  # type: ignore[arg-type]
+        if isinstance(out, RowView):
+            return None
+        return to_frame(out, len(bag))
+    except Exception:  # noqa: BLE001 - not expressible on columns: the caller runs it once per lane
+        state.depth = depth
+        return None
+    finally:
+        state.row_calls = outer
+
+
+def _lane_columns(v: Any, lanes: np.ndarray, depth: int = 0) -> Any:
+    """A lane value as the column (a Vec) of its lanes' values on each pair; tuples component by
+    component; None for anything else."""
+    t = type(v)
+    if not has_lanes(v):
+        return v
+    if depth > 8:
+        return None
+    if t is tuple:
+        cols = tuple(_lane_columns(x, lanes, depth + 1) for x in v)
+        return None if any(c is None for c in cols) else cols
+    if t is not Lanes:
+        return None
+    d = v.data
+    if isinstance(d, np.ndarray):  # exact ints (below 2**61) or booleans
+        return Vec(d[lanes] if d.dtype == np.bool_ else d.astype(np.float64)[lanes])
+    if d and all(type(x) is bool for x in d):
+        return Vec(np.asarray(d, dtype=bool)[lanes])
+    if all(type(x) in (int, float, Fraction) for x in d):
+        return Vec(np.asarray([as_float(x) for x in d], dtype=np.float64)[lanes])
+    if d and all(type(x) is tuple and len(x) == len(d[0]) for x in d):  # tuples and lists of one length
+        return _lane_columns(tuple(Lanes([x[j] for x in d]) for j in range(len(d[0]))), lanes, depth + 1)
+    return None
+
+
+class _PairEvaluator(VectorEvaluator):
+    """The column evaluator, where a tuple or list may hold columns that came from lane values
+    (their shape is the same on every pair, so a `case` on it takes one branch for all)."""
+
+    def case_on(self, node: I.ICase, value: Any, env: dict) -> Any:
+        if node.kind != "sum" and type(value) is tuple and has_vec(value):
+            return Interpreter.case_on(self, node, value, env)
+        return super().case_on(node, value, env)
+
+
+def _b_map(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    f, b = args
+    lb = product(ev, b)
+    out = lane_rows(ev, f, lb) if lb is not None else None
+    if out is None:
+        return NotImplemented
+    return LaneBag(out, np.arange(len(lb.rows)), lb.lanes, ev.n)
+
+
+def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -> Optional[list]:
+    """`_bounded_sum` of each lane's values: the same clamping and grid, each lane's integers
+    summed by one bincount (exact: every partial sum stays below 2**53)."""
+    import math
+
+    from ..primitives.bags import SUM_GRID_BITS, _float_at_most
+
+    sizes = np.bincount(lanes, minlength=n)
+    if n and int(sizes.max()) >= 1 << (52 - SUM_GRID_BITS):
+        return None
+    if bound <= 0:
+        return [0.0] * n
+    b = _float_at_most(Fraction(bound))
+    k = max(math.frexp(b)[1] - SUM_GRID_BITS, -1000)
+    inv = math.ldexp(1.0, -k)
+    lim = b * inv
+    y = np.trunc(np.clip(values * inv, -lim, lim))
+    y[np.isnan(y)] = 0.0
+    totals = np.bincount(lanes, weights=y, minlength=n)
+    unit = Fraction(2) ** k
+    return [Fraction(int(t)) * unit if size else 0.0 for t, size in zip(totals.tolist(), sizes.tolist())]
+
+
+def _b_sum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    from ..primitives.bags import _numbers
+
+    (b,) = args
+    if type(b) is not LaneBag:
+        return NotImplemented
+    out = _lane_sums(_numbers(b.selected()), b.lanes, ev.n, node.info["bound"])
+    return NotImplemented if out is None else Lanes(out)
+
+
+def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    from ..primitives.vectors import _row_matrix, clip_rows
+
+    c, f, b = args
+    lb = product(ev, b)
+    if has_lanes(c) or lb is None:
+        return NotImplemented
+    size, bound = node.info["size"], node.info["bound"]
+    frame = lane_rows(ev, f, lb)
+    if frame is None:
+        return NotImplemented
+    matrix = clip_rows(_row_matrix(frame, size), float(bound))
+    cols = [_lane_sums(matrix[:, i], lb.lanes, ev.n, bound) for i in range(size)]
+    if any(col is None for col in cols):
+        return NotImplemented
+    return Lanes([tuple(Fraction(x) for x in row) for row in zip(*cols)] if size else [()] * ev.n)
+
+
 _SPECIAL = {name: _b_numeric for name in ("add", "sub", "max", "min", "mul", "div", "neg", "abs", *_CMP_OPS)}
-_SPECIAL.update({"part": _b_structural, "values": _b_structural, "count": _b_count, "groupby": _b_groupby, "filter": _b_filter, "split": _b_filter})
+_SPECIAL.update({"part": _b_structural, "values": _b_structural, "count": _b_count, "groupby": _b_groupby,
+                 "filter": _b_filter, "split": _b_filter, "map": _b_map, "sum": _b_sum, "vsum": _b_vsum})
 
 
 # ---- entry points: pmap and selection scores ---------------------------------------------------------

@@ -45,6 +45,7 @@ __all__ = [
     "GaussianRelease",
     "gaussian_release",
     "gaussian_release_batch",
+    "gaussian_release_runs",
     "plan_gaussian",
     "sample_discrete_gaussian",
     "sample_discrete_gaussian_batch",
@@ -55,6 +56,7 @@ __all__ = [
     "exponential_mechanism",
     "laplace_release",
     "laplace_release_batch",
+    "laplace_release_runs",
     "plan_laplace",
     "randomized_response",
     "report_noisy_max",
@@ -258,11 +260,40 @@ def laplace_release_batch(
     x = _exact_value(value)
     if plan.grid_scale == 0:
         return np.full(int(n), _as_float(x))
-    y = x / plan.granularity
-    low, rem = divmod(y.numerator, y.denominator)
-    up = rng.numpy_generator().random(int(n)) < rem / y.denominator
-    noise = sample_discrete_laplace_batch(plan.grid_scale, int(n), rng)
-    steps = (noise + up).astype(np.float64) + float(low)
+    low, frac = _grid_split([x], plan.granularity)
+    return _laplace_steps(plan, low, frac, int(n), rng)
+
+
+def laplace_release_runs(
+    values: Sequence[float], sensitivity: Fraction, epsilon: Fraction, rng: RandomSource
+) -> np.ndarray:
+    """AUDITING / SIMULATION ONLY: one `laplace_release(v, ...)` output for each number v of
+    `values` (each run's own input), vectorised as `laplace_release_batch`. Never use it to
+    release anything."""
+    plan = plan_laplace(sensitivity, epsilon)
+    xs = [_exact_value(v) for v in values]
+    if plan.grid_scale == 0:
+        return np.array([_as_float(x) for x in xs], dtype=np.float64)
+    low, frac = _grid_split(xs, plan.granularity)
+    return _laplace_steps(plan, low, frac, len(xs), rng)
+
+
+def _grid_split(xs: Sequence[Fraction], step: Fraction) -> tuple[np.ndarray, np.ndarray]:
+    """floor(x / step) (as floats) and the fraction of a step above it (the probability that
+    random rounding goes up), for each exact x."""
+    lows, fracs = [], []
+    for x in xs:
+        y = x / step
+        low, rem = divmod(y.numerator, y.denominator)
+        lows.append(float(low))
+        fracs.append(rem / y.denominator)
+    return np.array(lows, dtype=np.float64), np.array(fracs, dtype=np.float64)
+
+
+def _laplace_steps(plan: LaplacePlan, low: np.ndarray, frac: np.ndarray, n: int, rng: RandomSource) -> np.ndarray:
+    up = rng.numpy_generator().random(n) < frac
+    noise = sample_discrete_laplace_batch(plan.grid_scale, n, rng)
+    steps = (noise + up).astype(np.float64) + low
     return steps * float(plan.granularity)
 
 
@@ -435,19 +466,38 @@ def gaussian_release_batch(
         raise ValueError("n must be a non-negative integer")
     scalar = _is_scalar(values)
     xs = [_exact_value(values)] if scalar else [_exact_value(v) for v in values]  # type: ignore[union-attr]
-    plan = plan_gaussian(l2_sensitivity, rho, max(1, len(xs)))
-    n, d = int(n), len(xs)
+    out = _gaussian_rows([xs], l2_sensitivity, rho, int(n), rng)
+    return out[:, 0] if scalar else out
+
+
+def gaussian_release_runs(
+    values: Sequence[Sequence[float] | float], l2_sensitivity: Fraction, rho: Fraction, rng: RandomSource
+) -> np.ndarray:
+    """AUDITING / SIMULATION ONLY: one `gaussian_release(v, ...)` output for each input v of
+    `values` (each run's own: all numbers, or all sequences of one length d), vectorised as
+    `gaussian_release_batch`. Shape (runs,) or (runs, d). Never use it to release anything."""
+    scalar = all(_is_scalar(v) for v in values)
+    rows = [[_exact_value(v)] if scalar else [_exact_value(x) for x in v] for v in values]  # type: ignore[union-attr]
+    if len({len(r) for r in rows}) > 1:
+        raise ValueError("inputs of different dimensions")
+    out = _gaussian_rows(rows, l2_sensitivity, rho, len(rows), rng)
+    return out[:, 0] if scalar else out
+
+
+def _gaussian_rows(rows: list[list[Fraction]], l2_sensitivity: Fraction, rho: Fraction, n: int,
+                   rng: RandomSource) -> np.ndarray:
+    """n releases (n, d): run i releases rows[i], or rows[0] when there is one row for all."""
+    d = len(rows[0]) if rows else 1
+    plan = plan_gaussian(l2_sensitivity, rho, max(1, d))
     if plan.grid_sigma2 == 0:
-        out = np.tile(np.array([_as_float(x) for x in xs], dtype=np.float64), (n, 1))
-        return out[:, 0] if scalar else out
-    ys = [x / plan.granularity for x in xs]
-    low = np.array([float(y.numerator // y.denominator) for y in ys])
-    frac = np.array([(y.numerator % y.denominator) / y.denominator for y in ys])
+        exact = np.array([[_as_float(x) for x in r] for r in rows], dtype=np.float64).reshape(len(rows), d)
+        return np.broadcast_to(exact, (n, d)).copy()
+    low, frac = _grid_split([x for r in rows for x in r], plan.granularity)
+    low, frac = low.reshape(len(rows), d), frac.reshape(len(rows), d)
     up = rng.numpy_generator().random((n, d)) < frac
     noise = sample_discrete_gaussian_batch(plan.grid_sigma2, n * d, rng).reshape(n, d)
     steps = (noise + up).astype(np.float64) + low
-    out = steps * float(plan.granularity)
-    return out[:, 0] if scalar else out
+    return steps * float(plan.granularity)
 
 
 # --- selection -------------------------------------------------------------------------------

@@ -70,14 +70,63 @@ function main (db : bag T) : fuzzy (num, num) {
   if n > 3 then d else return (0 - n, n)
 }'''
 
+# Mechanism inputs that depend on the run (they read an earlier release through a row function):
+# the row function runs on every (run, row) pair at once, and the per-run mechanisms are drawn
+# together with the vectorised samplers.
+PROGRAMS["gradient steps on released weights"] = SCHEMA + '''
+function step (db : bag T) (w : num) (t : int) : fuzzy (num, num) {
+  if t <= 0 then return (w, 0)
+  else
+    sample g = laplace 1 (sum (map (fun r -> clip 0 1 (r.x / 10 - w)) db), count (filter (fun r -> r.n > w) db));
+    let (a, b) = g;
+    step db (w + a / 4 - b / 8) (t - 1)
+}
+function main (db : bag T) : fuzzy (num, num) {
+  sample n = laplace 1 (count db);
+  step db (n / 10) 2
+}'''
+PROGRAMS["gaussian of a per-run vsum"] = SCHEMA + '''
+function main (db : bag T) : fuzzy vec[2] {
+  sample a = gaussian 1 (count db);
+  gaussian 1 (vsum 1 (fun r -> vec (clip 0 1 (a / 10), r.x / 10)) db)
+}'''
+PROGRAMS["each over parts of a per-run groupby"] = SCHEMA + '''
+function main (db : bag T) : fuzzy (parts {"0", "1"} num) {
+  sample c = laplace 1 (count db);
+  each (fun g -> sample m = laplace 1 (count g); return (m + c)) (groupby (fun r -> if r.x < c * 3 then 0 else 1) db)
+}'''
+PER_RUN = {"gradient steps on released weights", "gaussian of a per-run vsum", "each over parts of a per-run groupby"}
+
 # Programs the sampler must not batch (it falls back; the law is compared all the same).
 FALLS_BACK = {"a distribution built before a split"}
 SAMPLES = 600
 
 
-def draw(report, batch: bool, seed: int, n: int = SAMPLES):
-    pair = program_pairs(report, np.random.default_rng(0), 4)[0]
-    return program_sampler(report, batch=batch)(pair.a, n, np.random.default_rng(seed))
+def draw(report, batch: bool, seed: int, n: int = SAMPLES, largest: bool = False):
+    """Draws on the first pair's smaller table, or (largest) on the largest table of the pairs."""
+    if largest:
+        pairs = program_pairs(report, np.random.default_rng(0), 40, delta=Fraction(0 if report.is_pure else 10**-5))
+        tables = max((p.b for p in pairs), key=lambda t: sum(len(rows) for _, rows in t.tables))
+    else:
+        tables = program_pairs(report, np.random.default_rng(0), 4)[0].a
+    return program_sampler(report, batch=batch)(tables, n, np.random.default_rng(seed))
+
+
+@pytest.fixture
+def per_run_draws(monkeypatch):
+    """Records each vectorised draw of mechanisms built once per run (True: it drew them)."""
+    outcome = []
+    real = batched_module._per_run
+
+    def spy(dists, rng, vectorised):
+        from fuzzpy.audit.batched import _mechanism_of
+
+        out = real(dists, rng, vectorised)
+        outcome.append(all(_mechanism_of(d).per_run is not None for d in dists) and vectorised)
+        return out
+
+    monkeypatch.setattr(batched_module, "_per_run", spy)
+    return outcome
 
 
 @pytest.fixture
@@ -100,12 +149,19 @@ def batched_ran(monkeypatch):
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
-def test_the_batched_sampler_has_the_law_of_interpreter_runs(name, batched_ran):
+def test_the_batched_sampler_has_the_law_of_interpreter_runs(name, batched_ran, per_run_draws):
     report = check_source(PROGRAMS[name], "t.fz")
     assert report.ok, report.diagnostics
-    fast, slow = draw(report, True, 11), draw(report, False, 12)
+    fast = draw(report, True, 11, largest=name in PER_RUN)
+    assert per_run_draws == ([True] * len(per_run_draws) if name in PER_RUN else [])
+    assert len(per_run_draws) >= (1 if name in PER_RUN else 0)  # drawn together, vectorised
+    slow = draw(report, False, 12, largest=name in PER_RUN)
     assert batched_ran == [name not in FALLS_BACK]
     assert len(fast) == len(slow) == SAMPLES
+    _same_law(fast, slow)
+
+
+def _same_law(fast: list, slow: list) -> None:
     assert {_shape(v) for v in fast} == {_shape(v) for v in slow}  # same types, tuples, keys
     a, b = encode(fast), encode(slow)
     assert set(a.numeric) == set(b.numeric)
@@ -138,6 +194,46 @@ def test_the_quickstart_example_is_batched_and_keeps_exact_post_processing(batch
     assert len({n for n, _ in out}) > 150  # fresh noise in every run
     for n, mean in out:
         assert type(n) is float and type(mean) is Fraction  # exact division, as the interpreter does
+
+
+@pytest.mark.parametrize("name,params", [("logistic_regression.fz", {"T": "2"}), ("logistic_regression_gauss.fz", {"T": "3"}),
+                                         ("kmeans.fz", {"T": "2"}), ("kmeans_gauss.fz", {"T": "2"})])
+def test_examples_whose_mechanisms_read_releases_are_batched_with_the_law_of_interpreter_runs(
+        name, params, batched_ran, per_run_draws):
+    """Gradient descent and k-means: each step's row function reads the released weights or
+    centres, so it runs on every (run, row) pair, and each step's mechanisms are drawn together."""
+    report = check_file(ROOT / "examples" / name, params=params)
+    fast = draw(report, True, 21, 300, largest=True)
+    slow = draw(report, False, 22, 300, largest=True)
+    assert batched_ran == [True] and per_run_draws and all(per_run_draws)
+    _same_law(fast, slow)
+
+
+def test_each_run_reads_its_own_releases_in_its_row_functions(per_run_draws):
+    """Per-run row functions must pair each run with its own release: later releases (nearly
+    noiseless) are functions of the first one, checked run by run, so lanes swapped between runs
+    would show."""
+    src = SCHEMA + '''
+function main (db : bag T) : fuzzy (num, num, num, num) {
+  sample n = laplace 1 (count db);
+  sample k = laplace 1000000 (count db);
+  sample s = laplace 1000000 (sum (map (fun r -> clip 0 10 (n + 5)) db));
+  sample g = each (fun p -> laplace 1000000 (count p)) (groupby (fun r -> if r.x < 2 * n then 0 else 1) db);
+  return (n, k, s, part g "0")
+}'''
+    report = check_source(src, "t.fz")
+    assert report.ok, report.diagnostics
+    pairs = program_pairs(report, np.random.default_rng(0), 40)
+    tables = max((p.b for p in pairs), key=lambda t: len(t.tables[0][1]))
+    xs = [row[0] for row in tables.tables[0][1]]
+    out = program_sampler(report)(tables, 400, np.random.default_rng(3))
+    assert len(xs) == 2 and per_run_draws and all(per_run_draws)
+    assert len({n for n, _, _, _ in out}) > 100
+    assert len({sum(x < 2 * n for x in xs) for n, _, _, _ in out}) == 3  # 0, 1 and 2 rows below
+    for n, k, total, below in out:
+        assert round(k) == len(xs)
+        assert abs(total - len(xs) * min(max(n + 5, 0), 10)) < 1e-3
+        assert abs(below - sum(x < 2 * n for x in xs)) < 1e-3
 
 
 # `case` on sums whose side differs between runs: not batched.

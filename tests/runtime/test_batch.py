@@ -166,6 +166,29 @@ function main (db : bag T) : fuzzy num {
 function main (db : bag T) : fuzzy (parts {"a", "b", "c"} num) {
   each (fun s -> laplace 1 s) (pmap (fun g -> sum (map (fun r -> clip 0 10 r.x) g) + count g) (groupby (fun r -> r.k) db))
 }''',
+    # row functions that read the candidate: every (candidate, row) pair in one column evaluation
+    "candidate in a map": SCHEMA + '''
+function main (db : bag T) : fuzzy num {
+  exponential 1 [0, 0.5, 2.25, 7, 10] (fun c -> sum (map (fun r -> clip 0 3 (r.x * c / 3 - c)) db))
+}''',
+    "candidate in a filter, a split and a groupby": SCHEMA + '''
+function main (db : bag T) : fuzzy num {
+  exponential 1 [1, 2, 3, 4] (fun c ->
+    let (lo, hi) = split (fun r -> r.x * 2 < c + r.n) db;
+    count (filter (fun r -> r.n >= c - 1 && r.k == "a") db) + count lo - count hi
+      + count (part (groupby (fun r -> if r.x > c then 0 else r.n) db) "0"))
+}''',
+    "candidate tuple in a vsum": SCHEMA + '''
+function main (db : bag T) : fuzzy (num, num) {
+  exponential 1 [(1, 0), (0, 1), (0.5, 0.25)] (fun c ->
+    let (a, b) = c;
+    vget 1 (vsum 1 (fun r -> vec (a * r.x / 10, b - r.n / 5)) db))
+}''',
+    # map and sum over the parts of a partition (a lane bag, a function without lane values)
+    "pmap maps its parts": SCHEMA + '''
+function main (db : bag T) : fuzzy (parts {"a", "b", "c"} num) {
+  each (fun s -> laplace 1 s) (pmap (fun g -> sum (map (fun r -> r.x / 2) (filter (fun r -> r.n > 1) g))) (groupby (fun r -> r.k) db))
+}''',
 }
 
 
@@ -183,7 +206,14 @@ EXPECT = {
     "branch on its own lanes": ({("Lanes", True)}, False),
     "computed threshold": ({("Lanes", True)}, False),
     "pmap sums released": ({("LaneBag", True)}, False),
+    "candidate in a map": ({("Lanes", True)}, False),
+    "candidate in a filter, a split and a groupby": ({("Lanes", True)}, False),
+    "candidate tuple in a vsum": ({("Lanes", True)}, False),
+    "pmap maps its parts": ({("LaneBag", True)}, False),
 }
+# Programs whose row functions run on (lane, row) pairs: how many such evaluations, at least
+PAIRS = {"candidate in a map": 1, "candidate in a filter, a split and a groupby": 3, "candidate tuple in a vsum": 1,
+         "pmap maps its parts": 2, "computed threshold": 1, "pmap sums released": 1}
 
 
 SPLITS = {"if on the candidate", "nested ifs on the candidate", "member chain", "if in pmap", "branch on its own lanes"}
@@ -214,9 +244,18 @@ def test_small_programs_release_the_same_values_batched_or_not(name, nan, monkey
         splits.append(int(truth.sum()))
         return real_split(self, node, env, truth)
 
+    pairs = []
+    real_rows = B.lane_rows
+
+    def lane_rows(ev, fn, b):
+        out = real_rows(ev, fn, b)
+        pairs.append(out is not None)
+        return out
+
     monkeypatch.setattr(B, "_run", run)
     monkeypatch.setattr(B, "_thresholds", split)
     monkeypatch.setattr(B.LaneEvaluator, "_split", lane_split)
+    monkeypatch.setattr(B, "lane_rows", lane_rows)
     report = check_source(PROGRAMS[name], "t.fz")
     assert report.ok, report.diagnostics
     for seed in (0, 1):
@@ -225,6 +264,7 @@ def test_small_programs_release_the_same_values_batched_or_not(name, nan, monkey
         assert batched == unbatched
     assert (runs, all(thresholds) and bool(thresholds)) == EXPECT[name]
     assert bool(splits) == (name in SPLITS)  # an if whose condition differs between lanes was split
+    assert all(pairs) and len(pairs) >= 2 * PAIRS.get(name, 0)  # per-lane row functions ran on pairs
 
 
 def test_threshold_counts_match_a_direct_count():
@@ -323,3 +363,53 @@ def test_lane_split_merges_values_with_their_exact_types():
     bag = LaneBag(frame(6), np.arange(6), np.array([0, 1, 2, 2, 0, 1]), 3)
     sub = select_lanes(bag, idx, remap)
     assert sub.n == 2 and sub.rows.tolist() == [0, 2, 3, 4] and sub.lanes.tolist() == [1, 0, 0, 1]
+
+
+@pytest.mark.parametrize("bound", [Fraction(1), Fraction(5, 3), Fraction(1, 10**9), Fraction(10**30), Fraction(0)])
+def test_lane_sums_are_the_bounded_sum_of_each_lane(bound):
+    """One bincount per lane bag gives, lane by lane, the value and type `sum` gives that lane's
+    rows alone: clamping, the grid, NaN as 0, infinities clamped, empty lanes 0.0."""
+    from fuzzpy.primitives.bags import _bounded_sum
+    from fuzzpy.runtime.batch import _lane_sums
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(0, 3, 500) * rng.choice([1e-12, 1, 1e6], 500)
+    x[::11], x[5::13], x[7::17] = np.nan, np.inf, -np.inf
+    lanes = rng.integers(0, 9, 500)
+    lanes[lanes == 4] = 3  # lane 4 is empty
+    got = _lane_sums(x, lanes, 9, bound)
+    want = [_bounded_sum(x[lanes == i], bound) for i in range(9)]
+    assert got == want and [type(v) for v in got] == [type(v) for v in want]
+
+
+def test_lane_values_become_columns_only_for_numbers_booleans_and_tuples():
+    from fuzzpy.runtime.batch import Lanes, _lane_columns
+
+    lanes = np.array([1, 1, 0, 2])
+    col = _lane_columns(Lanes([Fraction(1, 3), 2, 0.5]), lanes)
+    assert col.data.tolist() == [2.0, 2.0, 1 / 3, 0.5]
+    pair = _lane_columns(Lanes([(1, True), (Fraction(7, 2), False), (0, True)]), lanes)
+    assert pair[0].data.tolist() == [3.5, 3.5, 1.0, 0.0] and pair[1].data.tolist() == [False, False, True, True]
+    assert _lane_columns(Lanes(np.array([4, 5, 6])), lanes).data.tolist() == [5.0, 5.0, 4.0, 6.0]
+    assert _lane_columns(Lanes(["a", "b", "c"]), lanes) is None  # strings: once per lane
+    assert _lane_columns(Lanes([(1, 2), (3,), (4, 5)]), lanes) is None  # lists of different lengths
+    assert _lane_columns(Lanes([("inl", 1), ("inr", 2), ("inl", 3)]), lanes) is None
+
+
+def test_a_plain_bag_too_large_for_pairs_runs_once_per_lane(monkeypatch):
+    """Past PRODUCT_CELLS gathered cells the pairs are not built: the same values, once per lane."""
+    import fuzzpy.runtime.batch as B
+
+    monkeypatch.setattr(B, "PRODUCT_CELLS", 50)
+    report = check_source(PROGRAMS["candidate in a map"], "t.fz")
+    seen = []
+    real = B.product
+
+    def spy(ev, b):
+        out = real(ev, b)
+        seen.append(out is None)
+        return out
+
+    monkeypatch.setattr(B, "product", spy)
+    batched, unbatched = both(report, {"db": frame()})
+    assert batched == unbatched and seen and all(seen)

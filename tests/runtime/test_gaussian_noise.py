@@ -557,3 +557,22 @@ def test_other_bad_arguments():
     with pytest.raises(TypeError):
         gaussian_release("12", F(1), F(1), R)
     assert sample_discrete_gaussian_batch(F(3), 0, R).shape == (0,)
+
+
+def test_per_run_gaussian_releases_follow_each_runs_own_input():
+    """gaussian_release_runs (auditing only): run i releases values[i] with the plan of its
+    dimension and the law gaussian_release_batch gives that input alone; inputs of different
+    dimensions are refused."""
+    from fuzzpy.runtime.noise import gaussian_release_runs
+
+    values = [(F(1, 3), 2.5), (-4, F(7, 2))] * 1000
+    out = gaussian_release_runs(values, F(1), F(1, 2), RandomSource.seeded(2))
+    assert out.shape == (2000, 2)
+    for j, v in enumerate(values[:2]):
+        alone = gaussian_release_batch(list(v), F(1), F(1, 2), 1000, RandomSource.seeded(3 + j))
+        for c in range(2):
+            assert stats.ks_2samp(out[j::2, c] - float(v[c]), alone[:, c] - float(v[c])).pvalue > ALPHA
+    scalars = gaussian_release_runs([0.25, 9], F(0), F(1), RandomSource.seeded(1))
+    assert scalars.tolist() == [0.25, 9.0]
+    with pytest.raises(ValueError):
+        gaussian_release_runs([(1, 2), (3,)], F(1), F(1), RandomSource.seeded(1))
