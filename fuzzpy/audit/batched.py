@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..runtime.batch import LaneEvaluator, Lanes, LaneSplit, NotBatchable, _transpose, compact, unlane
+from ..runtime.batch import LaneEvaluator, Lanes, LaneSplit, NotBatchable, PerRunMechanism, _transpose, compact, unlane
 
 
 class _Quiet:
@@ -74,7 +74,10 @@ def _sample(ev: LaneEvaluator, dist: Any, n: int, rng: Any, vectorised: bool) ->
             return {k: _sample(ev, d, n, rng, vectorised) if _drawable(d) else d for k, d in dist.parts.items()}
         elif t is LaneSplit:  # an `if` on a released value: each branch's runs drawn together
             return _sample_split(dist, rng, vectorised)
-        elif t is Lanes:  # one distribution per run: a mechanism whose input depends on the run
+        elif t is PerRunMechanism:  # a mechanism whose input depends on the run
+            draws = _draw_runs(dist.first, unlane(dist.inputs, dist.n), rng) if vectorised else None
+            return Lanes(draws) if draws is not None else _per_run(dist.each_lane().values(), rng, vectorised)
+        elif t is Lanes:  # one distribution per run
             return _per_run(dist.values(), rng, vectorised)
         else:
             raise NotBatchable("a distribution this sampler does not know")
@@ -86,7 +89,7 @@ def _drawable(d: Any) -> bool:
 
     if type(d) is Lanes:
         return type(d.data) is list and any(is_distribution(x) for x in d.data)
-    return type(d) is LaneSplit or is_distribution(d)
+    return type(d) is LaneSplit or type(d) is PerRunMechanism or is_distribution(d)
 
 
 def _sample_split(dist: LaneSplit, rng: Any, vectorised: bool) -> Lanes:
@@ -115,11 +118,16 @@ def _per_run(dists: list, rng: Any, vectorised: bool) -> Lanes:
     ms = [_mechanism_of(d) for d in dists]
     plans = {m.per_run[0] if m.per_run is not None else None for m in ms}
     if vectorised and ms and None not in plans and len(plans) == 1:
-        draws = ms[0].per_run[2]([m.per_run[1] for m in ms], rng)  # type: ignore[index]
+        draws = _draw_runs(ms[0], [m.per_run[1] for m in ms], rng)
         if draws is not None:
             return Lanes(draws)
     quiet = _Quiet(rng)
     return Lanes([m.sample(quiet) for m in ms])
+
+
+def _draw_runs(first: Any, inputs: list, rng: Any) -> Optional[list]:
+    """One draw per run, run i's of inputs[i], all with `first`'s calibration (vectorised), or None."""
+    return first.per_run[2](inputs, rng)
 
 
 def _mechanism_of(dist: Any) -> Any:

@@ -148,7 +148,32 @@ class ThresholdBags:
         return "<bag>"
 
 
-_LANE_TYPES = (Lanes, LaneBag, ThresholdBags)
+class PerRunMechanism:
+    """A mechanism whose input differs between lanes and nothing else (the auditor's fuzzy
+    evaluation): `first` is lane 0's distribution (its calibration is every lane's: it comes from
+    the checker and the lane-free arguments), `inputs` the lane value of the inputs.  The auditor
+    draws all lanes at once with `first.per_run`; `each_lane()` builds the reference, one
+    distribution per lane.  It is a lane value that cannot be split or viewed lane by lane
+    (NotBatchable): only drawn."""
+
+    __slots__ = ("first", "inputs", "n", "each_lane")
+
+    def __init__(self, first: Any, inputs: Any, n: int, each_lane: Any):
+        self.first, self.inputs, self.n, self.each_lane = first, inputs, n, each_lane
+
+    def __repr__(self) -> str:
+        return "<distribution>"
+
+
+def _unlocated(v: Any) -> Any:
+    from .values import Located
+
+    while type(v) is Located:
+        v = v.inner
+    return v
+
+
+_LANE_TYPES = (Lanes, LaneBag, ThresholdBags, PerRunMechanism)
 _PLAIN = frozenset({str, bool, int, float, Fraction, type(None)})  # never hold lanes
 
 
@@ -210,6 +235,8 @@ def lane_view(v: Any, i: int, depth: int = 0) -> Any:
     t = type(v)
     if t is Lanes or t is LaneBag or t is ThresholdBags:
         return v.at(i) if t is Lanes else v.lane(i)
+    if t is PerRunMechanism:
+        raise NotBatchable("a per-run mechanism used as a value")
     if depth > 8 or not has_lanes(v):
         return v
     if t is tuple:
@@ -394,6 +421,10 @@ class LaneEvaluator(Interpreter):
                 # the function once per key, on every lane's part at once (lane bags, lane values):
                 # each part's distribution holds lane values, and the auditor draws it for all lanes
                 return super().call_prim(prim, node, args)
+            if not any(has_lanes(a) for a in args[:-1]):  # only the input differs between lanes
+                first = super().call_prim(prim, node, [lane_view(a, 0) for a in args])
+                if getattr(_unlocated(first), "per_run", None) is not None:
+                    return PerRunMechanism(_unlocated(first), args[-1], self.n, lambda: self._per_lane(prim, node, args))
             return self._per_lane(prim, node, args)  # one distribution per lane
         special = _SPECIAL.get(prim.name)
         if special is not None:
@@ -404,12 +435,28 @@ class LaneEvaluator(Interpreter):
 
     def _per_lane(self, prim: Any, node: I.IPrim, args: list[Any]) -> Lanes:
         """The reference semantics: the primitive once per lane, on that lane's values."""
+        if self.state.engine is None and prim.fold is not None and not prim.needs_context and not prim.structured:
+            return self._folds(prim, node, args)
         out = []
         for i in range(self.n):
             v = super().call_prim(prim, node, [lane_view(a, i) for a in args])
             if is_distribution(v) and not self.fuzzy:
                 raise NotBatchable("a distribution")
             out.append(v)
+        return Lanes(out)
+
+
+    def _folds(self, prim: Any, node: I.IPrim, args: list[Any]) -> Lanes:
+        """Scalar arithmetic and comparisons once per lane: the exact fold the scalar evaluator
+        tries first (Interpreter.call_prim), without its dispatch; a lane whose values it does not
+        take (not scalars) goes through call_prim itself."""
+        from .interpreter import _NOT_EXACT, fold_exact
+
+        fold = prim.fold
+        out = []
+        for vals in zip(*[unlane(a, self.n) for a in args]):
+            v = fold_exact(fold, list(vals))
+            out.append(v if v is not _NOT_EXACT else Interpreter.call_prim(self, prim, node, list(vals)))
         return Lanes(out)
 
 
@@ -429,7 +476,7 @@ class LaneSplit:
 
 
 def _is_dist(v: Any) -> bool:
-    return type(v) is LaneSplit or is_distribution(v)
+    return type(v) is LaneSplit or type(v) is PerRunMechanism or is_distribution(v)
 
 
 def merge_lanes(n: int, parts: list) -> Any:
@@ -931,8 +978,9 @@ def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -
     y = np.trunc(np.clip(values * inv, -lim, lim))
     y[np.isnan(y)] = 0.0
     totals = np.bincount(lanes, weights=y, minlength=n)
-    unit = Fraction(2) ** k
-    return [Fraction(int(t)) * unit if size else 0.0 for t, size in zip(totals.tolist(), sizes.tolist())]
+    if k >= 0:
+        return [Fraction(int(t) << k) if size else 0.0 for t, size in zip(totals.tolist(), sizes.tolist())]
+    return [Fraction(int(t), 1 << -k) if size else 0.0 for t, size in zip(totals.tolist(), sizes.tolist())]
 
 
 def _b_sum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
@@ -963,9 +1011,55 @@ def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     return Lanes([tuple(Fraction(x) for x in row) for row in zip(*cols)] if size else [()] * ev.n)
 
 
+def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """vadd, vsub, vscale on lanes where every coordinate's operation has a float operand (the
+    released values of a gradient step): the float operations the scalar runs make (Python mixes
+    an exact operand into a float operation as float(x); `vscale` multiplies as `_mul` does,
+    0 * x = 0), on numpy arrays of the same floats: the same IEEE results.  Any lane whose two
+    operands are exact needs exact arithmetic: NotImplemented (once per lane)."""
+    from ..primitives.arith import _mul
+
+    a, b = args
+    left = [unlane(a, ev.n)] if prim.name == "vscale" else _coordinates(a, ev.n)
+    right = _coordinates(b, ev.n)
+    if left is None or right is None or not all(type(x) in _NUMBER for c in left for x in c):
+        return NotImplemented
+    if prim.name == "vscale":
+        left = left * len(right)
+    if len(left) != len(right) or not all(type(x) is float or type(y) is float
+                                          for xs, ys in zip(left, right) for x, y in zip(xs, ys)):
+        return NotImplemented
+    try:
+        if prim.name == "vscale":
+            out = [_mul(np.array([as_float(k) for k in ks]), np.array([as_float(x) for x in xs]))
+                   for ks, xs in zip(left, right)]
+        else:
+            op = np.add if prim.name == "vadd" else np.subtract
+            out = [op(np.array([float(x) for x in xs]), np.array([float(y) for y in ys])) for xs, ys in zip(left, right)]
+    except OverflowError:  # an exact operand beyond the float range: as the scalar run decides
+        return NotImplemented
+    return tuple(Lanes(np.asarray(col, dtype=np.float64).tolist()) for col in out)
+
+
+_NUMBER = (int, float, Fraction)
+
+
+def _coordinates(v: Any, n: int) -> Optional[list[list]]:
+    """A vector lane value (a tuple, a tuple of lane values, lanes of tuples) as its coordinates,
+    each the list of its lanes' values; None when the lanes' vectors are not numbers of one length."""
+    rows = unlane(v, n)
+    if not rows or not all(type(r) is tuple and len(r) == len(rows[0]) for r in rows):
+        return None
+    cols = [list(c) for c in zip(*rows)]
+    if not all(type(x) in _NUMBER for c in cols for x in c):
+        return None
+    return cols
+
+
 _SPECIAL = {name: _b_numeric for name in ("add", "sub", "max", "min", "mul", "div", "neg", "abs", *_CMP_OPS)}
 _SPECIAL.update({"part": _b_structural, "values": _b_structural, "count": _b_count, "groupby": _b_groupby,
-                 "filter": _b_filter, "split": _b_filter, "map": _b_map, "sum": _b_sum, "vsum": _b_vsum})
+                 "filter": _b_filter, "split": _b_filter, "map": _b_map, "sum": _b_sum, "vsum": _b_vsum,
+                 "vadd": _b_vector, "vsub": _b_vector, "vscale": _b_vector})
 
 
 # ---- entry points: pmap and selection scores ---------------------------------------------------------

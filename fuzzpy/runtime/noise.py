@@ -282,11 +282,12 @@ def _grid_split(xs: Sequence[Fraction], step: Fraction) -> tuple[np.ndarray, np.
     """floor(x / step) (as floats) and the fraction of a step above it (the probability that
     random rounding goes up), for each exact x."""
     lows, fracs = [], []
-    for x in xs:
-        y = x / step
-        low, rem = divmod(y.numerator, y.denominator)
+    a, b = step.numerator, step.denominator
+    for x in xs:  # x / step = (p b) / (q a), split without normalising a Fraction
+        num, den = x.numerator * b, x.denominator * a
+        low, rem = divmod(num, den)
         lows.append(float(low))
-        fracs.append(rem / y.denominator)
+        fracs.append(rem / den)
     return np.array(lows, dtype=np.float64), np.array(fracs, dtype=np.float64)
 
 

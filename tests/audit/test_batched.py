@@ -116,16 +116,14 @@ def draw(report, batch: bool, seed: int, n: int = SAMPLES, largest: bool = False
 def per_run_draws(monkeypatch):
     """Records each vectorised draw of mechanisms built once per run (True: it drew them)."""
     outcome = []
-    real = batched_module._per_run
+    real = batched_module._draw_runs
 
-    def spy(dists, rng, vectorised):
-        from fuzzpy.audit.batched import _mechanism_of
-
-        out = real(dists, rng, vectorised)
-        outcome.append(all(_mechanism_of(d).per_run is not None for d in dists) and vectorised)
+    def spy(first, inputs, rng):
+        out = real(first, inputs, rng)
+        outcome.append(out is not None and len(out) == len(inputs))
         return out
 
-    monkeypatch.setattr(batched_module, "_per_run", spy)
+    monkeypatch.setattr(batched_module, "_draw_runs", spy)
     return outcome
 
 

@@ -413,3 +413,47 @@ def test_a_plain_bag_too_large_for_pairs_runs_once_per_lane(monkeypatch):
     monkeypatch.setattr(B, "product", spy)
     batched, unbatched = both(report, {"db": frame()})
     assert batched == unbatched and seen and all(seen)
+
+
+@pytest.mark.parametrize("name", ["vadd", "vsub", "vscale"])
+def test_vector_arithmetic_on_float_lanes_is_the_scalar_runs_arithmetic(name):
+    """vadd, vsub, vscale on lanes with a float operand (released values): numpy on the same
+    floats gives, lane by lane, the value and type the scalar run gives (0 * inf = 0, NaN, exact
+    operands mixed in as float(x)); lanes whose operands are both exact are left to the scalar
+    runs (NotImplemented)."""
+    import math
+
+    from fuzzpy.primitives.registry import lookup
+    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_vector, unlane
+
+    rng = np.random.default_rng(3)
+    pool = [0.0, -0.0, 1.5, -2.25, math.inf, -math.inf, math.nan, 1e308, 3e-310]
+
+    def floats(n):
+        return [float(rng.choice(pool)) if rng.random() < 0.4 else float(rng.normal(0, 1e3)) for _ in range(n)]
+
+    def exacts(n):
+        return [rng.choice([Fraction(1, 3), 0, 7, Fraction(-5, 2), 10**30]) for _ in range(n)]
+
+    n = 60
+    ev = LaneEvaluator(RunState(RandomSource.seeded(0)), n)
+    prim = lookup(name)
+    u = tuple(Lanes(floats(n) if j != 1 else exacts(n)) for j in range(3))
+    v = Lanes([tuple(f) for f in zip(floats(n), floats(n), exacts(n))])
+    if name == "vscale":  # exact factors on released coordinates, float factors on exact ones
+        k = exacts(n)[:n // 2] + floats(n)[:n - n // 2]
+        args = [Lanes(k), Lanes([(f, g if i < n // 2 else e) for i, (f, g, e) in enumerate(zip(floats(n), floats(n), exacts(n)))])]
+    else:
+        args = [u, v]
+    out = _b_vector(ev, prim, None, args)
+    assert out is not NotImplemented
+    got = unlane(out, n)
+    want = [Interpreter.call_prim(ev, prim, None, [unlane(a, n)[i] for a in args]) for i in range(n)]
+    for g, w in zip(got, want):
+        assert [type(x) for x in g] == [type(x) for x in w]
+        assert all((math.isnan(x) and math.isnan(y)) or (x == y and math.copysign(1, x) == math.copysign(1, y))
+                   for x, y in zip(g, w))
+    both_exact = [Lanes(exacts(n)), Lanes([(Fraction(1), 2, Fraction(3, 4))] * n)]
+    if name != "vscale":
+        both_exact = [Lanes([(Fraction(1), 2, 0)] * n), Lanes([(Fraction(1), 2, Fraction(3, 4))] * n)]
+    assert _b_vector(ev, prim, None, both_exact) is NotImplemented
