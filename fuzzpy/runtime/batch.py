@@ -26,6 +26,7 @@ mechanisms, and no noise is drawn in a batched evaluation.
 
 from __future__ import annotations
 
+import math
 import weakref
 from dataclasses import fields, is_dataclass
 from fractions import Fraction
@@ -719,7 +720,39 @@ def _b_numeric(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> 
     out = _b_arith(ev, prim, node, args) if prim.name != "div" else NotImplemented
     if out is NotImplemented and prim.name in ("add", "sub", "mul", "div"):
         out = _b_exact(ev, prim, node, args)
+    elif out is NotImplemented and prim.name in _CMP_OPS:
+        out = _b_compare(ev, prim, args)
     return out
+
+
+def _b_compare(ev: LaneEvaluator, prim: Any, args: list[Any]) -> Any:
+    """Comparisons of released floats (and numbers a float holds exactly): comparing two floats
+    is exact, so numpy gives the truth the exact fold gives (NaN is neither below nor above nor
+    equal, in both)."""
+    cols = [_exact_floats(a, ev.n) for a in args]
+    if any(c is None for c in cols):
+        return NotImplemented
+    with np.errstate(invalid="ignore"):
+        return Lanes(_CMP_OPS[prim.name](*cols))
+
+
+def _exact_floats(v: Any, n: int) -> Optional[np.ndarray]:
+    """A lane value of floats and small ints, or a number a float holds exactly, as float64;
+    None otherwise."""
+    if type(v) is Lanes:
+        d = v.data
+        if isinstance(d, np.ndarray):
+            return None  # int lanes: the integer path
+        if not all(type(x) is float or (type(x) is int and -_FLOAT_EXACT_INT < x < _FLOAT_EXACT_INT) for x in d):
+            return None
+        return np.array(d, dtype=np.float64)
+    if type(v) is float:
+        return np.full(n, v)
+    if type(v) in (int, Fraction):
+        f = as_float(v)
+        if math.isfinite(f) and Fraction(f) == v:
+            return np.full(n, f)
+    return None
 
 
 def _b_count(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:

@@ -271,7 +271,7 @@ def laplace_release_runs(
     `values` (each run's own input), vectorised as `laplace_release_batch`. Never use it to
     release anything."""
     plan = plan_laplace(sensitivity, epsilon)
-    xs = [_exact_value(v) for v in values]
+    xs = [v if type(v) is Fraction else _exact_value(v) for v in values]
     if plan.grid_scale == 0:
         return np.array([_as_float(x) for x in xs], dtype=np.float64)
     low, frac = _grid_split(xs, plan.granularity)

@@ -457,3 +457,25 @@ def test_vector_arithmetic_on_float_lanes_is_the_scalar_runs_arithmetic(name):
     if name != "vscale":
         both_exact = [Lanes([(Fraction(1), 2, 0)] * n), Lanes([(Fraction(1), 2, Fraction(3, 4))] * n)]
     assert _b_vector(ev, prim, None, both_exact) is NotImplemented
+
+
+def test_comparisons_of_released_floats_are_the_exact_comparisons():
+    """Comparing floats is exact: numpy on float lanes (and ints below 2**53, and constants a
+    float holds exactly) gives the truth of the exact fold, NaN and infinities included; a
+    constant no float holds exactly (1/3) is left to the exact fold."""
+    import math
+
+    from fuzzpy.primitives.registry import lookup
+    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_compare, unlane
+
+    n = 12
+    ev = LaneEvaluator(RunState(RandomSource.seeded(0)), n)
+    xs = Lanes([0.5, -0.0, 1.0, math.nan, math.inf, -math.inf, 2**53 - 1, 3, 1e-300, 0.1, 7.0, -2.5])
+    for name in ("lt", "le", "gt", "ge", "eq", "ne"):
+        prim = lookup(name)
+        for other in (Fraction(1), 0.1, Fraction(-5, 2), 2**52, Lanes([1.0] * 6 + [math.nan] * 6)):
+            out = _b_compare(ev, prim, [xs, other])
+            want = [Interpreter.call_prim(ev, prim, None, [x, unlane(other, n)[i]]) for i, x in enumerate(unlane(xs, n))]
+            assert out.values() == want and all(type(v) is bool for v in out.values())
+    assert _b_compare(ev, lookup("lt"), [xs, Fraction(1, 3)]) is NotImplemented
+    assert _b_compare(ev, lookup("lt"), [Lanes([Fraction(1, 3)] * n), 1.0]) is NotImplemented
