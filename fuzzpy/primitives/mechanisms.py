@@ -502,7 +502,16 @@ def _run_above_threshold(ctx, eps, cutoff, threshold, queries, score):
                             cutoff=info["cutoff"], threshold=info["threshold"], queries=tuple(qs))
         return answers
 
-    return Distribution("above_threshold", draw)
+    def batch(rng, n):
+        from ..runtime.noise import above_threshold_batch
+
+        try:
+            return above_threshold_batch(values, info["threshold"], info["sensitivity"], info["epsilon"],
+                                         info["cutoff"], n, rng)
+        except ValueError:  # beyond the batch sampler's range: the exact sampler, once per run
+            return None
+
+    return Distribution("above_threshold", draw, batch)
 
 
 @primitive("above_threshold", ("eps", "cutoff", "threshold", "queries", "score"),

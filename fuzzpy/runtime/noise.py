@@ -53,6 +53,7 @@ __all__ = [
     "Release",
     "RandomSource",
     "above_threshold",
+    "above_threshold_batch",
     "exponential_mechanism",
     "laplace_release",
     "laplace_release_batch",
@@ -644,6 +645,42 @@ def above_threshold(
             yield _to_grid(_exact_value(q), step) + nu >= noisy_t
 
     return _first_trues(answers(), int(cutoff))
+
+
+def above_threshold_batch(
+    queries: Sequence[float],
+    threshold: float,
+    sensitivity: Fraction,
+    epsilon: Fraction,
+    cutoff: int,
+    n: int,
+    rng: RandomSource,
+) -> list[tuple[bool, ...]]:
+    """AUDITING / SIMULATION ONLY: n independent `above_threshold(...)` answer lists, vectorised:
+    the same grid and scales, `sample_discrete_laplace_batch` noise for the threshold (one per
+    run) and for every query of every run (a run's noise past its cutoff-th True is drawn and not
+    used, which leaves each run's law unchanged). Never use it to release anything."""
+    eps, sens = _epsilon(epsilon), _sensitivity(sensitivity)
+    if isinstance(cutoff, bool) or not isinstance(cutoff, numbers.Integral) or cutoff < 1:
+        raise ValueError("cutoff must be a positive integer")
+    qs = [_exact_value(q) for q in queries]
+    t = _exact_value(threshold)
+    if not qs:
+        return [()] * int(n)
+    if sens == 0:
+        return [tuple(_first_trues((q >= t for q in qs), int(cutoff)))] * int(n)
+    k = 2 ** _grid_bits(eps)
+    step = sens / k
+    eps1 = eps / 2
+    grid_t, grid_q = _to_grid(t, step), [_to_grid(q, step) for q in qs]
+    if max(abs(grid_t), *(abs(g) for g in grid_q)) >= 2**60:
+        raise ValueError("values too large for the batch sampler")
+    noisy_t = grid_t + sample_discrete_laplace_batch(Fraction(k) / eps1, int(n), rng)
+    nu = sample_discrete_laplace_batch(Fraction(2 * int(cutoff) * k) / (eps - eps1), int(n) * len(qs), rng)
+    above = (np.array(grid_q, dtype=np.int64) + nu.reshape(int(n), len(qs))) >= noisy_t[:, None]
+    hits = np.cumsum(above, axis=1)
+    stops = np.where(hits[:, -1] >= cutoff, np.argmax(hits >= cutoff, axis=1) + 1, len(qs))
+    return [tuple(row[:stop]) for row, stop in zip(above.tolist(), stops.tolist())]
 
 
 def _first_trues(answers, cutoff: int) -> list[bool]:

@@ -46,6 +46,9 @@ function main (db : bag T) : fuzzy num {
   return (total [a, b, a])
 }''',
 }
+PROGRAMS["sparse vector"] = SCHEMA + '''
+function main (db : bag T) : fuzzy (list bool) {
+  above_threshold 1 2 1 [0, 2, 4, 6, 8] (fun c -> count (filter (fun r -> r.x >= c) db)) }'''
 # `if` on a released value: the runs are split between the branches, each branch's runs drawn
 # together (nested, and with a mechanism in both branches, one reading a release).
 PROGRAMS["if on a release"] = SCHEMA + '''

@@ -516,3 +516,29 @@ def test_per_run_laplace_releases_follow_each_runs_own_input():
         assert stats.ks_2samp(mine, alone).pvalue > 1e-3
     assert laplace_release_runs([0.5, F(1, 3)], F(0), F(1), RandomSource.seeded(1)).tolist() == [0.5, 1 / 3]
     assert laplace_release_runs([], F(1), F(1), RandomSource.seeded(1)).shape == (0,)
+
+
+@pytest.mark.parametrize("cutoff,queries", [(1, [0, 1, 2, 3, 4]), (2, [F(5, 2), 3, -1, 3.5, 2]), (3, [2, 2])])
+def test_sparse_vector_batch_has_the_exact_samplers_law(cutoff, queries):
+    """above_threshold_batch (auditing only) against the exact above_threshold: the frequencies
+    of the answer lists agree (chi-square), and every list stops right after its cutoff-th True."""
+    from collections import Counter
+
+    from scipy import stats
+
+    from fuzzpy.runtime.noise import above_threshold, above_threshold_batch
+
+    n = 3000
+    fast = above_threshold_batch(queries, 2, F(1), F(1), cutoff, n, RandomSource.seeded(8))
+    rng = RandomSource.seeded(9)
+    slow = [tuple(above_threshold(queries, 2, F(1), F(1), cutoff, rng)) for _ in range(n)]
+    for out in fast:
+        assert all(type(a) is bool for a in out)
+        assert sum(out) <= cutoff
+        assert len(out) == len(queries) if sum(out) < cutoff else out[-1]  # stops at the cutoff-th True
+    ca, cb = Counter(fast), Counter(slow)
+    keys = sorted(set(ca) | set(cb))
+    table = np.array([[ca[k] for k in keys], [cb[k] for k in keys]])
+    assert stats.chi2_contingency(table + 1).pvalue > 1e-3
+    assert above_threshold_batch([], 2, F(1), F(1), 1, 4, RandomSource.seeded(1)) == [()] * 4
+    assert above_threshold_batch([1, 3, 5], 2, F(0), F(1), 1, 2, RandomSource.seeded(1)) == [(False, True)] * 2
