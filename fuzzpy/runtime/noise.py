@@ -272,16 +272,16 @@ def laplace_release_runs(
     `values` (each run's own input), vectorised as `laplace_release_batch`. Never use it to
     release anything."""
     plan = plan_laplace(sensitivity, epsilon)
-    xs = [v if type(v) is Fraction else _exact_value(v) for v in values]
+    xs = [v if type(v) is Fraction or type(v) is int else _exact_value(v) for v in values]  # ints: exact as they are
     if plan.grid_scale == 0:
         return np.array([_as_float(x) for x in xs], dtype=np.float64)
     low, frac = _grid_split(xs, plan.granularity)
     return _laplace_steps(plan, low, frac, len(xs), rng)
 
 
-def _grid_split(xs: Sequence[Fraction], step: Fraction) -> tuple[np.ndarray, np.ndarray]:
+def _grid_split(xs: Sequence[Fraction | int], step: Fraction) -> tuple[np.ndarray, np.ndarray]:
     """floor(x / step) (as floats) and the fraction of a step above it (the probability that
-    random rounding goes up), for each exact x."""
+    random rounding goes up), for each exact x (a Fraction or an int)."""
     lows, fracs = [], []
     a, b = step.numerator, step.denominator
     for x in xs:  # x / step = (p b) / (q a), split without normalising a Fraction
