@@ -1041,7 +1041,7 @@ def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     cols = [_lane_sums(matrix[:, i], lb.lanes, ev.n, bound) for i in range(size)]
     if any(col is None for col in cols):
         return NotImplemented
-    return Lanes([tuple(Fraction(x) for x in row) for row in zip(*cols)] if size else [()] * ev.n)
+    return Lanes([tuple(x if type(x) is Fraction else Fraction(x) for x in row) for row in zip(*cols)] if size else [()] * ev.n)
 
 
 def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
@@ -1077,6 +1077,22 @@ def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> A
 _NUMBER = (int, float, Fraction)
 
 
+def _b_vget(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """vget i v with a public index: the i-th coordinate of every lane's vector (a vector is a
+    tuple, of lane values or not, or lanes of tuples), as the scalar run's v[i - 1]."""
+    i, v = args
+    if has_lanes(i) or type(i) not in (int, Fraction):
+        return NotImplemented
+    k = int(i) - 1
+    if type(v) is tuple and 0 <= k < len(v):
+        return v[k]
+    if type(v) is Lanes and type(v.data) is list and all(type(x) is tuple and 0 <= k < len(x) for x in v.data):
+        return Lanes([x[k] for x in v.data])
+    return NotImplemented
+
+
+
+
 def _coordinates(v: Any, n: int) -> Optional[list[list]]:
     """A vector lane value (a tuple, a tuple of lane values, lanes of tuples) as its coordinates,
     each the list of its lanes' values; None when the lanes' vectors are not numbers of one length."""
@@ -1092,7 +1108,7 @@ def _coordinates(v: Any, n: int) -> Optional[list[list]]:
 _SPECIAL = {name: _b_numeric for name in ("add", "sub", "max", "min", "mul", "div", "neg", "abs", *_CMP_OPS)}
 _SPECIAL.update({"part": _b_structural, "values": _b_structural, "count": _b_count, "groupby": _b_groupby,
                  "filter": _b_filter, "split": _b_filter, "map": _b_map, "sum": _b_sum, "vsum": _b_vsum,
-                 "vadd": _b_vector, "vsub": _b_vector, "vscale": _b_vector})
+                 "vadd": _b_vector, "vsub": _b_vector, "vscale": _b_vector, "vget": _b_vget})
 
 
 # ---- entry points: pmap and selection scores ---------------------------------------------------------
