@@ -422,7 +422,8 @@ class LaneEvaluator(Interpreter):
                 # the function once per key, on every lane's part at once (lane bags, lane values):
                 # each part's distribution holds lane values, and the auditor draws it for all lanes
                 return super().call_prim(prim, node, args)
-            if not any(has_lanes(a) for a in args[:-1]):  # only the input differs between lanes
+            if type(args[-1]) is not Closure and not any(has_lanes(a) for a in args[:-1]):
+                # only the input (a number or a tuple) differs between lanes
                 first = super().call_prim(prim, node, [lane_view(a, 0) for a in args])
                 if getattr(_unlocated(first), "per_run", None) is not None:
                     return PerRunMechanism(_unlocated(first), args[-1], self.n, lambda: self._per_lane(prim, node, args))
@@ -445,7 +446,6 @@ class LaneEvaluator(Interpreter):
                 raise NotBatchable("a distribution")
             out.append(v)
         return Lanes(out)
-
 
     def _folds(self, prim: Any, node: I.IPrim, args: list[Any]) -> Lanes:
         """Scalar arithmetic and comparisons once per lane: the exact fold the scalar evaluator
@@ -995,8 +995,6 @@ def _b_map(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
 def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -> Optional[list]:
     """`_bounded_sum` of each lane's values: the same clamping and grid, each lane's integers
     summed by one bincount (exact: every partial sum stays below 2**53)."""
-    import math
-
     from ..primitives.bags import SUM_GRID_BITS, _float_at_most
 
     sizes = np.bincount(lanes, minlength=n)
