@@ -244,13 +244,11 @@ def _coordinate_runs(many: Callable[[list], Any], xs: list) -> Optional[list]:
     each coordinate vectorised over the runs by `many`; None for anything else."""
     from ..runtime.noise import _is_scalar
 
-    def scalar(x: Any) -> bool:
-        return type(x) in (int, float, Fraction) or _is_scalar(x)
-
-    if all(scalar(x) for x in xs):
+    nums = (int, float, Fraction)
+    if all(type(x) in nums or _is_scalar(x) for x in xs):
         return many(xs).tolist()
     d = len(xs[0]) if xs and isinstance(xs[0], tuple) else 0
-    if d and all(isinstance(x, tuple) and len(x) == d and all(scalar(v) for v in x) for x in xs):
+    if d and all(isinstance(x, tuple) and len(x) == d and all(type(v) in nums or _is_scalar(v) for v in x) for x in xs):
         cols = [many([x[j] for x in xs]).tolist() for j in range(d)]
         return list(zip(*cols))
     return None

@@ -73,6 +73,8 @@ class Lanes:
         return v
 
     def values(self) -> list[Any]:
+        if type(self.data) is list:
+            return list(self.data)
         return [self.at(i) for i in range(len(self.data))]
 
     def __repr__(self) -> str:
@@ -454,11 +456,44 @@ class LaneEvaluator(Interpreter):
         from .interpreter import _NOT_EXACT, fold_exact
 
         fold = prim.fold
+        cols = [_exact_args(a, self.n) for a in args]
+        if all(c is not None for c in cols):  # every lane's arguments as fold_exact makes them
+            return Lanes([fold(*vals) for vals in zip(*cols)])
         out = []
         for vals in zip(*[unlane(a, self.n) for a in args]):
             v = fold_exact(fold, list(vals))
             out.append(v if v is not _NOT_EXACT else Interpreter.call_prim(self, prim, node, list(vals)))
         return Lanes(out)
+
+
+def _exact_args(v: Any, n: int) -> Optional[list]:
+    """A lane value's (or a constant's) values as `fold_exact` converts them (booleans and strings
+    as they are, numbers exact), or None when one of them is not a scalar."""
+    from .interpreter import exact_scalar
+
+    if type(v) is not Lanes:
+        if has_lanes(v):
+            return None
+        one = _exact_arg(v, exact_scalar)
+        return None if one is None else [one] * n
+    out = []
+    for x in v.values():
+        q = _exact_arg(x, exact_scalar)
+        if q is None:
+            return None
+        out.append(q)
+    return out
+
+
+def _exact_arg(x: Any, exact_scalar: Any) -> Any:
+    t = type(x)
+    if t is Fraction or t is bool or t is str:
+        return x
+    if t is int:
+        return Fraction(x)
+    if isinstance(x, (bool, str)):
+        return x
+    return exact_scalar(x)
 
 
 # ---- lane subsets: the lanes that take one branch of an `if` ----------------------------------------
@@ -687,10 +722,8 @@ def _ratios(v: Any, n: int) -> Optional[list[tuple[int, int]]]:
             if x - x != 0:  # inf or NaN
                 return None
             out.append(x.as_integer_ratio())
-        elif t is Fraction:
-            out.append((x.numerator, x.denominator))
-        elif t is int:
-            out.append((x, 1))
+        elif t is Fraction or t is int:
+            out.append(x.as_integer_ratio())
         else:
             return None
     return out * n if type(v) is not Lanes else out

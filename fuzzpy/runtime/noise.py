@@ -272,20 +272,30 @@ def laplace_release_runs(
     `values` (each run's own input), vectorised as `laplace_release_batch`. Never use it to
     release anything."""
     plan = plan_laplace(sensitivity, epsilon)
-    xs = [v if type(v) is Fraction or type(v) is int else _exact_value(v) for v in values]  # ints: exact as they are
+    xs = [v if type(v) in _EXACT_AS_IS or _is_finite_float(v) else _exact_value(v) for v in values]
     if plan.grid_scale == 0:
         return np.array([_as_float(x) for x in xs], dtype=np.float64)
     low, frac = _grid_split(xs, plan.granularity)
     return _laplace_steps(plan, low, frac, len(xs), rng)
 
 
-def _grid_split(xs: Sequence[Fraction | int], step: Fraction) -> tuple[np.ndarray, np.ndarray]:
+def _is_finite_float(x: object) -> bool:
+    return type(x) is float and math.isfinite(x)  # type: ignore[arg-type]
+
+
+# Inputs _grid_split takes as they are: their integer ratio is their exact value.
+_EXACT_AS_IS = (Fraction, int)
+
+
+def _grid_split(xs: Sequence[Fraction | int | float], step: Fraction) -> tuple[np.ndarray, np.ndarray]:
     """floor(x / step) (as floats) and the fraction of a step above it (the probability that
-    random rounding goes up), for each exact x (a Fraction or an int)."""
+    random rounding goes up), for each exact x (a Fraction, an int or a finite float: its
+    integer ratio is its exact value)."""
     lows, fracs = [], []
     a, b = step.numerator, step.denominator
     for x in xs:  # x / step = (p b) / (q a), split without normalising a Fraction
-        num, den = x.numerator * b, x.denominator * a
+        p, q = x.as_integer_ratio()
+        num, den = p * b, q * a
         low, rem = divmod(num, den)
         lows.append(float(low))
         fracs.append(rem / den)
