@@ -1072,7 +1072,8 @@ def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     cols = [_lane_sums(matrix[:, i], lb.lanes, ev.n, bound) for i in range(size)]
     if any(col is None for col in cols):
         return NotImplemented
-    return Lanes([tuple(x if type(x) is Fraction else Fraction(x) for x in row) for row in zip(*cols)] if size else [()] * ev.n)
+    zero = Fraction(0)  # _lane_sums gives 0.0 only where the reference gives Fraction(0): an empty lane, or no bound
+    return Lanes([tuple(x if type(x) is Fraction else zero for x in row) for row in zip(*cols)] if size else [()] * ev.n)
 
 
 def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
@@ -1108,6 +1109,17 @@ def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> A
 _NUMBER = (int, float, Fraction)
 
 
+def _b_vec(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """vec x: the scalar run's tuple(x) for a tuple (of lane values: the lanes' tuples), (x,) for
+    a number."""
+    (x,) = args
+    if type(x) is tuple:
+        return x
+    if type(x) is Lanes and all(type(v) in _NUMBER for v in x.values()):
+        return (x,)
+    return NotImplemented
+
+
 def _b_vget(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     """vget i v with a public index: the i-th coordinate of every lane's vector (a vector is a
     tuple, of lane values or not, or lanes of tuples), as the scalar run's v[i - 1]."""
@@ -1139,7 +1151,7 @@ def _coordinates(v: Any, n: int) -> Optional[list[list]]:
 _SPECIAL = {name: _b_numeric for name in ("add", "sub", "max", "min", "mul", "div", "neg", "abs", *_CMP_OPS)}
 _SPECIAL.update({"part": _b_structural, "values": _b_structural, "count": _b_count, "groupby": _b_groupby,
                  "filter": _b_filter, "split": _b_filter, "map": _b_map, "sum": _b_sum, "vsum": _b_vsum,
-                 "vadd": _b_vector, "vsub": _b_vector, "vscale": _b_vector, "vget": _b_vget})
+                 "vadd": _b_vector, "vsub": _b_vector, "vscale": _b_vector, "vget": _b_vget, "vec": _b_vec})
 
 
 # ---- entry points: pmap and selection scores ---------------------------------------------------------

@@ -279,6 +279,11 @@ def laplace_release_runs(
     return _laplace_steps(plan, low, frac, len(xs), rng)
 
 
+def _exact(v: object) -> Fraction | int:
+    """_exact_value, with Fractions and ints (exact already) as they are."""
+    return v if type(v) in _EXACT_AS_IS else _exact_value(v)  # type: ignore[return-value]
+
+
 def _is_finite_float(x: object) -> bool:
     return type(x) is float and math.isfinite(x)  # type: ignore[arg-type]
 
@@ -488,8 +493,8 @@ def gaussian_release_runs(
     """AUDITING / SIMULATION ONLY: one `gaussian_release(v, ...)` output for each input v of
     `values` (each run's own: all numbers, or all sequences of one length d), vectorised as
     `gaussian_release_batch`. Shape (runs,) or (runs, d). Never use it to release anything."""
-    scalar = all(_is_scalar(v) for v in values)
-    rows = [[_exact_value(v)] if scalar else [_exact_value(x) for x in v] for v in values]  # type: ignore[union-attr]
+    scalar = all(type(v) in (int, float, Fraction) or _is_scalar(v) for v in values)
+    rows = [[_exact(v)] if scalar else [_exact(x) for x in v] for v in values]  # type: ignore[union-attr]
     if len({len(r) for r in rows}) > 1:
         raise ValueError("inputs of different dimensions")
     out = _gaussian_rows(rows, l2_sensitivity, rho, len(rows), rng)
