@@ -323,15 +323,12 @@ def _run_gaussian(ctx, rho, x):
         return out.tolist() if out.ndim == 1 else [tuple(row) for row in out.tolist()]
 
     def runs(xs, rng):
-        from ..runtime.noise import _is_scalar, gaussian_release_runs
+        from ..runtime.noise import gaussian_release_runs
 
-        nums = (int, float, Fraction)
-        scalar = all(type(v) in nums or _is_scalar(v) for v in xs)
-        d = len(xs[0]) if xs and isinstance(xs[0], tuple) else 0
-        if not (scalar or (d and all(isinstance(v, tuple) and len(v) == d
-                                     and all(type(e) in nums or _is_scalar(e) for e in v) for v in xs))):
+        try:  # numbers, or tuples of numbers of one length (the vectors' dimension)
+            out = gaussian_release_runs(xs, info["sensitivity"], info["rho"], rng)
+        except (TypeError, ValueError):
             return None
-        out = gaussian_release_runs(xs, info["sensitivity"], info["rho"], rng)
         return out.tolist() if out.ndim == 1 else [tuple(row) for row in out.tolist()]
 
     return Distribution("gaussian", draw, batch, (("gaussian", info["sensitivity"], info["rho"]), x, runs))

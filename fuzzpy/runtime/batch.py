@@ -1073,7 +1073,8 @@ def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     if any(col is None for col in cols):
         return NotImplemented
     zero = Fraction(0)  # _lane_sums gives 0.0 only where the reference gives Fraction(0): an empty lane, or no bound
-    return Lanes([tuple(x if type(x) is Fraction else zero for x in row) for row in zip(*cols)] if size else [()] * ev.n)
+    cols = [[x if type(x) is Fraction else zero for x in col] for col in cols]
+    return Lanes(list(zip(*cols)) if size else [()] * ev.n)
 
 
 def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
@@ -1107,6 +1108,29 @@ def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> A
 
 
 _NUMBER = (int, float, Fraction)
+
+
+def _b_clip(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """clip lo hi x with public bounds a float holds exactly, on lanes of exact x: where float(x)
+    lies strictly between the bounds, so does x (correct rounding is monotone and keeps the
+    bounds), and the exact fold min(max(x, lo), hi) gives x itself; every other lane (near or
+    past a bound, NaN) runs the exact fold."""
+    lo, hi, x = args
+    bounds = [_exact_floats(v, 1) for v in (lo, hi)]
+    if type(x) is not Lanes or type(x.data) is not list or any(b is None for b in bounds):
+        return NotImplemented
+    flo, fhi = float(bounds[0][0]), float(bounds[1][0])
+    fold = prim.fold
+    out = []
+    for v in x.data:
+        if type(v) is Fraction and flo < as_float(v) < fhi:
+            out.append(v)
+            continue
+        args1 = [_exact_args(a, 1) for a in (lo, hi, v)]
+        if any(a is None for a in args1):
+            return NotImplemented
+        out.append(fold(*(a[0] for a in args1)))  # type: ignore[index]
+    return Lanes(out)
 
 
 def _b_vec(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
@@ -1151,7 +1175,8 @@ def _coordinates(v: Any, n: int) -> Optional[list[list]]:
 _SPECIAL = {name: _b_numeric for name in ("add", "sub", "max", "min", "mul", "div", "neg", "abs", *_CMP_OPS)}
 _SPECIAL.update({"part": _b_structural, "values": _b_structural, "count": _b_count, "groupby": _b_groupby,
                  "filter": _b_filter, "split": _b_filter, "map": _b_map, "sum": _b_sum, "vsum": _b_vsum,
-                 "vadd": _b_vector, "vsub": _b_vector, "vscale": _b_vector, "vget": _b_vget, "vec": _b_vec})
+                 "vadd": _b_vector, "vsub": _b_vector, "vscale": _b_vector, "vget": _b_vget, "vec": _b_vec,
+                 "clip": _b_clip})
 
 
 # ---- entry points: pmap and selection scores ---------------------------------------------------------

@@ -299,6 +299,10 @@ def _grid_split(xs: Sequence[Fraction | int | float], step: Fraction) -> tuple[n
     lows, fracs = [], []
     a, b = step.numerator, step.denominator
     for x in xs:  # x / step = (p b) / (q a), split without normalising a Fraction
+        if not x:  # 0 (an empty part's count or sum): on the grid
+            lows.append(0.0)
+            fracs.append(0.0)
+            continue
         p, q = x.as_integer_ratio()
         num, den = p * b, q * a
         low, rem = divmod(num, den)
@@ -494,6 +498,8 @@ def gaussian_release_runs(
     `values` (each run's own: all numbers, or all sequences of one length d), vectorised as
     `gaussian_release_batch`. Shape (runs,) or (runs, d). Never use it to release anything."""
     scalar = all(type(v) in (int, float, Fraction) or _is_scalar(v) for v in values)
+    if not scalar and not all(isinstance(v, (tuple, list)) for v in values):
+        raise TypeError("a mechanism needs numbers or sequences of numbers")
     rows = [[_exact(v)] if scalar else [_exact(x) for x in v] for v in values]  # type: ignore[union-attr]
     if len({len(r) for r in rows}) > 1:
         raise ValueError("inputs of different dimensions")

@@ -479,3 +479,27 @@ def test_comparisons_of_released_floats_are_the_exact_comparisons():
             assert out.values() == want and all(type(v) is bool for v in out.values())
     assert _b_compare(ev, lookup("lt"), [xs, Fraction(1, 3)]) is NotImplemented
     assert _b_compare(ev, lookup("lt"), [Lanes([Fraction(1, 3)] * n), 1.0]) is NotImplemented
+
+
+def test_clip_on_exact_lanes_is_the_exact_fold():
+    """clip with public bounds on lanes of exact numbers: the float shortcut strictly inside the
+    bounds, the exact fold elsewhere: the same values and types lane by lane, at a hair's
+    breadth from either bound, past them, huge, NaN, floats and ints included."""
+    import math
+
+    from fuzzpy.primitives.registry import lookup
+    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_clip, unlane
+
+    eps = Fraction(1, 10**30)
+    xs = [Fraction(5, 3), Fraction(0), eps, -eps, Fraction(10) - eps, Fraction(10) + eps, Fraction(10),
+          Fraction(10**400), Fraction(-10**400, 3), 2.5, math.nan, math.inf, 7, -3, Fraction(1, 3)]
+    n = len(xs)
+    ev = LaneEvaluator(RunState(RandomSource.seeded(0)), n)
+    prim = lookup("clip")
+    for lo, hi in ((Fraction(0), Fraction(10)), (Fraction(-1, 2), Fraction(1, 4)), (0, 0)):
+        out = _b_clip(ev, prim, None, [lo, hi, Lanes(list(xs))])
+        want = [Interpreter.call_prim(ev, prim, None, [lo, hi, x]) for x in xs]
+        got = unlane(out, n)
+        assert [type(v) for v in got] == [type(v) for v in want]
+        assert all((isinstance(a, float) and math.isnan(a) and math.isnan(b)) or a == b for a, b in zip(got, want))
+    assert _b_clip(ev, prim, None, [Fraction(1, 3), Fraction(1), Lanes(list(xs))]) is NotImplemented
