@@ -1115,21 +1115,25 @@ def _b_clip(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     lies strictly between the bounds, so does x (correct rounding is monotone and keeps the
     bounds), and the exact fold min(max(x, lo), hi) gives x itself; every other lane (near or
     past a bound, NaN) runs the exact fold."""
+    from .interpreter import exact_scalar
+
     lo, hi, x = args
     bounds = [_exact_floats(v, 1) for v in (lo, hi)]
-    if type(x) is not Lanes or type(x.data) is not list or any(b is None for b in bounds):
+    exact = [_exact_args(v, 1) for v in (lo, hi)]
+    if type(x) is not Lanes or type(x.data) is not list or any(b is None for b in bounds + exact):
         return NotImplemented
     flo, fhi = float(bounds[0][0]), float(bounds[1][0])
+    elo, ehi = exact[0][0], exact[1][0]  # type: ignore[index]
     fold = prim.fold
     out = []
     for v in x.data:
         if type(v) is Fraction and flo < as_float(v) < fhi:
             out.append(v)
             continue
-        args1 = [_exact_args(a, 1) for a in (lo, hi, v)]
-        if any(a is None for a in args1):
+        q = _exact_arg(v, exact_scalar)
+        if q is None:
             return NotImplemented
-        out.append(fold(*(a[0] for a in args1)))  # type: ignore[index]
+        out.append(fold(elo, ehi, q))
     return Lanes(out)
 
 
