@@ -3,17 +3,20 @@
 
 The entry point's body is evaluated once (as `programs._runs` does); its distribution is then
 sampled for n runs together.  A `sample x = d; body` draws d for all n runs (one vectorised draw
-of the mechanism: Laplace and Gaussian with the same batch samplers `--mechanism` audits use,
-any other mechanism with its exact sampler once per run), binds x to the n released values (a
-*lane* per run, fuzzpy/runtime/batch.py) and evaluates the body once for all runs.  Post-
-processing of released values runs lane by lane with the interpreter's own exact semantics, so
-each run's output is what the interpreter computes from the same released values.
+of the mechanism where it has one: `Distribution.batch`, the batch samplers `--mechanism` audits
+use; any other mechanism with its exact sampler once per run), binds x to the n released values
+(a *lane* per run, fuzzpy/runtime/batch.py) and evaluates the body once for all runs.  A
+mechanism whose input differs between runs (it reads an earlier release) is drawn for all runs
+at once with `Distribution.per_run`, each run with its own input.  Post-processing of released
+values computes what the interpreter computes from the same released values, lane by lane or
+with numpy where that gives the same exact results.
 
 The n runs are independent draws of the program's law: every mechanism call gets fresh,
 independent noise per run, and the deterministic computations between draws are those of one
-run.  A program whose control flow depends on a released value (an `if` or `case` on it), or
-whose mechanism inputs differ between runs in a way this sampler cannot draw, raises
-`NotBatchable`, and the auditor falls back to one interpreter run per sample.
+run.  An `if` on a released value splits the runs between its branches.  A program whose runs
+this sampler cannot follow (a `case` on values whose shape differs between runs, a distribution
+it does not know) raises `NotBatchable`, and the auditor falls back to one interpreter run per
+sample.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def _holds_bags(sample: list) -> bool:
 def _sample(ev: LaneEvaluator, dist: Any, n: int, rng: Any, vectorised: bool) -> Any:
     from ..primitives import mechanisms
     from ..runtime.interpreter import Bind, bind
-    from ..runtime.values import EachDistribution, Located, Returned, is_distribution
+    from ..runtime.values import EachDistribution, Located, Returned
 
     while True:
         t = type(dist)

@@ -11,17 +11,21 @@ candidate.
   list of exact Python values otherwise).
 * `LaneBag`: the rows of every part of a partition at once, each row tagged with its lane.
   `count` is one bincount, `groupby` one evaluation of the key over all the rows (the parts of a
-  lane bag's partition are lane bags again), `filter`/`split` one evaluation of the predicate.
+  lane bag's partition are lane bags again), `filter`/`split` one evaluation of the predicate,
+  `map` one evaluation of the function, `sum` one bincount of the exact sum's integers.
+* (lane, row) pairs: a row function that reads lane values (a candidate, a run's release) over a
+  bag runs once over every lane's rows, each lane value a column (`product`, `lane_rows`).
 * `ThresholdBags`: `split (fun r -> e < c) b` with a candidate c (a lane value) and e not
   depending on the candidate: the column e is sorted once and each candidate's count is a binary
   search (the cumulative count of the median).
 
 Any other primitive given lane values runs once per lane on that lane's own values (the
-reference semantics, so the result is the same by construction).  A construct whose behaviour
-would differ between lanes (`if` on a condition that differs between lanes, `case` on a lane
-value, a mechanism) raises `NotBatchable`, and the caller runs the function once per input as
-before.  Batching changes speed, never values: the same exact ints and Fractions reach the
-mechanisms, and no noise is drawn in a batched evaluation.
+reference semantics, so the result is the same by construction).  An `if` whose condition
+differs between lanes splits them between its branches.  A construct whose behaviour would
+differ between lanes otherwise (`case` on lane values of different shapes, a mechanism outside
+the auditor) raises `NotBatchable`, and the caller runs the function once per input as before.
+Batching changes speed, never values: the same exact ints and Fractions reach the mechanisms,
+and no noise is drawn in a batched evaluation.
 """
 
 from __future__ import annotations
