@@ -714,7 +714,7 @@ def _ratios(v: Any, n: int) -> Optional[list[tuple[int, int]]]:
     """(numerator, denominator) per lane for lanes of finite floats, ints and Fractions (or such
     a constant); None for anything else (infinities and NaN keep the reference path)."""
     if type(v) is Lanes:
-        vals = v.values()
+        vals = v.data if type(v.data) is list else v.values()
     elif isinstance(v, (int, float, Fraction)) and not isinstance(v, bool):
         vals = [v]
     else:
@@ -1004,10 +1004,22 @@ def _lane_columns(v: Any, lanes: np.ndarray, depth: int = 0) -> Any:
     if d and all(type(x) is bool for x in d):
         return Vec(np.asarray(d, dtype=bool)[lanes])
     if all(type(x) in (int, float, Fraction) for x in d):
-        return Vec(np.asarray([as_float(x) for x in d], dtype=np.float64)[lanes])
+        return Vec(np.asarray([_float_of(x) for x in d], dtype=np.float64)[lanes])
     if d and all(type(x) is tuple and len(x) == len(d[0]) for x in d):  # tuples and lists of one length
         return _lane_columns(tuple(Lanes([x[j] for x in d]) for j in range(len(d[0]))), lanes, depth + 1)
     return None
+
+
+def _float_of(x: Any) -> float:
+    """as_float(x) for a float, an int or a Fraction (the nearest float, saturating), without its
+    type dispatch: a Fraction's float is its numerator divided by its denominator."""
+    t = type(x)
+    if t is float:
+        return x
+    try:
+        return x.numerator / x.denominator if t is Fraction else float(x)
+    except OverflowError:
+        return as_float(x)
 
 
 class _PairEvaluator(VectorEvaluator):
@@ -1131,7 +1143,7 @@ def _b_clip(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     fold = prim.fold
     out = []
     for v in x.data:
-        if type(v) is Fraction and flo < as_float(v) < fhi:
+        if type(v) is Fraction and flo < _float_of(v) < fhi:
             out.append(v)
             continue
         q = _exact_arg(v, exact_scalar)
