@@ -503,3 +503,16 @@ def test_clip_on_exact_lanes_is_the_exact_fold():
         assert [type(v) for v in got] == [type(v) for v in want]
         assert all((isinstance(a, float) and math.isnan(a) and math.isnan(b)) or a == b for a, b in zip(got, want))
     assert _b_clip(ev, prim, None, [Fraction(1, 3), Fraction(1), Lanes(list(xs))]) is NotImplemented
+
+
+def test_lane_floats_are_as_float():
+    """Lane values become the floats a row function sees: as_float's nearest float, saturating
+    at the float range (huge Fractions and ints), the same sign of zero."""
+    from fuzzpy.runtime.batch import _float_of
+    from fuzzpy.runtime.interpreter import as_float
+
+    values = [Fraction(1, 3), Fraction(-10**400, 7), Fraction(10**400), 10**400, -(10**400), 7, 0, -0.0, 2.5,
+              Fraction(2**1023) * 2 - 1, Fraction(1, 10**400)]
+    for v in values:
+        got, want = _float_of(v), as_float(v)
+        assert type(got) is float and got == want and str(got) == str(want)
