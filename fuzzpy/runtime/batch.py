@@ -48,6 +48,7 @@ from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, row_v
 # values cannot overflow; products are checked separately).
 _INT_SAFE = 2**61
 _FLOAT_EXACT_INT = 2**53  # int64 columns below this compare exactly as float64
+_NUMBER = (int, float, Fraction)  # the exact and released numbers lane values hold
 
 
 class NotBatchable(Exception):
@@ -1123,9 +1124,6 @@ def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> A
     return tuple(Lanes(np.asarray(col, dtype=np.float64).tolist()) for col in out)
 
 
-_NUMBER = (int, float, Fraction)
-
-
 def _b_clip(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     """clip lo hi x with public bounds a float holds exactly, on lanes of exact x: where float(x)
     lies strictly between the bounds, so does x (correct rounding is monotone and keeps the
@@ -1134,6 +1132,8 @@ def _b_clip(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     from .interpreter import exact_scalar
 
     lo, hi, x = args
+    if has_lanes(lo) or has_lanes(hi):  # public constants (the checker's rule), never lane values
+        return NotImplemented
     bounds = [_exact_floats(v, 1) for v in (lo, hi)]
     exact = [_exact_args(v, 1) for v in (lo, hi)]
     if type(x) is not Lanes or type(x.data) is not list or any(b is None for b in bounds + exact):
@@ -1176,8 +1176,6 @@ def _b_vget(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     if type(v) is Lanes and type(v.data) is list and all(type(x) is tuple and 0 <= k < len(x) for x in v.data):
         return Lanes([x[k] for x in v.data])
     return NotImplemented
-
-
 
 
 def _coordinates(v: Any, n: int) -> Optional[list[list]]:
