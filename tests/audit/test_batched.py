@@ -108,7 +108,7 @@ SAMPLES = 600
 def draw(report, batch: bool, seed: int, n: int = SAMPLES, largest: bool = False):
     """Draws on the first pair's smaller table, or (largest) on the largest table of the pairs."""
     if largest:
-        pairs = program_pairs(report, np.random.default_rng(0), 40, delta=Fraction(0 if report.is_pure else 10**-5))
+        pairs = program_pairs(report, np.random.default_rng(0), 40, delta=Fraction(0) if report.is_pure else Fraction(1, 10**5))
         tables = max((p.b for p in pairs), key=lambda t: sum(len(rows) for _, rows in t.tables))
     else:
         tables = program_pairs(report, np.random.default_rng(0), 4)[0].a
