@@ -472,33 +472,22 @@ class LaneEvaluator(Interpreter):
 
 
 def _exact_args(v: Any, n: int) -> Optional[list]:
-    """A lane value's (or a constant's) values as `fold_exact` converts them (booleans and strings
-    as they are, numbers exact), or None when one of them is not a scalar."""
-    from .interpreter import exact_scalar
+    """A lane value's (or a constant's) values as `fold_exact` converts them (`exact_arg`), or
+    None when one of them is not a scalar."""
+    from .interpreter import exact_arg
 
     if type(v) is not Lanes:
         if has_lanes(v):
             return None
-        one = _exact_arg(v, exact_scalar)
+        one = exact_arg(v)
         return None if one is None else [one] * n
     out = []
     for x in v.values():
-        q = _exact_arg(x, exact_scalar)
+        q = exact_arg(x)
         if q is None:
             return None
         out.append(q)
     return out
-
-
-def _exact_arg(x: Any, exact_scalar: Any) -> Any:
-    t = type(x)
-    if t is Fraction or t is bool or t is str:
-        return x
-    if t is int:
-        return Fraction(x)
-    if isinstance(x, (bool, str)):
-        return x
-    return exact_scalar(x)
 
 
 # ---- lane subsets: the lanes that take one branch of an `if` ----------------------------------------
@@ -1005,22 +994,10 @@ def _lane_columns(v: Any, lanes: np.ndarray, depth: int = 0) -> Any:
     if d and all(type(x) is bool for x in d):
         return Vec(np.asarray(d, dtype=bool)[lanes])
     if all(type(x) in (int, float, Fraction) for x in d):
-        return Vec(np.asarray([_float_of(x) for x in d], dtype=np.float64)[lanes])
+        return Vec(np.asarray([as_float(x) for x in d], dtype=np.float64)[lanes])
     if d and all(type(x) is tuple and len(x) == len(d[0]) for x in d):  # tuples and lists of one length
         return _lane_columns(tuple(Lanes([x[j] for x in d]) for j in range(len(d[0]))), lanes, depth + 1)
     return None
-
-
-def _float_of(x: Any) -> float:
-    """as_float(x) for a float, an int or a Fraction (the nearest float, saturating), without its
-    type dispatch: a Fraction's float is its numerator divided by its denominator."""
-    t = type(x)
-    if t is float:
-        return x
-    try:
-        return x.numerator / x.denominator if t is Fraction else float(x)
-    except OverflowError:
-        return as_float(x)
 
 
 class _PairEvaluator(VectorEvaluator):
@@ -1129,7 +1106,7 @@ def _b_clip(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     lies strictly between the bounds, so does x (correct rounding is monotone and keeps the
     bounds), and the exact fold min(max(x, lo), hi) gives x itself; every other lane (near or
     past a bound, NaN) runs the exact fold."""
-    from .interpreter import exact_scalar
+    from .interpreter import exact_arg
 
     lo, hi, x = args
     if has_lanes(lo) or has_lanes(hi):  # public constants (the checker's rule), never lane values
@@ -1143,10 +1120,10 @@ def _b_clip(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     fold = prim.fold
     out = []
     for v in x.data:
-        if type(v) is Fraction and flo < _float_of(v) < fhi:
+        if type(v) is Fraction and flo < as_float(v) < fhi:
             out.append(v)
             continue
-        q = _exact_arg(v, exact_scalar)
+        q = exact_arg(v)
         if q is None:
             return NotImplemented
         out.append(fold(elo, ehi, q))

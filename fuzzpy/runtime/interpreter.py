@@ -254,7 +254,10 @@ def _immutable(v: Any, depth: int = 0) -> bool:
 
 def as_float(v: Any) -> Any:
     """An exact number as a float (saturating), for numpy; anything else unchanged."""
-    if isinstance(v, Fraction) or (isinstance(v, int) and not isinstance(v, bool)):
+    t = type(v)
+    if t is float:  # the common case first: a released value, a row function's float
+        return v
+    if t is Fraction or t is int or isinstance(v, Fraction) or (isinstance(v, int) and not isinstance(v, bool)):
         try:
             return float(v)
         except OverflowError:
@@ -480,14 +483,24 @@ def fold_exact(fold: Callable[..., Any], args: list[Any]) -> Any:
     scalar."""
     exact = []
     for a in args:
-        if isinstance(a, (bool, str)):
-            exact.append(a)
-            continue
-        q = exact_scalar(a)
+        q = exact_arg(a)
         if q is None:
             return _NOT_EXACT
         exact.append(q)
     return fold(*exact)
+
+
+def exact_arg(a: Any) -> Any:
+    """An argument as `fold_exact` takes it: booleans and strings as they are, numbers exact
+    (`exact_scalar`); None for anything else."""
+    t = type(a)
+    if t is Fraction or t is bool or t is str:
+        return a
+    if t is int:
+        return Fraction(a)
+    if isinstance(a, (bool, str)):
+        return a
+    return exact_scalar(a)
 
 
 _NODE_TYPES = (I.IConst, I.IVar, I.ILet, I.ISample, I.IReturn, I.IIf, I.IPrim, I.ICall, I.IClosure, I.ILambda,

@@ -508,11 +508,12 @@ def test_clip_on_exact_lanes_is_the_exact_fold():
 def test_lane_floats_are_as_float():
     """Lane values become the floats a row function sees: as_float's nearest float, saturating
     at the float range (huge Fractions and ints), the same sign of zero."""
-    from fuzzpy.runtime.batch import _float_of
+    from fuzzpy.runtime.batch import Lanes, _lane_columns
     from fuzzpy.runtime.interpreter import as_float
 
     values = [Fraction(1, 3), Fraction(-10**400, 7), Fraction(10**400), 10**400, -(10**400), 7, 0, -0.0, 2.5,
               Fraction(2**1023) * 2 - 1, Fraction(1, 10**400)]
-    for v in values:
-        got, want = _float_of(v), as_float(v)
-        assert type(got) is float and got == want and str(got) == str(want)
+    col = _lane_columns(Lanes(values), np.arange(len(values)))
+    want = [float(as_float(v)) for v in values]
+    assert [str(x) for x in col.data.tolist()] == [str(x) for x in want]
+    assert want[1] == float("-inf") and want[2] == want[3] == float("inf") and str(want[7]) == "-0.0"
