@@ -78,7 +78,7 @@ def _sample(ev: LaneEvaluator, dist: Any, n: int, rng: Any, vectorised: bool) ->
         elif t is LaneSplit:  # an `if` on a released value: each branch's runs drawn together
             return _sample_split(dist, rng, vectorised)
         elif t is PerRunMechanism:  # a mechanism whose input depends on the run
-            draws = _draw_runs(dist.first, unlane(dist.inputs, dist.n), rng) if vectorised else None
+            draws = _draw_runs(dist.first, _run_inputs(dist.inputs, dist.n), rng) if vectorised else None
             return Lanes(draws) if draws is not None else _per_run(dist.each_lane().values(), rng, vectorised)
         elif t is Lanes:  # one distribution per run
             return _per_run(dist.values(), rng, vectorised)
@@ -91,7 +91,7 @@ def _drawable(d: Any) -> bool:
     from ..runtime.values import is_distribution
 
     if type(d) is Lanes:
-        return type(d.data) is list and any(is_distribution(x) for x in d.data)
+        return d.ratios is None and type(d.data) is list and any(is_distribution(x) for x in d.data)
     return type(d) is LaneSplit or type(d) is PerRunMechanism or is_distribution(d)
 
 
@@ -131,6 +131,17 @@ def _per_run(dists: list, rng: Any, vectorised: bool) -> Lanes:
 def _draw_runs(first: Any, inputs: list, rng: Any) -> Optional[list]:
     """One draw per run, run i's of inputs[i], all with `first`'s calibration (vectorised), or None."""
     return first.per_run[2](inputs, rng)
+
+
+def _run_inputs(inputs: Any, n: int) -> Any:
+    """A per-run mechanism's inputs as its vectorised draw takes them: coordinate by coordinate
+    when every coordinate is held as exact ratios (no Fraction per run), else run by run."""
+    from ..runtime.ratios import ExactColumns
+
+    coords = inputs if type(inputs) is tuple else (inputs,)
+    if coords and all(type(c) is Lanes and c._data is None for c in coords):
+        return ExactColumns(tuple(c.ratios for c in coords), type(inputs) is not tuple)
+    return unlane(inputs, n)
 
 
 def _mechanism_of(dist: Any) -> Any:

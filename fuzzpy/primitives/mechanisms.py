@@ -239,11 +239,16 @@ def _coordinates(one: Callable[[Any], Any], x: Any, n: int) -> Optional[list]:
     return None
 
 
-def _coordinate_runs(many: Callable[[list], Any], xs: list) -> Optional[list]:
-    """One release of each input of `xs` (all numbers, or all tuples of numbers of one length),
-    each coordinate vectorised over the runs by `many`; None for anything else."""
+def _coordinate_runs(many: Callable[[Any], Any], xs: Any) -> Optional[list]:
+    """One release of each input of `xs` (all numbers, or all tuples of numbers of one length;
+    or `ExactColumns`), each coordinate vectorised over the runs by `many`; None for anything
+    else."""
     from ..runtime.noise import _is_scalar
+    from ..runtime.ratios import ExactColumns
 
+    if type(xs) is ExactColumns:
+        cols = [many(c).tolist() for c in xs.columns]
+        return cols[0] if xs.scalar else list(zip(*cols))
     nums = (int, float, Fraction)
     if all(type(x) in nums or _is_scalar(x) for x in xs):
         return many(xs).tolist()
@@ -324,7 +329,10 @@ def _run_gaussian(ctx, rho, x):
 
     def runs(xs, rng):
         from ..runtime.noise import gaussian_release_runs
+        from ..runtime.ratios import ExactColumns
 
+        if type(xs) is ExactColumns:
+            xs = xs.values()
         try:  # numbers, or tuples of numbers of one length (the vectors' dimension)
             out = gaussian_release_runs(xs, info["sensitivity"], info["rho"], rng)
         except (TypeError, ValueError):

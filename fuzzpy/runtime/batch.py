@@ -31,6 +31,7 @@ and no noise is drawn in a batched evaluation.
 from __future__ import annotations
 
 import math
+import operator
 import weakref
 from dataclasses import fields, is_dataclass
 from fractions import Fraction
@@ -41,6 +42,7 @@ import pandas as pd
 
 from ..checking import ir as I
 from .interpreter import Interpreter, as_float
+from .ratios import Ratios
 from .values import Closure, MaskedBag, is_distribution
 from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, row_value, to_frame
 
@@ -58,18 +60,35 @@ class NotBatchable(Exception):
 class Lanes:
     """One value per lane.  `data` is an int64 or bool numpy array (exact integers; `frac`
     says whether each lane's value is a Fraction, as exact scalar arithmetic returns, or an int,
-    as `count` returns) or a list of Python values."""
+    as `count` returns) or a list of Python values.  Lanes of exact rationals may be held as
+    `ratios` alone (Fractions not built yet: fuzzpy/runtime/ratios.py); `data` builds them when
+    read."""
 
-    __slots__ = ("data", "frac")
+    __slots__ = ("_data", "frac", "ratios")
 
-    def __init__(self, data: Any, frac: bool = False):
-        self.data = data
+    def __init__(self, data: Any, frac: bool = False, ratios: Optional[Ratios] = None):
+        self._data = data
         self.frac = frac
+        self.ratios = ratios
+
+    @staticmethod
+    def of_ratios(r: Ratios) -> "Lanes":
+        """Lanes of the exact rationals r (read as Fractions)."""
+        return Lanes(None, ratios=r)
+
+    @property
+    def data(self) -> Any:
+        if self._data is None:
+            self._data = self.ratios.fractions()  # type: ignore[union-attr]
+        return self._data
 
     def __len__(self) -> int:
-        return len(self.data)
+        return len(self.ratios) if self._data is None else len(self._data)  # type: ignore[arg-type]
 
     def at(self, i: int) -> Any:
+        if self._data is None:  # one lane's Fraction, without building every lane's
+            r = self.ratios
+            return Fraction(int(r.num[i]), int(r.den[i]))  # type: ignore[union-attr]
         v = self.data[i]
         if isinstance(self.data, np.ndarray):
             if self.data.dtype == np.bool_:
@@ -309,6 +328,8 @@ def unlane(v: Any, n: int) -> list[Any]:
 _INT_OPS = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimum}
 _CMP_OPS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
             "ne": np.not_equal}
+_CMP_FNS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq,
+            "ne": operator.ne}
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
 
@@ -578,6 +599,8 @@ def select_lanes(v: Any, idx: np.ndarray, remap: np.ndarray, depth: int = 0) -> 
     """The value of lanes idx (in that order) of `v`; remap[i] is lane i's new number, or -1."""
     t = type(v)
     if t is Lanes:
+        if v._data is None:
+            return Lanes.of_ratios(v.ratios.take(idx))  # type: ignore[union-attr]
         d = v.data
         return Lanes(d[idx], v.frac) if isinstance(d, np.ndarray) else Lanes([d[i] for i in idx.tolist()])
     if t is LaneBag:
@@ -663,8 +686,11 @@ def _transpose(value: Lanes, n: int) -> Any:
 
 def _int_lanes(v: Any, n: int) -> Optional[tuple[np.ndarray, bool]]:
     """(int64 array, is-a-Fraction) for integer lanes or an integral constant; None otherwise."""
-    if type(v) is Lanes and isinstance(v.data, np.ndarray) and v.data.dtype == np.int64:
-        return v.data, v.frac
+    if type(v) is Lanes:
+        d = v._data  # None for exact rationals (not ints here)
+        if isinstance(d, np.ndarray) and d.dtype == np.int64:
+            return d, v.frac
+        return None
     if isinstance(v, bool):
         return None
     if isinstance(v, int) or (isinstance(v, Fraction) and v.denominator == 1):
@@ -700,55 +726,50 @@ def _b_arith(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> An
     return Lanes(_INT_OPS[name](*arrays), True)
 
 
-def _ratios(v: Any, n: int) -> Optional[list[tuple[int, int]]]:
-    """(numerator, denominator) per lane for lanes of finite floats, ints and Fractions (or such
-    a constant); None for anything else (infinities and NaN keep the reference path)."""
+def _ratios(v: Any, n: int) -> Optional[Ratios]:
+    """The exact values of lanes of finite floats, ints and Fractions (or of such a constant);
+    None for anything else (infinities and NaN keep the reference path).  A lane list's ratios
+    are kept with it, for the next operation that reads them."""
     if type(v) is Lanes:
-        vals = v.data if type(v.data) is list else v.values()
-    elif isinstance(v, (int, float, Fraction)) and not isinstance(v, bool):
-        vals = [v]
-    else:
-        return None
-    out = []
-    for x in vals:
-        t = type(x)
-        if t is float:
-            if x - x != 0:  # inf or NaN
-                return None
-            out.append(x.as_integer_ratio())
-        elif t is Fraction or t is int:
-            out.append(x.as_integer_ratio())
-        else:
-            return None
-    return out * n if type(v) is not Lanes else out
+        if v.ratios is None:
+            d = v.data
+            if isinstance(d, np.ndarray):
+                if d.dtype != np.int64:
+                    return None
+                v.ratios = Ratios.of_ints(d)
+            else:
+                v.ratios = Ratios.of_values(d)
+        return v.ratios
+    if isinstance(v, (int, float, Fraction)) and not isinstance(v, bool) and not has_lanes(v):
+        return Ratios.constant(v, n)
+    return None
+
+
+_RATIO_OPS = {"add": Ratios.add, "sub": Ratios.sub, "mul": Ratios.mul, "div": Ratios.div}
 
 
 def _b_exact(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    """+, -, *, / on lanes of released floats and exact numbers: the exact scalar semantics
-    (Fractions; 0 * x = 0, x / 0 = 0) computed from integer ratios, one Fraction per lane."""
+    """+, -, *, /, max, min and comparisons on lanes of released floats and exact numbers: the
+    exact scalar semantics (Fractions; 0 * x = 0, x / 0 = 0) on the lanes' integer ratios."""
     if len(args) != 2:
         return NotImplemented
     a, b = _ratios(args[0], ev.n), _ratios(args[1], ev.n)
     if a is None or b is None:
         return NotImplemented
     name = prim.name
-    if name == "add":
-        out = [Fraction(p1 * q2 + p2 * q1, q1 * q2) for (p1, q1), (p2, q2) in zip(a, b)]
-    elif name == "sub":
-        out = [Fraction(p1 * q2 - p2 * q1, q1 * q2) for (p1, q1), (p2, q2) in zip(a, b)]
-    elif name == "mul":
-        out = [Fraction(p1 * p2, q1 * q2) for (p1, q1), (p2, q2) in zip(a, b)]
-    else:  # div
-        out = [Fraction(p1 * q2, q1 * p2) if p2 else Fraction(0) for (p1, q1), (p2, q2) in zip(a, b)]
-    return Lanes(out)
+    if name in _RATIO_OPS:
+        return Lanes.of_ratios(_RATIO_OPS[name](a, b))
+    if name in ("max", "min"):  # the fold's max(x, y): y where y > x (min: y < x), else x
+        return Lanes.of_ratios(a.pick(b.compare(_CMP_FNS["gt" if name == "max" else "lt"], a), b))
+    return Lanes(a.compare(_CMP_FNS[name], b))
 
 
 def _b_numeric(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     out = _b_arith(ev, prim, node, args) if prim.name != "div" else NotImplemented
-    if out is NotImplemented and prim.name in ("add", "sub", "mul", "div"):
-        out = _b_exact(ev, prim, node, args)
-    elif out is NotImplemented and prim.name in _CMP_OPS:
+    if out is NotImplemented and prim.name in _CMP_OPS:
         out = _b_compare(ev, prim, args)
+    if out is NotImplemented and prim.name not in ("neg", "abs"):
+        out = _b_exact(ev, prim, node, args)
     return out
 
 
@@ -767,6 +788,8 @@ def _exact_floats(v: Any, n: int) -> Optional[np.ndarray]:
     """A lane value of floats and small ints, or a number a float holds exactly, as float64;
     None otherwise."""
     if type(v) is Lanes:
+        if v._data is None:
+            return None  # exact rationals: compared exactly by _b_exact
         d = v.data
         if isinstance(d, np.ndarray):
             return None  # int lanes: the integer path
@@ -988,6 +1011,8 @@ def _lane_columns(v: Any, lanes: np.ndarray, depth: int = 0) -> Any:
         return None if any(c is None for c in cols) else cols
     if t is not Lanes:
         return None
+    if v._data is None:  # exact rationals: their nearest floats, as as_float gives them
+        return Vec(v.ratios.floats()[lanes])  # type: ignore[union-attr]
     d = v.data
     if isinstance(d, np.ndarray):  # exact ints (below 2**61) or booleans
         return Vec(d[lanes] if d.dtype == np.bool_ else d.astype(np.float64)[lanes])
@@ -1019,7 +1044,7 @@ def _b_map(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     return LaneBag(out, np.arange(len(lb.rows)), lb.lanes, ev.n)
 
 
-def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -> Optional[list]:
+def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -> Optional[Lanes]:
     """`_bounded_sum` of each lane's values: the same clamping and grid, each lane's integers
     summed by one bincount (exact: every partial sum stays below 2**53)."""
     from ..primitives.bags import SUM_GRID_BITS, _float_at_most
@@ -1028,7 +1053,7 @@ def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -
     if n and int(sizes.max()) >= 1 << (52 - SUM_GRID_BITS):
         return None
     if bound <= 0:
-        return [0.0] * n
+        return Lanes([0.0] * n)
     b = _float_at_most(Fraction(bound))
     k = max(math.frexp(b)[1] - SUM_GRID_BITS, -1000)
     inv = math.ldexp(1.0, -k)
@@ -1036,9 +1061,13 @@ def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -
     y = np.trunc(np.clip(values * inv, -lim, lim))
     y[np.isnan(y)] = 0.0
     totals = np.bincount(lanes, weights=y, minlength=n)
+    if n and int(sizes.min()) > 0:  # every lane's sum a Fraction: kept as exact ratios
+        ints = totals.astype(np.int64).astype(object)
+        num, den = (ints << k, np.ones(n, dtype=object)) if k >= 0 else (ints, np.full(n, 1 << -k, dtype=object))
+        return Lanes.of_ratios(Ratios(num, den, max(53 + max(k, 0), 1 - k)))
     if k >= 0:
-        return [Fraction(int(t) << k) if size else 0.0 for t, size in zip(totals.tolist(), sizes.tolist())]
-    return [Fraction(int(t), 1 << -k) if size else 0.0 for t, size in zip(totals.tolist(), sizes.tolist())]
+        return Lanes([Fraction(int(t) << k) if size else 0.0 for t, size in zip(totals.tolist(), sizes.tolist())])
+    return Lanes([Fraction(int(t), 1 << -k) if size else 0.0 for t, size in zip(totals.tolist(), sizes.tolist())])
 
 
 def _b_sum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
@@ -1048,7 +1077,7 @@ def _b_sum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     if type(b) is not LaneBag:
         return NotImplemented
     out = _lane_sums(_numbers(b.selected()), b.lanes, ev.n, node.info["bound"])
-    return NotImplemented if out is None else Lanes(out)
+    return NotImplemented if out is None else out
 
 
 def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
@@ -1067,7 +1096,7 @@ def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     if any(col is None for col in cols):
         return NotImplemented
     zero = Fraction(0)  # _lane_sums gives 0.0 only where the reference gives Fraction(0): an empty lane, or no bound
-    cols = [[x if type(x) is Fraction else zero for x in col] for col in cols]
+    cols = [[x if type(x) is Fraction else zero for x in col.data] for col in cols]  # type: ignore[union-attr]
     return Lanes(list(zip(*cols)) if size else [()] * ev.n)
 
 

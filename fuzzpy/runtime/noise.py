@@ -24,6 +24,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
+from fuzzpy.runtime.ratios import Ratios
 from fuzzpy.runtime.samplers import (
     RandomSource,
     _bernoulli_exp,
@@ -266,12 +267,17 @@ def laplace_release_batch(
 
 
 def laplace_release_runs(
-    values: Sequence[float], sensitivity: Fraction, epsilon: Fraction, rng: RandomSource
+    values: Sequence[float] | Ratios, sensitivity: Fraction, epsilon: Fraction, rng: RandomSource
 ) -> np.ndarray:
     """AUDITING / SIMULATION ONLY: one `laplace_release(v, ...)` output for each number v of
-    `values` (each run's own input), vectorised as `laplace_release_batch`. Never use it to
-    release anything."""
+    `values` (each run's own input; or exact `Ratios`), vectorised as `laplace_release_batch`.
+    Never use it to release anything."""
     plan = plan_laplace(sensitivity, epsilon)
+    if isinstance(values, Ratios):  # exact already, as integer ratios
+        if plan.grid_scale == 0:
+            return values.floats()
+        low, frac = _grid_split_ratios(values, plan.granularity)
+        return _laplace_steps(plan, low, frac, len(values), rng)
     xs = [v if type(v) in _EXACT_AS_IS or _is_finite_float(v) else _exact_value(v) for v in values]
     if plan.grid_scale == 0:
         return np.array([_as_float(x) for x in xs], dtype=np.float64)
@@ -309,6 +315,15 @@ def _grid_split(xs: Sequence[Fraction | int | float], step: Fraction) -> tuple[n
         lows.append(float(low))
         fracs.append(rem / den)
     return np.array(lows, dtype=np.float64), np.array(fracs, dtype=np.float64)
+
+
+def _grid_split_ratios(r: Ratios, step: Fraction) -> tuple[np.ndarray, np.ndarray]:
+    """_grid_split of exact ratios, as object-array operations: the same integers, so the same
+    floats (int true division and int-to-float conversion are correctly rounded)."""
+    num, den = r.num * step.denominator, r.den * step.numerator
+    low = num // den
+    rem = num - low * den
+    return low.astype(np.float64), (rem / den).astype(np.float64)
 
 
 def _laplace_steps(plan: LaplacePlan, low: np.ndarray, frac: np.ndarray, n: int, rng: RandomSource) -> np.ndarray:

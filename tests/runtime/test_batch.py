@@ -366,9 +366,11 @@ def test_lane_split_merges_values_with_their_exact_types():
 
 
 @pytest.mark.parametrize("bound", [Fraction(1), Fraction(5, 3), Fraction(1, 10**9), Fraction(10**30), Fraction(0)])
-def test_lane_sums_are_the_bounded_sum_of_each_lane(bound):
+@pytest.mark.parametrize("empty_lane", [True, False])
+def test_lane_sums_are_the_bounded_sum_of_each_lane(bound, empty_lane):
     """One bincount per lane bag gives, lane by lane, the value and type `sum` gives that lane's
-    rows alone: clamping, the grid, NaN as 0, infinities clamped, empty lanes 0.0."""
+    rows alone: clamping, the grid, NaN as 0, infinities clamped, empty lanes 0.0.  With no empty
+    lane the sums are kept as exact ratios; read back, they are the same Fractions and floats."""
     from fuzzpy.primitives.bags import _bounded_sum
     from fuzzpy.runtime.batch import _lane_sums
 
@@ -376,8 +378,13 @@ def test_lane_sums_are_the_bounded_sum_of_each_lane(bound):
     x = rng.normal(0, 3, 500) * rng.choice([1e-12, 1, 1e6], 500)
     x[::11], x[5::13], x[7::17] = np.nan, np.inf, -np.inf
     lanes = rng.integers(0, 9, 500)
-    lanes[lanes == 4] = 3  # lane 4 is empty
-    got = _lane_sums(x, lanes, 9, bound)
+    if empty_lane:
+        lanes[lanes == 4] = 3
+    sums = _lane_sums(x, lanes, 9, bound)
+    assert (sums.ratios is not None) == (not empty_lane and bound > 0)
+    if sums.ratios is not None:
+        assert sums.ratios.floats().tolist() == [float(_bounded_sum(x[lanes == i], bound)) for i in range(9)]
+    got = sums.values()
     want = [_bounded_sum(x[lanes == i], bound) for i in range(9)]
     assert got == want and [type(v) for v in got] == [type(v) for v in want]
 

@@ -1,0 +1,180 @@
+"""Exact rationals of many runs at once, for the batched evaluator (fuzzpy/runtime/batch.py).
+
+Between two releases a program often does exact arithmetic on released values (a gradient step
+moves the weights by -rate * gradient / n).  The scalar semantics compute it with one Fraction
+per operation, and each Fraction costs a gcd and several Python calls.  Here the values of all
+runs are two numpy object arrays of Python ints, numerators and positive denominators: +, -, *,
+/ and comparisons are a few object-array operations (C loops over Python ints), and fractions
+are reduced (one vectorised gcd) only when their integers grow past a bound, or when a value is
+read as a Fraction.  The rationals are the ones the exact semantics compute; only their
+representation differs, so every value read back (a Fraction, or the nearest float) is the same.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+# Reduce when a numerator or denominator may exceed this many bits: small enough that products
+# stay cheap, large enough that most steps need no gcd.
+REDUCE_BITS = 512
+
+
+class Ratios:
+    """num[i] / den[i] for each run i: object arrays of Python ints with den > 0; `bits` bounds
+    the bit length of every numerator and denominator."""
+
+    __slots__ = ("num", "den", "bits")
+
+    def __init__(self, num: np.ndarray, den: np.ndarray, bits: int):
+        self.num, self.den, self.bits = num, den, bits
+
+    def __len__(self) -> int:
+        return len(self.num)
+
+    @staticmethod
+    def of_values(values: Sequence[Any]) -> Optional["Ratios"]:
+        """The exact values of ints, Fractions and finite floats; None when one is anything else
+        (a bool, an infinity or NaN, a string...), which keeps the reference path."""
+        if values and all(type(x) is float for x in values):
+            return Ratios.of_floats(np.asarray(values, dtype=np.float64))
+        pairs = []
+        for x in values:
+            t = type(x)
+            if t is float:
+                if x - x != 0:  # inf or NaN
+                    return None
+            elif t is not Fraction and t is not int:
+                return None
+            pairs.append(x.as_integer_ratio())
+        return Ratios._of_pairs(pairs)
+
+    @staticmethod
+    def of_floats(x: np.ndarray) -> Optional["Ratios"]:
+        """The exact values of finite floats: x = m * 2**e with m an integer of at most 53 bits
+        (frexp), as m << e or m / 2**-e (not reduced); None when one is infinite or NaN."""
+        if not np.isfinite(x).all():
+            return None
+        frac, exp = np.frexp(x)
+        m = np.ldexp(frac, 53).astype(np.int64).astype(object)
+        e = exp.astype(np.int64) - 53
+        up, down = np.maximum(e, 0), np.maximum(-e, 0)
+        num = m << up.astype(object) if up.any() else m
+        den = np.ones(len(x), dtype=object) << down.astype(object)
+        return Ratios(num, den, 54 + int(max(up.max(initial=0), down.max(initial=0))))
+
+    @staticmethod
+    def constant(v: Any, n: int) -> Optional["Ratios"]:
+        """n copies of one number (as of_values takes them)."""
+        one = Ratios.of_values([v])
+        if one is None:
+            return None
+        return Ratios(np.full(n, one.num[0], dtype=object), np.full(n, one.den[0], dtype=object), one.bits)
+
+    @staticmethod
+    def of_ints(a: np.ndarray) -> "Ratios":
+        """An int64 array's values."""
+        bits = int(np.abs(a).max(initial=0)).bit_length()
+        return Ratios(a.astype(object), np.ones(len(a), dtype=object), max(bits, 1))
+
+    @staticmethod
+    def _of_pairs(pairs: list[tuple[int, int]]) -> "Ratios":
+        num = np.empty(len(pairs), dtype=object)
+        den = np.empty(len(pairs), dtype=object)
+        if pairs:
+            num[:], den[:] = zip(*pairs)
+        bits = max(max(map(_bit_length, num), default=1), max(map(_bit_length, den), default=1))
+        return Ratios(num, den, bits)
+
+    # ---- reading ----------------------------------------------------------------------------
+
+    def fractions(self) -> list[Fraction]:
+        """Each value as the Fraction the exact semantics compute (reduced)."""
+        return [Fraction(p, q) for p, q in zip(self.num.tolist(), self.den.tolist())]
+
+    def floats(self) -> np.ndarray:
+        """Each value's nearest float, saturating at the infinities, as `as_float` gives it (int
+        true division is correctly rounded, so an unreduced ratio gives the same float)."""
+        try:
+            return (self.num / self.den).astype(np.float64)
+        except OverflowError:
+            return np.array([_saturating(p, q) for p, q in zip(self.num.tolist(), self.den.tolist())],
+                            dtype=np.float64)
+
+    def take(self, idx: np.ndarray) -> "Ratios":
+        return Ratios(self.num[idx], self.den[idx], self.bits)
+
+    # ---- arithmetic: the exact folds of add, sub, mul, div (x / 0 = 0) -------------------------
+
+    def add(self, o: "Ratios") -> "Ratios":
+        return _reduced(self.num * o.den + o.num * self.den, self.den * o.den, self.bits + o.bits + 1)
+
+    def sub(self, o: "Ratios") -> "Ratios":
+        return _reduced(self.num * o.den - o.num * self.den, self.den * o.den, self.bits + o.bits + 1)
+
+    def mul(self, o: "Ratios") -> "Ratios":
+        return _reduced(self.num * o.num, self.den * o.den, self.bits + o.bits)
+
+    def div(self, o: "Ratios") -> "Ratios":
+        num, den = self.num * o.den, self.den * o.num
+        zero = o.num == 0
+        if zero.any():
+            num = np.where(zero, 0, num)
+            den = np.where(zero, 1, den)
+        neg = den < 0
+        if neg.any():
+            num, den = np.where(neg, -num, num), np.where(neg, -den, den)
+        return _reduced(num, den, self.bits + o.bits)
+
+    # ---- order ----------------------------------------------------------------------------------
+
+    def compare(self, op: Callable[[Any, Any], Any], o: "Ratios") -> np.ndarray:
+        """op(self, o) per run as booleans (denominators are positive: cross-multiply)."""
+        return np.asarray(op(self.num * o.den, o.num * self.den), dtype=bool)
+
+    def pick(self, take_other: np.ndarray, o: "Ratios") -> "Ratios":
+        """o's value where take_other, else self's."""
+        return Ratios(np.where(take_other, o.num, self.num), np.where(take_other, o.den, self.den),
+                      max(self.bits, o.bits))
+
+
+def _bit_length(x: int) -> int:
+    return x.bit_length() if x >= 0 else (-x).bit_length()
+
+
+def _reduced(num: np.ndarray, den: np.ndarray, bits: int) -> Ratios:
+    """num / den, reduced by a vectorised gcd when the bound says the integers may be large."""
+    if bits <= REDUCE_BITS:
+        return Ratios(num, den, bits)
+    g = np.gcd(num, den)
+    num, den = num // g, den // g
+    bits = max(max(map(_bit_length, num), default=1), max(map(_bit_length, den), default=1))
+    return Ratios(num, den, bits)
+
+
+def _saturating(p: int, q: int) -> float:
+    try:
+        return p / q
+    except OverflowError:
+        return math.inf if p > 0 else -math.inf
+
+
+class ExactColumns:
+    """Each run's input to a mechanism drawn for all runs at once (`Distribution.per_run`), given
+    coordinate by coordinate as exact ratios: a number per run (`scalar`), or a tuple per run."""
+
+    __slots__ = ("columns", "scalar")
+
+    def __init__(self, columns: tuple[Ratios, ...], scalar: bool):
+        self.columns, self.scalar = columns, scalar
+
+    def __len__(self) -> int:
+        return len(self.columns[0]) if self.columns else 0
+
+    def values(self) -> list[Any]:
+        """The inputs run by run, as Fractions (tuples of them)."""
+        cols = [c.fractions() for c in self.columns]
+        return cols[0] if self.scalar else list(zip(*cols))

@@ -1,0 +1,147 @@
+"""Exact rationals of many runs at once (fuzzpy/runtime/ratios.py) and the batched evaluator's
+arithmetic on them: every value read back must be the Fraction (or nearest float) the exact
+scalar fold gives, lane by lane, whatever the representation (unreduced, reduced by gcd)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from fuzzpy.primitives.registry import lookup
+from fuzzpy.runtime import ratios as R
+from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_numeric, select_lanes, unlane
+from fuzzpy.runtime.interpreter import Interpreter, RunState, as_float
+from fuzzpy.runtime.noise import _grid_split, _grid_split_ratios, laplace_release_runs
+from fuzzpy.runtime.ratios import ExactColumns, Ratios
+from fuzzpy.runtime.samplers import RandomSource
+
+# Finite floats and exact numbers of every kind a run holds: released floats (subnormal, huge,
+# signed zeros), exact Fractions with large terms, ints beyond int64.
+POOL = [0.0, -0.0, 1.5, -2.25, 0.1, 1e308, -1e308, 5e-324, 3e-310, 2.0**60, 1234.5, -7.0,
+        Fraction(1, 3), Fraction(-5, 2), Fraction(10**40, 7), Fraction(-1, 10**40), 0, 7, -(10**30), 10**400,
+        Fraction(2**1024 - 1, 3)]
+
+
+def _lanes(rng, n):
+    return [POOL[i] for i in rng.integers(0, len(POOL), n)]
+
+
+def _reference(ev, name, xs, ys):
+    prim = lookup(name)
+    return [Interpreter.call_prim(ev, prim, None, [x, y]) for x, y in zip(xs, ys)]
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "max", "min", "lt", "le", "gt", "ge", "eq", "ne"])
+def test_exact_lane_arithmetic_is_the_scalar_fold(name):
+    """Lane by lane the same value and type as the scalar run: Fractions for + - * / max min
+    (x / 0 = 0, 0 * x = 0), booleans for comparisons; constants on either side; chains of
+    operations whose terms outgrow the reduction bound."""
+    rng = np.random.default_rng(11)
+    n = 300
+    ev = LaneEvaluator(RunState(RandomSource.seeded(0)), n)
+    prim = lookup(name)
+    xs, ys = _lanes(rng, n), _lanes(rng, n)
+    ys[::7] = [0] * len(ys[::7])  # divisions by zero
+    for a, b in ((Lanes(list(xs)), Lanes(list(ys))), (Lanes(list(xs)), Fraction(-3, 7)), (0.75, Lanes(list(ys)))):
+        out = _b_numeric(ev, prim, None, [a, b])
+        assert out is not NotImplemented
+        want = _reference(ev, name, unlane(a, n), unlane(b, n))
+        got = unlane(out, n)
+        assert got == want and [type(v) for v in got] == [type(v) for v in want]
+        if name in ("add", "sub", "mul", "div", "max", "min"):  # results as operands (signs, order)
+            for then in ("lt", "max", "sub"):
+                again = unlane(_b_numeric(ev, lookup(then), None, [Lanes.of_ratios(out.ratios), Fraction(1, 5)]), n)
+                assert again == _reference(ev, then, want, [Fraction(1, 5)] * n)
+
+
+def test_a_long_chain_reduces_and_stays_exact(monkeypatch):
+    """A gradient-descent-like chain (w - s * g, s = rate / n) far past the reduction bound: the
+    values read back are the Fractions of the same chain run one Fraction at a time, the floats
+    are theirs, and the bound really triggered reductions."""
+    reduced = []
+    real = R._reduced
+
+    def spy(num, den, bits):
+        out = real(num, den, bits)
+        reduced.append(bits > R.REDUCE_BITS)
+        return out
+
+    monkeypatch.setattr(R, "_reduced", spy)
+    rng = np.random.default_rng(5)
+    n = 40
+    ev = LaneEvaluator(RunState(RandomSource.seeded(0)), n)
+    ns = [float(x) for x in rng.normal(3000, 200, n)]
+    w_lane, w_ref = Lanes([Fraction(0)] * n), [Fraction(0)] * n
+    s_lane = _b_numeric(ev, lookup("div"), None, [Fraction(4), Lanes(ns)])
+    s_ref = [Fraction(4) / Fraction(x) for x in ns]
+    for _ in range(30):
+        g = [float(x) for x in rng.normal(0, 100, n)]
+        w_lane = _b_numeric(ev, lookup("sub"), None, [w_lane, _b_numeric(ev, lookup("mul"), None, [s_lane, Lanes(g)])])
+        w_ref = [w - s * Fraction(x) for w, s, x in zip(w_ref, s_ref, g)]
+        assert w_lane._data is None  # still held as ratios
+        assert w_lane.ratios.floats().tolist() == [float(w) for w in w_ref]
+    assert any(reduced)
+    assert w_lane.values() == w_ref
+
+
+def test_floats_saturate_as_as_float():
+    """The nearest float of each value (int true division is correctly rounded, unreduced or
+    not), infinities past the float range as as_float gives them."""
+    values = [Fraction(1, 3), Fraction(-10**400, 7), Fraction(10**400), Fraction(1, 10**400), Fraction(-1, 10**400),
+              Fraction(2**1024 - 1), Fraction(7), Fraction(0)]
+    r = Ratios.of_values(values)
+    unreduced = Ratios(r.num * 6, r.den * 6, r.bits + 3)
+    want = [as_float(v) for v in values]
+    assert [str(x) for x in r.floats().tolist()] == [str(x) for x in want]
+    assert [str(x) for x in unreduced.floats().tolist()] == [str(x) for x in want]
+
+
+def test_floats_become_their_exact_ratios():
+    """of_values of released floats (frexp, not reduced) is each float's exact value; an
+    infinity or NaN, a bool or a string keeps the reference path (None)."""
+    xs = [0.0, -0.0, 1.5, -3.25, 1e300, -1e-320, 5e-324, 2.0**60, 0.1, -1e308]
+    r = Ratios.of_values(xs)
+    assert [Fraction(int(p), int(q)) for p, q in zip(r.num, r.den)] == [Fraction(x) for x in xs]
+    assert r.bits >= max(max(abs(int(p)).bit_length(), int(q).bit_length()) for p, q in zip(r.num, r.den))
+    assert r.fractions() == [Fraction(x) for x in xs]
+    for bad in ([1.0, math.inf], [math.nan], [True], ["a"], [1.0, None]):
+        assert Ratios.of_values(bad) is None
+
+
+def test_lane_views_and_selections_keep_the_values():
+    """A lane of ratios read alone, a selection of lanes, and the whole list: the same Fractions."""
+    values = [Fraction(1, 3), Fraction(-5, 2), Fraction(10**40, 7), Fraction(0)]
+    lanes = Lanes.of_ratios(Ratios.of_values(values))
+    assert [lanes.at(i) for i in range(4)] == values and lanes._data is None  # at() builds one
+    sub = select_lanes(lanes, np.array([2, 0]), np.array([1, -1, 0, -1]))
+    assert sub._data is None and sub.values() == [values[2], values[0]]
+    assert len(lanes) == 4 and lanes.values() == values and lanes._data is not None
+
+
+def test_grid_split_of_ratios_is_the_grid_split():
+    """floor(x / step) and the fraction above it: the same floats from the ratios as from the
+    values (negative values floor down, zero on the grid, huge and tiny terms)."""
+    values = [Fraction(0), Fraction(1, 3), Fraction(-7, 3), 2.5, -0.1, Fraction(10**30, 7), Fraction(-1, 10**30), 12345]
+    for step in (Fraction(1, 1024), Fraction(3, 7), Fraction(2**20)):
+        low, frac = _grid_split(values, step)
+        rlow, rfrac = _grid_split_ratios(Ratios.of_values(values), step)
+        assert low.tolist() == rlow.tolist() and frac.tolist() == rfrac.tolist()
+
+
+@pytest.mark.parametrize("epsilon", [Fraction(1, 2), Fraction(10**12)])
+def test_laplace_runs_of_ratios_draw_as_runs_of_values(epsilon):
+    """Under one seed the per-run Laplace sampler gives the same releases from exact columns as
+    from the same values run by run (a noiseless plan too)."""
+    values = [Fraction(1, 3), Fraction(-7, 3), Fraction(0), Fraction(10**9, 7), Fraction(5)] * 20
+    a = laplace_release_runs(values, Fraction(1), epsilon, RandomSource.seeded(4))
+    b = laplace_release_runs(Ratios.of_values(values), Fraction(1), epsilon, RandomSource.seeded(4))
+    assert a.tolist() == b.tolist()
+
+
+def test_exact_columns_read_back_run_by_run():
+    cols = (Ratios.of_values([Fraction(1, 2), Fraction(3)]), Ratios.of_values([0.25, Fraction(-1, 3)]))
+    assert ExactColumns(cols, False).values() == [(Fraction(1, 2), Fraction(1, 4)), (Fraction(3), Fraction(-1, 3))]
+    assert ExactColumns(cols[:1], True).values() == [Fraction(1, 2), Fraction(3)] and len(ExactColumns(cols, False)) == 2
