@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import numpy as np
+
 from ..runtime.batch import LaneEvaluator, Lanes, LaneSplit, NotBatchable, PerRunMechanism, _transpose, compact, unlane
 
 
@@ -79,7 +81,7 @@ def _sample(ev: LaneEvaluator, dist: Any, n: int, rng: Any, vectorised: bool) ->
             return _sample_split(dist, rng, vectorised)
         elif t is PerRunMechanism:  # a mechanism whose input depends on the run
             draws = _draw_runs(dist.first, _run_inputs(dist.inputs, dist.n), rng) if vectorised else None
-            return Lanes(draws) if draws is not None else _per_run(dist.each_lane().values(), rng, vectorised)
+            return _released(draws) if draws is not None else _per_run(dist.each_lane().values(), rng, vectorised)
         elif t is Lanes:  # one distribution per run
             return _per_run(dist.values(), rng, vectorised)
         else:
@@ -115,7 +117,7 @@ def _mechanism(dist: Any, n: int, rng: Any, vectorised: bool) -> Lanes:
     return Lanes(draws)
 
 
-def _per_run(dists: list, rng: Any, vectorised: bool) -> Lanes:
+def _per_run(dists: list, rng: Any, vectorised: bool) -> Any:
     """A mechanism built once per run (its input depends on the run): all drawn at once when
     they share one calibration and it has a vectorised sampler, else each with its exact one."""
     ms = [_mechanism_of(d) for d in dists]
@@ -123,7 +125,7 @@ def _per_run(dists: list, rng: Any, vectorised: bool) -> Lanes:
     if vectorised and ms and None not in plans and len(plans) == 1:
         draws = _draw_runs(ms[0], [m.per_run[1] for m in ms], rng)
         if draws is not None:
-            return Lanes(draws)
+            return _released(draws)
     quiet = _Quiet(rng)
     return Lanes([m.sample(quiet) for m in ms])
 
@@ -133,15 +135,40 @@ def _draw_runs(first: Any, inputs: list, rng: Any) -> Optional[list]:
     return first.per_run[2](inputs, rng)
 
 
+def _released(draws: Any) -> Any:
+    """Per-run draws as a lane value: a list holds each run's release; a tuple holds the columns
+    of tuple releases (a tuple of lane values is the lanes' tuples)."""
+    return tuple(Lanes(col) for col in draws) if type(draws) is tuple else Lanes(draws)
+
+
 def _run_inputs(inputs: Any, n: int) -> Any:
     """A per-run mechanism's inputs as its vectorised draw takes them: coordinate by coordinate
     when every coordinate is held as exact ratios (no Fraction per run), else run by run."""
     from ..runtime.ratios import ExactColumns
 
     coords = inputs if type(inputs) is tuple else (inputs,)
-    if coords and all(type(c) is Lanes and c._data is None for c in coords):
-        return ExactColumns(tuple(c.ratios for c in coords), type(inputs) is not tuple)
+    held = [_input_ratios(c) for c in coords]
+    if held and all(r is not None for r in held):
+        return ExactColumns(tuple(held), type(inputs) is not tuple)  # type: ignore[arg-type]
     return unlane(inputs, n)
+
+
+def _input_ratios(c: Any) -> Any:
+    """A coordinate's inputs as ratios when a mechanism draws the same from them as from the
+    values: exact rationals, or finite floats other than -0.0 (a noiseless release gives a
+    float input back as it is)."""
+    from ..runtime.ratios import Ratios
+
+    if type(c) is not Lanes:
+        return None
+    if c._data is None:
+        return c.ratios
+    d = c.data
+    if type(d) is list and d and set(map(type, d)) == {float}:
+        x = np.asarray(d, dtype=np.float64)
+        if not np.signbit(x[x == 0]).any():
+            return Ratios.of_floats(x)  # None for an infinity or NaN
+    return None
 
 
 def _mechanism_of(dist: Any) -> Any:

@@ -142,9 +142,10 @@ class Distribution:
         # batched program sampler, fuzzpy/audit/batched.py; never used to release anything).
         self.batch = batch
         # per_run = (plan, input, draw_runs): draw_runs(inputs, rng) draws once for each of
-        # `inputs` (one per run, each released with the calibration `plan` names), vectorised;
-        # None when it cannot.  AUDITING ONLY, like batch: runs whose mechanisms have equal plans
-        # and differ only by their inputs are drawn together.
+        # `inputs` (one per run, or ExactColumns; each released with the calibration `plan`
+        # names), vectorised: a list of the releases, or for tuple releases a tuple of columns
+        # (coordinate j's list over the runs); None when it cannot.  AUDITING ONLY, like batch:
+        # runs whose mechanisms have equal plans and differ only by their inputs are drawn together.
         self.per_run = per_run
 
     def sample(self, ctx) -> Any:
@@ -248,14 +249,13 @@ def _coordinate_runs(many: Callable[[Any], Any], xs: Any) -> Optional[list]:
 
     if type(xs) is ExactColumns:
         cols = [many(c).tolist() for c in xs.columns]
-        return cols[0] if xs.scalar else list(zip(*cols))
+        return cols[0] if xs.scalar else tuple(cols)
     nums = (int, float, Fraction)
     if all(type(x) in nums or _is_scalar(x) for x in xs):
         return many(xs).tolist()
     d = len(xs[0]) if xs and isinstance(xs[0], tuple) else 0
     if d and all(isinstance(x, tuple) and len(x) == d and all(type(v) in nums or _is_scalar(v) for v in x) for x in xs):
-        cols = [many([x[j] for x in xs]).tolist() for j in range(d)]
-        return list(zip(*cols))
+        return tuple(many([x[j] for x in xs]).tolist() for j in range(d))
     return None
 
 
@@ -329,15 +329,12 @@ def _run_gaussian(ctx, rho, x):
 
     def runs(xs, rng):
         from ..runtime.noise import gaussian_release_runs
-        from ..runtime.ratios import ExactColumns
 
-        if type(xs) is ExactColumns:
-            xs = xs.values()
         try:  # numbers, or tuples of numbers of one length (the vectors' dimension)
             out = gaussian_release_runs(xs, info["sensitivity"], info["rho"], rng)
         except (TypeError, ValueError):
             return None
-        return out.tolist() if out.ndim == 1 else [tuple(row) for row in out.tolist()]
+        return out.tolist() if out.ndim == 1 else tuple(col.tolist() for col in out.T)
 
     return Distribution("gaussian", draw, batch, (("gaussian", info["sensitivity"], info["rho"]), x, runs))
 

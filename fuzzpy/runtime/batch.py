@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..checking import ir as I
-from .interpreter import Interpreter, as_float
+from .interpreter import Interpreter, as_float, exact_arg
 from .ratios import Ratios
 from .values import Closure, MaskedBag, is_distribution
 from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, row_value, to_frame
@@ -97,9 +97,12 @@ class Lanes:
         return v
 
     def values(self) -> list[Any]:
-        if type(self.data) is list:
-            return list(self.data)
-        return [self.at(i) for i in range(len(self.data))]
+        d = self.data
+        if type(d) is list:
+            return list(d)
+        if self.frac:  # int64 lanes of integral Fractions
+            return [Fraction(v) for v in d.tolist()]
+        return d.tolist()  # Python ints, or bools
 
     def __repr__(self) -> str:
         return "<lanes>"
@@ -495,7 +498,6 @@ class LaneEvaluator(Interpreter):
 def _exact_args(v: Any, n: int) -> Optional[list]:
     """A lane value's (or a constant's) values as `fold_exact` converts them (`exact_arg`), or
     None when one of them is not a scalar."""
-    from .interpreter import exact_arg
 
     if type(v) is not Lanes:
         if has_lanes(v):
@@ -537,11 +539,31 @@ def merge_lanes(n: int, parts: list) -> Any:
         return LaneSplit(n, parts)
     if any(dists):
         raise NotBatchable("a branch is a distribution and the other not")
+    return _merge_values(n, [(idx, v) for idx, v, _ in parts])
+
+
+def _merge_values(n: int, parts: list, depth: int = 0) -> Any:
+    """The lanes' values put back in lane order: tuples of one length coordinate by coordinate,
+    Fractions held as ratios in every part as ratios, anything else lane by lane (`compact`)."""
+    vals = [v for _, v in parts]
+    if depth < 8 and vals and all(type(v) is tuple for v in vals) and len({len(v) for v in vals}) == 1:
+        return tuple(_merge_values(n, [(idx, v[j]) for idx, v in parts], depth + 1) for j in range(len(vals[0])))
+    held = [_fraction_ratios(v, len(idx)) for idx, v in parts]
+    if held and all(r is not None for r in held):
+        return Lanes.of_ratios(Ratios.scatter(n, [(idx, r) for (idx, _), r in zip(parts, held)]))
     out: list = [None] * n
-    for idx, v, _ in parts:
+    for idx, v in parts:
         for i, x in zip(idx.tolist(), unlane(v, len(idx))):
             out[i] = x
     return compact(out)
+
+
+def _fraction_ratios(v: Any, n: int) -> Optional[Ratios]:
+    """The ratios of lanes held as ratios (Fractions when read), or of a Fraction constant; None
+    for anything else (a float or an int must keep its type)."""
+    if type(v) is Lanes:
+        return v.ratios if v._data is None else None
+    return Ratios.constant(v, n) if type(v) is Fraction else None
 
 
 def compact(vals: list) -> Lanes:
@@ -984,7 +1006,7 @@ def _on_pairs(ev: LaneEvaluator, fn: Closure, bag: Any) -> Any:
 
     state = ev.state
     env = dict(fn.env)
-    env[fn.params[0]] = row_value(bag)  # type: ignore[index]
+    env[fn.params[0]] = row_value(bag, arrays=True)  # type: ignore[index]
     outer, depth, state.row_calls = state.row_calls, state.depth, limits.ROW_CALLS
     try:
         out = _PairEvaluator(state).eval(fn.body, env)  # type: ignore[arg-type]
@@ -1044,30 +1066,42 @@ def _b_map(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     return LaneBag(out, np.arange(len(lb.rows)), lb.lanes, ev.n)
 
 
-def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -> Optional[Lanes]:
-    """`_bounded_sum` of each lane's values: the same clamping and grid, each lane's integers
-    summed by one bincount (exact: every partial sum stays below 2**53)."""
+def _lane_sum_ratios(values: np.ndarray, lanes: np.ndarray, n: int,
+                     bound: Fraction) -> Optional[tuple[Ratios, np.ndarray]]:
+    """`_bounded_sum` of each lane's values as exact ratios (0 for an empty lane), and each
+    lane's size: the same clamping and grid, each lane's integers summed by one bincount (exact:
+    every partial sum stays below 2**53); None when a lane is too large for that."""
     from ..primitives.bags import SUM_GRID_BITS, _float_at_most
 
     sizes = np.bincount(lanes, minlength=n)
     if n and int(sizes.max()) >= 1 << (52 - SUM_GRID_BITS):
         return None
     if bound <= 0:
-        return Lanes([0.0] * n)
+        return Ratios(np.zeros(n, dtype=np.int64).astype(object), np.ones(n, dtype=object), 1), sizes
     b = _float_at_most(Fraction(bound))
     k = max(math.frexp(b)[1] - SUM_GRID_BITS, -1000)
     inv = math.ldexp(1.0, -k)
     lim = b * inv
     y = np.trunc(np.clip(values * inv, -lim, lim))
     y[np.isnan(y)] = 0.0
-    totals = np.bincount(lanes, weights=y, minlength=n)
-    if n and int(sizes.min()) > 0:  # every lane's sum a Fraction: kept as exact ratios
-        ints = totals.astype(np.int64).astype(object)
-        num, den = (ints << k, np.ones(n, dtype=object)) if k >= 0 else (ints, np.full(n, 1 << -k, dtype=object))
-        return Lanes.of_ratios(Ratios(num, den, max(53 + max(k, 0), 1 - k)))
-    if k >= 0:
-        return Lanes([Fraction(int(t) << k) if size else 0.0 for t, size in zip(totals.tolist(), sizes.tolist())])
-    return Lanes([Fraction(int(t), 1 << -k) if size else 0.0 for t, size in zip(totals.tolist(), sizes.tolist())])
+    ints = np.bincount(lanes, weights=y, minlength=n).astype(np.int64).astype(object)
+    num, den = (ints << k, np.ones(n, dtype=object)) if k >= 0 else (ints, np.full(n, 1 << -k, dtype=object))
+    return Ratios(num, den, max(53 + max(k, 0), 1 - k)), sizes
+
+
+def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -> Optional[Lanes]:
+    """`_bounded_sum` of each lane's values, with its types: a Fraction, or the float 0.0 for
+    an empty lane or no bound.  Kept as ratios when every lane's sum is a Fraction."""
+    got = _lane_sum_ratios(values, lanes, n, bound)
+    if got is None:
+        return None
+    sums, sizes = got
+    if bound <= 0:
+        return Lanes([0.0] * n)
+    if n and int(sizes.min()) > 0:
+        return Lanes.of_ratios(sums)
+    return Lanes([Fraction(int(p), int(q)) if size else 0.0
+                  for p, q, size in zip(sums.num.tolist(), sums.den.tolist(), sizes.tolist())])
 
 
 def _b_sum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
@@ -1092,12 +1126,14 @@ def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     if frame is None:
         return NotImplemented
     matrix = clip_rows(_row_matrix(frame, size), float(bound))
-    cols = [_lane_sums(matrix[:, i], lb.lanes, ev.n, bound) for i in range(size)]
+    if not size:
+        return Lanes([()] * ev.n)
+    cols = [_lane_sum_ratios(matrix[:, i], lb.lanes, ev.n, bound) for i in range(size)]
     if any(col is None for col in cols):
         return NotImplemented
-    zero = Fraction(0)  # _lane_sums gives 0.0 only where the reference gives Fraction(0): an empty lane, or no bound
-    cols = [[x if type(x) is Fraction else zero for x in col.data] for col in cols]  # type: ignore[union-attr]
-    return Lanes(list(zip(*cols)) if size else [()] * ev.n)
+    # each coordinate a Fraction in every lane (0 for an empty lane, as the reference gives it):
+    # the vectors as a tuple of coordinates, each held as exact ratios
+    return tuple(Lanes.of_ratios(col[0]) for col in cols)  # type: ignore[index]
 
 
 def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
@@ -1135,11 +1171,12 @@ def _b_clip(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     lies strictly between the bounds, so does x (correct rounding is monotone and keeps the
     bounds), and the exact fold min(max(x, lo), hi) gives x itself; every other lane (near or
     past a bound, NaN) runs the exact fold."""
-    from .interpreter import exact_arg
 
     lo, hi, x = args
     if has_lanes(lo) or has_lanes(hi):  # public constants (the checker's rule), never lane values
         return NotImplemented
+    if type(x) is Lanes and x._data is None:
+        return _clip_ratios(lo, hi, x.ratios, ev.n)  # type: ignore[arg-type]
     bounds = [_exact_floats(v, 1) for v in (lo, hi)]
     exact = [_exact_args(v, 1) for v in (lo, hi)]
     if type(x) is not Lanes or type(x.data) is not list or any(b is None for b in bounds + exact):
@@ -1157,6 +1194,17 @@ def _b_clip(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
             return NotImplemented
         out.append(fold(elo, ehi, q))
     return Lanes(out)
+
+
+def _clip_ratios(lo: Any, hi: Any, x: Ratios, n: int) -> Any:
+    """The fold min(max(x, lo), hi) on exact ratios: lo where lo > x, then hi where hi < that
+    (Python's max and min keep their first argument on ties), all Fractions."""
+    bounds = [Ratios.constant(exact_arg(v), n) if exact_arg(v) is not None else None for v in (lo, hi)]
+    if bounds[0] is None or bounds[1] is None:
+        return NotImplemented  # an infinite or non-numeric bound: the exact fold
+    low, high = bounds
+    m = x.pick(low.compare(operator.gt, x), low)
+    return Lanes.of_ratios(m.pick(high.compare(operator.lt, m), high))
 
 
 def _b_vec(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:

@@ -24,7 +24,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from fuzzpy.runtime.ratios import Ratios
+from fuzzpy.runtime.ratios import ExactColumns, Ratios
 from fuzzpy.runtime.samplers import (
     RandomSource,
     _bernoulli_exp,
@@ -507,11 +507,16 @@ def gaussian_release_batch(
 
 
 def gaussian_release_runs(
-    values: Sequence[Sequence[float] | float], l2_sensitivity: Fraction, rho: Fraction, rng: RandomSource
+    values: Sequence[Sequence[float] | float] | ExactColumns, l2_sensitivity: Fraction, rho: Fraction,
+    rng: RandomSource
 ) -> np.ndarray:
     """AUDITING / SIMULATION ONLY: one `gaussian_release(v, ...)` output for each input v of
     `values` (each run's own: all numbers, or all sequences of one length d), vectorised as
-    `gaussian_release_batch`. Shape (runs,) or (runs, d). Never use it to release anything."""
+    `gaussian_release_batch`. Shape (runs,) or (runs, d). Never use it to release anything.
+    `values` may be `ExactColumns` (each run's input held coordinate by coordinate as ratios)."""
+    if isinstance(values, ExactColumns):
+        out = _gaussian_columns(values.columns, l2_sensitivity, rho, rng)
+        return out[:, 0] if values.scalar else out
     scalar = all(type(v) in (int, float, Fraction) or _is_scalar(v) for v in values)
     if not scalar and not all(isinstance(v, (tuple, list)) for v in values):
         raise TypeError("a mechanism needs numbers or sequences of numbers")
@@ -520,6 +525,20 @@ def gaussian_release_runs(
         raise ValueError("inputs of different dimensions")
     out = _gaussian_rows(rows, l2_sensitivity, rho, len(rows), rng)
     return out[:, 0] if scalar else out
+
+
+def _gaussian_columns(columns: tuple[Ratios, ...], l2_sensitivity: Fraction, rho: Fraction,
+                      rng: RandomSource) -> np.ndarray:
+    """_gaussian_rows of inputs held as exact ratios, a column per coordinate (the same grid
+    split, so the same draws)."""
+    n, d = len(columns[0]), len(columns)
+    plan = plan_gaussian(l2_sensitivity, rho, max(1, d))
+    if plan.grid_sigma2 == 0:
+        return np.column_stack([c.floats() for c in columns]).reshape(n, d)
+    splits = [_grid_split_ratios(c, plan.granularity) for c in columns]
+    low = np.column_stack([lo for lo, _ in splits]).reshape(n, d)
+    frac = np.column_stack([fr for _, fr in splits]).reshape(n, d)
+    return _gaussian_steps(plan, low, frac, n, d, rng)
 
 
 def _gaussian_rows(rows: list[list[Fraction]], l2_sensitivity: Fraction, rho: Fraction, n: int,
@@ -531,7 +550,13 @@ def _gaussian_rows(rows: list[list[Fraction]], l2_sensitivity: Fraction, rho: Fr
         exact = np.array([[_as_float(x) for x in r] for r in rows], dtype=np.float64).reshape(len(rows), d)
         return np.broadcast_to(exact, (n, d)).copy()
     low, frac = _grid_split([x for r in rows for x in r], plan.granularity)
-    low, frac = low.reshape(len(rows), d), frac.reshape(len(rows), d)
+    return _gaussian_steps(plan, low.reshape(len(rows), d), frac.reshape(len(rows), d), n, d, rng)
+
+
+def _gaussian_steps(plan: GaussianPlan, low: np.ndarray, frac: np.ndarray, n: int, d: int,
+                    rng: RandomSource) -> np.ndarray:
+    """n releases (n, d) of inputs split on the plan's grid (rows of low and frac, or one row
+    for all runs): random rounding up, then discrete Gaussian steps."""
     up = rng.numpy_generator().random((n, d)) < frac
     noise = sample_discrete_gaussian_batch(plan.grid_sigma2, n * d, rng).reshape(n, d)
     steps = (noise + up).astype(np.float64) + low

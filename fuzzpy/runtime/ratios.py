@@ -39,18 +39,14 @@ class Ratios:
     def of_values(values: Sequence[Any]) -> Optional["Ratios"]:
         """The exact values of ints, Fractions and finite floats; None when one is anything else
         (a bool, an infinity or NaN, a string...), which keeps the reference path."""
-        if values and all(type(x) is float for x in values):
+        kinds = set(map(type, values))
+        if kinds == {float}:
             return Ratios.of_floats(np.asarray(values, dtype=np.float64))
-        pairs = []
-        for x in values:
-            t = type(x)
-            if t is float:
-                if x - x != 0:  # inf or NaN
-                    return None
-            elif t is not Fraction and t is not int:
-                return None
-            pairs.append(x.as_integer_ratio())
-        return Ratios._of_pairs(pairs)
+        if not kinds <= {float, int, Fraction}:
+            return None  # a bool, a string, a tuple...
+        if float in kinds and not all(math.isfinite(x) for x in values if type(x) is float):
+            return None  # an infinity or NaN
+        return Ratios._of_pairs([x.as_integer_ratio() for x in values])
 
     @staticmethod
     def of_floats(x: np.ndarray) -> Optional["Ratios"]:
@@ -86,8 +82,7 @@ class Ratios:
         den = np.empty(len(pairs), dtype=object)
         if pairs:
             num[:], den[:] = zip(*pairs)
-        bits = max(max(map(_bit_length, num), default=1), max(map(_bit_length, den), default=1))
-        return Ratios(num, den, bits)
+        return Ratios(num, den, _max_bits(num, den))
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -103,6 +98,14 @@ class Ratios:
         except OverflowError:
             return np.array([_saturating(p, q) for p, q in zip(self.num.tolist(), self.den.tolist())],
                             dtype=np.float64)
+
+    @staticmethod
+    def scatter(n: int, parts: list[tuple[np.ndarray, "Ratios"]]) -> "Ratios":
+        """n values: parts[j]'s i-th value at position idx_j[i] (the parts' positions cover 0..n-1)."""
+        num, den = np.empty(n, dtype=object), np.empty(n, dtype=object)
+        for idx, r in parts:
+            num[idx], den[idx] = r.num, r.den
+        return Ratios(num, den, max((r.bits for _, r in parts), default=1))
 
     def take(self, idx: np.ndarray) -> "Ratios":
         return Ratios(self.num[idx], self.den[idx], self.bits)
@@ -141,8 +144,11 @@ class Ratios:
                       max(self.bits, o.bits))
 
 
-def _bit_length(x: int) -> int:
-    return x.bit_length() if x >= 0 else (-x).bit_length()
+def _max_bits(num: np.ndarray, den: np.ndarray) -> int:
+    """The bit length of the largest |numerator| or denominator (denominators are positive)."""
+    if not len(num):
+        return 1
+    return max(int(np.abs(num).max()).bit_length(), int(den.max()).bit_length(), 1)
 
 
 def _reduced(num: np.ndarray, den: np.ndarray, bits: int) -> Ratios:
@@ -151,8 +157,7 @@ def _reduced(num: np.ndarray, den: np.ndarray, bits: int) -> Ratios:
         return Ratios(num, den, bits)
     g = np.gcd(num, den)
     num, den = num // g, den // g
-    bits = max(max(map(_bit_length, num), default=1), max(map(_bit_length, den), default=1))
-    return Ratios(num, den, bits)
+    return Ratios(num, den, _max_bits(num, den))
 
 
 def _saturating(p: int, q: int) -> float:

@@ -40,16 +40,22 @@ class Vec:
 
 class RowView(Mapping):
     """The row parameter of a bag of records: field access reads (and, for a lazily filtered
-    bag, selects) only the columns the function uses."""
+    bag, selects) only the columns the function uses.  With `arrays`, a column of a numpy dtype
+    (floats, ints, booleans) is read as its numpy array: the same values, and on short columns
+    each operation skips pandas' per-call cost."""
 
-    __slots__ = ("bag", "labels")
+    __slots__ = ("bag", "labels", "arrays")
 
-    def __init__(self, bag: Bag, labels: list[Any]):
+    def __init__(self, bag: Bag, labels: list[Any], arrays: bool = False):
         self.bag = bag
         self.labels = labels
+        self.arrays = arrays
 
     def __getitem__(self, name: Any) -> Vec:
-        return Vec(_column(self.bag, name))
+        col = _column(self.bag, name)
+        if self.arrays and isinstance(col.dtype, np.dtype) and col.dtype.kind in "fib":
+            return Vec(col.to_numpy())
+        return Vec(col)
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.labels)
@@ -154,15 +160,15 @@ def _has_range_index(frame: Frame) -> bool:
     return isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1
 
 
-def row_value(bag: Bag) -> Any:
-    """The row parameter bound to whole columns."""
+def row_value(bag: Bag, arrays: bool = False) -> Any:
+    """The row parameter bound to whole columns (`arrays`: numpy-typed ones as arrays, RowView)."""
     base = bag.base if isinstance(bag, MaskedBag) else bag
     if isinstance(base, pd.Series):
         return Vec(bag.series() if isinstance(bag, MaskedBag) else bag)
     labels = list(base.columns)
     if is_tuple_frame(base):
         return tuple(Vec(_column(bag, c)) for c in labels)
-    return RowView(bag, labels)
+    return RowView(bag, labels, arrays)
 
 
 # ---- results back to a bag -------------------------------------------------------------------------

@@ -145,3 +145,73 @@ def test_exact_columns_read_back_run_by_run():
     cols = (Ratios.of_values([Fraction(1, 2), Fraction(3)]), Ratios.of_values([0.25, Fraction(-1, 3)]))
     assert ExactColumns(cols, False).values() == [(Fraction(1, 2), Fraction(1, 4)), (Fraction(3), Fraction(-1, 3))]
     assert ExactColumns(cols[:1], True).values() == [Fraction(1, 2), Fraction(3)] and len(ExactColumns(cols, False)) == 2
+
+
+def test_clip_on_ratio_lanes_is_the_exact_fold():
+    """clip lo hi x on lanes held as ratios: min(max(x, lo), hi) by exact comparisons, at and
+    past either bound, float and Fraction bounds, lo > hi; an infinite bound keeps the fold."""
+    from fuzzpy.runtime.batch import _b_clip
+
+    xs = [Fraction(5, 3), Fraction(0), Fraction(1, 10**30), Fraction(-1, 10**30), Fraction(10), Fraction(10**40, 3),
+          Fraction(-7, 2), Fraction(1, 4)]
+    n = len(xs)
+    ev = LaneEvaluator(RunState(RandomSource.seeded(0)), n)
+    prim = lookup("clip")
+    for lo, hi in ((Fraction(0), Fraction(10)), (-0.5, 0.25), (0, 0), (Fraction(3), Fraction(1)), (Fraction(1, 4), 7)):
+        out = _b_clip(ev, prim, None, [lo, hi, Lanes.of_ratios(Ratios.of_values(xs))])
+        assert out._data is None  # still ratios
+        want = [Interpreter.call_prim(ev, prim, None, [lo, hi, x]) for x in xs]
+        assert out.values() == want and all(type(v) is Fraction for v in out.values())
+    assert _b_clip(ev, prim, None, [0, math.inf, Lanes.of_ratios(Ratios.of_values(xs))]) is NotImplemented
+
+
+def test_merged_branches_keep_values_and_types():
+    """Putting an `if`'s branches back together: tuples coordinate by coordinate, ratios and
+    Fraction constants as ratios, a float or int constant lane by lane (its type kept); the
+    same values as merging lane by lane."""
+    from fuzzpy.runtime.batch import _merge_values
+
+    n = 6
+    left, right = np.array([0, 2, 5]), np.array([1, 3, 4])
+    lr = Lanes.of_ratios(Ratios.of_values([Fraction(1, 3), Fraction(-2), Fraction(7, 9)]))
+    parts = [(left, (lr, Fraction(5, 2), 1.5)), (right, (Fraction(-1, 7), Lanes([0.25, 2.0, -1.0]), 3))]
+    merged = _merge_values(n, parts)
+    assert merged[0]._data is None  # the Fraction coordinate stayed ratios
+    got = unlane(merged, n)
+    want = [None] * n
+    for idx, v in parts:
+        for i, x in zip(idx.tolist(), unlane(v, len(idx))):
+            want[i] = x
+    assert got == want
+    assert [[type(x) for x in row] for row in got] == [[type(x) for x in row] for row in want]
+
+
+def test_per_run_inputs_as_ratios_only_where_the_draws_are_the_same():
+    """Float inputs become ratios (the same draws under one seed), except -0.0 (a noiseless
+    release gives it back as it is), infinities and NaN, and values of other kinds."""
+    from fuzzpy.audit.batched import _input_ratios
+
+    xs = [0.0, 1.5, -2.25, 1e300, 3e-310]
+    r = _input_ratios(Lanes(list(xs)))
+    assert r is not None and r.fractions() == [Fraction(x) for x in xs]
+    for bad in ([0.0, -0.0], [1.0, math.inf], [math.nan], [1.0, Fraction(1)], [True, False]):
+        assert _input_ratios(Lanes(bad)) is None
+    a = laplace_release_runs(xs * 20, Fraction(1), Fraction(1, 3), RandomSource.seeded(8))
+    b = laplace_release_runs(Ratios.of_values(xs * 20), Fraction(1), Fraction(1, 3), RandomSource.seeded(8))
+    assert a.tolist() == b.tolist()
+
+
+@pytest.mark.parametrize("rho", [Fraction(1, 50), Fraction(10**12)])
+def test_gaussian_runs_of_exact_columns_draw_as_runs_of_values(rho):
+    """Under one seed the per-run Gaussian sampler gives the same releases from exact columns as
+    from the same vectors run by run (and for numbers)."""
+    from fuzzpy.runtime.noise import gaussian_release_runs
+
+    rows = [(Fraction(1, 3), Fraction(-7, 3), Fraction(0)), (Fraction(10**9, 7), Fraction(5), Fraction(1, 8))] * 30
+    cols = tuple(Ratios.of_values([r[j] for r in rows]) for j in range(3))
+    a = gaussian_release_runs(rows, Fraction(1), rho, RandomSource.seeded(2))
+    b = gaussian_release_runs(ExactColumns(cols, False), Fraction(1), rho, RandomSource.seeded(2))
+    assert a.shape == b.shape == (60, 3) and a.tolist() == b.tolist()
+    c = gaussian_release_runs([r[0] for r in rows], Fraction(1), rho, RandomSource.seeded(2))
+    d = gaussian_release_runs(ExactColumns(cols[:1], True), Fraction(1), rho, RandomSource.seeded(2))
+    assert c.tolist() == d.tolist()
