@@ -1038,9 +1038,12 @@ def _lane_columns(v: Any, lanes: np.ndarray, depth: int = 0) -> Any:
     d = v.data
     if isinstance(d, np.ndarray):  # exact ints (below 2**61) or booleans
         return Vec(d[lanes] if d.dtype == np.bool_ else d.astype(np.float64)[lanes])
-    if d and all(type(x) is bool for x in d):
+    kinds = set(map(type, d))
+    if kinds == {float}:  # released values: the floats themselves
+        return Vec(np.asarray(d, dtype=np.float64)[lanes])
+    if d and kinds == {bool}:
         return Vec(np.asarray(d, dtype=bool)[lanes])
-    if all(type(x) in (int, float, Fraction) for x in d):
+    if kinds <= {int, float, Fraction}:
         return Vec(np.asarray([as_float(x) for x in d], dtype=np.float64)[lanes])
     if d and all(type(x) is tuple and len(x) == len(d[0]) for x in d):  # tuples and lists of one length
         return _lane_columns(tuple(Lanes([x[j] for x in d]) for j in range(len(d[0]))), lanes, depth + 1)
@@ -1140,29 +1143,28 @@ def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> A
     """vadd, vsub, vscale on lanes where every coordinate's operation has a float operand (the
     released values of a gradient step): the float operations the scalar runs make (Python mixes
     an exact operand into a float operation as float(x); `vscale` multiplies as `_mul` does,
-    0 * x = 0), on numpy arrays of the same floats: the same IEEE results.  Any lane whose two
-    operands are exact needs exact arithmetic: NotImplemented (once per lane)."""
+    0 * x = 0, after as_float), on numpy arrays of the same floats: the same IEEE results.  Any
+    lane whose two operands are exact needs exact arithmetic: NotImplemented (once per lane)."""
     from ..primitives.arith import _mul
 
     a, b = args
-    left = [unlane(a, ev.n)] if prim.name == "vscale" else _coordinates(a, ev.n)
-    right = _coordinates(b, ev.n)
-    if left is None or right is None or not all(type(x) in _NUMBER for c in left for x in c):
+    scale = prim.name == "vscale"
+    right = _vector_columns(b, ev.n, strict=not scale)
+    if scale:
+        k = _number_column(a, ev.n, strict=False)
+        left = None if k is None or right is None else [k] * len(right)
+    else:
+        left = _vector_columns(a, ev.n, strict=True)
+    if left is None or right is None or len(left) != len(right):
         return NotImplemented
-    if prim.name == "vscale":
-        left = left * len(right)
-    if len(left) != len(right) or not all(type(x) is float or type(y) is float
-                                          for xs, ys in zip(left, right) for x, y in zip(xs, ys)):
+    if not all(bool((lf | rf).all()) for (_, lf), (_, rf) in zip(left, right)):
         return NotImplemented
-    try:
-        if prim.name == "vscale":
-            out = [_mul(np.array([as_float(k) for k in ks]), np.array([as_float(x) for x in xs]))
-                   for ks, xs in zip(left, right)]
-        else:
-            op = np.add if prim.name == "vadd" else np.subtract
-            out = [op(np.array([float(x) for x in xs]), np.array([float(y) for y in ys])) for xs, ys in zip(left, right)]
-    except OverflowError:  # an exact operand beyond the float range: as the scalar run decides
-        return NotImplemented
+    if scale:
+        out = [_mul(kv, xv) for (kv, _), (xv, _) in zip(left, right)]
+    else:
+        op = np.add if prim.name == "vadd" else np.subtract
+        with np.errstate(invalid="ignore", over="ignore"):
+            out = [op(xv, yv) for (xv, _), (yv, _) in zip(left, right)]
     return tuple(Lanes(np.asarray(col, dtype=np.float64).tolist()) for col in out)
 
 
@@ -1232,16 +1234,52 @@ def _b_vget(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     return NotImplemented
 
 
-def _coordinates(v: Any, n: int) -> Optional[list[list]]:
-    """A vector lane value (a tuple, a tuple of lane values, lanes of tuples) as its coordinates,
-    each the list of its lanes' values; None when the lanes' vectors are not numbers of one length."""
-    rows = unlane(v, n)
-    if not rows or not all(type(r) is tuple and len(r) == len(rows[0]) for r in rows):
+def _vector_columns(v: Any, n: int, strict: bool) -> Optional[list[tuple[np.ndarray, np.ndarray]]]:
+    """A vector lane value (a tuple of numbers or of lane values, or lanes of tuples) as its
+    coordinates, each `_number_column`; None when the lanes' vectors are not numbers of one length."""
+    if type(v) is Lanes:
+        rows = v.data
+        if type(rows) is not list or not rows or not all(type(r) is tuple and len(r) == len(rows[0]) for r in rows):
+            return None
+        v = tuple(Lanes(list(c)) for c in zip(*rows))
+    if type(v) is not tuple:
         return None
-    cols = [list(c) for c in zip(*rows)]
-    if not all(type(x) in _NUMBER for c in cols for x in c):
+    cols = [_number_column(c, n, strict) for c in v]
+    return None if any(c is None for c in cols) else cols  # type: ignore[return-value]
+
+
+def _number_column(v: Any, n: int, strict: bool) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """(the values as floats, which lanes hold a float) for lanes or a constant of numbers (not
+    booleans).  An exact value becomes float(x), as Python mixes it into a float operation (None
+    when that overflows), or with strict=False as_float's saturating float."""
+    if type(v) is Lanes:
+        if v._data is None:  # exact rationals
+            r = v.ratios
+            try:
+                vals = (r.num / r.den).astype(np.float64) if strict else r.floats()  # type: ignore[union-attr]
+            except OverflowError:
+                return None
+            return vals, np.zeros(n, dtype=bool)
+        d = v.data
+        if isinstance(d, np.ndarray):  # int64 lanes (below 2**61): exact, converted as float(x) is
+            return (d.astype(np.float64), np.zeros(n, dtype=bool)) if d.dtype == np.int64 else None
+        kinds = set(map(type, d))
+        if kinds == {float}:
+            return np.asarray(d, dtype=np.float64), np.ones(n, dtype=bool)
+        if not d or not kinds <= {float, int, Fraction}:
+            return None
+        try:
+            vals = [x if type(x) is float else (float(x) if strict else as_float(x)) for x in d]
+        except OverflowError:
+            return None
+        return np.asarray(vals, dtype=np.float64), np.array([type(x) is float for x in d])
+    if type(v) not in _NUMBER or has_lanes(v):
         return None
-    return cols
+    try:
+        x = v if type(v) is float else (float(v) if strict else as_float(v))
+    except OverflowError:
+        return None
+    return np.full(n, x, dtype=np.float64), np.full(n, type(v) is float)
 
 
 _SPECIAL = {name: _b_numeric for name in ("add", "sub", "max", "min", "mul", "div", "neg", "abs", *_CMP_OPS)}

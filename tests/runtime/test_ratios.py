@@ -215,3 +215,36 @@ def test_gaussian_runs_of_exact_columns_draw_as_runs_of_values(rho):
     c = gaussian_release_runs([r[0] for r in rows], Fraction(1), rho, RandomSource.seeded(2))
     d = gaussian_release_runs(ExactColumns(cols[:1], True), Fraction(1), rho, RandomSource.seeded(2))
     assert c.tolist() == d.tolist()
+
+
+@pytest.mark.parametrize("name", ["vadd", "vsub", "vscale"])
+def test_vector_arithmetic_on_ratio_and_int_lanes_is_the_scalar_runs(name):
+    """vadd / vsub / vscale where the exact operand is held as ratios or int64 lanes and the
+    other is released floats: the scalar runs' floats lane by lane; an exact operand too large
+    for a float leaves vadd and vsub to the scalar runs (they would raise), while vscale
+    saturates as as_float does."""
+    from fuzzpy.runtime.batch import _b_vector
+
+    n = 5
+    ev = LaneEvaluator(RunState(RandomSource.seeded(0)), n)
+    prim = lookup(name)
+    exact = Lanes.of_ratios(Ratios.of_values([Fraction(1, 3), Fraction(-5, 2), Fraction(0), Fraction(10**30), Fraction(7)]))
+    ints = Lanes(np.array([3, -4, 0, 2**60, 1], dtype=np.int64))
+    floats = (Lanes([0.5, -1e308, math.inf, 2.0, -0.0]), Lanes([1.5, 3.0, -2.0, 0.0, 1e-300]))
+    left = exact if name == "vscale" else (exact, ints)
+    out = _b_vector(ev, prim, None, [left, floats])
+    want = [Interpreter.call_prim(ev, prim, None, [lane_view_(left, i), lane_view_(floats, i)]) for i in range(n)]
+    got = unlane(out, n)
+    assert [[str(x) for x in g] for g in got] == [[str(x) for x in w] for w in want]
+    huge = Lanes.of_ratios(Ratios.of_values([Fraction(10**400)] * n))
+    big = _b_vector(ev, prim, None, [huge if name == "vscale" else (huge, ints), floats])
+    if name == "vscale":
+        assert unlane(big, n)[0][0] == math.inf
+    else:
+        assert big is NotImplemented
+
+
+def lane_view_(v, i):  # one lane of a lane value, as the scalar run sees it
+    from fuzzpy.runtime.batch import lane_view
+
+    return lane_view(v, i)
