@@ -114,6 +114,15 @@ function main (db : bag T) : fuzzy (parts {"a", "b", "c"} num) {
   let qs = pmap q (groupby (fun r -> r.k) db);
   each (fun v -> laplace 1 v) (pmap (fun g -> count g) (groupby (fun r -> r.k) db))
 }''',
+    # exact arithmetic on the candidate (floats and Fractions) and a count, max, min, clip, and
+    # an if on the candidate whose branches are put back together: lanes held as exact ratios
+    "exact arithmetic on the candidate": SCHEMA + '''
+function main (db : bag T) : fuzzy num {
+  exponential 1 [0, 0.5, 1, 2.5, 3, 7] (fun c ->
+    let s = count (filter (fun r -> r.x > 2) db) * (c / 3 - 1 / 7);
+    let m = max (s - c) (c / 7) + min c (1 / 3);
+    if c * 3 > 2 then clip 0 5 (m * 2 - c) else 0 - m / 4)
+}''',
     # a threshold computed in the row function (float arithmetic there): not the threshold path
     "computed threshold": SCHEMA + '''
 function main (db : bag T) : fuzzy num {
@@ -205,6 +214,7 @@ EXPECT = {
     "if in pmap": ({("Lanes", True)}, False),
     "branch on its own lanes": ({("Lanes", True)}, False),
     "computed threshold": ({("Lanes", True)}, False),
+    "exact arithmetic on the candidate": ({("Lanes", True)}, False),
     "pmap sums released": ({("LaneBag", True)}, False),
     "candidate in a map": ({("Lanes", True)}, False),
     "candidate in a filter, a split and a groupby": ({("Lanes", True)}, False),
@@ -216,7 +226,10 @@ PAIRS = {"candidate in a map": 1, "candidate in a filter, a split and a groupby"
          "pmap maps its parts": 2, "computed threshold": 1, "pmap sums released": 1}
 
 
-SPLITS = {"if on the candidate", "nested ifs on the candidate", "member chain", "if in pmap", "branch on its own lanes"}
+SPLITS = {"if on the candidate", "nested ifs on the candidate", "member chain", "if in pmap", "branch on its own lanes",
+          "exact arithmetic on the candidate"}
+
+RATIOS = {"exact arithmetic on the candidate"}  # programs whose lanes must be held as exact ratios
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
@@ -252,6 +265,14 @@ def test_small_programs_release_the_same_values_batched_or_not(name, nan, monkey
         pairs.append(out is not None)
         return out
 
+    ratios = []
+    real_of_ratios = B.Lanes.of_ratios
+
+    def of_ratios(r):
+        ratios.append(len(r))
+        return real_of_ratios(r)
+
+    monkeypatch.setattr(B.Lanes, "of_ratios", staticmethod(of_ratios))
     monkeypatch.setattr(B, "_run", run)
     monkeypatch.setattr(B, "_thresholds", split)
     monkeypatch.setattr(B.LaneEvaluator, "_split", lane_split)
@@ -265,6 +286,7 @@ def test_small_programs_release_the_same_values_batched_or_not(name, nan, monkey
     assert (runs, all(thresholds) and bool(thresholds)) == EXPECT[name]
     assert bool(splits) == (name in SPLITS)  # an if whose condition differs between lanes was split
     assert all(pairs) and len(pairs) >= 2 * PAIRS.get(name, 0)  # per-lane row functions ran on pairs
+    assert bool(ratios) or name not in RATIOS  # exact lane arithmetic ran on ratios
 
 
 def test_threshold_counts_match_a_direct_count():
