@@ -257,7 +257,9 @@ def test_control_flow_the_sampler_cannot_split_falls_back_to_interpreter_runs(ba
     assert len(sampler(pair.b, 20, np.random.default_rng(7))) == 20
     assert batched_ran == [False]  # not tried again for this program
     slow = draw(report, False, 6, 300)
-    assert stats.ks_2samp(out, slow).pvalue > 1e-3
+    # as floats: the outputs mix released floats and exact Fractions (n + 1), which scipy >= 1.18
+    # no longer takes in a list
+    assert stats.ks_2samp(np.asarray(out, dtype=float), np.asarray(slow, dtype=float)).pvalue > 1e-3
 
 
 def test_exact_sampling_without_the_vectorised_samplers():
