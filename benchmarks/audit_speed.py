@@ -2,7 +2,7 @@
 run per sample, and whole-program audits of every example.
 
     python benchmarks/audit_speed.py [--samples 100000] [--limit 90] [--only quickstart,median]
-                                     [--no-audit] [--no-throughput]
+                                     [--no-audit] [--no-throughput] [--calls]
 
 1. Sampler throughput, per example: samples per second of the batched sampler and of the
    interpreter-per-sample sampler on the same synthetic tables (the auditor's first pair), and
@@ -13,6 +13,9 @@ run per sample, and whole-program audits of every example.
    programs with Gaussian releases at delta 1e-5.  Prints the wall time and the CPU time of the
    audit process (on a shared machine the CPU time is the steadier figure; goal: under a minute
    at 100,000 samples per side).
+3. With --calls (instead of 1 and 2): the batched sampler's median time per call at the audit's
+   call sizes, 400 samples (screening a pair) and 10,000 (a chunk), on six of the auditor's
+   pairs. Run at two commits in turn to compare versions.
 """
 
 from __future__ import annotations
@@ -67,6 +70,28 @@ def throughput(path: Path) -> tuple[float, float, bool]:
     return rates[0], rates[1], bool(ran)
 
 
+def call_times(path: Path, pairs: int = 6) -> list[tuple[int, float]]:
+    """(call size, median seconds per call) of the batched sampler at the audit's two call sizes
+    (400 samples: screening a pair; 10,000: one chunk), one call on each of the first pairs."""
+    from fuzzpy.audit.programs import program_pairs, program_sampler
+    from fuzzpy.checking.program import check_file
+
+    report = check_file(path)
+    delta = None if report.is_pure else __import__("fractions").Fraction(1, 10**5)
+    chosen = program_pairs(report, np.random.default_rng(0), 40, delta=delta or 0)[:pairs]
+    sampler = program_sampler(report, batch=True)
+    sampler(chosen[0].a, 2, np.random.default_rng(0))  # warm up
+    out = []
+    for size in (400, 10_000):
+        took = []
+        for i, pair in enumerate(chosen):
+            t0 = time.perf_counter()
+            sampler(pair.a, size, np.random.default_rng(i))
+            took.append(time.perf_counter() - t0)
+        out.append((size, float(np.median(took))))
+    return out
+
+
 def audit_time(path: Path, samples: int, limit: float) -> str:
     from fuzzpy.checking.program import check_file
 
@@ -94,11 +119,19 @@ def main() -> None:
     parser.add_argument("--only", default="")
     parser.add_argument("--no-audit", action="store_true")
     parser.add_argument("--no-throughput", action="store_true", help="only the whole-program audits")
+    parser.add_argument("--calls", action="store_true",
+                        help="only the batched sampler's time per call of 400 and 10,000 samples (six pairs)")
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n]
     progs = [p for p in sorted((ROOT / "examples").glob("*.fz")) if not names or p.stem in names]
     print(f"{platform.machine()}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    if args.calls:
+        print(f"{'example':28} {'ms/call of 400':>15} {'ms/call of 10,000':>18} {'samples/s':>10}")
+        for p in progs:
+            (_, small), (big_n, big) = call_times(p)
+            print(f"{p.name:28} {1000 * small:15.0f} {1000 * big:18.0f} {big_n / big:10.0f}", flush=True)
+        return
     print(f"{'example':28} {'batched/s':>10} {'interp/s':>9} {'x':>6}")
     for p in ([] if args.no_throughput else progs):
         fast, slow, ran = throughput(p)

@@ -498,7 +498,6 @@ class LaneEvaluator(Interpreter):
 def _exact_args(v: Any, n: int) -> Optional[list]:
     """A lane value's (or a constant's) values as `fold_exact` converts them (`exact_arg`), or
     None when one of them is not a scalar."""
-
     if type(v) is not Lanes:
         if has_lanes(v):
             return None
@@ -762,8 +761,8 @@ def _ratios(v: Any, n: int) -> Optional[Ratios]:
             else:
                 v.ratios = Ratios.of_values(d)
         return v.ratios
-    if isinstance(v, (int, float, Fraction)) and not isinstance(v, bool) and not has_lanes(v):
-        return Ratios.constant(v, n)
+    if isinstance(v, (int, float, Fraction)) and not isinstance(v, bool):
+        return Ratios.constant(v, n)  # None for a numpy scalar or an infinity: the reference path
     return None
 
 
