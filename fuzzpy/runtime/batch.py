@@ -1214,7 +1214,7 @@ def _b_vec(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     (x,) = args
     if type(x) is tuple:
         return x
-    if type(x) is Lanes and all(type(v) in _NUMBER for v in x.values()):
+    if type(x) is Lanes and (x._data is None or all(type(v) in _NUMBER for v in x.values())):
         return (x,)
     return NotImplemented
 

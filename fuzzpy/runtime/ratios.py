@@ -178,8 +178,3 @@ class ExactColumns:
 
     def __len__(self) -> int:
         return len(self.columns[0]) if self.columns else 0
-
-    def values(self) -> list[Any]:
-        """The inputs run by run, as Fractions (tuples of them)."""
-        cols = [c.fractions() for c in self.columns]
-        return cols[0] if self.scalar else list(zip(*cols))

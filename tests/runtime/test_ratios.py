@@ -141,12 +141,6 @@ def test_laplace_runs_of_ratios_draw_as_runs_of_values(epsilon):
     assert a.tolist() == b.tolist()
 
 
-def test_exact_columns_read_back_run_by_run():
-    cols = (Ratios.of_values([Fraction(1, 2), Fraction(3)]), Ratios.of_values([0.25, Fraction(-1, 3)]))
-    assert ExactColumns(cols, False).values() == [(Fraction(1, 2), Fraction(1, 4)), (Fraction(3), Fraction(-1, 3))]
-    assert ExactColumns(cols[:1], True).values() == [Fraction(1, 2), Fraction(3)] and len(ExactColumns(cols, False)) == 2
-
-
 def test_clip_on_ratio_lanes_is_the_exact_fold():
     """clip lo hi x on lanes held as ratios: min(max(x, lo), hi) by exact comparisons, at and
     past either bound, float and Fraction bounds, lo > hi; an infinite bound keeps the fold."""
