@@ -370,9 +370,24 @@ class LaneEvaluator(Interpreter):
         evaluator over those lanes; the two results are merged back lane by lane."""
         parts = []
         for branch, idx in ((node.then, np.flatnonzero(truth)), (node.other, np.flatnonzero(~truth))):
+            if len(idx) == 1 and not self.fuzzy:
+                parts.append((idx, self._one_lane(branch, env, int(idx[0])), None))
+                continue
             sub = LaneEvaluator(self.state, len(idx), self.fuzzy)
             parts.append((idx, sub.eval(branch, _restrict_env(env, branch, idx, self.n)), sub))
         return merge_lanes(self.n, parts)
+
+    def _one_lane(self, branch: Any, env: dict, i: int) -> Any:
+        """A branch taken by lane i alone, by the scalar evaluator on that lane's own values: the
+        reference semantics itself, without lane bookkeeping at every step (a selection's chain
+        of `if`s on the candidate ends with one candidate per branch).  Its value, a plain value,
+        is lane i's value."""
+        names = _reach(branch)
+        keys = env.keys() if names is None else [k for k in names if k in env]
+        out = Interpreter(self.state).eval(branch, {k: lane_view(env[k], i) for k in keys})
+        if is_distribution(out):
+            raise NotBatchable("a distribution")
+        return out
 
     def case_on(self, node: I.ICase, value: Any, env: dict) -> Any:
         if type(value) is Lanes:

@@ -66,6 +66,14 @@ def test_the_decision_tree_batches_its_qualities_and_scores(adult_tables, monkey
         return out
 
     monkeypatch.setattr(B, "_run", spy)
+    one_lane = []
+    real_one = B.LaneEvaluator._one_lane
+
+    def spy_one(self, branch, env, i):
+        one_lane.append((self.n, i))
+        return real_one(self, branch, env, i)
+
+    monkeypatch.setattr(B.LaneEvaluator, "_one_lane", spy_one)
     report = check_file(ROOT / "examples" / "decision_tree.fz", params={"depth": "2", "B": "10"})
     batched, unbatched = both(report, adult_tables(report), seed=1)
     assert batched == unbatched and len(batched[0]) > 10  # the same tree, value for value
@@ -73,6 +81,8 @@ def test_the_decision_tree_batches_its_qualities_and_scores(adult_tables, monkey
     # the attribute score starts with `if member x used`, which differs between candidates, and
     # `by`'s chain of ifs on the attribute: the ifs split their lanes, so the scores batch too
     assert ("Lanes", True) in seen and ("Lanes", False) not in seen
+    # each attribute ends `by`'s chain alone on its branch, which the scalar evaluator runs
+    assert one_lane and all(n > 1 and 0 <= i < n for n, i in one_lane)
 
 
 SCHEMA = 'schema T { x : num[0, 10], n : int[0, 5], k : cat{"a", "b", "c"} }\n'
@@ -341,18 +351,19 @@ def test_batching_is_off_inside_row_functions_and_without_a_run():
     assert batched_pmap(ctx, object(), {"a": 1, "b": 2}) is None
 
 
-def test_a_branch_that_fails_on_some_lanes_fails_the_run_as_unbatched(monkeypatch):
+@pytest.mark.parametrize("candidates", ["[1, 2, 3, 4]", "[1, 2, 3]"])  # the else branch: two lanes, one lane
+def test_a_branch_that_fails_on_some_lanes_fails_the_run_as_unbatched(candidates, monkeypatch):
     """`range` refuses a step that is not positive: the else branch fails on the lanes that take
     it.  The batch is abandoned (nothing was drawn), the scores run one by one, and the run fails
     with the same coded error, after the same earlier release, batched or not."""
     from fuzzpy.diagnostics import FuzzError
 
-    src = SCHEMA + '''
-function len (xs : list num) : num { case xs of { [] => 0 | h :: t => 1 + len t } }
-function main (db : bag T) : fuzzy num {
+    src = SCHEMA + f'''
+function len (xs : list num) : num {{ case xs of {{ [] => 0 | h :: t => 1 + len t }} }}
+function main (db : bag T) : fuzzy num {{
   sample n = laplace 1 (count db);
-  exponential 1 [1, 2, 3, 4] (fun c -> if c < 3 then count db else len (range 0 10 (3 - c)))
-}'''
+  exponential 1 {candidates} (fun c -> if c < 3 then count db else len (range 0 10 (3 - c)))
+}}'''
     report = check_source(src, "t.fz")
     assert report.ok, report.diagnostics
     outcomes = []
