@@ -136,9 +136,19 @@ def _draw_runs(first: Any, inputs: list, rng: Any) -> Optional[list]:
 
 
 def _released(draws: Any) -> Any:
-    """Per-run draws as a lane value: a list holds each run's release; a tuple holds the columns
-    of tuple releases (a tuple of lane values is the lanes' tuples)."""
-    return tuple(Lanes(col) for col in draws) if type(draws) is tuple else Lanes(draws)
+    """Per-run draws as a lane value: a list (or float64 array) holds each run's release; a
+    tuple holds the columns of tuple releases (a tuple of lane values is the lanes' tuples)."""
+    if type(draws) is tuple:
+        return tuple(_column(col) for col in draws)
+    return _column(draws)
+
+
+def _column(col: Any) -> Lanes:
+    """One release per run: floats from a float64 array stay Python floats in the lanes' values
+    (what one run releases), with the array kept for column arithmetic."""
+    if isinstance(col, np.ndarray) and col.dtype == np.float64 and col.ndim == 1:
+        return Lanes.of_floats(col)
+    return Lanes(col.tolist() if isinstance(col, np.ndarray) else col)
 
 
 def _run_inputs(inputs: Any, n: int) -> Any:
@@ -164,8 +174,8 @@ def _input_ratios(c: Any) -> Any:
     if c._data is None:
         return c.ratios
     d = c.data
-    if type(d) is list and d and set(map(type, d)) == {float}:
-        x = np.asarray(d, dtype=np.float64)
+    if c.floats is not None or (type(d) is list and d and set(map(type, d)) == {float}):
+        x = c.floats if c.floats is not None else np.asarray(d, dtype=np.float64)
         if not np.signbit(x[x == 0]).any():
             return Ratios.of_floats(x)  # None for an infinity or NaN
     return None

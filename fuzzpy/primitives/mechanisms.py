@@ -144,7 +144,8 @@ class Distribution:
         # per_run = (plan, input, draw_runs): draw_runs(inputs, rng) draws once for each of
         # `inputs` (one per run, or ExactColumns; each released with the calibration `plan`
         # names), vectorised: a list of the releases, or for tuple releases a tuple of columns
-        # (coordinate j's list over the runs); None when it cannot.  AUDITING ONLY, like batch:
+        # (coordinate j's list over the runs; float64 arrays for ExactColumns inputs); None when
+        # it cannot.  AUDITING ONLY, like batch:
         # runs whose mechanisms have equal plans and differ only by their inputs are drawn together.
         self.per_run = per_run
 
@@ -244,11 +245,13 @@ def _coordinate_runs(many: Callable[[Any], Any], xs: Any) -> Optional[list]:
     """One release of each input of `xs` (all numbers, or all tuples of numbers of one length;
     or `ExactColumns`), each coordinate vectorised over the runs by `many`; None for anything
     else."""
+    import numpy as np
+
     from ..runtime.noise import _is_scalar
     from ..runtime.ratios import ExactColumns
 
-    if type(xs) is ExactColumns:
-        cols = [many(c).tolist() for c in xs.columns]
+    if type(xs) is ExactColumns:  # float64 columns, which the auditor keeps as arrays
+        cols = [np.asarray(many(c)) for c in xs.columns]
         return cols[0] if xs.scalar else tuple(cols)
     nums = (int, float, Fraction)
     if all(type(x) in nums or _is_scalar(x) for x in xs):
@@ -328,12 +331,17 @@ def _run_gaussian(ctx, rho, x):
         return out.tolist() if out.ndim == 1 else [tuple(row) for row in out.tolist()]
 
     def runs(xs, rng):
+        import numpy as np
+
         from ..runtime.noise import gaussian_release_runs
+        from ..runtime.ratios import ExactColumns
 
         try:  # numbers, or tuples of numbers of one length (the vectors' dimension)
             out = gaussian_release_runs(xs, info["sensitivity"], info["rho"], rng)
         except (TypeError, ValueError):
             return None
+        if type(xs) is ExactColumns:  # float64 columns, which the auditor keeps as arrays
+            return out if out.ndim == 1 else tuple(np.ascontiguousarray(col) for col in out.T)
         return out.tolist() if out.ndim == 1 else tuple(col.tolist() for col in out.T)
 
     return Distribution("gaussian", draw, batch, (("gaussian", info["sensitivity"], info["rho"]), x, runs))

@@ -62,19 +62,31 @@ class Lanes:
     says whether each lane's value is a Fraction, as exact scalar arithmetic returns, or an int,
     as `count` returns) or a list of Python values.  Lanes of exact rationals may be held as
     `ratios` alone (Fractions not built yet: fuzzpy/runtime/ratios.py); `data` builds them when
-    read."""
+    read.  Lanes of Python floats (released values, float vector arithmetic) may keep `floats`,
+    the same values as a float64 array, so that the next column operation skips converting the
+    list back."""
 
-    __slots__ = ("_data", "frac", "ratios")
+    __slots__ = ("_data", "frac", "ratios", "floats")
 
     def __init__(self, data: Any, frac: bool = False, ratios: Optional[Ratios] = None):
         self._data = data
         self.frac = frac
         self.ratios = ratios
+        self.floats: Optional[np.ndarray] = None
 
     @staticmethod
     def of_ratios(r: Ratios) -> "Lanes":
         """Lanes of the exact rationals r (read as Fractions)."""
         return Lanes(None, ratios=r)
+
+    @staticmethod
+    def of_floats(x: np.ndarray) -> "Lanes":
+        """Lanes of the float64 array x's values as Python floats (bit for bit: -0.0 and NaN
+        included), keeping x."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        out = Lanes(x.tolist())
+        out.floats = x
+        return out
 
     @property
     def data(self) -> Any:
@@ -637,6 +649,8 @@ def select_lanes(v: Any, idx: np.ndarray, remap: np.ndarray, depth: int = 0) -> 
     if t is Lanes:
         if v._data is None:
             return Lanes.of_ratios(v.ratios.take(idx))  # type: ignore[union-attr]
+        if v.floats is not None:
+            return Lanes.of_floats(v.floats[idx])
         d = v.data
         return Lanes(d[idx], v.frac) if isinstance(d, np.ndarray) else Lanes([d[i] for i in idx.tolist()])
     if t is LaneBag:
@@ -769,7 +783,9 @@ def _ratios(v: Any, n: int) -> Optional[Ratios]:
     if type(v) is Lanes:
         if v.ratios is None:
             d = v.data
-            if isinstance(d, np.ndarray):
+            if v.floats is not None:
+                v.ratios = Ratios.of_floats(v.floats)  # None for an infinity or NaN, as of_values
+            elif isinstance(d, np.ndarray):
                 if d.dtype != np.int64:
                     return None
                 v.ratios = Ratios.of_ints(d)
@@ -826,6 +842,8 @@ def _exact_floats(v: Any, n: int) -> Optional[np.ndarray]:
     if type(v) is Lanes:
         if v._data is None:
             return None  # exact rationals: compared exactly by _b_exact
+        if v.floats is not None:
+            return v.floats
         d = v.data
         if isinstance(d, np.ndarray):
             return None  # int lanes: the integer path
@@ -1049,6 +1067,8 @@ def _lane_columns(v: Any, lanes: np.ndarray, depth: int = 0) -> Any:
         return None
     if v._data is None:  # exact rationals: their nearest floats, as as_float gives them
         return Vec(v.ratios.floats()[lanes])  # type: ignore[union-attr]
+    if v.floats is not None:  # floats: themselves
+        return Vec(v.floats[lanes])
     d = v.data
     if isinstance(d, np.ndarray):  # exact ints (below 2**61) or booleans
         return Vec(d[lanes] if d.dtype == np.bool_ else d.astype(np.float64)[lanes])
@@ -1179,7 +1199,7 @@ def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> A
         op = np.add if prim.name == "vadd" else np.subtract
         with np.errstate(invalid="ignore", over="ignore"):
             out = [op(xv, yv) for (xv, _), (yv, _) in zip(left, right)]
-    return tuple(Lanes(np.asarray(col, dtype=np.float64).tolist()) for col in out)
+    return tuple(Lanes.of_floats(np.asarray(col, dtype=np.float64)) for col in out)
 
 
 def _b_clip(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
@@ -1274,6 +1294,8 @@ def _number_column(v: Any, n: int, strict: bool) -> Optional[tuple[np.ndarray, n
             except OverflowError:
                 return None
             return vals, np.zeros(n, dtype=bool)
+        if v.floats is not None:
+            return v.floats, np.ones(n, dtype=bool)
         d = v.data
         if isinstance(d, np.ndarray):  # int64 lanes (below 2**61): exact, converted as float(x) is
             return (d.astype(np.float64), np.zeros(n, dtype=bool)) if d.dtype == np.int64 else None

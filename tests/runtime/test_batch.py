@@ -557,3 +557,92 @@ def test_lane_floats_are_as_float():
     want = [float(as_float(v)) for v in values]
     assert [str(x) for x in col.data.tolist()] == [str(x) for x in want]
     assert want[1] == float("-inf") and want[2] == want[3] == float("inf") and str(want[7]) == "-0.0"
+
+
+def test_float_lanes_keep_their_array_and_read_as_the_list_reads():
+    """Lanes of released floats keep a float64 array next to their list (Lanes.of_floats): every
+    reader that uses the array (columns, comparisons, exact ratios, lane selection, the auditor's
+    per-run inputs) gets what it gets from the list alone, bit for bit (-0.0, NaN, infinities,
+    subnormals), and the values stay Python floats."""
+    import math
+    import struct
+
+    from fuzzpy.audit.batched import _input_ratios, _released
+    from fuzzpy.runtime.batch import (Lanes, _exact_floats, _lane_columns, _number_column, _ratios,
+                                      select_lanes)
+
+    def bits(xs):
+        return [struct.pack("<d", x) for x in xs]
+
+    rng = np.random.default_rng(5)
+    special = [0.0, -0.0, math.nan, math.inf, -math.inf, 5e-324, 1e308, -2.5]
+    finite = rng.normal(0, 1e6, 40)
+    for arr in (np.concatenate([finite, special]), finite, np.concatenate([finite, [-0.0]])):
+        held, plain = Lanes.of_floats(arr), Lanes(arr.tolist())
+        n = len(arr)
+        assert all(type(v) is float for v in held.values()) and bits(held.values()) == bits(arr.tolist())
+        assert bits([held.at(i) for i in range(n)]) == bits(arr.tolist())
+        idx = rng.permutation(n)[: n // 2]
+        remap = np.full(n, -1)
+        remap[idx] = np.arange(len(idx))
+        sub = select_lanes(held, idx, remap)
+        assert sub.floats is not None and bits(sub.values()) == bits([arr[i] for i in idx.tolist()])
+        for read in (lambda v: _number_column(v, n, strict=True), lambda v: _exact_floats(v, n)):
+            a, b = read(held), read(plain)
+            got, want = (a, b) if isinstance(a, np.ndarray) else (np.concatenate(a), np.concatenate(b))
+            assert bits(got.tolist()) == bits(want.tolist())
+        lanes = np.repeat(np.arange(n), 2)
+        assert bits(_lane_columns(held, lanes).data.tolist()) == bits(_lane_columns(plain, lanes).data.tolist())
+        r_held, r_plain = _ratios(held, n), _ratios(Lanes(arr.tolist()), n)
+        assert (r_held is None) == (r_plain is None) == (not np.isfinite(arr).all())
+        if r_held is not None:
+            assert r_held.fractions() == r_plain.fractions() == [Fraction(x) for x in arr.tolist()]
+        assert (_input_ratios(held) is None) == (_input_ratios(plain) is None)
+        if _input_ratios(held) is not None:
+            assert _input_ratios(held).fractions() == _input_ratios(plain).fractions()
+    # -0.0 is given back as it is by a noiseless release: never an exact input
+    assert _input_ratios(Lanes.of_floats(np.array([1.0, -0.0]))) is None
+    # the auditor's per-run releases: float64 columns become float lanes, other columns lists
+    one, pair = _released(finite), _released((finite, finite[::-1]))
+    assert one.floats is not None and one.values() == finite.tolist()
+    assert [c.values() for c in pair] == [finite.tolist(), finite[::-1].tolist()]
+    assert _released([1, 2]).values() == [1, 2] and _released([1, 2]).floats is None
+
+
+@pytest.mark.parametrize("name", ["vadd", "vsub", "vscale"])
+def test_vector_arithmetic_chained_on_float_lanes_is_the_scalar_runs_arithmetic(name):
+    """The result of vector arithmetic on float lanes (float lanes with their array) fed to the
+    next operation, as a gradient step feeds the next one: lane by lane, the scalar runs' values
+    and types."""
+    import math
+
+    from fuzzpy.primitives.registry import lookup
+    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_vector, unlane
+
+    rng = np.random.default_rng(8)
+    n = 50
+    pool = np.array([0.0, -0.0, math.inf, -math.inf, math.nan, 1e308, 5e-324])
+
+    def column():
+        x = rng.normal(0, 100, n)
+        pick = rng.random(n) < 0.3
+        x[pick] = rng.choice(pool, int(pick.sum()))
+        return x
+
+    ev = LaneEvaluator(RunState(RandomSource.seeded(0)), n)
+    w = tuple(Lanes.of_floats(column()) for _ in range(3))
+    g = tuple(Lanes.of_floats(column()) for _ in range(3))
+    k = Fraction(-3, 7)
+    step = _b_vector(ev, lookup("vscale"), None, [k, g])
+    assert all(c.floats is not None for c in step)
+    args = [Lanes.of_floats(column()), w] if name == "vscale" else [w, step]
+    out = _b_vector(ev, lookup(name), None, args)
+    assert out is not NotImplemented and all(c.floats is not None for c in out)
+    prim = lookup(name)
+    for i, got in enumerate(unlane(out, n)):
+        mid = Interpreter.call_prim(ev, lookup("vscale"), None, [k, unlane(g, n)[i]])
+        lane_args = [unlane(args[0], n)[i], unlane(w, n)[i]] if name == "vscale" else [unlane(w, n)[i], mid]
+        want = Interpreter.call_prim(ev, prim, None, lane_args)
+        assert [type(x) for x in got] == [type(x) for x in want] == [float] * 3
+        assert all((math.isnan(x) and math.isnan(y)) or (x == y and math.copysign(1, x) == math.copysign(1, y))
+                   for x, y in zip(got, want))
