@@ -125,20 +125,26 @@ class LaneBag:
     and ascending (that lane's bag in its order); across lanes a row may repeat (the lanes of a
     row function that reads lane values each see the whole bag: `product`)."""
 
-    __slots__ = ("base", "rows", "lanes", "n")
+    __slots__ = ("base", "rows", "lanes", "n", "_selected")
 
     def __init__(self, base: Any, rows: np.ndarray, lanes: np.ndarray, n: int):
         self.base, self.rows, self.lanes, self.n = base, rows, lanes, n
+        self._selected: Any = None
 
     def selected(self) -> Any:
         """Every (lane, row) pair's row, in order, as one bag: lazily selected when no row
-        repeats, else gathered."""
-        rows = self.rows
-        if len(rows) > 1 and not bool((rows[1:] > rows[:-1]).all()):
-            return self.base.take(rows).reset_index(drop=True)
-        mask = np.zeros(len(self.base), dtype=bool)
-        mask[rows] = True
-        return MaskedBag(self.base, mask, count=len(rows))
+        repeats, else gathered.  Made once (bags are never modified), with the columns a
+        row function reads kept by the MaskedBag."""
+        if self._selected is None:
+            rows = self.rows
+            if len(rows) > 1 and not bool((rows[1:] > rows[:-1]).all()):
+                gathered = self.base.take(rows).reset_index(drop=True)
+                self._selected = MaskedBag(gathered, np.ones(len(rows), dtype=bool), count=len(rows))
+            else:
+                mask = np.zeros(len(self.base), dtype=bool)
+                mask[rows] = True
+                self._selected = MaskedBag(self.base, mask, count=len(rows))
+        return self._selected
 
     def lane(self, i: int) -> MaskedBag:
         mask = np.zeros(len(self.base), dtype=bool)
@@ -364,6 +370,9 @@ class LaneEvaluator(Interpreter):
         # fuzzy: distributions may be built (the auditor samples them lane by lane, audit/batched.py);
         # otherwise a distribution means the evaluation is not a pure computation: not batched here.
         self.fuzzy = fuzzy
+        # product() of a plain bag, per bag: an iterative program reads the same table at every
+        # step, and its (lane, row) pairs and their columns are the same each time
+        self._products: dict[int, tuple[Any, LaneBag]] = {}
 
     def e_IIf(self, node: I.IIf, env: dict) -> Any:
         cond = self.eval(node.cond, env)
@@ -1009,12 +1018,17 @@ def product(ev: LaneEvaluator, b: Any) -> Optional[LaneBag]:
         return b
     if has_lanes(b) or not is_bag(b) or not getattr(ev.state, "vectorise", True):
         return None
+    kept = ev._products.get(id(b))
+    if kept is not None and kept[0] is b:
+        return kept[1]
     base = b.base if isinstance(b, MaskedBag) else b
     rows = np.flatnonzero(b.mask) if isinstance(b, MaskedBag) else np.arange(len(b))
     width = base.shape[1] if isinstance(base, pd.DataFrame) else 1
     if len(rows) * ev.n * max(width, 1) > PRODUCT_CELLS:
         return None
-    return LaneBag(base, np.tile(rows, ev.n), np.repeat(np.arange(ev.n, dtype=np.int64), len(rows)), ev.n)
+    out = LaneBag(base, np.tile(rows, ev.n), np.repeat(np.arange(ev.n, dtype=np.int64), len(rows)), ev.n)
+    ev._products[id(b)] = (b, out)
+    return out
 
 
 def lane_rows(ev: LaneEvaluator, fn: Any, b: LaneBag) -> Any:

@@ -646,3 +646,19 @@ def test_vector_arithmetic_chained_on_float_lanes_is_the_scalar_runs_arithmetic(
         assert [type(x) for x in got] == [type(x) for x in want] == [float] * 3
         assert all((math.isnan(x) and math.isnan(y)) or (x == y and math.copysign(1, x) == math.copysign(1, y))
                    for x, y in zip(got, want))
+
+
+def test_the_pairs_of_a_plain_bag_are_built_once_per_evaluator():
+    """An iterative program reads the same table at every step: its (lane, row) pairs and their
+    gathered rows are built once per evaluator and bag object, never shared with another bag."""
+    from fuzzpy.runtime.batch import LaneEvaluator, product
+
+    ev = LaneEvaluator(RunState(RandomSource.seeded(0)), 3)
+    db, other = frame(4), frame(4)
+    first = product(ev, db)
+    assert product(ev, db) is first and first.selected() is first.selected()
+    assert product(ev, other) is not first
+    assert product(LaneEvaluator(RunState(RandomSource.seeded(0)), 3), db) is not first
+    rows = first.selected().materialise()
+    assert rows.equals(pd.concat([db] * 3, ignore_index=True))
+    assert first.lanes.tolist() == [0] * 4 + [1] * 4 + [2] * 4
