@@ -16,6 +16,11 @@ run per sample, and whole-program audits of every example.
 3. With --calls (instead of 1 and 2): the batched sampler's median time per call at the audit's
    call sizes, 400 samples (screening a pair) and 10,000 (a chunk), on six of the auditor's
    pairs. Run at two commits in turn to compare versions.
+4. With --floor (instead of 1 and 2), for programs with Gaussian releases: a lower bound on the
+   audit's time from the discrete Gaussian draws alone.  The draws per sample are counted on one
+   sampler call; the validation stage alone draws top_pairs x 2 x --samples samples (AuditConfig);
+   the vectorised sampler is timed on calls of the audit's size (a 10,000-sample chunk) with the
+   program's own variance.  Whatever else the auditor does comes on top.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, Optional
 
 import numpy as np
 
@@ -92,6 +98,49 @@ def call_times(path: Path, pairs: int = 6) -> list[tuple[int, float]]:
     return out
 
 
+def gaussian_floor(path: Path, samples: int) -> Optional[tuple[int, int, float, float]]:
+    """(discrete Gaussian draws per sample, samples the validation stage draws, ns per draw,
+    seconds for those draws alone), or None when the program draws no discrete Gaussian."""
+    from fuzzpy.audit.programs import program_pairs, program_sampler
+    from fuzzpy.audit.search import AuditConfig
+    from fuzzpy.checking.program import check_file
+    from fuzzpy.runtime import noise, samplers
+
+    report = check_file(path)
+    if report.is_pure:
+        return None
+    seen: list[tuple[Any, int]] = []
+    real = samplers.sample_discrete_gaussian_batch
+
+    def spy(sigma2, n, rng):
+        seen.append((sigma2, n))
+        return real(sigma2, n, rng)
+
+    pair = program_pairs(report, np.random.default_rng(0), 4, delta=__import__("fractions").Fraction(1, 10**5))[0]
+    sampler = program_sampler(report, batch=True)
+    noise.sample_discrete_gaussian_batch = spy
+    try:
+        per_call = 1_000
+        sampler(pair.a, per_call, np.random.default_rng(0))
+    finally:
+        noise.sample_discrete_gaussian_batch = real
+    if not seen:
+        return None
+    per_sample = sum(n for _, n in seen) // per_call
+    cfg = AuditConfig(samples=samples)
+    validated = cfg.top_pairs * 2 * cfg.samples
+    sigma2 = max(seen, key=lambda s: s[1])[0]
+    step = per_sample * cfg.chunk // max(1, len(seen))  # one mechanism call's draws in a chunk
+    rng = samplers.RandomSource.seeded(0)
+    real(sigma2, step, rng)  # warm up
+    calls, t0 = 0, time.perf_counter()
+    while calls < 20 or time.perf_counter() - t0 < 2.0:
+        real(sigma2, step, rng)
+        calls += 1
+    ns = (time.perf_counter() - t0) / (calls * step) * 1e9
+    return per_sample, validated, ns, per_sample * validated * ns / 1e9
+
+
 def audit_time(path: Path, samples: int, limit: float) -> str:
     from fuzzpy.checking.program import check_file
 
@@ -121,11 +170,21 @@ def main() -> None:
     parser.add_argument("--no-throughput", action="store_true", help="only the whole-program audits")
     parser.add_argument("--calls", action="store_true",
                         help="only the batched sampler's time per call of 400 and 10,000 samples (six pairs)")
+    parser.add_argument("--floor", action="store_true",
+                        help="only the time the discrete Gaussian draws of an audit's validation take alone")
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n]
     progs = [p for p in sorted((ROOT / "examples").glob("*.fz")) if not names or p.stem in names]
     print(f"{platform.machine()}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    if args.floor:
+        print(f"{'example':28} {'draws/sample':>12} {'validated':>10} {'ns/draw':>8} {'floor':>9}")
+        for p in progs:
+            got = gaussian_floor(p, args.samples)
+            if got is not None:
+                per, validated, ns, secs = got
+                print(f"{p.name:28} {per:12,} {validated:10,} {ns:8.1f} {secs:8.1f} s", flush=True)
+        return
     if args.calls:
         print(f"{'example':28} {'ms/call of 400':>15} {'ms/call of 10,000':>18} {'samples/s':>10}")
         for p in progs:
