@@ -120,11 +120,14 @@ SMALL = dict(samples=4_000, screen=200, climb=4, climb_samples=400, max_pairs=20
 def test_a_gaussian_program_is_audited_at_its_delta():
     report = check(PROGRAM)
     assert report.ok and not report.is_pure
-    r = audit_program(report, delta=DELTA, seed=5, **SMALL)
+    runs = [audit_program(report, delta=DELTA, seed=seed, **SMALL) for seed in range(5)]
+    r = runs[0]
     assert (r.claimed, r.delta, r.rho) == (CLAIM, DELTA, RHO)
     # The real loss at delta 1e-5 is about 1.20 (the continuous Gaussian's exact curve); at this
-    # size the audit shows 0.35 of it (seed 5), and never more than the claim.
-    assert r.verdict == NO_VIOLATION and 0.2 < r.lower_bound < float(CLAIM)
+    # size the audit shows about a quarter of it (one seed's bound varies: the median of five),
+    # and never more than the claim.
+    assert all(x.verdict == NO_VIOLATION and x.lower_bound < float(CLAIM) for x in runs)
+    assert 0.2 < sorted(x.lower_bound for x in runs)[2]
     assert all(t.pair.delta == DELTA and t.pair.claimed == CLAIM for t in r.tested)
     # The search finds the rows that matter: only s = "yes" moves the count.
     assert r.best.pair.b.rows("db")[-1][4] == "yes"
