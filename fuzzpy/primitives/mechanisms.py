@@ -145,8 +145,8 @@ class Distribution:
         # `inputs` (one per run, or ExactColumns; each released with the calibration `plan`
         # names), vectorised: a list of the releases, or for tuple releases a tuple of columns
         # (coordinate j's list over the runs; float64 arrays for ExactColumns inputs); None when
-        # it cannot.  AUDITING ONLY, like batch:
-        # runs whose mechanisms have equal plans and differ only by their inputs are drawn together.
+        # it cannot.  AUDITING ONLY, like batch: runs whose mechanisms have equal plans and differ
+        # only by their inputs are drawn together.
         self.per_run = per_run
 
     def sample(self, ctx) -> Any:
