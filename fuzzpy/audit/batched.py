@@ -173,9 +173,8 @@ def _input_ratios(c: Any) -> Any:
         return None
     if c._data is None:
         return c.ratios
-    d = c.data
-    if c.floats is not None or (type(d) is list and d and set(map(type, d)) == {float}):
-        x = c.floats if c.floats is not None else np.asarray(d, dtype=np.float64)
+    if c.floats is not None or (type(c.data) is list and c.data and set(map(type, c.data)) == {float}):
+        x = c.floats if c.floats is not None else np.asarray(c.data, dtype=np.float64)
         if not np.signbit(x[x == 0]).any():
             return Ratios.of_floats(x)  # None for an infinity or NaN
     return None

@@ -57,14 +57,19 @@ class NotBatchable(Exception):
     """This evaluation needs one run per input."""
 
 
+# `Lanes._data` of float lanes whose list of Python floats is not built yet (see `floats`).
+_UNBUILT = object()
+
+
 class Lanes:
     """One value per lane.  `data` is an int64 or bool numpy array (exact integers; `frac`
     says whether each lane's value is a Fraction, as exact scalar arithmetic returns, or an int,
     as `count` returns) or a list of Python values.  Lanes of exact rationals may be held as
-    `ratios` alone (Fractions not built yet: fuzzpy/runtime/ratios.py); `data` builds them when
-    read.  Lanes of Python floats (released values, float vector arithmetic) may keep `floats`,
-    the same values as a float64 array, so that the next column operation skips converting the
-    list back."""
+    `ratios` alone (Fractions not built yet: fuzzpy/runtime/ratios.py; `_data` is None); `data`
+    builds them when read.  Lanes of Python floats (released values, float vector arithmetic) may
+    keep `floats`, the same values as a float64 array; `of_floats` lanes hold only the array
+    until their list is read (`_data` is _UNBUILT), so that a chain of column operations never
+    converts to a list and back."""
 
     __slots__ = ("_data", "frac", "ratios", "floats")
 
@@ -83,24 +88,31 @@ class Lanes:
     def of_floats(x: np.ndarray) -> "Lanes":
         """Lanes of the float64 array x's values as Python floats (bit for bit: -0.0 and NaN
         included), keeping x."""
-        x = np.ascontiguousarray(x, dtype=np.float64)
-        out = Lanes(x.tolist())
-        out.floats = x
+        out = Lanes(_UNBUILT)
+        out.floats = np.ascontiguousarray(x, dtype=np.float64)
         return out
 
     @property
     def data(self) -> Any:
-        if self._data is None:
-            self._data = self.ratios.fractions()  # type: ignore[union-attr]
-        return self._data
+        d = self._data
+        if d is None:
+            self._data = d = self.ratios.fractions()  # type: ignore[union-attr]
+        elif d is _UNBUILT:
+            self._data = d = self.floats.tolist()  # type: ignore[union-attr]
+        return d
 
     def __len__(self) -> int:
-        return len(self.ratios) if self._data is None else len(self._data)  # type: ignore[arg-type]
+        d = self._data
+        if d is None:
+            return len(self.ratios)  # type: ignore[arg-type]
+        return len(self.floats) if d is _UNBUILT else len(d)  # type: ignore[arg-type]
 
     def at(self, i: int) -> Any:
         if self._data is None:  # one lane's Fraction, without building every lane's
             r = self.ratios
             return Fraction(int(r.num[i]), int(r.den[i]))  # type: ignore[union-attr]
+        if self._data is _UNBUILT:  # one lane's float, as tolist gives it
+            return self.floats[i].item()  # type: ignore[index]
         v = self.data[i]
         if isinstance(self.data, np.ndarray):
             if self.data.dtype == np.bool_:
@@ -1128,16 +1140,14 @@ def _lane_sum_ratios(values: np.ndarray, lanes: np.ndarray, n: int,
     if n and int(sizes.max()) >= 1 << (52 - SUM_GRID_BITS):
         return None
     if bound <= 0:
-        return Ratios(np.zeros(n, dtype=np.int64).astype(object), np.ones(n, dtype=object), 1), sizes
+        return Ratios.of_scaled(np.zeros(n), 0), sizes
     b = _float_at_most(Fraction(bound))
     k = max(math.frexp(b)[1] - SUM_GRID_BITS, -1000)
     inv = math.ldexp(1.0, -k)
     lim = b * inv
     y = np.trunc(np.clip(values * inv, -lim, lim))
     y[np.isnan(y)] = 0.0
-    ints = np.bincount(lanes, weights=y, minlength=n).astype(np.int64).astype(object)
-    num, den = (ints << k, np.ones(n, dtype=object)) if k >= 0 else (ints, np.full(n, 1 << -k, dtype=object))
-    return Ratios(num, den, max(53 + max(k, 0), 1 - k)), sizes
+    return Ratios.of_scaled(np.bincount(lanes, weights=y, minlength=n), k), sizes
 
 
 def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -> Optional[Lanes]:

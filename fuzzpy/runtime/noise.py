@@ -320,10 +320,32 @@ def _grid_split(xs: Sequence[Fraction | int | float], step: Fraction) -> tuple[n
 def _grid_split_ratios(r: Ratios, step: Fraction) -> tuple[np.ndarray, np.ndarray]:
     """_grid_split of exact ratios, as object-array operations: the same integers, so the same
     floats (int true division and int-to-float conversion are correctly rounded)."""
+    fast = _grid_split_scaled(r, step)
+    if fast is not None:
+        return fast
     num, den = r.num * step.denominator, r.den * step.numerator
     low = num // den
     rem = num - low * den
     return low.astype(np.float64), (rem / den).astype(np.float64)
+
+
+def _grid_split_scaled(r: Ratios, step: Fraction) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """_grid_split_ratios in float arithmetic, for values held as x * 2**k (`Ratios.scaled`, a
+    bounded sum's grid integers) and a step that is a power of two: x / step = x * 2**e is a
+    float exactly (53 bits, normal exponent), so is its floor, and the one rounding of
+    y - floor(y) is the correctly rounded fraction, as rem / den is.  None otherwise."""
+    if r.scaled is None:
+        return None
+    a, b = step.numerator, step.denominator
+    if a & (a - 1) or b & (b - 1):
+        return None
+    x, k = r.scaled
+    e = k + b.bit_length() - a.bit_length()
+    if not -1000 <= e <= 900:
+        return None
+    y = np.ldexp(x, e)
+    low = np.floor(y)
+    return low + 0.0, (y - low) + 0.0  # + 0.0: the integer 0 of the exact path is +0.0
 
 
 def _laplace_steps(plan: LaplacePlan, low: np.ndarray, frac: np.ndarray, n: int, rng: RandomSource) -> np.ndarray:

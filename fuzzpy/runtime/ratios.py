@@ -25,12 +25,18 @@ REDUCE_BITS = 512
 
 class Ratios:
     """num[i] / den[i] for each run i: object arrays of Python ints with den > 0; `bits` bounds
-    the bit length of every numerator and denominator."""
+    the bit length of every numerator and denominator.
 
-    __slots__ = ("num", "den", "bits")
+    `scaled`, when not None, is the same values in a second form that fast paths may read
+    instead: (x, k) with x a float64 array of integers below 2**53 in magnitude and k an int,
+    value i = x[i] * 2**k exactly (a bounded sum's integers on its grid).  Arithmetic does not
+    carry it over."""
 
-    def __init__(self, num: np.ndarray, den: np.ndarray, bits: int):
-        self.num, self.den, self.bits = num, den, bits
+    __slots__ = ("num", "den", "bits", "scaled")
+
+    def __init__(self, num: np.ndarray, den: np.ndarray, bits: int,
+                 scaled: Optional[tuple[np.ndarray, int]] = None):
+        self.num, self.den, self.bits, self.scaled = num, den, bits, scaled
 
     def __len__(self) -> int:
         return len(self.num)
@@ -63,6 +69,16 @@ class Ratios:
         return Ratios(num, den, 54 + int(max(up.max(initial=0), down.max(initial=0))))
 
     @staticmethod
+    def of_scaled(x: np.ndarray, k: int) -> "Ratios":
+        """x[i] * 2**k for a float64 array x of integers below 2**53 in magnitude."""
+        ints = x.astype(np.int64).astype(object)
+        if k >= 0:
+            num, den = ints << k, np.ones(len(x), dtype=object)
+        else:
+            num, den = ints, np.full(len(x), 1 << -k, dtype=object)
+        return Ratios(num, den, max(53 + max(k, 0), 1 - k), (x, k))
+
+    @staticmethod
     def constant(v: Any, n: int) -> Optional["Ratios"]:
         """n copies of one number (as of_values takes them)."""
         one = Ratios.of_values([v])
@@ -93,6 +109,9 @@ class Ratios:
     def floats(self) -> np.ndarray:
         """Each value's nearest float, saturating at the infinities, as `as_float` gives it (int
         true division is correctly rounded, so an unreduced ratio gives the same float)."""
+        if self.scaled is not None and _SCALED_EXPONENTS[0] <= self.scaled[1] <= _SCALED_EXPONENTS[1]:
+            # x * 2**k is a float itself in that range (53 bits, normal): its own nearest float
+            return np.ldexp(self.scaled[0], self.scaled[1]) + 0.0  # + 0.0: -0.0 reads as 0 / q
         try:
             return (self.num / self.den).astype(np.float64)
         except OverflowError:
@@ -108,7 +127,8 @@ class Ratios:
         return Ratios(num, den, max((r.bits for _, r in parts), default=1))
 
     def take(self, idx: np.ndarray) -> "Ratios":
-        return Ratios(self.num[idx], self.den[idx], self.bits)
+        scaled = None if self.scaled is None else (self.scaled[0][idx], self.scaled[1])
+        return Ratios(self.num[idx], self.den[idx], self.bits, scaled)
 
     # ---- arithmetic: the exact folds of add, sub, mul, div (x / 0 = 0) -------------------------
 
@@ -142,6 +162,10 @@ class Ratios:
         """o's value where take_other, else self's."""
         return Ratios(np.where(take_other, o.num, self.num), np.where(take_other, o.den, self.den),
                       max(self.bits, o.bits))
+
+
+# Exponents e for which x * 2**e is a normal float, exactly, for every integer |x| < 2**53.
+_SCALED_EXPONENTS = (-1000, 900)
 
 
 def _max_bits(num: np.ndarray, den: np.ndarray) -> int:

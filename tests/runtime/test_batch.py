@@ -567,6 +567,7 @@ def test_float_lanes_keep_their_array_and_read_as_the_list_reads():
     import math
     import struct
 
+    import fuzzpy.runtime.batch as B
     from fuzzpy.audit.batched import _input_ratios, _released
     from fuzzpy.runtime.batch import (Lanes, _exact_floats, _lane_columns, _number_column, _ratios,
                                       select_lanes)
@@ -580,8 +581,12 @@ def test_float_lanes_keep_their_array_and_read_as_the_list_reads():
     for arr in (np.concatenate([finite, special]), finite, np.concatenate([finite, [-0.0]])):
         held, plain = Lanes.of_floats(arr), Lanes(arr.tolist())
         n = len(arr)
+        # the list is built only when read: one lane, or the length, does not build it
+        assert len(held) == n and bits([held.at(i) for i in range(n)]) == bits(arr.tolist())
+        assert held._data is B._UNBUILT
         assert all(type(v) is float for v in held.values()) and bits(held.values()) == bits(arr.tolist())
-        assert bits([held.at(i) for i in range(n)]) == bits(arr.tolist())
+        assert bits(held.data) == bits(arr.tolist()) and held.data is held.data
+        held = Lanes.of_floats(arr)  # unbuilt again, for the readers below
         idx = rng.permutation(n)[: n // 2]
         remap = np.full(n, -1)
         remap[idx] = np.arange(len(idx))

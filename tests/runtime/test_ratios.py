@@ -14,7 +14,7 @@ from fuzzpy.primitives.registry import lookup
 from fuzzpy.runtime import ratios as R
 from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_numeric, select_lanes, unlane
 from fuzzpy.runtime.interpreter import Interpreter, RunState, as_float
-from fuzzpy.runtime.noise import _grid_split, _grid_split_ratios, laplace_release_runs
+from fuzzpy.runtime.noise import _grid_split, _grid_split_ratios, _grid_split_scaled, laplace_release_runs
 from fuzzpy.runtime.ratios import ExactColumns, Ratios
 from fuzzpy.runtime.samplers import RandomSource
 
@@ -129,6 +129,41 @@ def test_grid_split_of_ratios_is_the_grid_split():
         low, frac = _grid_split(values, step)
         rlow, rfrac = _grid_split_ratios(Ratios.of_values(values), step)
         assert low.tolist() == rlow.tolist() and frac.tolist() == rfrac.tolist()
+
+
+def _bits(a: np.ndarray) -> bytes:
+    return np.ascontiguousarray(a, dtype=np.float64).tobytes()  # -0.0 and +0.0 differ
+
+
+def test_scaled_ratios_read_and_split_as_their_integers():
+    """Ratios.of_scaled (a bounded sum's grid integers x times 2**k) holds x * 2**k exactly, and
+    its float fast paths (floats(), the grid split for a power-of-two step) give the object
+    path's floats bit for bit: signs, zeros (-0.0 included, read as +0.0 as the integer 0 is),
+    +-(2**53 - 1), exponents at both ends of the fast range and just outside it."""
+    rng = np.random.default_rng(11)
+    edge = [0.0, -0.0, 1.0, -1.0, 2.0**53 - 1, -(2.0**53 - 1), 3.0, -5.0]
+    fast = 0
+    for k in (-1080, -1001, -1000, -990, -60, -30, -1, 0, 1, 7, 40, 880, 900, 901):
+        for mag in (1, 20, 53):
+            x = np.array(edge + np.trunc(rng.uniform(-1, 1, 40) * 2.0**mag).tolist())
+            r = R.Ratios.of_scaled(x, k)
+            plain = R.Ratios(r.num, r.den, r.bits)
+            assert r.fractions() == [Fraction(int(v)) * Fraction(2) ** k for v in x.tolist()]
+            assert _bits(r.floats()) == _bits(plain.floats())
+            for step in (Fraction(1, 16384), Fraction(1), Fraction(2**20), Fraction(4, 2**40), Fraction(1, 2**60)):
+                try:
+                    want = _grid_split_ratios(plain, step)
+                except OverflowError:  # beyond float range: the fast path must not be taken
+                    assert _grid_split_scaled(r, step) is None
+                    continue
+                got = _grid_split_ratios(r, step)
+                fast += _grid_split_scaled(r, step) is not None
+                assert _bits(got[0]) == _bits(want[0]) and _bits(got[1]) == _bits(want[1])
+    assert fast > 100  # the float path was really taken
+    # a step that is not a power of two, or arithmetic on the ratios, keeps the object path
+    r = R.Ratios.of_scaled(np.array([3.0, -7.0]), -4)
+    assert _grid_split_scaled(r, Fraction(3, 7)) is None and r.add(r).scaled is None
+    assert r.take(np.array([1])).scaled[0].tolist() == [-7.0]
 
 
 @pytest.mark.parametrize("epsilon", [Fraction(1, 2), Fraction(10**12)])
