@@ -385,6 +385,8 @@ class LaneEvaluator(Interpreter):
         # product() of a plain bag, per bag: an iterative program reads the same table at every
         # step, and its (lane, row) pairs and their columns are the same each time
         self._products: dict[int, tuple[Any, LaneBag]] = {}
+        # _b_numeric's last arguments and result per node (a loop-invariant operation)
+        self._last: dict[int, tuple[tuple, Any]] = {}
 
     def e_IIf(self, node: I.IIf, env: dict) -> Any:
         cond = self.eval(node.cond, env)
@@ -833,16 +835,29 @@ def _b_exact(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> An
     if name in _RATIO_OPS:
         return Lanes.of_ratios(_RATIO_OPS[name](a, b))
     if name in ("max", "min"):  # the fold's max(x, y): y where y > x (min: y < x), else x
-        return Lanes.of_ratios(a.pick(b.compare(_CMP_FNS["gt" if name == "max" else "lt"], a), b))
+        op = _CMP_FNS["gt" if name == "max" else "lt"]
+        fa, fb = _exact_floats(args[0], ev.n), _exact_floats(args[1], ev.n)
+        # finite floats (a and b are not None) compare exactly as floats: no cross-multiplying
+        take = op(fb, fa) if fa is not None and fb is not None else b.compare(op, a)
+        return Lanes.of_ratios(a.pick(np.asarray(take, dtype=bool), b))
     return Lanes(a.compare(_CMP_FNS[name], b))
 
 
 def _b_numeric(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    # An operation on the same argument objects as its node's last evaluation gives the same
+    # value (lane values are never changed once built, and arithmetic is a function of them):
+    # `rate / max n 1` at every step of a gradient descent is computed once.  The arguments are
+    # kept with the result, so their ids stay theirs.
+    last = ev._last.get(id(node))
+    if last is not None and len(last[0]) == len(args) and all(x is y for x, y in zip(last[0], args)):
+        return last[1]
     out = _b_arith(ev, prim, node, args) if prim.name != "div" else NotImplemented
     if out is NotImplemented and prim.name in _CMP_OPS:
         out = _b_compare(ev, prim, args)
     if out is NotImplemented and prim.name not in ("neg", "abs"):
         out = _b_exact(ev, prim, node, args)
+    if out is not NotImplemented:
+        ev._last[id(node)] = (tuple(args), out)
     return out
 
 

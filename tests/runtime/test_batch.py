@@ -667,3 +667,47 @@ def test_the_pairs_of_a_plain_bag_are_built_once_per_evaluator():
     rows = first.selected().materialise()
     assert rows.equals(pd.concat([db] * 3, ignore_index=True))
     assert first.lanes.tolist() == [0] * 4 + [1] * 4 + [2] * 4
+
+
+@pytest.mark.parametrize("name", ["max", "min", "div", "lt"])
+def test_an_operation_on_the_same_lane_objects_is_computed_once_per_node(name, monkeypatch):
+    """`rate / max n 1` at every step of a gradient descent: a node evaluated again on the same
+    argument objects gives its last result without computing it again; other arguments (equal
+    values in new objects, another node) compute again.  max and min of floats against an exact
+    constant compare as floats, and every lane's value and type is the scalar fold's."""
+    import math
+
+    import fuzzpy.runtime.batch as B
+    from fuzzpy.checking import ir as I
+    from fuzzpy.primitives.registry import lookup
+
+    rng = np.random.default_rng(3)
+    n = 40
+    x = rng.normal(1, 2, n)
+    x[:6] = [0.0, -0.0, 1.0, 5e-324, -1e300, 1 - 2**-53]
+    ev = B.LaneEvaluator(RunState(RandomSource.seeded(0)), n)
+    prim, one = lookup(name), Fraction(1)
+    node, other = I.IPrim(name, []), I.IPrim(name, [])
+    computed = []  # one entry per call of the three computing paths
+
+    def spy(real):
+        def counted(*a):
+            computed.append(real)
+            return real(*a)
+        return counted
+
+    for fn in ("_b_arith", "_b_compare", "_b_exact"):
+        monkeypatch.setattr(B, fn, spy(getattr(B, fn)))
+    lanes = B.Lanes.of_floats(x)
+    first = B._b_numeric(ev, prim, node, [lanes, one])
+    k = len(computed)
+    assert k > 0 and B._b_numeric(ev, prim, node, [lanes, one]) is first and len(computed) == k
+    again = B._b_numeric(ev, prim, node, [B.Lanes.of_floats(x.copy()), one])
+    assert again is not first and len(computed) == 2 * k
+    assert B._b_numeric(ev, prim, other, [lanes, one]) is not first and len(computed) == 3 * k
+    for i, got in enumerate(B.unlane(first, n)):
+        want = Interpreter.call_prim(ev, prim, node, [float(x[i]), one])
+        assert type(got) is type(want) and got == want
+    if name in ("max", "min"):  # the picked operand's exact value: the float's, or 1
+        assert all(v == (max if name == "max" else min)(Fraction(f), one) for v, f in zip(B.unlane(first, n), x))
+        assert math.copysign(1, float(B.unlane(first, n)[1])) == 1  # -0.0 as an exact 0
