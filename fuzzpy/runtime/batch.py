@@ -109,8 +109,7 @@ class Lanes:
 
     def at(self, i: int) -> Any:
         if self._data is None:  # one lane's Fraction, without building every lane's
-            r = self.ratios
-            return Fraction(int(r.num[i]), int(r.den[i]))  # type: ignore[union-attr]
+            return self.ratios.fraction(i)  # type: ignore[union-attr]
         if self._data is _UNBUILT:  # one lane's float, as tolist gives it
             return self.floats[i].item()  # type: ignore[index]
         v = self.data[i]

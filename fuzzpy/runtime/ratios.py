@@ -32,14 +32,35 @@ class Ratios:
     value i = x[i] * 2**k exactly (a bounded sum's integers on its grid).  Arithmetic does not
     carry it over."""
 
-    __slots__ = ("num", "den", "bits", "scaled")
+    __slots__ = ("_num", "_den", "bits", "scaled")
 
-    def __init__(self, num: np.ndarray, den: np.ndarray, bits: int,
+    def __init__(self, num: Optional[np.ndarray], den: Optional[np.ndarray], bits: int,
                  scaled: Optional[tuple[np.ndarray, int]] = None):
-        self.num, self.den, self.bits, self.scaled = num, den, bits, scaled
+        # num and den may be None when `scaled` holds the values: built on first read
+        self._num, self._den, self.bits, self.scaled = num, den, bits, scaled
+
+    @property
+    def num(self) -> np.ndarray:
+        if self._num is None:
+            self._build()
+        return self._num  # type: ignore[return-value]
+
+    @property
+    def den(self) -> np.ndarray:
+        if self._den is None:
+            self._build()
+        return self._den  # type: ignore[return-value]
+
+    def _build(self) -> None:
+        x, k = self.scaled  # type: ignore[misc]
+        ints = x.astype(np.int64).astype(object)
+        if k >= 0:
+            self._num, self._den = ints << k, np.ones(len(x), dtype=object)
+        else:
+            self._num, self._den = ints, np.full(len(x), 1 << -k, dtype=object)
 
     def __len__(self) -> int:
-        return len(self.num)
+        return len(self.scaled[0]) if self._num is None else len(self._num)  # type: ignore[index]
 
     @staticmethod
     def of_values(values: Sequence[Any]) -> Optional["Ratios"]:
@@ -70,13 +91,9 @@ class Ratios:
 
     @staticmethod
     def of_scaled(x: np.ndarray, k: int) -> "Ratios":
-        """x[i] * 2**k for a float64 array x of integers below 2**53 in magnitude."""
-        ints = x.astype(np.int64).astype(object)
-        if k >= 0:
-            num, den = ints << k, np.ones(len(x), dtype=object)
-        else:
-            num, den = ints, np.full(len(x), 1 << -k, dtype=object)
-        return Ratios(num, den, max(53 + max(k, 0), 1 - k), (x, k))
+        """x[i] * 2**k for a float64 array x of integers below 2**53 in magnitude (the integer
+        ratios are built when first read: the grid split and floats() need only x and k)."""
+        return Ratios(None, None, max(53 + max(k, 0), 1 - k), (x, k))
 
     @staticmethod
     def constant(v: Any, n: int) -> Optional["Ratios"]:
@@ -101,6 +118,14 @@ class Ratios:
         return Ratios(num, den, _max_bits(num, den))
 
     # ---- reading ----------------------------------------------------------------------------
+
+    def fraction(self, i: int) -> Fraction:
+        """Value i as a Fraction (without building every value's integers)."""
+        if self._num is None:
+            x, k = self.scaled  # type: ignore[misc]
+            v = int(x[i])
+            return Fraction(v << k) if k >= 0 else Fraction(v, 1 << -k)
+        return Fraction(int(self._num[i]), int(self._den[i]))  # type: ignore[index]
 
     def fractions(self) -> list[Fraction]:
         """Each value as the Fraction the exact semantics compute (reduced)."""
@@ -127,6 +152,8 @@ class Ratios:
         return Ratios(num, den, max((r.bits for _, r in parts), default=1))
 
     def take(self, idx: np.ndarray) -> "Ratios":
+        if self._num is None:
+            return Ratios(None, None, self.bits, (self.scaled[0][idx], self.scaled[1]))  # type: ignore[index]
         scaled = None if self.scaled is None else (self.scaled[0][idx], self.scaled[1])
         return Ratios(self.num[idx], self.den[idx], self.bits, scaled)
 

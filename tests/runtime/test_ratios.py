@@ -147,7 +147,12 @@ def test_scaled_ratios_read_and_split_as_their_integers():
         for mag in (1, 20, 53):
             x = np.array(edge + np.trunc(rng.uniform(-1, 1, 40) * 2.0**mag).tolist())
             r = R.Ratios.of_scaled(x, k)
+            sub = r.take(np.arange(len(x))[::-1])  # taken before the integers are built
+            assert r._num is None and sub._num is None and len(r) == len(sub) == len(x)
+            one_by_one = [Lanes.of_ratios(r).at(i) for i in range(len(x))]  # builds nothing either
+            assert r._num is None and one_by_one == [Fraction(int(v)) * Fraction(2) ** k for v in x.tolist()]
             plain = R.Ratios(r.num, r.den, r.bits)
+            assert sub.fractions() == plain.fractions()[::-1]
             assert r.fractions() == [Fraction(int(v)) * Fraction(2) ** k for v in x.tolist()]
             assert _bits(r.floats()) == _bits(plain.floats())
             for step in (Fraction(1, 16384), Fraction(1), Fraction(2**20), Fraction(4, 2**40), Fraction(1, 2**60)):
