@@ -14,8 +14,8 @@ run per sample, and whole-program audits of every example.
    audit process (on a shared machine the CPU time is the steadier figure; goal: under a minute
    at 100,000 samples per side).
 3. With --calls (instead of 1 and 2): the batched sampler's median time per call at the audit's
-   call sizes, 400 samples (screening a pair) and 10,000 (a chunk), on six of the auditor's
-   pairs. Run at two commits in turn to compare versions.
+   call sizes, 400 samples (screening a pair) and 10,000 (a chunk), on both sides of six of the
+   auditor's pairs. Run at two commits in turn to compare versions.
 4. With --floor (instead of 1 and 2), for programs with Gaussian releases: a lower bound on the
    audit's time from the discrete Gaussian draws alone.  The draws per sample are counted on one
    sampler call; the validation stage alone draws top_pairs x 2 x --samples samples (AuditConfig);
@@ -78,7 +78,8 @@ def throughput(path: Path) -> tuple[float, float, bool]:
 
 def call_times(path: Path, pairs: int = 6) -> list[tuple[int, float]]:
     """(call size, median seconds per call) of the batched sampler at the audit's two call sizes
-    (400 samples: screening a pair; 10,000: one chunk), one call on each of the first pairs."""
+    (400 samples: screening a pair; 10,000: one chunk), one call on each side of each of the
+    first pairs (the smaller table, often empty, and the one with the added row)."""
     from fuzzpy.audit.programs import program_pairs, program_sampler
     from fuzzpy.checking.program import check_file
 
@@ -91,9 +92,10 @@ def call_times(path: Path, pairs: int = 6) -> list[tuple[int, float]]:
     for size in (400, 10_000):
         took = []
         for i, pair in enumerate(chosen):
-            t0 = time.perf_counter()
-            sampler(pair.a, size, np.random.default_rng(i))
-            took.append(time.perf_counter() - t0)
+            for side in (pair.a, pair.b):
+                t0 = time.perf_counter()
+                sampler(side, size, np.random.default_rng(i))
+                took.append(time.perf_counter() - t0)
         out.append((size, float(np.median(took))))
     return out
 

@@ -190,6 +190,9 @@ def _row_matrix(frame: Any, n: int) -> Any:
     import pandas as pd
 
     if isinstance(frame, pd.DataFrame) and frame.shape[1] == n:
+        if all(isinstance(t, np.dtype) and t.kind in "fiub" for t in frame.dtypes):
+            # numbers already (the usual case): to_numeric would give every column back as it is
+            return frame.to_numpy(dtype=np.float64)
         return frame.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     rows = list(frame) if isinstance(frame, pd.Series) else []
     out = np.full((len(rows), n), np.nan)

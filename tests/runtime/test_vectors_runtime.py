@@ -126,3 +126,24 @@ def test_constant_vectors_are_folded_by_the_checker():
     r = check("function main (db : bag T) : fuzzy (vec[2], num) "
               "{ return (vclip 5 (vadd (vec (3, 4)) (vec (3, 4))), vdot (vec (1, 2)) (vec (3, 4))) }")
     assert r.ok and r.inputs[0].epsilon == 0
+
+
+def test_row_matrix_reads_number_columns_directly_and_coerces_the_others():
+    """A row function's vectors as a float matrix: columns that are numbers already (floats with
+    -0.0, NaN and infinities, ints, bools) are read as they are, exactly as coercing each with
+    pandas.to_numeric reads them; a column of anything else is still coerced (text -> NaN)."""
+    import math
+
+    import pandas as pd
+
+    from fuzzpy.primitives.vectors import _row_matrix
+
+    floats = [0.0, -0.0, math.nan, math.inf, -math.inf, 5e-324, 1.5]
+    numbers = pd.DataFrame({0: floats, 1: [1, -2, 3, 0, 7, 2**53 + 1, -5], 2: [True, False] * 3 + [True]})
+    coerced = numbers.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    got = _row_matrix(numbers, 3)
+    assert got.dtype == np.float64 and got.tobytes() == coerced.tobytes()  # bit for bit, -0.0 included
+    mixed = pd.DataFrame({0: floats, 1: ["1.5", "x", None, 2, 3.0, "nan", True]})
+    out = _row_matrix(mixed, 2)
+    assert out[:, 0].tobytes() == np.array(floats).tobytes()
+    assert out[0, 1] == 1.5 and math.isnan(out[1, 1]) and math.isnan(out[2, 1]) and out[3, 1] == 2.0
