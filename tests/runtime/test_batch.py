@@ -711,3 +711,33 @@ def test_an_operation_on_the_same_lane_objects_is_computed_once_per_node(name, m
     if name in ("max", "min"):  # the picked operand's exact value: the float's, or 1
         assert all(v == (max if name == "max" else min)(Fraction(f), one) for v, f in zip(B.unlane(first, n), x))
         assert math.copysign(1, float(B.unlane(first, n)[1])) == 1  # -0.0 as an exact 0
+
+
+def test_a_vsum_over_empty_bags_is_zero_in_every_lane_without_running_its_row_function(monkeypatch):
+    """Every lane's bag empty (an audit's empty table): each coordinate is the exact 0 the
+    reference gives (it does not call the row function on an empty bag), in every lane, with
+    the same releases batched or not; a row function is still run on pairs when a row exists."""
+    import fuzzpy.runtime.batch as B
+
+    pairs = []
+    real_rows = B.lane_rows
+
+    def lane_rows(ev, fn, b):
+        pairs.append(len(b.rows))
+        return real_rows(ev, fn, b)
+
+    monkeypatch.setattr(B, "lane_rows", lane_rows)
+    report = check_source(PROGRAMS["candidate tuple in a vsum"], "t.fz")
+    assert report.ok
+    for rows in (0, 1):
+        pairs.clear()
+        batched, unbatched = both(report, {"db": frame(rows=rows, nan=False)}, 2)
+        assert batched == unbatched and batched[0]
+        assert pairs == ([] if rows == 0 else [3])  # 3 candidates x 1 row
+    pairs.clear()
+    ev = B.LaneEvaluator(RunState(RandomSource.seeded(0)), 4)
+    empty = B.LaneBag(frame(rows=3), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 4)
+    node = type("Node", (), {"info": {"size": 2, "bound": Fraction(1)}})()
+    out = B._b_vsum(ev, None, node, [Fraction(1), B.Closure({}, ["r"], None), empty])
+    assert [B.unlane(c, 4) for c in out] == [[Fraction(0)] * 4] * 2
+    assert all(type(v) is Fraction for c in out for v in B.unlane(c, 4)) and pairs == []
