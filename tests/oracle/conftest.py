@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
+import sys
+
+import pytest
+
+from fuzzpy.limits import RECURSION_LIMIT
+
 from .support import SESSION_STATS
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _recursion_limit():
+    # The checker's and the oracle's threads raise the recursion limit while they run; raising
+    # it for the module keeps hypothesis from seeing it change during a test.
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, RECURSION_LIMIT))
+    yield
+    sys.setrecursionlimit(old)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

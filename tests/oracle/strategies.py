@@ -3,6 +3,7 @@ shrinks a failing program and its tables together."""
 
 from __future__ import annotations
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from .choices import HypothesisChooser
@@ -20,3 +21,11 @@ def programs(draw: st.DrawFn) -> Program:
 def cases(draw: st.DrawFn, depth_limit: int = DEPTH_LIMIT, n_pairs: int = 3) -> Case:
     """A program with `n_pairs` pairs of neighbouring tables around the call-depth limit."""
     return draw_case(HypothesisChooser(draw), depth_limit, n_pairs)
+
+
+def oracle_settings(max_examples: int) -> settings:
+    """A fixed, derandomized number of generated cases, with no deadline (a loaded machine can
+    be many times slower) and no example database."""
+    return settings(max_examples=max_examples, derandomize=True, deadline=None, database=None, print_blob=False,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.filter_too_much])

@@ -10,30 +10,18 @@ The property test runs a fixed, derandomized number of programs (FUZZPY_RUNTIME_
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-
-from fuzzpy.limits import RECURSION_LIMIT
+from hypothesis import given
 
 from .runtime_diff import FAST, REFERENCE, diff_case, run_with
-from .strategies import cases
+from .strategies import cases, oracle_settings
 
 N_PROGRAMS = int(os.environ.get("FUZZPY_RUNTIME_DIFF_EXAMPLES", "400"))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _recursion_limit():
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, RECURSION_LIMIT))
-    yield
-    sys.setrecursionlimit(old)
-
-
 @pytest.mark.slow
-@settings(max_examples=N_PROGRAMS, derandomize=True, deadline=None, database=None, print_blob=False,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@oracle_settings(N_PROGRAMS)
 @given(cases(n_pairs=2))
 def test_fast_paths_release_what_the_reference_path_releases(case):
     res = diff_case(case)

@@ -12,38 +12,25 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from fractions import Fraction
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from fuzzpy.audit.oracle import audit_pair, call_depth
 from fuzzpy.checking.program import check_source
-from fuzzpy.limits import RECURSION_LIMIT
 
 from .choices import RandomChooser
 from .generator import Program, generate
-from .strategies import cases
+from .strategies import cases, oracle_settings
 from .support import (DEPTH_LIMIT, FOUND, SESSION_STATS, Case, PairSpec, copies_tables, describe_finding,
                       pair_tables, run_case)
 
 N_PROGRAMS = int(os.environ.get("FUZZPY_ORACLE_EXAMPLES", "1000"))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _recursion_limit():
-    # The checker's and the oracle's threads raise the recursion limit while they run; raising
-    # it for the module keeps hypothesis from seeing it change during a test.
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, RECURSION_LIMIT))
-    yield
-    sys.setrecursionlimit(old)
-
-
 @pytest.mark.slow
-@settings(max_examples=N_PROGRAMS, derandomize=True, deadline=None, database=None, print_blob=False,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@oracle_settings(N_PROGRAMS)
 @given(cases())
 def test_accepted_programs_keep_their_privacy_promise(case):
     res = run_case(case)
