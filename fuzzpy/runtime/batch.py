@@ -1057,12 +1057,16 @@ def product(ev: LaneEvaluator, b: Any) -> Optional[LaneBag]:
     return out
 
 
-def lane_rows(ev: LaneEvaluator, fn: Any, b: LaneBag) -> Any:
-    """fn's result on every (lane, row) pair of b, in order (a Series or a DataFrame), or None."""
+def lane_rows(ev: LaneEvaluator, fn: Any, b: LaneBag, size: Optional[int] = None) -> Any:
+    """fn's result on every (lane, row) pair of b, in order (a Series or a DataFrame), or None;
+    with `size`, its vectors of that size as a float matrix (`vectors._row_matrix`)."""
+    from ..primitives.vectors import _row_matrix
+
     if type(fn) is not Closure or fn.body is None or not fn.params:
         return None
     if not has_lanes(fn):
-        return apply_rows(ev.state, fn, b.selected())  # the ordinary path, row-by-row fallback included
+        out = apply_rows(ev.state, fn, b.selected())  # the ordinary path, row-by-row fallback included
+        return out if size is None else _row_matrix(out, size)
     env = dict(fn.env)
     for name in _read_names(fn.body):
         if name in env and has_lanes(env[name]):
@@ -1070,11 +1074,13 @@ def lane_rows(ev: LaneEvaluator, fn: Any, b: LaneBag) -> Any:
             if col is None:
                 return None
             env[name] = col
-    return _on_pairs(ev, Closure(env, fn.params, fn.body), b.selected())
+    return _on_pairs(ev, Closure(env, fn.params, fn.body), b.selected(), size)
 
 
-def _on_pairs(ev: LaneEvaluator, fn: Closure, bag: Any) -> Any:
+def _on_pairs(ev: LaneEvaluator, fn: Closure, bag: Any, size: Optional[int] = None) -> Any:
     from .. import limits
+    from ..primitives.vectors import _row_matrix
+    from .vectorize import number_matrix
 
     state = ev.state
     env = dict(fn.env)
@@ -1084,6 +1090,9 @@ def _on_pairs(ev: LaneEvaluator, fn: Closure, bag: Any) -> Any:
         out = _PairEvaluator(state).eval(fn.body, env)  # type: ignore[arg-type]
         if isinstance(out, RowView):
             return None
+        if size is not None:  # number columns straight to the matrix, or through the frame
+            matrix = number_matrix(out, len(bag), size)
+            return matrix if matrix is not None else _row_matrix(to_frame(out, len(bag)), size)
         return to_frame(out, len(bag))
     except Exception:  # noqa: BLE001 - not expressible on columns: the caller runs it once per lane
         state.depth = depth
@@ -1190,7 +1199,7 @@ def _b_sum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
 
 
 def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    from ..primitives.vectors import _row_matrix, clip_rows
+    from ..primitives.vectors import clip_rows
 
     c, f, b = args
     lb = product(ev, b)
@@ -1201,10 +1210,10 @@ def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
         if not size:
             return Lanes([()] * ev.n)
         return tuple(Lanes.of_ratios(Ratios.of_scaled(np.zeros(ev.n), 0)) for _ in range(size))
-    frame = lane_rows(ev, f, lb)
-    if frame is None:
+    rows = lane_rows(ev, f, lb, size)
+    if rows is None:
         return NotImplemented
-    matrix = clip_rows(_row_matrix(frame, size), float(bound))
+    matrix = clip_rows(rows, float(bound))
     if not size:
         return Lanes([()] * ev.n)
     cols = [_lane_sum_ratios(matrix[:, i], lb.lanes, ev.n, bound) for i in range(size)]

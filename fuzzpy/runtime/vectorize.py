@@ -14,7 +14,7 @@ changes speed, never results: both paths are total and compute the same values.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 import pandas as pd
@@ -184,6 +184,29 @@ def to_frame(out: Any, n: int) -> Frame:
             raise NotVectorisable("empty tuple rows")
         return pd.DataFrame({i: _series(v, n) for i, v in enumerate(out)}, index=pd.RangeIndex(n))
     return _series(out, n)
+
+
+def number_matrix(out: Any, n: int, size: int) -> Optional[np.ndarray]:
+    """The float matrix (n x size) that building the frame (`to_frame`) and reading it as
+    numbers (`primitives.vectors._row_matrix`) give for a tuple of `size` number columns (float,
+    int or bool arrays of length n, or such numbers: each column's values converted to float64
+    as the frame's `to_numpy` converts them), without building the frame; None for anything
+    else."""
+    if type(out) is not tuple or len(out) != size or not size:
+        return None
+    cols = []
+    for v in out:
+        data = v.data if type(v) is Vec else v
+        if isinstance(data, np.ndarray) and data.ndim == 1:
+            if len(data) != n or data.dtype.kind not in "fiub":
+                return None
+            cols.append(data.astype(np.float64))
+        elif type(data) is float or type(data) is bool or isinstance(data, (np.floating, np.bool_)) or (
+                type(data) is int and abs(data) <= 2**53):  # ints a float holds exactly
+            cols.append(np.full(n, float(data)))
+        else:
+            return None
+    return np.column_stack(cols)
 
 
 def _series(v: Any, n: int) -> pd.Series:

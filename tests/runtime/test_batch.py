@@ -270,8 +270,8 @@ def test_small_programs_release_the_same_values_batched_or_not(name, nan, monkey
     pairs = []
     real_rows = B.lane_rows
 
-    def lane_rows(ev, fn, b):
-        out = real_rows(ev, fn, b)
+    def lane_rows(ev, fn, b, size=None):
+        out = real_rows(ev, fn, b, size)
         pairs.append(out is not None)
         return out
 
@@ -722,9 +722,9 @@ def test_a_vsum_over_empty_bags_is_zero_in_every_lane_without_running_its_row_fu
     pairs = []
     real_rows = B.lane_rows
 
-    def lane_rows(ev, fn, b):
+    def lane_rows(ev, fn, b, size=None):
         pairs.append(len(b.rows))
-        return real_rows(ev, fn, b)
+        return real_rows(ev, fn, b, size)
 
     monkeypatch.setattr(B, "lane_rows", lane_rows)
     report = check_source(PROGRAMS["candidate tuple in a vsum"], "t.fz")

@@ -147,3 +147,30 @@ def test_row_matrix_reads_number_columns_directly_and_coerces_the_others():
     out = _row_matrix(mixed, 2)
     assert out[:, 0].tobytes() == np.array(floats).tobytes()
     assert out[0, 1] == 1.5 and math.isnan(out[1, 1]) and math.isnan(out[2, 1]) and out[3, 1] == 2.0
+
+
+def test_number_columns_become_the_matrix_the_frame_gives():
+    """A pair evaluation's vector rows straight to a float matrix (vectorize.number_matrix): the
+    same bits as building the frame and reading it (`to_frame`, `_row_matrix`), for float
+    columns with -0.0, NaN and infinities, int and bool columns and number constants; anything
+    else (a Series, text, a Fraction, a large int, a column of another length, another size)
+    goes through the frame."""
+    import math
+    from fractions import Fraction
+
+    import pandas as pd
+
+    from fuzzpy.primitives.vectors import _row_matrix
+    from fuzzpy.runtime.vectorize import Vec, number_matrix, to_frame
+
+    n = 7
+    floats = np.array([0.0, -0.0, math.nan, math.inf, -math.inf, 5e-324, 1.5])
+    ints = np.array([1, -2, 3, 0, 7, 2**53 + 1, -5])
+    bools = np.array([True, False] * 3 + [True])
+    out = (Vec(floats), Vec(ints), Vec(bools), 2.5, True, Vec(np.float32(0.1)), -3, Vec(-0.0))
+    got = number_matrix(out, n, len(out))
+    want = _row_matrix(to_frame(out, n), len(out))
+    assert got is not None and got.shape == (n, len(out)) and got.tobytes() == want.tobytes()
+    for other in (Vec(pd.Series(floats)), Vec(np.array(["a"] * n)), Fraction(1, 3), 2**60, Vec(floats[:3]), None):
+        assert number_matrix((Vec(floats), other), n, 2) is None
+    assert number_matrix((Vec(floats), Vec(ints)), n, 3) is None and number_matrix((), 0, 0) is None
