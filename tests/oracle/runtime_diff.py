@@ -2,7 +2,7 @@
 
 `fuzzpy run` evaluates a checked program with two optimisations on by default: batched
 evaluation (pmap, each and selection scores over every part or candidate at once,
-fuzzy/runtime/batch.py) and vectorised row functions (one column operation per expression
+fuzzpy/runtime/batch.py) and vectorised row functions (one column operation per expression
 instead of one call per row, fuzzpy/runtime/vectorize.py).  The checker's proof is about the
 reference semantics: the scalar interpreter, one call per part, candidate and row.  If a fast
 path computed another value, a mechanism could receive an input whose sensitivity nobody proved.
