@@ -120,10 +120,12 @@ THREE = Schema("Adultish", (Column("age", Num(F(0), F(100))), Column("income", S
     ("", "'age', 'income', 'sex'"),                 # no header at all
 ])
 def test_with_header_a_missing_column_is_named_with_the_schema(tmp_path, data, missing):
-    code, text = error_of(lambda p: load_table(p, THREE, header=True), write(tmp_path, data))
+    path = write(tmp_path, data)
+    code, text = error_of(lambda p: load_table(p, THREE, header=True), path)
     assert code == "E0503"
     assert f"does not name column(s) {missing} of table 'Adultish' (schema Adultish: age, income, sex)" in text
-    assert "incomee" not in text and "Male" not in text and "30" not in text  # never the file's cells
+    cells = text.replace(str(path), "")  # the file's own name may hold any digits (pytest-30/...)
+    assert "incomee" not in cells and "Male" not in cells and "30" not in cells  # never the file's cells
 
 
 def test_with_header_a_full_header_loads_by_name(tmp_path):
