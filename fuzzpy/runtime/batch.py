@@ -1066,7 +1066,7 @@ def lane_rows(ev: LaneEvaluator, fn: Any, b: LaneBag, size: Optional[int] = None
         return None
     if not has_lanes(fn):
         out = apply_rows(ev.state, fn, b.selected())  # the ordinary path, row-by-row fallback included
-        return out if size is None else _row_matrix(out, size)
+        return out if size is None or out is None else _row_matrix(out, size)
     env = dict(fn.env)
     for name in _read_names(fn.body):
         if name in env and has_lanes(env[name]):
