@@ -262,7 +262,7 @@ def sample_discrete_gaussian_batch(sigma2: Fraction, n: int, rng: RandomSource) 
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
         raise ValueError("n must be a non-negative integer")
     gen = rng.numpy_generator()
-    if s2 >= _ROUNDED_MIN_SIGMA2:
+    if _ROUNDED_MIN_SIGMA2 <= s2 <= _ROUNDED_MAX_SIGMA2:
         return _rounded_gaussian_batch(float(s2), int(n), gen)
     _, _, t = _gaussian_params(s2)
     var, shift, scale = float(s2), float(s2 / t), float(t)
@@ -292,7 +292,11 @@ def sample_discrete_gaussian_batch(sigma2: Fraction, n: int, rng: RandomSource) 
 # about exp(-6 / sigma), at least 0.91) instead of proposing discrete Laplace values (about 0.76),
 # with one normal and one uniform variable per proposal instead of two exponentials and a
 # uniform.  Proposals beyond 12 sigma are refused: N_Z(0, sigma2) puts less than 1e-31 there.
+# Up to sigma = 2**40: a proposal within 12 sigma is then a float whose spacing is at most 2**-8,
+# a whole fraction of a unit, so every cell [k - 1/2, k + 1/2) holds as many floats as the next
+# (beyond, the discrete Laplace proposals, whose magnitudes stay exact up to 2**49).
 _ROUNDED_MIN_SIGMA2 = Fraction(4096)
+_ROUNDED_MAX_SIGMA2 = Fraction(2) ** 80
 _ROUNDED_TAIL = 12
 
 
@@ -301,6 +305,12 @@ def _rounded_gap(y: np.ndarray, k: np.ndarray, var: float, c: float) -> np.ndarr
     target, exp(-k^2 / 2 var) spread evenly over k's cell, to y's normal density, scaled by
     exp(-c) so that it stays at most 1 (|y^2 - k^2| <= |k| + 1/4 in the cell)."""
     return c - (y - k) * (y + k) / (2 * var)
+
+
+def _rounded_cell(y: np.ndarray) -> np.ndarray:
+    """k with y in [k - 1/2, k + 1/2): half-open cells, each holding as many floats as the next
+    (rounding half to even would give even k the halves of both neighbours)."""
+    return np.floor(y + 0.5)
 
 
 def _rounded_accept(u: np.ndarray, gap: np.ndarray) -> np.ndarray:
@@ -315,7 +325,7 @@ def _rounded_accept(u: np.ndarray, gap: np.ndarray) -> np.ndarray:
 def _rounded_gaussian_batch(var: float, n: int, gen: np.random.Generator) -> np.ndarray:
     """n draws of N_Z(0, var), var >= _ROUNDED_MIN_SIGMA2, float-based (auditing only).
 
-    y ~ N(0, var) is rounded to k = rint(y) and accepted with probability exp(-gap), gap =
+    y ~ N(0, var) is rounded to k = floor(y + 1/2) and accepted with probability exp(-gap), gap =
     c - (y^2 - k^2) / (2 var), c = (K + 1/4) / (2 var), |k| <= K = ceil(12 sigma).  Then
     P(k) is proportional to the integral over k's cell (width 1) of
     exp(-y^2 / 2 var) exp((y^2 - k^2) / 2 var) = exp(-k^2 / 2 var): the discrete Gaussian
@@ -331,7 +341,7 @@ def _rounded_gaussian_batch(var: float, n: int, gen: np.random.Generator) -> np.
         need = n - filled
         m = int(need * 1.02 * math.exp(c)) + 16
         y = gen.standard_normal(m) * sigma
-        k = np.rint(y)
+        k = _rounded_cell(y)
         gap = _rounded_gap(y, k, var, c)
         ok = _rounded_accept(gen.random(m), gap) & (np.abs(k) <= bound)
         kept = k[ok][:need].astype(np.int64)

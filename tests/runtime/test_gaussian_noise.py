@@ -167,7 +167,7 @@ def test_batch_sampler_has_the_same_law(sigma2, seed):
 
 @pytest.mark.parametrize("sigma2", [samplers._ROUNDED_MIN_SIGMA2, F(10**6)])
 def test_rounded_batch_sampler_law_from_its_acceptance_probability(sigma2):
-    """From sigma2 = 4096 on, the batch sampler rounds a normal y to k = rint(y) and accepts with
+    """From sigma2 = 4096 on, the batch sampler rounds a normal y to k = floor(y + 1/2) and accepts with
     probability exp(-gap(y, k)).  Its output law is then proportional to the integral over k's
     cell of the normal density times that probability: computed here (Gauss-Legendre, 16 nodes
     per cell, every cell within 12 sigma) with the sampler's own gap function, it must be the
@@ -189,6 +189,24 @@ def test_rounded_batch_sampler_law_from_its_acceptance_probability(sigma2):
     assert np.allclose(law, pmf / pmf.sum(), rtol=1e-9, atol=1e-300)
     xs = sample_discrete_gaussian_batch(sigma2, 50_000, RandomSource.seeded(12))
     assert np.abs(xs).max() <= bound and xs.dtype == np.int64
+
+
+def test_rounded_batch_sampler_only_where_its_cells_are_even(monkeypatch):
+    """Rounded normals between sigma2 = 4096 and 2**80 only: above, a float near 12 sigma is too
+    coarse for every unit cell to hold as many floats as the next (at sigma = 2**49 a float
+    beyond 2**51 has spacing 1/2), and the discrete Laplace proposals are used, as below 4096."""
+    used = []
+    real = samplers._rounded_gaussian_batch
+    monkeypatch.setattr(samplers, "_rounded_gaussian_batch", lambda *a: used.append(a[0]) or real(*a))
+    for s2 in (F(4095), F(4096), F(2) ** 80, F(2) ** 80 + 1, F(2) ** 98):
+        xs = sample_discrete_gaussian_batch(s2, 2_000, RandomSource.seeded(14))
+        assert xs.dtype == np.int64 and len(xs) == 2_000
+    assert used == [4096.0, float(2**80)]
+    y = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.4999999999999996])
+    assert samplers._rounded_cell(y).tolist() == [-2, -1, 0, 1, 2, 3, 2]  # half-open cells, no ties to even
+    # with floats of spacing 1/4 (|y| near 2**50), each cell holds 4 of them, even or odd k alike
+    grid = 2.0**50 + np.arange(-40, 40) * 0.25
+    assert set(np.bincount((samplers._rounded_cell(grid) - 2.0**50 + 10).astype(int))[1:-1].tolist()) == {4}
 
 
 def test_rounded_batch_sampler_coin_is_u_below_exp_minus_gap():
