@@ -108,17 +108,38 @@ _SAFETY = 1.0 - 2.0 ** -30
 
 
 def clip_rows(x: Any, c: float) -> Any:
-    """Clip each row of the float matrix x (rows x n) to L2 norm < c (see _SAFETY)."""
+    """Clip each row of the float matrix x (rows x n) to L2 norm < c (see _SAFETY).
+
+    Computed column by column, the squares summed in coordinate order: the result does not
+    depend on the matrix's memory layout (numpy sums a row-major row of 8 or more pairwise, a
+    column-major one in order), so the batched and the reference runtime, which build their
+    matrices differently, clip to the same floats."""
     import numpy as np
 
+    n = x.shape[1]
+    if not n:
+        return np.zeros(x.shape)
     with np.errstate(all="ignore"):
-        x = np.where(np.isfinite(x).all(axis=1, keepdims=True), x, 0.0)
-        big = np.abs(x).max(axis=1, keepdims=True) if x.shape[1] else np.zeros((len(x), 1))
+        cols = [x[:, j] for j in range(n)]
+        finite = np.isfinite(cols[0])
+        for col in cols[1:]:
+            finite &= np.isfinite(col)
+        if not finite.all():
+            cols = [np.where(finite, col, 0.0) for col in cols]
+        big = np.abs(cols[0])
+        for col in cols[1:]:
+            np.maximum(big, np.abs(col), out=big)
         safe = np.where(big > 0, big, 1.0)
-        norm = big * np.sqrt(((x / safe) ** 2).sum(axis=1, keepdims=True))
+        total = np.square(cols[0] / safe)
+        for col in cols[1:]:
+            total += np.square(col / safe)
+        norm = big * np.sqrt(total)
         limit = c * _SAFETY
         factor = np.where(norm > limit, limit / np.where(norm > 0, norm, 1.0), 1.0)
-        return x * factor
+        out = np.empty(x.shape)
+        for j, col in enumerate(cols):
+            np.multiply(col, factor, out=out[:, j])
+        return out
 
 
 def _clip_float(c: float, xs: tuple) -> tuple:

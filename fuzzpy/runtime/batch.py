@@ -386,6 +386,10 @@ class LaneEvaluator(Interpreter):
         self._products: dict[int, tuple[Any, LaneBag]] = {}
         # _b_numeric's last arguments and result per node (a loop-invariant operation)
         self._last: dict[int, tuple[tuple, Any]] = {}
+        # the row view of each (lane, row) bag and the column evaluator's memo (VectorEvaluator),
+        # kept across steps: the row function's operations on the row alone are done once
+        self._row_views: dict[int, tuple[Any, Any]] = {}
+        self._pair_memo: dict[int, tuple[tuple, Any]] = {}
 
     def e_IIf(self, node: I.IIf, env: dict) -> Any:
         cond = self.eval(node.cond, env)
@@ -1084,10 +1088,13 @@ def _on_pairs(ev: LaneEvaluator, fn: Closure, bag: Any, size: Optional[int] = No
 
     state = ev.state
     env = dict(fn.env)
-    env[fn.params[0]] = row_value(bag, arrays=True)  # type: ignore[index]
+    kept = ev._row_views.get(id(bag))
+    if kept is None or kept[0] is not bag:
+        kept = ev._row_views[id(bag)] = (bag, row_value(bag, arrays=True))
+    env[fn.params[0]] = kept[1]  # type: ignore[index]
     outer, depth, state.row_calls = state.row_calls, state.depth, limits.ROW_CALLS
     try:
-        out = _PairEvaluator(state).eval(fn.body, env)  # type: ignore[arg-type]
+        out = _PairEvaluator(state, ev._pair_memo).eval(fn.body, env)  # type: ignore[arg-type]
         if isinstance(out, RowView):
             return None
         if size is not None:  # number columns straight to the matrix, or through the frame

@@ -44,18 +44,26 @@ class RowView(Mapping):
     (floats, ints, booleans) is read as its numpy array: the same values, and on short columns
     each operation skips pandas' per-call cost."""
 
-    __slots__ = ("bag", "labels", "arrays")
+    __slots__ = ("bag", "labels", "arrays", "_read")
 
     def __init__(self, bag: Bag, labels: list[Any], arrays: bool = False):
         self.bag = bag
         self.labels = labels
         self.arrays = arrays
+        # each column read once, then the same Vec (bags are never modified): a row function
+        # evaluated again on this view sees the same objects (VectorEvaluator's memo)
+        self._read: dict[Any, Vec] = {}
 
     def __getitem__(self, name: Any) -> Vec:
-        col = _column(self.bag, name)
-        if self.arrays and isinstance(col.dtype, np.dtype) and col.dtype.kind in "fib":
-            return Vec(col.to_numpy())
-        return Vec(col)
+        vec = self._read.get(name)
+        if vec is None:
+            col = _column(self.bag, name)
+            if self.arrays and isinstance(col.dtype, np.dtype) and col.dtype.kind in "fib":
+                vec = Vec(col.to_numpy())
+            else:
+                vec = Vec(col)
+            self._read[name] = vec
+        return vec
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.labels)
@@ -194,19 +202,19 @@ def number_matrix(out: Any, n: int, size: int) -> Optional[np.ndarray]:
     else."""
     if type(out) is not tuple or len(out) != size or not size:
         return None
-    cols = []
-    for v in out:
+    matrix = np.empty((n, size))
+    for j, v in enumerate(out):
         data = v.data if type(v) is Vec else v
         if isinstance(data, np.ndarray) and data.ndim == 1:
             if len(data) != n or data.dtype.kind not in "fiub":
                 return None
-            cols.append(data.astype(np.float64))
+            matrix[:, j] = data  # converted as astype(float64) converts
         elif type(data) is float or type(data) is bool or isinstance(data, (np.floating, np.bool_)) or (
                 type(data) is int and abs(data) <= 2**53):  # ints a float holds exactly
-            cols.append(np.full(n, float(data)))
+            matrix[:, j] = float(data)
         else:
             return None
-    return np.column_stack(cols)
+    return matrix
 
 
 def _series(v: Any, n: int) -> pd.Series:
@@ -270,11 +278,37 @@ def _wrap_columns(v: Any) -> Any:
     return Vec(v) if np.ndim(v) > 0 else v
 
 
-class VectorEvaluator(Interpreter):
-    """The evaluator with the row bound to columns; only these node rules differ."""
+Memo = dict[int, tuple[tuple, Any]]
 
-    def __init__(self, state: RunState):
+
+def _on_columns(prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """A primitive applied to arguments of which some are (or hold) columns."""
+    if prim.structured:
+        # Vector primitives take tuples whose components are columns (numpy-generic runs).
+        return _wrap_columns(prim.run(*[_unwrap_columns(a) for a in args]))
+    if not prim.vectorised or prim.needs_context:
+        raise NotVectorisable(node.name)
+    if any(type(a) is not Vec and has_vec(a) for a in args):
+        raise NotVectorisable("tuple or record given to an operator")
+    raw = [as_float(_raw(a)) for a in args]
+    if prim.category in _FLOAT_CATEGORIES:
+        raw = [_as_float_column(r) for r in raw]
+    return Vec(prim.run(*raw))
+
+
+class VectorEvaluator(Interpreter):
+    """The evaluator with the row bound to columns; only these node rules differ.
+
+    With a `memo` (kept by the caller across evaluations), an operation on columns whose
+    arguments are the very objects of its node's last evaluation returns that result again: the
+    primitives on columns are functions of their arguments, and columns are never modified once
+    built.  A gradient step's row function re-reads the same row view at every step, so the
+    part that does not depend on the step (`features r`) is computed once.  Calls are still
+    made and counted (limits.ROW_CALLS); only their operations are not redone."""
+
+    def __init__(self, state: RunState, memo: Optional[Memo] = None):
         super().__init__(state, exact=False)
+        self._memo = memo
         # Instances being evaluated on columns, with the number of column branches (`if` on a
         # column, both arms evaluated) open when each was entered (recursion check).
         self._active: dict[int, int] = {}
@@ -283,32 +317,33 @@ class VectorEvaluator(Interpreter):
     def e_IPrim(self, node: I.IPrim, env: dict) -> Any:
         prim = self.prim(node)
         args = [self.eval(a, env) for a in node.args]
-        if prim.structured and any(has_vec(a) for a in args):
-            # Vector primitives take tuples whose components are columns (numpy-generic runs).
-            return _wrap_columns(prim.run(*[_unwrap_columns(a) for a in args]))  # type: ignore[misc]
         if any(has_vec(a) for a in args):
-            if not prim.vectorised or prim.needs_context:
-                raise NotVectorisable(node.name)
-            if any(type(a) is not Vec and has_vec(a) for a in args):
-                raise NotVectorisable("tuple or record given to an operator")
-            raw = [as_float(_raw(a)) for a in args]
-            if prim.category in _FLOAT_CATEGORIES:
-                raw = [_as_float_column(r) for r in raw]
-            return Vec(prim.run(*raw))  # type: ignore[misc]
+            return self._remembered(node, args, lambda: _on_columns(prim, node, args))
         if not prim.vectorised and any(isinstance(a, Closure) for a in args):
             # A function handed on may have captured columns of this row: not on columns.
             raise NotVectorisable(node.name)
         return self.call_prim(prim, node, args)
 
+    def _remembered(self, node: I.IR, args: list[Any], compute: Callable[[], Any]) -> Any:
+        memo = self._memo
+        if memo is None:
+            return compute()
+        last = memo.get(id(node))
+        if last is not None and len(last[0]) == len(args) and all(x is y for x, y in zip(last[0], args)):
+            return last[1]
+        out = compute()
+        memo[id(node)] = (tuple(args), out)  # the arguments kept alive: their ids stay theirs
+        return out
+
     def e_IIf(self, node: I.IIf, env: dict) -> Any:
         cond = self.eval(node.cond, env)
         if type(cond) is Vec:
-            mask = _as_bool_array(cond.data)
             self._column_branches += 1
             try:
-                return where(mask, self.eval(node.then, env), self.eval(node.other, env))
+                arms = [cond, self.eval(node.then, env), self.eval(node.other, env)]
             finally:
                 self._column_branches -= 1
+            return self._remembered(node, arms, lambda: where(_as_bool_array(cond.data), arms[1], arms[2]))
         if has_vec(cond):
             raise NotVectorisable("if on a tuple")
         return self.eval(node.then if cond else node.other, env)

@@ -238,6 +238,59 @@ function main (db : bag T) : fuzzy (num, num, num, num) {
         assert abs(below - sum(x < 2 * n for x in xs)) < 1e-3
 
 
+WALK = SCHEMA + '''
+function walk (db : bag T) (w : num) (t : int) : fuzzy num {
+  if t <= 0 then return w
+  else
+    sample s = laplace 1000000 (sum (map (fun r -> clip 0 10 (2 * r.x / 10 + (if r.f then 1 else 0) + w)) db));
+    walk db (s / 4) (t - 1)
+}
+function main (db : bag T) : fuzzy num {
+  sample n = laplace 1 (count db);
+  walk db n 3
+}'''
+
+
+def test_a_row_functions_operations_on_the_row_alone_are_done_once_across_steps(per_run_draws, monkeypatch):
+    """Each step's row function runs on every (run, row) pair and reads that run's weight w; its
+    operations on the row alone (`2 * r.x / 10`, the `if` on r.f) have the same arguments at
+    every step and are computed once (VectorEvaluator's memo), those that read w at every step.
+    Each run's result is checked against its own first release: a result kept for arguments that
+    changed would show."""
+    import fuzzpy.runtime.vectorize as V
+
+    report = check_source(WALK, "t.fz")
+    assert report.ok, report.diagnostics
+    pairs = program_pairs(report, np.random.default_rng(0), 40)
+    tables = max((p.b for p in pairs), key=lambda t: len(t.tables[0][1]))
+    rows = [(row[0], row[3]) for row in tables.tables[0][1]]  # (x, f)
+    computed, wheres = Counter(), []
+    real_on_columns, real_where = V._on_columns, V.where
+
+    def on_columns(prim, node, args):
+        computed[prim.name] += 1
+        return real_on_columns(prim, node, args)
+
+    def where(*args):
+        wheres.append(True)
+        return real_where(*args)
+
+    monkeypatch.setattr(V, "_on_columns", on_columns)
+    monkeypatch.setattr(V, "where", where)
+    out = program_sampler(report)(tables, 300, np.random.default_rng(4))
+    assert len(rows) >= 2 and per_run_draws and all(per_run_draws)
+    assert computed["mul"] == computed["div"] == 1 and len(wheres) == 1
+    assert computed["add"] == 1 + 3 and computed["clip"] == 3  # `... + (if ...)` once, `+ w` per step
+    # the same seed, the first release alone: each run's start
+    starts = program_sampler(check_source(WALK.replace("walk db n 3", "return n"), "t.fz"))(
+        tables, 300, np.random.default_rng(4))
+    assert len({round(w, 6) for w in starts}) > 100
+    for w, got in zip(starts, out):
+        for _ in range(3):
+            w = sum(min(max(2 * x / 10 + (1 if f else 0) + w, 0), 10) for x, f in rows) / 4
+        assert abs(got - w) < 1e-3
+
+
 # `case` on sums whose side differs between runs: not batched.
 CASE_ON_RELEASE = SCHEMA + '''
 function main (db : bag T) : fuzzy num {
