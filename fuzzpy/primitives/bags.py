@@ -9,6 +9,7 @@ bags of scalars) and compiled, vectorised row functions.
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 from ..checking.sens import d_add, d_inf, d_scale
@@ -86,6 +87,19 @@ def _float_at_most(q: Fraction) -> float:
     return math.nextafter(f, 0.0) if Fraction(f) > q else f
 
 
+@functools.lru_cache(maxsize=256)
+def sum_grid(bound: Fraction) -> tuple[int, float, float]:
+    """(k, 2**-k, b * 2**-k) for a bound > 0: b is the largest float <= bound, and the sum's
+    grid is 2**k with b < 2**(k + SUM_GRID_BITS) (see _bounded_sum).  Public, and computed once
+    per bound: a gradient descent sums with the same bound at every step."""
+    import math
+
+    b = _float_at_most(Fraction(bound))
+    k = max(math.frexp(b)[1] - SUM_GRID_BITS, -1000)  # b < 2**(k + 24); 2**-k stays finite
+    inv = math.ldexp(1.0, -k)
+    return k, inv, b * inv  # b * inv exact: scaling by a power of two
+
+
 def _bounded_sum(x, bound: Fraction) -> float:
     """sum_i clamp(x_i) computed exactly, so one row moves it by at most `bound`.
 
@@ -97,17 +111,12 @@ def _bounded_sum(x, bound: Fraction) -> float:
     chunk sums add exactly as Python ints, so the total is exact at any size; working chunk by
     chunk in one small buffer also keeps it fast.  Integer data is unchanged when the bound is
     below 2**24.  A total beyond the float range saturates at the largest float."""
-    import math
-
     import numpy as np
 
     n = len(x)
     if n == 0 or bound <= 0:
         return 0.0
-    b = _float_at_most(Fraction(bound))
-    k = max(math.frexp(b)[1] - SUM_GRID_BITS, -1000)  # b < 2**(k + 24); 2**-k stays finite
-    inv = math.ldexp(1.0, -k)
-    lim = b * inv  # exact: scaling by a power of two
+    k, inv, lim = sum_grid(Fraction(bound))
     chunk = 1 << SUM_CHUNK_BITS
     buf = np.empty(min(n, chunk))
     total = 0

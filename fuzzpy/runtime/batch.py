@@ -1164,20 +1164,32 @@ def _lane_sum_ratios(values: np.ndarray, lanes: np.ndarray, n: int,
     """`_bounded_sum` of each lane's values as exact ratios (0 for an empty lane), and each
     lane's size: the same clamping and grid, each lane's integers summed by one bincount (exact:
     every partial sum stays below 2**53); None when a lane is too large for that."""
-    from ..primitives.bags import SUM_GRID_BITS, _float_at_most
+    sizes = _lane_sizes(lanes, n)
+    if sizes is None:
+        return None
+    y, k = _grid_integers(values, bound)
+    return Ratios.of_scaled(np.bincount(lanes, weights=y, minlength=n), k), sizes
+
+
+def _lane_sizes(lanes: np.ndarray, n: int) -> Optional[np.ndarray]:
+    """Each lane's number of rows, or None when a lane's grid integers could sum past 2**53."""
+    from ..primitives.bags import SUM_GRID_BITS
 
     sizes = np.bincount(lanes, minlength=n)
-    if n and int(sizes.max()) >= 1 << (52 - SUM_GRID_BITS):
-        return None
+    return None if n and int(sizes.max()) >= 1 << (52 - SUM_GRID_BITS) else sizes
+
+
+def _grid_integers(values: np.ndarray, bound: Fraction) -> tuple[np.ndarray, int]:
+    """Each value clamped and rounded toward zero onto the sum's grid 2**k, as the float
+    integers y (NaN as 0; all 0 for a bound <= 0), and k: the value's share is y * 2**k."""
+    from ..primitives.bags import sum_grid
+
     if bound <= 0:
-        return Ratios.of_scaled(np.zeros(n), 0), sizes
-    b = _float_at_most(Fraction(bound))
-    k = max(math.frexp(b)[1] - SUM_GRID_BITS, -1000)
-    inv = math.ldexp(1.0, -k)
-    lim = b * inv
+        return np.zeros(values.shape), 0
+    k, inv, lim = sum_grid(Fraction(bound))
     y = np.trunc(np.clip(values * inv, -lim, lim))
     y[np.isnan(y)] = 0.0
-    return Ratios.of_scaled(np.bincount(lanes, weights=y, minlength=n), k), sizes
+    return y, k
 
 
 def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -> Optional[Lanes]:
@@ -1220,15 +1232,17 @@ def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     rows = lane_rows(ev, f, lb, size)
     if rows is None:
         return NotImplemented
-    matrix = clip_rows(rows, float(bound))
     if not size:
         return Lanes([()] * ev.n)
-    cols = [_lane_sum_ratios(matrix[:, i], lb.lanes, ev.n, bound) for i in range(size)]
-    if any(col is None for col in cols):
+    if _lane_sizes(lb.lanes, ev.n) is None:
         return NotImplemented
+    # the clipped rows on the sum's grid, all coordinates at once (elementwise: the same floats
+    # as coordinate by coordinate), then each coordinate's lane sums by one bincount
+    y, k = _grid_integers(clip_rows(rows, float(bound)), bound)
     # each coordinate a Fraction in every lane (0 for an empty lane, as the reference gives it):
     # the vectors as a tuple of coordinates, each held as exact ratios
-    return tuple(Lanes.of_ratios(col[0]) for col in cols)  # type: ignore[index]
+    return tuple(Lanes.of_ratios(Ratios.of_scaled(np.bincount(lb.lanes, weights=y[:, i], minlength=ev.n), k))
+                 for i in range(size))
 
 
 def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:

@@ -82,6 +82,8 @@ def _as_float_column(col: Any) -> Any:
     with an empty bag).  Applied to the operands of arithmetic only (comparisons on ints are
     exact, and a copy of every column read would double the memory of a filter)."""
     dtype = getattr(col, "dtype", None)
+    if isinstance(dtype, np.dtype):  # numpy's own kinds: signed and unsigned ints (not bool)
+        return col.astype(np.float64) if dtype.kind in "iu" else col
     if dtype is not None and pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
         return col.astype(np.float64)
     return col
