@@ -148,6 +148,8 @@ def _mul(x, y):
 
     with np.errstate(invalid="ignore", over="ignore"):
         product = np.multiply(x, y)
+        if type(product) is np.ndarray and product.ndim and np.all(x) and np.all(y):
+            return product  # no zero operand (NaN is not zero): nothing to replace
         zero = np.logical_or(np.equal(x, 0), np.equal(y, 0))
         if np.ndim(product) == 0:
             return 0.0 if zero else float(product)

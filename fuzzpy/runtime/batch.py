@@ -1362,7 +1362,7 @@ def _number_column(v: Any, n: int, strict: bool) -> Optional[tuple[np.ndarray, n
         if v._data is None:  # exact rationals
             r = v.ratios
             try:
-                vals = (r.num / r.den).astype(np.float64) if strict else r.floats()  # type: ignore[union-attr]
+                vals = r.quotients() if strict else r.floats()  # type: ignore[union-attr]
             except OverflowError:
                 return None
             return vals, np.zeros(n, dtype=bool)

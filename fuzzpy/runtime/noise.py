@@ -581,8 +581,13 @@ def _gaussian_steps(plan: GaussianPlan, low: np.ndarray, frac: np.ndarray, n: in
     for all runs): random rounding up, then discrete Gaussian steps."""
     up = rng.numpy_generator().random((n, d)) < frac
     noise = sample_discrete_gaussian_batch(plan.grid_sigma2, n * d, rng).reshape(n, d)
-    steps = (noise + up).astype(np.float64) + low
-    return steps * float(plan.granularity)
+    # in place, the same floats as ((noise + up) as float + low) * granularity: every integer
+    # here is below 2**53, so converting before adding the rounding bit changes nothing
+    steps = noise.astype(np.float64)
+    steps += up
+    steps += low
+    steps *= float(plan.granularity)
+    return steps
 
 
 # --- selection -------------------------------------------------------------------------------

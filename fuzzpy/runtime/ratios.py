@@ -32,12 +32,15 @@ class Ratios:
     value i = x[i] * 2**k exactly (a bounded sum's integers on its grid).  Arithmetic does not
     carry it over."""
 
-    __slots__ = ("_num", "_den", "bits", "scaled")
+    __slots__ = ("_num", "_den", "bits", "scaled", "_quotients")
 
     def __init__(self, num: Optional[np.ndarray], den: Optional[np.ndarray], bits: int,
                  scaled: Optional[tuple[np.ndarray, int]] = None):
         # num and den may be None when `scaled` holds the values: built on first read
         self._num, self._den, self.bits, self.scaled = num, den, bits, scaled
+        # num / den as floats (or the OverflowError it raised), computed once: the values never
+        # change, and a loop-invariant factor (`rate / max n 1`) is read at every step
+        self._quotients: Any = None
 
     @property
     def num(self) -> np.ndarray:
@@ -138,10 +141,23 @@ class Ratios:
             # x * 2**k is a float itself in that range (53 bits, normal): its own nearest float
             return np.ldexp(self.scaled[0], self.scaled[1]) + 0.0  # + 0.0: -0.0 reads as 0 / q
         try:
-            return (self.num / self.den).astype(np.float64)
+            return self.quotients()
         except OverflowError:
             return np.array([_saturating(p, q) for p, q in zip(self.num.tolist(), self.den.tolist())],
                             dtype=np.float64)
+
+    def quotients(self) -> np.ndarray:
+        """num / den as float64 (Python's int true division, correctly rounded: float(x) of each
+        value); raises OverflowError when a value is beyond the floats.  Computed once; the
+        array is shared, never to be modified."""
+        if self._quotients is None:
+            try:
+                self._quotients = (self.num / self.den).astype(np.float64)
+            except OverflowError as e:
+                self._quotients = e
+        if isinstance(self._quotients, OverflowError):
+            raise OverflowError(str(self._quotients))
+        return self._quotients
 
     @staticmethod
     def scatter(n: int, parts: list[tuple[np.ndarray, "Ratios"]]) -> "Ratios":

@@ -99,6 +99,44 @@ def test_floats_saturate_as_as_float():
     assert [str(x) for x in unreduced.floats().tolist()] == [str(x) for x in want]
 
 
+def test_quotients_are_computed_once_and_overflow_every_time():
+    """num / den as floats is kept (a loop-invariant factor is read at every step): the same
+    array again, with the values of a new computation; a value past the floats raises
+    OverflowError at every read (strict readers refuse it), and floats() still saturates."""
+    values = [Fraction(1, 3), Fraction(-7, 2), Fraction(0), Fraction(10**20, 3)]
+    r = Ratios.of_values(values)
+    first = r.quotients()
+    assert r.quotients() is first and first.tolist() == [float(v) for v in values]
+    assert r.floats().tolist() == first.tolist()
+    huge = Ratios.of_values([Fraction(1), Fraction(10**400)])
+    for _ in range(2):
+        with pytest.raises(OverflowError):
+            huge.quotients()
+    assert huge.floats().tolist() == [1.0, math.inf]
+
+
+def test_float_products_keep_zero_times_anything_as_zero():
+    """`_mul` on float arrays (row functions, vscale on released floats): 0 * x is +0.0 for every
+    x, infinities and NaN included, and any other product is IEEE's, bit for bit, whether or not
+    an operand holds a zero (the product without zeros is returned as it is)."""
+    from fuzzpy.primitives.arith import _mul
+
+    vals = [0.0, -0.0, 1.0, -2.5, math.inf, -math.inf, math.nan, 5e-324, 1e308, -1e-300]
+    xs = np.array([a for a in vals for _ in vals])
+    ys = np.array([b for _ in vals for b in vals])
+
+    def want(x, y):
+        with np.errstate(all="ignore"):
+            return np.array([0.0 if a == 0 or b == 0 else a * b for a, b in zip(np.broadcast_to(x, np.shape(y) or np.shape(x)),
+                                                                                  np.broadcast_to(y, np.shape(x) or np.shape(y)))])
+
+    nonzero = xs != 0
+    for x, y in ((xs, ys), (xs[nonzero], ys[nonzero]), (xs[nonzero], 3.0), (-2.0, ys), (xs, 0.0)):
+        got = _mul(x, y)
+        assert type(got) is np.ndarray and got.tobytes() == want(x, y).tobytes()
+    assert _mul(0.0, math.inf) == 0.0 and math.copysign(1, _mul(-0.0, 5.0)) == 1.0 and _mul(2.0, 3.0) == 6.0
+
+
 def test_floats_become_their_exact_ratios():
     """of_values of released floats (frexp, not reduced) is each float's exact value; an
     infinity or NaN, a bool or a string keeps the reference path (None)."""
