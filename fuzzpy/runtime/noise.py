@@ -20,7 +20,7 @@ import numbers
 import sys
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -165,6 +165,12 @@ class LaplacePlan:
 
 
 def plan_laplace(sensitivity: Fraction, epsilon: Fraction, n: int = 1) -> LaplacePlan:
+    """The grid and noise for releasing n numbers whose L1 sensitivity is `sensitivity`
+    (`_plan_laplace`); computed once per exact calibration (`_planned`)."""
+    return _planned(_plan_laplace, _laplace_plans, sensitivity, epsilon, n)
+
+
+def _plan_laplace(sensitivity: Fraction, epsilon: Fraction, n: int = 1) -> LaplacePlan:
     """The grid and noise for releasing n numbers whose L1 sensitivity is `sensitivity`.
 
     Each coordinate is rounded randomly to the grid of step g = sensitivity/2**m and gets
@@ -178,6 +184,25 @@ def plan_laplace(sensitivity: Fraction, epsilon: Fraction, n: int = 1) -> Laplac
         return LaplacePlan(Fraction(0), Fraction(0), Fraction(0))
     k = 2 ** _grid_bits(eps)
     return LaplacePlan(sens / k, Fraction(k) / eps + Fraction(1, 2), sens / eps)
+
+
+_laplace_plans: dict = {}
+_gaussian_plans: dict = {}
+
+
+def _planned(plan: Any, kept: dict, scale: Any, budget: Any, n: Any) -> Any:
+    """plan(scale, budget, n), kept for exact arguments (two Fractions and an int, by type and
+    value: a float or a bool is checked, and refused, by `plan` every time).  Plans are frozen
+    and depend on public values only; a gradient descent releases with one plan at every step."""
+    if type(scale) is Fraction and type(budget) is Fraction and type(n) is int:
+        key = (scale, budget, n)
+        got = kept.get(key)
+        if got is None:
+            got = plan(scale, budget, n)
+            if len(kept) < 4096:  # a bound on the memory a long run's plans take
+                kept[key] = got
+        return got
+    return plan(scale, budget, n)
 
 
 # --- Laplace ---------------------------------------------------------------------------------
@@ -411,6 +436,12 @@ class GaussianPlan:
 
 
 def plan_gaussian(l2_sensitivity: Fraction, rho: Fraction, n: int = 1) -> GaussianPlan:
+    """The grid and noise for releasing n numbers whose L2 sensitivity is `l2_sensitivity`,
+    rho-zCDP (`_plan_gaussian`); computed once per exact calibration (`_planned`)."""
+    return _planned(_plan_gaussian, _gaussian_plans, l2_sensitivity, rho, n)
+
+
+def _plan_gaussian(l2_sensitivity: Fraction, rho: Fraction, n: int = 1) -> GaussianPlan:
     """The grid and noise for releasing n numbers whose L2 sensitivity is `l2_sensitivity`,
     rho-zCDP: step g = S/2**m, K = 2**m + ceil(sqrt(n)) steps, sigma_g^2 = K^2/(2 rho)."""
     r, sens = _rho(rho), _sensitivity(l2_sensitivity)

@@ -216,6 +216,22 @@ def test_plan_does_not_depend_on_the_number_of_coordinates():
     assert {plan_laplace(sens, eps, n) for n in (1, 2, 3, 10, 10**6)} == {plan_laplace(sens, eps)}
 
 
+def test_plans_are_kept_per_exact_calibration_and_inputs_are_checked_every_time():
+    """A plan is computed once per (Fraction, Fraction, int) and is the plan a new computation
+    gives; a float, a bool or a bad value is checked, and refused, at every call (never served
+    from what an equal exact calibration left)."""
+    from fuzzpy.runtime import noise
+
+    for plan, compute in ((noise.plan_laplace, noise._plan_laplace), (noise.plan_gaussian, noise._plan_gaussian)):
+        first = plan(F(3), F(1, 7), 5)
+        assert plan(F(3), F(1, 7), 5) is first and first == compute(F(3), F(1, 7), 5)
+        assert plan(F(3), F(1, 8), 5) == compute(F(3), F(1, 8), 5) != first
+        for bad in ((3.0, F(1, 7), 5), (F(3), True, 5), (F(-3), F(1, 7), 5), (F(3), F(0), 5), (F(3), F(1, 7), True)):
+            for _ in range(2):
+                with pytest.raises((TypeError, ValueError)):
+                    plan(*bad)
+
+
 def test_tiny_epsilon_uses_the_sensitivity_as_step():
     p = plan_laplace(F(1), F(1, 10**6))
     assert p.granularity == 1 and p.grid_scale == 10**6 + F(1, 2) and p.scale == 10**6
