@@ -148,12 +148,18 @@ def _mul(x, y):
 
     with np.errstate(invalid="ignore", over="ignore"):
         product = np.multiply(x, y)
-        if type(product) is np.ndarray and product.ndim and np.all(x) and np.all(y):
+        if type(product) is np.ndarray and product.ndim and _no_zero(x) and _no_zero(y):
             return product  # no zero operand (NaN is not zero): nothing to replace
         zero = np.logical_or(np.equal(x, 0), np.equal(y, 0))
         if np.ndim(product) == 0:
             return 0.0 if zero else float(product)
         return np.where(zero, 0.0, product)
+
+
+def _no_zero(v) -> bool:
+    import numpy as np
+
+    return bool(v.all()) if type(v) is np.ndarray else bool(np.all(v))
 
 
 def _scaled(k, dist):

@@ -23,6 +23,7 @@ from ..checking.effects import FAIL
 from ..checking.quadratic import linear_part
 from ..checking.sens import ONE, d_add, d_inf, d_scale
 from ..checking.types import Num, Tensor, Vector
+from .arith import _mul
 from .bags import _bounded_sum, elem_type, row_function
 from .registry import Arg, Result, primitive
 
@@ -159,7 +160,6 @@ def _clip_float(c: float, xs: tuple) -> tuple:
 def _times(k: Any, x: Any) -> Any:
     if _is_exact(k) and _is_exact(x):
         return Fraction(0) if k == 0 or x == 0 else k * x
-    from .arith import _mul
     from ..runtime.interpreter import as_float
 
     return _mul(as_float(k), as_float(x))
