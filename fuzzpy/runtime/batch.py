@@ -1256,22 +1256,28 @@ def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> A
     a, b = args
     scale = prim.name == "vscale"
     right = _vector_columns(b, ev.n, strict=not scale)
+    if right is None:
+        return NotImplemented
     if scale:
         k = _number_column(a, ev.n, strict=False)
-        left = None if k is None or right is None else [k] * len(right)
+        if k is None or not (k[1].all() or all(bool((k[1] | rf).all()) for _, rf in right)):
+            return NotImplemented
+        if not right:
+            return ()
+        # every coordinate at once (a d x n matrix): the same elementwise IEEE operations
+        out = _mul(k[0][None, :], np.stack([xv for xv, _ in right]))
     else:
         left = _vector_columns(a, ev.n, strict=True)
-    if left is None or right is None or len(left) != len(right):
-        return NotImplemented
-    if not all(bool((lf | rf).all()) for (_, lf), (_, rf) in zip(left, right)):
-        return NotImplemented
-    if scale:
-        out = [_mul(kv, xv) for (kv, _), (xv, _) in zip(left, right)]
-    else:
+        if left is None or len(left) != len(right):
+            return NotImplemented
+        if not all(bool((lf | rf).all()) for (_, lf), (_, rf) in zip(left, right)):
+            return NotImplemented
+        if not right:
+            return ()
         op = np.add if prim.name == "vadd" else np.subtract
         with np.errstate(invalid="ignore", over="ignore"):
-            out = [op(xv, yv) for (xv, _), (yv, _) in zip(left, right)]
-    return tuple(Lanes.of_floats(np.asarray(col, dtype=np.float64)) for col in out)
+            out = op(np.stack([xv for xv, _ in left]), np.stack([yv for yv, _ in right]))
+    return tuple(Lanes.of_floats(row) for row in np.asarray(out, dtype=np.float64))
 
 
 def _b_clip(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
