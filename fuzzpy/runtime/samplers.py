@@ -41,11 +41,12 @@ class RandomSource:
     gives no privacy at all.
     """
 
-    __slots__ = ("_gen", "_seed")
+    __slots__ = ("_gen", "_seed", "_numpy")
 
     def __init__(self) -> None:
         self._gen: random.Random = random.SystemRandom()
         self._seed: int | None = None
+        self._numpy: np.random.Generator | None = None
 
     @classmethod
     def seeded(cls, seed: int) -> RandomSource:
@@ -55,6 +56,7 @@ class RandomSource:
         src = cls.__new__(cls)
         src._gen = random.Random(int(seed))
         src._seed = int(seed)
+        src._numpy = None
         return src
 
     @property
@@ -80,10 +82,14 @@ class RandomSource:
         return r
 
     def numpy_generator(self) -> np.random.Generator:
-        """A numpy Generator for bulk (auditing, simulation) sampling, seeded with 128 bits
-        drawn from this source: reproducible for a seeded source, unpredictable otherwise.
-        PCG64 is not a cryptographic generator, which is why releases never use it."""
-        return np.random.default_rng(self.randbits(128))
+        """The numpy Generator for bulk (auditing, simulation) sampling, seeded with 128 bits
+        drawn from this source on first use and the same Generator after (one stream: a
+        gradient descent's audit asks for it twice per step, and seeding a new one cost more
+        than drawing a 400-run step's noise).  Reproducible for a seeded source, unpredictable
+        otherwise.  PCG64 is not a cryptographic generator, which is why releases never use it."""
+        if self._numpy is None:
+            self._numpy = np.random.default_rng(self.randbits(128))
+        return self._numpy
 
     def __repr__(self) -> str:
         if self.is_seeded:

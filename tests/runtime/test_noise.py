@@ -177,6 +177,20 @@ def test_numpy_generator_follows_the_source():
                               s2.numpy_generator().integers(0, 2**62, 4))
 
 
+def test_numpy_generator_is_one_stream_per_source():
+    """Seeded once, from the source's own bits, then the same Generator: a second bulk draw
+    continues the stream (it does not start it again), and the source's exact draws after it
+    are those of a source that seeded one Generator."""
+    src, ref = RandomSource.seeded(8), RandomSource.seeded(8)
+    gen = src.numpy_generator()
+    first = gen.integers(0, 2**62, 6)
+    assert src.numpy_generator() is gen
+    again = src.numpy_generator().integers(0, 2**62, 6)
+    twin = ref.numpy_generator()
+    assert np.array_equal(twin.integers(0, 2**62, 12), np.concatenate([first, again]))
+    assert src.randbits(64) == ref.randbits(64)
+
+
 def test_seeded_mechanisms_reproduce():
     def run(seed: int):
         r = RandomSource.seeded(seed)
