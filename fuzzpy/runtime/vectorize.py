@@ -283,6 +283,42 @@ def _wrap_columns(v: Any) -> Any:
 Memo = dict[int, tuple[tuple, Any]]
 
 
+_OPERATIONS_ONLY: dict[int, tuple[I.Instance, bool]] = {}
+
+
+def _operations_only(inst: I.Instance) -> bool:
+    """Whether inst's body is built of constants, variables, primitives on values (no
+    mechanism, none that reads the run's context), `if`, `let`, tuples, records, projections and
+    fields alone: no call, no function value, no distribution.  Kept per instance."""
+    kept = _OPERATIONS_ONLY.get(id(inst))
+    if kept is None or kept[0] is not inst:
+        kept = _OPERATIONS_ONLY[id(inst)] = (inst, inst.body is not None and _operations(inst.body))
+    return kept[1]
+
+
+def _operations(node: Any) -> bool:
+    from ..primitives.registry import lookup
+
+    t = type(node)
+    if t is I.IConst or t is I.IVar:
+        return True
+    if t is I.IPrim:
+        prim = lookup(node.name)
+        return (prim is not None and (prim.vectorised or prim.structured) and not prim.is_mechanism
+                and not prim.needs_context and all(_operations(a) for a in node.args))
+    if t is I.IIf:
+        return _operations(node.cond) and _operations(node.then) and _operations(node.other)
+    if t is I.ILet:
+        return _operations(node.bound) and _operations(node.body)
+    if t is I.ITuple:
+        return all(_operations(x) for x in node.items)
+    if t is I.IRecord:
+        return all(_operations(x) for _, x in node.fields)
+    if t is I.IProj or t is I.IField:
+        return _operations(node.value)
+    return False
+
+
 def _on_columns(prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     """A primitive applied to arguments of which some are (or hold) columns."""
     if prim.structured:
@@ -373,6 +409,15 @@ class VectorEvaluator(Interpreter):
                 del self._active[key]
             else:
                 self._active[key] = outer
+
+    def call_body(self, inst: I.Instance, args: list[Any]) -> Any:
+        # A body of operations alone (no call inside: `features r`) is a function of its
+        # arguments, which are all it sees: with the memo, the same argument objects give the
+        # last result, the call itself still counted (call_instance) and nothing inside skipped
+        # but operations.
+        if self._memo is None or not any(has_vec(a) for a in args) or not _operations_only(inst):
+            return super().call_body(inst, args)
+        return self._remembered(inst, args, lambda: Interpreter.call_body(self, inst, args))
 
     def e_IProj(self, node: I.IProj, env: dict) -> Any:
         value = self.eval(node.value, env)

@@ -291,6 +291,74 @@ def test_a_row_functions_operations_on_the_row_alone_are_done_once_across_steps(
         assert abs(got - w) < 1e-3
 
 
+SHAPED_WALK = SCHEMA + '''
+function shape (r : T) : num { 2 * r.x / 10 + (if r.f then 1 else 0) }
+function twice (r : T) : num { shape r + shape r }
+function walk (db : bag T) (w : num) (t : int) : fuzzy num {
+  if t <= 0 then return w
+  else
+    sample s = laplace 1000000 (sum (map (fun r -> clip 0 10 (shape r + twice r / 4 + w)) db));
+    walk db (s / 4) (t - 1)
+}
+function main (db : bag T) : fuzzy num {
+  sample n = laplace 1 (count db);
+  walk db n 3
+}'''
+
+
+def test_a_function_of_operations_alone_on_the_row_is_evaluated_once_and_still_called(monkeypatch):
+    """`shape r` (operations only) on the same row view gives its last result without evaluating
+    its body again, but every call is still made (and counted against the row's budget);
+    `twice r`, which calls, evaluates its body at every step.  Each run's result is checked."""
+    from fuzzpy.runtime.interpreter import Interpreter
+
+    report = check_source(SHAPED_WALK, "t.fz")
+    assert report.ok, report.diagnostics
+    pairs = program_pairs(report, np.random.default_rng(0), 40)
+    tables = max((p.b for p in pairs), key=lambda t: len(t.tables[0][1]))
+    rows = [(row[0], row[3]) for row in tables.tables[0][1]]
+    bodies, calls = Counter(), Counter()
+    real_body, real_call = Interpreter.call_body, Interpreter.call_instance
+
+    def call_body(self, inst, args):
+        bodies[inst.name] += 1
+        return real_body(self, inst, args)
+
+    def call_instance(self, node, args):
+        calls[node.instance.name] += 1
+        return real_call(self, node, args)
+
+    monkeypatch.setattr(Interpreter, "call_body", call_body)
+    monkeypatch.setattr(Interpreter, "call_instance", call_instance)
+    out = program_sampler(report)(tables, 300, np.random.default_rng(4))
+    assert len(rows) >= 2 and bodies["shape"] == 1 and bodies["twice"] == 3
+    assert calls["shape"] == 3 * 3 and calls["twice"] == 3
+    starts = program_sampler(check_source(SHAPED_WALK.replace("walk db n 3", "return n"), "t.fz"))(
+        tables, 300, np.random.default_rng(4))
+    for w, got in zip(starts, out):
+        for _ in range(3):
+            w = sum(min(max(1.5 * (2 * x / 10 + (1 if f else 0)) + w, 0), 10) for x, f in rows) / 4
+        assert abs(got - w) < 1e-3
+
+
+@pytest.mark.parametrize("budget", [4, 3])
+def test_a_remembered_call_still_spends_the_rows_call_budget(budget, monkeypatch):
+    """Each step's row function makes 4 calls (shape, twice, and twice's two shapes), remembered
+    or not: with a budget of 4 calls a row the walk runs as usual; with 3, every row runs out,
+    its value is missing (0 in the sum), and every run ends at 0, as one interpreter run per
+    sample gives it."""
+    from fuzzpy import limits
+
+    monkeypatch.setattr(limits, "ROW_CALLS", budget)
+    report = check_source(SHAPED_WALK, "t.fz")
+    pairs = program_pairs(report, np.random.default_rng(0), 40)
+    tables = max((p.b for p in pairs), key=lambda t: len(t.tables[0][1]))
+    for batch in (True, False):
+        out = program_sampler(report, batch=batch)(tables, 50, np.random.default_rng(4))
+        ended_at_zero = [abs(x) < 1e-3 for x in out]
+        assert all(ended_at_zero) if budget == 3 else not any(ended_at_zero)
+
+
 # `case` on sums whose side differs between runs: not batched.
 CASE_ON_RELEASE = SCHEMA + '''
 function main (db : bag T) : fuzzy num {
