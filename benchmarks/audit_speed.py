@@ -2,7 +2,7 @@
 run per sample, and whole-program audits of every example.
 
     python benchmarks/audit_speed.py [--samples 100000] [--limit 90] [--only quickstart,median]
-                                     [--no-audit] [--no-throughput] [--calls]
+                                     [--no-audit] [--no-throughput] [--calls] [--floor] [--default-malloc]
 
 1. Sampler throughput, per example: samples per second of the batched sampler and of the
    interpreter-per-sample sampler on the same synthetic tables (the auditor's first pair), and
@@ -16,6 +16,8 @@ run per sample, and whole-program audits of every example.
 3. With --calls (instead of 1 and 2): the batched sampler's median time per call at the audit's
    call sizes, 400 samples (screening a pair) and 10,000 (a chunk), on both sides of six of the
    auditor's pairs. Run at two commits in turn to compare versions.
+   The benchmark's own process raises glibc's memory thresholds as `fuzzpy audit` does
+   (fuzzpy/interfaces/memory.py); --default-malloc keeps glibc's defaults, to compare.
 4. With --floor (instead of 1 and 2), for programs with Gaussian releases: a lower bound on the
    audit's time from the discrete Gaussian draws alone.  The draws per sample are counted on one
    sampler call; the validation stage alone draws top_pairs x 2 x --samples samples (AuditConfig);
@@ -174,7 +176,13 @@ def main() -> None:
                         help="only the batched sampler's time per call of 400 and 10,000 samples (six pairs)")
     parser.add_argument("--floor", action="store_true",
                         help="only the time the discrete Gaussian draws of an audit's validation take alone")
+    parser.add_argument("--default-malloc", action="store_true",
+                        help="in this process, keep glibc's own thresholds (the audit command raises them)")
     args = parser.parse_args()
+    if not args.default_malloc:  # in-process figures as `fuzzpy audit` runs (interfaces/memory.py)
+        from fuzzpy.interfaces.memory import keep_freed_memory
+
+        keep_freed_memory()
     names = [n for n in args.only.split(",") if n]
     progs = [p for p in sorted((ROOT / "examples").glob("*.fz")) if not names or p.stem in names]
     print(f"{platform.machine()}, Python {platform.python_version()}, "

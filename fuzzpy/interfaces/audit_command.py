@@ -22,6 +22,7 @@ from typing import Any, List, Optional
 import typer
 
 from ..diagnostics import Diagnostic, FuzzError, render
+from .memory import keep_freed_memory
 
 EXIT_OK, EXIT_USAGE, EXIT_VIOLATION = 0, 2, 5
 DEFAULT_SAMPLES = 50_000
@@ -64,6 +65,7 @@ def audit(
         raise _usage(f"--max-pairs must be at least 1, got {max_pairs}")
     claim = _claim_options(mechanism, epsilon, rho, delta)
     params = parse_params(param)
+    keep_freed_memory()  # the samplers' arrays are reused, not page-faulted in again (memory.py)
     try:
         result = _run(program, mechanism, claim, params, entry, samples, confidence, seed, exact, max_pairs)
     except _CheckFailed as failed:

@@ -158,3 +158,32 @@ def test_gaussian_usage_errors(args, text):
     res = invoke("audit", *args)
     assert res.exit_code == 2, res.output
     assert "E0701" in res.stderr and text in res.stderr and res.stdout == ""
+
+
+def test_the_audit_keeps_freed_memory_for_its_next_arrays(monkeypatch):
+    """`fuzzpy audit` raises glibc's thresholds before sampling (interfaces/memory.py), once."""
+    from fuzzpy.interfaces import audit_command
+
+    asked = []
+    monkeypatch.setattr(audit_command, "keep_freed_memory", lambda: asked.append(True) or True)
+    res = invoke("audit", "--mechanism", "laplace", "--samples", "2000", "--seed", "1", "--format", "json")
+    assert res.exit_code == 0, res.output
+    assert asked == [True] and json.loads(res.stdout)["violation"] is False
+
+
+@pytest.mark.parametrize("user_set", [None, "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"])
+def test_the_memory_policy_changes_glibc_only_where_the_user_did_not(user_set):
+    """In a fresh process (the setting is process-wide): on Linux with glibc the two thresholds
+    are raised (mallopt accepts them); a user's own glibc variable wins, and nothing is changed."""
+    import os
+    import platform
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")}
+    if user_set:
+        env[user_set] = "glibc.malloc.trim_threshold=1048576" if user_set == "GLIBC_TUNABLES" else "1048576"
+    code = "from fuzzpy.interfaces.memory import keep_freed_memory; print(keep_freed_memory())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    assert out.strip() == str(glibc and user_set is None)
