@@ -1260,7 +1260,7 @@ def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> A
         return NotImplemented
     if scale:
         k = _number_column(a, ev.n, strict=False)
-        if k is None or not (k[1].all() or all(bool((k[1] | rf).all()) for _, rf in right)):
+        if k is None or not all(_float_operand(k[1], rf) for _, rf in right):
             return NotImplemented
         if not right:
             return ()
@@ -1270,7 +1270,7 @@ def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> A
         left = _vector_columns(a, ev.n, strict=True)
         if left is None or len(left) != len(right):
             return NotImplemented
-        if not all(bool((lf | rf).all()) for (_, lf), (_, rf) in zip(left, right)):
+        if not all(_float_operand(lf, rf) for (_, lf), (_, rf) in zip(left, right)):
             return NotImplemented
         if not right:
             return ()
@@ -1346,7 +1346,12 @@ def _b_vget(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     return NotImplemented
 
 
-def _vector_columns(v: Any, n: int, strict: bool) -> Optional[list[tuple[np.ndarray, np.ndarray]]]:
+def _float_operand(lf: Any, rf: Any) -> bool:
+    """Whether every lane's operation has a float operand (flags: arrays, or True for all)."""
+    return lf is True or rf is True or bool((lf | rf).all())
+
+
+def _vector_columns(v: Any, n: int, strict: bool) -> Optional[list[tuple[np.ndarray, Any]]]:
     """A vector lane value (a tuple of numbers or of lane values, or lanes of tuples) as its
     coordinates, each `_number_column`; None when the lanes' vectors are not numbers of one length."""
     if type(v) is Lanes:
@@ -1360,10 +1365,11 @@ def _vector_columns(v: Any, n: int, strict: bool) -> Optional[list[tuple[np.ndar
     return None if any(c is None for c in cols) else cols  # type: ignore[return-value]
 
 
-def _number_column(v: Any, n: int, strict: bool) -> Optional[tuple[np.ndarray, np.ndarray]]:
-    """(the values as floats, which lanes hold a float) for lanes or a constant of numbers (not
-    booleans).  An exact value becomes float(x), as Python mixes it into a float operation (None
-    when that overflows), or with strict=False as_float's saturating float."""
+def _number_column(v: Any, n: int, strict: bool) -> Optional[tuple[np.ndarray, Any]]:
+    """(the values as floats, which lanes hold a float: a boolean array, or True for every lane)
+    for lanes or a constant of numbers (not booleans).  An exact value becomes float(x), as
+    Python mixes it into a float operation (None when that overflows), or with strict=False
+    as_float's saturating float."""
     if type(v) is Lanes:
         if v._data is None:  # exact rationals
             r = v.ratios
@@ -1373,7 +1379,7 @@ def _number_column(v: Any, n: int, strict: bool) -> Optional[tuple[np.ndarray, n
                 return None
             return vals, np.zeros(n, dtype=bool)
         if v.floats is not None:
-            return v.floats, np.ones(n, dtype=bool)
+            return v.floats, True
         d = v.data
         if isinstance(d, np.ndarray):  # int64 lanes (below 2**61): exact, converted as float(x) is
             return (d.astype(np.float64), np.zeros(n, dtype=bool)) if d.dtype == np.int64 else None

@@ -592,10 +592,11 @@ def test_float_lanes_keep_their_array_and_read_as_the_list_reads():
         remap[idx] = np.arange(len(idx))
         sub = select_lanes(held, idx, remap)
         assert sub.floats is not None and bits(sub.values()) == bits([arr[i] for i in idx.tolist()])
-        for read in (lambda v: _number_column(v, n, strict=True), lambda v: _exact_floats(v, n)):
-            a, b = read(held), read(plain)
-            got, want = (a, b) if isinstance(a, np.ndarray) else (np.concatenate(a), np.concatenate(b))
+        # _number_column: the values and which lanes hold floats (every lane: True or all ones)
+        for read in (lambda v: _number_column(v, n, strict=True), lambda v: (_exact_floats(v, n), True)):
+            (got, got_float), (want, want_float) = read(held), read(plain)
             assert bits(got.tolist()) == bits(want.tolist())
+            assert np.broadcast_to(got_float, n).all() and np.broadcast_to(want_float, n).all()
         lanes = np.repeat(np.arange(n), 2)
         assert bits(_lane_columns(held, lanes).data.tolist()) == bits(_lane_columns(plain, lanes).data.tolist())
         r_held, r_plain = _ratios(held, n), _ratios(Lanes(arr.tolist()), n)
