@@ -136,11 +136,19 @@ class LaneBag:
     and ascending (that lane's bag in its order); across lanes a row may repeat (the lanes of a
     row function that reads lane values each see the whole bag: `product`)."""
 
-    __slots__ = ("base", "rows", "lanes", "n", "_selected")
+    __slots__ = ("base", "rows", "lanes", "n", "_selected", "_one_each")
 
     def __init__(self, base: Any, rows: np.ndarray, lanes: np.ndarray, n: int):
         self.base, self.rows, self.lanes, self.n = base, rows, lanes, n
         self._selected: Any = None
+        self._one_each: Optional[bool] = None
+
+    def pair_lanes(self) -> Optional[np.ndarray]:
+        """Each (lane, row) pair's lane, or None when pair i is lane i (one row in every lane):
+        a lane value's column on the pairs is then the lane value itself."""
+        if self._one_each is None:
+            self._one_each = len(self.lanes) == self.n and bool((self.lanes == np.arange(self.n)).all())
+        return None if self._one_each else self.lanes
 
     def selected(self) -> Any:
         """Every (lane, row) pair's row, in order, as one bag: lazily selected when no row
@@ -1074,7 +1082,7 @@ def lane_rows(ev: LaneEvaluator, fn: Any, b: LaneBag, size: Optional[int] = None
     env = dict(fn.env)
     for name in _read_names(fn.body):
         if name in env and has_lanes(env[name]):
-            col = _lane_columns(env[name], b.lanes)
+            col = _lane_columns(env[name], b.pair_lanes())
             if col is None:
                 return None
             env[name] = col
@@ -1108,9 +1116,9 @@ def _on_pairs(ev: LaneEvaluator, fn: Closure, bag: Any, size: Optional[int] = No
         state.row_calls = outer
 
 
-def _lane_columns(v: Any, lanes: np.ndarray, depth: int = 0) -> Any:
-    """A lane value as the column (a Vec) of its lanes' values on each pair; tuples component by
-    component; None for anything else."""
+def _lane_columns(v: Any, lanes: Optional[np.ndarray], depth: int = 0) -> Any:
+    """A lane value as the column (a Vec) of its lanes' values on each pair (`lanes`: each pair's
+    lane, None when pair i is lane i); tuples component by component; None for anything else."""
     t = type(v)
     if not has_lanes(v):
         return v
@@ -1122,22 +1130,27 @@ def _lane_columns(v: Any, lanes: np.ndarray, depth: int = 0) -> Any:
     if t is not Lanes:
         return None
     if v._data is None:  # exact rationals: their nearest floats, as as_float gives them
-        return Vec(v.ratios.floats()[lanes])  # type: ignore[union-attr]
+        return Vec(_on_lanes(v.ratios.floats(), lanes))  # type: ignore[union-attr]
     if v.floats is not None:  # floats: themselves
-        return Vec(v.floats[lanes])
+        return Vec(_on_lanes(v.floats, lanes))
     d = v.data
     if isinstance(d, np.ndarray):  # exact ints (below 2**61) or booleans
-        return Vec(d[lanes] if d.dtype == np.bool_ else d.astype(np.float64)[lanes])
+        return Vec(_on_lanes(d if d.dtype == np.bool_ else d.astype(np.float64), lanes))
     kinds = set(map(type, d))
     if kinds == {float}:  # released values: the floats themselves
-        return Vec(np.asarray(d, dtype=np.float64)[lanes])
+        return Vec(_on_lanes(np.asarray(d, dtype=np.float64), lanes))
     if d and kinds == {bool}:
-        return Vec(np.asarray(d, dtype=bool)[lanes])
+        return Vec(_on_lanes(np.asarray(d, dtype=bool), lanes))
     if kinds <= {int, float, Fraction}:
-        return Vec(np.asarray([as_float(x) for x in d], dtype=np.float64)[lanes])
+        return Vec(_on_lanes(np.asarray([as_float(x) for x in d], dtype=np.float64), lanes))
     if d and all(type(x) is tuple and len(x) == len(d[0]) for x in d):  # tuples and lists of one length
         return _lane_columns(tuple(Lanes([x[j] for x in d]) for j in range(len(d[0]))), lanes, depth + 1)
     return None
+
+
+def _on_lanes(values: np.ndarray, lanes: Optional[np.ndarray]) -> np.ndarray:
+    """Each pair's lane's value (the array itself when pair i is lane i: never modified)."""
+    return values if lanes is None else values[lanes]
 
 
 class _PairEvaluator(VectorEvaluator):

@@ -436,6 +436,28 @@ def test_lane_values_become_columns_only_for_numbers_booleans_and_tuples():
     assert _lane_columns(Lanes([("inl", 1), ("inr", 2), ("inl", 3)]), lanes) is None
 
 
+def test_pairs_of_one_row_per_lane_read_lane_values_as_they_are():
+    """When pair i is lane i (one row in every lane, in order), pair_lanes() is None and a lane
+    value's column is its own values, bit for bit, as gathering by lane number gives them;
+    anything else keeps the gather."""
+    from fuzzpy.runtime.batch import LaneBag, Lanes, _lane_columns
+
+    base = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
+    one_each = LaneBag(base, np.array([2, 0, 1]), np.array([0, 1, 2]), 3)
+    assert one_each.pair_lanes() is None and one_each.pair_lanes() is None
+    for other in (LaneBag(base, np.array([0, 1]), np.array([0, 2]), 3),
+                  LaneBag(base, np.array([0, 1, 2]), np.array([1, 0, 2]), 3),
+                  LaneBag(base, np.array([0, 1, 2, 0]), np.array([0, 1, 2, 2]), 3)):
+        assert other.pair_lanes() is other.lanes
+    floats = Lanes.of_floats(np.array([-0.0, np.nan, 1.5]))
+    for v in (floats, Lanes([Fraction(1, 3), 2, 0.5]), Lanes(np.array([4, 5, 6])), Lanes([True, False, True]),
+              Lanes([(1, True), (Fraction(7, 2), False), (0, True)])):
+        got, want = _lane_columns(v, None), _lane_columns(v, np.arange(3))
+        got, want = (got, want) if type(got) is tuple else ((got,), (want,))
+        assert [g.data.tobytes() for g in got] == [w.data.tobytes() for w in want]
+    assert _lane_columns(floats, None).data is floats.floats
+
+
 def test_a_plain_bag_too_large_for_pairs_runs_once_per_lane(monkeypatch):
     """Past PRODUCT_CELLS gathered cells the pairs are not built: the same values, once per lane."""
     import fuzzpy.runtime.batch as B
