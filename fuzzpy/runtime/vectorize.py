@@ -13,6 +13,7 @@ changes speed, never results: both paths are total and compute the same values.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator, Optional
 
@@ -283,17 +284,18 @@ def _wrap_columns(v: Any) -> Any:
 Memo = dict[int, tuple[tuple, Any]]
 
 
-_OPERATIONS_ONLY: dict[int, tuple[I.Instance, bool]] = {}
+_OPERATIONS_ONLY: "weakref.WeakKeyDictionary[I.Instance, bool]" = weakref.WeakKeyDictionary()
 
 
 def _operations_only(inst: I.Instance) -> bool:
     """Whether inst's body is built of constants, variables, primitives on values (no
     mechanism, none that reads the run's context), `if`, `let`, tuples, records, projections and
-    fields alone: no call, no function value, no distribution.  Kept per instance."""
-    kept = _OPERATIONS_ONLY.get(id(inst))
-    if kept is None or kept[0] is not inst:
-        kept = _OPERATIONS_ONLY[id(inst)] = (inst, inst.body is not None and _operations(inst.body))
-    return kept[1]
+    fields alone: no call, no function value, no distribution.  Kept per instance (weakly: a
+    long-running server checks new programs)."""
+    kept = _OPERATIONS_ONLY.get(inst)
+    if kept is None:
+        kept = _OPERATIONS_ONLY[inst] = inst.body is not None and _operations(inst.body)
+    return kept
 
 
 def _operations(node: Any) -> bool:
