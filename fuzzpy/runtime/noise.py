@@ -361,10 +361,14 @@ def _grid_split_scaled(r: Ratios, step: Fraction) -> Optional[tuple[np.ndarray, 
     y - floor(y) is the correctly rounded fraction, as rem / den is.  None otherwise."""
     if r.scaled is None:
         return None
+    return _split_scaled(*r.scaled, step)
+
+
+def _split_scaled(x: np.ndarray, k: int, step: Fraction) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """_grid_split_scaled of the values x * 2**k (x: float integers below 2**53, any shape)."""
     a, b = step.numerator, step.denominator
     if a & (a - 1) or b & (b - 1):
         return None
-    x, k = r.scaled
     e = k + b.bit_length() - a.bit_length()
     if not -1000 <= e <= 900:
         return None
@@ -588,6 +592,12 @@ def _gaussian_columns(columns: tuple[Ratios, ...], l2_sensitivity: Fraction, rho
     plan = plan_gaussian(l2_sensitivity, rho, max(1, d))
     if plan.grid_sigma2 == 0:
         return np.column_stack([c.floats() for c in columns]).reshape(n, d)
+    scaled = [c.scaled for c in columns]
+    if all(sc is not None and sc[1] == scaled[0][1] for sc in scaled):  # one grid (a vector sum's)
+        # every coordinate split at once, coordinate-major (d x n): the same elementwise floats
+        split = _split_scaled(np.stack([x for x, _ in scaled]), scaled[0][1], plan.granularity)  # type: ignore[index]
+        if split is not None:
+            return _gaussian_steps(plan, split[0].T, split[1].T, n, d, rng)
     splits = [_grid_split_ratios(c, plan.granularity) for c in columns]
     low = np.column_stack([lo for lo, _ in splits]).reshape(n, d)
     frac = np.column_stack([fr for _, fr in splits]).reshape(n, d)
@@ -613,12 +623,14 @@ def _gaussian_steps(plan: GaussianPlan, low: np.ndarray, frac: np.ndarray, n: in
     up = rng.numpy_generator().random((n, d)) < frac
     noise = sample_discrete_gaussian_batch(plan.grid_sigma2, n * d, rng).reshape(n, d)
     # in place, the same floats as ((noise + up) as float + low) * granularity: every integer
-    # here is below 2**53, so converting before adding the rounding bit changes nothing
-    steps = noise.astype(np.float64)
-    steps += up
-    steps += low
+    # here is below 2**53, so converting before adding the rounding bit changes nothing.  Held
+    # coordinate-major (each coordinate's runs contiguous, as the auditor keeps them) and
+    # returned as its (n, d) view.
+    steps = noise.T.astype(np.float64, order="C")
+    steps += up.T
+    steps += low.T
     steps *= float(plan.granularity)
-    return steps
+    return steps.T
 
 
 # --- selection -------------------------------------------------------------------------------

@@ -289,6 +289,26 @@ def test_gaussian_runs_of_exact_columns_draw_as_runs_of_values(rho):
     assert c.tolist() == d.tolist()
 
 
+@pytest.mark.parametrize("rho", [Fraction(1, 50), Fraction(10**12)])
+def test_gaussian_runs_of_a_vector_sum_split_all_coordinates_at_once(rho):
+    """Coordinates held on one grid (a vector sum's `x * 2**k`) are split together: the same
+    releases, bit for bit, as from the same values held as plain ratios (split coordinate by
+    coordinate, exactly), or on grids of different k; each coordinate's runs are contiguous."""
+    from fuzzpy.runtime.noise import gaussian_release_runs
+
+    rng = np.random.default_rng(5)
+    xs = [np.trunc(rng.normal(0, 2.0**40, 80)) for _ in range(4)]
+    xs[0][:4] = [0.0, -0.0, 2.0**53 - 1, -(2.0**53 - 1)]
+    one_grid = tuple(Ratios.of_scaled(x, -30) for x in xs)
+    plain = tuple(Ratios(r.num, r.den, r.bits) for r in one_grid)
+    mixed = one_grid[:2] + tuple(Ratios.of_scaled(x * 2, -31) for x in xs[2:])
+    # sensitivity 2: the grid step is a power of two, which the float split needs
+    outs = [gaussian_release_runs(ExactColumns(cols, False), Fraction(2), rho, RandomSource.seeded(4))
+            for cols in (one_grid, plain, mixed)]
+    assert outs[0].shape == (80, 4) and outs[0].tobytes() == outs[1].tobytes() == outs[2].tobytes()
+    assert all(col.flags["C_CONTIGUOUS"] for col in outs[0].T)
+
+
 @pytest.mark.parametrize("name", ["vadd", "vsub", "vscale"])
 def test_vector_arithmetic_on_ratio_and_int_lanes_is_the_scalar_runs(name):
     """vadd / vsub / vscale where the exact operand is held as ratios or int64 lanes and the
