@@ -16,7 +16,6 @@ Process-wide, so only the audit command asks for it; a user who set glibc's own 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
 
@@ -31,8 +30,8 @@ def keep_freed_memory() -> bool:
     Linux, without glibc's mallopt, when it refuses, or when the user set them."""
     if not sys.platform.startswith("linux") or any(name in os.environ for name in _USER_SETTINGS):
         return False
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    try:  # the C library already loaded in this process (no ldconfig run to look for it)
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int

@@ -44,7 +44,7 @@ from ..checking import ir as I
 from .interpreter import Interpreter, as_float, exact_arg
 from .ratios import Ratios
 from .values import Closure, MaskedBag, is_distribution
-from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, row_value, to_frame
+from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, remembered, row_value, to_frame
 
 # Integer lanes stay int64 while every operand is below this (a sum or difference of two such
 # values cannot overflow; products are checked separately).
@@ -857,18 +857,16 @@ def _b_exact(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> An
 def _b_numeric(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     # An operation on the same argument objects as its node's last evaluation gives the same
     # value (lane values are never changed once built, and arithmetic is a function of them):
-    # `rate / max n 1` at every step of a gradient descent is computed once.  The arguments are
-    # kept with the result, so their ids stay theirs.
-    last = ev._last.get(id(node))
-    if last is not None and len(last[0]) == len(args) and all(x is y for x, y in zip(last[0], args)):
-        return last[1]
+    # `rate / max n 1` at every step of a gradient descent is computed once.
+    return remembered(ev._last, node, args, lambda: _numeric(ev, prim, node, args))
+
+
+def _numeric(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     out = _b_arith(ev, prim, node, args) if prim.name != "div" else NotImplemented
     if out is NotImplemented and prim.name in _CMP_OPS:
         out = _b_compare(ev, prim, args)
     if out is NotImplemented and prim.name not in ("neg", "abs"):
         out = _b_exact(ev, prim, node, args)
-    if out is not NotImplemented:
-        ev._last[id(node)] = (tuple(args), out)
     return out
 
 

@@ -284,6 +284,21 @@ def _wrap_columns(v: Any) -> Any:
 Memo = dict[int, tuple[tuple, Any]]
 
 
+def remembered(memo: Memo, node: Any, args: list[Any], compute: Callable[[], Any]) -> Any:
+    """compute(), or the result kept for `node` when its last arguments were these very objects.
+
+    Sound for a computation that is a function of its arguments, on values never modified once
+    built (columns, lane values): the same objects give the same result.  The arguments are
+    kept with the result, so their ids stay theirs.  NotImplemented (no fast path) is not kept."""
+    last = memo.get(id(node))
+    if last is not None and len(last[0]) == len(args) and all(x is y for x, y in zip(last[0], args)):
+        return last[1]
+    out = compute()
+    if out is not NotImplemented:
+        memo[id(node)] = (tuple(args), out)
+    return out
+
+
 _OPERATIONS_ONLY: "weakref.WeakKeyDictionary[I.Instance, bool]" = weakref.WeakKeyDictionary()
 
 
@@ -364,16 +379,8 @@ class VectorEvaluator(Interpreter):
             raise NotVectorisable(node.name)
         return self.call_prim(prim, node, args)
 
-    def _remembered(self, node: I.IR, args: list[Any], compute: Callable[[], Any]) -> Any:
-        memo = self._memo
-        if memo is None:
-            return compute()
-        last = memo.get(id(node))
-        if last is not None and len(last[0]) == len(args) and all(x is y for x, y in zip(last[0], args)):
-            return last[1]
-        out = compute()
-        memo[id(node)] = (tuple(args), out)  # the arguments kept alive: their ids stay theirs
-        return out
+    def _remembered(self, node: Any, args: list[Any], compute: Callable[[], Any]) -> Any:
+        return compute() if self._memo is None else remembered(self._memo, node, args, compute)
 
     def e_IIf(self, node: I.IIf, env: dict) -> Any:
         cond = self.eval(node.cond, env)
