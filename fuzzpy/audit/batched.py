@@ -43,10 +43,34 @@ class _Quiet:
 def draw_batch(state: Any, value: Any, n: int, rng: Any, vectorised: bool = True) -> list[Any]:
     """n independent samples of the distribution `value` (made by an interpreter on `state`).
     `vectorised=False` draws every mechanism with its exact sampler (no numpy batch samplers)."""
+    return _outputs(_sample(LaneEvaluator(state, n, fuzzy=True), value, n, rng, vectorised), n)
+
+
+def draw_inputs(state: Any, body: Any, env: dict, copies: int, runs: int, rng: Any,
+                vectorised: bool = True) -> list[Any]:
+    """`runs` samples of the entry point's body for each of `copies` inputs at once: `env` binds
+    each table to a lane bag whose lane i * runs + j holds input i's rows (`programs._lane_table`).
+    The body is evaluated once over all lanes, as each input's own evaluation would be lane by
+    lane, and its distribution drawn for all lanes, every input's run j with the same noise
+    where the vectorised samplers draw for all lanes (`SharedRuns`).  Returns the copies * runs
+    outputs, input by input.  Raises like `draw_batch` where the program's structure does not
+    allow it, and NotBatchable where it would do per lane what each input's own evaluation
+    does once (`LaneEvaluator.inputs`)."""
+    from ..runtime.samplers import SharedRuns
+
+    n = copies * runs
+    ev = LaneEvaluator(state, n, fuzzy=True, inputs=True)
+    value = ev.eval(body, env)
+    if not _drawable(value):
+        return _outputs(value, n)
+    source = SharedRuns(rng, copies, runs) if copies > 1 else rng
+    return _outputs(_sample(ev, value, n, source, vectorised), n)
+
+
+def _outputs(value: Any, n: int) -> list[Any]:
     from ..runtime.values import materialise
 
-    ev = LaneEvaluator(state, n, fuzzy=True)
-    out = unlane(_sample(ev, value, n, rng, vectorised), n)
+    out = unlane(value, n)
     return [materialise(v) for v in out] if _holds_bags(out[:1]) else out
 
 
@@ -101,6 +125,7 @@ def _sample_split(dist: LaneSplit, rng: Any, vectorised: bool) -> Lanes:
     """Each group of runs samples its own branch's distribution (with that branch's evaluator,
     over its own runs); the outputs are put back in run order."""
     out: list = [None] * dist.n
+    rng = getattr(rng, "base", rng)  # some of the lanes: their own draws (SharedRuns is for all)
     for idx, d, ev in dist.parts:
         k = len(idx)
         drawn = unlane(_sample(ev, d, k, rng, vectorised), k)
@@ -110,7 +135,16 @@ def _sample_split(dist: LaneSplit, rng: Any, vectorised: bool) -> Lanes:
 
 
 def _mechanism(dist: Any, n: int, rng: Any, vectorised: bool) -> Lanes:
-    draws: Optional[list] = dist.batch(rng, n) if vectorised and dist.batch is not None else None
+    from ..runtime.samplers import shared_copies
+
+    draws: Optional[list] = None
+    if vectorised and dist.batch is not None:
+        copies = shared_copies(rng, n)
+        if copies > 1:  # one input for every lane: each run drawn once, the same for every input
+            one = dist.batch(rng.base, n // copies)
+            draws = None if one is None else list(one) * copies
+        else:
+            draws = dist.batch(rng, n)
     if draws is None:
         quiet = _Quiet(rng)
         draws = [dist.sample(quiet) for _ in range(n)]

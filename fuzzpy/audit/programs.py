@@ -89,7 +89,79 @@ def program_sampler(report: Any, batch: bool = True, exact: bool = False) -> Sam
         source = RandomSource.seeded(int(rng.integers(2**63)))
         return _on_big_stack(lambda: _runs(instance, frames, source, n, mode, exact))
 
+    def many(inputs: list[Tables], n: int, rng: np.random.Generator) -> Optional[list[list[Any]]]:
+        """n runs for each input, drawn together (`batched.draw_inputs`: every input's run j gets
+        the same noise, as `sample` called with the same rng state gives each input), in groups
+        of at most MANY_PAIRS (lane, row) pairs, each group from the same seed; None where the
+        program's structure does not allow it (the caller then samples input by input)."""
+        if not (mode["batch"] and mode.get("many", True)) or n < 2 or not inputs:
+            return None
+        seed = int(rng.integers(2**63))
+        out: list[list[Any]] = []
+        for group in _groups(inputs, n):
+            source = RandomSource.seeded(seed)
+            got = _on_big_stack(lambda: _merged_runs(instance, schemas, group, source, n, exact))
+            if got is None:
+                mode["many"] = False  # not tried again: the caller samples input by input
+                return None
+            out.extend(got)
+        return out
+
+    sample.many = many  # type: ignore[attr-defined]
     return sample
+
+
+# At most this many (lane, row) pairs of all tables in one merged draw (`many`): the lanes of a
+# screening stage's 320 inputs of 400 runs over tables of a few rows, not more memory than that.
+MANY_PAIRS = 1 << 20
+
+
+def _groups(inputs: list[Tables], n: int) -> list[list[Tables]]:
+    """Consecutive groups of inputs whose tables hold at most MANY_PAIRS (lane, row) pairs over
+    n runs each (an input alone may hold more)."""
+    groups: list[list[Tables]] = [[]]
+    pairs = 0
+    for t in inputs:
+        size = n * max(1, sum(len(rows) for _, rows in t.tables))
+        if groups[-1] and pairs + size > MANY_PAIRS:
+            groups.append([])
+            pairs = 0
+        groups[-1].append(t)
+        pairs += size
+    return groups
+
+
+def _merged_runs(instance: Any, schemas: dict, inputs: list[Tables], source: Any, n: int,
+                 exact: bool) -> Optional[list[list[Any]]]:
+    """n runs of the entry point on each of `inputs` at once, or None when the program's
+    structure does not allow it (or the merged evaluation fails: each input's own run then
+    reports what failed)."""
+    from ..runtime.interpreter import RunState
+    from .batched import draw_inputs
+
+    if instance.body is None or any(p not in schemas for p in instance.params):
+        return None
+    env = {p: _lane_table(schemas[p], [t.rows(p) for t in inputs], n) for p in instance.params}
+    try:
+        out = draw_inputs(RunState(source), instance.body, env, len(inputs), n, source, vectorised=not exact)
+    except Exception:  # noqa: BLE001 - not batchable together: input by input
+        return None
+    return [out[i * n:(i + 1) * n] for i in range(len(inputs))]
+
+
+def _lane_table(schema: Schema, tables: list[tuple], n: int) -> Any:
+    """The tables of several inputs as one lane bag: their rows one after another in one frame,
+    lane i * n + j holding input i's rows in order (n runs per input)."""
+    from ..runtime.batch import LaneBag
+    from .neighbours import make_frame
+
+    frame = make_frame(schema, [row for rows in tables for row in rows])
+    sizes = np.repeat(np.array([len(rows) for rows in tables], dtype=np.int64), n)  # rows per lane
+    starts = np.repeat(np.concatenate([[0], np.cumsum([len(rows) for rows in tables])[:-1]]).astype(np.int64), n)
+    lanes = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    firsts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)  # each lane's first pair
+    rows = np.arange(len(lanes), dtype=np.int64) - firsts[lanes] + starts[lanes]
+    return LaneBag(frame, rows, lanes, len(sizes))
 
 
 def _runs(instance: Any, frames: dict, source: Any, n: int, mode: Optional[dict] = None,

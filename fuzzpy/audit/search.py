@@ -162,20 +162,70 @@ class _Run:
         self.stats.sampling_seconds += time.perf_counter() - t0
         return concat(parts) if len(parts) > 1 else parts[0]
 
-    def explore(self, pair: Pair, n: int, seed: np.random.SeedSequence, top: int, what: str = "") -> list[Scored]:
-        """Propose events on the first half of n draws per side, rank them on the second half.
-        Both sides use the same seed: correlated sampling, as in DP-Finder."""
-        a = self.draw(pair.a, n, seed, raw=True, what=what and f"{what}, input A")
-        b = self.draw(pair.b, n, seed, raw=True, what=what and f"{what}, input B")
-        half = n // 2
+    def draw_inputs(self, xs: list, n: int, seed: np.random.SeedSequence, *, raw: bool = False,
+                    what: str = "") -> list[Encoded]:
+        """n outputs for each input of xs, every input from the same seed: common random numbers,
+        as in DP-Finder (the inputs differ by their values, not by their noise; each input's
+        draws are still independent of each other).  Drawn together when the sampler can
+        (`sampler.many`, one call for all inputs), else input by input."""
+        many = getattr(self.sampler, "many", None)
+        if many is not None and len(xs) > 1:
+            got = self._draw_many(many, xs, n, seed, raw, what)
+            if got is not None:
+                return got
+        out = []
+        for i, x in enumerate(xs):
+            label = what and f"{what}, input {i + 1}/{len(xs)}"
+            if label:
+                self.progress(label)
+            out.append(self.draw(x, n, seed, raw=raw, what=label))
+        return out
+
+    def _draw_many(self, many: Callable, xs: list, n: int, seed: np.random.SeedSequence, raw: bool,
+                   what: str) -> Optional[list[Encoded]]:
+        """draw_inputs with `many`, in chunks of config.chunk runs per input; None when the
+        sampler cannot (what was drawn is dropped: the caller draws input by input)."""
+        rng = np.random.default_rng(seed)
+        parts: list[list[Encoded]] = [[] for _ in xs]
+        done, t0 = 0, time.perf_counter()
+        try:
+            while done < n:
+                k = min(self.config.chunk, n - done)
+                got = many(xs, k, rng)
+                if got is None:
+                    return None
+                for part, out in zip(parts, got):
+                    enc = encode(out, keep_raw=raw)
+                    if enc.n != k:
+                        raise ValueError(f"the sampler returned {enc.n} outputs where {k} were asked for")
+                    part.append(enc)
+                done += k
+                if what:
+                    self.progress(f"{what}: {done}/{n} samples for each of {len(xs)} inputs")
+        finally:
+            self.stats.sampling_seconds += time.perf_counter() - t0
+        self.stats.samples += n * len(xs)
+        return [concat(p) if len(p) > 1 else p[0] for p in parts]
+
+    def explore(self, pair: Pair, a: Encoded, b: Encoded, top: int) -> list[Scored]:
+        """Propose events on the first half of each side's draws, rank them on the second half."""
+        half = a.n // 2
         pa, sa = _split(a, half)
         pb, sb = _split(b, half)
         events = propose(pa, pb)
         return rank(events, sa, sb, self.config.samples, self.alpha_plan, top, pair.delta_up)
 
-    def score(self, pair: Pair, n: int, seed: np.random.SeedSequence) -> float:
-        best = self.explore(pair, n, seed, 1)
-        return best[0].predicted - float(pair.claimed) if best else -math.inf
+    def explore_pairs(self, pairs: Sequence[Pair], n: int, seed: np.random.SeedSequence, top: int,
+                      what: str = "") -> list[list[Scored]]:
+        """explore() for each pair on n draws per side, every side from the same seed: correlated
+        sampling, as in DP-Finder (the pairs differ by their inputs, not by their noise)."""
+        outs = self.draw_inputs([x for p in pairs for x in (p.a, p.b)], n, seed, raw=True, what=what)
+        return [self.explore(p, outs[2 * i], outs[2 * i + 1], top) for i, p in enumerate(pairs)]
+
+    def scores(self, pairs: Sequence[Pair], n: int, seed: np.random.SeedSequence, what: str = "") -> list[float]:
+        """Each pair's best predicted bound over its claim, from n draws per side (one seed)."""
+        found = self.explore_pairs(pairs, n, seed, 1, what)
+        return [best[0].predicted - float(p.claimed) if best else -math.inf for p, best in zip(pairs, found)]
 
     # -- the stages -------------------------------------------------------------------------------------
 
@@ -184,10 +234,7 @@ class _Run:
         if len(pairs) <= cfg.top_pairs:
             return list(pairs)
         seed = self.seeds.spawn(1)[0]
-        scores = []
-        for i, pair in enumerate(pairs):
-            self.progress(f"screening pairs: {i + 1}/{len(pairs)}")
-            scores.append(self.score(pair, cfg.screen, seed))
+        scores = self.scores(pairs, cfg.screen, seed, what=f"screening {len(pairs)} pairs")
         self.stats.screened = len(pairs)
         order = sorted(range(len(pairs)), key=lambda i: scores[i], reverse=True)
         return [pairs[i] for i in order[:cfg.top_pairs]]
@@ -198,15 +245,19 @@ class _Run:
         if pair.moves is None or cfg.climb <= 0:
             return pair
         seed = self.seeds.spawn(1)[0]  # one seed for every candidate: common random numbers
-        best, best_score, step, used = pair, self.score(pair, cfg.climb_samples, seed), 0.5, 1
+        best, step, used = pair, 0.5, 1
+        best_score = None
         while used < cfg.climb and step > 1 / 64:
+            # a round's candidates all move from the round's start, so they are scored together
+            # (the first round with the start itself)
+            cands = pair_moves(best, step)[:cfg.climb - used]
+            used += len(cands)
+            self.progress(f"climbing: {used}/{cfg.climb}")
+            scored = self.scores(([best] if best_score is None else []) + cands, cfg.climb_samples, seed)
+            if best_score is None:
+                best_score, scored = scored[0], scored[1:]
             improved = False
-            for cand in pair_moves(best, step):
-                if used >= cfg.climb:
-                    break
-                used += 1
-                self.progress(f"climbing: {used}/{cfg.climb}")
-                s = self.score(cand, cfg.climb_samples, seed)
+            for cand, s in zip(cands, scored):
                 if s > best_score:
                     best, best_score, improved = cand, s, True
             if not improved:
@@ -219,12 +270,16 @@ class _Run:
         tests = sum(len(c) for _, c in chosen)
         alpha = per_bound_alpha(cfg.confidence, tests)
         out: list[Tested] = []
+        # a fresh seed, independent of every earlier draw; every side of every pair from it
+        # (common random numbers: each side's draws are independent of each other, which is all a
+        # Clopper-Pearson interval needs, and Bonferroni's union bound holds whatever the
+        # dependence between the intervals)
+        seed = self.seeds.spawn(1)[0]
+        self.progress(f"validating {len(chosen)} pairs")
+        drawn = self.draw_inputs([x for pair, _ in chosen for x in (pair.a, pair.b)], cfg.samples, seed,
+                                 what="validating")
         for i, (pair, cands) in enumerate(chosen):
-            seed_a, seed_b = self.seeds.spawn(2)  # fresh and independent of every earlier draw
-            what = f"validating pair {i + 1}/{len(chosen)}"
-            self.progress(what)
-            a = self.draw(pair.a, cfg.samples, seed_a, what=f"{what}, input A")
-            b = self.draw(pair.b, cfg.samples, seed_b, what=f"{what}, input B")
+            a, b = drawn[2 * i], drawn[2 * i + 1]
             events = [c.event for c in cands]
             ka, kb = counts(events, a), counts(events, b)
             for c, x, y in zip(cands, ka, kb):
@@ -250,13 +305,10 @@ def run_search(sampler: Sampler, pairs: Sequence[Pair], config: AuditConfig,
         climbed = run.climb(best[0])
         if climbed is not best[0]:
             best = [climbed] + best[:-1] if len(best) >= config.top_pairs else [climbed] + best
-    chosen = []
     explore_seed = run.seeds.spawn(1)[0]
-    for i, pair in enumerate(best):
-        run.progress(f"exploring pair {i + 1}/{len(best)}")
-        cands = run.explore(pair, config.explore_samples, explore_seed, config.events_per_pair)
-        if cands:
-            chosen.append((pair, cands))
+    run.progress(f"exploring {len(best)} pairs")
+    found = run.explore_pairs(best, config.explore_samples, explore_seed, config.events_per_pair, "exploring")
+    chosen = [(pair, cands) for pair, cands in zip(best, found) if cands]
     run.stats.explored = len(best)
     tested = run.validate(chosen)
     run.stats.seconds = time.perf_counter() - t0

@@ -383,12 +383,15 @@ _LIST_CASE = _ListCase()
 class LaneEvaluator(Interpreter):
     """The ordinary evaluator, with lane values allowed in the environment."""
 
-    def __init__(self, state: Any, n: int, fuzzy: bool = False):
+    def __init__(self, state: Any, n: int, fuzzy: bool = False, inputs: bool = False):
         super().__init__(state, exact=True)
         self.n = n
         # fuzzy: distributions may be built (the auditor samples them lane by lane, audit/batched.py);
         # otherwise a distribution means the evaluation is not a pure computation: not batched here.
         self.fuzzy = fuzzy
+        # inputs: the lanes hold several inputs' tables (the auditor's `draw_inputs`); what each
+        # input's own evaluation does once for its table would be done here once per lane
+        self.inputs = inputs
         # product() of a plain bag, per bag: an iterative program reads the same table at every
         # step, and its (lane, row) pairs and their columns are the same each time
         self._products: dict[int, tuple[Any, LaneBag]] = {}
@@ -419,7 +422,7 @@ class LaneEvaluator(Interpreter):
             if len(idx) == 1 and not self.fuzzy:
                 parts.append((idx, self._one_lane(branch, env, int(idx[0])), None))
                 continue
-            sub = LaneEvaluator(self.state, len(idx), self.fuzzy)
+            sub = LaneEvaluator(self.state, len(idx), self.fuzzy, self.inputs)
             parts.append((idx, sub.eval(branch, _restrict_env(env, branch, idx, self.n)), sub))
         return merge_lanes(self.n, parts)
 
@@ -529,6 +532,10 @@ class LaneEvaluator(Interpreter):
 
     def _per_lane(self, prim: Any, node: I.IPrim, args: list[Any]) -> Lanes:
         """The reference semantics: the primitive once per lane, on that lane's values."""
+        if self.inputs and (prim.is_mechanism or any(type(a) is LaneBag for a in args)):
+            # a mechanism or a table operation once per lane, where each input's own evaluation
+            # does it once (or draws it vectorised): slower together than input by input
+            raise NotBatchable("one evaluation per lane of several inputs' tables")
         if self.state.engine is None and prim.fold is not None and not prim.needs_context and not prim.structured:
             return self._folds(prim, node, args)
         out = []

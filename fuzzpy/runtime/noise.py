@@ -32,6 +32,7 @@ from fuzzpy.runtime.samplers import (
     _discrete_laplace,
     _gaussian_params,
     exact_rational,
+    runs_draw,
     sample_bernoulli_exp,
     sample_discrete_gaussian,
     sample_discrete_gaussian_batch,
@@ -378,8 +379,9 @@ def _split_scaled(x: np.ndarray, k: int, step: Fraction) -> Optional[tuple[np.nd
 
 
 def _laplace_steps(plan: LaplacePlan, low: np.ndarray, frac: np.ndarray, n: int, rng: RandomSource) -> np.ndarray:
-    up = rng.numpy_generator().random(n) < frac
-    noise = sample_discrete_laplace_batch(plan.grid_scale, n, rng)
+    gen = rng.numpy_generator()
+    up = runs_draw(rng, n, gen.random) < frac
+    noise = runs_draw(rng, n, lambda k: sample_discrete_laplace_batch(plan.grid_scale, k, rng))
     steps = (noise + up).astype(np.float64) + low
     return steps * float(plan.granularity)
 
@@ -620,8 +622,9 @@ def _gaussian_steps(plan: GaussianPlan, low: np.ndarray, frac: np.ndarray, n: in
                     rng: RandomSource) -> np.ndarray:
     """n releases (n, d) of inputs split on the plan's grid (rows of low and frac, or one row
     for all runs): random rounding up, then discrete Gaussian steps."""
-    up = rng.numpy_generator().random((n, d)) < frac
-    noise = sample_discrete_gaussian_batch(plan.grid_sigma2, n * d, rng).reshape(n, d)
+    gen = rng.numpy_generator()
+    up = runs_draw(rng, n, lambda k: gen.random((k, d))) < frac
+    noise = runs_draw(rng, n, lambda k: sample_discrete_gaussian_batch(plan.grid_sigma2, k * d, rng).reshape(k, d))
     # in place, the same floats as ((noise + up) as float + low) * granularity: every integer
     # here is below 2**53, so converting before adding the rounding bit changes nothing.  Held
     # coordinate-major (each coordinate's runs contiguous, as the auditor keeps them) and

@@ -17,11 +17,15 @@ import math
 import numbers
 import random
 from fractions import Fraction
+from typing import Callable
 
 import numpy as np
 
 __all__ = [
     "RandomSource",
+    "SharedRuns",
+    "shared_copies",
+    "runs_draw",
     "exact_rational",
     "sample_bernoulli_exp",
     "sample_geometric_exp",
@@ -95,6 +99,38 @@ class RandomSource:
         if self.is_seeded:
             return f"RandomSource.seeded({self._seed}) [TESTING ONLY: no privacy]"
         return "RandomSource(os secure generator)"
+
+
+class SharedRuns(RandomSource):
+    """AUDITING ONLY: the source of one batched draw over the runs of several inputs at once,
+    lane i * runs + j holding run j of input i.  The vectorised samplers draw the noise of the
+    `runs` runs once and give every input's run j the same draws (`runs_draw`): each input's runs
+    are still independent draws of its law, and inputs differ by their values only (common
+    random numbers, as the audit's search wants them).  Everything else (an exact sampler, a
+    draw over some of the lanes) reads the shared stream as the base source would."""
+
+    __slots__ = ("base", "copies", "runs")
+
+    def __init__(self, base: RandomSource, copies: int, runs: int):
+        self._gen, self._seed, self._numpy = base._gen, base._seed, base.numpy_generator()
+        self.base, self.copies, self.runs = base, copies, runs
+
+
+def shared_copies(rng: RandomSource, n: int) -> int:
+    """How many inputs share each run's draws in a draw over n lanes: a `SharedRuns` source's
+    copies when the draw is over its every lane, else 1 (some of the lanes draw their own)."""
+    if type(rng) is SharedRuns and n == rng.copies * rng.runs:
+        return rng.copies
+    return 1
+
+
+def runs_draw(rng: RandomSource, n: int, draw: Callable[[int], np.ndarray]) -> np.ndarray:
+    """draw(n): n runs' random numbers (an array whose first axis is the runs), drawn once for
+    the runs and repeated for every input when the inputs share them (`shared_copies`)."""
+    copies = shared_copies(rng, n)
+    if copies > 1:
+        return np.concatenate([draw(n // copies)] * copies)
+    return draw(n)
 
 
 def exact_rational(x: object, name: str) -> Fraction:
