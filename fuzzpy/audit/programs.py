@@ -97,14 +97,16 @@ def program_sampler(report: Any, batch: bool = True, exact: bool = False) -> Sam
         if not (mode["batch"] and mode.get("many", True)) or n < 2 or not inputs:
             return None
         seed = int(rng.integers(2**63))
-        out: list[list[Any]] = []
+        out: list = [None] * len(inputs)
         for group in _groups(inputs, n):
             source = RandomSource.seeded(seed)
-            got = _on_big_stack(lambda: _merged_runs(instance, schemas, group, source, n, exact))
+            tables = [inputs[i] for i in group]
+            got = _on_big_stack(lambda: _merged_runs(instance, schemas, tables, source, n, exact))
             if got is None:
                 mode["many"] = False  # not tried again: the caller samples input by input
                 return None
-            out.extend(got)
+            for i, runs in zip(group, got):
+                out[i] = runs
         return out
 
     sample.many = many  # type: ignore[attr-defined]
@@ -116,18 +118,25 @@ def program_sampler(report: Any, batch: bool = True, exact: bool = False) -> Sam
 MANY_PAIRS = 1 << 20
 
 
-def _groups(inputs: list[Tables], n: int) -> list[list[Tables]]:
-    """Consecutive groups of inputs whose tables hold at most MANY_PAIRS (lane, row) pairs over
-    n runs each (an input alone may hold more)."""
-    groups: list[list[Tables]] = [[]]
-    pairs = 0
-    for t in inputs:
-        size = n * max(1, sum(len(rows) for _, rows in t.tables))
-        if groups[-1] and pairs + size > MANY_PAIRS:
-            groups.append([])
-            pairs = 0
-        groups[-1].append(t)
-        pairs += size
+def _groups(inputs: list[Tables], n: int) -> list[list[int]]:
+    """The inputs' indices in groups drawn together: inputs with an empty table apart from the
+    others (a sum over an empty bag is the float 0.0 and over rows a Fraction, and lanes of both
+    would leave the exact columns the batched runtime computes with), then, in order, at most
+    MANY_PAIRS (lane, row) pairs over n runs each (an input alone may hold more)."""
+    kinds: dict[tuple, list[int]] = {}
+    for i, t in enumerate(inputs):
+        kinds.setdefault(tuple(not rows for _, rows in t.tables), []).append(i)
+    groups: list[list[int]] = []
+    for members in kinds.values():
+        groups.append([])
+        pairs = 0
+        for i in members:
+            size = n * max(1, sum(len(rows) for _, rows in inputs[i].tables))
+            if groups[-1] and pairs + size > MANY_PAIRS:
+                groups.append([])
+                pairs = 0
+            groups[-1].append(i)
+            pairs += size
     return groups
 
 
