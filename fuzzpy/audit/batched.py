@@ -46,13 +46,12 @@ def draw_batch(state: Any, value: Any, n: int, rng: Any, vectorised: bool = True
     return _outputs(_sample(LaneEvaluator(state, n, fuzzy=True), value, n, rng, vectorised), n)
 
 
-def draw_inputs(state: Any, body: Any, env: dict, copies: int, runs: int, rng: Any,
-                vectorised: bool = True) -> list[Any]:
+def draw_inputs(state: Any, body: Any, env: dict, copies: int, runs: int, rng: Any) -> list[Any]:
     """`runs` samples of the entry point's body for each of `copies` inputs at once: `env` binds
     each table to a lane bag whose lane i * runs + j holds input i's rows (`programs._lane_table`).
     The body is evaluated once over all lanes, as each input's own evaluation would be lane by
-    lane, and its distribution drawn for all lanes, every input's run j with the same noise
-    where the vectorised samplers draw for all lanes (`SharedRuns`).  Returns the copies * runs
+    lane, and its distribution drawn for all lanes with the vectorised samplers, every input's
+    run j with the same noise where they draw for all lanes (`SharedRuns`).  Returns the copies * runs
     outputs, input by input.  Raises like `draw_batch` where the program's structure does not
     allow it, and NotBatchable where it would do per lane what each input's own evaluation
     does once (`LaneEvaluator.inputs`)."""
@@ -64,7 +63,7 @@ def draw_inputs(state: Any, body: Any, env: dict, copies: int, runs: int, rng: A
     if not _drawable(value):
         return _outputs(value, n)
     source = SharedRuns(rng, copies, runs) if copies > 1 else rng
-    return _outputs(_sample(ev, value, n, source, vectorised), n)
+    return _outputs(_sample(ev, value, n, source, True), n)
 
 
 def _outputs(value: Any, n: int) -> list[Any]:
@@ -207,6 +206,8 @@ def _input_ratios(c: Any) -> Any:
         return None
     if c._data is None:
         return c.ratios
+    if c.exact is not None:  # sums, with the float 0.0 of empty ones: the same exact values
+        return c.exact
     if c.floats is not None or (type(c.data) is list and c.data and set(map(type, c.data)) == {float}):
         x = c.floats if c.floats is not None else np.asarray(c.data, dtype=np.float64)
         if not np.signbit(x[x == 0]).any():

@@ -101,7 +101,7 @@ def program_sampler(report: Any, batch: bool = True, exact: bool = False) -> Sam
         for group in _groups(inputs, n):
             source = RandomSource.seeded(seed)
             tables = [inputs[i] for i in group]
-            got = _on_big_stack(lambda: _merged_runs(instance, schemas, tables, source, n, exact))
+            got = _on_big_stack(lambda: _merged_runs(instance, schemas, tables, source, n))
             if got is None:
                 mode["many"] = False  # not tried again: the caller samples input by input
                 return None
@@ -109,7 +109,8 @@ def program_sampler(report: Any, batch: bool = True, exact: bool = False) -> Sam
                 out[i] = runs
         return out
 
-    sample.many = many  # type: ignore[attr-defined]
+    if not exact:  # the exact samplers draw per lane: together, the inputs would not share their noise
+        sample.many = many  # type: ignore[attr-defined]
     return sample
 
 
@@ -119,29 +120,21 @@ MANY_PAIRS = 1 << 20
 
 
 def _groups(inputs: list[Tables], n: int) -> list[list[int]]:
-    """The inputs' indices in groups drawn together: inputs with an empty table apart from the
-    others (a sum over an empty bag is the float 0.0 and over rows a Fraction, and lanes of both
-    would leave the exact columns the batched runtime computes with), then, in order, at most
-    MANY_PAIRS (lane, row) pairs over n runs each (an input alone may hold more)."""
-    kinds: dict[tuple, list[int]] = {}
+    """The inputs' indices in consecutive groups of at most MANY_PAIRS (lane, row) pairs over n
+    runs each (an input alone may hold more)."""
+    groups: list[list[int]] = [[]]
+    pairs = 0
     for i, t in enumerate(inputs):
-        kinds.setdefault(tuple(not rows for _, rows in t.tables), []).append(i)
-    groups: list[list[int]] = []
-    for members in kinds.values():
-        groups.append([])
-        pairs = 0
-        for i in members:
-            size = n * max(1, sum(len(rows) for _, rows in inputs[i].tables))
-            if groups[-1] and pairs + size > MANY_PAIRS:
-                groups.append([])
-                pairs = 0
-            groups[-1].append(i)
-            pairs += size
+        size = n * max(1, sum(len(rows) for _, rows in t.tables))
+        if groups[-1] and pairs + size > MANY_PAIRS:
+            groups.append([])
+            pairs = 0
+        groups[-1].append(i)
+        pairs += size
     return groups
 
 
-def _merged_runs(instance: Any, schemas: dict, inputs: list[Tables], source: Any, n: int,
-                 exact: bool) -> Optional[list[list[Any]]]:
+def _merged_runs(instance: Any, schemas: dict, inputs: list[Tables], source: Any, n: int) -> Optional[list[list[Any]]]:
     """n runs of the entry point on each of `inputs` at once, or None when the program's
     structure does not allow it (or the merged evaluation fails: each input's own run then
     reports what failed)."""
@@ -152,7 +145,7 @@ def _merged_runs(instance: Any, schemas: dict, inputs: list[Tables], source: Any
         return None
     env = {p: _lane_table(schemas[p], [t.rows(p) for t in inputs], n) for p in instance.params}
     try:
-        out = draw_inputs(RunState(source), instance.body, env, len(inputs), n, source, vectorised=not exact)
+        out = draw_inputs(RunState(source), instance.body, env, len(inputs), n, source)
     except Exception:  # noqa: BLE001 - not batchable together: input by input
         return None
     return [out[i * n:(i + 1) * n] for i in range(len(inputs))]

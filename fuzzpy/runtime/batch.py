@@ -59,6 +59,8 @@ class NotBatchable(Exception):
 
 # `Lanes._data` of float lanes whose list of Python floats is not built yet (see `floats`).
 _UNBUILT = object()
+# `Lanes._data` of sums whose list is not built yet (see `of_sums`).
+_SUMS = object()
 
 
 class Lanes:
@@ -69,15 +71,26 @@ class Lanes:
     builds them when read.  Lanes of Python floats (released values, float vector arithmetic) may
     keep `floats`, the same values as a float64 array; `of_floats` lanes hold only the array
     until their list is read (`_data` is _UNBUILT), so that a chain of column operations never
-    converts to a list and back."""
+    converts to a list and back.  `of_sums` lanes mix Fractions with the float 0.0 (sums, some
+    over empty bags): they keep `exact`, every lane's exact value, for what reads exact values
+    alone (a mechanism's input), and build their list only when it is read (`_data` is _SUMS):
+    arithmetic, whose result types follow the values' types, reads the list."""
 
-    __slots__ = ("_data", "frac", "ratios", "floats")
+    __slots__ = ("_data", "frac", "ratios", "floats", "exact", "_empty")
 
     def __init__(self, data: Any, frac: bool = False, ratios: Optional[Ratios] = None):
         self._data = data
         self.frac = frac
         self.ratios = ratios
         self.floats: Optional[np.ndarray] = None
+        self.exact: Optional[Ratios] = None
+
+    @staticmethod
+    def of_sums(sums: Ratios, empty: np.ndarray) -> "Lanes":
+        """Lanes of the exact sums, except the float 0.0 where `empty` (a sum over no rows)."""
+        out = Lanes(_SUMS)
+        out.exact, out._empty = sums, empty
+        return out
 
     @staticmethod
     def of_ratios(r: Ratios) -> "Lanes":
@@ -99,12 +112,18 @@ class Lanes:
             self._data = d = self.ratios.fractions()  # type: ignore[union-attr]
         elif d is _UNBUILT:
             self._data = d = self.floats.tolist()  # type: ignore[union-attr]
+        elif d is _SUMS:
+            r = self.exact
+            self._data = d = [0.0 if e else Fraction(p, q)  # type: ignore[union-attr]
+                              for p, q, e in zip(r.num.tolist(), r.den.tolist(), self._empty.tolist())]
         return d
 
     def __len__(self) -> int:
         d = self._data
         if d is None:
             return len(self.ratios)  # type: ignore[arg-type]
+        if d is _SUMS:
+            return len(self.exact)  # type: ignore[arg-type]
         return len(self.floats) if d is _UNBUILT else len(d)  # type: ignore[arg-type]
 
     def at(self, i: int) -> Any:
@@ -112,6 +131,8 @@ class Lanes:
             return self.ratios.fraction(i)  # type: ignore[union-attr]
         if self._data is _UNBUILT:  # one lane's float, as tolist gives it
             return self.floats[i].item()  # type: ignore[index]
+        if self._data is _SUMS:
+            return 0.0 if self._empty[i] else self.exact.fraction(i)  # type: ignore[union-attr]
         v = self.data[i]
         if isinstance(self.data, np.ndarray):
             if self.data.dtype == np.bool_:
@@ -1221,8 +1242,7 @@ def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -
         return Lanes([0.0] * n)
     if n and int(sizes.min()) > 0:
         return Lanes.of_ratios(sums)
-    return Lanes([Fraction(int(p), int(q)) if size else 0.0
-                  for p, q, size in zip(sums.num.tolist(), sums.den.tolist(), sizes.tolist())])
+    return Lanes.of_sums(sums, sizes == 0)
 
 
 def _b_sum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:

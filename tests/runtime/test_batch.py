@@ -417,9 +417,14 @@ def test_lane_sums_are_the_bounded_sum_of_each_lane(bound, empty_lane):
     assert (sums.ratios is not None) == (not empty_lane and bound > 0)
     if sums.ratios is not None:
         assert sums.ratios.floats().tolist() == [float(_bounded_sum(x[lanes == i], bound)) for i in range(9)]
-    got = sums.values()
     want = [_bounded_sum(x[lanes == i], bound) for i in range(9)]
+    one_by_one = [sums.at(i) for i in range(9)]  # read before the list is built
+    assert len(sums) == 9
+    got = sums.values()
     assert got == want and [type(v) for v in got] == [type(v) for v in want]
+    assert one_by_one == want and [type(v) for v in one_by_one] == [type(v) for v in want]
+    if empty_lane and bound > 0:  # Fractions and 0.0: every lane's exact value kept for mechanisms
+        assert sums.exact is not None and sums.exact.fractions() == want
 
 
 def test_lane_values_become_columns_only_for_numbers_booleans_and_tuples():
