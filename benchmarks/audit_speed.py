@@ -2,7 +2,8 @@
 run per sample, and whole-program audits of every example.
 
     python benchmarks/audit_speed.py [--samples 100000] [--limit 90] [--only quickstart,median]
-                                     [--no-audit] [--no-throughput] [--calls] [--floor] [--default-malloc]
+                                     [--no-audit] [--no-throughput] [--calls] [--floor] [--together]
+                                     [--stages] [--default-malloc]
 
 1. Sampler throughput, per example: samples per second of the batched sampler and of the
    interpreter-per-sample sampler on the same synthetic tables (the auditor's first pair), and
@@ -25,6 +26,12 @@ run per sample, and whole-program audits of every example.
    top_pairs x 2 x --samples runs (AuditConfig); the vectorised sampler is timed on calls of
    the audit's size (a 10,000-sample chunk) with the program's own variance.  Whatever else the
    auditor does comes on top.
+5. With --together (instead of 1 and 2): a screening stage's draws (both sides of up to 160
+   pairs, 400 runs each, from one seed) drawn together in one call (`sampler.many`) against
+   input by input, in this process, and whether the outputs are the same bit for bit.
+6. With --stages (instead of 1 and 2): a whole-program audit as in 2, with the seconds from the
+   start of the process to the first progress line of each stage (screening, climbing,
+   exploring, validating) and to its end.
 """
 
 from __future__ import annotations
@@ -148,6 +155,56 @@ def gaussian_floor(path: Path, samples: int) -> Optional[tuple[int, int, float, 
     return per_sample, validated, ns, per_sample * validated * ns / 1e9
 
 
+def together(path: Path, runs: int = 400) -> Optional[tuple[int, float, float, bool]]:
+    """(inputs, seconds drawn together, seconds input by input, same outputs) for a screening
+    stage's inputs, or None when the program is not drawn together."""
+    from fuzzpy.audit.programs import program_pairs, program_sampler
+    from fuzzpy.checking.program import check_file
+
+    report = check_file(path)
+    delta = None if report.is_pure else __import__("fractions").Fraction(1, 10**5)
+    pairs = program_pairs(report, np.random.default_rng(1), 160, delta=delta or 0)
+    inputs = [x for p in pairs for x in (p.a, p.b)]
+    sampler = program_sampler(report, batch=True)
+    sampler(inputs[0], 2, np.random.default_rng(0))  # warm up
+    t0 = time.perf_counter()
+    many = sampler.many(inputs, runs, np.random.default_rng(2))
+    t1 = time.perf_counter()
+    if many is None:
+        return None
+    alone = [sampler(x, runs, np.random.default_rng(2)) for x in inputs]
+    t2 = time.perf_counter()
+    return len(inputs), t1 - t0, t2 - t1, repr(many) == repr(alone)
+
+
+STAGES = ("screening", "climbing", "exploring", "validating")
+
+
+def audit_stages(path: Path, samples: int, limit: float) -> str:
+    """The audit of `audit_time`, with the time at which each stage's first progress line came."""
+    from fuzzpy.checking.program import check_file
+
+    report = check_file(path)
+    args = [sys.executable, "-m", "fuzzpy", "audit", str(path), "--samples", str(samples), "--seed", "1"]
+    if not report.is_pure:
+        args += ["--delta", "1e-5"]
+    seen: dict[str, float] = {}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stderr is not None
+    for line in proc.stderr:  # progress lines: "fuzzpy audit: <stage> ..."
+        if time.perf_counter() - t0 > limit:
+            proc.kill()
+            return f"> {limit:.0f} s (stopped)"
+        for stage in STAGES:
+            if stage not in seen and line.startswith(f"fuzzpy audit: {stage}"):
+                seen[stage] = time.perf_counter() - t0
+    proc.wait()
+    end = time.perf_counter() - t0
+    marks = "  ".join(f"{stage} {seen[stage]:5.1f}" for stage in STAGES if stage in seen)
+    return f"{marks}  end {end:5.1f} s  exit {proc.returncode}"
+
+
 def audit_time(path: Path, samples: int, limit: float) -> str:
     from fuzzpy.checking.program import check_file
 
@@ -179,6 +236,10 @@ def main() -> None:
                         help="only the batched sampler's time per call of 400 and 10,000 samples (six pairs)")
     parser.add_argument("--floor", action="store_true",
                         help="only the time the discrete Gaussian draws of an audit's validation take alone")
+    parser.add_argument("--together", action="store_true",
+                        help="only a screening stage's draws, together in one call against input by input")
+    parser.add_argument("--stages", action="store_true",
+                        help="only whole-program audits, with the time each stage starts")
     parser.add_argument("--default-malloc", action="store_true",
                         help="in this process, keep glibc's own thresholds (the audit command raises them)")
     args = parser.parse_args()
@@ -197,6 +258,21 @@ def main() -> None:
             if got is not None:
                 per, validated, ns, secs = got
                 print(f"{p.name:28} {per:12,} {validated:11,} {ns:8.1f} {secs:8.1f} s", flush=True)
+        return
+    if args.together:
+        print(f"{'example':28} {'inputs':>6} {'together':>9} {'one by one':>11} {'ratio':>6}  same outputs")
+        for p in progs:
+            got = together(p)
+            if got is None:
+                print(f"{p.name:28} not drawn together (input by input)", flush=True)
+                continue
+            k, fast, slow, same = got
+            print(f"{p.name:28} {k:6} {fast:8.2f}s {slow:10.2f}s {slow / fast:6.1f}  {same}", flush=True)
+        return
+    if args.stages:
+        print(f"seconds from the start of `fuzzpy audit` at {args.samples:,} samples per side")
+        for p in progs:
+            print(f"{p.name:28} {audit_stages(p, args.samples, args.limit)}", flush=True)
         return
     if args.calls:
         print(f"{'example':28} {'ms/call of 400':>15} {'ms/call of 10,000':>18} {'samples/s':>10}")
