@@ -58,7 +58,7 @@ class Event:
 
 @dataclass(frozen=True, eq=False)
 class CellEvent(Event):
-    """The output (or a float coordinate's lattice class) is one of `codes`."""
+    """The output (or a float coordinate's lattice class) is one of `codes` (distinct)."""
 
     family: str = "value"           # "value" or "lattice"
     coord: Optional[str] = None     # for "lattice"
@@ -343,19 +343,29 @@ class Scored:
 
 
 def counts(events: Sequence[Event], enc: Encoded) -> np.ndarray:
-    """How many outputs of `enc` each event contains (cell codes computed once per family)."""
-    cache: dict[tuple[str, Optional[str]], np.ndarray] = {}
+    """How many outputs of `enc` each event contains.  A cell event's count is the sum of its
+    cells' multiplicities, the distinct cell codes of a family and their multiplicities found
+    once per family (an event is a set of cells, so no output is counted twice)."""
+    cache: dict[tuple[str, Optional[str]], tuple[np.ndarray, np.ndarray]] = {}
     out = np.zeros(len(events), dtype=np.int64)
     for i, e in enumerate(events):
         if isinstance(e, CellEvent):
             key = (e.family, e.coord)
             if key not in cache:
-                cache[key] = family_codes(enc, e.family, e.coord)
-            hits = np.isin(cache[key], e.codes)
+                cache[key] = np.unique(family_codes(enc, e.family, e.coord), return_counts=True)
+            out[i] = _cells_count(*cache[key], e.codes)
         else:
-            hits = e.contains(enc)
-        out[i] = int(np.count_nonzero(hits))
+            out[i] = int(np.count_nonzero(e.contains(enc)))
     return out
+
+
+def _cells_count(cells: np.ndarray, mult: np.ndarray, codes: np.ndarray) -> int:
+    """The outputs whose cell is one of `codes` (distinct), from the sorted distinct `cells` and
+    their multiplicities."""
+    if not len(cells) or not len(codes):
+        return 0
+    at = np.minimum(np.searchsorted(cells, codes), len(cells) - 1)
+    return int(mult[at][cells[at] == codes].sum())
 
 
 def rank(events: Sequence[Event], a: Encoded, b: Encoded, fresh: int, alpha: float, top: int,

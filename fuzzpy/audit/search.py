@@ -234,6 +234,7 @@ class _Run:
         if len(pairs) <= cfg.top_pairs:
             return list(pairs)
         seed = self.seeds.spawn(1)[0]
+        self.progress(f"screening {len(pairs)} pairs")
         scores = self.scores(pairs, cfg.screen, seed, what=f"screening {len(pairs)} pairs")
         self.stats.screened = len(pairs)
         order = sorted(range(len(pairs)), key=lambda i: scores[i], reverse=True)

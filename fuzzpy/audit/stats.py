@@ -17,6 +17,7 @@ so they stay valid for the tiny probabilities of tail events.  Counts may be fra
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Union
 
@@ -89,7 +90,24 @@ def shrunk(k: ArrayLike, n: ArrayLike, q: float) -> np.ndarray:
     """The q-quantile of the Jeffreys posterior Beta(k + 1/2, n - k + 1/2): an estimate of p that
     a small count cannot push to 0 or 1.  Used to rank events, never in a reported bound."""
     k, n = np.broadcast_arrays(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
+    if k.ndim and k.size and (n == n.flat[0]).all():  # counts of many events on one sample
+        size = float(n.flat[0])
+        if size.is_integer() and 0 <= size <= _QUANTILE_TABLE and ((k >= 0) & (k <= size) & (k == np.floor(k))).all():
+            return _jeffreys_quantiles(int(size), float(q))[k.astype(np.int64)]
     return _st.beta.ppf(q, k + 0.5, n - k + 0.5)
+
+
+_QUANTILE_TABLE = 1 << 20  # at most this many draws: each count's quantile from one table
+
+
+@functools.lru_cache(maxsize=8)
+def _jeffreys_quantiles(n: int, q: float) -> np.ndarray:
+    """`shrunk` of every count 0..n on n draws (the same elementwise computation, once for all
+    the pairs a stage ranks on samples of one size)."""
+    ks = np.arange(n + 1, dtype=float)
+    table = _st.beta.ppf(q, ks + 0.5, n - ks + 0.5)
+    table.setflags(write=False)
+    return table
 
 
 def predicted_bound(k1: ArrayLike, k2: ArrayLike, n: int, fresh: int, alpha: float,

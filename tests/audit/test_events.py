@@ -81,3 +81,22 @@ def test_events_are_proposed_for_every_coordinate_and_family():
     # continuous: no value cells; two coordinates: projections too
     assert kinds == {CellEvent, ThresholdEvent, IntervalEvent, ProjectionEvent}
     assert not any(isinstance(e, CellEvent) and e.family == "value" for e in events)
+
+
+def test_cell_counts_are_the_outputs_in_each_events_cells():
+    """`counts` sums each cell event's cells' multiplicities: the same as testing every output's
+    cell for membership, for value and lattice cells, codes absent from the sample, no codes."""
+    rng = np.random.default_rng(4)
+    y = np.round(rng.laplace(0, 3, 2000), 1)
+    y[::97] = np.inf
+    enc = encode(y)
+    lattice = lattice_codes(y)
+    events = []
+    for family, codes in (("value", enc.keys), ("lattice", lattice)):
+        pool = np.unique(np.concatenate([codes, codes.max() + 1 + np.arange(5), codes.min() - 1 - np.arange(5)]))
+        for size in (0, 1, 2, 7, 40, len(pool)):
+            chosen = rng.choice(pool, size=size, replace=False)
+            events.append(CellEvent("e", family, "y" if family == "lattice" else None, chosen))
+    direct = [int(np.isin(lattice if e.family == "lattice" else enc.keys, e.codes).sum()) for e in events]
+    assert counts(events, enc).tolist() == direct
+    assert max(direct) == 2000 and min(direct) == 0

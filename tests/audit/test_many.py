@@ -252,3 +252,20 @@ def test_the_exact_samplers_draw_input_by_input():
     report = check_source(PROGRAMS["two laplace and a quotient"], "t.fz")
     assert hasattr(program_sampler(report), "many")
     assert not hasattr(program_sampler(report, exact=True), "many")
+
+
+def test_programs_of_two_tables_drawn_together_get_what_each_input_gets_alone():
+    """Every entry parameter is its own lane table, with the same lanes: input i's tables in
+    lane i * n + j."""
+    report = check_source(SCHEMA + "function main (a : bag T) (b : bag T) : fuzzy (num, num) {\n"
+                                   "  sample x = laplace 0.5 (count a + count b);\n"
+                                   "  sample y = laplace 1 (sum (map (fun r -> clip 0 5 (r.x + x / 10)) b));\n"
+                                   "  return (x, y) }", "t.fz")
+    assert report.ok, report.diagnostics
+    inputs = _inputs(report, 17)  # an odd stride: pairs alternate between the two tables
+    sizes = {tuple(len(rows) for _, rows in t.tables) for t in inputs}
+    assert {len(s) for s in sizes} == {2}
+    assert len({a for a, _ in sizes}) > 1 and len({b for _, b in sizes}) > 1  # both tables vary
+    together, alone = _both(report, inputs, 60, 13)
+    assert together is not None
+    assert [repr(x) for x in together] == [repr(x) for x in alone]

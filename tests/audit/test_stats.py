@@ -105,3 +105,19 @@ def test_samples_needed_at_a_delta():
     n = samples_needed(0.01, 1.3, 0.2, tests=9, delta=delta)
     p1 = 0.01 * math.exp(1.5) + delta
     assert expected_bound(p1, 0.01, n, alpha, delta) > 1.3 >= expected_bound(p1, 0.01, n - 1, alpha, delta)
+
+
+def test_the_ranking_quantiles_of_many_counts_are_each_counts_own():
+    """`shrunk` reads counts on one sample size from a table of every count's quantile: the same
+    floats as the quantile computed for that count alone, and the general path for anything
+    else (fractional counts, mixed sizes, a scalar)."""
+    from fuzzpy.audit.stats import shrunk
+
+    k = np.array([0, 3, 3, 200, 17, 1, 199])
+    for q in (0.25, 0.75):
+        assert shrunk(k, 200, q).tolist() == [float(stats.beta.ppf(q, x + 0.5, 200 - x + 0.5)) for x in k]
+    odd = np.array([0.5, 3.0, 10.0])
+    assert shrunk(odd, 200, 0.25).tolist() == stats.beta.ppf(0.25, odd + 0.5, 200 - odd + 0.5).tolist()
+    assert shrunk(k, np.array([200, 300, 200, 300, 200, 300, 300]), 0.75).tolist() == \
+        stats.beta.ppf(0.75, k + 0.5, np.array([200, 300, 200, 300, 200, 300, 300]) - k + 0.5).tolist()
+    assert float(shrunk(3, 200, 0.25)) == float(stats.beta.ppf(0.25, 3.5, 197.5))
