@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+from itertools import chain
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -68,20 +70,101 @@ def _encode_array(a: np.ndarray, keep_raw: bool) -> Encoded:
         a = a[:, None]
     if a.ndim != 2:
         raise ValueError("a sampler's numeric output must have shape (n,) or (n, k)")
-    f = np.ascontiguousarray(a, dtype=np.float64)
+    names = ["y"] if a.shape[1] == 1 else [f"y[{j}]" for j in range(a.shape[1])]
+    return _encode_rows(np.ascontiguousarray(a, dtype=np.float64), names, a if keep_raw else None)
+
+
+def _encode_rows(f: np.ndarray, names: list[str], raw: Any, exact: Any = None) -> Encoded:
+    """Outputs that are rows of floats (coordinate j labelled names[j]): each output's key mixes
+    its numbers' bits, -0.0 as 0.0 and every NaN as one NaN (one output each, as for `canonical`).
+    `exact`: (flat indices, codes) of numbers that were exact rationals, whose codes replace
+    their floats' bits (two rationals with one nearest float are two outputs)."""
     f = np.where(f == 0.0, 0.0, f)  # -0.0 and 0.0 are one output
+    f[np.isnan(f)] = np.nan
     bits = f.view(np.int64)
+    if exact is not None:
+        bits = bits.copy()
+        bits.reshape(-1)[exact[0]] = exact[1]
     keys = bits[:, 0].copy()
     for j in range(1, bits.shape[1]):  # mix the columns: distinct rows get distinct keys w.h.p.
         keys = keys * np.int64(0x100000001B3) ^ bits[:, j]
-    names = ["y"] if f.shape[1] == 1 else [f"y[{j}]" for j in range(f.shape[1])]
     numeric = {name: f[:, j] for j, name in enumerate(names)}
-    return Encoded(f.shape[0], keys, numeric, a if keep_raw else None)
+    return Encoded(f.shape[0], keys, numeric, raw)
 
 
 # ---- released values ---------------------------------------------------------------------------
 
+_NUMBER_LEAVES = {float, Fraction}
+
+
+def _float_rows(values: list[Any]) -> Any:
+    """(an (n, k) float array, the exact codes or None) when the outputs all have the first one's
+    shape and every number in them is a float or an exact rational: tuples of numbers, tuples of
+    tuples of numbers, or dicts of numbers with the same keys in the same order (a program's
+    vectors, lists of centres, histograms); else None."""
+    first = values[0]
+    if type(first) is tuple and first and all(type(x) in _NUMBER_LEAVES for x in first):
+        d = len(first)
+        if not all(type(v) is tuple and len(v) == d for v in values):
+            return None
+        flat = list(chain.from_iterable(values))
+    elif type(first) is tuple and first and all(type(t) is tuple for t in first):
+        lengths = [len(t) for t in first]
+        if not all(type(v) is tuple and [len(t) if type(t) is tuple else -1 for t in v] == lengths for v in values):
+            return None
+        flat = [x for v in values for t in v for x in t]
+    elif type(first) is dict and first and all(type(x) in _NUMBER_LEAVES for x in first.values()):
+        keys = tuple(first)
+        if not all(type(v) is dict and tuple(v) == keys for v in values):
+            return None
+        flat = list(chain.from_iterable(v.values() for v in values))
+    else:
+        return None
+    if not flat:
+        return None
+    kinds = set(map(type, flat))
+    if kinds == {float}:
+        return np.array(flat, dtype=np.float64).reshape(len(values), -1), None
+    if not kinds <= _NUMBER_LEAVES:
+        return None
+    at = np.array([i for i, x in enumerate(flat) if type(x) is Fraction], dtype=np.int64)
+    exact = [flat[i] for i in at.tolist()]
+    try:  # float(x) of every number (correctly rounded); an infinity past the largest float
+        floats = np.array(flat, dtype=np.float64)
+    except OverflowError:
+        floats = np.array([_nearest(x) if type(x) is Fraction else x for x in flat], dtype=np.float64)
+    return floats.reshape(len(values), -1), (at, _exact_codes(exact))
+
+
+def _exact_codes(xs: list[Fraction]) -> np.ndarray:
+    """`_exact_code` of each, as int64: in uint64 arithmetic when every numerator and
+    denominator fits in 64 bits (the same wrapping product and xor), else one by one."""
+    try:
+        num = np.array([x.numerator for x in xs], dtype=np.int64).view(np.uint64)
+        den = np.array([x.denominator for x in xs], dtype=np.int64).view(np.uint64)
+    except OverflowError:
+        return np.array([_exact_code(x) for x in xs], dtype=np.uint64).view(np.int64)
+    return (num * np.uint64(0x100000001B3) ^ den ^ np.uint64(0x5851F42D4C957F2D)).view(np.int64)
+
+
+def _exact_code(x: Fraction) -> int:
+    """A 64-bit code of an exact rational (a Fraction is in lowest terms): equal for equal values,
+    distinct from a float's bits and from other values w.h.p."""
+    return ((_int_code(x.numerator) * 0x100000001B3) ^ _int_code(x.denominator) ^ 0x5851F42D4C957F2D) \
+        & 0xFFFFFFFFFFFFFFFF
+
+
+def _int_code(v: int) -> int:
+    """v itself within 64 bits, else its hash (the same in every process; hash(-1) is hash(-2),
+    which is why small integers are taken as they are)."""
+    return v if -(1 << 63) <= v < 1 << 63 else hash(v)
+
+
 def _encode_values(values: list[Any], keep_raw: bool) -> Encoded:
+    rows = _float_rows(values) if values else None
+    if rows is not None:  # as a numeric array's rows: the same labels and cells, one vectorised pass
+        labels = [label for label, _ in _numbers(values[0], "y")]
+        return _encode_rows(rows[0], labels, values if keep_raw else None, rows[1])
     n = len(values)
     keys = np.empty(n, dtype=np.int64)
     columns: dict[str, np.ndarray] = {}
@@ -116,16 +199,27 @@ def canonical(v: Any) -> str:
 
 
 def _numbers(v: Any, label: str) -> Iterator[tuple[str, float]]:
-    """(coordinate label, value) for every number inside v; booleans count as 0/1."""
+    """(coordinate label, value) for every number inside v; booleans count as 0/1, and exact
+    rationals (a program's post-processed releases) as their nearest float."""
     v = _plain(v)
     if isinstance(v, (bool, int, float)):
         yield label, float(v)
+    elif isinstance(v, Fraction):
+        yield label, _nearest(v)
     elif isinstance(v, dict):
         for k, x in v.items():
             yield from _numbers(x, f"{label}.{k}")
     elif isinstance(v, (tuple, list)):
         for j, x in enumerate(v):
             yield from _numbers(x, f"{label}[{j}]")
+
+
+def _nearest(x: Fraction) -> float:
+    """x's nearest float, an infinity beyond the largest (float() raises there)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
 
 
 def _plain(v: Any) -> Any:

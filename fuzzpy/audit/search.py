@@ -14,6 +14,11 @@
 4. validate: every chosen (pair, event) is measured on FRESH samples, independent of all the
    choices above, and bounded with Clopper-Pearson at the stated confidence, Bonferroni over all
    of them (stats.py).  Only this step's numbers enter the reported bound.
+
+Every stage draws all its inputs from one seed (common random numbers: the inputs differ by
+their values, not by their noise), in one sampler call where the sampler can (`sampler.many`).
+Each input's draws are still independent of each other, which is all a Clopper-Pearson interval
+needs; the union bound behind Bonferroni holds whatever the dependence between intervals.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ from .outputs import Encoded, concat, encode
 from .stats import cp_lower, cp_upper, epsilon_lower_bound, per_bound_alpha, point_estimate
 
 # sample_fn(input, n, rng) -> n outputs (a numeric array of shape (n,) or (n, k), or a list).
+# It may also have `many(inputs, n, rng)`: n outputs for each input with sample_fn's law, the
+# inputs sharing each run's noise as far as it can (the program sampler, programs.py), or None
+# when it cannot draw them together.
 Sampler = Callable[[Any, int, np.random.Generator], Any]
 Progress = Callable[[str], None]
 

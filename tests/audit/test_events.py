@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -100,3 +101,65 @@ def test_cell_counts_are_the_outputs_in_each_events_cells():
     direct = [int(np.isin(lattice if e.family == "lattice" else enc.keys, e.codes).sum()) for e in events]
     assert counts(events, enc).tolist() == direct
     assert max(direct) == 2000 and min(direct) == 0
+
+
+def _slow(values):
+    """The general encoding (canonical text keys, numbers found one by one)."""
+    from fuzzpy.audit import outputs
+
+    real = outputs._float_rows
+    outputs._float_rows = lambda values: None
+    try:
+        return encode(values)
+    finally:
+        outputs._float_rows = real
+
+
+def _classes(keys) -> list:
+    """Which outputs share a key: the partition the cells see."""
+    first: dict = {}
+    return [first.setdefault(int(k), i) for i, k in enumerate(keys)]
+
+
+def test_outputs_of_one_float_shape_encode_as_rows_with_the_same_cells_and_coordinates():
+    from fuzzpy.audit import outputs
+
+    rng = np.random.default_rng(2)
+    x = np.round(rng.normal(0, 2, (300, 4)), 1)
+    x[::7, 1] = -0.0
+    x[::9, 2] = 0.0
+    x[::11, 3] = np.nan
+    shapes = {
+        "tuple": [tuple(r) for r in x.tolist()],
+        "pairs": [((r[0], r[1]), (r[2], r[3])) for r in x.tolist()],
+        "dict": [{"a": r[0], "b": r[1], "c": r[2]} for r in x.tolist()],
+    }
+    shapes["tuple"] += shapes["tuple"][:50]  # repeated outputs: one cell
+    other_nan = np.array([0x7FF8000000000123], dtype=np.int64).view(np.float64)[0].item()  # another NaN
+    shapes["tuple"] += [(0.0, 1.0, 2.0, 3.0), (-0.0, 1.0, 2.0, 3.0), (float("nan"), 1.0), (other_nan, 1.0)][:2]
+    shapes["pairs"] += [((float("nan"), 1.0), (2.0, 3.0)), ((other_nan, 1.0), (2.0, -0.0)), ((float("nan"), 1.0), (2.0, 0.0))]
+    # exact rationals (a program's post-processed releases), alone or beside floats: a coordinate
+    # each (their nearest float), and a cell per exact value (not per float)
+    third = Fraction(1, 3)
+    shapes["exact"] = [tuple(Fraction(round(v * 8), 8) if v == v else 0.5 for v in r) for r in x.tolist()]
+    shapes["exact"] += [(third, 1.0, 2.0, 3.0), (third + Fraction(1, 10**30), 1.0, 2.0, 3.0),
+                        (Fraction(1), 1.0, 2.0, 3.0), (1.0, 1.0, 2.0, 3.0), (third, 1.0, 2.0, 3.0)]
+    shapes["huge"] = [(Fraction(10**400), 1.0), (Fraction(-10**400, 3), 2.0), (Fraction(2**70, 3), 1.0),
+                      (Fraction(2**70, 3), 1.0), (Fraction(-2), 1.0), (Fraction(-1), 1.0)]
+    shapes["centres"] = [((Fraction(int(r[0] * 4), 3), r[1]), (r[2], Fraction(1, 7))) for r in np.nan_to_num(x).tolist()]
+    for name, values in shapes.items():
+        assert outputs._float_rows(values) is not None, name
+        fast, slow = encode(values), _slow(values)
+        assert list(fast.numeric) == list(slow.numeric), name
+        for label in fast.numeric:
+            assert np.array_equal(fast.numeric[label], slow.numeric[label], equal_nan=True), (name, label)
+        assert _classes(fast.keys) == _classes(slow.keys), name
+    assert len(set(encode(shapes["tuple"][-2:]).keys.tolist())) == 1  # -0.0 is 0.0
+    assert len(set(encode(shapes["exact"][-5:]).keys.tolist())) == 4  # 1/3 twice; 1/3 + 1e-30; 1 and 1.0 apart
+    assert encode(shapes["exact"]).numeric["y[0]"][-5] == 1 / 3
+    assert len(set(encode(shapes["pairs"][-2:]).keys.tolist())) == 1  # one NaN
+    # numbers that are not all floats, shapes that differ, keys in another order: the general path
+    for values in ([(1.0, 2)], [(1.0, True)], [(1.0, 2.0), (1.0,)], [{"a": 1.0, "b": 2.0}, {"b": 2.0, "a": 1.0}],
+                   [(Fraction(1), 2)], [{"a": 1.0, "b": "x"}],
+                   [((1.0,), 2.0)], [("a", 1.0)], [{}], [()]):
+        assert outputs._float_rows(values) is None, values
