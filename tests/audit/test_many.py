@@ -269,3 +269,14 @@ def test_programs_of_two_tables_drawn_together_get_what_each_input_gets_alone():
     together, alone = _both(report, inputs, 60, 13)
     assert together is not None
     assert [repr(x) for x in together] == [repr(x) for x in alone]
+
+
+def test_outputs_are_materialised_only_when_they_hold_a_lazy_bag():
+    import pandas as pd
+
+    from fuzzpy.audit.batched import _holds_bags
+    from fuzzpy.runtime.values import MaskedBag
+
+    bag = MaskedBag(pd.DataFrame({"x": [1.0, 2.0]}), np.array([True, False]))
+    assert _holds_bags([((1.0, 2.0), {"a": (3.0,)})]) is False  # nested values, nothing lazy
+    assert _holds_bags([(1.0, {"a": (bag,)})]) and _holds_bags([bag])
