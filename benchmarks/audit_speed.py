@@ -31,7 +31,8 @@ run per sample, and whole-program audits of every example.
    input by input, in this process, and whether the outputs are the same bit for bit.
 6. With --stages (instead of 1 and 2): a whole-program audit as in 2, with the seconds from the
    start of the process to the first progress line of each stage (screening, climbing,
-   exploring, validating) and to its end.
+   exploring, validating) and to its end.  The audit prints at most a line a second, so a mark
+   is within a second of its stage's start, and a shorter stage may show none.
 """
 
 from __future__ import annotations
@@ -182,15 +183,9 @@ STAGES = ("screening", "climbing", "exploring", "validating")
 
 def audit_stages(path: Path, samples: int, limit: float) -> str:
     """The audit of `audit_time`, with the time at which each stage's first progress line came."""
-    from fuzzpy.checking.program import check_file
-
-    report = check_file(path)
-    args = [sys.executable, "-m", "fuzzpy", "audit", str(path), "--samples", str(samples), "--seed", "1"]
-    if not report.is_pure:
-        args += ["--delta", "1e-5"]
     seen: dict[str, float] = {}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(audit_args(path, samples), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stderr is not None
     for line in proc.stderr:  # progress lines: "fuzzpy audit: <stage> ..."
         if time.perf_counter() - t0 > limit:
@@ -205,13 +200,16 @@ def audit_stages(path: Path, samples: int, limit: float) -> str:
     return f"{marks}  end {end:5.1f} s  exit {proc.returncode}"
 
 
-def audit_time(path: Path, samples: int, limit: float) -> str:
+def audit_args(path: Path, samples: int) -> list[str]:
+    """`fuzzpy audit PROG --samples N --seed 1`, at delta 1e-5 for a program with Gaussian releases."""
     from fuzzpy.checking.program import check_file
 
-    report = check_file(path)
     args = [sys.executable, "-m", "fuzzpy", "audit", str(path), "--samples", str(samples), "--seed", "1"]
-    if not report.is_pure:
-        args += ["--delta", "1e-5"]
+    return args if check_file(path).is_pure else args + ["--delta", "1e-5"]
+
+
+def audit_time(path: Path, samples: int, limit: float) -> str:
+    args = audit_args(path, samples)
     import resource
 
     t0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
