@@ -185,7 +185,8 @@ def audit_stages(path: Path, samples: int, limit: float) -> str:
     """The audit of `audit_time`, with the time at which each stage's first progress line came."""
     seen: dict[str, float] = {}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(audit_args(path, samples), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(audit_args(path, samples), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
     assert proc.stderr is not None
     for line in proc.stderr:  # progress lines: "fuzzpy audit: <stage> ..."
         if time.perf_counter() - t0 > limit:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-from itertools import chain
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import chain
 from typing import Any, Iterator, Sequence
 
 import numpy as np

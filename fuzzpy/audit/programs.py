@@ -134,7 +134,8 @@ def _groups(inputs: list[Tables], n: int) -> list[list[int]]:
     return groups
 
 
-def _merged_runs(instance: Any, schemas: dict, inputs: list[Tables], source: Any, n: int) -> Optional[list[list[Any]]]:
+def _merged_runs(instance: Any, schemas: dict, inputs: list[Tables], source: Any,
+                 n: int) -> Optional[list[list[Any]]]:
     """n runs of the entry point on each of `inputs` at once, or None when the program's
     structure does not allow it (or the merged evaluation fails: each input's own run then
     reports what failed)."""

@@ -92,7 +92,8 @@ def shrunk(k: ArrayLike, n: ArrayLike, q: float) -> np.ndarray:
     k, n = np.broadcast_arrays(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
     if k.ndim and k.size and (n == n.flat[0]).all():  # counts of many events on one sample
         size = float(n.flat[0])
-        if size.is_integer() and 0 <= size <= _QUANTILE_TABLE and ((k >= 0) & (k <= size) & (k == np.floor(k))).all():
+        whole = ((k >= 0) & (k <= size) & (k == np.floor(k))).all()
+        if size.is_integer() and 0 <= size <= _QUANTILE_TABLE and whole:
             return _jeffreys_quantiles(int(size), float(q))[k.astype(np.int64)]
     return _st.beta.ppf(q, k + 0.5, n - k + 0.5)
 

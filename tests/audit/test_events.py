@@ -137,7 +137,8 @@ def test_outputs_of_one_float_shape_encode_as_rows_with_the_same_cells_and_coord
     shapes["tuple"] += shapes["tuple"][:50]  # repeated outputs: one cell
     other_nan = np.array([0x7FF8000000000123], dtype=np.int64).view(np.float64)[0].item()  # another NaN
     shapes["tuple"] += [(0.0, 1.0, 2.0, 3.0), (-0.0, 1.0, 2.0, 3.0), (float("nan"), 1.0), (other_nan, 1.0)][:2]
-    shapes["pairs"] += [((float("nan"), 1.0), (2.0, 3.0)), ((other_nan, 1.0), (2.0, -0.0)), ((float("nan"), 1.0), (2.0, 0.0))]
+    nan = float("nan")
+    shapes["pairs"] += [((nan, 1.0), (2.0, 3.0)), ((other_nan, 1.0), (2.0, -0.0)), ((nan, 1.0), (2.0, 0.0))]
     # exact rationals (a program's post-processed releases), alone or beside floats: a coordinate
     # each (their nearest float), and a cell per exact value (not per float)
     third = Fraction(1, 3)
@@ -146,7 +147,8 @@ def test_outputs_of_one_float_shape_encode_as_rows_with_the_same_cells_and_coord
                         (Fraction(1), 1.0, 2.0, 3.0), (1.0, 1.0, 2.0, 3.0), (third, 1.0, 2.0, 3.0)]
     shapes["huge"] = [(Fraction(10**400), 1.0), (Fraction(-10**400, 3), 2.0), (Fraction(2**70, 3), 1.0),
                       (Fraction(2**70, 3), 1.0), (Fraction(-2), 1.0), (Fraction(-1), 1.0)]
-    shapes["centres"] = [((Fraction(int(r[0] * 4), 3), r[1]), (r[2], Fraction(1, 7))) for r in np.nan_to_num(x).tolist()]
+    shapes["centres"] = [((Fraction(int(r[0] * 4), 3), r[1]), (r[2], Fraction(1, 7)))
+                         for r in np.nan_to_num(x).tolist()]
     for name, values in shapes.items():
         assert outputs._float_rows(values) is not None, name
         fast, slow = encode(values), _slow(values)

@@ -66,7 +66,8 @@ def test_inputs_drawn_together_get_what_each_gets_alone_from_the_same_seed(name)
 
 @pytest.mark.parametrize("name", ["logistic_regression_gauss.fz", "kmeans.fz", "histogram.fz", "decision_tree.fz"])
 def test_examples_drawn_together_get_what_each_gets_alone(name):
-    report = check_file(ROOT / "examples" / name, params={"T": "3"} if "T" in check_file(ROOT / "examples" / name).params else {})
+    path = ROOT / "examples" / name
+    report = check_file(path, params={"T": "3"} if "T" in check_file(path).params else {})
     inputs = _inputs(report, 6)
     together, alone = _both(report, inputs, 40, 3)
     assert together is not None
@@ -239,7 +240,8 @@ def test_a_mechanism_draws_the_same_from_sums_exact_values_as_from_their_list():
     lanes = np.array([0, 0, 2, 3, 3])
     sums = _lane_sums(x, lanes, 5, Fraction(2))
     assert _input_ratios(sums) is sums.exact and sums._data is not None and type(sums._data) is not list
-    for release, held in ((laplace_release_runs, sums.exact), (gaussian_release_runs, ExactColumns((sums.exact,), True))):
+    for release, held in ((laplace_release_runs, sums.exact),
+                          (gaussian_release_runs, ExactColumns((sums.exact,), True))):
         exact = release(held, Fraction(2), Fraction(1, 2), RandomSource.seeded(3))
         listed = release(sums.values(), Fraction(2), Fraction(1, 2), RandomSource.seeded(3))
         assert exact.tolist() == listed.tolist()
