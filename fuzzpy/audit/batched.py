@@ -74,21 +74,11 @@ def _outputs(value: Any, n: int) -> list[Any]:
 
 
 def _holds_bags(sample: list) -> bool:
-    return any(_has_bag(v) for v in sample)
+    """Whether the outputs hold a lazy bag `materialise` would turn into a frame (it rebuilds the
+    tuples and partitions around one, and nothing else changes)."""
+    from ..runtime.values import MaskedBag, holds
 
-
-def _has_bag(v: Any) -> bool:
-    """Whether v holds a lazy bag `materialise` would turn into a frame (it rebuilds the tuples
-    and partitions around one, and nothing else changes)."""
-    from ..runtime.values import MaskedBag
-
-    if isinstance(v, MaskedBag):
-        return True
-    if isinstance(v, tuple):
-        return any(_has_bag(x) for x in v)
-    if isinstance(v, dict):
-        return any(_has_bag(x) for x in v.values())
-    return False
+    return any(holds(v, MaskedBag) for v in sample)
 
 
 def _sample(ev: LaneEvaluator, dist: Any, n: int, rng: Any, vectorised: bool) -> Any:

@@ -97,16 +97,15 @@ def program_sampler(report: Any, batch: bool = True, exact: bool = False) -> Sam
         if not (mode["batch"] and mode.get("many", True)) or n < 2 or not inputs:
             return None
         seed = int(rng.integers(2**63))
-        out: list = [None] * len(inputs)
-        for group in _groups(inputs, n):
+        out: list[list[Any]] = []
+        for group in _groups(inputs, n):  # consecutive: the outputs come back in input order
             source = RandomSource.seeded(seed)
             tables = [inputs[i] for i in group]
             got = _on_big_stack(lambda: _merged_runs(instance, schemas, tables, source, n))
             if got is None:
                 mode["many"] = False  # not tried again: the caller samples input by input
                 return None
-            for i, runs in zip(group, got):
-                out[i] = runs
+            out.extend(got)
         return out
 
     if not exact:  # the exact samplers draw per lane: together, the inputs would not share their noise

@@ -98,7 +98,10 @@ def shrunk(k: ArrayLike, n: ArrayLike, q: float) -> np.ndarray:
     return _st.beta.ppf(q, k + 0.5, n - k + 0.5)
 
 
-_QUANTILE_TABLE = 1 << 20  # at most this many draws: each count's quantile from one table
+# At most this many draws: each count's quantile from one table.  The screening and climbing
+# stages rank many pairs on a few hundred draws each; a table for a larger sample (exploring a
+# few pairs) would cost more quantiles than the events it serves.
+_QUANTILE_TABLE = 1 << 12
 
 
 @functools.lru_cache(maxsize=8)

@@ -234,6 +234,17 @@ def restrict(bag: Bag, keep: np.ndarray) -> MaskedBag:
     return MaskedBag(base, full)
 
 
+def holds(v: Any, kind: type) -> bool:
+    """Whether v is, or holds inside its tuples and partitions, a value of type `kind`."""
+    if isinstance(v, kind):
+        return True
+    if isinstance(v, tuple):
+        return any(holds(x, kind) for x in v)
+    if isinstance(v, dict):
+        return any(holds(x, kind) for x in v.values())
+    return False
+
+
 def materialise(v: Any) -> Any:
     """A MaskedBag as a plain DataFrame/Series, also inside tuples, records and partitions
     (for primitives that do not know lazy bags)."""

@@ -35,7 +35,7 @@ import pandas as pd
 from ...checking import ir as I
 from ...diagnostics import Diagnostic, FuzzError, error
 from ..interpreter import Context, RunFailure, RunState
-from ..values import Closure
+from ..values import Closure, holds
 from . import Engine, RemoteBag
 
 # Primitives with a Dask implementation (below), and those that only pass parts around.
@@ -406,7 +406,7 @@ class DaskEngine(Engine):
     # -- the interpreter's hook ------------------------------------------------------------------
 
     def call_prim(self, interp: Any, prim: Any, node: Any, args: list[Any]) -> Any:
-        if prim.name in PASS_THROUGH or not any(_holds_remote(a) for a in args):
+        if prim.name in PASS_THROUGH or not any(holds(a, DaskBag) for a in args):
             return NotImplemented
         impl = _IMPLS.get(prim.name)
         if impl is None:
@@ -536,16 +536,6 @@ def _from_map(fn: Callable[..., Any], pieces: list[Any], meta: pd.DataFrame, **k
     import dask.dataframe as dd
 
     return dd.from_map(fn, pieces, meta=meta, enforce_metadata=False, label="fuzzpy-conform", **kw)
-
-
-def _holds_remote(v: Any) -> bool:
-    if isinstance(v, DaskBag):
-        return True
-    if isinstance(v, tuple):
-        return any(_holds_remote(x) for x in v)
-    if isinstance(v, dict):
-        return any(_holds_remote(x) for x in v.values())
-    return False
 
 
 def _is_cluster_error(exc: BaseException) -> bool:
