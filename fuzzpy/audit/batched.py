@@ -21,11 +21,14 @@ sample.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Optional
 
 import numpy as np
 
-from ..runtime.batch import LaneEvaluator, Lanes, LaneSplit, NotBatchable, PerRunMechanism, _transpose, compact, unlane
+from ..runtime.batch import (LaneEvaluator, Lanes, LaneSplit, NotBatchable, PerRunMechanism, _transpose, compact,
+                             lane_view, unlane)
+from .outputs import Rows, number_labels
 
 
 class _Quiet:
@@ -66,11 +69,63 @@ def draw_inputs(state: Any, body: Any, env: dict, copies: int, runs: int, rng: A
     return _outputs(_sample(ev, value, n, source, True), n)
 
 
-def _outputs(value: Any, n: int) -> list[Any]:
+def _outputs(value: Any, n: int) -> Any:
+    """The n outputs: `Rows` where they are numbers in one of the shapes the auditor encodes as
+    rows (their Fractions are not built), else a list of the values."""
     from ..runtime.values import materialise
 
+    rows = _number_rows(value, n)
+    if rows is not None:
+        return rows
     out = unlane(value, n)
     return [materialise(v) for v in out] if _holds_bags(out[:1]) else out
+
+
+def _number_rows(value: Any, n: int) -> Optional[Rows]:
+    """`Rows` of the outputs when they have a shape `outputs._float_rows` encodes as rows (a
+    tuple of numbers, a tuple of tuples of numbers, a dict of numbers) and every number in them
+    is a float or a Fraction; else None."""
+    t = type(value)
+    if t is tuple and value and not any(type(x) is tuple for x in value):
+        leaves = list(value)
+    elif t is tuple and value and all(type(x) is tuple for x in value):
+        leaves = [x for part in value for x in part]
+    elif t is dict and value:
+        leaves = list(value.values())
+    else:
+        return None
+    columns = []
+    for leaf in leaves:
+        column = _number_column(leaf, n)
+        if column is None:
+            return None
+        columns.append(column)
+    if not columns:
+        return None
+    return Rows.of_columns(columns, number_labels(lane_view(value, 0)), lambda i: lane_view(value, i))
+
+
+_NO_INTS = np.zeros(0, dtype=object)
+
+
+def _number_column(leaf: Any, n: int) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """A coordinate's column for `Rows.of_columns`, or None when a lane's value is not a float or a
+    Fraction."""
+    from ..runtime.interpreter import as_float
+
+    t = type(leaf)
+    if t is Lanes:
+        got = leaf.numbers()
+        if got is None:
+            return None
+        floats, is_exact, exact = got
+        return (floats, is_exact, exact.num, exact.den) if len(exact) else (floats, is_exact, _NO_INTS, _NO_INTS)
+    if t is float:  # the same number in every lane
+        return np.full(n, leaf), np.zeros(n, dtype=bool), _NO_INTS, _NO_INTS
+    if t is Fraction:
+        return (np.full(n, as_float(leaf)), np.ones(n, dtype=bool), np.full(n, leaf.numerator, dtype=object),
+                np.full(n, leaf.denominator, dtype=object))
+    return None
 
 
 def _holds_bags(sample: list) -> bool:

@@ -1,8 +1,9 @@
 """Mechanism outputs as arrays that events can be evaluated on, whole sample at a time.
 
-A sampler returns n outputs: a numeric numpy array of shape (n,) or (n, k), or a list of
-arbitrary released values (numbers, booleans, strings, tuples, lists, partitions as dicts).
-`encode` turns either into an `Encoded` sample:
+A sampler returns n outputs: a numeric numpy array of shape (n,) or (n, k), a list of
+arbitrary released values (numbers, booleans, strings, tuples, lists, partitions as dicts), or
+`Rows`, outputs of one shape given coordinate by coordinate (the batched program sampler's).
+`encode` turns any of them into an `Encoded` sample:
 
 * `keys`: one int64 per output identifying the whole output exactly (a numeric row's bits, or
   a stable hash of the value's canonical text), for cell events on discrete outputs;
@@ -14,10 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import chain
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -47,6 +49,8 @@ class Encoded:
 def encode(outputs: Any, keep_raw: bool = False) -> Encoded:
     if isinstance(outputs, np.ndarray) and outputs.dtype.kind in "biuf":
         return _encode_array(outputs, keep_raw)
+    if type(outputs) is Rows:
+        return outputs.encode(keep_raw)
     values = list(outputs)
     return _encode_values(values, keep_raw)
 
@@ -56,8 +60,10 @@ def concat(parts: Sequence[Encoded]) -> Encoded:
     labels = list(dict.fromkeys(label for p in parts for label in p.numeric))
     numeric = {lab: np.concatenate([p.coordinate(lab) for p in parts]) for lab in labels}
     raws = [p.raw for p in parts]
-    raw = None
-    if all(r is not None for r in raws):
+    raw: Any = None
+    if all(type(r) is Rows for r in raws):
+        raw = Rows.join(raws)  # outputs still not built
+    elif all(r is not None for r in raws):
         raw = np.concatenate(raws) if all(isinstance(r, np.ndarray) for r in raws) else \
             [x for r in raws for x in r]
     return Encoded(sum(p.n for p in parts), np.concatenate([p.keys for p in parts]), numeric, raw)
@@ -90,6 +96,77 @@ def _encode_rows(f: np.ndarray, names: list[str], raw: Any, exact: Any = None) -
         keys = keys * np.int64(0x100000001B3) ^ bits[:, j]
     numeric = {name: f[:, j] for j, name in enumerate(names)}
     return Encoded(f.shape[0], keys, numeric, raw)
+
+
+# ---- outputs given coordinate by coordinate ------------------------------------------------------
+
+class Rows(Sequence):
+    """n outputs of one shape whose numbers are floats and exact rationals, given as what
+    `_float_rows` makes of the outputs themselves: `floats`, an (n, k) float64 array (coordinate
+    j labelled labels[j]); `is_exact`, an (n, k) bool array of the numbers that are exact
+    rationals; `codes`, their `_exact_code`s where is_exact.  Encoding them gives the sample the
+    outputs' own encoding gives, without building them; `value(i)` builds output i (for a
+    witness's text, or a caller reading the outputs as a sequence)."""
+
+    def __init__(self, floats: np.ndarray, is_exact: np.ndarray, codes: np.ndarray, labels: list[str],
+                 value: Callable[[int], Any]):
+        self.floats, self.is_exact, self.codes, self.labels, self.value = floats, is_exact, codes, labels, value
+
+    def __len__(self) -> int:
+        return self.floats.shape[0]
+
+    def __getitem__(self, i: Any) -> Any:
+        n = len(self)
+        if isinstance(i, slice):
+            start, stop, step = i.indices(n)
+            if step != 1:
+                raise ValueError("Rows are sliced with step 1")
+            value = self.value
+            return Rows(self.floats[start:stop], self.is_exact[start:stop], self.codes[start:stop], self.labels,
+                        lambda j: value(start + j))
+        if not -n <= i < n:
+            raise IndexError("output index out of range")
+        return self.value(i % n)
+
+    def __eq__(self, other: Any) -> bool:  # as the list of the outputs
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+    def encode(self, keep_raw: bool) -> Encoded:
+        at = np.flatnonzero(self.is_exact)
+        exact = (at, self.codes.reshape(-1)[at]) if at.size else None
+        return _encode_rows(self.floats, self.labels, self if keep_raw else None, exact)
+
+    @staticmethod
+    def of_columns(columns: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], labels: list[str],
+                   value: Callable[[int], Any]) -> "Rows":
+        """Coordinate j of every output from columns[j] = (nearest floats, which are exact
+        rationals, those rationals' numerators and denominators, in order)."""
+        n = len(columns[0][0])
+        floats = np.empty((n, len(columns)), dtype=np.float64)
+        is_exact = np.empty((n, len(columns)), dtype=bool)
+        codes = np.zeros((n, len(columns)), dtype=np.int64)
+        for j, (f, e, num, den) in enumerate(columns):
+            floats[:, j], is_exact[:, j] = f, e
+            if len(num):
+                codes[e, j] = _ratio_codes(num, den)
+        return Rows(floats, is_exact, codes, labels, value)
+
+    @staticmethod
+    def join(parts: list["Rows"]) -> "Rows":
+        """The outputs of parts, one after another."""
+        ends = np.cumsum([len(p) for p in parts])
+
+        def value(i: int) -> Any:
+            k = int(np.searchsorted(ends, i, side="right"))
+            return parts[k].value(i - (int(ends[k - 1]) if k else 0))
+
+        return Rows(np.concatenate([p.floats for p in parts]), np.concatenate([p.is_exact for p in parts]),
+                    np.concatenate([p.codes for p in parts]), parts[0].labels, value)
 
 
 # ---- released values ---------------------------------------------------------------------------
@@ -137,14 +214,32 @@ def _float_rows(values: list[Any]) -> Any:
 
 
 def _exact_codes(xs: list[Fraction]) -> np.ndarray:
-    """`_exact_code` of each, as int64: in uint64 arithmetic when every numerator and
-    denominator fits in 64 bits (the same wrapping product and xor), else one by one."""
+    """`_exact_code` of each, as int64."""
+    return _pair_codes([x.numerator for x in xs], [x.denominator for x in xs])
+
+
+def _ratio_codes(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """`_exact_code` of each num[i] / den[i] (arrays of Python ints, den > 0, not necessarily in
+    lowest terms), as int64: reduced by a vectorised gcd, without building Fractions."""
+    g = np.gcd(num, den)
+    return _pair_codes(num // g, den // g)
+
+
+def _pair_codes(num: Any, den: Any) -> np.ndarray:
+    """`_exact_code` of each rational num[i] / den[i] in lowest terms, as int64, in uint64
+    arithmetic (the same wrapping product and xor)."""
+    n64, d64 = _int_codes(num).view(np.uint64), _int_codes(den).view(np.uint64)
+    return (n64 * np.uint64(0x100000001B3) ^ d64 ^ np.uint64(0x5851F42D4C957F2D)).view(np.int64)
+
+
+def _int_codes(v: Any) -> np.ndarray:
+    """`_int_code` of each Python int, as int64."""
+    v = np.asarray(v, dtype=object)
     try:
-        num = np.array([x.numerator for x in xs], dtype=np.int64).view(np.uint64)
-        den = np.array([x.denominator for x in xs], dtype=np.int64).view(np.uint64)
+        return v.astype(np.int64)  # raises when one is past 64 bits
     except OverflowError:
-        return np.array([_exact_code(x) for x in xs], dtype=np.uint64).view(np.int64)
-    return (num * np.uint64(0x100000001B3) ^ den ^ np.uint64(0x5851F42D4C957F2D)).view(np.int64)
+        small = ((v >= _LOW) & (v < _HIGH)).astype(bool)
+        return np.where(small, v, _BIG + v % _PRIME).astype(np.int64)
 
 
 def _exact_code(x: Fraction) -> int:
@@ -154,17 +249,19 @@ def _exact_code(x: Fraction) -> int:
         & 0xFFFFFFFFFFFFFFFF
 
 
+_LOW, _HIGH, _PRIME, _BIG = -(1 << 63), 1 << 63, (1 << 61) - 1, 1 << 62
+
+
 def _int_code(v: int) -> int:
-    """v itself within 64 bits, else its hash (the same in every process; hash(-1) is hash(-2),
-    which is why small integers are taken as they are)."""
-    return v if -(1 << 63) <= v < 1 << 63 else hash(v)
+    """v itself within 64 bits, else 2**62 + (v mod 2**61 - 1): integers past 64 bits are rare
+    in outputs, so the few small integers their codes meet do not matter."""
+    return v if _LOW <= v < _HIGH else _BIG + v % _PRIME
 
 
 def _encode_values(values: list[Any], keep_raw: bool) -> Encoded:
     rows = _float_rows(values) if values else None
     if rows is not None:  # as a numeric array's rows: the same labels and cells, one vectorised pass
-        labels = [label for label, _ in _numbers(values[0], "y")]
-        return _encode_rows(rows[0], labels, values if keep_raw else None, rows[1])
+        return _encode_rows(rows[0], number_labels(values[0]), values if keep_raw else None, rows[1])
     n = len(values)
     keys = np.empty(n, dtype=np.int64)
     columns: dict[str, np.ndarray] = {}
@@ -196,6 +293,11 @@ def canonical(v: Any) -> str:
     if isinstance(v, (tuple, list)):
         return "(" + ", ".join(canonical(x) for x in v) + ")"
     return repr(v)
+
+
+def number_labels(v: Any) -> list[str]:
+    """The coordinate labels of output v's numbers, in order."""
+    return [label for label, _ in _numbers(v, "y")]
 
 
 def _numbers(v: Any, label: str) -> Iterator[tuple[str, float]]:

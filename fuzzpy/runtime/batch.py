@@ -140,6 +140,26 @@ class Lanes:
             return Fraction(int(v)) if self.frac else int(v)
         return v
 
+    def numbers(self) -> Optional[tuple[np.ndarray, np.ndarray, Ratios]]:
+        """When every lane holds a float or a Fraction: (each lane's nearest float, as float()
+        gives it, saturating at the infinities; which lanes hold a Fraction; those lanes' exact
+        values, in lane order), without building the Fractions.  None when a lane holds anything
+        else (an int, a bool, a tuple...)."""
+        d = self._data
+        if d is None:
+            r = self.ratios
+            return r.floats(), np.ones(len(r), dtype=bool), r  # type: ignore[union-attr]
+        if d is _UNBUILT:
+            return self.floats, np.zeros(len(self.floats), dtype=bool), _NO_RATIOS  # type: ignore[arg-type]
+        if d is _SUMS:
+            r, full = self.exact, ~self._empty  # type: ignore[operator]
+            return np.where(full, r.floats(), 0.0), full, r.take(np.flatnonzero(full))  # type: ignore[union-attr]
+        if isinstance(d, np.ndarray):
+            if not self.frac or d.dtype == np.bool_:
+                return None  # ints or booleans
+            return d.astype(np.float64), np.ones(len(d), dtype=bool), Ratios.of_ints(d)
+        return _list_numbers(d)
+
     def values(self) -> list[Any]:
         d = self.data
         if type(d) is list:
@@ -263,6 +283,23 @@ def _unlocated(v: Any) -> Any:
 
 _LANE_TYPES = (Lanes, LaneBag, ThresholdBags, PerRunMechanism)
 _PLAIN = frozenset({str, bool, int, float, Fraction, type(None)})  # never hold lanes
+
+
+_NO_RATIOS = Ratios.of_ints(np.zeros(0, dtype=np.int64))
+
+
+def _list_numbers(d: list) -> Optional[tuple[np.ndarray, np.ndarray, Ratios]]:
+    """`Lanes.numbers` of a list of values."""
+    kinds = set(map(type, d))
+    if not kinds <= {float, Fraction}:
+        return None
+    is_exact = np.fromiter((type(x) is Fraction for x in d), dtype=bool, count=len(d))
+    try:
+        floats = np.array(d, dtype=np.float64)  # float() of each Fraction: correctly rounded
+    except OverflowError:
+        floats = np.array([as_float(x) for x in d], dtype=np.float64)
+    exact = Ratios.of_values([x for x in d if type(x) is Fraction]) if Fraction in kinds else _NO_RATIOS
+    return floats, is_exact, exact  # type: ignore[return-value]
 
 
 def has_lanes(v: Any, depth: int = 0) -> bool:

@@ -1,0 +1,127 @@
+"""Outputs handed to the encoder coordinate by coordinate (`outputs.Rows`, made by
+`batched._number_rows` from the batched sampler's lanes): they must encode exactly as the
+outputs themselves do (the same keys, so the same cells; the same coordinates), read back as the
+same values, and be refused (None: the list path) wherever the list path would not encode rows."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from fuzzpy.audit.batched import _number_rows
+from fuzzpy.audit.outputs import Rows, _exact_code, _exact_codes, concat, encode
+from fuzzpy.runtime.batch import Lanes, unlane
+from fuzzpy.runtime.ratios import Ratios
+
+N = 40
+
+
+def _ratios(rng, bits: int) -> Lanes:
+    """Unreduced exact rationals (a common factor in numerator and denominator), some negative,
+    some zero, some equal to others."""
+    num = [int(x) for x in rng.integers(-2**20, 2**20, N)]
+    den = [int(x) for x in rng.integers(1, 2**12, N)]
+    num[::5], num[1::7] = [0] * len(num[::5]), [3] * len(num[1::7])
+    den[1::7] = [9] * len(den[1::7])
+    factor = [int(x) << bits for x in rng.integers(1, 50, N)]
+    return Lanes.of_ratios(Ratios(np.array([p * f for p, f in zip(num, factor)], dtype=object),
+                                  np.array([q * f for q, f in zip(den, factor)], dtype=object), 2 * bits + 40))
+
+
+def _leaves(rng) -> dict:
+    floats = np.round(rng.normal(0, 3, N), 1)
+    floats[::6], floats[1::9], floats[2::11] = -0.0, 0.0, np.nan
+    sums = _ratios(rng, 3).ratios
+    empty = np.zeros(N, dtype=bool)
+    empty[::4] = True
+    mixed = [Fraction(int(x), 7) if i % 3 else float(x) for i, x in enumerate(rng.integers(-20, 20, N))]
+    return {
+        "ratios": _ratios(rng, 5),
+        "big ratios": _ratios(rng, 90),  # numerators and denominators past 64 bits once reduced too
+        "floats": Lanes.of_floats(floats),
+        "sums, some over no rows": Lanes.of_sums(sums, empty),
+        "a list of floats and Fractions": Lanes(mixed),
+        "integral Fractions": Lanes(rng.integers(-5, 5, N), frac=True),
+        "a constant float": 2.5,
+        "a constant Fraction": Fraction(1, 3),
+        "a huge Fraction": Lanes([Fraction(10**400, 3), Fraction(-10**400)] * (N // 2)),
+    }
+
+
+def _check(value, n: int = N) -> None:
+    rows = _number_rows(value, n)
+    assert type(rows) is Rows
+    values = unlane(value, n)
+    assert list(rows) == values and [repr(v) for v in rows] == [repr(v) for v in values]  # types too
+    fast, slow = encode(rows, keep_raw=True), encode(values, keep_raw=True)
+    assert fast.keys.tolist() == slow.keys.tolist()
+    assert list(fast.numeric) == list(slow.numeric)
+    for label in fast.numeric:
+        assert np.array_equal(fast.numeric[label], slow.numeric[label], equal_nan=True), label
+    for i in (0, n // 2, n - 1):
+        assert fast.label_of(int(fast.keys[i])) == slow.label_of(int(fast.keys[i]))
+
+
+@pytest.mark.parametrize("shape", ["tuple", "pairs", "dict"])
+def test_rows_encode_as_the_outputs_themselves(shape):
+    leaves = list(_leaves(np.random.default_rng(4)).values())
+    if shape == "tuple":
+        value = tuple(leaves)
+    elif shape == "pairs":
+        value = tuple(tuple(leaves[i:i + 3]) for i in range(0, len(leaves), 3))
+    else:
+        value = {f"k{i}": x for i, x in enumerate(leaves)}
+    _check(value)
+
+
+def test_rows_keep_the_cells_apart_and_together():
+    """Equal rationals share a cell however they were written (unreduced); 1/3 and its nearest
+    float, and 0.0 and -0.0 as the list path has them."""
+    third = Ratios(np.array([1, 2, 3, 1], dtype=object), np.array([3, 6, 9, 2], dtype=object), 8)
+    value = (Lanes.of_ratios(third), Lanes.of_floats(np.array([0.0, -0.0, 0.0, 0.0])))
+    enc = encode(_number_rows(value, 4))
+    assert len(set(enc.keys[:3].tolist())) == 1 and enc.keys[3] != enc.keys[0]
+    floats = (Lanes([1 / 3, 1 / 3, 1 / 3, 0.5]), Lanes.of_floats(np.zeros(4)))
+    assert encode(_number_rows(floats, 4)).keys[0] != enc.keys[0]  # the float 1/3 is not the rational
+    _check(value, 4)
+
+
+@pytest.mark.parametrize("value", [
+    (Lanes(np.arange(N)),),                                   # ints (count's lanes)
+    (Lanes(np.arange(N) > 3),),                               # booleans
+    (Lanes([1.0] * (N - 1) + [2]),),                          # an int among floats
+    (Lanes([(1.0, 2.0)] * N),),                               # lanes holding tuples
+    (Lanes.of_floats(np.zeros(N)), (Lanes.of_floats(np.zeros(N)),)),  # a number beside a tuple
+    (3,),                                                     # a constant int
+    ("a", Lanes.of_floats(np.zeros(N))),                      # a string
+    Lanes.of_floats(np.zeros(N)),                             # one number, not a tuple
+    (), ((), ()), {},
+], ids=lambda v: "")
+def test_what_the_list_path_does_not_encode_as_rows_is_not_rows(value):
+    assert _number_rows(value, N) is None
+
+
+def test_rows_slice_and_join_as_lists():
+    leaves = _leaves(np.random.default_rng(5))
+    value = (leaves["ratios"], leaves["floats"], leaves["a constant Fraction"])
+    rows, values = _number_rows(value, N), unlane(value, N)
+    assert rows[5:17] == values[5:17] and rows[-3] == values[-3] and len(rows[5:17]) == 12
+    assert rows[5:17][2:4] == values[7:9]
+    whole = concat([encode(rows[:13], keep_raw=True), encode(rows[13:], keep_raw=True)])
+    assert type(whole.raw) is Rows and whole.raw == values  # joined, still not built
+    assert whole.keys.tolist() == encode(values).keys.tolist()
+    assert repr(rows[:2]) == repr(values[:2])
+    with pytest.raises(IndexError):
+        rows[N]
+
+
+def test_integer_codes_past_64_bits_are_vectorised_as_one_by_one():
+    rng = np.random.default_rng(6)
+    xs = [Fraction(int(rng.integers(-2**62, 2**62)) << int(s), int(rng.integers(1, 2**40)) << int(t))
+          for s, t in zip(rng.integers(0, 80, 300), rng.integers(0, 80, 300))]
+    xs += [Fraction(-2**63), Fraction(2**63 - 1), Fraction(2**63), Fraction(-2**63 - 1), Fraction(1, 2**64)]
+    codes = _exact_codes(xs).tolist()
+    assert codes == [(_exact_code(x) + 2**63) % 2**64 - 2**63 for x in xs]
+    assert len(set(codes)) == len(set(xs))
