@@ -3,7 +3,7 @@ run per sample, and whole-program audits of every example.
 
     python benchmarks/audit_speed.py [--samples 100000] [--limit 90] [--only quickstart,median]
                                      [--no-audit] [--no-throughput] [--calls] [--floor] [--together]
-                                     [--stages] [--default-malloc]
+                                     [--rows] [--stages] [--default-malloc]
 
 1. Sampler throughput, per example: samples per second of the batched sampler and of the
    interpreter-per-sample sampler on the same synthetic tables (the auditor's first pair), and
@@ -29,7 +29,12 @@ run per sample, and whole-program audits of every example.
 5. With --together (instead of 1 and 2): a screening stage's draws (both sides of up to 160
    pairs, 400 runs each, from one seed) drawn together in one call (`sampler.many`) against
    input by input, in this process, and whether the outputs are the same bit for bit.
-6. With --stages (instead of 1 and 2): a whole-program audit as in 2, with the seconds from the
+6. With --rows (instead of 1 and 2): a validation call (both sides of three pairs, 10,000 runs
+   each, drawn together) and the encoding of its outputs, with number outputs handed to the
+   encoder coordinate by coordinate (`outputs.Rows`) against the list of the outputs built as
+   values (the path before), in this process, best of 3 each, alternating; and whether the
+   two encodings are the same (keys and coordinates).
+7. With --stages (instead of 1 and 2): a whole-program audit as in 2, with the seconds from the
    start of the process to the first progress line of each stage (screening, climbing,
    exploring, validating) and to its end.  The audit prints at most a line a second, so a mark
    is within a second of its stage's start, and a shorter stage may show none.
@@ -38,6 +43,7 @@ run per sample, and whole-program audits of every example.
 from __future__ import annotations
 
 import argparse
+import math
 import platform
 import subprocess
 import sys
@@ -178,6 +184,45 @@ def together(path: Path, runs: int = 400) -> Optional[tuple[int, float, float, b
     return len(inputs), t1 - t0, t2 - t1, repr(many) == repr(alone)
 
 
+def rows_call(path: Path, runs: int = 10_000) -> Optional[tuple[float, float, bool]]:
+    """(seconds with Rows, seconds with the outputs' list, same encoding) for a validation call,
+    or None when the program is not drawn together or its outputs are not numbers in rows."""
+    from fuzzpy.audit import batched
+    from fuzzpy.audit.outputs import Rows, encode
+    from fuzzpy.audit.programs import program_pairs, program_sampler
+    from fuzzpy.checking.program import check_file
+
+    report = check_file(path)
+    delta = None if report.is_pure else __import__("fractions").Fraction(1, 10**5)
+    pairs = program_pairs(report, np.random.default_rng(0), 40, delta=delta or 0)[:3]
+    inputs = [x for p in pairs for x in (p.a, p.b)]
+    sampler = program_sampler(report, batch=True)
+    first = sampler.many(inputs, 2, np.random.default_rng(0))  # warm up
+    if first is None or type(first[0]) is not Rows:
+        return None
+    real = batched._number_rows
+
+    def call(rows: bool) -> tuple[float, list]:
+        batched._number_rows = real if rows else (lambda value, n: None)
+        try:
+            t0 = time.perf_counter()
+            encs = [encode(out) for out in sampler.many(inputs, runs, np.random.default_rng(1))]
+            return time.perf_counter() - t0, encs
+        finally:
+            batched._number_rows = real
+
+    best = {True: math.inf, False: math.inf}
+    encoded = {}
+    for _ in range(3):
+        for rows in (True, False):
+            took, encoded[rows] = call(rows)
+            best[rows] = min(best[rows], took)
+    same = all(a.keys.tolist() == b.keys.tolist() and list(a.numeric) == list(b.numeric)
+               and all(np.array_equal(a.numeric[k], b.numeric[k], equal_nan=True) for k in a.numeric)
+               for a, b in zip(encoded[True], encoded[False]))
+    return best[True], best[False], same
+
+
 STAGES = ("screening", "climbing", "exploring", "validating")
 
 
@@ -237,6 +282,8 @@ def main() -> None:
                         help="only the time the discrete Gaussian draws of an audit's validation take alone")
     parser.add_argument("--together", action="store_true",
                         help="only a screening stage's draws, together in one call against input by input")
+    parser.add_argument("--rows", action="store_true",
+                        help="only a validation call's draws and encoding, with Rows against the outputs' list")
     parser.add_argument("--stages", action="store_true",
                         help="only whole-program audits, with the time each stage starts")
     parser.add_argument("--default-malloc", action="store_true",
@@ -267,6 +314,16 @@ def main() -> None:
                 continue
             k, fast, slow, same = got
             print(f"{p.name:28} {k:6} {fast:8.2f}s {slow:10.2f}s {slow / fast:6.1f}  {same}", flush=True)
+        return
+    if args.rows:
+        print(f"{'example':28} {'rows':>7} {'list':>7} {'ratio':>6}  same encoding")
+        for p in progs:
+            got = rows_call(p)
+            if got is None:
+                print(f"{p.name:28} not drawn together as rows", flush=True)
+                continue
+            fast, slow, same = got
+            print(f"{p.name:28} {fast:6.2f}s {slow:6.2f}s {slow / fast:6.2f}  {same}", flush=True)
         return
     if args.stages:
         print(f"seconds from the start of `fuzzpy audit` at {args.samples:,} samples per side")
