@@ -85,9 +85,9 @@ def _number_rows(value: Any, n: int) -> Optional[Rows]:
     """`Rows` of the outputs when they have a shape `outputs._float_rows` encodes as rows (a
     tuple of numbers, a tuple of tuples of numbers, a dict of numbers) and every number in them
     is a float or a Fraction; else None."""
-    t = type(value)
     if n < 1:
         return None
+    t = type(value)
     if t is tuple and value and not any(type(x) is tuple for x in value):
         leaves = list(value)
     elif t is tuple and value and all(type(x) is tuple for x in value):

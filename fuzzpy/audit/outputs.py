@@ -253,8 +253,9 @@ _LOW, _HIGH, _PRIME, _BIG = -(1 << 63), 1 << 63, (1 << 61) - 1, 1 << 62
 
 
 def _int_code(v: int) -> int:
-    """v itself within 64 bits, else 2**62 + (v mod 2**61 - 1): integers past 64 bits are rare
-    in outputs, so the few small integers their codes meet do not matter."""
+    """v itself within 64 bits, else 2**62 + (v mod (2**61 - 1)), as `_int_codes` computes it
+    vectorised: two integers share a code only by a coincidence of residues, which makes an
+    output's key exact with high probability, as every 64-bit key is."""
     return v if _LOW <= v < _HIGH else _BIG + v % _PRIME
 
 
