@@ -88,19 +88,25 @@ def test_rows_keep_the_cells_apart_and_together():
     _check(value, 4)
 
 
-@pytest.mark.parametrize("value", [
-    (Lanes(np.arange(N)),),                                   # ints (count's lanes)
-    (Lanes(np.arange(N) > 3),),                               # booleans
-    (Lanes([1.0] * (N - 1) + [2]),),                          # an int among floats
-    (Lanes([(1.0, 2.0)] * N),),                               # lanes holding tuples
-    (Lanes.of_floats(np.zeros(N)), (Lanes.of_floats(np.zeros(N)),)),  # a number beside a tuple
-    (3,),                                                     # a constant int
-    ("a", Lanes.of_floats(np.zeros(N))),                      # a string
-    Lanes.of_floats(np.zeros(N)),                             # one number, not a tuple
-    (), ((), ()), {},
-], ids=lambda v: "")
-def test_what_the_list_path_does_not_encode_as_rows_is_not_rows(value):
-    assert _number_rows(value, N) is None
+NOT_ROWS = {
+    "ints (count's lanes)": (Lanes(np.arange(N)),),
+    "booleans": (Lanes(np.arange(N) > 3),),
+    "an int among floats": (Lanes([1.0] * (N - 1) + [2]),),
+    "lanes holding tuples": (Lanes([(1.0, 2.0)] * N),),
+    "a number beside a tuple": (Lanes.of_floats(np.zeros(N)), (Lanes.of_floats(np.zeros(N)),)),
+    "a constant int": (3,),
+    "a string": ("a", Lanes.of_floats(np.zeros(N))),
+    "one number, not a tuple": Lanes.of_floats(np.zeros(N)),
+    "an empty tuple": (),
+    "empty tuples": ((), ()),
+    "an empty dict": {},
+}
+
+
+@pytest.mark.parametrize("name", list(NOT_ROWS))
+def test_outputs_that_are_not_floats_and_fractions_in_a_row_shape_are_not_rows(name):
+    value = NOT_ROWS[name]
+    assert _number_rows(value, N) is None  # the list path then encodes the outputs themselves
 
 
 def test_rows_slice_and_join_as_lists():
