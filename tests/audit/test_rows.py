@@ -1,7 +1,8 @@
 """Outputs handed to the encoder coordinate by coordinate (`outputs.Rows`, made by
 `batched._number_rows` from the batched sampler's lanes): they must encode exactly as the
 outputs themselves do (the same keys, so the same cells; the same coordinates), read back as the
-same values, and be refused (None: the list path) wherever the list path would not encode rows."""
+same values, and be refused (None: the list path, always correct) for anything but floats and
+Fractions in a shape the encoder takes as rows."""
 
 from __future__ import annotations
 
