@@ -269,6 +269,14 @@ def audit_time(path: Path, samples: int, limit: float) -> str:
     return f"{took:6.1f} s wall, {cpu:6.1f} s CPU  exit {proc.returncode}  ({verdict})"
 
 
+def _report(progs: list[Path], header: str, measure: Any, missing: str, row: Any) -> None:
+    """A table with a line per example: row(*measure(p)), or `missing` where measure gives None."""
+    print(header)
+    for p in progs:
+        got = measure(p)
+        print(f"{p.name:28} {missing if got is None else row(*got)}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=100_000)
@@ -306,24 +314,14 @@ def main() -> None:
                 print(f"{p.name:28} {per:12,} {validated:11,} {ns:8.1f} {secs:8.1f} s", flush=True)
         return
     if args.together:
-        print(f"{'example':28} {'inputs':>6} {'together':>9} {'one by one':>11} {'ratio':>6}  same outputs")
-        for p in progs:
-            got = together(p)
-            if got is None:
-                print(f"{p.name:28} not drawn together (input by input)", flush=True)
-                continue
-            k, fast, slow, same = got
-            print(f"{p.name:28} {k:6} {fast:8.2f}s {slow:10.2f}s {slow / fast:6.1f}  {same}", flush=True)
+        _report(progs, f"{'example':28} {'inputs':>6} {'together':>9} {'one by one':>11} {'ratio':>6}  same outputs",
+                together, "not drawn together (input by input)",
+                lambda k, fast, slow, same: f"{k:6} {fast:8.2f}s {slow:10.2f}s {slow / fast:6.1f}  {same}")
         return
     if args.rows:
-        print(f"{'example':28} {'rows':>7} {'list':>7} {'ratio':>6}  same encoding")
-        for p in progs:
-            got = rows_call(p)
-            if got is None:
-                print(f"{p.name:28} not drawn together as rows", flush=True)
-                continue
-            fast, slow, same = got
-            print(f"{p.name:28} {fast:6.2f}s {slow:6.2f}s {slow / fast:6.2f}  {same}", flush=True)
+        _report(progs, f"{'example':28} {'rows':>7} {'list':>7} {'ratio':>6}  same encoding",
+                rows_call, "not drawn together as rows",
+                lambda fast, slow, same: f"{fast:6.2f}s {slow:6.2f}s {slow / fast:6.2f}  {same}")
         return
     if args.stages:
         print(f"seconds from the start of `fuzzpy audit` at {args.samples:,} samples per side")
