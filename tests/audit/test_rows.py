@@ -40,7 +40,7 @@ def _leaves(rng) -> dict:
     mixed = [Fraction(int(x), 7) if i % 3 else float(x) for i, x in enumerate(rng.integers(-20, 20, N))]
     return {
         "ratios": _ratios(rng, 5),
-        "big ratios": _ratios(rng, 90),  # numerators and denominators past 64 bits once reduced too
+        "big ratios": _ratios(rng, 90),  # past 64 bits until their common factor is divided out
         "floats": Lanes.of_floats(floats),
         "sums, some over no rows": Lanes.of_sums(sums, empty),
         "a list of floats and Fractions": Lanes(mixed),
