@@ -28,7 +28,7 @@ import numpy as np
 
 from ..runtime.batch import (LaneEvaluator, Lanes, LaneSplit, NotBatchable, PerRunMechanism, _transpose, compact,
                              lane_view, unlane)
-from .outputs import Rows, number_labels
+from .outputs import Rows, row_shape
 
 
 class _Quiet:
@@ -82,9 +82,9 @@ def _outputs(value: Any, n: int) -> Any:
 
 
 def _number_rows(value: Any, n: int) -> Optional[Rows]:
-    """`Rows` of the outputs when they have a shape `outputs._float_rows` encodes as rows (a
-    tuple of numbers, a tuple of tuples of numbers, a dict of numbers) and every number in them
-    is a float or a Fraction; else None."""
+    """`Rows` of the outputs when they have a row shape (`outputs.row_shape`: a tuple of numbers,
+    a tuple of tuples of numbers, a dict of numbers, whose numbers are floats, ints and
+    Fractions); else None."""
     if n < 1:
         return None
     t = type(value)
@@ -102,17 +102,18 @@ def _number_rows(value: Any, n: int) -> Optional[Rows]:
         if column is None:
             return None
         columns.append(column)
-    if not columns:
+    first = lane_view(value, 0)
+    if not columns or row_shape(first) is None:
         return None
-    return Rows.of_columns(columns, number_labels(lane_view(value, 0)), lambda i: lane_view(value, i))
+    return Rows.of_columns(columns, first, lambda i: lane_view(value, i))
 
 
 _NO_INTS = np.zeros(0, dtype=object)
 
 
 def _number_column(leaf: Any, n: int) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """A coordinate's column for `Rows.of_columns`, or None when a lane's value is not a float or a
-    Fraction."""
+    """A coordinate's column for `Rows.of_columns`, or None when a lane's value is not a float, an
+    int or a Fraction."""
     from ..runtime.interpreter import as_float
 
     t = type(leaf)
@@ -122,8 +123,8 @@ def _number_column(leaf: Any, n: int) -> Optional[tuple[np.ndarray, np.ndarray, 
             return None
         floats, is_exact, exact = got
         return (floats, is_exact, exact.num, exact.den) if len(exact) else (floats, is_exact, _NO_INTS, _NO_INTS)
-    if t is float:  # the same number in every lane
-        return np.full(n, leaf), np.zeros(n, dtype=bool), _NO_INTS, _NO_INTS
+    if t is float or t is int:  # the same number in every lane
+        return np.full(n, as_float(leaf), dtype=np.float64), np.zeros(n, dtype=bool), _NO_INTS, _NO_INTS
     if t is Fraction:
         return (np.full(n, as_float(leaf)), np.ones(n, dtype=bool), np.full(n, leaf.numerator, dtype=object),
                 np.full(n, leaf.denominator, dtype=object))

@@ -61,8 +61,8 @@ def concat(parts: Sequence[Encoded]) -> Encoded:
     numeric = {lab: np.concatenate([p.coordinate(lab) for p in parts]) for lab in labels}
     raws = [p.raw for p in parts]
     raw: Any = None
-    if all(type(r) is Rows for r in raws):
-        raw = Rows.join(raws)  # outputs still not built
+    if all(type(r) is Rows for r in raws) and len({(r.seed, tuple(r.labels)) for r in raws}) == 1:
+        raw = Rows.join(raws)  # outputs of one shape, still not built
     elif all(r is not None for r in raws):
         raw = np.concatenate(raws) if all(isinstance(r, np.ndarray) for r in raws) else \
             [x for r in raws for x in r]
@@ -80,9 +80,11 @@ def _encode_array(a: np.ndarray, keep_raw: bool) -> Encoded:
     return _encode_rows(np.ascontiguousarray(a, dtype=np.float64), names, a if keep_raw else None)
 
 
-def _encode_rows(f: np.ndarray, names: list[str], raw: Any, exact: Any = None) -> Encoded:
+def _encode_rows(f: np.ndarray, names: list[str], raw: Any, exact: Any = None, seed: int = 0) -> Encoded:
     """Outputs that are rows of floats (coordinate j labelled names[j]): each output's key mixes
-    its numbers' bits, -0.0 as 0.0 and every NaN as one NaN (one output each, as for `canonical`).
+    `seed` (its shape's: `_shape_seed`) and its numbers' bits, -0.0 as 0.0 and every NaN as one
+    NaN (one output each, as for `canonical`): a function of the output alone, whatever else
+    the sample holds, so that a cell is the same set of outputs in every sample.
     `exact`: (flat indices, codes) of numbers that were exact rationals, whose codes replace
     their floats' bits (two rationals with one nearest float are two outputs)."""
     f = np.where(f == 0.0, 0.0, f)  # -0.0 and 0.0 are one output
@@ -91,11 +93,20 @@ def _encode_rows(f: np.ndarray, names: list[str], raw: Any, exact: Any = None) -
     if exact is not None:
         bits = bits.copy()
         bits.reshape(-1)[exact[0]] = exact[1]
-    keys = bits[:, 0].copy()
-    for j in range(1, bits.shape[1]):  # mix the columns: distinct rows get distinct keys w.h.p.
-        keys = keys * np.int64(0x100000001B3) ^ bits[:, j]
+    keys = np.full(f.shape[0], seed & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
+    ubits = bits.view(np.uint64)
+    for j in range(bits.shape[1]):  # distinct rows get distinct keys w.h.p.
+        keys = _mix(keys ^ ubits[:, j])
     numeric = {name: f[:, j] for j, name in enumerate(names)}
-    return Encoded(f.shape[0], keys, numeric, raw)
+    return Encoded(f.shape[0], keys.view(np.int64), numeric, raw)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser on uint64s: every input bit moves about half the output bits (a
+    multiply-and-xor chain alone keeps a sign flip in two numbers as no change at all)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
 # ---- outputs given coordinate by coordinate ------------------------------------------------------
@@ -109,8 +120,9 @@ class Rows(Sequence):
     witness's text, or a caller reading the outputs as a sequence)."""
 
     def __init__(self, floats: np.ndarray, is_exact: np.ndarray, codes: np.ndarray, labels: list[str],
-                 value: Callable[[int], Any]):
+                 value: Callable[[int], Any], seed: int):
         self.floats, self.is_exact, self.codes, self.labels, self.value = floats, is_exact, codes, labels, value
+        self.seed = seed  # the outputs' shape's (`_shape_seed`)
 
     def __len__(self) -> int:
         return self.floats.shape[0]
@@ -123,7 +135,7 @@ class Rows(Sequence):
                 raise ValueError("Rows are sliced with step 1")
             value = self.value
             return Rows(self.floats[start:stop], self.is_exact[start:stop], self.codes[start:stop], self.labels,
-                        lambda j: value(start + j))
+                        lambda j: value(start + j), self.seed)
         if not -n <= i < n:
             raise IndexError("output index out of range")
         return self.value(i % n)
@@ -139,13 +151,14 @@ class Rows(Sequence):
     def encode(self, keep_raw: bool) -> Encoded:
         at = np.flatnonzero(self.is_exact)
         exact = (at, self.codes.reshape(-1)[at]) if at.size else None
-        return _encode_rows(self.floats, self.labels, self if keep_raw else None, exact)
+        return _encode_rows(self.floats, self.labels, self if keep_raw else None, exact, self.seed)
 
     @staticmethod
-    def of_columns(columns: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], labels: list[str],
+    def of_columns(columns: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], first: Any,
                    value: Callable[[int], Any]) -> "Rows":
         """Coordinate j of every output from columns[j] = (nearest floats, which are exact
-        rationals, those rationals' numerators and denominators, in order)."""
+        rationals, those rationals' numerators and denominators, in order); `first`, the first
+        output, gives the shape (every output has it) and the labels."""
         n = len(columns[0][0])
         floats = np.empty((n, len(columns)), dtype=np.float64)
         is_exact = np.empty((n, len(columns)), dtype=bool)
@@ -154,11 +167,11 @@ class Rows(Sequence):
             floats[:, j], is_exact[:, j] = f, e
             if len(num):
                 codes[e, j] = _ratio_codes(num, den)
-        return Rows(floats, is_exact, codes, labels, value)
+        return Rows(floats, is_exact, codes, number_labels(first), value, _shape_seed(row_shape(first)))
 
     @staticmethod
     def join(parts: list["Rows"]) -> "Rows":
-        """The outputs of parts, one after another."""
+        """The outputs of parts (of one shape), one after another."""
         ends = np.cumsum([len(p) for p in parts])
 
         def value(i: int) -> Any:
@@ -166,51 +179,60 @@ class Rows(Sequence):
             return parts[k].value(i - (int(ends[k - 1]) if k else 0))
 
         return Rows(np.concatenate([p.floats for p in parts]), np.concatenate([p.is_exact for p in parts]),
-                    np.concatenate([p.codes for p in parts]), parts[0].labels, value)
+                    np.concatenate([p.codes for p in parts]), parts[0].labels, value, parts[0].seed)
 
 
 # ---- released values ---------------------------------------------------------------------------
 
-_NUMBER_LEAVES = {float, Fraction}
+_NUMBERS = {float, Fraction, int}  # as the exact type: a bool is not one
 
 
-def _float_rows(values: list[Any]) -> Any:
-    """(an (n, k) float array, the exact codes or None) when the outputs all have the first one's
-    shape and every number in them is a float or an exact rational: tuples of numbers, tuples of
-    tuples of numbers, or dicts of numbers with the same keys in the same order (a program's
-    vectors, lists of centres, histograms); else None."""
-    first = values[0]
-    if type(first) is tuple and first and all(type(x) in _NUMBER_LEAVES for x in first):
-        d = len(first)
-        if not all(type(v) is tuple and len(v) == d for v in values):
-            return None
-        flat = list(chain.from_iterable(values))
-    elif type(first) is tuple and first and all(type(t) is tuple for t in first):
-        lengths = [len(t) for t in first]
-        if not all(type(v) is tuple and [len(t) if type(t) is tuple else -1 for t in v] == lengths for v in values):
-            return None
-        flat = [x for v in values for t in v for x in t]
-    elif type(first) is dict and first and all(type(x) in _NUMBER_LEAVES for x in first.values()):
-        keys = tuple(first)
-        if not all(type(v) is dict and tuple(v) == keys for v in values):
-            return None
-        flat = list(chain.from_iterable(v.values() for v in values))
-    else:
-        return None
-    if not flat:
-        return None
+def row_shape(v: Any) -> Any:
+    """The shape of an output whose numbers are floats, ints and exact rationals, encoded as a row
+    of its numbers: ("tuple", length), ("tuples", the inner lengths) or ("dict", the keys in
+    order) for a tuple of numbers, a tuple of tuples of numbers (a list of vectors) or a dict of
+    numbers (a histogram); None for any other output (a bare number, strings, booleans...)."""
+    t = type(v)
+    if t is tuple and v:
+        if all(type(x) in _NUMBERS for x in v):
+            return ("tuple", len(v))
+        if all(type(x) is tuple and all(type(y) in _NUMBERS for y in x) for x in v) and any(v):
+            return ("tuples", tuple(len(x) for x in v))
+    elif t is dict and v and all(type(x) in _NUMBERS for x in v.values()):
+        return ("dict", tuple(v))
+    return None
+
+
+def _shape_seed(shape: Any) -> int:
+    """A 64-bit code of a row shape, mixed into its outputs' keys: outputs of two shapes with the
+    same numbers ((1, 2) and ((1,), (2,))) are two outputs."""
+    return int.from_bytes(hashlib.blake2b(repr(shape).encode(), digest_size=8).digest(), "little", signed=True)
+
+
+def _flat(values: list[Any], shape: Any) -> list[Any]:
+    """The numbers of outputs of one row shape, output by output."""
+    if shape[0] == "tuple":
+        return list(chain.from_iterable(values))
+    if shape[0] == "tuples":
+        return [x for v in values for t in v for x in t]
+    return list(chain.from_iterable(v.values() for v in values))
+
+
+def _float_rows(values: list[Any], shape: Any) -> tuple[np.ndarray, Any]:
+    """(an (n, k) float array, the exact codes or None) of outputs of one row shape: each number's
+    nearest float (an int's too: 1 and 1.0 are one output, as for `canonical`), and for exact
+    rationals their codes (a rational is not the float nearest to it)."""
+    flat = _flat(values, shape)
     kinds = set(map(type, flat))
-    if kinds == {float}:
-        return np.array(flat, dtype=np.float64).reshape(len(values), -1), None
-    if not kinds <= _NUMBER_LEAVES:
-        return None
-    at = np.array([i for i, x in enumerate(flat) if type(x) is Fraction], dtype=np.int64)
-    exact = [flat[i] for i in at.tolist()]
     try:  # float(x) of every number (correctly rounded); an infinity past the largest float
         floats = np.array(flat, dtype=np.float64)
     except OverflowError:
-        floats = np.array([_nearest(x) if type(x) is Fraction else x for x in flat], dtype=np.float64)
-    return floats.reshape(len(values), -1), (at, _exact_codes(exact))
+        floats = np.array([_nearest(x) for x in flat], dtype=np.float64)
+    floats = floats.reshape(len(values), -1)
+    if Fraction not in kinds:
+        return floats, None
+    at = np.array([i for i, x in enumerate(flat) if type(x) is Fraction], dtype=np.int64)
+    return floats, (at, _exact_codes([flat[i] for i in at.tolist()]))
 
 
 def _exact_codes(xs: list[Fraction]) -> np.ndarray:
@@ -260,20 +282,43 @@ def _int_code(v: int) -> int:
 
 
 def _encode_values(values: list[Any], keep_raw: bool) -> Encoded:
-    rows = _float_rows(values) if values else None
-    if rows is not None:  # as a numeric array's rows: the same labels and cells, one vectorised pass
-        return _encode_rows(rows[0], number_labels(values[0]), values if keep_raw else None, rows[1])
+    """Outputs of a row shape (`row_shape`) are encoded as rows, a shape at a time (their keys
+    from their numbers and shape alone, whatever else the sample holds); any other output by
+    its canonical text."""
     n = len(values)
+    groups: dict[Any, list[int]] = {}
+    others = []
+    for i, v in enumerate(values):
+        shape = row_shape(v)
+        if shape is None:
+            others.append(i)
+        else:
+            groups.setdefault(shape, []).append(i)
+    raw = values if keep_raw else None
+    if len(groups) == 1 and not others:  # one shape: the sample is its rows
+        shape = next(iter(groups))
+        floats, exact = _float_rows(values, shape)
+        return _encode_rows(floats, number_labels(values[0]), raw, exact, _shape_seed(shape))
     keys = np.empty(n, dtype=np.int64)
     columns: dict[str, np.ndarray] = {}
-    for i, v in enumerate(values):
-        keys[i] = stable_key(v)
-        for label, x in _numbers(v, "y"):
-            col = columns.get(label)
-            if col is None:
-                col = columns[label] = np.full(n, np.nan)
-            col[i] = x
-    return Encoded(n, keys, columns, values if keep_raw else None)
+
+    def column(label: str) -> np.ndarray:
+        if label not in columns:
+            columns[label] = np.full(n, np.nan)
+        return columns[label]
+
+    for shape, idx in groups.items():
+        part = [values[i] for i in idx]
+        floats, exact = _float_rows(part, shape)
+        enc = _encode_rows(floats, number_labels(part[0]), None, exact, _shape_seed(shape))
+        keys[idx] = enc.keys
+        for label, col in enc.numeric.items():
+            column(label)[idx] = col
+    for i in others:
+        keys[i] = stable_key(values[i])
+        for label, x in _numbers(values[i], "y"):
+            column(label)[i] = x
+    return Encoded(n, keys, columns, raw)
 
 
 def stable_key(v: Any) -> int:
@@ -287,7 +332,7 @@ def canonical(v: Any) -> str:
     if isinstance(v, bool) or v is None or isinstance(v, str):
         return repr(v)
     if isinstance(v, (int, float)):
-        x = float(v)
+        x = _nearest(v)
         return repr(0.0 if x == 0 else x)  # one text per number: 1 and 1.0 are one output
     if isinstance(v, dict):
         return "{" + ", ".join(f"{k!r}: {canonical(x)}" for k, x in v.items()) + "}"
@@ -305,9 +350,9 @@ def _numbers(v: Any, label: str) -> Iterator[tuple[str, float]]:
     """(coordinate label, value) for every number inside v; booleans count as 0/1, and exact
     rationals (a program's post-processed releases) as their nearest float."""
     v = _plain(v)
-    if isinstance(v, (bool, int, float)):
+    if isinstance(v, bool):
         yield label, float(v)
-    elif isinstance(v, Fraction):
+    elif isinstance(v, (int, float, Fraction)):
         yield label, _nearest(v)
     elif isinstance(v, dict):
         for k, x in v.items():
@@ -317,8 +362,8 @@ def _numbers(v: Any, label: str) -> Iterator[tuple[str, float]]:
             yield from _numbers(x, f"{label}[{j}]")
 
 
-def _nearest(x: Fraction) -> float:
-    """x's nearest float, an infinity beyond the largest (float() raises there)."""
+def _nearest(x: Any) -> float:
+    """A number's nearest float, an infinity beyond the largest (float() raises there)."""
     try:
         return float(x)
     except OverflowError:

@@ -141,10 +141,10 @@ class Lanes:
         return v
 
     def numbers(self) -> Optional[tuple[np.ndarray, np.ndarray, Ratios]]:
-        """When every lane holds a float or a Fraction: (each lane's nearest float, as float()
-        gives it, saturating at the infinities; which lanes hold a Fraction; those lanes' exact
-        values, in lane order), without building the Fractions.  None when a lane holds anything
-        else (an int, a bool, a tuple...)."""
+        """When every lane holds a float, an int or a Fraction: (each lane's nearest float, as
+        float() gives it, saturating at the infinities; which lanes hold a Fraction; those lanes'
+        exact values, in lane order), without building the Fractions.  None when a lane holds
+        anything else (a bool, a tuple...)."""
         d = self._data
         if d is None:
             r = self.ratios
@@ -155,8 +155,10 @@ class Lanes:
             r, full = self.exact, ~self._empty  # type: ignore[operator]
             return np.where(full, r.floats(), 0.0), full, r.take(np.flatnonzero(full))  # type: ignore[union-attr]
         if isinstance(d, np.ndarray):
-            if not self.frac or d.dtype == np.bool_:
-                return None  # ints or booleans
+            if d.dtype == np.bool_:
+                return None
+            if not self.frac:  # ints (int64: their floats are correctly rounded)
+                return d.astype(np.float64), np.zeros(len(d), dtype=bool), _NO_RATIOS
             return d.astype(np.float64), np.ones(len(d), dtype=bool), Ratios.of_ints(d)
         return _list_numbers(d)
 
@@ -291,11 +293,11 @@ _NO_RATIOS = Ratios.of_ints(np.zeros(0, dtype=np.int64))
 def _list_numbers(d: list) -> Optional[tuple[np.ndarray, np.ndarray, Ratios]]:
     """`Lanes.numbers` of a list of values."""
     kinds = set(map(type, d))
-    if not kinds <= {float, Fraction}:
+    if not kinds <= {float, Fraction, int}:  # the exact types: a bool is not a number here
         return None
     is_exact = np.fromiter((type(x) is Fraction for x in d), dtype=bool, count=len(d))
     try:
-        floats = np.array(d, dtype=np.float64)  # float() of each Fraction: correctly rounded
+        floats = np.array(d, dtype=np.float64)  # float() of each int and Fraction: correctly rounded
     except OverflowError:
         floats = np.array([as_float(x) for x in d], dtype=np.float64)
     exact = Ratios.of_values([x for x in d if type(x) is Fraction]) if Fraction in kinds else _NO_RATIOS

@@ -104,15 +104,15 @@ def test_cell_counts_are_the_outputs_in_each_events_cells():
 
 
 def _slow(values):
-    """The general encoding (canonical text keys, numbers found one by one)."""
-    from fuzzpy.audit import outputs
+    """The general encoding, output by output: keys from the canonical text, numbers one by one."""
+    from fuzzpy.audit.outputs import Encoded, _numbers, stable_key
 
-    real = outputs._float_rows
-    outputs._float_rows = lambda values: None
-    try:
-        return encode(values)
-    finally:
-        outputs._float_rows = real
+    n = len(values)
+    columns: dict = {}
+    for i, v in enumerate(values):
+        for label, x in _numbers(v, "y"):
+            columns.setdefault(label, np.full(n, np.nan))[i] = x
+    return Encoded(n, np.array([stable_key(v) for v in values], dtype=np.int64), columns)
 
 
 def _classes(keys) -> list:
@@ -149,8 +149,10 @@ def test_outputs_of_one_float_shape_encode_as_rows_with_the_same_cells_and_coord
                       (Fraction(2**70, 3), 1.0), (Fraction(-2), 1.0), (Fraction(-1), 1.0)]
     shapes["centres"] = [((Fraction(int(r[0] * 4), 3), r[1]), (r[2], Fraction(1, 7)))
                          for r in np.nan_to_num(x).tolist()]
+    shapes["ints beside floats"] = [(float(r[0]), int(r[1] * 10) if r[1] == r[1] else 3) for r in x.tolist()]
+    shapes["ints beside floats"] += [(1.5, 2), (1.5, 2.0), (1.5, -0.0), (1.5, 0)]  # 2 and 2.0, -0.0 and 0: one
     for name, values in shapes.items():
-        assert outputs._float_rows(values) is not None, name
+        assert outputs.row_shape(values[0]) is not None, name
         fast, slow = encode(values), _slow(values)
         assert list(fast.numeric) == list(slow.numeric), name
         for label in fast.numeric:
@@ -160,8 +162,31 @@ def test_outputs_of_one_float_shape_encode_as_rows_with_the_same_cells_and_coord
     assert len(set(encode(shapes["exact"][-5:]).keys.tolist())) == 4  # 1/3 twice; 1/3 + 1e-30; 1 and 1.0 apart
     assert encode(shapes["exact"]).numeric["y[0]"][-5] == 1 / 3
     assert len(set(encode(shapes["pairs"][-2:]).keys.tolist())) == 1  # one NaN
-    # numbers that are not all floats, shapes that differ, keys in another order: the general path
-    for values in ([(1.0, 2)], [(1.0, True)], [(1.0, 2.0), (1.0,)], [{"a": 1.0, "b": 2.0}, {"b": 2.0, "a": 1.0}],
-                   [(Fraction(1), 2)], [{"a": 1.0, "b": "x"}],
-                   [((1.0,), 2.0)], [("a", 1.0)], [{}], [()]):
-        assert outputs._float_rows(values) is None, values
+    assert len(set(encode(shapes["ints beside floats"][-4:]).keys.tolist())) == 2
+    # booleans, strings, a number beside a tuple, empty outputs, bare numbers: not rows
+    for v in ((1.0, True), {"a": 1.0, "b": "x"}, ((1.0,), 2.0), ("a", 1.0), {}, (), ((), ()), 1.5, Fraction(1)):
+        assert outputs.row_shape(v) is None, v
+    assert outputs.row_shape((Fraction(1), 2)) == ("tuple", 2)
+    assert outputs.row_shape(((1.0,), (), (2, 3.0))) == ("tuples", (1, 0, 2))
+
+
+def test_an_outputs_key_is_its_own_whatever_else_is_encoded_with_it():
+    """Cells are sets of outputs: an output's key (its cell) must not depend on the other
+    outputs of its sample or chunk (one chunk's outputs all of one shape, the next's not), and
+    outputs of different shapes with the same numbers are different outputs."""
+    from fuzzpy.audit.outputs import stable_key
+
+    outputs = [(1.5, 2.0), (1, 2.0), (1.0, 2.0), ((1.0, 2.0),), ((1.0,), (2.0,)), ((1.0, 2.0), (3.0,)),
+               {"a": 1.0, "b": 2.0}, {"b": 2.0, "a": 1.0}, (Fraction(1, 3), 2.0), (1.5, "x"), 2.5, (True, 1.0),
+               ((Fraction(10**30), 1.0),), ("a",)]
+    alone = [int(encode([v]).keys[0]) for v in outputs]
+    together = encode(outputs).keys.tolist()
+    assert together == alone
+    for i, v in enumerate(outputs):  # beside copies of itself (a sample of one shape) and beside all
+        assert encode([v] * 3).keys.tolist() == [alone[i]] * 3
+        assert encode(outputs[i:] + outputs[:i]).keys.tolist()[0] == alone[i]
+    # the same output (1 and 1.0 are one, as in the canonical text) has one key; the others differ
+    assert alone[1] == alone[2]
+    assert len(set(alone)) == len(outputs) - 1
+    assert len({stable_key(v) for v in outputs}) == len(outputs) - 1  # the canonical text agrees
+

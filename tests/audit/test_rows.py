@@ -1,8 +1,8 @@
 """Outputs handed to the encoder coordinate by coordinate (`outputs.Rows`, made by
 `batched._number_rows` from the batched sampler's lanes): they must encode exactly as the
 outputs themselves do (the same keys, so the same cells; the same coordinates), read back as the
-same values, and be refused (None: the list path, always correct) for anything but floats and
-Fractions in a shape the encoder takes as rows."""
+same values, and be refused (None: the list path, always correct) for anything but floats, ints
+and Fractions in a shape the encoder takes as rows (`outputs.row_shape`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fuzzpy.audit.batched import _number_rows
-from fuzzpy.audit.outputs import Rows, _exact_code, _exact_codes, concat, encode
+from fuzzpy.audit.outputs import Rows, _exact_code, _exact_codes, concat, encode, stable_key
 from fuzzpy.runtime.batch import Lanes, unlane
 from fuzzpy.runtime.ratios import Ratios
 
@@ -45,7 +45,10 @@ def _leaves(rng) -> dict:
         "sums, some over no rows": Lanes.of_sums(sums, empty),
         "a list of floats and Fractions": Lanes(mixed),
         "integral Fractions": Lanes(rng.integers(-5, 5, N), frac=True),
+        "ints (count's lanes)": Lanes(rng.integers(-5, 5, N)),
+        "ints among floats and Fractions": Lanes([2, 2.0, Fraction(2), -0.0, 0] * (N // 5)),
         "a constant float": 2.5,
+        "a constant int": 7,
         "a constant Fraction": Fraction(1, 3),
         "a huge Fraction": Lanes([Fraction(10**400, 3), Fraction(-10**400)] * (N // 2)),
     }
@@ -58,6 +61,9 @@ def _check(value, n: int = N) -> None:
     assert list(rows) == values and [repr(v) for v in rows] == [repr(v) for v in values]  # types too
     fast, slow = encode(rows, keep_raw=True), encode(values, keep_raw=True)
     assert fast.keys.tolist() == slow.keys.tolist()
+    texts: dict = {}  # the cells are those of the outputs' canonical text: equal outputs, one key
+    assert [texts.setdefault(stable_key(v), k) for v, k in zip(values, fast.keys.tolist())] == fast.keys.tolist()
+    assert len(set(fast.keys.tolist())) == len(texts)
     assert list(fast.numeric) == list(slow.numeric)
     for label in fast.numeric:
         assert np.array_equal(fast.numeric[label], slow.numeric[label], equal_nan=True), label
@@ -90,12 +96,11 @@ def test_rows_keep_the_cells_apart_and_together():
 
 
 NOT_ROWS = {
-    "ints (count's lanes)": (Lanes(np.arange(N)),),
     "booleans": (Lanes(np.arange(N) > 3),),
-    "an int among floats": (Lanes([1.0] * (N - 1) + [2]),),
+    "a boolean among floats": (Lanes([1.0] * (N - 1) + [True]),),
     "lanes holding tuples": (Lanes([(1.0, 2.0)] * N),),
     "a number beside a tuple": (Lanes.of_floats(np.zeros(N)), (Lanes.of_floats(np.zeros(N)),)),
-    "a constant int": (3,),
+    "a constant boolean": (True, Lanes.of_floats(np.zeros(N))),
     "a string": ("a", Lanes.of_floats(np.zeros(N))),
     "one number, not a tuple": Lanes.of_floats(np.zeros(N)),
     "an empty tuple": (),
@@ -105,7 +110,7 @@ NOT_ROWS = {
 
 
 @pytest.mark.parametrize("name", list(NOT_ROWS))
-def test_outputs_that_are_not_floats_and_fractions_in_a_row_shape_are_not_rows(name):
+def test_outputs_that_are_not_numbers_in_a_row_shape_are_not_rows(name):
     value = NOT_ROWS[name]
     assert _number_rows(value, N) is None  # the list path then encodes the outputs themselves
 
@@ -132,3 +137,12 @@ def test_integer_codes_past_64_bits_are_vectorised_as_one_by_one():
     codes = _exact_codes(xs).tolist()
     assert codes == [(_exact_code(x) + 2**63) % 2**64 - 2**63 for x in xs]
     assert len(set(codes)) == len(set(xs))
+
+
+def test_chunks_of_two_shapes_join_as_a_list():
+    one = _number_rows((Lanes.of_floats(np.arange(4.0)), Lanes.of_floats(np.ones(4))), 4)
+    other = _number_rows(((Lanes.of_floats(np.arange(4.0)),), (Lanes.of_floats(np.ones(4)),)), 4)
+    whole = concat([encode(one, keep_raw=True), encode(other, keep_raw=True)])
+    assert type(whole.raw) is list and whole.raw == list(one) + list(other)
+    assert whole.keys[1] != whole.keys[5]  # (1.0, 1.0) and ((1.0,), (1.0,)): two outputs
+    assert whole.label_of(int(whole.keys[5])) == "((1.0), (1.0))"
