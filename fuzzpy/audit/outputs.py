@@ -5,8 +5,9 @@ arbitrary released values (numbers, booleans, strings, tuples, lists, partitions
 `Rows`, outputs of one shape given coordinate by coordinate (the batched program sampler's).
 `encode` turns any of them into an `Encoded` sample:
 
-* `keys`: one int64 per output identifying the whole output exactly (a numeric row's bits, or
-  a stable hash of the value's canonical text), for cell events on discrete outputs;
+* `keys`: one int64 per output identifying the whole output exactly, and a function of that
+  output alone (a mix of a numeric row's shape and numbers, or a stable hash of the value's
+  canonical text), for cell events on discrete outputs;
 * `numeric`: coordinate label -> float64 array (NaN where an output has no such coordinate),
   for threshold, interval and float-lattice events.
 """
