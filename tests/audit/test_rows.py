@@ -6,15 +6,20 @@ and Fractions in a shape the encoder takes as rows (`outputs.row_shape`)."""
 
 from __future__ import annotations
 
+import os
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given
 
 from fuzzpy.audit.batched import _number_rows
 from fuzzpy.audit.outputs import Rows, _exact_code, _exact_codes, concat, encode, stable_key
 from fuzzpy.runtime.batch import Lanes, unlane
 from fuzzpy.runtime.ratios import Ratios
+from tests.oracle.conftest import _recursion_limit  # noqa: F401 - raised for the module, as for the oracle's
+from tests.oracle.strategies import oracle_settings, programs
+from tests.oracle.support import DEPTH_LIMIT, call_depth
 
 N = 40
 
@@ -146,3 +151,41 @@ def test_chunks_of_two_shapes_join_as_a_list():
     assert type(whole.raw) is list and whole.raw == list(one) + list(other)
     assert whole.keys[1] != whole.keys[5]  # (1.0, 1.0) and ((1.0,), (1.0,)): two outputs
     assert whole.label_of(int(whole.keys[5])) == "((1.0), (1.0))"
+
+
+# ---- generated programs ------------------------------------------------------------------------
+
+N_GENERATED = int(os.environ.get("FUZZPY_ROWS_EXAMPLES", "150"))
+
+
+@pytest.mark.slow
+@oracle_settings(N_GENERATED)
+@given(programs())
+def test_generated_programs_encode_alike_drawn_as_rows_or_as_values_and_keys_are_each_outputs_own(program):
+    """On the soundness oracle's generated programs (tests/oracle/generator.py): drawing with
+    rows gives the outputs and the encoding the list of values gives, and each output's key is
+    the one it has encoded alone."""
+    import fuzzpy.audit.batched as batched
+    from fuzzpy.audit.programs import program_pairs, program_sampler
+    from fuzzpy.checking.program import check_source
+
+    with call_depth(DEPTH_LIMIT):
+        report = check_source(program.text, "gen.fz")
+        if not report.ok:
+            return
+        delta = Fraction(0) if report.is_pure else Fraction(1, 10**5)
+        inputs = [x for p in program_pairs(report, np.random.default_rng(0), 4, delta=delta)[:2] for x in (p.a, p.b)]
+        with_rows = program_sampler(report).many(inputs, 12, np.random.default_rng(1))
+        real = batched._number_rows
+        batched._number_rows = lambda value, n: None
+        try:
+            as_values = program_sampler(report).many(inputs, 12, np.random.default_rng(1))
+        finally:
+            batched._number_rows = real
+    if with_rows is None:
+        return
+    for rows, values in zip(with_rows, as_values):
+        assert repr(list(rows)) == repr(values), program.text
+        a, b = encode(rows), encode(values)
+        assert a.keys.tolist() == b.keys.tolist(), program.text
+        assert a.keys.tolist() == [int(encode([v]).keys[0]) for v in values], program.text
