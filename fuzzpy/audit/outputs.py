@@ -113,7 +113,8 @@ def _mix(z: np.ndarray) -> np.ndarray:
 # ---- outputs given coordinate by coordinate ------------------------------------------------------
 
 class Rows(Sequence):
-    """n outputs of one shape whose numbers are floats and exact rationals, given as what
+    """n outputs of one row shape (`row_shape`) whose numbers are floats, ints and exact
+    rationals, given as what
     `_float_rows` makes of the outputs themselves: `floats`, an (n, k) float64 array (coordinate
     j labelled labels[j]); `is_exact`, an (n, k) bool array of the numbers that are exact
     rationals; `codes`, their `_exact_code`s where is_exact.  Encoding them gives the sample the
@@ -249,8 +250,8 @@ def _ratio_codes(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 def _pair_codes(num: Any, den: Any) -> np.ndarray:
-    """`_exact_code` of each rational num[i] / den[i] in lowest terms, as int64, in uint64
-    arithmetic (the same wrapping product and xor)."""
+    """`_exact_code` of each rational num[i] / den[i] in lowest terms, as int64: its wrapping
+    product and xors, in uint64 arithmetic."""
     n64, d64 = _int_codes(num).view(np.uint64), _int_codes(den).view(np.uint64)
     return (n64 * np.uint64(0x100000001B3) ^ d64 ^ np.uint64(0x5851F42D4C957F2D)).view(np.int64)
 
