@@ -117,7 +117,7 @@ class Rows(Sequence):
     rationals, given as what
     `_float_rows` makes of the outputs themselves: `floats`, an (n, k) float64 array (coordinate
     j labelled labels[j]); `is_exact`, an (n, k) bool array of the numbers that are exact
-    rationals; `codes`, their `_exact_code`s where is_exact.  Encoding them gives the sample the
+    rationals; `codes`, their codes (`_pair_codes`) where is_exact.  Encoding them gives the sample the
     outputs' own encoding gives, without building them; `value(i)` builds output i (for a
     witness's text, or a caller reading the outputs as a sequence)."""
 
@@ -238,49 +238,38 @@ def _float_rows(values: list[Any], shape: Any) -> tuple[np.ndarray, Any]:
 
 
 def _exact_codes(xs: list[Fraction]) -> np.ndarray:
-    """`_exact_code` of each, as int64."""
+    """The codes of exact rationals (Fractions are in lowest terms), as `_pair_codes`."""
     return _pair_codes([x.numerator for x in xs], [x.denominator for x in xs])
 
 
 def _ratio_codes(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """`_exact_code` of each num[i] / den[i] (arrays of Python ints, den > 0, not necessarily in
-    lowest terms), as int64: reduced by a vectorised gcd, without building Fractions."""
+    """The codes of num[i] / den[i] (arrays of Python ints, den > 0, not necessarily in lowest
+    terms), as `_pair_codes`: reduced by a vectorised gcd, without building Fractions."""
     g = np.gcd(num, den)
     return _pair_codes(num // g, den // g)
 
 
 def _pair_codes(num: Any, den: Any) -> np.ndarray:
-    """`_exact_code` of each rational num[i] / den[i] in lowest terms, as int64: its wrapping
-    product and xors, in uint64 arithmetic."""
+    """A 64-bit code of each rational num[i] / den[i] in lowest terms: (p * 0x100000001B3) ^ q ^
+    0x5851F42D4C957F2D, wrapping, of the integers' codes p and q (`_int_codes`).  Equal for equal
+    values, distinct from a float's bits and from other values w.h.p."""
     n64, d64 = _int_codes(num).view(np.uint64), _int_codes(den).view(np.uint64)
     return (n64 * np.uint64(0x100000001B3) ^ d64 ^ np.uint64(0x5851F42D4C957F2D)).view(np.int64)
 
 
+_LOW, _HIGH, _PRIME, _BIG = -(1 << 63), 1 << 63, (1 << 61) - 1, 1 << 62
+
+
 def _int_codes(v: Any) -> np.ndarray:
-    """`_int_code` of each Python int, as int64."""
+    """Each Python int itself within 64 bits, else 2**62 + (v mod (2**61 - 1)), as int64: two
+    integers share a code only by a coincidence of residues, which makes an output's key exact
+    with high probability, as every 64-bit key is."""
     v = np.asarray(v, dtype=object)
     try:
         return v.astype(np.int64)  # raises when one is past 64 bits
     except OverflowError:
         small = ((v >= _LOW) & (v < _HIGH)).astype(bool)
         return np.where(small, v, _BIG + v % _PRIME).astype(np.int64)
-
-
-def _exact_code(x: Fraction) -> int:
-    """A 64-bit code of an exact rational (a Fraction is in lowest terms): equal for equal values,
-    distinct from a float's bits and from other values w.h.p."""
-    return ((_int_code(x.numerator) * 0x100000001B3) ^ _int_code(x.denominator) ^ 0x5851F42D4C957F2D) \
-        & 0xFFFFFFFFFFFFFFFF
-
-
-_LOW, _HIGH, _PRIME, _BIG = -(1 << 63), 1 << 63, (1 << 61) - 1, 1 << 62
-
-
-def _int_code(v: int) -> int:
-    """v itself within 64 bits, else 2**62 + (v mod (2**61 - 1)), as `_int_codes` computes it
-    vectorised: two integers share a code only by a coincidence of residues, which makes an
-    output's key exact with high probability, as every 64-bit key is."""
-    return v if _LOW <= v < _HIGH else _BIG + v % _PRIME
 
 
 def _encode_values(values: list[Any], keep_raw: bool) -> Encoded:
