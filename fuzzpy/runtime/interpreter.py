@@ -70,6 +70,7 @@ class RunState:
     engine: Any = None                                # the tables' engine when not pandas (engines/)
     memo: dict = field(default_factory=dict)          # groupby key codes per base table (partitions.py)
     estimates: list = field(default_factory=list)     # EstimateRecords (post-processing of releases)
+    compiled: bool = True                             # False: public functions are walked too (tests)
 
 
 class Context:
@@ -299,6 +300,9 @@ class Interpreter:
         # Exact arithmetic for values that can reach a mechanism; row functions (which only
         # ever feed per-row results to bag primitives) use floats, like their column path.
         self.exact = exact
+        # Public functions run as compiled Python (compiled.py) from this evaluator only: the
+        # subclasses change what a step does (lanes, columns, the oracle's records).
+        self.compiled = exact and state.compiled and type(self) is Interpreter
 
     # -- entry points --------------------------------------------------------------------------
 
@@ -441,6 +445,12 @@ class Interpreter:
 
     def call_body(self, inst: I.Instance, args: list[Any]) -> Any:
         """A checked function's body on its arguments (the call itself counted by the caller)."""
+        if self.compiled:
+            state = self.state
+            if state.engine is None and state.row_calls is None:
+                fn = compiled.compiled_function(inst)
+                if fn is not None:
+                    return fn(self, state, *args)
         return self.eval(inst.body, dict(zip(inst.params, args)))  # type: ignore[arg-type]
 
     def prim(self, node: I.IPrim) -> Primitive:
@@ -652,3 +662,6 @@ class _Worker:
                 done.set()
             if not keep:
                 return
+
+
+from . import compiled  # noqa: E402 - it builds on this module (read at call time)

@@ -1,9 +1,10 @@
 """The runtime's fast paths against its reference path, on generated programs.
 
-`fuzzpy run` evaluates a checked program with two optimisations on by default: batched
+`fuzzpy run` evaluates a checked program with three optimisations on by default: batched
 evaluation (pmap, each and selection scores over every part or candidate at once,
-fuzzpy/runtime/batch.py) and vectorised row functions (one column operation per expression
-instead of one call per row, fuzzpy/runtime/vectorize.py).  The checker's proof is about the
+fuzzpy/runtime/batch.py), vectorised row functions (one column operation per expression
+instead of one call per row, fuzzpy/runtime/vectorize.py) and public functions compiled to
+Python (fuzzpy/runtime/compiled.py).  The checker's proof is about the
 reference semantics: the scalar interpreter, one call per part, candidate and row.  If a fast
 path computed another value, a mechanism could receive an input whose sensitivity nobody proved.
 
@@ -33,8 +34,8 @@ from fuzzpy.runtime.samplers import RandomSource
 from .choices import RandomChooser
 from .support import TIMEOUT, Case, draw_case, pair_tables
 
-FAST = {"batch": True, "vectorise": True}
-REFERENCE = {"batch": False, "vectorise": False}
+FAST = {"batch": True, "vectorise": True, "compiled": True}
+REFERENCE = {"batch": False, "vectorise": False, "compiled": False}
 
 
 @dataclass
@@ -56,7 +57,8 @@ class Run:
 
 def run_with(instance: Any, tables: dict[str, Any], seed: int, timeout: float, **paths: bool) -> Run:
     """One real run (seeded noise) on the oracle's large-stack worker, stopped at `timeout`."""
-    state = RunState(RandomSource.seeded(seed), paths["vectorise"], batch=paths["batch"])
+    state = RunState(RandomSource.seeded(seed), paths["vectorise"], batch=paths["batch"],
+                     compiled=paths["compiled"])
     box: dict[str, Any] = {}
 
     def main() -> None:

@@ -1,0 +1,296 @@
+"""Public functions compiled to Python: the interpreter's own semantics without its steps.
+
+A checked function whose body, and the body of every function it calls, is made only of
+constants, variables, `let`, `if`, tuples, lists, cons, `case`, injections and calls of
+primitives that take neither a context nor a table is a function over public values: it
+cannot release, sample or read a row.  Such a function spends most of its time in the
+interpreter's own bookkeeping (a dispatch, an environment copy and a list of arguments per
+step), so it is translated once into Python source whose locals are the program's variables,
+one Python function per instance, and the interpreter calls that instead of walking the body.
+
+The translation is the interpreter's rules one for one (docs/runtime.md, "Compiled public
+functions"): the same values (exact Fractions, tuples for tuples and lists, ("inl", v) for
+injections), the same primitive calls (`fold_exact` on the exact path, `call_prim` otherwise),
+the same evaluation order, and the same limit on nested calls with the same error.  What it
+leaves out is what such a function cannot need: the call sites that label releases, and the
+per-row call budget (only row-by-row evaluation, which never uses compiled code, sets one).
+
+A function that does not qualify, or whose source Python will not compile, is run by the
+interpreter as before (`compiled_function` returns None).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from fractions import Fraction
+from typing import Any, Callable, Optional
+
+from .. import limits
+from ..checking import ir as I
+from ..primitives.registry import Primitive, lookup
+
+# Primitives that take a table (their runtimes receive lazy bags): never in a compiled function.
+from .interpreter import LAZY_BAG_PRIMITIVES, RunFailure, _immutable, exact_arg, shared_const
+
+_COMPILED: "weakref.WeakKeyDictionary[I.Instance, Optional[Callable[..., Any]]]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+class NotCompilable(Exception):
+    """The function (or one it calls) has a node the translation does not take."""
+
+
+def compiled_function(inst: I.Instance) -> Optional[Callable[..., Any]]:
+    """`inst` as a Python function fn(interpreter, state, *args), or None when it must be
+    interpreted.  Translated once per instance (with every function it calls)."""
+    try:
+        return _COMPILED[inst]
+    except KeyError:
+        pass
+    with _LOCK:
+        if inst not in _COMPILED:
+            _compile_group(inst)
+        return _COMPILED[inst]
+
+
+def _compile_group(root: I.Instance) -> None:
+    """Translate `root` and every instance it reaches through calls, as one module (they may
+    call each other).  If one of them does not qualify, `root` does not; the others are tried
+    on their own when they are called."""
+    gen = _Module()
+    try:
+        gen.function(root)
+        while gen.pending:
+            gen.function(gen.pending.pop())
+        fns = gen.build()
+    except (NotCompilable, SyntaxError, RecursionError, MemoryError, ValueError):
+        _COMPILED[root] = None
+        return
+    for inst, fn in fns.items():
+        _COMPILED.setdefault(inst, fn)
+
+
+# ---- primitive calls ---------------------------------------------------------------------------------
+
+def _fold_call(prim: Primitive, node: I.IPrim) -> Callable[..., Any]:
+    """A scalar primitive as the interpreter's `call_prim` runs it without an engine, exactly:
+    the fold on exact arguments (`fold_exact`), `call_prim` itself for anything else."""
+    fold = prim.fold
+
+    def call(it: Any, *args: Any) -> Any:
+        exact = []
+        for a in args:
+            t = type(a)
+            q = a if (t is Fraction or t is str or t is bool) else exact_arg(a)
+            if q is None:
+                return it.call_prim(prim, node, list(args))
+            exact.append(q)
+        return fold(*exact)
+
+    return call
+
+
+def _plain_call(prim: Primitive, node: I.IPrim) -> Callable[..., Any]:
+    def call(it: Any, *args: Any) -> Any:
+        return it.call_prim(prim, node, list(args))
+
+    return call
+
+
+def _too_deep(span: Any) -> RunFailure:
+    return RunFailure(f"function calls nested more than {limits.CALL_DEPTH} deep", span)
+
+
+# ---- the translation ---------------------------------------------------------------------------------
+
+class _Module:
+    """Python source for a group of instances; constants, primitives and spans live in the
+    module's globals as _g<n>."""
+
+    def __init__(self) -> None:
+        self.names: dict[I.Instance, str] = {}
+        self.pending: list[I.Instance] = []
+        self.globals: dict[str, Any] = {"_limits": limits, "_too_deep": _too_deep}
+        self.lines: list[str] = []
+        self._n = 0
+
+    def fresh(self, prefix: str) -> str:
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    def glob(self, value: Any) -> str:
+        name = self.fresh("_g")
+        self.globals[name] = value
+        return name
+
+    def name_of(self, inst: I.Instance) -> str:
+        if inst not in self.names:
+            if inst.body is None:
+                raise NotCompilable(inst.name)
+            self.names[inst] = self.fresh("_f")
+            self.pending.append(inst)
+        return self.names[inst]
+
+    def function(self, inst: I.Instance) -> None:
+        name = self.name_of(inst)
+        if inst in self.pending:
+            self.pending.remove(inst)
+        scope = {p: self.fresh("v") for p in inst.params}
+        body = _Body(self)
+        result = body.expr(inst.body, scope)
+        self.lines.append(f"def {name}(it, st, {', '.join(scope[p] for p in inst.params)}):")
+        self.lines.extend("    " + line for line in body.lines)
+        self.lines.append(f"    return {result}")
+
+    def build(self) -> dict[I.Instance, Callable[..., Any]]:
+        source = "\n".join(self.lines) + "\n"
+        namespace = dict(self.globals)
+        exec(compile(source, "<fuzzpy compiled>", "exec"), namespace)
+        return {inst: namespace[name] for inst, name in self.names.items()}
+
+
+class _Body:
+    """One function's statements.  `expr` emits the statements that evaluate a node, in the
+    interpreter's order, and returns the name (or constant) holding its value."""
+
+    def __init__(self, module: _Module) -> None:
+        self.m = module
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def expr(self, node: Any, scope: dict[str, str]) -> str:
+        handler = getattr(self, "x_" + type(node).__name__, None)
+        if handler is None:
+            raise NotCompilable(type(node).__name__)
+        return handler(node, scope)
+
+    def let(self, value: str) -> str:
+        name = self.m.fresh("t")
+        self.emit(f"{name} = {value}")
+        return name
+
+    # -- binding -----------------------------------------------------------------------------------
+
+    def bind(self, pattern: Any, value: str, scope: dict[str, str]) -> dict[str, str]:
+        """The interpreter's `bind`: a name, _ (None), or a tuple pattern destructured."""
+        if pattern is None:
+            return scope
+        out = dict(scope)
+        self.emit(f"{self._target(pattern, out)} = {value}")
+        return out
+
+    def _target(self, pattern: Any, scope: dict[str, str]) -> str:
+        if pattern is None:
+            return "_"
+        if isinstance(pattern, str):
+            scope[pattern] = self.m.fresh("v")
+            return scope[pattern]
+        _, items = pattern
+        return "(" + "".join(self._target(p, scope) + ", " for p in items) + ")"
+
+    # -- nodes ------------------------------------------------------------------------------------
+
+    def x_IConst(self, node: I.IConst, scope: dict[str, str]) -> str:
+        value = shared_const(node, True)
+        if not _immutable(value):
+            raise NotCompilable("a mutable constant")
+        return self.m.glob(value)
+
+    def x_IVar(self, node: I.IVar, scope: dict[str, str]) -> str:
+        if node.name not in scope:
+            raise NotCompilable(f"free name {node.name}")
+        return scope[node.name]
+
+    def x_ILet(self, node: I.ILet, scope: dict[str, str]) -> str:
+        while type(node) is I.ILet:
+            scope = self.bind(node.pattern, self.expr(node.bound, scope), scope)
+            node = node.body  # type: ignore[assignment]
+        return self.expr(node, scope)
+
+    def x_IIf(self, node: I.IIf, scope: dict[str, str]) -> str:
+        cond = self.expr(node.cond, scope)
+        out = self.m.fresh("t")
+        self.emit(f"if {cond}:")
+        self.branch(node.then, scope, out)
+        self.emit("else:")
+        self.branch(node.other, scope, out)
+        return out
+
+    def branch(self, node: Any, scope: dict[str, str], out: str) -> None:
+        self.depth += 1
+        self.emit(f"{out} = {self.expr(node, scope)}")
+        self.depth -= 1
+
+    def x_IPrim(self, node: I.IPrim, scope: dict[str, str]) -> str:
+        prim = lookup(node.name)
+        if prim is None or prim.run is None or prim.needs_context or node.name in LAZY_BAG_PRIMITIVES:
+            raise NotCompilable(f"primitive {node.name}")
+        args = [self.expr(a, scope) for a in node.args]
+        exact = prim.fold is not None and not prim.structured
+        call = self.m.glob((_fold_call if exact else _plain_call)(prim, node))
+        return self.let(f"{call}(it, {''.join(a + ', ' for a in args)})")
+
+    def x_ICall(self, node: I.ICall, scope: dict[str, str]) -> str:
+        fn = self.m.name_of(node.instance)
+        args = [self.expr(a, scope) for a in node.args]
+        out = self.m.fresh("t")
+        # the interpreter's call_instance: the same limit, checked before the call, same error
+        self.emit(f"if st.depth >= _limits.CALL_DEPTH: raise _too_deep({self.m.glob(node.span)})")
+        self.emit("st.depth += 1")
+        self.emit("try:")
+        self.emit(f"    {out} = {fn}(it, st, {''.join(a + ', ' for a in args)})")
+        self.emit("finally:")
+        self.emit("    st.depth -= 1")
+        return out
+
+    def x_ITuple(self, node: I.ITuple, scope: dict[str, str]) -> str:
+        return self._tuple(node.items, scope)
+
+    def x_IList(self, node: I.IList, scope: dict[str, str]) -> str:
+        return self._tuple(node.items, scope)
+
+    def _tuple(self, items: list[Any], scope: dict[str, str]) -> str:
+        values = [self.expr(x, scope) for x in items]
+        return self.let("(" + "".join(v + ", " for v in values) + ")")
+
+    def x_IProj(self, node: I.IProj, scope: dict[str, str]) -> str:
+        return self.let(f"{self.expr(node.value, scope)}[{int(node.index)}]")
+
+    def x_IInject(self, node: I.IInject, scope: dict[str, str]) -> str:
+        return self.let(f"({self.m.glob(node.side)}, {self.expr(node.value, scope)})")
+
+    def x_ICons(self, node: I.ICons, scope: dict[str, str]) -> str:
+        head = self.expr(node.head, scope)
+        tail = self.expr(node.tail, scope)
+        return self.let(f"({head},) + tuple({tail})")
+
+    def x_ICase(self, node: I.ICase, scope: dict[str, str]) -> str:
+        value = self.expr(node.scrutinee, scope)
+        out = self.m.fresh("t")
+        if node.kind == "sum":
+            side, inner = self.m.fresh("t"), self.m.fresh("t")
+            self.emit(f"{side}, {inner} = {value}")
+            self.emit(f"if {side} == 'inl':")
+            self._arm(node.left[0], inner, node.left[1], scope, out)
+            self.emit("else:")
+            self._arm(node.right[0], inner, node.right[1], scope, out)
+            return out
+        self.emit(f"if len({value}) == 0:")
+        self.branch(node.left[1], scope, out)
+        self.emit("else:")
+        (head_p, tail_p), body = node.right
+        self.depth += 1
+        inner_scope = self.bind(head_p, f"{value}[0]", scope)
+        inner_scope = self.bind(tail_p, f"tuple({value}[1:])", inner_scope)
+        self.emit(f"{out} = {self.expr(body, inner_scope)}")
+        self.depth -= 1
+        return out
+
+    def _arm(self, pattern: Any, value: str, body: Any, scope: dict[str, str], out: str) -> None:
+        self.depth += 1
+        self.emit(f"{out} = {self.expr(body, self.bind(pattern, value, scope))}")
+        self.depth -= 1

@@ -1,0 +1,160 @@
+"""Public functions compiled to Python (fuzzpy/runtime/compiled.py) compute what the interpreter
+computes: the same values of the same types, the same releases, the same error at the same
+call depth; and only functions over public values are compiled."""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import pandas as pd
+import pytest
+
+from fuzzpy import limits
+from fuzzpy.checking import ir as I
+from fuzzpy.checking.program import check_source
+from fuzzpy.runtime import compiled as C
+from fuzzpy.runtime.interpreter import Interpreter, RunFailure, RunState, evaluate_entry
+from fuzzpy.runtime.samplers import RandomSource
+
+SCHEMA = "schema T { x : num[0, 10], k : cat{\"a\", \"b\"} }\n"
+DB = pd.DataFrame({"x": [1.5, 7.0, 10.0, 0.0], "k": pd.Categorical(["a", "b", "a", "b"], ["a", "b"])})
+
+HELPERS = """
+function len (l : list num) : num { case l of { [] => 0 | h :: t => 1 + len t } }
+function lsum (l : list num) : num { case l of { [] => 0 | h :: t => h + lsum t } }
+function append (xs : list num) (ys : list num) : list num { case xs of { [] => ys | h :: t => h :: append t ys } }
+function rev (xs : list num) : list num { case xs of { [] => [] | h :: t => append (rev t) [h] } }
+function member (x : string) (xs : list string) : bool {
+  case xs of { [] => false | h :: t => if h == x then true else member x t } }
+function pairs (xs : list num) : list (num, num) { case xs of { [] => [] | h :: t => (h, h * h) :: pairs t } }
+function firsts (ps : list (num, num)) : list num { case ps of { [] => [] | p :: t => let (a, b) = p; a :: firsts t } }
+function pick (v : num + string) : num { case v of { inl n => n / 3 | inr s => if s == "x" then 1 else 2 } }
+function shadow (x : num) : num { let y = x + 1; let x = y * 2; let y = x - 1; y + x }
+function down (n : num) : num { if n <= 0 then 0 else 1 + down (n - 1) }
+"""
+
+
+def check(body: str, ret: str = "fuzzy num", extra: str = HELPERS):
+    report = check_source(SCHEMA + extra + f"\nfunction main (db : bag T) : {ret} {{ {body} }}", "t.fz")
+    errors = [d for d in report.diagnostics if d.severity == "error" and d.code not in ("E0302", "E0309")]
+    assert not errors, [f"{d.code} {d.message}" for d in errors]
+    return report.entry_instance
+
+
+def run(entry, compiled: bool, seed: int = 3):
+    state = RunState(RandomSource.seeded(seed), compiled=compiled)
+    try:
+        out = evaluate_entry(entry, {"db": DB}, state)
+    except RunFailure as exc:
+        return ("failed", exc.diagnostics[0].message, exc.diagnostics[0].span, [r.value for r in state.releases])
+    return ("ok", out.value, type(out.value).__name__, [(r.value, type(r.value).__name__) for r in state.releases])
+
+
+def both(body: str, ret: str = "fuzzy num", extra: str = HELPERS):
+    entry = check(body, ret, extra)
+    fast, ref = run(entry, True), run(entry, False)
+    assert fast == ref
+    return fast
+
+
+def instances(entry) -> dict[str, I.Instance]:
+    return {n.name: n for n in I.reachable(entry) if isinstance(n, I.Instance)}
+
+
+# ---- the same values ---------------------------------------------------------------------------
+
+# `n` (the table's size, 4) is not a check-time constant: the checker would otherwise fold the
+# calls on constants into their values, leaving nothing to run.
+@pytest.mark.parametrize("body, ret, expected", [
+    ("return (len [n, 2, 3], lsum [n, 2, 3.5])", "fuzzy (num, num)", (3, F(19, 2))),
+    ("return (rev [1, n, 3])", "fuzzy (list num)", (3, 4, 1)),
+    ("let s = if n > 2 then \"b\" else \"z\"; return (member s [\"a\", \"b\"], member s [\"a\"], member s [])",
+     "fuzzy (bool, bool, bool)", (True, False, False)),
+    ("return (firsts (pairs [2, n]), pairs [n])", "fuzzy (list num, list (num, num))", ((2, 4), ((4, 16),))),
+    ("let s = if n > 2 then \"x\" else \"y\"; let t = if n > 5 then \"x\" else \"y\";"
+     "return (pick (inl n : num + string), pick (inr s : num + string), pick (inr t : num + string))",
+     "fuzzy (num, num, num)", (F(4, 3), 1, 2)),
+    ("return (shadow n)", "fuzzy num", 19),
+    ("return (down (n * 10))", "fuzzy num", 40),
+])
+def test_public_functions_give_the_interpreters_values(body, ret, expected):
+    status, value, *_ = both("let n = count db; " + body, ret)
+    assert status == "ok" and value == expected
+
+
+def test_released_floats_reach_compiled_functions_as_the_interpreter_takes_them():
+    # a released value is a float; `+` takes it exactly (as a Fraction), in both evaluators
+    status, value, kind, releases = both(
+        "sample n = laplace 1 (count db); return (lsum [n, 1 / 3], len [n], member \"a\" [\"a\"])",
+        "fuzzy (num, num, bool)")
+    assert status == "ok" and len(releases) == 1
+    assert value[0] == pytest.approx(releases[0][0] + 1 / 3)
+
+
+def test_the_compiled_path_is_taken_and_walks_no_step_of_the_body(monkeypatch):
+    entry = check("let n = count db; return (lsum (rev [1, 2, 3, n]))")
+    cases = []
+    orig = Interpreter.case_on
+    monkeypatch.setattr(Interpreter, "case_on", lambda self, *a: cases.append(1) or orig(self, *a))
+    assert run(entry, False)[1] == 10.0 and len(cases) > 10
+    cases.clear()
+    assert run(entry, True)[1] == 10.0 and cases == []
+
+
+# ---- which functions are compiled ----------------------------------------------------------------
+
+def test_functions_over_public_values_are_compiled_and_no_other():
+    extra = HELPERS + """
+    function noisy (b : bag T) : fuzzy num { laplace 1 (count b) }
+    function size (b : bag T) : num { count b }
+    function twice (f : num -> num) (x : num) : num { f (f x) }
+    function calls_size (b : bag T) (xs : list num) : num { size b + len xs }
+    """
+    entry = check("sample a = noisy db; return (len [a], lsum [size db], twice (fun y -> y + 1) 0, calls_size db [1])",
+                  "fuzzy (num, num, num, num)", extra)
+    found = instances(entry)
+    for name in ("len", "lsum"):
+        assert C.compiled_function(found[name]) is not None, name
+    for name in ("noisy", "size", "twice", "calls_size", "main"):  # a release, a table, an application, a callee
+        assert C.compiled_function(found[name]) is None, name
+    assert run(entry, True) == run(entry, False)
+
+
+def test_a_function_python_will_not_compile_is_interpreted():
+    # 120 nested conditions: deeper than Python's indentation limit in the translation
+    nested = "0"
+    for i in range(120):
+        nested = f"if n == {i} then {i} else ({nested})"
+    extra = f"function deep_if (n : num) : num {{ {nested} }}"
+    entry = check("return (deep_if (count db + 3))", extra=extra)
+    assert C.compiled_function(instances(entry)["deep_if"]) is None
+    assert both("return (deep_if (count db + 3))", extra=extra)[:2] == ("ok", 7)
+
+
+# ---- the call-depth limit --------------------------------------------------------------------------
+
+def test_calls_nested_past_the_limit_fail_at_the_same_call_with_the_same_error(monkeypatch):
+    monkeypatch.setattr(limits, "CALL_DEPTH", 50)
+    # count db is not a check-time constant, so the recursion is not unrolled by the checker
+    fail = both("sample a = laplace 1 (count db); return (a + down (count db * 20))")
+    assert fail[0] == "failed" and "nested more than 50 deep" in fail[1] and len(fail[3]) == 1
+    assert fail[2] is not None and fail[2].file == "t.fz"
+    # main's call of down is depth 1: down n nests n + 1 calls, 49 fits
+    assert both("return (down (count db * 12 + 1))")[:2] == ("ok", 49.0)
+    assert both("return (down (count db * 12 + 2))")[0] == "failed"
+
+
+def test_exact_arithmetic_and_types_match_on_fractions():
+    status, value, kind, _ = both("let n = count db; return (lsum [n / 3, 1 / 6], len [n])", "fuzzy (num, num)")
+    assert status == "ok" and value == (F(3, 2), 1) and type(value[0]) is F
+    entry = check("let n = count db; return (lsum [n / 3, 1 / 6])")
+    state = RunState(RandomSource.seeded(0))
+    interp = Interpreter(state)
+    lsum = instances(entry)["lsum"]
+    fn = C.compiled_function(lsum)
+    assert fn is not None and fn(interp, state, (F(1, 3), F(1, 6))) == F(1, 2)
+    # a float (a released value) is taken exactly, an int as its Fraction: the interpreter's fold
+    for args in [(F(1, 3), 0.25), (2, F(1, 2)), (0.1, 0.2)]:
+        walked = Interpreter(RunState(RandomSource.seeded(0), compiled=False)).call_body(lsum, [args])
+        got = fn(interp, state, args)
+        assert got == walked and type(got) is type(walked), args
