@@ -110,15 +110,34 @@ def base_key_codes(ctx, key, base):
     ident = constant_identity(key)
     if memo is None or ident is None:
         return None
-    k = (id(base), ident, id(ctx.info))
+    k = (id(base), ident, _info_identity(ctx.info))
     hit = memo.get(k)
-    if hit is not None and hit[0] is base and hit[1] is ctx.info:
+    if hit is not None and hit[0] is base:
         return hit[2]
     codes = key_codes(ctx.vectorised(key)(base), ctx.info)
     if len(memo) >= MEMO_ENTRIES:
         memo.clear()
     memo[k] = (base, ctx.info, codes)
     return codes
+
+
+def _info_identity(info: dict):
+    """The groupby's decisions (keys, ranges) by value: two call sites of the same key function
+    with the same decisions share their codes; by identity when they have no such value."""
+    from ..runtime.batch import structure
+
+    hit = _INFO_IDENTITY.get(id(info))
+    if hit is not None and hit[0] is info:
+        return hit[1]
+    ident = structure(info)
+    ident = ("info", id(info), info) if ident is None else ident
+    if len(_INFO_IDENTITY) >= MEMO_ENTRIES:
+        _INFO_IDENTITY.clear()
+    _INFO_IDENTITY[id(info)] = (info, ident)
+    return ident
+
+
+_INFO_IDENTITY: dict = {}  # id(info) -> (info, its identity): info dicts are not weakly referenceable
 
 
 def _run_groupby(ctx, key, b):
@@ -129,18 +148,38 @@ def _run_groupby(ctx, key, b):
     keys = tuple(ctx.info["keys"])
     base, mask = base_and_mask(b)
     codes = base_key_codes(ctx, key, base)
-    if codes is not None:
-        if mask is not None:
-            codes = np.where(mask, codes, -1)
+    if codes is not None and mask is not None:
+        # Remembered codes of the whole base, for a bag that is a part of it (a tree's node):
+        # read them on the bag's own rows only, so that a node costs its rows, not the base's.
+        rows = np.flatnonzero(mask)
+        mine = codes[rows]
+        counts = _own_counts(mine, len(keys))
+        codes = _spread(mine, rows, len(base))
     else:
-        codes = key_codes(ctx.vectorised(key)(b), ctx.info)
-        if mask is not None:  # codes of the selected rows, spread back over the base rows
-            full = np.full(len(base), -1, dtype=codes.dtype)
-            full[mask] = codes
-            codes = full
-    counts = _group_counts(codes, len(keys))
+        if codes is None:
+            codes = key_codes(ctx.vectorised(key)(b), ctx.info)
+            if mask is not None:  # codes of the selected rows, spread back over the base rows
+                codes = _spread(codes, mask, len(base))
+        counts = _group_counts(codes, len(keys))
     return Partition({k: MaskedBag(base, mask_fn=lambda i=i: codes == i, count=int(counts[i]))
                       for i, k in enumerate(keys)}, base, codes)
+
+
+def _own_counts(codes, k: int):
+    """Rows per key of a bag's own codes (-1: no key), by one bincount over those rows."""
+    import numpy as np
+
+    return np.bincount(codes[codes >= 0].astype(np.intp, copy=False), minlength=k)[:k].astype(np.int64)
+
+
+def _spread(codes, where, n: int):
+    """Codes of some rows of a base spread over all n base rows (-1 for the others); `where` is
+    the rows' mask or their indices."""
+    import numpy as np
+
+    full = np.full(n, -1, dtype=codes.dtype)
+    full[where] = codes
+    return full
 
 
 def _run_part(ps, key):

@@ -382,7 +382,10 @@ def lane_view(v: Any, i: int, depth: int = 0) -> Any:
 def constant_identity(fn: Any) -> Optional[tuple]:
     """(code, the values it reads from its scope) for a function that reads only public
     constants (numbers, strings, booleans, tuples of them) besides its parameters; None
-    otherwise.  Two functions with the same identity compute the same thing."""
+    otherwise.  Two functions with the same identity compute the same thing.  The code is its
+    structure up to the names of its bound variables (`structure`) when it has one, so that one
+    source function elaborated in two instances of its caller (an IR copy each, with generated
+    names) has one identity; else the code object itself."""
     if type(fn) is not Closure or fn.body is None or not fn.params:
         return None
     env = fn.env
@@ -393,8 +396,140 @@ def constant_identity(fn: Any) -> Optional[tuple]:
         v = env[name]
         if not _is_constant(v):
             return None
-        read.append((name, v))
-    return (id(fn.body), fn.body, tuple(read))
+        read.append((name, type(v).__name__, v))
+    code = structure(fn.body, tuple(fn.params))
+    return (len(fn.params), ("ir", id(fn.body), fn.body) if code is None else code, tuple(read))
+
+
+_STRUCTURE: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+
+
+def structure(node: Any, params: tuple = ()) -> Optional[tuple]:
+    """A hashable description of code, equal for two pieces of code exactly when they are the
+    same up to the names of the variables they bind: `params` and every name bound inside are
+    replaced by their binding position (a de Bruijn level), free names are kept; spans are left
+    out, called instances are described by their bodies, constants with their types and the
+    primitives' decisions (`info`) by value.  None for code it cannot describe so (a recursive
+    function, a closure whose code comes from elsewhere, a value with no equality by value):
+    such code is only ever the same as itself."""
+    try:
+        hit = _STRUCTURE.get(node)
+    except TypeError:  # a dict or a list: not weakly referenceable, not remembered
+        hit = None
+    if hit is not None and hit[0] == params:
+        return hit[1]
+    try:
+        out = _Structure().of(node, {p: i for i, p in enumerate(params)})
+    except _Opaque:
+        out = None
+    try:
+        _STRUCTURE[node] = (params, out)
+    except TypeError:
+        pass
+    return out
+
+
+class _Opaque(Exception):
+    pass
+
+
+class _Structure:
+    """One `structure` computation: `scope` maps a bound name to its binding level."""
+
+    def __init__(self) -> None:
+        self.active: set[int] = set()  # instances being described (recursion: opaque)
+
+    def of(self, v: Any, scope: dict) -> Any:
+        if isinstance(v, I.IR):
+            handler = getattr(self, "n_" + type(v).__name__, None)
+            if handler is not None:
+                return handler(v, scope)
+            if isinstance(v, (I.IClosure, I.ISample)):  # code from elsewhere; or a distribution
+                raise _Opaque
+            return (type(v).__name__,) + tuple(self.of(getattr(v, f.name), scope)
+                                               for f in fields(v) if f.name != "span")
+        if isinstance(v, I.Instance):
+            if v.body is None or id(v) in self.active:
+                raise _Opaque
+            self.active.add(id(v))
+            try:
+                return ("instance", len(v.params), self.of(v.body, {p: i for i, p in enumerate(v.params)}))
+            finally:
+                self.active.discard(id(v))
+        if v is None or type(v) in (bool, int, float, str, Fraction):
+            return (type(v).__name__, v)
+        if type(v) in (list, tuple):
+            return (type(v).__name__,) + tuple(self.of(x, scope) for x in v)
+        if type(v) is dict:
+            items = sorted(v.items(), key=lambda kx: repr(kx[0]))
+            return ("dict",) + tuple((repr(k), self.of(x, scope)) for k, x in items)
+        if is_dataclass(v) and not isinstance(v, type) and type(v).__eq__ is not object.__eq__:
+            try:
+                hash(v)
+            except TypeError:
+                raise _Opaque from None
+            return ("value", type(v).__name__, v)  # a description compared by value (a type)
+        raise _Opaque
+
+    # -- variables and binders ----------------------------------------------------------------------
+
+    @staticmethod
+    def bind(scope: dict, pattern: Any) -> dict:
+        """`scope` with the names of `pattern` bound at the next levels, in pattern order."""
+        out = dict(scope)
+
+        def add(p: Any) -> None:
+            if p is None:
+                return
+            if isinstance(p, str):
+                out[p] = len(out)
+                return
+            for q in p[1]:
+                add(q)
+
+        add(pattern)
+        return out
+
+    @staticmethod
+    def pattern(p: Any) -> Any:
+        """A pattern's shape, its names left out (they become levels)."""
+        if p is None:
+            return "_"
+        if isinstance(p, str):
+            return "x"
+        return (p[0],) + tuple(_Structure.pattern(q) for q in p[1])
+
+    def n_IVar(self, node: I.IVar, scope: dict) -> Any:
+        level = scope.get(node.name)
+        return ("free", node.name) if level is None else ("bound", level)
+
+    def n_ILet(self, node: I.ILet, scope: dict) -> Any:
+        return ("ILet", self.pattern(node.pattern), self.of(node.bound, scope),
+                self.of(node.body, self.bind(scope, node.pattern)))
+
+    def n_ICase(self, node: I.ICase, scope: dict) -> Any:
+        (lp, lb), (rp, rb) = node.left, node.right
+        if node.kind == "list":
+            left = ("nil", self.of(lb, scope))
+            right = ("cons", self.pattern(rp[0]), self.pattern(rp[1]),
+                     self.of(rb, self.bind(self.bind(scope, rp[0]), rp[1])))
+        else:
+            left = ("inl", self.pattern(lp), self.of(lb, self.bind(scope, lp)))
+            right = ("inr", self.pattern(rp), self.of(rb, self.bind(scope, rp)))
+        return ("ICase", node.kind, self.of(node.scrutinee, scope), left, right)
+
+    def n_ILambda(self, node: I.ILambda, scope: dict) -> Any:
+        inner = self.bind(scope, ("tensor", list(node.params)))
+        return ("ILambda", len(node.params), self.of(node.body, inner))
+
+    def n_IApply(self, node: I.IApply, scope: dict) -> Any:
+        if node.body is None:
+            return ("IApply", self.of(node.fn, scope), self.of(node.args, scope))
+        if not isinstance(node.fn, I.IClosure):  # the body runs in another value's scope
+            raise _Opaque
+        # a closure applied where it is made: its body runs in this scope plus its parameters
+        inner = self.bind(scope, ("tensor", list(node.params or [])))
+        return ("IApply closure", self.of(node.args, scope), len(node.params or []), self.of(node.body, inner))
 
 
 def _is_constant(v: Any, depth: int = 0) -> bool:

@@ -1,0 +1,141 @@
+"""Remembered group-by key codes (primitives/partitions.py, `base_key_codes`): shared between
+call sites exactly when their key functions are the same code (`batch.structure`), and read on a
+part's own rows; the parts are always those of the reference path (no remembered codes)."""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fuzzpy.checking import ir as I
+from fuzzpy.checking.program import check_source
+from fuzzpy.runtime.batch import constant_identity, structure
+from fuzzpy.runtime.interpreter import RunState, evaluate_entry
+from fuzzpy.runtime.samplers import RandomSource
+from fuzzpy.runtime.values import Closure
+
+SCHEMA = 'schema T { x : num[0, 10], y : num[0, 10], k : cat{"a", "b", "c"} }\n'
+DB = pd.DataFrame({"x": [1.0, 7.0, 10.0, 0.0, 4.0, 9.0], "y": [2.0, 2.0, 3.0, 9.0, 5.0, 1.0],
+                   "k": pd.Categorical(["a", "b", "a", "c", "a", "b"], ["a", "b", "c"])})
+# `by` is generic in f: each use is its own instance, with its own copy of the key function
+BY = """function by (b : bag T) f { f (groupby (fun r -> clip 0 2 (bin 4 r.x)) b) }
+function byk (b : bag T) f { f (groupby (fun r -> r.k) b) }
+"""
+
+
+def check(main: str, extra: str = BY):
+    report = check_source(SCHEMA + extra + main, "t.fz")
+    errors = [d for d in report.diagnostics if d.severity == "error" and d.code not in ("E0302", "E0309")]
+    assert not errors, [f"{d.code} {d.message}" for d in errors]
+    return report.entry_instance
+
+
+def run(entry, batch: bool = True):
+    state = RunState(RandomSource.seeded(1), batch=batch)
+    out = evaluate_entry(entry, {"db": DB}, state)
+    return out.value, [r.value for r in state.releases], state
+
+
+def key_functions(entry) -> list[Closure]:
+    """Every groupby's key function in the program, as the closure its evaluation would build
+    (none of them reads its scope)."""
+    out = []
+    for node in I.reachable(entry):
+        if isinstance(node, I.IPrim) and node.name == "groupby":
+            key = node.args[0]
+            assert isinstance(key, (I.ILambda, I.IApply)), type(key)
+            if isinstance(key, I.ILambda):
+                out.append(Closure({}, key.params, key.body))
+    return out
+
+
+# ---- which call sites share codes ------------------------------------------------------------------
+
+def test_one_key_in_two_instances_is_computed_once_and_gives_the_reference_parts():
+    entry = check("""function main (db : bag T) : fuzzy (num, num) {
+      let a = by db (fun ps -> count (part ps "0"));
+      let b = by db (fun ps -> (count (part ps "1"), count (part ps "2")));
+      laplace 1 (a, (let (u, v) = b; u + v)) }""")
+    value, releases, state = run(entry)
+    ref_value, ref_releases, _ = run(entry, batch=False)
+    assert (value, releases) == (ref_value, ref_releases)
+    assert len(state.memo) == 1  # two call sites, one key: one computation
+
+
+def test_different_keys_are_not_shared():
+    # same shape, different column / bin width / clip bound / key set: four computations
+    extra = BY + """function byy (b : bag T) f { f (groupby (fun r -> clip 0 2 (bin 4 r.y)) b) }
+    function by5 (b : bag T) f { f (groupby (fun r -> clip 0 2 (bin 5 r.x)) b) }
+    function by3 (b : bag T) f { f (groupby (fun r -> clip 0 3 (bin 4 r.x)) b) }
+    """
+    entry = check("""function main (db : bag T) : fuzzy (num, num, num, num) {
+      laplace 1 (by db (fun ps -> count (part ps "0")), byy db (fun ps -> count (part ps "0")),
+                 by5 db (fun ps -> count (part ps "0")), by3 db (fun ps -> count (part ps "0"))) }""", extra)
+    value, releases, state = run(entry)
+    assert (value, releases) == run(entry, batch=False)[:2]
+    assert len(state.memo) == 4
+
+
+def test_structure_is_equal_up_to_bound_names_only():
+    entry = check("""function main (db : bag T) : fuzzy (num, num) {
+      laplace 1 (by db (fun ps -> count (part ps "0")), by db (fun ps -> count (part ps "1"))) }""")
+    keys = key_functions(entry)
+    assert len(keys) >= 2 and len({id(k.body) for k in keys}) >= 2  # two copies of the code
+    assert len({constant_identity(k) for k in keys}) == 1
+    # bound names do not matter, free ones do (they are read from the scope by name)
+    x, y, z = I.IVar("x"), I.IVar("y"), I.IVar("z")
+    minus = lambda a, b: I.IPrim("-", [a, b])  # noqa: E731
+    assert structure(minus(x, z), ("x",)) == structure(minus(y, z), ("y",))
+    assert structure(minus(x, y), ("x",)) != structure(minus(y, x), ("y",))  # free y, free x
+    assert structure(minus(x, y), ()) != structure(minus(y, x), ())
+    assert structure(minus(x, y), ("x", "y")) != structure(minus(y, x), ("x", "y"))
+    lets = [I.ILet(n, I.IConst(F(1)), minus(I.IVar(n), x)) for n in ("a", "b")]
+    assert structure(lets[0], ("x",)) == structure(lets[1], ("x",))
+    shadow = I.ILet("x", I.IConst(F(1)), minus(x, x))  # the inner x is bound, not the parameter
+    assert structure(shadow, ("x",)) != structure(I.ILet("z", I.IConst(F(1)), minus(x, x)), ("x",))
+    # constants by type and value, primitives by their decisions
+    assert structure(I.IConst(F(1))) != structure(I.IConst(1)) != structure(I.IConst(1.0))
+    assert structure(I.IPrim("clip", [x], {"lo": F(0)})) != structure(I.IPrim("clip", [x], {"lo": F(1)}))
+
+
+def test_a_closure_reading_its_scope_is_told_apart_by_the_values_it_reads():
+    body = I.IPrim("+", [I.IField(I.IVar("r"), "x"), I.IVar("c")])
+    one, two = Closure({"c": F(1)}, ["r"], body), Closure({"c": F(2)}, ["r"], body)
+    assert constant_identity(one) != constant_identity(two)
+    assert constant_identity(one) == constant_identity(Closure({"c": F(1)}, ["s"], I.IPrim(
+        "+", [I.IField(I.IVar("s"), "x"), I.IVar("c")])))
+    assert constant_identity(Closure({"c": 1.0}, ["r"], body)) != constant_identity(one)  # types too
+
+
+def test_code_it_cannot_describe_is_only_the_same_as_itself():
+    loop = I.Instance("loop", ["n"])
+    loop.body = I.ICall(loop, [I.IVar("n")])  # recursive: no finite description
+    assert structure(I.ICall(loop, [I.IConst(F(1))])) is None
+    elsewhere = I.IApply(I.IVar("f"), [I.IVar("r")], ["r"], I.IVar("z"))  # body runs in f's scope
+    assert structure(elsewhere, ("r",)) is None
+    k1, k2 = (Closure({}, ["r"], I.ICall(loop, [I.IVar("r")])) for _ in range(2))
+    assert constant_identity(k1) != constant_identity(Closure({}, ["r"], I.ICall(loop, [I.IVar("r")])))
+    assert constant_identity(k1) == constant_identity(k1)
+
+
+# ---- a part's groupby reads its own rows --------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(6))
+def test_grouping_parts_by_remembered_codes_gives_the_reference_parts(seed):
+    rng = np.random.default_rng(seed)
+    n = 300
+    db = pd.DataFrame({"x": rng.uniform(0, 10, n).round(1), "y": rng.uniform(0, 10, n).round(1),
+                       "k": pd.Categorical(rng.choice(["a", "b", "c"], n), ["a", "b", "c"])})
+    # the parts of one groupby grouped again by another key (a tree's next level), with empty parts
+    entry = check("""function main (db : bag T) : fuzzy (parts {"a", "b", "c"} (parts {"0", "1", "2"} num)) {
+      byk (filter (fun r -> r.y < 7) db) (fun ps ->
+        each (fun g -> by g (fun qs -> each (fun h -> laplace 1 (count h)) qs)) ps) }""")
+    outs = []
+    for batch in (True, False):
+        state = RunState(RandomSource.seeded(seed), batch=batch)
+        res = evaluate_entry(entry, {"db": db}, state)
+        outs.append((res.value, [r.value for r in state.releases]))
+    assert outs[0] == outs[1]
