@@ -179,12 +179,36 @@ class LaneBag:
     and ascending (that lane's bag in its order); across lanes a row may repeat (the lanes of a
     row function that reads lane values each see the whole bag: `product`)."""
 
-    __slots__ = ("base", "rows", "lanes", "n", "_selected", "_one_each")
+    __slots__ = ("base", "_rows", "_lanes", "n", "_selected", "_one_each", "_whole", "_codes", "_code", "counts")
 
-    def __init__(self, base: Any, rows: np.ndarray, lanes: np.ndarray, n: int):
-        self.base, self.rows, self.lanes, self.n = base, rows, lanes, n
+    def __init__(self, base: Any, rows: Optional[np.ndarray], lanes: Optional[np.ndarray], n: int, *,
+                 whole: Optional["LaneBag"] = None, codes: Optional[np.ndarray] = None, code: int = 0,
+                 counts: Optional[np.ndarray] = None):
+        self.base, self._rows, self._lanes, self.n = base, rows, lanes, n
         self._selected: Any = None
         self._one_each: Optional[bool] = None
+        # A group of `whole` (its pairs whose key `codes` are `code`), selected only when its
+        # pairs are read: a group is mostly only counted, and `counts` (pairs per lane) is known.
+        self._whole, self._codes, self._code, self.counts = whole, codes, code, counts
+
+    @property
+    def rows(self) -> np.ndarray:
+        if self._rows is None:
+            self._select()
+        return self._rows  # type: ignore[return-value]
+
+    @property
+    def lanes(self) -> np.ndarray:
+        if self._lanes is None:
+            self._select()
+        return self._lanes  # type: ignore[return-value]
+
+    def _select(self) -> None:
+        whole, codes = self._whole, self._codes
+        assert whole is not None and codes is not None
+        keep = codes == self._code
+        self._rows, self._lanes = whole.rows[keep], whole.lanes[keep]
+        self._whole = self._codes = None
 
     def pair_lanes(self) -> Optional[np.ndarray]:
         """Each (lane, row) pair's lane, or None when pair i is lane i (one row in every lane):
@@ -1109,6 +1133,8 @@ def _exact_floats(v: Any, n: int) -> Optional[np.ndarray]:
 def _b_count(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     (b,) = args
     if type(b) is LaneBag:
+        if b.counts is not None:
+            return Lanes(b.counts.copy())
         return Lanes(np.bincount(b.lanes, minlength=b.n).astype(np.int64))
     if type(b) is ThresholdBags:
         return Lanes(b.counts())
@@ -1132,7 +1158,16 @@ def _b_groupby(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> 
         if out is None:
             return NotImplemented
         codes = np.asarray(key_codes(out, node.info))
-    return {k: lb.sub(codes == j) for j, k in enumerate(keys)}
+    # every lane's count of every key at once: (lane, key) cells of one bincount
+    k, lanes = len(keys), lb.lanes
+    if codes.size and codes.min() < 0:  # rows whose key is none of the declared keys
+        valid = codes >= 0
+        lanes, codes_in = lanes[valid], codes[valid]
+    else:
+        codes_in = codes
+    cells = np.bincount(lanes * k + codes_in, minlength=lb.n * k).reshape(lb.n, k).astype(np.int64)
+    return {key: LaneBag(lb.base, None, None, lb.n, whole=lb, codes=codes, code=j, counts=cells[:, j])
+            for j, key in enumerate(keys)}
 
 
 def _b_filter(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:

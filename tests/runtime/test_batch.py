@@ -124,6 +124,17 @@ function main (db : bag T) : fuzzy (parts {"a", "b", "c"} num) {
   let qs = pmap q (groupby (fun r -> r.k) db);
   each (fun v -> laplace 1 v) (pmap (fun g -> count g) (groupby (fun r -> r.k) db))
 }''',
+    # a group of a lane bag read beyond its count: summed, filtered, grouped again, and a key
+    # that leaves some rows in no group (NaN buckets)
+    "pmap reads its groups": SCHEMA + '''
+function q (g : bag T) : num {
+  let c = groupby (fun r -> bin 3 r.x) g;
+  count (part c "0") + sum (map (fun r -> clip 0 10 r.x) (part c "1")) / 2
+    + count (filter (fun r -> r.n > 2) (part c "2")) * 3 + count (part (groupby (fun r -> r.k) (part c "1")) "b") * 5
+}
+function main (db : bag T) : fuzzy (parts {"0", "1", "2", "3", "4", "5"} num) {
+  each (fun v -> laplace 1 v) (pmap q (groupby (fun r -> r.n) db))
+}''',
     # exact arithmetic on the candidate (floats and Fractions) and a count, max, min, clip, and
     # an if on the candidate whose branches are put back together: lanes held as exact ratios
     "exact arithmetic on the candidate": SCHEMA + '''
@@ -218,6 +229,7 @@ EXPECT = {
     "flipped comparisons": ({("Lanes", True)}, True),
     "stdlib quantile": ({("Lanes", True)}, True),
     "pmap qualities": ({("LaneBag", True)}, False),
+    "pmap reads its groups": ({("LaneBag", True)}, False),
     "if on the candidate": ({("Lanes", True)}, True),
     "nested ifs on the candidate": ({("Lanes", True)}, True),
     "member chain": ({("Lanes", True)}, False),
@@ -233,7 +245,7 @@ EXPECT = {
 }
 # Programs whose row functions run on (lane, row) pairs: how many such evaluations, at least
 PAIRS = {"candidate in a map": 1, "candidate in a filter, a split and a groupby": 3, "candidate tuple in a vsum": 1,
-         "pmap maps its parts": 2, "computed threshold": 1, "pmap sums released": 1}
+         "pmap maps its parts": 2, "computed threshold": 1, "pmap sums released": 1, "pmap reads its groups": 2}
 
 
 SPLITS = {"if on the candidate", "nested ifs on the candidate", "member chain", "if in pmap", "branch on its own lanes",
