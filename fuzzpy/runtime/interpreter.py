@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import math
 import sys
 import threading
 import weakref
@@ -270,6 +271,11 @@ def exact_scalar(v: Any) -> Any:
     """A number as an exact Fraction (ints, finite floats, numpy scalars); an infinity or NaN
     stays a float (Python mixes it with Fractions as an extended real: min(q, inf) is q, exactly);
     None when it is not a number (an array, a string...)."""
+    t = type(v)
+    if t is float:  # the common case first: a released value
+        return Fraction(v) if math.isfinite(v) else v
+    if t is Fraction:
+        return v
     if isinstance(v, bool):
         return None
     if isinstance(v, Fraction):

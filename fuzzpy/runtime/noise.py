@@ -14,6 +14,7 @@ errors are about public parameters (epsilon, sensitivity, cutoff, types).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import numbers
@@ -242,11 +243,17 @@ class Release:
         b = float(beta)
         if not 0 < b < 1:
             raise ValueError("beta must be in (0, 1)")
-        if self.grid_scale == 0:
-            return Fraction(0)
-        # Exact, so that no grid scale (however large) can overflow a float here.
-        steps = math.ceil(self.grid_scale * Fraction(math.log(1 / b)) * (1 + Fraction(1, 2**40)))
-        return self.granularity * (steps + 1)
+        return _laplace_accuracy(self.grid_scale, self.granularity, b)
+
+
+@functools.lru_cache(maxsize=1024)
+def _laplace_accuracy(grid_scale: Fraction, granularity: Fraction, b: float) -> Fraction:
+    """`Release.accuracy`, remembered: every release of one plan (a tree's nodes) has the same."""
+    if grid_scale == 0:
+        return Fraction(0)
+    # Exact, so that no grid scale (however large) can overflow a float here.
+    steps = math.ceil(grid_scale * Fraction(math.log(1 / b)) * (1 + Fraction(1, 2**40)))
+    return granularity * (steps + 1)
 
 
 def laplace_release(
