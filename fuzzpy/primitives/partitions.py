@@ -141,28 +141,25 @@ _INFO_IDENTITY: dict = {}  # id(info) -> (info, its identity): info dicts are no
 
 
 def _run_groupby(ctx, key, b):
-    import numpy as np
-
-    from ..runtime.values import MaskedBag, Partition, base_and_mask
+    from ..runtime.values import MaskedBag, Partition
 
     keys = tuple(ctx.info["keys"])
-    base, mask = base_and_mask(b)
+    part = b if isinstance(b, MaskedBag) else None
+    base = part.base if part is not None else b
     codes = base_key_codes(ctx, key, base)
-    if codes is not None and mask is not None:
-        # Remembered codes of the whole base, for a bag that is a part of it (a tree's node):
-        # read them on the bag's own rows only, so that a node costs its rows, not the base's.
-        rows = np.flatnonzero(mask)
-        mine = codes[rows]
-        counts = _own_counts(mine, len(keys))
-        codes = _spread(mine, rows, len(base))
-    else:
+    if part is None:  # the whole table
         if codes is None:
             codes = key_codes(ctx.vectorised(key)(b), ctx.info)
-            if mask is not None:  # codes of the selected rows, spread back over the base rows
-                codes = _spread(codes, mask, len(base))
         counts = _group_counts(codes, len(keys))
-    return Partition({k: MaskedBag(base, mask_fn=lambda i=i: codes == i, count=int(counts[i]))
-                      for i, k in enumerate(keys)}, base, codes)
+        return Partition({k: MaskedBag(base, mask_fn=lambda i=i: codes == i, count=int(counts[i]))
+                          for i, k in enumerate(keys)}, base, codes)
+    # A part of a table (a tree's node): its rows' codes, read from the remembered codes of the
+    # whole table or computed on its own rows; grouping costs its rows, not the table's.
+    rows = part.rows
+    mine = codes[rows] if codes is not None else key_codes(ctx.vectorised(key)(b), ctx.info)
+    counts = _own_counts(mine, len(keys))
+    return Partition({k: MaskedBag(base, rows_fn=lambda i=i: rows[mine == i], count=int(counts[i]))
+                      for i, k in enumerate(keys)}, base, mine, rows)
 
 
 def _own_counts(codes, k: int):
@@ -170,16 +167,6 @@ def _own_counts(codes, k: int):
     import numpy as np
 
     return np.bincount(codes[codes >= 0].astype(np.intp, copy=False), minlength=k)[:k].astype(np.int64)
-
-
-def _spread(codes, where, n: int):
-    """Codes of some rows of a base spread over all n base rows (-1 for the others); `where` is
-    the rows' mask or their indices."""
-    import numpy as np
-
-    full = np.full(n, -1, dtype=codes.dtype)
-    full[where] = codes
-    return full
 
 
 def _run_part(ps, key):

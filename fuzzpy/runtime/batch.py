@@ -1295,7 +1295,7 @@ def product(ev: LaneEvaluator, b: Any) -> Optional[LaneBag]:
     if kept is not None and kept[0] is b:
         return kept[1]
     base = b.base if isinstance(b, MaskedBag) else b
-    rows = np.flatnonzero(b.mask) if isinstance(b, MaskedBag) else np.arange(len(b))
+    rows = b.rows if isinstance(b, MaskedBag) else np.arange(len(b))
     width = base.shape[1] if isinstance(base, pd.DataFrame) else 1
     if len(rows) * ev.n * max(width, 1) > PRODUCT_CELLS:
         return None
@@ -1708,8 +1708,9 @@ def _parts_as_lanes(ps: dict) -> Optional[Any]:
     parts = list(ps.values())
     codes = getattr(ps, "codes", None)
     if codes is not None:
-        rows = np.flatnonzero(codes >= 0)
-        return LaneBag(ps.base, rows, codes[rows].astype(np.int64), len(parts))
+        keep = np.flatnonzero(codes >= 0)
+        rows = keep if ps.rows is None else ps.rows[keep]
+        return LaneBag(ps.base, rows, codes[keep].astype(np.int64), len(parts))
     if all(type(p) is MaskedBag for p in parts) and len({id(p.base) for p in parts}) == 1:
         lanes = np.full(len(parts[0].base), -1, dtype=np.int64)
         for i, p in enumerate(parts):

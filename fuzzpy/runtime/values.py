@@ -143,16 +143,23 @@ Frame = Union[pd.DataFrame, pd.Series]
 class MaskedBag:
     """The rows of `base` where a boolean mask holds, selected only when needed.
 
-    `mask_fn` lets a group-by part compute its mask on first use; `count` may be given when it
-    is already known (group sizes from one bincount)."""
+    The rows are given as a mask over the base or as their indices (ascending), either one now
+    or as a function computing it on first use (a group-by part); the other is derived when a
+    reader needs it.  A part of a part of a large table is held by its indices, so grouping it
+    again costs its own rows, not the table's.  `count` may be given when it is already known
+    (group sizes from one bincount)."""
 
-    __slots__ = ("base", "_mask", "_mask_fn", "_count", "_columns", "_frame")
+    __slots__ = ("base", "_mask", "_mask_fn", "_rows", "_rows_fn", "_count", "_columns", "_frame")
 
     def __init__(self, base: Frame, mask: Optional[np.ndarray] = None, *,
-                 mask_fn: Optional[Callable[[], np.ndarray]] = None, count: Optional[int] = None):
+                 mask_fn: Optional[Callable[[], np.ndarray]] = None, count: Optional[int] = None,
+                 rows: Optional[np.ndarray] = None, rows_fn: Optional[Callable[[], np.ndarray]] = None):
+        assert sum(x is not None for x in (mask, mask_fn, rows, rows_fn)) == 1, "one description of the rows"
         self.base = base
         self._mask = mask
         self._mask_fn = mask_fn
+        self._rows = rows
+        self._rows_fn = rows_fn
         self._count = count
         self._columns: dict[Any, pd.Series] = {}
         self._frame: Optional[Frame] = None
@@ -160,14 +167,30 @@ class MaskedBag:
     @property
     def mask(self) -> np.ndarray:
         if self._mask is None:
-            assert self._mask_fn is not None
-            self._mask = self._mask_fn()
-            self._mask_fn = None
+            if self._mask_fn is not None:
+                self._mask = self._mask_fn()
+                self._mask_fn = None
+            else:
+                mask = np.zeros(len(self.base), dtype=bool)
+                mask[self.rows] = True
+                self._mask = mask
         return self._mask
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The selected rows' indices in the base, ascending."""
+        if self._rows is None:
+            if self._rows_fn is not None:
+                self._rows = self._rows_fn()
+                self._rows_fn = None
+            else:
+                self._rows = np.flatnonzero(self.mask)
+        return self._rows
 
     def __len__(self) -> int:
         if self._count is None:
-            self._count = int(np.count_nonzero(self.mask))
+            has_rows = self._rows is not None or self._rows_fn is not None
+            self._count = len(self.rows) if has_rows else int(np.count_nonzero(self.mask))
         return self._count
 
     @property
@@ -193,7 +216,7 @@ class MaskedBag:
     def materialise(self) -> Frame:
         if self._frame is None:
             if self.is_frame:
-                self._frame = self.base.take(np.flatnonzero(self.mask)).reset_index(drop=True)
+                self._frame = self.base.take(self.rows).reset_index(drop=True)
             else:
                 self._frame = self.series()
         return self._frame
@@ -226,12 +249,9 @@ def base_and_mask(bag: Bag) -> tuple[Frame, Optional[np.ndarray]]:
 
 def restrict(bag: Bag, keep: np.ndarray) -> MaskedBag:
     """The rows of `bag` (in its own row order) for which `keep` holds."""
-    base, mask = base_and_mask(bag)
-    if mask is None:
-        return MaskedBag(base, keep)
-    full = np.zeros(len(base), dtype=bool)
-    full[mask] = keep
-    return MaskedBag(base, full)
+    if isinstance(bag, MaskedBag):
+        return MaskedBag(bag.base, rows=bag.rows[keep])
+    return MaskedBag(bag, keep)
 
 
 def holds(v: Any, kind: type) -> bool:
@@ -301,15 +321,16 @@ def bag_from_rows(rows: list[Any]) -> Frame:
 
 class Partition(dict):
     """`groupby`'s result: key -> part, in declared key order, remembering the part number of
-    every row of the grouped base (-1: none), so that batched evaluation (runtime/batch.py) can
+    every grouped row of the base (-1: none), so that batched evaluation (runtime/batch.py) can
     treat all parts at once."""
 
-    __slots__ = ("base", "codes")
+    __slots__ = ("base", "codes", "rows")
 
-    def __init__(self, parts: dict, base: Any, codes: np.ndarray):
+    def __init__(self, parts: dict, base: Any, codes: np.ndarray, rows: Optional[np.ndarray] = None):
         super().__init__(parts)
         self.base = base
-        self.codes = codes
+        self.codes = codes  # the part number of each of `rows` (-1: none)
+        self.rows = rows    # the grouped rows of the base, ascending (None: every row)
 
 
 class EachDistribution(Distribution):

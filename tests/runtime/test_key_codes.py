@@ -130,12 +130,35 @@ def test_grouping_parts_by_remembered_codes_gives_the_reference_parts(seed):
     db = pd.DataFrame({"x": rng.uniform(0, 10, n).round(1), "y": rng.uniform(0, 10, n).round(1),
                        "k": pd.Categorical(rng.choice(["a", "b", "c"], n), ["a", "b", "c"])})
     # the parts of one groupby grouped again by another key (a tree's next level), with empty parts
-    entry = check("""function main (db : bag T) : fuzzy (parts {"a", "b", "c"} (parts {"0", "1", "2"} num)) {
+    # the inner parts are counted, filtered (rows of rows), and have a column summed (their mask)
+    entry = check("""function main (db : bag T) : fuzzy (parts {"a", "b", "c"} (parts {"0", "1", "2"} (num, num, num))) {
       byk (filter (fun r -> r.y < 7) db) (fun ps ->
-        each (fun g -> by g (fun qs -> each (fun h -> laplace 1 (count h)) qs)) ps) }""")
+        each (fun g -> by g (fun qs -> each (fun h -> laplace 1 (count h, count (filter (fun r -> r.y > 3) h),
+                                                              sum (map (fun r -> clip 0 10 r.y) h))) qs)) ps) }""")
     outs = []
     for batch in (True, False):
         state = RunState(RandomSource.seeded(seed), batch=batch)
         res = evaluate_entry(entry, {"db": db}, state)
         outs.append((res.value, [r.value for r in state.releases]))
     assert outs[0] == outs[1]
+
+
+def test_a_bag_given_by_its_rows_is_the_bag_given_by_its_mask():
+    from fuzzpy.runtime.values import MaskedBag, restrict
+
+    rng = np.random.default_rng(5)
+    base = DB.sample(n=60, replace=True, random_state=1).reset_index(drop=True)
+    mask = rng.random(len(base)) < 0.4
+    rows = np.flatnonzero(mask)
+    for one in (MaskedBag(base, rows=rows), MaskedBag(base, rows_fn=lambda: rows)):
+        other = MaskedBag(base, mask)
+        assert len(one) == len(other) == len(rows)
+        assert one.mask.tolist() == mask.tolist() and other.rows.tolist() == rows.tolist()
+        assert one.column("x").tolist() == other.column("x").tolist()
+        assert one.column("k").dtype == other.column("k").dtype  # categoricals stay categorical
+        pd.testing.assert_frame_equal(one.materialise(), other.materialise())
+        keep = rng.random(len(rows)) < 0.5
+        a, b = restrict(one, keep), restrict(MaskedBag(base, mask), keep)
+        assert a.rows.tolist() == b.rows.tolist() == rows[keep].tolist() and len(a) == int(keep.sum())
+    with pytest.raises(AssertionError):
+        MaskedBag(base, mask, rows=rows)  # one description only
