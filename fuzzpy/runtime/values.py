@@ -154,7 +154,8 @@ class MaskedBag:
     def __init__(self, base: Frame, mask: Optional[np.ndarray] = None, *,
                  mask_fn: Optional[Callable[[], np.ndarray]] = None, count: Optional[int] = None,
                  rows: Optional[np.ndarray] = None, rows_fn: Optional[Callable[[], np.ndarray]] = None):
-        assert sum(x is not None for x in (mask, mask_fn, rows, rows_fn)) == 1, "one description of the rows"
+        assert (mask is not None) + (mask_fn is not None) + (rows is not None) + (rows_fn is not None) == 1, \
+            "one description of the rows"
         self.base = base
         self._mask = mask
         self._mask_fn = mask_fn

@@ -84,6 +84,10 @@ def _as_float_column(col: Any) -> Any:
     exact, and a copy of every column read would double the memory of a filter)."""
     dtype = getattr(col, "dtype", None)
     if isinstance(dtype, np.dtype):  # numpy's own kinds: signed and unsigned ints (not bool)
+        if type(col) is pd.Series and dtype.kind in "fiu":
+            # the same float operations on the column's array, without pandas' dispatch per
+            # operation (the result is a column either way; rows are matched by position)
+            return col.to_numpy(dtype=np.float64)
         return col.astype(np.float64) if dtype.kind in "iu" else col
     if dtype is not None and pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
         return col.astype(np.float64)
