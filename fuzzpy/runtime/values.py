@@ -271,10 +271,16 @@ def materialise(v: Any) -> Any:
     (for primitives that do not know lazy bags)."""
     if isinstance(v, MaskedBag):
         return v.materialise()
-    if isinstance(v, tuple) and any(isinstance(x, (MaskedBag, tuple, dict)) for x in v):
-        return tuple(materialise(x) for x in v)
+    if isinstance(v, tuple):  # rebuilt only when a lazy bag is inside: a long list of results is not copied
+        items = [materialise(x) for x in v] if any(isinstance(x, (MaskedBag, tuple, dict)) for x in v) else None
+        if items is not None and any(y is not x for x, y in zip(v, items)):
+            return tuple(items)
+        return v
     if isinstance(v, dict) and any(isinstance(x, (MaskedBag, tuple, dict)) for x in v.values()):
-        return {k: materialise(x) for k, x in v.items()}
+        items = {k: materialise(x) for k, x in v.items()}
+        if any(items[k] is not x for k, x in v.items()):
+            return items
+        return v  # the same object: a Partition stays one
     return v
 
 

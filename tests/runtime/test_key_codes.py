@@ -162,3 +162,19 @@ def test_a_bag_given_by_its_rows_is_the_bag_given_by_its_mask():
         assert a.rows.tolist() == b.rows.tolist() == rows[keep].tolist() and len(a) == int(keep.sum())
     with pytest.raises(AssertionError):
         MaskedBag(base, mask, rows=rows)  # one description only
+
+
+def test_materialise_replaces_lazy_bags_at_any_depth_and_copies_nothing_else():
+    from fuzzpy.runtime.values import MaskedBag, Partition, materialise
+
+    bag = MaskedBag(DB, rows=np.array([1, 3]))
+    rules = tuple(((("a", str(i)), ("b", "x")), "<=50K") for i in range(50))
+    assert materialise(rules) is rules  # a long list of results: the same object, not a copy
+    numbers = {"a": (1, (2, 3)), "b": ()}
+    assert materialise(numbers) is numbers
+    out = materialise((1, {"k": (bag, 2)}, rules))
+    assert out[2] is rules and out[0] == 1 and out[1]["k"][1] == 2
+    pd.testing.assert_frame_equal(out[1]["k"][0], DB.iloc[[1, 3]].reset_index(drop=True))
+    parts = Partition({"a": bag}, DB, np.array([-1, 0, -1, 0, -1, -1]))
+    plain = materialise(parts)
+    assert type(plain) is dict and isinstance(plain["a"], pd.DataFrame) and isinstance(parts["a"], MaskedBag)
