@@ -166,7 +166,9 @@ def _own_counts(codes, k: int):
     """Rows per key of a bag's own codes (-1: no key), by one bincount over those rows."""
     import numpy as np
 
-    return np.bincount(codes[codes >= 0].astype(np.intp, copy=False), minlength=k)[:k].astype(np.int64)
+    if codes.size and codes.min() < 0:
+        codes = codes[codes >= 0]
+    return np.bincount(codes.astype(np.intp, copy=False), minlength=k)[:k].astype(np.int64)
 
 
 def _run_part(ps, key):

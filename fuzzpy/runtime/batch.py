@@ -1708,9 +1708,12 @@ def _parts_as_lanes(ps: dict) -> Optional[Any]:
     parts = list(ps.values())
     codes = getattr(ps, "codes", None)
     if codes is not None:
-        keep = np.flatnonzero(codes >= 0)
-        rows = keep if ps.rows is None else ps.rows[keep]
-        return LaneBag(ps.base, rows, codes[keep].astype(np.int64), len(parts))
+        if codes.size and codes.min() < 0:  # rows in no part
+            keep = np.flatnonzero(codes >= 0)
+            rows, codes = (keep if ps.rows is None else ps.rows[keep]), codes[keep]
+        else:
+            rows = np.arange(len(codes)) if ps.rows is None else ps.rows
+        return LaneBag(ps.base, rows, codes.astype(np.int64, copy=False), len(parts))
     if all(type(p) is MaskedBag for p in parts) and len({id(p.base) for p in parts}) == 1:
         lanes = np.full(len(parts[0].base), -1, dtype=np.int64)
         for i, p in enumerate(parts):

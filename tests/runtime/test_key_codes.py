@@ -143,6 +143,39 @@ def test_grouping_parts_by_remembered_codes_gives_the_reference_parts(seed):
     assert outs[0] == outs[1]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_pmap_over_the_parts_of_a_part_gives_the_reference_values(seed, monkeypatch):
+    import fuzzpy.runtime.batch as B
+
+    rng = np.random.default_rng(seed)
+    n = 200
+    x = rng.uniform(0, 10, n).round(1)
+    x[rng.random(n) < 0.1] = np.nan  # rows in no part of `bin 3 r.x`
+    db = pd.DataFrame({"x": x, "y": rng.uniform(0, 10, n).round(1),
+                       "k": pd.Categorical(rng.choice(["a", "b", "c"], n), ["a", "b", "c"])})
+    entry = check("""function main (db : bag T) : fuzzy (parts {"a", "b", "c"} (parts {"0", "1", "2", "3"} num)) {
+      byk (filter (fun r -> r.y < 8) db) (fun ps ->
+        each (fun g -> each (fun c -> laplace 1 c)
+                              (pmap (fun h -> count h * 2 + count (filter (fun r -> r.y > 4) h))
+                                    (groupby (fun r -> bin 3 r.x) g))) ps) }""")
+    batched = []
+    real = B.batched_pmap
+    def spy(*a):
+        out = real(*a)
+        batched.append(out is not None)
+        return out
+
+    monkeypatch.setattr(B, "batched_pmap", spy)
+    outs = []
+    for batch in (True, False):
+        state = RunState(RandomSource.seeded(seed), batch=batch)
+        res = evaluate_entry(entry, {"db": db}, state)
+        outs.append((res.value, [r.value for r in state.releases]))
+        if batch:
+            assert len(batched) == 3 and all(batched)  # every pmap ran batched
+    assert outs[0] == outs[1]
+
+
 def test_a_bag_given_by_its_rows_is_the_bag_given_by_its_mask():
     from fuzzpy.runtime.values import MaskedBag, restrict
 
