@@ -259,11 +259,12 @@ class ThresholdBags:
     def counts(self) -> np.ndarray:
         if self._sorted[0] is None:
             col = self.column
-            self._sorted[0] = np.sort(col[~np.isnan(col)])
-        s = self._sorted[0]
+            self._sorted[0] = _Below.of(col[~np.isnan(col)])
+        below = self._sorted[0]
         t = np.asarray(self.thresholds, dtype=np.float64)
-        left, right = np.searchsorted(s, t, "left"), np.searchsorted(s, t, "right")
-        hits = {"lt": left, "le": right, "gt": len(s) - right, "ge": len(s) - left}[self.op]
+        left, right = below.below(t), below.at_most(t)  # #(x < t), #(x <= t) for each t
+        n = below.n
+        hits = {"lt": left, "le": right, "gt": n - right, "ge": n - left}[self.op]
         hits = np.where(np.isnan(t), 0, hits).astype(np.int64)  # a comparison with NaN is false
         return len(self.column) - hits if self.negated else hits
 
@@ -280,6 +281,48 @@ class ThresholdBags:
 
     def __repr__(self) -> str:
         return "<bag>"
+
+
+class _Below:
+    """How many of a column's values (no NaN) lie below, or at most at, each threshold: by
+    binary search in the sorted column, or, when every value is a whole number in a range not
+    much wider than the column is long, from one count per whole number (a bincount and its
+    cumulative sum, no sort): for a whole number x, x < t exactly when x <= ceil(t) - 1 and
+    x <= t exactly when x <= floor(t), both computed exactly in floats."""
+
+    __slots__ = ("n", "_sorted", "_lo", "_cum")
+
+    def __init__(self, n: int, sorted_values: Optional[np.ndarray], lo: int = 0, cum: Optional[np.ndarray] = None):
+        self.n, self._sorted, self._lo, self._cum = n, sorted_values, lo, cum
+
+    @classmethod
+    def of(cls, x: np.ndarray) -> "_Below":
+        n = len(x)
+        if n:
+            lo, hi = float(x.min()), float(x.max())
+            if (math.isfinite(lo) and math.isfinite(hi) and hi - lo <= 4 * n + 1024
+                    and -2.0**52 < lo and hi < 2.0**52 and bool((np.floor(x) == x).all())):
+                counts = np.bincount((x - lo).astype(np.intp), minlength=int(hi - lo) + 1)
+                return cls(n, None, int(lo), np.concatenate(([0], np.cumsum(counts))))
+        return cls(n, np.sort(x))
+
+    def below(self, t: np.ndarray) -> np.ndarray:
+        if self._cum is None:
+            return np.searchsorted(self._sorted, t, "left")
+        return self._upto(np.ceil(t) - 1)
+
+    def at_most(self, t: np.ndarray) -> np.ndarray:
+        if self._cum is None:
+            return np.searchsorted(self._sorted, t, "right")
+        return self._upto(np.floor(t))
+
+    def _upto(self, v: np.ndarray) -> np.ndarray:
+        """#(x <= v) for whole numbers v (infinities and NaN allowed: NaN is dropped later)."""
+        cum = self._cum
+        assert cum is not None
+        # cum[j] = #(x <= lo + j - 1); clip in floats first (v may be infinite or huge)
+        j = np.clip(np.nan_to_num(v - self._lo + 1, nan=0.0), 0, len(cum) - 1).astype(np.intp)
+        return cum[j]
 
 
 class PerRunMechanism:

@@ -323,6 +323,45 @@ def test_threshold_counts_match_a_direct_count():
         assert ThresholdBags(pd.Series(col), col, op, ts, True).counts().tolist() == [len(col) - e for e in expected]
 
 
+@pytest.mark.parametrize("seed", range(48))
+def test_threshold_counts_of_whole_numbers_without_a_sort_match_a_direct_count(seed):
+    """Columns of whole numbers are counted per value (bincount, cumulative sum), others sorted:
+    both must give every comparison's count exactly, at and between the values, at the
+    infinities, NaN and -0.0, and far outside the column's range."""
+    import fuzzpy.runtime.batch as B
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    kind = seed % 6
+    if kind == 0:  # small whole numbers, some negative, and -0.0
+        col = rng.integers(-20, 40, n).astype(float)
+        col[: n // 3] = -0.0
+    elif kind == 1:  # whole numbers spread too wide for a count per value: sorted
+        col = rng.integers(-10**9, 10**9, n).astype(float)
+    elif kind == 2:  # not whole: sorted
+        col = rng.integers(0, 50, n) / 4
+    elif kind == 3:  # an infinity among whole numbers: sorted
+        col = rng.integers(0, 9, n).astype(float)
+    elif kind == 4:  # whole numbers just below 2^52
+        col = 2.0**51 + rng.integers(0, 30, n).astype(float)
+    else:  # beyond 2^53, where t - 1 is not a float: sorted
+        col = 2.0**53 + 2 * rng.integers(0, 20, n).astype(float)
+    col[rng.random(n) < 0.1] = np.nan
+    if kind == 3:
+        col[0] = np.inf
+    finite = col[~np.isnan(col)]
+    ts = list(rng.choice(np.concatenate([finite, [0.0]]), 10)) if len(finite) else []
+    ts += [t + d for t in ts[:5] for d in (0.5, -0.25, 1e-9)]
+    ts += [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e300, -1e300, 2.0**53 + 2, 17.5, -3.0]
+    counted = B._Below.of(finite)
+    assert (counted._cum is not None) == (kind in (0, 4) and len(finite) > 0)
+    for op, fn in [("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
+        with np.errstate(invalid="ignore"):
+            expected = [int(np.count_nonzero(fn(col, t))) for t in ts]
+        assert B.ThresholdBags(pd.Series(col), col, op, ts, False).counts().tolist() == expected, op
+        assert B.ThresholdBags(pd.Series(col), col, op, ts, True).counts().tolist() == [n - e for e in expected]
+
+
 def test_integer_lanes_keep_the_exact_types_and_guard_overflow():
     from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_arith
 
