@@ -247,20 +247,20 @@ class LaneBag:
 
 class ThresholdBags:
     """The rows of `bag` where `column op t_i` holds (or, `negated`, does not), one lane per
-    threshold t_i; counts come from one sort of the column."""
+    threshold t_i; counts come from one sort (or one count per whole number) of the column."""
 
-    __slots__ = ("bag", "column", "op", "thresholds", "negated", "_sorted")
+    __slots__ = ("bag", "column", "op", "thresholds", "negated", "_below")
 
     def __init__(self, bag: Any, column: np.ndarray, op: str, thresholds: list[float], negated: bool,
                  shared: Optional[list] = None):
         self.bag, self.column, self.op, self.thresholds, self.negated = bag, column, op, thresholds, negated
-        self._sorted: list = shared if shared is not None else [None]  # the two sides of a split sort once
+        self._below: list = shared if shared is not None else [None]  # the two sides of a split count once
 
     def counts(self) -> np.ndarray:
-        if self._sorted[0] is None:
+        if self._below[0] is None:
             col = self.column
-            self._sorted[0] = _Below.of(col[~np.isnan(col)])
-        below = self._sorted[0]
+            self._below[0] = _Below.of(col[~np.isnan(col)])
+        below = self._below[0]
         t = np.asarray(self.thresholds, dtype=np.float64)
         left, right = below.below(t), below.at_most(t)  # #(x < t), #(x <= t) for each t
         n = below.n
@@ -962,7 +962,7 @@ def select_lanes(v: Any, idx: np.ndarray, remap: np.ndarray, depth: int = 0) -> 
         return LaneBag(v.base, v.rows[keep], new[keep], len(idx))
     if t is ThresholdBags:
         ts = [v.thresholds[i] for i in idx.tolist()]
-        return ThresholdBags(v.bag, v.column, v.op, ts, v.negated, v._sorted)
+        return ThresholdBags(v.bag, v.column, v.op, ts, v.negated, v._below)
     if t is LaneSplit or is_distribution(v):
         # A distribution built before the split (the auditor's fuzzy evaluation) may hold every
         # lane's values in its environment; it is narrowed only when it provably holds none.

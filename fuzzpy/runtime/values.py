@@ -242,12 +242,6 @@ def nrows(bag: Bag) -> int:
     return len(bag)
 
 
-def base_and_mask(bag: Bag) -> tuple[Frame, Optional[np.ndarray]]:
-    if isinstance(bag, MaskedBag):
-        return bag.base, bag.mask
-    return bag, None
-
-
 def restrict(bag: Bag, keep: np.ndarray) -> MaskedBag:
     """The rows of `bag` (in its own row order) for which `keep` holds."""
     if isinstance(bag, MaskedBag):
