@@ -303,6 +303,8 @@ def bag_rows(bag: Bag) -> list[Any]:
             frame = frame.astype(np.float64)
         return frame.tolist()
     frame = _as_floats(frame)
+    if len(frame.columns) == 0:  # a run that reads no column; pandas 2 gives no records at all
+        return [{} for _ in range(len(frame))]
     if is_tuple_frame(frame):
         return list(frame.itertuples(index=False, name=None))
     return frame.to_dict("records")

@@ -211,3 +211,13 @@ def test_materialise_replaces_lazy_bags_at_any_depth_and_copies_nothing_else():
     parts = Partition({"a": bag}, DB, np.array([-1, 0, -1, 0, -1, -1]))
     plain = materialise(parts)
     assert type(plain) is dict and isinstance(plain["a"], pd.DataFrame) and isinstance(parts["a"], MaskedBag)
+
+
+def test_the_rows_of_a_table_read_for_no_column_are_its_rows():
+    # a run that reads no column loads a table of no columns; row by row, each row is an empty
+    # record (pandas 2's to_dict("records") gives none at all)
+    from fuzzpy.runtime.values import MaskedBag, bag_rows
+
+    empty = pd.DataFrame(index=range(5))
+    assert bag_rows(empty) == [{}] * 5
+    assert bag_rows(MaskedBag(empty, rows=np.array([1, 3]))) == [{}, {}]
