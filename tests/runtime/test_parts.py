@@ -1,6 +1,9 @@
-"""Remembered group-by key codes (primitives/partitions.py, `base_key_codes`): shared between
-call sites exactly when their key functions are the same code (`batch.structure`), and read on a
-part's own rows; the parts are always those of the reference path (no remembered codes)."""
+"""Group-by parts and lazy bags.  Remembered key codes (primitives/partitions.py,
+`base_key_codes`) are shared between call sites exactly when their key functions are the same
+code (`batch.structure`) and are read at a part's own rows; a bag given by its row indices is the
+bag given by its mask; `materialise` replaces lazy bags and copies nothing else; the rows of a
+table read for no column are its rows.  The parts are always those of the reference path (no
+remembered codes, no batching)."""
 
 from __future__ import annotations
 
