@@ -36,8 +36,9 @@ from .. import limits
 from ..limits import RECURSION_LIMIT, STACK_BYTES  # noqa: F401 - re-exported for the auditor
 
 # Primitives whose runtimes accept lazy MaskedBags; every other primitive gets plain frames.
+# (`part` and `values` hand parts on as they are: a list of released results is not walked.)
 LAZY_BAG_PRIMITIVES = frozenset({"count", "filter", "map", "sum", "union", "split", "groupby", "part",
-                                 "pmap", "each", "vsum"})
+                                 "values", "pmap", "each", "vsum"})
 
 
 class RunFailure(FuzzError):

@@ -224,3 +224,19 @@ def test_the_rows_of_a_table_read_for_no_column_are_its_rows():
     empty = pd.DataFrame(index=range(5))
     assert bag_rows(empty) == [{}] * 5
     assert bag_rows(MaskedBag(empty, rows=np.array([1, 3]))) == [{}, {}]
+
+
+def test_values_hands_the_parts_on_unmaterialised_and_they_count_the_same(monkeypatch):
+    from fuzzpy.runtime.values import MaskedBag
+
+    extra = BY + """function counts (xs : list (bag T)) : list num {
+      case xs of { [] => [] | h :: t => count (filter (fun r -> r.y > 2) h) :: counts t } }
+    """
+    entry = check("""function main (db : bag T) : fuzzy (list num) {
+      byk db (fun ps -> return (counts (values ps))) }""", extra)
+    seen = []
+    real = MaskedBag.materialise
+    monkeypatch.setattr(MaskedBag, "materialise", lambda self: seen.append(1) or real(self))
+    lazy = run(entry)
+    assert seen == [] and lazy[0] == (2, 0, 1)  # rows with y > 2 per key a, b, c
+    assert lazy[:2] == run(entry, batch=False)[:2]
