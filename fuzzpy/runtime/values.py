@@ -147,13 +147,14 @@ class MaskedBag:
     or as a function computing it on first use (a group-by part); the other is derived when a
     reader needs it.  A part of a part of a large table is held by its indices, so grouping it
     again costs its own rows, not the table's.  `count` may be given when it is already known
-    (group sizes from one bincount)."""
+    (group sizes from one bincount), or `count_fn` to compute it on first use."""
 
-    __slots__ = ("base", "_mask", "_mask_fn", "_rows", "_rows_fn", "_count", "_columns", "_frame")
+    __slots__ = ("base", "_mask", "_mask_fn", "_rows", "_rows_fn", "_count", "_count_fn", "_columns", "_frame")
 
     def __init__(self, base: Frame, mask: Optional[np.ndarray] = None, *,
                  mask_fn: Optional[Callable[[], np.ndarray]] = None, count: Optional[int] = None,
-                 rows: Optional[np.ndarray] = None, rows_fn: Optional[Callable[[], np.ndarray]] = None):
+                 rows: Optional[np.ndarray] = None, rows_fn: Optional[Callable[[], np.ndarray]] = None,
+                 count_fn: Optional[Callable[[], int]] = None):
         assert (mask is not None) + (mask_fn is not None) + (rows is not None) + (rows_fn is not None) == 1, \
             "one description of the rows"
         self.base = base
@@ -162,6 +163,7 @@ class MaskedBag:
         self._rows = rows
         self._rows_fn = rows_fn
         self._count = count
+        self._count_fn = count_fn  # the size, computed on first use (a group's, from all groups' counts)
         self._columns: dict[Any, pd.Series] = {}
         self._frame: Optional[Frame] = None
 
@@ -189,6 +191,8 @@ class MaskedBag:
         return self._rows
 
     def __len__(self) -> int:
+        if self._count is None and self._count_fn is not None:
+            self._count, self._count_fn = self._count_fn(), None
         if self._count is None:
             has_rows = self._rows is not None or self._rows_fn is not None
             self._count = len(self.rows) if has_rows else int(np.count_nonzero(self.mask))

@@ -240,3 +240,21 @@ def test_values_hands_the_parts_on_unmaterialised_and_they_count_the_same(monkey
     lazy = run(entry)
     assert seen == [] and lazy[0] == (2, 0, 1)  # rows with y > 2 per key a, b, c
     assert lazy[:2] == run(entry, batch=False)[:2]
+
+
+def test_a_whole_tables_parts_are_counted_once_and_only_when_a_size_is_asked_for(monkeypatch):
+    import fuzzpy.primitives.partitions as P
+    from fuzzpy.primitives.partitions import _run_groupby
+    from fuzzpy.runtime.interpreter import Context, Interpreter
+
+    entry = check('function main (db : bag T) : fuzzy num { byk db (fun ps -> laplace 1 (count (part ps "a"))) }')
+    groupby = next(n for n in I.reachable(entry) if isinstance(n, I.IPrim) and n.name == "groupby")
+    key = groupby.args[0]
+    calls = []
+    real = P._group_counts
+    monkeypatch.setattr(P, "_group_counts", lambda *a: calls.append(1) or real(*a))
+    ctx = Context(Interpreter(RunState(RandomSource.seeded(0))), groupby.info, None)
+    parts = _run_groupby(ctx, Closure({}, key.params, key.body), DB)
+    assert calls == []  # nothing counted yet
+    assert [len(p) for p in parts.values()] == [3, 2, 1] and calls == [1]  # all at once, once
+    assert [len(p.materialise()) for p in parts.values()] == [3, 2, 1]
