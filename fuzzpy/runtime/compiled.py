@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import threading
 import weakref
-from fractions import Fraction
 from typing import Any, Callable, Optional
 
 from .. import limits
@@ -31,7 +30,7 @@ from ..checking import ir as I
 from ..primitives.registry import Primitive, lookup
 
 # Primitives that take a table (their runtimes receive lazy bags): never in a compiled function.
-from .interpreter import LAZY_BAG_PRIMITIVES, RunFailure, _immutable, exact_arg, shared_const
+from .interpreter import LAZY_BAG_PRIMITIVES, _NOT_EXACT, RunFailure, _immutable, fold_exact, shared_const
 
 _COMPILED: "weakref.WeakKeyDictionary[I.Instance, Optional[Callable[..., Any]]]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -79,14 +78,8 @@ def _fold_call(prim: Primitive, node: I.IPrim) -> Callable[..., Any]:
     fold = prim.fold
 
     def call(it: Any, *args: Any) -> Any:
-        exact = []
-        for a in args:
-            t = type(a)
-            q = a if (t is Fraction or t is str or t is bool) else exact_arg(a)
-            if q is None:
-                return it.call_prim(prim, node, list(args))
-            exact.append(q)
-        return fold(*exact)
+        out = fold_exact(fold, args)
+        return it.call_prim(prim, node, list(args)) if out is _NOT_EXACT else out
 
     return call
 
