@@ -30,6 +30,7 @@ and no noise is drawn in a batched evaluation.
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 import weakref
@@ -41,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ..checking import ir as I
+from . import compiled
 from .interpreter import Interpreter, as_float, exact_arg
 from .ratios import Ratios
 from .values import Closure, MaskedBag, is_distribution
@@ -51,6 +53,9 @@ from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, remem
 _INT_SAFE = 2**61
 _FLOAT_EXACT_INT = 2**53  # int64 columns below this compare exactly as float64
 _NUMBER = (int, float, Fraction)  # the exact and released numbers lane values hold
+# Up to this many lanes a compiled public function runs once per lane (LaneEvaluator.call_body);
+# beyond, its code is evaluated on all lanes at once (the auditor's thousands of samples).
+COMPILED_LANES = 64
 
 
 class NotBatchable(Exception):
@@ -475,9 +480,11 @@ def structure(node: Any, params: tuple = ()) -> Optional[tuple]:
     """A hashable description of code, equal for two pieces of code exactly when they are the
     same up to the names of the variables they bind: `params` and every name bound inside are
     replaced by their binding position (a de Bruijn level), free names are kept; spans are left
-    out, called instances are described by their bodies, constants with their types and the
-    primitives' decisions (`info`) by value.  None for code it cannot describe so (a recursive
-    function, a closure whose code comes from elsewhere, a value with no equality by value):
+    out, called instances are described by their bodies (a call of an instance whose body is
+    being described, recursion, by how many enclosing instance descriptions up that one is: a
+    fixpoint, equal for two recursive functions exactly when their equations are), constants with
+    their types and the primitives' decisions (`info`) by value.  None for code it cannot
+    describe so (a closure whose code comes from elsewhere, a value with no equality by value):
     such code is only ever the same as itself."""
     try:
         hit = _STRUCTURE.get(node)
@@ -504,7 +511,7 @@ class _Structure:
     """One `structure` computation: `scope` maps a bound name to its binding level."""
 
     def __init__(self) -> None:
-        self.active: set[int] = set()  # instances being described (recursion: opaque)
+        self.active: list[int] = []  # the instances being described, outermost first
 
     def of(self, v: Any, scope: dict) -> Any:
         if isinstance(v, I.IR):
@@ -516,13 +523,15 @@ class _Structure:
             return (type(v).__name__,) + tuple(self.of(getattr(v, f.name), scope)
                                                for f in fields(v) if f.name != "span")
         if isinstance(v, I.Instance):
-            if v.body is None or id(v) in self.active:
+            if v.body is None:
                 raise _Opaque
-            self.active.add(id(v))
+            if id(v) in self.active:  # recursion: the enclosing description it refers to
+                return ("recursive", len(self.active) - 1 - self.active.index(id(v)))
+            self.active.append(id(v))
             try:
                 return ("instance", len(v.params), self.of(v.body, {p: i for i, p in enumerate(v.params)}))
             finally:
-                self.active.discard(id(v))
+                self.active.pop()
         if v is None or type(v) in (bool, int, float, str, Fraction):
             return (type(v).__name__, v)
         if type(v) in (list, tuple):
@@ -635,6 +644,43 @@ _CMP_FNS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": opera
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
 
+def _simple(cond: Any) -> bool:
+    """A comparison of variables and constants: evaluating it cannot fail or loop."""
+    return (type(cond) is I.IPrim and cond.name in _CMP_OPS
+            and all(type(a) in (I.IVar, I.IConst) for a in cond.args))
+
+
+def _call_key(branch: Any) -> Optional[tuple]:
+    """What makes two branches calls of one function: the called code (`structure`, by its
+    number: `_code_number`) and the number of arguments; None for a branch that is not such a
+    call."""
+    if type(branch) is not I.ICall:
+        return None
+    code = _code_number(branch.instance)
+    return None if code is None else ("call", code, len(branch.args))
+
+
+def _code_number(inst: I.Instance) -> Optional[int]:
+    """A number per distinct `structure` of an instance, remembered per instance: a structure is
+    a deep tuple, hashed again on every comparison."""
+    hit = _CODE_NUMBERS.get(inst)
+    if hit is None:
+        code = structure(inst)
+        if code is None:
+            hit = -1
+        else:
+            if len(_NUMBERED) >= 4096:  # forgets old codes; numbers are never reused
+                _NUMBERED.clear()
+            hit = _NUMBERED.setdefault(code, next(_NEXT_NUMBER))
+        _CODE_NUMBERS[inst] = hit
+    return None if hit < 0 else hit
+
+
+_CODE_NUMBERS: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
+_NUMBERED: dict = {}
+_NEXT_NUMBER = itertools.count()
+
+
 class _ListCase:
     kind = "list"
 
@@ -670,10 +716,99 @@ class LaneEvaluator(Interpreter):
             vals = [bool(v) for v in cond.values()]  # the truth the scalar evaluator's `if` tests
             if all(vals) or not any(vals):
                 return self.eval(node.then if vals[0] else node.other, env)
-            return self._split(node, env, np.asarray(vals, dtype=bool))
+            truth = np.asarray(vals, dtype=bool)
+            return self._split(node, env, truth) if self.fuzzy else self._split_chain(node, env, truth)
         if has_lanes(cond):
             raise NotBatchable("if on a lane value")
         return self.eval(node.then if cond else node.other, env)
+
+    def _split_chain(self, node: I.IIf, env: dict, truth: np.ndarray) -> Any:
+        """An `if` whose condition differs between lanes, with the `else if`s after it whose
+        conditions are comparisons of variables and constants (`_simple`): every lane's branch
+        is decided first, then each branch reached is evaluated once, on the lanes taking it.
+        Branches that are calls of one function (the same code, `structure`) are one call, its
+        arguments each lane's own branch's arguments (`_one_call`).  Each lane evaluates what its
+        own evaluation does, in the same order: the conditions its own evaluation tests (the
+        others it evaluates too are comparisons, which cannot fail or loop), then its branch."""
+        which = np.full(self.n, -1, dtype=np.int64)  # each lane's branch, once decided
+        branches: list[Any] = []
+        while True:
+            which[(which < 0) & truth] = len(branches)
+            branches.append(node.then)
+            nxt = node.other
+            if type(nxt) is not I.IIf or not _simple(nxt.cond) or not (which < 0).any():
+                which[which < 0] = len(branches)
+                branches.append(nxt)
+                break
+            node = nxt
+            cond = self.eval(node.cond, env)
+            if type(cond) is Lanes:
+                truth = np.asarray([bool(v) for v in cond.values()], dtype=bool)
+            elif has_lanes(cond):
+                raise NotBatchable("if on a lane value")
+            else:
+                truth = np.full(self.n, bool(cond))
+        groups: dict[Any, list[int]] = {}
+        for j in np.unique(which).tolist():
+            groups.setdefault(_call_key(branches[j]) or ("branch", j), []).append(j)
+        parts = []
+        for js in groups.values():
+            member = np.zeros(len(branches), dtype=bool)
+            member[js] = True
+            idx = np.flatnonzero(member[which])
+            if len(js) == 1:
+                parts.append(self._branch_on(branches[js[0]], env, idx))
+            else:
+                parts.append(self._one_call(env, branches, js, which, idx))
+        if len(parts) == 1 and len(parts[0][0]) == self.n:
+            return parts[0][1]
+        return merge_lanes(self.n, parts)
+
+    def _branch_on(self, branch: Any, env: dict, idx: np.ndarray) -> tuple:
+        """(idx, branch's value on lanes idx, the evaluator that computed it)."""
+        if len(idx) == self.n:
+            return idx, self.eval(branch, env), self
+        if len(idx) == 1 and not self.fuzzy:
+            return idx, self._one_lane(branch, env, int(idx[0])), None
+        sub = LaneEvaluator(self.state, len(idx), self.fuzzy, self.inputs)
+        return idx, sub.eval(branch, _restrict_env(env, branch, idx, self.n)), sub
+
+    def _one_call(self, env: dict, branches: list, js: list[int], which: np.ndarray, idx: np.ndarray) -> tuple:
+        """Branches js, calls of one function, on their lanes idx: each branch's arguments on
+        its own lanes, merged lane by lane, then one call of the function on all of idx."""
+        calls = [branches[j] for j in js]
+        sub = self if len(idx) == self.n else LaneEvaluator(self.state, len(idx), self.fuzzy, self.inputs)
+        sub_env = env if sub is self else _restrict_env(env, calls, idx, self.n)
+        mine = which[idx]
+        per_arg: list[list] = [[] for _ in calls[0].args]
+        for j, call in zip(js, calls):
+            pos = np.flatnonzero(mine == j)
+            for slot, v in zip(per_arg, sub._args_on(call.args, sub_env, pos)):
+                slot.append((pos, v))
+        args = [_merge_values(len(idx), slot) for slot in per_arg]
+        return idx, sub.call_instance(calls[0], args), sub
+
+    def _args_on(self, args: list, env: dict, idx: np.ndarray) -> list:
+        """A call's arguments, in order, on lanes idx (each over those lanes)."""
+        if len(idx) == self.n:
+            return [self.eval(a, env) for a in args]
+        if len(idx) == 1:
+            scalar = Interpreter(self.state)
+            lane_env = self._lane_env(list(args), env, int(idx[0]))
+            out = [scalar.eval(a, lane_env) for a in args]
+            if any(is_distribution(v) for v in out):
+                raise NotBatchable("a distribution")
+            return out
+        sub = LaneEvaluator(self.state, len(idx), self.fuzzy, self.inputs)
+        sub_env = _restrict_env(env, list(args), idx, self.n)
+        return [sub.eval(a, sub_env) for a in args]
+
+    def _lane_env(self, nodes: Any, env: dict, i: int) -> dict:
+        """Lane i's own values of what `nodes` (a node or a list of them) can reach."""
+        reached = [_reach(b) for b in nodes] if type(nodes) is list else [_reach(nodes)]
+        if any(r is None for r in reached):
+            return {k: lane_view(v, i) for k, v in env.items()}
+        return {k: lane_view(env[k], i) for k in frozenset().union(*reached) if k in env}
 
     def _split(self, node: I.IIf, env: dict, truth: np.ndarray) -> Any:
         """An `if` whose condition differs between lanes: each branch is evaluated once, on the
@@ -693,9 +828,7 @@ class LaneEvaluator(Interpreter):
         reference semantics itself, without lane bookkeeping at every step (a selection's chain
         of `if`s on the candidate ends with one candidate per branch).  Its value, a plain value,
         is lane i's value."""
-        names = _reach(branch)
-        keys = env.keys() if names is None else [k for k in names if k in env]
-        out = Interpreter(self.state).eval(branch, {k: lane_view(env[k], i) for k in keys})
+        out = Interpreter(self.state).eval(branch, self._lane_env(branch, env, i))
         if is_distribution(out):
             raise NotBatchable("a distribution")
         return out
@@ -765,6 +898,21 @@ class LaneEvaluator(Interpreter):
         if not self.fuzzy:
             raise NotBatchable("a distribution")
         return super().e_IReturn(node, env)
+
+    def call_body(self, inst: I.Instance, args: list[Any]) -> Any:
+        """A public function (one compiled.py translates) on a few lanes: its compiled code once
+        per lane, on that lane's own values (the reference semantics, without a step per node);
+        anything else is evaluated on the lanes."""
+        state = self.state
+        if (self.n <= COMPILED_LANES and not self.fuzzy and state.compiled and state.engine is None
+                and state.row_calls is None):
+            fn = compiled.compiled_function(inst)
+            if fn is not None:
+                scalar = Interpreter(state)
+                cols = [unlane(a, self.n) for a in args]
+                return compact([fn(scalar, state, *vals) for vals in zip(*cols)] if cols
+                               else [fn(scalar, state) for _ in range(self.n)])
+        return super().call_body(inst, args)
 
     def call_prim(self, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
         if not any(type(a) not in _PLAIN and has_lanes(a) for a in args):
@@ -937,9 +1085,10 @@ def _captures_env(node: Any) -> bool:
 
 
 def _restrict_env(env: dict, branch: Any, idx: np.ndarray, n: int) -> dict:
-    """The environment of lanes `idx` only; names the branch cannot reach are left out (reading
-    one would be an error, which makes the batch fall back)."""
-    names = _reach(branch)
+    """The environment of lanes `idx` only; names the branch (or every branch of a list) cannot
+    reach are left out (reading one would be an error, which makes the batch fall back)."""
+    reached = [_reach(b) for b in branch] if type(branch) is list else [_reach(branch)]
+    names = None if any(r is None for r in reached) else frozenset().union(*reached)
     keys = env.keys() if names is None else [k for k in names if k in env]
     remap = np.full(n, -1, dtype=np.int64)
     remap[idx] = np.arange(len(idx))
@@ -1309,6 +1458,60 @@ def _b_structural(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) 
     if type(args[0]) is not dict and not isinstance(args[0], dict):
         return NotImplemented
     return prim.run(*args)
+
+
+def _b_pmap(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """`pmap f ps` with a partition per lane (the candidates' partitions of a score, each by its
+    own key) and f the same in every lane: f once over every part of every lane, each (lane,
+    part) a lane of one evaluation (`_lanes_of_partitions`), the results put back per lane in
+    each partition's key order.  NotImplemented (once per lane) when the partitions are not
+    parts of one table, or f is not batchable on them."""
+    f, ps = args
+    if ev.fuzzy or type(ps) is not Lanes or type(f) is not Closure or has_lanes(f):
+        return NotImplemented
+    partitions = ps.values()
+    flat = _lanes_of_partitions(partitions)
+    if flat is None:
+        return NotImplemented
+    state = ev.state
+    depth, calls, fallbacks = state.depth, state.row_calls, state.fallbacks
+    try:
+        values = unlane(LaneEvaluator(state, flat.n).apply(f, [flat]), flat.n)
+    except NotBatchable:
+        state.depth, state.row_calls, state.fallbacks = depth, calls, fallbacks
+        return NotImplemented
+    out, start = [], 0
+    for p in partitions:
+        out.append(dict(zip(p, values[start:start + len(p)])))
+        start += len(p)
+    return Lanes(out)
+
+
+# At most this many rows in all the partitions together: beyond, each partition's own batched
+# pmap is as fast (one bincount each, like the one over all) and makes no large temporary arrays.
+FLAT_PAIRS = 1 << 17
+
+
+def _lanes_of_partitions(partitions: list) -> Optional[LaneBag]:
+    """Every part of every partition as one lane bag, a lane per (partition, part) in order;
+    None unless they are all `groupby` partitions of one table."""
+    from .values import Partition
+
+    if not partitions or not all(type(p) is Partition for p in partitions):
+        return None
+    base = partitions[0].base
+    if any(p.base is not base for p in partitions):
+        return None
+    if sum(len(p.codes) for p in partitions) > FLAT_PAIRS:
+        return None
+    rows, lanes, offset = [], [], 0
+    for p in partitions:
+        codes = p.codes
+        keep = codes >= 0
+        rows.append(np.flatnonzero(keep) if p.rows is None else p.rows[keep])
+        lanes.append(codes[keep].astype(np.int64, copy=False) + offset)
+        offset += len(p)
+    return LaneBag(base, np.concatenate(rows), np.concatenate(lanes), offset)
 
 
 # ---- row functions per lane: every (lane, row) pair in one column evaluation ------------------------
@@ -1696,7 +1899,7 @@ _SPECIAL = {name: _b_numeric for name in ("add", "sub", "max", "min", "mul", "di
 _SPECIAL.update({"part": _b_structural, "values": _b_structural, "count": _b_count, "groupby": _b_groupby,
                  "filter": _b_filter, "split": _b_filter, "map": _b_map, "sum": _b_sum, "vsum": _b_vsum,
                  "vadd": _b_vector, "vsub": _b_vector, "vscale": _b_vector, "vget": _b_vget, "vec": _b_vec,
-                 "clip": _b_clip})
+                 "clip": _b_clip, "pmap": _b_pmap})
 
 
 # ---- entry points: pmap and selection scores ---------------------------------------------------------

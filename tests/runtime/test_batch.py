@@ -52,7 +52,8 @@ def test_examples_release_the_same_values_batched_or_not(name, params, adult_tab
     assert batched == unbatched and batched[0]  # something was released
 
 
-def test_the_decision_tree_batches_its_qualities_and_scores(adult_tables, monkeypatch):
+@pytest.mark.parametrize("flat_pairs", [1 << 17, 100])
+def test_the_decision_tree_batches_its_qualities_and_scores(adult_tables, monkeypatch, flat_pairs):
     """DiffPID3 releases the same tree batched or not, and its per-node qualities (pmap majority) really run batched, and remembered key
     codes replace the per-node evaluation of the bucketing functions."""
     import fuzzpy.runtime.batch as B
@@ -66,23 +67,33 @@ def test_the_decision_tree_batches_its_qualities_and_scores(adult_tables, monkey
         return out
 
     monkeypatch.setattr(B, "_run", spy)
-    one_lane = []
-    real_one = B.LaneEvaluator._one_lane
+    monkeypatch.setattr(B, "FLAT_PAIRS", flat_pairs)
+    merged, flat = [], []
+    real_call, real_flat = B.LaneEvaluator._one_call, B._lanes_of_partitions
 
-    def spy_one(self, branch, env, i):
-        one_lane.append((self.n, i))
-        return real_one(self, branch, env, i)
+    def spy_call(self, env, branches, js, which, idx):
+        merged.append(len(js))
+        return real_call(self, env, branches, js, which, idx)
 
-    monkeypatch.setattr(B.LaneEvaluator, "_one_lane", spy_one)
+    def spy_flat(partitions):
+        out = real_flat(partitions)
+        flat.append((len(partitions), out is not None))
+        return out
+
+    monkeypatch.setattr(B.LaneEvaluator, "_one_call", spy_call)
+    monkeypatch.setattr(B, "_lanes_of_partitions", spy_flat)
     report = check_file(ROOT / "examples" / "decision_tree.fz", params={"depth": "2", "B": "10"})
     batched, unbatched = both(report, adult_tables(report), seed=1)
     assert batched == unbatched and len(batched[0]) > 10  # the same tree, value for value
-    assert ("LaneBag", True) in seen  # pmap majority over the parts of a groupby, batched
     # the attribute score starts with `if member x used`, which differs between candidates, and
     # `by`'s chain of ifs on the attribute: the ifs split their lanes, so the scores batch too
     assert ("Lanes", True) in seen and ("Lanes", False) not in seen
-    # each attribute ends `by`'s chain alone on its branch, which the scalar evaluator runs
-    assert one_lane and all(n > 1 and 0 <= i < n for n, i in one_lane)
+    # `by`'s twelve branches call `quality` (one instance per key type, the same code): one call
+    assert merged and max(merged) == 12 and min(merged) >= 2
+    # whose `pmap majority` runs once over every candidate's parts while they have few rows in
+    # all, else once per candidate, over the parts of its groupby
+    assert flat and all(ok == (flat_pairs > 100) for _, ok in flat)
+    assert (("LaneBag", True) in seen) == (flat_pairs == 100)
 
 
 SCHEMA = 'schema T { x : num[0, 10], n : int[0, 5], k : cat{"a", "b", "c"} }\n'
@@ -214,6 +225,41 @@ function main (db : bag T) : fuzzy (num, num) {
     let (a, b) = c;
     vget 1 (vsum 1 (fun r -> vec (a * r.x / 10, b - r.n / 5)) db))
 }''',
+    # the tree's score, small: `by`'s branches call one function (an instance per key type) on
+    # partitions by different keys, of the table or of a part of it, some rows in no part (NaN
+    # buckets); `pmap q` runs over every candidate's parts at once, and the qualities, lists of
+    # different lengths, are summed by the compiled `lsum` once per candidate
+    "one call for the branches": SCHEMA + '''
+function lsum (xs : list num) : num { case xs of { [] => 0 | h :: t => h + lsum t } }
+function q (g : bag T) : num { max (count (filter (fun r -> r.x > 4) g)) (count g - 3) }
+function quality ps { lsum (values (pmap q ps)) }
+function by (a : string) (b : bag T) f {
+  if a == "k" then f (groupby (fun r -> r.k) b)
+  else if a == "n" then f (groupby (fun r -> r.n) b)
+  else if a == "x" then f (groupby (fun r -> bin 3 r.x) b)
+  else f (groupby (fun r -> r.n) (filter (fun r -> r.x > 2) b))
+}
+function main (db : bag T) : fuzzy string {
+  exponential 1 ["k", "n", "x", "f", "k"] (fun a -> by a db quality)
+}''',
+    # branches calling one public function on arguments of different kinds (an int count, a
+    # Fraction), another function, and a function of a bag given a different bag per branch
+    "calls with per-branch arguments": SCHEMA + '''
+function g (v : num) : num { v * 3 - 1 / 2 }
+function h (b : bag T) (t : num) : num { count (filter (fun r -> r.x > t) b) }
+function main (db : bag T) : fuzzy num {
+  exponential 1 [1, 2, 3, 4, 5, 6] (fun c ->
+    if c < 2 then g (count db) else if c == 2 then g (c / 3) else if c == 3 then h db c
+    else if c == 4 then h (filter (fun r -> r.n > 2) db) 3 else if c == 5 then 0 - g c else h db 0)
+}''',
+    # candidates that are lists of different lengths: public functions on them run compiled,
+    # once per candidate
+    "compiled per candidate": SCHEMA + '''
+function lsum (xs : list num) : num { case xs of { [] => 0 | h :: t => h + lsum t } }
+function len (xs : list num) : num { case xs of { [] => 0 | h :: t => 1 + len t } }
+function main (db : bag T) : fuzzy (list num) {
+  exponential 1 [[1], [2, 3], [], [4, 5, 0.5]] (fun xs -> count db + lsum xs - len xs / 3)
+}''',
     # map and sum over the parts of a partition (a lane bag, a function without lane values)
     "pmap maps its parts": SCHEMA + '''
 function main (db : bag T) : fuzzy (parts {"a", "b", "c"} num) {
@@ -242,6 +288,9 @@ EXPECT = {
     "candidate in a filter, a split and a groupby": ({("Lanes", True)}, False),
     "candidate tuple in a vsum": ({("Lanes", True)}, False),
     "pmap maps its parts": ({("LaneBag", True)}, False),
+    "one call for the branches": ({("Lanes", True)}, False),
+    "calls with per-branch arguments": ({("Lanes", True)}, False),
+    "compiled per candidate": ({("Lanes", True)}, False),
 }
 # Programs whose row functions run on (lane, row) pairs: how many such evaluations, at least
 PAIRS = {"candidate in a map": 1, "candidate in a filter, a split and a groupby": 3, "candidate tuple in a vsum": 1,
@@ -249,9 +298,49 @@ PAIRS = {"candidate in a map": 1, "candidate in a filter, a split and a groupby"
 
 
 SPLITS = {"if on the candidate", "nested ifs on the candidate", "member chain", "if in pmap", "branch on its own lanes",
-          "exact arithmetic on the candidate"}
+          "exact arithmetic on the candidate", "one call for the branches", "calls with per-branch arguments"}
 
 RATIOS = {"exact arithmetic on the candidate"}  # programs whose lanes must be held as exact ratios
+
+
+@pytest.mark.parametrize("compiled_lanes", [64, 0])
+def test_branches_calling_one_function_are_one_call_over_their_lanes(compiled_lanes, monkeypatch):
+    """`by`'s shape: the chain is decided for every lane first, the branches calling one
+    function (the same code) make one call, `pmap` runs over every lane's partition at once, and
+    public functions run compiled once per lane; without the compiled calls the qualities (lists
+    of different lengths) do not batch, and the values are the same either way."""
+    import fuzzpy.runtime.batch as B
+
+    merged, flat, runs = [], [], []
+    real_call, real_flat, real_run = B.LaneEvaluator._one_call, B._lanes_of_partitions, B._run
+
+    def spy_call(self, env, branches, js, which, idx):
+        merged.append(len(js))
+        return real_call(self, env, branches, js, which, idx)
+
+    def spy_flat(partitions):
+        out = real_flat(partitions)
+        flat.append(out is not None)
+        return out
+
+    def spy_run(ctx, fn, arg, n):
+        out = real_run(ctx, fn, arg, n)
+        runs.append(out is not None)
+        return out
+
+    monkeypatch.setattr(B.LaneEvaluator, "_one_call", spy_call)
+    monkeypatch.setattr(B, "_lanes_of_partitions", spy_flat)
+    monkeypatch.setattr(B, "_run", spy_run)
+    monkeypatch.setattr(B, "COMPILED_LANES", compiled_lanes)
+    report = check_source(PROGRAMS["one call for the branches"], "t.fz")
+    assert report.ok, report.diagnostics
+    batched, unbatched = both(report, {"db": frame(seed=5)}, 2)
+    assert batched == unbatched
+    assert merged == [4]  # five candidates taking four branches: one call
+    assert flat == [True]
+    # the scores batch only with compiled calls; without, each candidate's score runs alone
+    # (its own pmap batched)
+    assert runs == [True] if compiled_lanes else runs == [False] + [True] * 5
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
@@ -273,11 +362,15 @@ def test_small_programs_release_the_same_values_batched_or_not(name, nan, monkey
         return out
 
     splits = []
-    real_split = B.LaneEvaluator._split
+    real_split, real_chain = B.LaneEvaluator._split, B.LaneEvaluator._split_chain
 
     def lane_split(self, node, env, truth):
         splits.append(int(truth.sum()))
         return real_split(self, node, env, truth)
+
+    def lane_chain(self, node, env, truth):
+        splits.append(int(truth.sum()))
+        return real_chain(self, node, env, truth)
 
     pairs = []
     real_rows = B.lane_rows
@@ -298,6 +391,7 @@ def test_small_programs_release_the_same_values_batched_or_not(name, nan, monkey
     monkeypatch.setattr(B, "_run", run)
     monkeypatch.setattr(B, "_thresholds", split)
     monkeypatch.setattr(B.LaneEvaluator, "_split", lane_split)
+    monkeypatch.setattr(B.LaneEvaluator, "_split_chain", lane_chain)
     monkeypatch.setattr(B, "lane_rows", lane_rows)
     report = check_source(PROGRAMS[name], "t.fz")
     assert report.ok, report.diagnostics

@@ -113,14 +113,53 @@ def test_a_closure_reading_its_scope_is_told_apart_by_the_values_it_reads():
     assert constant_identity(Closure({"c": 1.0}, ["r"], body)) != constant_identity(one)  # types too
 
 
+def _recursive(name, n_params=1, step=I.IConst(F(1))):
+    """fun n -> if n == 0 then 0 else step + name (n - 1), as its own recursive instance."""
+    inst = I.Instance(name, ["n"] + [f"p{j}" for j in range(1, n_params)])
+    n = I.IVar("n")
+    rest = [I.IVar(f"p{j}") for j in range(1, n_params)]
+    inst.body = I.IIf(I.IPrim("eq", [n, I.IConst(F(0))]), I.IConst(F(0)),
+                      I.IPrim("add", [step, I.ICall(inst, [I.IPrim("sub", [n, I.IConst(F(1))])] + rest)]))
+    return inst
+
+
+def test_recursive_code_is_described_as_a_fixpoint():
+    one, two = _recursive("count_down"), _recursive("other_name")
+    call = lambda inst: I.ICall(inst, [I.IConst(F(3))])  # noqa: E731
+    assert structure(call(one)) is not None
+    assert structure(call(one)) == structure(call(two))  # the same equations
+    assert structure(call(one)) != structure(call(_recursive("x", step=I.IConst(F(2)))))
+    two_params = I.ICall(_recursive("x", n_params=2), [I.IConst(F(3)), I.IConst(F(0))])
+    assert structure(two_params) is not None and structure(call(one)) != structure(two_params)
+    # the recursive call's target matters: a function calling the recursive one, not itself
+    outer = I.Instance("outer", ["n"])
+    outer.body = I.IIf(I.IPrim("eq", [I.IVar("n"), I.IConst(F(0))]), I.IConst(F(0)),
+                       I.IPrim("add", [I.IConst(F(1)), I.ICall(one, [I.IPrim("sub", [I.IVar("n"), I.IConst(F(1))])])]))
+    assert structure(call(outer)) != structure(call(one))
+    # mutual recursion: even calls odd calls even
+    even, odd = I.Instance("even", ["n"]), I.Instance("odd", ["n"])
+    for f, g, base in ((even, odd, True), (odd, even, False)):
+        f.body = I.IIf(I.IPrim("eq", [I.IVar("n"), I.IConst(F(0))]), I.IConst(base),
+                       I.ICall(g, [I.IPrim("sub", [I.IVar("n"), I.IConst(F(1))])]))
+    assert structure(call(even)) is not None and structure(call(even)) != structure(call(odd))
+    # which enclosing function a recursive call goes back to: f -> g -> f is not f -> g -> g
+    def pair(back_to_f):
+        f, g = I.Instance("f", ["n"]), I.Instance("g", ["n"])
+        for inst, target in ((f, g), (g, f if back_to_f else g)):
+            inst.body = I.IIf(I.IPrim("eq", [I.IVar("n"), I.IConst(F(0))]), I.IConst(F(0)),
+                              I.ICall(target, [I.IPrim("sub", [I.IVar("n"), I.IConst(F(1))])]))
+        return call(f)
+    assert structure(pair(True)) == structure(pair(True)) != structure(pair(False))
+    k1 = Closure({}, ["r"], I.ICall(one, [I.IVar("r")]))
+    assert constant_identity(k1) == constant_identity(Closure({}, ["s"], I.ICall(two, [I.IVar("s")])))
+
+
 def test_code_it_cannot_describe_is_only_the_same_as_itself():
-    loop = I.Instance("loop", ["n"])
-    loop.body = I.ICall(loop, [I.IVar("n")])  # recursive: no finite description
-    assert structure(I.ICall(loop, [I.IConst(F(1))])) is None
     elsewhere = I.IApply(I.IVar("f"), [I.IVar("r")], ["r"], I.IVar("z"))  # body runs in f's scope
     assert structure(elsewhere, ("r",)) is None
-    k1, k2 = (Closure({}, ["r"], I.ICall(loop, [I.IVar("r")])) for _ in range(2))
-    assert constant_identity(k1) != constant_identity(Closure({}, ["r"], I.ICall(loop, [I.IVar("r")])))
+    k1 = Closure({}, ["r"], elsewhere)
+    assert constant_identity(k1) != constant_identity(Closure({}, ["r"], I.IApply(
+        I.IVar("f"), [I.IVar("r")], ["r"], I.IVar("z"))))
     assert constant_identity(k1) == constant_identity(k1)
 
 
