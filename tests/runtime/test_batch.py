@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from pathlib import Path
+import random
 
 import numpy as np
 import pandas as pd
@@ -914,3 +915,95 @@ def test_a_vsum_over_empty_bags_is_zero_in_every_lane_without_running_its_row_fu
     out = B._b_vsum(ev, None, node, [Fraction(1), B.Closure({}, ["r"], None), empty])
     assert [B.unlane(c, 4) for c in out] == [[Fraction(0)] * 4] * 2
     assert all(type(v) is Fraction for c in out for v in B.unlane(c, 4)) and pairs == []
+
+
+# ---- generated score chains ---------------------------------------------------------------------------
+#
+# Scores shaped like the tree's: an `else if` chain on the candidate whose branches call one
+# function on different arguments (partitions by different keys, different bags, numbers of
+# different kinds), mixed with branches of other shapes and conditions that end the chain.
+
+CHAIN_HELPERS = SCHEMA + '''
+function lsum (xs : list num) : num { case xs of { [] => 0 | h :: t => h + lsum t } }
+function q (g : bag T) : num { max (count (filter (fun r -> r.x > 4) g)) (count g - 3) }
+function quality ps { lsum (values (pmap q ps)) }
+function h (b : bag T) (t : num) : num { count (filter (fun r -> r.x > t) b) }
+function g (v : num) : num { v * 3 - 1 / 2 }
+'''
+
+
+def _score_chain(rng: random.Random) -> str:
+    def bag() -> str:
+        return rng.choice(["db", "(filter (fun r -> r.x > 3) db)", "(filter (fun r -> r.n < c) db)"])
+
+    def num(public: bool = False) -> str:
+        return rng.choice(["c", "c / 3", "2", "0.5"] + ([] if public else ["count db"]))
+
+    def branch() -> str:
+        key = rng.choice(["r.k", "r.n", "bin 3 r.x", "if r.x > c then 0 else r.n"])
+        return rng.choice([f"quality (groupby (fun r -> {key}) {bag()})"] * 3 + [f"h {bag()} ({num(True)})"] * 2
+                          + [f"g ({num()})", f"count {bag()}", num()])
+
+    def cond() -> str:
+        k = rng.choice(["0", "1", "2", "3", "5", "2.5"])
+        return rng.choice([f"c == {k}", f"c < {k}", f"c >= {k}", f"{k} == c", f"c != {k}", f"c * 2 < {k}"])
+
+    chain = branch()
+    for _ in range(rng.randint(1, 6)):
+        chain = f"if {cond()} then {branch()} else {chain}"
+    return chain
+
+
+def _chain_program(seed: int) -> tuple[str, random.Random]:
+    rng = random.Random(seed)
+    cands = rng.choice(["[0, 1, 2, 3, 4, 5, 7]", "[1, 2, 2.5, 3]", "[5, 0, 3, 1, 2]"])
+    chain = _score_chain(rng)
+    return CHAIN_HELPERS + f"function main (db : bag T) : fuzzy num {{ exponential 1 {cands} (fun c -> {chain}) }}", rng
+
+
+CHAIN_SEEDS = range(60)
+
+
+@pytest.mark.parametrize("seed", CHAIN_SEEDS)
+def test_generated_score_chains_release_the_same_values_batched_or_not(seed, monkeypatch):
+    import fuzzpy.runtime.batch as B
+
+    source, rng = _chain_program(seed)
+    report = check_source(source, "t.fz")
+    assert report.ok, (source, report.diagnostics)
+    monkeypatch.setattr(B, "FLAT_PAIRS", rng.choice([B.FLAT_PAIRS, 30]))
+    for table_seed in (seed, seed + 100):
+        batched, unbatched = both(report, {"db": frame(seed=table_seed, nan=bool(table_seed % 2))}, seed)
+        assert batched == unbatched, source
+
+
+def test_generated_score_chains_reach_the_merged_paths(monkeypatch):
+    """The generated chains are not all decided by the fallback: many batch, and among them
+    many merge branches into one call, run `pmap` over every lane's partition and call compiled
+    functions per lane."""
+    import fuzzpy.runtime.batch as B
+
+    seen = {"batched": 0, "one call": 0, "flat": 0}
+    real_call, real_flat, real_run = B.LaneEvaluator._one_call, B._lanes_of_partitions, B._run
+
+    def spy_call(self, *args):
+        seen["one call"] += 1
+        return real_call(self, *args)
+
+    def spy_flat(partitions):
+        out = real_flat(partitions)
+        seen["flat"] += out is not None
+        return out
+
+    def spy_run(ctx, fn, arg, n):
+        out = real_run(ctx, fn, arg, n)
+        seen["batched"] += out is not None and type(arg) is B.Lanes
+        return out
+
+    monkeypatch.setattr(B.LaneEvaluator, "_one_call", spy_call)
+    monkeypatch.setattr(B, "_lanes_of_partitions", spy_flat)
+    monkeypatch.setattr(B, "_run", spy_run)
+    for seed in CHAIN_SEEDS:
+        report = check_source(_chain_program(seed)[0], "t.fz")
+        both(report, {"db": frame(seed=seed)}, seed)
+    assert seen["batched"] >= 45 and seen["one call"] >= 10 and seen["flat"] >= 10, seen
