@@ -150,24 +150,30 @@ def _run_groupby(ctx, key, b):
     if part is None:  # the whole table
         if codes is None:
             codes = key_codes(ctx.vectorised(key)(b), ctx.info)
-        # every part's size from one count, made when a size is first asked for: a partition whose
-        # parts are only handed to a batched pmap, or not read at all, is never counted
-        counted: list = []
-
-        def size(i: int) -> int:
-            if not counted:
-                counted.append(_group_counts(codes, len(keys)))
-            return int(counted[0][i])
-
+        size = _sizes(codes, len(keys), _group_counts)
         return Partition({k: MaskedBag(base, mask_fn=lambda i=i: codes == i, count_fn=lambda i=i: size(i))
                           for i, k in enumerate(keys)}, base, codes)
     # A part of a table (a tree's node): its rows' codes, read from the remembered codes of the
     # whole table or computed on its own rows; grouping costs its rows, not the table's.
     rows = part.rows
     mine = codes[rows] if codes is not None else key_codes(ctx.vectorised(key)(b), ctx.info)
-    counts = _own_counts(mine, len(keys))
-    return Partition({k: MaskedBag(base, rows_fn=lambda i=i: rows[mine == i], count=int(counts[i]))
+    size = _sizes(mine, len(keys), _own_counts)
+    return Partition({k: MaskedBag(base, rows_fn=lambda i=i: rows[mine == i], count_fn=lambda i=i: size(i))
                       for i, k in enumerate(keys)}, base, mine, rows)
+
+
+def _sizes(codes, k: int, count):
+    """Part i's size, every part counted at once (`count(codes, k)`) when a size is first asked
+    for: a partition whose parts are only handed to a batched pmap (a score's candidates), or
+    not read at all, is never counted."""
+    counted: list = []
+
+    def size(i: int) -> int:
+        if not counted:
+            counted.append(count(codes, k))
+        return int(counted[0][i])
+
+    return size
 
 
 def _own_counts(codes, k: int):

@@ -281,19 +281,25 @@ def test_values_hands_the_parts_on_unmaterialised_and_they_count_the_same(monkey
     assert lazy[:2] == run(entry, batch=False)[:2]
 
 
-def test_a_whole_tables_parts_are_counted_once_and_only_when_a_size_is_asked_for(monkeypatch):
+@pytest.mark.parametrize("of_a_part", [False, True])
+def test_parts_are_counted_once_and_only_when_a_size_is_asked_for(monkeypatch, of_a_part):
+    """A whole table's parts, and the parts of a part (a tree's node) alike."""
     import fuzzpy.primitives.partitions as P
     from fuzzpy.primitives.partitions import _run_groupby
     from fuzzpy.runtime.interpreter import Context, Interpreter
+    from fuzzpy.runtime.values import MaskedBag
 
     entry = check('function main (db : bag T) : fuzzy num { byk db (fun ps -> laplace 1 (count (part ps "a"))) }')
     groupby = next(n for n in I.reachable(entry) if isinstance(n, I.IPrim) and n.name == "groupby")
     key = groupby.args[0]
     calls = []
-    real = P._group_counts
-    monkeypatch.setattr(P, "_group_counts", lambda *a: calls.append(1) or real(*a))
+    name = "_own_counts" if of_a_part else "_group_counts"
+    real = getattr(P, name)
+    monkeypatch.setattr(P, name, lambda *a: calls.append(1) or real(*a))
     ctx = Context(Interpreter(RunState(RandomSource.seeded(0))), groupby.info, None)
-    parts = _run_groupby(ctx, Closure({}, key.params, key.body), DB)
+    bag = MaskedBag(DB, rows=np.array([0, 1, 2, 4, 5])) if of_a_part else DB  # without row 3 ("c")
+    parts = _run_groupby(ctx, Closure({}, key.params, key.body), bag)
+    sizes = [3, 2, 0] if of_a_part else [3, 2, 1]
     assert calls == []  # nothing counted yet
-    assert [len(p) for p in parts.values()] == [3, 2, 1] and calls == [1]  # all at once, once
-    assert [len(p.materialise()) for p in parts.values()] == [3, 2, 1]
+    assert [len(p) for p in parts.values()] == sizes and calls == [1]  # all at once, once
+    assert [len(p.materialise()) for p in parts.values()] == sizes
