@@ -158,8 +158,35 @@ def _run_groupby(ctx, key, b):
     rows = part.rows
     mine = codes[rows] if codes is not None else key_codes(ctx.vectorised(key)(b), ctx.info)
     size = _sizes(mine, len(keys), _own_counts)
-    return Partition({k: MaskedBag(base, rows_fn=lambda i=i: rows[mine == i], count_fn=lambda i=i: size(i))
+    part_rows = _PartRows(rows, mine, len(keys))
+    return Partition({k: MaskedBag(base, rows_fn=lambda i=i: part_rows(i), count_fn=lambda i=i: size(i))
                       for i, k in enumerate(keys)}, base, mine, rows)
+
+
+class _PartRows:
+    """The rows of part i of a part's groupby (ascending), when asked for.  The first part asked
+    selects its own rows (one comparison over the grouped rows); from the second on, every
+    part's rows come from one stable sort of the codes (a tree reads every part of a node: one
+    sort instead of a comparison per part)."""
+
+    def __init__(self, rows, codes, k: int):
+        self.rows, self.codes, self.k = rows, codes, k
+        self.asked = 0
+        self.sorted = None  # (rows in code order, each code's first position)
+
+    def __call__(self, i: int):
+        import numpy as np
+
+        self.asked += 1
+        if self.sorted is None and self.asked == 1:
+            return self.rows[self.codes == i]
+        if self.sorted is None:
+            codes = self.codes.astype(np.int16) if self.k < 2**15 else self.codes  # radix sort
+            order = np.argsort(codes, kind="stable")  # equal codes keep their rows' order
+            bounds = np.searchsorted(codes[order], np.arange(self.k + 1))  # -1 (no part) first
+            self.sorted = (self.rows[order], bounds)
+        ordered, bounds = self.sorted
+        return ordered[bounds[i]:bounds[i + 1]]
 
 
 def _sizes(codes, k: int, count):

@@ -303,3 +303,21 @@ def test_parts_are_counted_once_and_only_when_a_size_is_asked_for(monkeypatch, o
     assert calls == []  # nothing counted yet
     assert [len(p) for p in parts.values()] == sizes and calls == [1]  # all at once, once
     assert [len(p.materialise()) for p in parts.values()] == sizes
+
+
+@pytest.mark.parametrize("k", [1, 3, 40, 2**15 + 3])
+def test_a_parts_rows_are_its_rows_in_order_whichever_part_is_asked_first(k):
+    """_PartRows: the first part asked by one comparison, the others from one stable sort of the
+    codes; each part's rows ascending, rows in no part (-1) in none."""
+    from fuzzpy.primitives.partitions import _PartRows
+
+    rng = np.random.default_rng(k)
+    rows = np.sort(rng.choice(10_000, 3_000, replace=False))
+    codes = rng.integers(-1, min(k, 50), len(rows)) if k < 2**15 else rng.integers(-1, k, len(rows))
+    for first in (0, k - 1):
+        parts = _PartRows(rows, codes.astype(np.int8 if k < 100 else np.int64), k)
+        order = [first] + [i for i in range(k) if i != first]
+        got = {i: parts(i) for i in order[:60] + order[-5:]}
+        for i, r in got.items():
+            assert np.array_equal(r, rows[codes == i])
+        assert parts.sorted is not None or k == 1
