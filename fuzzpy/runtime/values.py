@@ -167,6 +167,17 @@ class MaskedBag:
         self._columns: dict[Any, pd.Series] = {}
         self._frame: Optional[Frame] = None
 
+    @classmethod
+    def part(cls, base: Frame, *, mask_fn: Optional[Callable[[], np.ndarray]] = None,
+             rows_fn: Optional[Callable[[], np.ndarray]] = None,
+             count_fn: Optional[Callable[[], int]] = None) -> "MaskedBag":
+        """A group-by part: its rows and size computed on first use.  The constructor without its
+        keyword handling, for the many parts of a partition that are never read."""
+        bag = object.__new__(cls)
+        bag.base, bag._mask, bag._mask_fn, bag._rows, bag._rows_fn = base, None, mask_fn, None, rows_fn
+        bag._count, bag._count_fn, bag._columns, bag._frame = None, count_fn, {}, None
+        return bag
+
     @property
     def mask(self) -> np.ndarray:
         if self._mask is None:

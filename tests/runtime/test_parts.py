@@ -321,3 +321,15 @@ def test_a_parts_rows_are_its_rows_in_order_whichever_part_is_asked_first(k):
         for i, r in got.items():
             assert np.array_equal(r, rows[codes == i])
         assert parts.sorted is not None or k == 1
+
+
+def test_a_lazy_part_is_the_bag_the_constructor_makes():
+    """MaskedBag.part skips the constructor's keyword handling: every slot as __init__ sets it."""
+    from fuzzpy.runtime.values import MaskedBag
+
+    rows_fn, mask_fn, count_fn = (lambda: np.array([0, 2])), (lambda: np.array([True, False] * 3)), (lambda: 2)
+    for kw in ({"rows_fn": rows_fn, "count_fn": count_fn}, {"mask_fn": mask_fn, "count_fn": count_fn}, {"rows_fn": rows_fn}):
+        made, part = MaskedBag(DB, **kw), MaskedBag.part(DB, **kw)
+        assert all(getattr(made, slot) is getattr(part, slot) or getattr(made, slot) == getattr(part, slot)
+                   for slot in MaskedBag.__slots__)
+        assert len(made) == len(part) and np.array_equal(made.rows, part.rows)
