@@ -173,6 +173,7 @@ class MaskedBag:
              count_fn: Optional[Callable[[], int]] = None) -> "MaskedBag":
         """A group-by part: its rows and size computed on first use.  The constructor without its
         keyword handling, for the many parts of a partition that are never read."""
+        assert (mask_fn is None) != (rows_fn is None), "one description of the rows"
         bag = object.__new__(cls)
         bag.base, bag._mask, bag._mask_fn, bag._rows, bag._rows_fn = base, None, mask_fn, None, rows_fn
         bag._count, bag._count_fn, bag._columns, bag._frame = None, count_fn, {}, None

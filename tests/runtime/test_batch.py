@@ -6,9 +6,9 @@ what reaches a mechanism."""
 
 from __future__ import annotations
 
+import random
 from fractions import Fraction
 from pathlib import Path
-import random
 
 import numpy as np
 import pandas as pd
