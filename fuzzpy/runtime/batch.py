@@ -1402,8 +1402,8 @@ def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[Thresho
         # the exact evaluation here would round differently.
         return None
     c = ev.eval(c_ir, dict(p.env))
-    vals = c.values() if type(c) is Lanes else None
-    if vals is None or not all(_is_number(v) for v in vals):
+    ts = _threshold_floats(c.values()) if type(c) is Lanes else None
+    if ts is None:
         return None
     col = apply_rows(ev.state, Closure(p.env, params, col_ir), b)
     if not isinstance(col, pd.Series):
@@ -1415,9 +1415,30 @@ def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[Thresho
         arr = arr.astype(np.float64)
     elif arr.dtype != np.float64:
         return None
-    ts = [as_float(v) if not isinstance(v, float) else v for v in vals]
     shared: list = [None]
     return (ThresholdBags(b, arr, op, ts, False, shared), ThresholdBags(b, arr, op, ts, True, shared))
+
+
+def _threshold_floats(vals: list) -> Optional[list[float]]:
+    """Each candidate as the float a row function compares it as (`as_float`), or None when one
+    is not a number.  A Fraction's float is its numerator divided by its denominator (Python's
+    correctly rounded int division, which is what float() of a Fraction computes), taken
+    directly: float() goes through the numbers ABC, a third of a median's scoring."""
+    out = []
+    for v in vals:
+        t = type(v)
+        if t is float:
+            out.append(v)
+        elif t is Fraction:
+            try:
+                out.append(v.numerator / v.denominator)
+            except OverflowError:
+                out.append(as_float(v))
+        elif _is_number(v):
+            out.append(as_float(v))
+        else:
+            return None
+    return out
 
 
 def _unwrapped(ev: LaneEvaluator, p: Closure) -> Closure:

@@ -1007,3 +1007,21 @@ def test_generated_score_chains_reach_the_merged_paths(monkeypatch):
         report = check_source(_chain_program(seed)[0], "t.fz")
         both(report, {"db": frame(seed=seed)}, seed)
     assert seen["batched"] >= 45 and seen["one call"] >= 10 and seen["flat"] >= 10, seen
+
+
+def test_threshold_floats_are_the_floats_a_row_function_compares():
+    """_threshold_floats gives as_float of every candidate, bit for bit: Fractions rounded as
+    float() rounds them (huge ones saturating, tiny ones to subnormals or zero), ints, floats,
+    numpy numbers; a bool or anything else is not a threshold."""
+    from fuzzpy.runtime.batch import _threshold_floats
+    from fuzzpy.runtime.interpreter import as_float
+
+    vals = [Fraction(1, 3), Fraction(-2, 7), Fraction(10**400, 3), Fraction(-(10**400), 7), Fraction(1, 10**400),
+            Fraction(3, 2**1074 * 4), Fraction(2**53 + 1), Fraction(10**17 + 1, 10), 5, -(10**400), 2**53 + 1,
+            0.1, -0.0, float("inf"), float("nan"), np.float64(2.5), np.int64(7), Fraction(0)]
+    rng = random.Random(3)  # ratios of large ints: rounding the two ints first would round twice
+    vals += [Fraction(rng.getrandbits(90) + 1, rng.getrandbits(60) + 1) for _ in range(300)]
+    got = _threshold_floats(vals)
+    want = [as_float(v) for v in vals]
+    assert [np.float64(g).tobytes() for g in got] == [np.float64(w).tobytes() for w in want]
+    assert _threshold_floats([Fraction(1), True]) is None and _threshold_floats([1, "a"]) is None
