@@ -1494,13 +1494,10 @@ def _b_pmap(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     flat = _lanes_of_partitions(partitions)
     if flat is None:
         return NotImplemented
-    state = ev.state
-    depth, calls, fallbacks = state.depth, state.row_calls, state.fallbacks
-    try:
-        values = unlane(LaneEvaluator(state, flat.n).apply(f, [flat]), flat.n)
-    except NotBatchable:
-        state.depth, state.row_calls, state.fallbacks = depth, calls, fallbacks
+    result = _run_on(ev.state, f, flat, flat.n)
+    if result is None:
         return NotImplemented
+    values = unlane(result, flat.n)
     out, start = [], 0
     for p in partitions:
         out.append(dict(zip(p, values[start:start + len(p)])))
@@ -1931,9 +1928,12 @@ def batching(ctx: Any) -> bool:
 
 
 def _run(ctx: Any, fn: Any, arg: Any, n: int) -> Optional[Any]:
+    return _run_on(ctx.interp.state, fn, arg, n)
+
+
+def _run_on(state: Any, fn: Any, arg: Any, n: int) -> Optional[Any]:
     """fn applied to the lane value `arg` on a lane evaluator; None when not batchable (or on
     any error: the caller's one-run-per-input path then reproduces the real behaviour)."""
-    state = ctx.interp.state
     depth, calls, fallbacks = state.depth, state.row_calls, state.fallbacks
     try:
         return LaneEvaluator(state, n).apply(fn, [arg])
