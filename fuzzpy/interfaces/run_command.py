@@ -172,6 +172,7 @@ class _Run:
     book: Any = None
     ledger_path: Optional[Path] = None
     stage: str = "check"
+    kept: dict = field(default_factory=dict)  # table -> KeptCodes, from a holder of the tables (serve)
 
     # -- the pipeline: check -> budget -> load -> charge -> run -> release ---------------------------
 
@@ -280,7 +281,8 @@ class _Run:
 
         o = self.opts
         rng = RandomSource.seeded(o.seed) if o.seed is not None else RandomSource()
-        handle = start_run(self.report.entry_instance, tables, rng, user_file=self.report.file)
+        handle = start_run(self.report.entry_instance, tables, rng, user_file=self.report.file,
+                           kept=self.kept)
         try:
             self.wait_for(handle)
             result = handle.result()

@@ -9,6 +9,8 @@ PrivJail's generalised parallel composition.
 
 from __future__ import annotations
 
+import functools
+
 from ..checking.sens import d_add, d_inf
 from ..checking.types import Bag, Cat, Fuzzy, Num, Parts, Tensor
 from .bags import elem_type, row_function
@@ -26,19 +28,35 @@ _REF = "PrivJail (seed 003) section 4.3 and appendix B; Spar distance variables"
 def category_codes(values, keys):
     """Position of each value in the declared `keys` (-1 for anything else), as an int array.
     Categorical columns use their codes; the keys never come from the data."""
+    import pandas as pd
+
+    keys = tuple(keys)
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        raw = values.cat.codes.to_numpy()
+        lookup = _category_lookup(values.dtype, keys)
+        return raw if lookup is None else lookup[raw]  # code -1 (missing) picks the appended -1
+    return _key_index(keys).get_indexer(values)
+
+
+@functools.lru_cache(maxsize=256)
+def _key_index(keys: tuple):
+    """The declared keys as a pandas Index (public constants: built once, not per groupby)."""
+    import pandas as pd
+
+    return pd.Index(list(keys))
+
+
+@functools.lru_cache(maxsize=256)
+def _category_lookup(dtype, keys: tuple):
+    """None when a categorical dtype's categories are the keys in order (its codes are the key
+    codes), else the key code of each category code, with -1 appended for a missing value."""
     import numpy as np
     import pandas as pd
 
-    keys = list(keys)
-    index = pd.Index(keys)
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        raw = values.cat.codes.to_numpy()
-        cats = list(values.cat.categories)
-        if cats == keys:
-            return raw
-        lookup = np.append(index.get_indexer(pd.Index(cats)), -1).astype(np.int64)
-        return lookup[raw]  # code -1 (missing) picks the appended -1
-    return index.get_indexer(values)
+    cats = dtype.categories.tolist()
+    if cats == list(keys):
+        return None
+    return np.append(_key_index(keys).get_indexer(pd.Index(cats)), -1).astype(np.int64)
 
 
 def int_codes(values, lo: int, k: int):
@@ -103,33 +121,61 @@ def base_key_codes(ctx, key, base):
     remembered for the run when the key reads only public constants besides its row: a tree
     learner groups the parts of the same table by the same attributes at every node, and a
     row's key depends on that row alone.  None when the key cannot be remembered."""
-    from ..runtime.batch import constant_identity
-
     state = ctx.interp.state
     memo = getattr(state, "memo", None) if getattr(state, "batch", False) else None
-    ident = constant_identity(key)
-    if memo is None or ident is None:
+    if memo is None:
+        return None
+    ident = _runtime_batch().constant_identity(key)
+    if ident is None:
         return None
     k = (id(base), ident, _info_identity(ctx.info))
     hit = memo.get(k)
     if hit is not None and hit[0] is base:
         return hit[2]
-    codes = key_codes(ctx.vectorised(key)(base), ctx.info)
+    codes = _kept_or_computed(ctx, key, base, k[1:])
     if len(memo) >= MEMO_ENTRIES:
         memo.clear()
     memo[k] = (base, ctx.info, codes)
     return codes
 
 
+def _kept_or_computed(ctx, key, base, ident):
+    """The codes kept for `base` across runs (runtime/kept.py) when its holder keeps some, else
+    computed, and then kept unless the key had to run row by row (the run's count of such
+    functions must not depend on an earlier run)."""
+    state = ctx.interp.state
+    held = state.kept.get(id(base)) if getattr(state, "kept", None) else None
+    kept = held[1] if held is not None and held[0] is base else None
+    codes = kept.get(ident) if kept is not None else None
+    if codes is None:
+        before = state.fallbacks
+        codes = key_codes(ctx.vectorised(key)(base), ctx.info)
+        if kept is not None and state.fallbacks == before:
+            kept.put(ident, codes)
+    return codes
+
+
+def _runtime_batch():
+    """runtime.batch, imported on first use (the runtime imports this module) and then kept:
+    an import statement in a function called at every node costs more than the lookup."""
+    global _BATCH
+    if _BATCH is None:
+        from ..runtime import batch
+
+        _BATCH = batch
+    return _BATCH
+
+
+_BATCH = None
+
+
 def _info_identity(info: dict):
     """The groupby's decisions (keys, ranges) by value: two call sites of the same key function
     with the same decisions share their codes; by identity when they have no such value."""
-    from ..runtime.batch import structure
-
     hit = _INFO_IDENTITY.get(id(info))
     if hit is not None and hit[0] is info:
         return hit[1]
-    ident = structure(info)
+    ident = _runtime_batch().structure(info)
     ident = ("info", id(info), info) if ident is None else ident
     if len(_INFO_IDENTITY) >= MEMO_ENTRIES:
         _INFO_IDENTITY.clear()

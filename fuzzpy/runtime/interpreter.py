@@ -71,6 +71,7 @@ class RunState:
     user_named: int = 0                               # releases below this index have a user name
     engine: Any = None                                # the tables' engine when not pandas (engines/)
     memo: dict = field(default_factory=dict)          # groupby key codes per base table (partitions.py)
+    kept: dict = field(default_factory=dict)          # id(table) -> (table, KeptCodes): codes kept across runs
     estimates: list = field(default_factory=list)     # EstimateRecords (post-processing of releases)
     compiled: bool = True                             # False: public functions are walked too (tests)
 
@@ -604,20 +605,33 @@ class RunHandle:
 
 
 def start_run(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True,
-              user_file: Optional[str] = None, batch: bool = True) -> RunHandle:
+              user_file: Optional[str] = None, batch: bool = True,
+              kept: Optional[dict[str, Any]] = None) -> RunHandle:
     """`user_file`: the program's own file, whose calls and `sample` names label the releases.
-    `batch=False` turns batched evaluation off (tests compare both paths)."""
-    return RunHandle(instance, tables, RunState(rng, vectorise, batch=batch, user_file=user_file)).start()
+    `batch=False` turns batched evaluation off (tests compare both paths).  `kept`: a
+    runtime.kept.KeptCodes per table name, from a holder that keeps those tables unchanged
+    across runs (group key codes are then computed once, not once per run)."""
+    return RunHandle(instance, tables, _state(rng, vectorise, batch, user_file, tables, kept)).start()
+
+
+def _state(rng: Any, vectorise: bool, batch: bool, user_file: Optional[str], tables: dict[str, Any],
+           kept: Optional[dict[str, Any]]) -> "RunState":
+    state = RunState(rng, vectorise, batch=batch, user_file=user_file)
+    for name, codes in (kept or {}).items():
+        if name in tables:
+            state.kept[id(tables[name])] = (tables[name], codes)
+    return state
 
 
 def run_program(instance: I.Instance, tables: dict[str, Any], rng: Any, *, vectorise: bool = True,
-                user_file: Optional[str] = None, batch: bool = True) -> RunResult:
+                user_file: Optional[str] = None, batch: bool = True,
+                kept: Optional[dict[str, Any]] = None) -> RunResult:
     """Run to completion on a large-stack thread; re-raises whatever the run raised.
 
     The thread is a reused worker (starting a thread with a large stack costs about as much as a
     small query); `start_run`, whose runs may be waited for with a time limit and stopped, gives
-    every run its own thread."""
-    handle = RunHandle(instance, tables, RunState(rng, vectorise, batch=batch, user_file=user_file))
+    every run its own thread.  `kept`: as for `start_run`."""
+    handle = RunHandle(instance, tables, _state(rng, vectorise, batch, user_file, tables, kept))
     _Worker.take().submit(handle._main, instance, tables)
     return handle.result()
 

@@ -254,16 +254,20 @@ class Service:
             raise refused
         self._fingerprints[rec.data_path] = stamp
 
-    def table(self, rec: DatasetRecord, schema: Any) -> Any:
-        """The dataset conformed to the program's schema (cached: loading is the slow part)."""
+    def table(self, rec: DatasetRecord, schema: Any) -> tuple[Any, Any]:
+        """The dataset conformed to the program's schema (cached: loading is the slow part), and
+        the group key codes kept with it across runs (runtime/kept.py: the cached table never
+        changes, and its file is checked before each run)."""
         from ..runtime.data import load_identified
+        from ..runtime.kept import KeptCodes
 
         self.verify_file(rec)
         key = (rec.identity, schema)
         with self._lock:
             if key in self._tables:
                 self._tables.move_to_end(key)
-                return self._tables[key].copy(deep=False)
+                frame, kept = self._tables[key]
+                return frame.copy(deep=False), kept
         try:
             frame, identity = load_identified(rec.data_path, schema, table=rec.name)
             same = identity == rec.identity  # the bytes that were parsed are the registered ones
@@ -272,11 +276,12 @@ class Service:
         if not same:
             raise error("E1010", f"dataset {rec.name} could not be read as registered; nothing was charged",
                         None, "the curator must register the dataset again")
+        kept = KeptCodes()
         with self._lock:
-            self._tables[key] = frame
+            self._tables[key] = (frame, kept)
             while len(self._tables) > TABLE_CACHE:
                 self._tables.popitem(last=False)
-        return frame.copy(deep=False)
+        return frame.copy(deep=False), kept
 
     def charge(self, who: AnalystRecord, amounts: dict[str, Fraction], digest: str, label: str) -> list[int]:
         """Book every dataset's and the analyst's accounts at once, or refuse (nothing booked).
@@ -411,7 +416,7 @@ class ServedRun(_Run):
         tables, identities = {}, {}
         for param, dataset in spec.items():
             rec = self.service.dataset_for(self.who, str(dataset))
-            tables[param] = self.service.table(rec, schemas[param])
+            tables[param], self.kept[param] = self.service.table(rec, schemas[param])
             identities[param] = rec.name
         return tables, identities
 

@@ -103,6 +103,27 @@ def test_checking_longer_than_the_limit_is_refused_without_reading_or_charging(t
     assert store.entries("dataset:adult") == []
 
 
+def test_a_served_table_keeps_its_group_codes_across_runs(tmp_path, monkeypatch):
+    from fuzzpy.primitives import partitions
+
+    store = SqliteStore(tmp_path / "l.sqlite")
+    (tmp_path / "a.fz").write_text(ADULT_SCHEMA)
+    register_dataset(store, "adult", ADULT_CSV, tmp_path / "a.fz", Fraction(10))
+    add_analyst(store, "ann", caps={"adult": Fraction(10)})
+    service = Service(store)
+    calls = []
+    real = partitions.key_codes
+    monkeypatch.setattr(partitions, "key_codes", lambda values, info: calls.append(1) or real(values, info))
+    request = ProgramRequest(served_text(ROOT / "examples" / "decision_tree.fz"), datasets=["adult"], budget="1")
+    who = store.analysts()[0]
+    outcomes = [service.run(who, request) for _ in range(2)]
+    assert [o["exit_code"] for o in outcomes] == [0, 0], outcomes
+    assert len(calls) == 13  # the twelve attributes and the class, in the first run only
+    rec, adult = store.dataset("adult"), schema(ADULT_SCHEMA)
+    (frame_a, kept_a), (frame_b, kept_b) = (service.table(rec, adult) for _ in range(2))
+    assert kept_a is kept_b and frame_a is not frame_b  # each run its own frame, the same codes
+
+
 def test_serve_without_the_serve_extra_is_a_clear_error():
     code = ("import sys; sys.modules['fastapi'] = None; sys.argv = ['fuzzpy', 'serve'];"
             "from fuzzpy.interfaces.cli import main; main()")
