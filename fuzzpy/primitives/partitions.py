@@ -175,7 +175,7 @@ def _info_identity(info: dict):
     hit = _INFO_IDENTITY.get(id(info))
     if hit is not None and hit[0] is info:
         return hit[1]
-    ident = _runtime_batch().structure(info)
+    ident = _runtime_batch().structure_number(info)
     ident = ("info", id(info), info) if ident is None else ident
     if len(_INFO_IDENTITY) >= MEMO_ENTRIES:
         _INFO_IDENTITY.clear()

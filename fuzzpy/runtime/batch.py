@@ -469,8 +469,30 @@ def constant_identity(fn: Any) -> Optional[tuple]:
         if not _is_constant(v):
             return None
         read.append((name, type(v).__name__, v))
-    code = structure(fn.body, tuple(fn.params))
+    code = structure_number(fn.body, tuple(fn.params))
     return (len(fn.params), ("ir", id(fn.body), fn.body) if code is None else code, tuple(read))
+
+
+def structure_number(node: Any, params: tuple = ()) -> Optional[int]:
+    """A number per distinct `structure` of code, remembered per IR node: a structure is a deep
+    tuple, hashed again on every lookup of a key that holds it.  None when it has none.  Equal
+    numbers mean equal structures (numbers are never reused)."""
+    try:
+        hit = _STRUCTURE_NUMBERS.get(node)
+    except TypeError:  # a dict or a list: not weakly referenceable, not remembered
+        hit = None
+    if hit is not None and hit[0] == params:
+        return hit[1]
+    code = structure(node, params)
+    number = None if code is None else _number(code)
+    try:
+        _STRUCTURE_NUMBERS[node] = (params, number)
+    except TypeError:
+        pass
+    return number
+
+
+_STRUCTURE_NUMBERS: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
 
 
 _STRUCTURE: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
@@ -666,14 +688,16 @@ def _code_number(inst: I.Instance) -> Optional[int]:
     hit = _CODE_NUMBERS.get(inst)
     if hit is None:
         code = structure(inst)
-        if code is None:
-            hit = -1
-        else:
-            if len(_NUMBERED) >= 4096:  # forgets old codes; numbers are never reused
-                _NUMBERED.clear()
-            hit = _NUMBERED.setdefault(code, next(_NEXT_NUMBER))
+        hit = -1 if code is None else _number(code)
         _CODE_NUMBERS[inst] = hit
     return None if hit < 0 else hit
+
+
+def _number(code: tuple) -> int:
+    """The number of a structure: the same for equal structures while they are remembered."""
+    if len(_NUMBERED) >= 4096:  # forgets old codes; numbers are never reused
+        _NUMBERED.clear()
+    return _NUMBERED.setdefault(code, next(_NEXT_NUMBER))
 
 
 _CODE_NUMBERS: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
