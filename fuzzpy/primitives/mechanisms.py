@@ -209,8 +209,7 @@ def _run_laplace(ctx, eps, x):
     def draw(sctx):
         rel = laplace_release(x, info["sensitivity"], info["epsilon"], sctx.rng)
         n = len(rel.values) if isinstance(rel.values, tuple) else 1
-        # Union bound: every coordinate within the bound at once.
-        acc = Accuracy(rel.accuracy(BETA / n), BETA, "|noise| in every coordinate")
+        acc = _laplace_statement(rel, n)
         sctx.record_release("laplace", rel.values, info["charged"], rel.scale, acc,
                             sensitivity=info["sensitivity"], bound_at=lambda beta: rel.accuracy(beta / n))
         return rel.values
@@ -226,6 +225,23 @@ def _run_laplace(ctx, eps, x):
         return _coordinate_runs(lambda vs: laplace_release_runs(vs, info["sensitivity"], info["epsilon"], rng), xs)
 
     return Distribution("laplace", draw, batch, (("laplace", info["sensitivity"], info["epsilon"]), x, runs))
+
+
+def _laplace_statement(rel: Any, n: int) -> Accuracy:
+    """The accuracy statement of a Laplace release of n coordinates (a union bound: every
+    coordinate within the bound at once).  A function of the public plan and n alone, so it is
+    made once per plan (every node of a tree releases with one plan), keyed by integers."""
+    g, s = rel.granularity, rel.grid_scale
+    key = (g.numerator, g.denominator, s.numerator, s.denominator, n)
+    acc = _LAPLACE_STATEMENTS.get(key)
+    if acc is None:
+        acc = Accuracy(rel.accuracy(BETA / n), BETA, "|noise| in every coordinate")
+        if len(_LAPLACE_STATEMENTS) < 4096:  # a bound on what a long run's plans keep
+            _LAPLACE_STATEMENTS[key] = acc
+    return acc
+
+
+_LAPLACE_STATEMENTS: dict = {}
 
 
 def _coordinates(one: Callable[[Any], Any], x: Any, n: int) -> Optional[list]:

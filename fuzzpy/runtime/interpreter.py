@@ -104,8 +104,8 @@ class Context:
                        accuracy: Any, **extra: Any) -> None:
         state = self.interp.state
         site = state.sites[-1] if state.sites else self.site
-        state.releases.append(ReleaseRecord(mechanism, self.span, Fraction(epsilon), Fraction(scale), accuracy,
-                                            value, None, tuple(state.keys), dict(extra), site))
+        state.releases.append(ReleaseRecord(mechanism, self.span, _fraction(epsilon), _fraction(scale), accuracy,
+                                            value, None, tuple(state.keys), extra, site))
 
     def release_of(self, value: Any, mechanisms: tuple[str, ...], window: int = 1) -> Optional[ReleaseRecord]:
         """Among the last `window` releases, the latest by one of `mechanisms` whose value (or one
@@ -132,6 +132,11 @@ class Context:
             yield
         finally:
             keys.pop()
+
+
+def _fraction(x: Any) -> Fraction:
+    """x as a Fraction: itself when it is one (Fraction(x) goes through the numbers ABC)."""
+    return x if type(x) is Fraction else Fraction(x)
 
 
 # ---- distributions built by the interpreter --------------------------------------------------------

@@ -95,6 +95,11 @@ def _sensitivity(sensitivity: object) -> Fraction:
 
 def _exact_value(v: object) -> Fraction:
     """A released-from or compared number as an exact Fraction (floats convert exactly)."""
+    t = type(v)
+    if t is Fraction:  # the common cases first, by type (isinstance goes through the numbers ABC)
+        return v
+    if t is int:
+        return Fraction(v)
     if isinstance(v, Fraction):
         return v
     if isinstance(v, numbers.Integral):
@@ -111,6 +116,11 @@ def _exact_value(v: object) -> Fraction:
 
 
 def _is_scalar(values: object) -> bool:
+    t = type(values)
+    if t is int or t is Fraction or t is float:
+        return True
+    if t is tuple or t is list:
+        return False
     if isinstance(values, np.ndarray):
         if values.ndim > 1:
             raise ValueError("expected a number or a flat sequence of numbers")
@@ -141,9 +151,28 @@ def _round_randomly(x: Fraction, step: Fraction, rng: RandomSource) -> int:
 
     Unbiased, and the law moves continuously with x: that is what makes the Laplace release's
     privacy loss linear in the input's distance, fractional moves included (docs/noise.md)."""
-    y = x / step
-    low, rem = divmod(y.numerator, y.denominator)
-    return low + (1 if rem and rng.randbelow(y.denominator) < rem else 0)
+    num, den = _quotient(x, step)
+    low, rem = divmod(num, den)
+    return low + (1 if rem and rng.randbelow(den) < rem else 0)
+
+
+def _quotient(x: Fraction, step: Fraction) -> tuple[int, int]:
+    """The numerator and denominator of x / step in lowest terms (step > 0), as Fraction's
+    division computes them, without building the Fraction."""
+    num, den = x.numerator * step.denominator, x.denominator * step.numerator
+    if den < 0:
+        num, den = -num, -den
+    g = math.gcd(num, den)
+    return (num // g, den // g) if g != 1 else (num, den)
+
+
+def _grid_float(k: int, step: Fraction) -> float:
+    """float(k * step), saturating (`_as_float`): an int's true division is correctly rounded,
+    as float() of the Fraction k * step is, reduced or not."""
+    try:
+        return (k * step.numerator) / step.denominator
+    except OverflowError:
+        return math.inf if k > 0 else -math.inf
 
 
 @dataclass(frozen=True)
@@ -197,7 +226,8 @@ def _planned(plan: Any, kept: dict, scale: Any, budget: Any, n: Any) -> Any:
     value: a float or a bool is checked, and refused, by `plan` every time).  Plans are frozen
     and depend on public values only; a gradient descent releases with one plan at every step."""
     if type(scale) is Fraction and type(budget) is Fraction and type(n) is int:
-        key = (scale, budget, n)
+        # keyed by the integers: a Fraction's hash is a modular inverse, twice per release
+        key = (scale.numerator, scale.denominator, budget.numerator, budget.denominator, n)
         got = kept.get(key)
         if got is None:
             got = plan(scale, budget, n)
@@ -276,7 +306,7 @@ def laplace_release(
     else:
         step, s = plan.granularity, plan.grid_scale
         outs = [
-            _as_float((_round_randomly(x, step, rng) + _discrete_laplace(s.numerator, s.denominator, rng)) * step)
+            _grid_float(_round_randomly(x, step, rng) + _discrete_laplace(s.numerator, s.denominator, rng), step)
             for x in xs
         ]
     released = outs[0] if scalar else tuple(outs)

@@ -363,7 +363,11 @@ class EachDistribution(Distribution):
 
     def sample(self, ctx: Any) -> Any:
         out = {}
+        keys = ctx.interp.state.keys  # what ctx.labelled(key) does, without a generator per part
         for key, dist in self.parts.items():
-            with ctx.labelled(key):
+            keys.append(key)
+            try:
                 out[key] = dist.sample(ctx) if is_distribution(dist) else dist
+            finally:
+                keys.pop()
         return out

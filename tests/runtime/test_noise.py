@@ -322,6 +322,51 @@ def test_random_rounding_probability_is_exact():
     assert dist == {3: 1} and unresolved == 0  # on the grid: no coin at all
 
 
+_EXACTS = st.fractions(max_denominator=10**30) | st.integers(-10**40, 10**40).map(F) | st.sampled_from(
+    [F(0), F(-1, 3), F(2**1100, 3), F(-(2**1100), 7), F(1, 2**1100), F(3, 2**60)])
+_STEPS = st.fractions(min_value=F(1, 10**20), max_value=10**20, max_denominator=10**25) | st.sampled_from(
+    [F(1), F(1, 2**40), F(3, 2**41), F(2**70), F(1, 2**1100)])
+
+
+@settings(max_examples=400, deadline=None)
+@given(_EXACTS, _STEPS)
+def test_quotient_is_the_fractions_division(x, step):
+    """_round_randomly's integer division is Fraction division: the same reduced numerator
+    and denominator, so the same coin is tossed on the same range."""
+    q = x / step
+    assert noise._quotient(x, step) == (q.numerator, q.denominator)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(-10**320, 10**320) | st.integers(-2**60, 2**60), _STEPS)
+def test_grid_float_is_the_float_of_the_grid_point(k, step):
+    """A release's float is float(k * step) (saturating), bit for bit, from the integers."""
+    got = noise._grid_float(k, step)
+    want = noise._as_float(k * step)
+    assert got == want and math.copysign(1, got) == math.copysign(1, want)
+
+
+def test_release_draws_the_same_as_the_fraction_arithmetic():
+    """laplace_release with the integer shortcuts gives what the Fraction arithmetic gives,
+    under one seed, for numbers, pairs and values off the grid."""
+    for seed, value, sens, eps in [(1, 431, F(1), F(1, 12)), (2, (331, 100), F(1), F(1, 12)),
+                                   (3, F(7, 3), F(2, 3), F(5, 7)), (4, 12.625, F(1), F(10)),
+                                   (5, (F(-1, 3), 2**70, -0.5), F(3), F(1, 1000))]:
+        got = laplace_release(value, sens, eps, RandomSource.seeded(seed)).values
+        rng = RandomSource.seeded(seed)
+        plan = plan_laplace(sens, eps, 1)
+        xs = [value] if not isinstance(value, tuple) else list(value)
+        s = plan.grid_scale
+        want = []
+        for x in xs:
+            y = noise._exact_value(x) / plan.granularity
+            low, rem = divmod(y.numerator, y.denominator)
+            k = low + (1 if rem and rng.randbelow(y.denominator) < rem else 0)
+            k += noise._discrete_laplace(s.numerator, s.denominator, rng)
+            want.append(float(k * plan.granularity))
+        assert got == (want[0] if not isinstance(value, tuple) else tuple(want))
+
+
 # --- Laplace releases ------------------------------------------------------------------------
 
 
