@@ -189,8 +189,12 @@ def _fold_div(x, y):
 # Exact semantics on scalars (Python ints and Fractions): the interpreter evaluates arithmetic
 # outside row functions with these, so a value reaching a mechanism moves exactly as the checker
 # proved (float rounding could turn a 1-sensitive count into a jump of 2^30).
-_FOLDS = {"+": operator.add, "-": operator.sub, "/": _fold_div,
-          "*": lambda x, y: Fraction(0) if x == 0 or y == 0 else x * y}
+def fold_mul(x, y):
+    """Exact product, with 0 * x = 0 even for an infinite or undefined x (as over the reals)."""
+    return Fraction(0) if x == 0 or y == 0 else x * y
+
+
+_FOLDS = {"+": operator.add, "-": operator.sub, "/": _fold_div, "*": fold_mul}
 
 _ARITH_DOC = {
     "+": ("add", "num -o num -o num", "Addition; bounds add (interval arithmetic).",

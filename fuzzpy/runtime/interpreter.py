@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 import math
+import operator
 import sys
 import threading
 import weakref
@@ -504,10 +505,26 @@ class Interpreter:
 _NOT_EXACT = object()
 
 
-def fold_exact(fold: Callable[..., Any], args: list[Any]) -> Any:
+def fold_exact(fold: Callable[..., Any], args: Any) -> Any:
     """Scalar arithmetic and comparisons in exact arithmetic (the checker's reals, extended with
     the infinities); booleans and strings pass through.  _NOT_EXACT when an argument is not a
     scalar."""
+    if len(args) == 2:
+        a, b = args
+        ta, tb = type(a), type(b)
+        if fold in _COMPARE and ta in _NUMBERS and tb in _NUMBERS:
+            # Python compares ints, floats and Fractions with each other exactly (an infinity or
+            # NaN as the extended real exact_arg keeps it as), so the comparison of the values
+            # themselves is the comparison of their exact values.
+            return fold(a, b)
+        if (ta is Fraction or ta is int) and (tb is Fraction or tb is int):
+            # Two exact numbers (exact_arg: an int is its Fraction).  On whole numbers (counts,
+            # their sums, public integers) the fold's result comes from the integers directly:
+            # the same value and type, without the Fraction protocol (`_WHOLE`).
+            whole = _WHOLE.get(fold)
+            if whole is not None and a.denominator == 1 and b.denominator == 1:
+                return whole(a, b)
+            return fold(a if ta is Fraction else Fraction(a), b if tb is Fraction else Fraction(b))
     exact = []
     for a in args:
         q = exact_arg(a)
@@ -515,6 +532,36 @@ def fold_exact(fold: Callable[..., Any], args: list[Any]) -> Any:
             return _NOT_EXACT
         exact.append(q)
     return fold(*exact)
+
+
+def _whole_max(a: Any, b: Any) -> Fraction:
+    """max(a, b) of whole numbers: the operand max returns (the first unless the second is
+    larger), as a Fraction."""
+    m = b if b.numerator > a.numerator else a
+    return m if type(m) is Fraction else Fraction(m)
+
+
+def _whole_min(a: Any, b: Any) -> Fraction:
+    m = b if b.numerator < a.numerator else a
+    return m if type(m) is Fraction else Fraction(m)
+
+
+def _whole_folds() -> dict:
+    """fold -> its value on two whole numbers (ints or Fractions with denominator 1), computed
+    on their integers: what the fold computes on their Fractions (comparisons of whole numbers
+    compare their numerators; +, -, * of them are whole; `mul`'s 0 * x = 0 is 0 too)."""
+    from ..primitives.arith import fold_mul
+
+    out: dict = {
+        operator.add: lambda a, b: Fraction(a.numerator + b.numerator),
+        operator.sub: lambda a, b: Fraction(a.numerator - b.numerator),
+        max: _whole_max,
+        min: _whole_min,
+    }
+    for op in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne):
+        out[op] = lambda a, b, op=op: op(a.numerator, b.numerator)
+    out[fold_mul] = lambda a, b: Fraction(a.numerator * b.numerator)
+    return out
 
 
 def exact_arg(a: Any) -> Any:
@@ -529,6 +576,10 @@ def exact_arg(a: Any) -> Any:
         return a
     return exact_scalar(a)
 
+
+_WHOLE = _whole_folds()
+_NUMBERS = frozenset({int, float, Fraction})  # by type: a bool is not one of them
+_COMPARE = frozenset({operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne})
 
 _NODE_TYPES = (I.IConst, I.IVar, I.ILet, I.ISample, I.IReturn, I.IIf, I.IPrim, I.ICall, I.IClosure, I.ILambda,
                I.IApply, I.ITuple, I.IProj, I.IField, I.IRecord, I.IInject, I.ICase, I.IList, I.ICons)

@@ -397,3 +397,54 @@ def test_run_program_reuses_its_worker_thread_and_runs_concurrent_callers_apart(
         t.join()
     assert got == expected and len(set(expected)) == 6
     assert len(IM._Worker._idle) <= IM._Worker._KEEP
+
+
+def _generic_fold(fold, args):
+    """fold_exact's general path, written out: every argument made exact, then the fold."""
+    from fuzzpy.runtime.interpreter import exact_arg
+
+    return fold(*[exact_arg(a) for a in args])
+
+
+_WHOLE_OR_NOT = st.one_of(
+    st.integers(-10**30, 10**30),
+    st.integers(-10**30, 10**30).map(F),
+    st.fractions(max_denominator=10**6),
+    st.sampled_from([0, F(0), 1, F(-1), 2**64, F(-(2**80)), F(7, 1), F(1, 3), 2**53 + 1, F(2**53 + 1)]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 0.5, 2.0**53, 2.0**1000, float("inf"), float("-inf"), float("nan")]),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(["add", "sub", "mul", "div", "max", "min", "lt", "le", "gt", "ge", "eq", "ne"]),
+       _WHOLE_OR_NOT, _WHOLE_OR_NOT)
+def test_fold_on_two_exact_numbers_is_the_general_fold(name, a, b):
+    """fold_exact's path for two exact numbers (integers taken directly for whole ones) gives the
+    value and the type the general path gives, for every binary scalar primitive of the
+    registry's arithmetic, min/max and comparisons."""
+    from fuzzpy.primitives.registry import lookup
+    from fuzzpy.runtime.interpreter import fold_exact
+
+    fold = lookup(name).fold
+    got, want = fold_exact(fold, [a, b]), _generic_fold(fold, [a, b])
+    assert _same(got, want)
+    assert _same(fold_exact(fold, (a, b)), want)  # compiled code passes a tuple
+
+
+def _same(x, y) -> bool:
+    """The same value and type (NaN is the same as NaN)."""
+    if type(x) is not type(y):
+        return False
+    return (x != x and y != y) or x == y
+
+
+def test_fold_keeps_booleans_strings_and_floats_on_the_general_path():
+    from fuzzpy.primitives.registry import lookup
+    from fuzzpy.runtime.interpreter import fold_exact
+
+    for name, a, b in [("eq", True, 1), ("eq", "a", "a"), ("add", 0.5, 1), ("max", F(1), 2.5),
+                       ("lt", True, F(2)), ("add", float("inf"), 3)]:
+        fold = lookup(name).fold
+        got, want = fold_exact(fold, [a, b]), _generic_fold(fold, [a, b])
+        assert got == want and type(got) is type(want)
