@@ -25,7 +25,7 @@ from ..checking.quadratic import inventory_of_release, linear_part, zcdp_of_pure
 from ..checking.sens import INF, Dist, d_add, d_scale, is_const
 from ..checking.types import BOOL, Bool, Fuzzy, ListT, Num, Tensor, Type, Vector
 from ..hints import hint
-from .registry import Arg, Instantiated, Result, primitive
+from .registry import Arg, Instantiated, Result, primitive, runtime
 
 # Accuracy statements are given at confidence 1 - BETA.
 BETA = Fraction(1, 20)
@@ -202,8 +202,7 @@ def _laplace_shape(ctx, arg: Arg):
 
 
 def _run_laplace(ctx, eps, x):
-    from ..runtime.noise import laplace_release
-
+    laplace_release = runtime("noise").laplace_release
     info = dict(ctx.info)
 
     def draw(sctx):

@@ -14,7 +14,7 @@ import functools
 from ..checking.sens import d_add, d_inf
 from ..checking.types import Bag, Cat, Fuzzy, Num, Parts, Tensor
 from .bags import elem_type, row_function
-from .registry import Result, primitive
+from .registry import Result, primitive, runtime
 
 _REF = "PrivJail (seed 003) section 4.3 and appendix B; Spar distance variables"
 
@@ -125,7 +125,7 @@ def base_key_codes(ctx, key, base):
     memo = getattr(state, "memo", None) if getattr(state, "batch", False) else None
     if memo is None:
         return None
-    ident = _runtime_batch().constant_identity(key)
+    ident = runtime("batch").constant_identity(key)
     if ident is None:
         return None
     k = (id(base), ident, _info_identity(ctx.info))
@@ -155,27 +155,13 @@ def _kept_or_computed(ctx, key, base, ident):
     return codes
 
 
-def _runtime_batch():
-    """runtime.batch, imported on first use (the runtime imports this module) and then kept:
-    an import statement in a function called at every node costs more than the lookup."""
-    global _BATCH
-    if _BATCH is None:
-        from ..runtime import batch
-
-        _BATCH = batch
-    return _BATCH
-
-
-_BATCH = None
-
-
 def _info_identity(info: dict):
     """The groupby's decisions (keys, ranges) by value: two call sites of the same key function
     with the same decisions share their codes; by identity when they have no such value."""
     hit = _INFO_IDENTITY.get(id(info))
     if hit is not None and hit[0] is info:
         return hit[1]
-    ident = _runtime_batch().structure_number(info)
+    ident = runtime("batch").structure_number(info)
     ident = ("info", id(info), info) if ident is None else ident
     if len(_INFO_IDENTITY) >= MEMO_ENTRIES:
         _INFO_IDENTITY.clear()
@@ -187,8 +173,8 @@ _INFO_IDENTITY: dict = {}  # id(info) -> (info, its identity): info dicts are no
 
 
 def _run_groupby(ctx, key, b):
-    from ..runtime.values import MaskedBag, Partition
-
+    values = runtime("values")
+    MaskedBag, Partition = values.MaskedBag, values.Partition
     keys = tuple(ctx.info["keys"])
     part = b if isinstance(b, MaskedBag) else None
     base = part.base if part is not None else b
@@ -263,16 +249,12 @@ def _run_part(ps, key):
 
 
 def _run_pmap(ctx, f, ps):
-    from ..runtime.batch import batched_pmap
-
-    out = batched_pmap(ctx, f, ps)  # every part at once when the function allows it
+    out = runtime("batch").batched_pmap(ctx, f, ps)  # every part at once when the function allows it
     return out if out is not None else {k: ctx.call(f, part) for k, part in ps.items()}
 
 
 def _run_each(ctx, f, ps):
-    from ..runtime.values import EachDistribution
-
-    return EachDistribution({k: ctx.call(f, part) for k, part in ps.items()})
+    return runtime("values").EachDistribution({k: ctx.call(f, part) for k, part in ps.items()})
 
 
 MAX_INT_KEYS = 100_000

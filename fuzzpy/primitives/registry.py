@@ -9,6 +9,7 @@ rule is sound, with a reference.  The checker, the interpreter, the language ser
 
 from __future__ import annotations
 
+import importlib
 import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -159,6 +160,19 @@ def primitive(name: str, params: tuple[str, ...], signature: str, doc: str, just
         return rule
 
     return register
+
+
+def runtime(name: str) -> Any:
+    """The module fuzzpy.runtime.<name>, imported on first use (checking loads the primitives
+    without the runtime) and then read from a dict: an import statement in a primitive's run,
+    made at every node of a tree, costs more than the lookup."""
+    module = _RUNTIME.get(name)
+    if module is None:
+        module = _RUNTIME[name] = importlib.import_module(f"fuzzpy.runtime.{name}")
+    return module
+
+
+_RUNTIME: dict[str, Any] = {}
 
 
 def lookup(name: str) -> Optional[Primitive]:

@@ -43,7 +43,7 @@ import pandas as pd
 
 from ..checking import ir as I
 from . import compiled
-from .interpreter import Interpreter, as_float, exact_arg
+from .interpreter import _NOT_EXACT, Context, Interpreter, as_float, bind, exact_arg, fold_exact
 from .ratios import Ratios
 from .values import Closure, MaskedBag, is_distribution
 from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, remembered, row_value, to_frame
@@ -765,13 +765,7 @@ class LaneEvaluator(Interpreter):
                 branches.append(nxt)
                 break
             node = nxt
-            cond = self.eval(node.cond, env)
-            if type(cond) is Lanes:
-                truth = np.asarray([bool(v) for v in cond.values()], dtype=bool)
-            elif has_lanes(cond):
-                raise NotBatchable("if on a lane value")
-            else:
-                truth = np.full(self.n, bool(cond))
+            truth = self._simple_truth(node.cond, env)
         groups: dict[Any, list[int]] = {}
         for j in np.unique(which).tolist():
             groups.setdefault(_call_key(branches[j]) or ("branch", j), []).append(j)
@@ -787,6 +781,24 @@ class LaneEvaluator(Interpreter):
         if len(parts) == 1 and len(parts[0][0]) == self.n:
             return parts[0][1]
         return merge_lanes(self.n, parts)
+
+    def _simple_truth(self, cond: I.IPrim, env: dict) -> np.ndarray:
+        """The truth in every lane of a comparison of variables and constants (`_simple`): the
+        comparison's exact fold on each lane's values, which is what evaluating it computes
+        (its batched paths are exact too), without the primitive dispatch per condition."""
+        vals = [self.eval(a, env) for a in cond.args]
+        if self.state.engine is None and all(type(v) is Lanes or not has_lanes(v) for v in vals):
+            cols = [v.values() if type(v) is Lanes else itertools.repeat(v, self.n) for v in vals]
+            fold = self.prim(cond).fold
+            out = [fold_exact(fold, lane) for lane in zip(*cols)]
+            if all(o is not _NOT_EXACT for o in out):
+                return np.array([bool(o) for o in out], dtype=bool)
+        value = self.call_prim(self.prim(cond), cond, vals)
+        if type(value) is Lanes:
+            return np.asarray([bool(v) for v in value.values()], dtype=bool)
+        if has_lanes(value):
+            raise NotBatchable("if on a lane value")
+        return np.full(self.n, bool(value))
 
     def _branch_on(self, branch: Any, env: dict, idx: np.ndarray) -> tuple:
         """(idx, branch's value on lanes idx, the evaluator that computed it)."""
@@ -885,8 +897,6 @@ class LaneEvaluator(Interpreter):
         return (head,) + tuple(tail)
 
     def e_ILet(self, node: I.ILet, env: dict) -> Any:
-        from .interpreter import bind
-
         while type(node) is I.ILet:
             value = self.eval(node.bound, env)
             if type(value) is Lanes and not isinstance(node.pattern, (str, type(None))):
@@ -1304,6 +1314,8 @@ def _b_numeric(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> 
 
 
 def _numeric(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    if any(type(a) is str for a in args):  # a string compared (`a == "age"`): no numeric path applies
+        return NotImplemented
     out = _b_arith(ev, prim, node, args) if prim.name != "div" else NotImplemented
     if out is NotImplemented and prim.name in _CMP_OPS:
         out = _b_compare(ev, prim, args)
@@ -1359,7 +1371,6 @@ def _b_count(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> An
 
 def _b_groupby(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     from ..primitives.partitions import base_key_codes, key_codes
-    from .interpreter import Context
 
     key, b = args
     lb = product(ev, b)

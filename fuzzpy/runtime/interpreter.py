@@ -525,6 +525,8 @@ def fold_exact(fold: Callable[..., Any], args: Any) -> Any:
             if whole is not None and a.denominator == 1 and b.denominator == 1:
                 return whole(a, b)
             return fold(a if ta is Fraction else Fraction(a), b if tb is Fraction else Fraction(b))
+        if (ta is str or ta is bool) and (tb is str or tb is bool):  # exact_arg keeps them as they are
+            return fold(a, b)
     exact = []
     for a in args:
         q = exact_arg(a)

@@ -93,7 +93,7 @@ def distribution_types() -> tuple[type, ...]:
 
 def is_distribution(v: Any) -> bool:
     # Not duck typing on `.sample`: DataFrame.sample exists and must never be called.
-    return isinstance(v, distribution_types())
+    return isinstance(v, _DIST_TYPES if len(_DIST_TYPES) == 2 else distribution_types())
 
 
 # ---- releases ----------------------------------------------------------------------------------
@@ -276,9 +276,14 @@ def holds(v: Any, kind: type) -> bool:
     return False
 
 
+_SCALARS = frozenset({int, float, Fraction, str, bool, type(None)})
+
+
 def materialise(v: Any) -> Any:
     """A MaskedBag as a plain DataFrame/Series, also inside tuples, records and partitions
     (for primitives that do not know lazy bags)."""
+    if type(v) in _SCALARS:
+        return v
     if isinstance(v, MaskedBag):
         return v.materialise()
     if isinstance(v, tuple):  # rebuilt only when a lazy bag is inside: a long list of results is not copied
