@@ -183,16 +183,16 @@ def _run_groupby(ctx, key, b):
         if codes is None:
             codes = key_codes(ctx.vectorised(key)(b), ctx.info)
         size = _sizes(codes, len(keys), _group_counts)
-        return Partition({k: MaskedBag.part(base, mask_fn=lambda i=i: codes == i, count_fn=lambda i=i: size(i))
-                          for i, k in enumerate(keys)}, base, codes)
+        return Partition.lazy(keys, lambda i: MaskedBag.part(base, mask_fn=lambda: codes == i,
+                                                             count_fn=lambda: size(i)), base, codes)
     # A part of a table (a tree's node): its rows' codes, read from the remembered codes of the
     # whole table or computed on its own rows; grouping costs its rows, not the table's.
     rows = part.rows
     mine = codes[rows] if codes is not None else key_codes(ctx.vectorised(key)(b), ctx.info)
     size = _sizes(mine, len(keys), _own_counts)
     part_rows = _PartRows(rows, mine, len(keys))
-    return Partition({k: MaskedBag.part(base, rows_fn=lambda i=i: part_rows(i), count_fn=lambda i=i: size(i))
-                      for i, k in enumerate(keys)}, base, mine, rows)
+    return Partition.lazy(keys, lambda i: MaskedBag.part(base, rows_fn=lambda: part_rows(i),
+                                                         count_fn=lambda: size(i)), base, mine, rows)
 
 
 class _PartRows:

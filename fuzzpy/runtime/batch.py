@@ -45,7 +45,7 @@ from ..checking import ir as I
 from . import compiled
 from .interpreter import _NOT_EXACT, Context, Interpreter, as_float, bind, exact_arg, fold_exact
 from .ratios import Ratios
-from .values import Closure, MaskedBag, is_distribution
+from .values import Closure, MaskedBag, Partition, is_distribution
 from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, remembered, row_value, to_frame
 
 # Integer lanes stay int64 while every operand is below this (a sum or difference of two such
@@ -380,7 +380,7 @@ def has_lanes(v: Any, depth: int = 0) -> bool:
     t = type(v)
     if t in _LANE_TYPES:
         return True
-    if depth > 8:
+    if depth > 8 or t is Partition:  # a groupby's parts are bags of one table (made lazily)
         return False
     if t is tuple:
         return any(has_lanes(x, depth + 1) for x in v)
@@ -1548,8 +1548,6 @@ FLAT_PAIRS = 1 << 17
 def _lanes_of_partitions(partitions: list) -> Optional[LaneBag]:
     """Every part of every partition as one lane bag, a lane per (partition, part) in order;
     None unless they are all `groupby` partitions of one table."""
-    from .values import Partition
-
     if not partitions or not all(type(p) is Partition for p in partitions):
         return None
     base = partitions[0].base
@@ -2007,15 +2005,15 @@ def batched_scores(ctx: Any, score: Any, candidates: list[Any]) -> Optional[list
 def _parts_as_lanes(ps: dict) -> Optional[Any]:
     """A partition's parts as one lane value: a LaneBag when they are the parts of one bag's
     groupby (or masked bags over one base), the values themselves otherwise."""
-    parts = list(ps.values())
     codes = getattr(ps, "codes", None)
-    if codes is not None:
+    if codes is not None:  # a groupby's partition: read through its codes (its parts are not made)
         if codes.size and codes.min() < 0:  # rows in no part
             keep = np.flatnonzero(codes >= 0)
             rows, codes = (keep if ps.rows is None else ps.rows[keep]), codes[keep]
         else:
             rows = np.arange(len(codes)) if ps.rows is None else ps.rows
-        return LaneBag(ps.base, rows, codes.astype(np.int64, copy=False), len(parts))
+        return LaneBag(ps.base, rows, codes.astype(np.int64, copy=False), len(ps))
+    parts = list(ps.values())
     if all(type(p) is MaskedBag for p in parts) and len({id(p.base) for p in parts}) == 1:
         lanes = np.full(len(parts[0].base), -1, dtype=np.int64)
         for i, p in enumerate(parts):

@@ -346,15 +346,64 @@ def bag_from_rows(rows: list[Any]) -> Frame:
 class Partition(dict):
     """`groupby`'s result: key -> part, in declared key order, remembering the part number of
     every grouped row of the base (-1: none), so that batched evaluation (runtime/batch.py) can
-    treat all parts at once."""
+    treat all parts at once.  Its parts are bags of one table, never lane values.
 
-    __slots__ = ("base", "codes", "rows")
+    A partition made by `lazy` makes its parts when one of them is first read: its keys, its
+    size and its iteration (keys) are known without them, and every other reading (a part, the
+    values, the items, a comparison, a copy) first makes them all, in key order.  A score's
+    candidate partitions, read only through their codes by a batched `pmap`, are never made."""
+
+    __slots__ = ("base", "codes", "rows", "_keys", "_make")
 
     def __init__(self, parts: dict, base: Any, codes: np.ndarray, rows: Optional[np.ndarray] = None):
         super().__init__(parts)
         self.base = base
         self.codes = codes  # the part number of each of `rows` (-1: none)
         self.rows = rows    # the grouped rows of the base, ascending (None: every row)
+        self._keys: tuple = ()
+        self._make: Optional[Callable[[int], Any]] = None
+
+    @classmethod
+    def lazy(cls, keys: tuple, make: Callable[[int], Any], base: Any, codes: np.ndarray,
+             rows: Optional[np.ndarray] = None) -> "Partition":
+        """The partition whose part for keys[i] is make(i), made when a part is first read."""
+        out = cls({}, base, codes, rows)
+        out._keys, out._make = keys, make
+        return out
+
+    def _fill(self) -> None:
+        make = self._make
+        if make is not None:
+            self._make = None
+            for i, key in enumerate(self._keys):
+                dict.__setitem__(self, key, make(i))
+
+    def __len__(self) -> int:
+        return len(self._keys) if self._make is not None else dict.__len__(self)
+
+    def __iter__(self) -> Any:
+        return iter(self._keys) if self._make is not None else dict.__iter__(self)
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._keys if self._make is not None else dict.__contains__(self, key)
+
+
+def _reading(name: str) -> Callable[..., Any]:
+    """dict's method `name`, after the parts are made."""
+    method = getattr(dict, name)
+
+    def read(self: Partition, *args: Any, **kw: Any) -> Any:
+        self._fill()
+        return method(self, *args, **kw)
+
+    read.__name__ = read.__qualname__ = name
+    return read
+
+
+for _name in ("__getitem__", "get", "keys", "values", "items", "copy", "__eq__", "__ne__", "__repr__",
+              "__reversed__", "__or__", "__ror__", "__ior__", "__reduce_ex__", "__setitem__", "__delitem__",
+              "setdefault", "pop", "popitem", "update", "clear"):
+    setattr(Partition, _name, _reading(_name))
 
 
 class EachDistribution(Distribution):

@@ -333,3 +333,55 @@ def test_a_lazy_part_is_the_bag_the_constructor_makes():
         assert all(getattr(made, slot) is getattr(part, slot) or getattr(made, slot) == getattr(part, slot)
                    for slot in MaskedBag.__slots__)
         assert len(made) == len(part) and np.array_equal(made.rows, part.rows)
+
+
+def test_a_lazy_partition_reads_as_the_dict_of_its_parts():
+    """Partition.lazy: keys, size, membership and iteration without making the parts; every
+    other reading of a dict (a part, values, items, get, comparisons, copies, `**`, repr,
+    mutation) makes them all once, in key order, and sees exactly the dict of them."""
+    import copy
+
+    from fuzzpy.runtime.values import Partition
+
+    keys = ("a", "b", "c")
+    readings = [
+        lambda p: p["b"], lambda p: list(p.values()), lambda p: list(p.items()), lambda p: p.get("c"),
+        lambda p: list(p.keys()), lambda p: p == dict(zip(keys, "xyz")), lambda p: p != {}, lambda p: dict(p),
+        lambda p: {**p}, lambda p: (lambda **kw: kw)(**p), lambda p: repr(p), lambda p: copy.copy(p),
+        lambda p: list(reversed(p)), lambda p: p | {}, lambda p: {} | p, lambda p: p.copy(),
+        lambda p: p.setdefault("a"), lambda p: p.pop("a"), lambda p: p.update({}),
+    ]
+    for read in readings:
+        made = []
+        p = Partition.lazy(keys, lambda i: made.append(i) or "xyz"[i], None, np.array([0, 1, 2]))
+        assert len(p) == 3 and list(p) == list(keys) and "b" in p and "d" not in p and bool(p)
+        assert list(zip(p, range(3))) == [("a", 0), ("b", 1), ("c", 2)] and made == []
+        want = read(dict(zip(keys, "xyz")))
+        assert read(p) == want and made == [0, 1, 2]
+        p.get("b"), list(p.values())
+        assert made == [0, 1, 2]  # made once
+    empty = Partition.lazy((), lambda i: 1 / 0, None, np.array([], dtype=np.int64))
+    assert len(empty) == 0 and not empty and dict(empty) == {} and empty == {}
+
+
+def test_a_scores_candidate_partitions_are_read_through_their_codes(monkeypatch):
+    """A score whose partitions only go to a batched pmap never makes their parts; the leaf's
+    partition, whose parts are read, makes them; the values are the unbatched run's."""
+    from fuzzpy.runtime.values import Partition
+
+    entry = check("""function quality ps { values (pmap (fun g -> count g) ps) }
+    function total (xs : list num) : num { case xs of { [] => 0 | h :: t => h + total t } }
+    function main (db : bag T) : fuzzy (string, num) {
+      sample a = exponential 1 ["x", "k"] (fun c -> if c == "x" then total (by db quality) else total (byk db quality));
+      sample n = laplace 1 (count (part (byk db (fun ps -> ps)) "a"));
+      return (a, n) }""")
+    made = []
+    real = Partition.lazy.__func__
+
+    def spy(cls, keys, make, *rest):
+        return real(cls, keys, lambda i: made.append(keys) or make(i), *rest)
+
+    monkeypatch.setattr(Partition, "lazy", classmethod(spy))
+    batched = run(entry)
+    assert made == [("a", "b", "c")] * 3  # the three parts of the last partition only
+    assert batched[:2] == run(entry, batch=False)[:2]
