@@ -121,22 +121,30 @@ def base_key_codes(ctx, key, base):
     remembered for the run when the key reads only public constants besides its row: a tree
     learner groups the parts of the same table by the same attributes at every node, and a
     row's key depends on that row alone.  None when the key cannot be remembered."""
+    return remembered_key_codes(ctx, key, base)[0]
+
+
+def remembered_key_codes(ctx, key, base):
+    """(base_key_codes, whether they put every row in a part: no -1), or (None, False).  When
+    they do, so do their selections at any rows, and counting or flattening those needs no test
+    for -1; it is decided once, when the codes are remembered."""
     state = ctx.interp.state
     memo = getattr(state, "memo", None) if getattr(state, "batch", False) else None
     if memo is None:
-        return None
+        return None, False
     ident = runtime("batch").constant_identity(key)
     if ident is None:
-        return None
+        return None, False
     k = (id(base), ident, _info_identity(ctx.info))
     hit = memo.get(k)
     if hit is not None and hit[0] is base:
-        return hit[2]
+        return hit[2], hit[3]
     codes = _kept_or_computed(ctx, key, base, k[1:])
+    complete = not codes.size or bool(codes.min() >= 0)
     if len(memo) >= MEMO_ENTRIES:
         memo.clear()
-    memo[k] = (base, ctx.info, codes)
-    return codes
+    memo[k] = (base, ctx.info, codes, complete)
+    return codes, complete
 
 
 def _kept_or_computed(ctx, key, base, ident):
@@ -178,21 +186,23 @@ def _run_groupby(ctx, key, b):
     keys = tuple(ctx.info["keys"])
     part = b if isinstance(b, MaskedBag) else None
     base = part.base if part is not None else b
-    codes = base_key_codes(ctx, key, base)
+    codes, complete = remembered_key_codes(ctx, key, base)
     if part is None:  # the whole table
         if codes is None:
             codes = key_codes(ctx.vectorised(key)(b), ctx.info)
         size = _sizes(codes, len(keys), _group_counts)
         return Partition.lazy(keys, lambda i: MaskedBag.part(base, mask_fn=lambda: codes == i,
-                                                             count_fn=lambda: size(i)), base, codes)
+                                                             count_fn=lambda: size(i)), base, codes,
+                              complete=complete)
     # A part of a table (a tree's node): its rows' codes, read from the remembered codes of the
     # whole table or computed on its own rows; grouping costs its rows, not the table's.
     rows = part.rows
     mine = codes[rows] if codes is not None else key_codes(ctx.vectorised(key)(b), ctx.info)
-    size = _sizes(mine, len(keys), _own_counts)
+    size = _sizes(mine, len(keys), (lambda c, k: _own_counts(c, k, True)) if complete else _own_counts)
     part_rows = _PartRows(rows, mine, len(keys))
     return Partition.lazy(keys, lambda i: MaskedBag.part(base, rows_fn=lambda: part_rows(i),
-                                                         count_fn=lambda: size(i)), base, mine, rows)
+                                                         count_fn=lambda: size(i)), base, mine, rows,
+                          complete=complete)
 
 
 class _PartRows:
@@ -235,11 +245,12 @@ def _sizes(codes, k: int, count):
     return size
 
 
-def _own_counts(codes, k: int):
-    """Rows per key of a bag's own codes (-1: no key), by one bincount over those rows."""
+def _own_counts(codes, k: int, complete: bool = False):
+    """Rows per key of a bag's own codes (-1: no key; `complete`: known to hold none), by one
+    bincount over those rows."""
     import numpy as np
 
-    if codes.size and codes.min() < 0:
+    if not complete and codes.size and codes.min() < 0:
         codes = codes[codes >= 0]
     return np.bincount(codes.astype(np.intp, copy=False), minlength=k)[:k].astype(np.int64)
 

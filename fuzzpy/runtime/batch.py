@@ -705,6 +705,10 @@ _NUMBERED: dict = {}
 _NEXT_NUMBER = itertools.count()
 
 
+# (id(condition), its arguments' lane values with their types) -> (condition, truth per lane)
+_TRUTHS: dict = {}
+
+
 class _ListCase:
     kind = "list"
 
@@ -789,10 +793,27 @@ class LaneEvaluator(Interpreter):
         vals = [self.eval(a, env) for a in cond.args]
         if self.state.engine is None and all(type(v) is Lanes or not has_lanes(v) for v in vals):
             cols = [v.values() if type(v) is Lanes else itertools.repeat(v, self.n) for v in vals]
+            lanes = list(zip(*cols))
+            # The same condition on the same values (a chain on the candidates, at every node of a
+            # tree) has the same truth: values are compared with their types, so equal keys are
+            # equal exact arguments (exact_arg) and give the fold's same results.
+            key = (id(cond), tuple((type(x), x) for lane in lanes for x in lane)) if self.n <= COMPILED_LANES else None
+            try:
+                hit = _TRUTHS.get(key) if key is not None else None
+            except TypeError:  # an unhashable value (a record): not remembered
+                hit = key = None
+            if hit is not None and hit[0] is cond:
+                return hit[1]
             fold = self.prim(cond).fold
-            out = [fold_exact(fold, lane) for lane in zip(*cols)]
+            out = [fold_exact(fold, lane) for lane in lanes]
             if all(o is not _NOT_EXACT for o in out):
-                return np.array([bool(o) for o in out], dtype=bool)
+                truth = np.array([bool(o) for o in out], dtype=bool)
+                if key is not None:
+                    truth.flags.writeable = False
+                    if len(_TRUTHS) >= 4096:
+                        _TRUTHS.clear()
+                    _TRUTHS[key] = (cond, truth)
+                return truth
         value = self.call_prim(self.prim(cond), cond, vals)
         if type(value) is Lanes:
             return np.asarray([bool(v) for v in value.values()], dtype=bool)
@@ -1370,14 +1391,15 @@ def _b_count(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> An
 
 
 def _b_groupby(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    from ..primitives.partitions import base_key_codes, key_codes
+    from ..primitives.partitions import key_codes, remembered_key_codes
 
     key, b = args
     lb = product(ev, b)
     if lb is None:
         return NotImplemented
     keys = tuple(node.info["keys"])
-    full = None if has_lanes(key) else base_key_codes(Context(ev, node.info, node.span), key, lb.base)
+    full, complete = (None, False) if has_lanes(key) else remembered_key_codes(Context(ev, node.info, node.span),
+                                                                              key, lb.base)
     if full is not None:
         codes = full[lb.rows]
     else:
@@ -1387,7 +1409,7 @@ def _b_groupby(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> 
         codes = np.asarray(key_codes(out, node.info))
     # every lane's count of every key at once: (lane, key) cells of one bincount
     k, lanes = len(keys), lb.lanes
-    if codes.size and codes.min() < 0:  # rows whose key is none of the declared keys
+    if not complete and codes.size and codes.min() < 0:  # rows whose key is none of the declared keys
         valid = codes >= 0
         lanes, codes_in = lanes[valid], codes[valid]
     else:
@@ -1558,9 +1580,13 @@ def _lanes_of_partitions(partitions: list) -> Optional[LaneBag]:
     rows, lanes, offset = [], [], 0
     for p in partitions:
         codes = p.codes
-        keep = codes >= 0
-        rows.append(np.flatnonzero(keep) if p.rows is None else p.rows[keep])
-        lanes.append(codes[keep].astype(np.int64, copy=False) + offset)
+        if p.complete:  # every row in a part
+            rows.append(np.arange(len(codes)) if p.rows is None else p.rows)
+            lanes.append(codes.astype(np.int64) + offset)
+        else:
+            keep = codes >= 0
+            rows.append(np.flatnonzero(keep) if p.rows is None else p.rows[keep])
+            lanes.append(codes[keep].astype(np.int64, copy=False) + offset)
         offset += len(p)
     return LaneBag(base, np.concatenate(rows), np.concatenate(lanes), offset)
 
@@ -2007,7 +2033,7 @@ def _parts_as_lanes(ps: dict) -> Optional[Any]:
     groupby (or masked bags over one base), the values themselves otherwise."""
     codes = getattr(ps, "codes", None)
     if codes is not None:  # a groupby's partition: read through its codes (its parts are not made)
-        if codes.size and codes.min() < 0:  # rows in no part
+        if not ps.complete and codes.size and codes.min() < 0:  # rows in no part
             keep = np.flatnonzero(codes >= 0)
             rows, codes = (keep if ps.rows is None else ps.rows[keep]), codes[keep]
         else:

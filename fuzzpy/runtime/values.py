@@ -353,21 +353,23 @@ class Partition(dict):
     values, the items, a comparison, a copy) first makes them all, in key order.  A score's
     candidate partitions, read only through their codes by a batched `pmap`, are never made."""
 
-    __slots__ = ("base", "codes", "rows", "_keys", "_make")
+    __slots__ = ("base", "codes", "rows", "complete", "_keys", "_make")
 
-    def __init__(self, parts: dict, base: Any, codes: np.ndarray, rows: Optional[np.ndarray] = None):
+    def __init__(self, parts: dict, base: Any, codes: np.ndarray, rows: Optional[np.ndarray] = None,
+                 complete: bool = False):
         super().__init__(parts)
         self.base = base
         self.codes = codes  # the part number of each of `rows` (-1: none)
         self.rows = rows    # the grouped rows of the base, ascending (None: every row)
+        self.complete = complete  # True: no code is -1 (known without looking; False: unknown)
         self._keys: tuple = ()
         self._make: Optional[Callable[[int], Any]] = None
 
     @classmethod
     def lazy(cls, keys: tuple, make: Callable[[int], Any], base: Any, codes: np.ndarray,
-             rows: Optional[np.ndarray] = None) -> "Partition":
+             rows: Optional[np.ndarray] = None, complete: bool = False) -> "Partition":
         """The partition whose part for keys[i] is make(i), made when a part is first read."""
-        out = cls({}, base, codes, rows)
+        out = cls({}, base, codes, rows, complete)
         out._keys, out._make = keys, make
         return out
 

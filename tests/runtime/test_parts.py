@@ -378,10 +378,58 @@ def test_a_scores_candidate_partitions_are_read_through_their_codes(monkeypatch)
     made = []
     real = Partition.lazy.__func__
 
-    def spy(cls, keys, make, *rest):
-        return real(cls, keys, lambda i: made.append(keys) or make(i), *rest)
+    def spy(cls, keys, make, *rest, **kw):
+        return real(cls, keys, lambda i: made.append(keys) or make(i), *rest, **kw)
 
     monkeypatch.setattr(Partition, "lazy", classmethod(spy))
     batched = run(entry)
     assert made == [("a", "b", "c")] * 3  # the three parts of the last partition only
     assert batched[:2] == run(entry, batch=False)[:2]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_partitions_with_and_without_rows_in_no_part_flatten_to_the_reference(seed, monkeypatch):
+    """A score's candidate partitions flattened into one lane bag: a key that leaves rows in no
+    part (NaN: no bin) and one that puts every row in a part (`complete`, no test for -1), at the
+    table and at a part; the scores and releases are the unbatched run's."""
+    from fuzzpy.runtime.values import Partition
+
+    rng = np.random.default_rng(seed)
+    n = 240
+    x = rng.uniform(0, 10, n).round(1)
+    x[rng.random(n) < 0.15] = np.nan
+    db = pd.DataFrame({"x": x, "y": rng.uniform(0, 10, n).round(1),
+                       "k": pd.Categorical(rng.choice(["a", "b", "c"], n), ["a", "b", "c"])})
+    entry = check("""function total (xs : list num) : num { case xs of { [] => 0 | h :: t => h + total t } }
+    function quality ps { total (values (pmap (fun g -> count g * 3 + count (filter (fun r -> r.y > 5) g)) ps)) }
+    function score (b : bag T) (c : string) : num {
+      if c == "x" then quality (groupby (fun r -> bin 3 r.x) b)
+      else if c == "k" then quality (groupby (fun r -> r.k) b)
+      else quality (groupby (fun r -> clip 0 2 (bin 4 r.y)) b) }
+    function main (db : bag T) : fuzzy (string, string) {
+      sample a = exponential 1 ["x", "k", "y"] (fun c -> score db c);
+      sample b = exponential 1 ["k", "x", "y"] (fun c -> score (filter (fun r -> r.y < 8) db) c);
+      return (a, b) }""")
+    flags = []
+    real = Partition.lazy.__func__
+    monkeypatch.setattr(Partition, "lazy", classmethod(
+        lambda cls, keys, make, *rest, **kw: flags.append(kw.get("complete")) or real(cls, keys, make, *rest, **kw)))
+    import fuzzpy.runtime.noise as N
+
+    import fuzzpy.runtime.batch as B
+
+    flattened = []
+    real_flat = B._lanes_of_partitions
+    monkeypatch.setattr(B, "_lanes_of_partitions", lambda ps: flattened.append(len(ps) == 3) or real_flat(ps))
+    scores = []
+    real_select = N.exponential_mechanism
+    monkeypatch.setattr(N, "exponential_mechanism", lambda s, *a: scores.append(list(s)) or real_select(s, *a))
+    outs = []
+    for batch in (True, False):
+        scores.clear()
+        state = RunState(RandomSource.seeded(seed), batch=batch)
+        res = evaluate_entry(entry, {"db": db}, state)
+        outs.append((res.value, [r.value for r in state.releases], [[(type(q), q) for q in s] for s in scores]))
+    assert outs[0] == outs[1] and len(outs[0][2]) == 2
+    assert True in flags and False in flags  # both kinds of partition were made
+    assert flattened and all(flattened)
