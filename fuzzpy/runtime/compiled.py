@@ -22,6 +22,7 @@ interpreter as before (`compiled_function` returns None).
 from __future__ import annotations
 
 import threading
+from fractions import Fraction
 import weakref
 from typing import Any, Callable, Optional
 
@@ -30,7 +31,7 @@ from ..checking import ir as I
 from ..primitives.registry import Primitive, lookup
 
 # Primitives that take a table (their runtimes receive lazy bags): never in a compiled function.
-from .interpreter import LAZY_BAG_PRIMITIVES, _NOT_EXACT, RunFailure, _immutable, fold_exact, shared_const
+from .interpreter import LAZY_BAG_PRIMITIVES, _NOT_EXACT, _WHOLE, RunFailure, _immutable, fold_exact, shared_const
 
 _COMPILED: "weakref.WeakKeyDictionary[I.Instance, Optional[Callable[..., Any]]]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -76,12 +77,24 @@ def _fold_call(prim: Primitive, node: I.IPrim) -> Callable[..., Any]:
     """A scalar primitive as the interpreter's `call_prim` runs it without an engine, exactly:
     the fold on exact arguments (`fold_exact`), `call_prim` itself for anything else."""
     fold = prim.fold
+    whole = _WHOLE.get(fold)
 
     def call(it: Any, *args: Any) -> Any:
         out = fold_exact(fold, args)
         return it.call_prim(prim, node, list(args)) if out is _NOT_EXACT else out
 
-    return call
+    if whole is None or len(prim.params) != 2:
+        return call
+
+    def call2(it: Any, a: Any, b: Any) -> Any:
+        # fold_exact's first case inlined: two Fractions that are whole numbers (an accumulated
+        # sum, a count made exact), the most common call of a public list function
+        if type(a) is Fraction and type(b) is Fraction and a.denominator == 1 and b.denominator == 1:
+            return whole(a, b)
+        out = fold_exact(fold, (a, b))
+        return it.call_prim(prim, node, [a, b]) if out is _NOT_EXACT else out
+
+    return call2
 
 
 def _plain_call(prim: Primitive, node: I.IPrim) -> Callable[..., Any]:
