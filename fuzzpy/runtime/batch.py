@@ -737,6 +737,14 @@ class LaneEvaluator(Interpreter):
         # kept across steps: the row function's operations on the row alone are done once
         self._row_views: dict[int, tuple[Any, Any]] = {}
         self._pair_memo: dict[int, tuple[tuple, Any]] = {}
+        self._scalar: Optional[Interpreter] = None
+
+    def scalar(self) -> Interpreter:
+        """The scalar evaluator this one runs a single lane's code with (one per evaluator: it
+        keeps no state of its own but its caches of primitives and constants)."""
+        if self._scalar is None:
+            self._scalar = Interpreter(self.state)
+        return self._scalar
 
     def e_IIf(self, node: I.IIf, env: dict) -> Any:
         cond = self.eval(node.cond, env)
@@ -850,7 +858,7 @@ class LaneEvaluator(Interpreter):
         if len(idx) == self.n:
             return [self.eval(a, env) for a in args]
         if len(idx) == 1:
-            scalar = Interpreter(self.state)
+            scalar = self.scalar()
             lane_env = self._lane_env(list(args), env, int(idx[0]))
             out = [scalar.eval(a, lane_env) for a in args]
             if any(is_distribution(v) for v in out):
@@ -885,7 +893,7 @@ class LaneEvaluator(Interpreter):
         reference semantics itself, without lane bookkeeping at every step (a selection's chain
         of `if`s on the candidate ends with one candidate per branch).  Its value, a plain value,
         is lane i's value."""
-        out = Interpreter(self.state).eval(branch, self._lane_env(branch, env, i))
+        out = self.scalar().eval(branch, self._lane_env(branch, env, i))
         if is_distribution(out):
             raise NotBatchable("a distribution")
         return out
@@ -963,7 +971,7 @@ class LaneEvaluator(Interpreter):
                 and state.row_calls is None):
             fn = compiled.compiled_function(inst)
             if fn is not None:
-                scalar = Interpreter(state)
+                scalar = self.scalar()
                 cols = [unlane(a, self.n) for a in args]
                 return compact([fn(scalar, state, *vals) for vals in zip(*cols)] if cols
                                else [fn(scalar, state) for _ in range(self.n)])

@@ -40,6 +40,10 @@ from ..limits import RECURSION_LIMIT, STACK_BYTES  # noqa: F401 - re-exported fo
 # (`part` and `values` hand parts on as they are: a list of released results is not walked.)
 LAZY_BAG_PRIMITIVES = frozenset({"count", "filter", "map", "sum", "union", "split", "groupby", "part",
                                  "values", "pmap", "each", "vsum"})
+# Those of them with no run context, fold or vectors: their arguments are bags, partitions and
+# keys (strings), which `as_float` returns unchanged, so they run on them as they are
+# (tests/runtime/test_interpreter.py checks this list against the registry).
+BAG_ONLY = frozenset({"count", "part", "values", "union"})
 
 
 class RunFailure(FuzzError):
@@ -487,7 +491,10 @@ class Interpreter:
             exact = fold_exact(prim.fold, args)
             if exact is not _NOT_EXACT:
                 return exact
-        if prim.name not in LAZY_BAG_PRIMITIVES:
+        if prim.name in LAZY_BAG_PRIMITIVES:
+            if prim.name in BAG_ONLY:
+                return prim.run(*args)  # type: ignore[misc]
+        else:
             args = [materialise(a) for a in args]
         if prim.needs_context:
             ctx = Context(self, node.info, node.span)

@@ -448,3 +448,21 @@ def test_fold_keeps_booleans_strings_and_floats_on_the_general_path():
         fold = lookup(name).fold
         got, want = fold_exact(fold, [a, b]), _generic_fold(fold, [a, b])
         assert got == want and type(got) is type(want)
+
+
+def test_bag_only_primitives_are_the_lazy_ones_without_context_fold_or_vectors():
+    """call_prim runs these on their arguments as they are (no as_float): the list must be the
+    registry's lazy-bag primitives that take no context, have no fold and no vectors, and their
+    declared arguments bags, partitions and strings (never numbers, which as_float converts)."""
+    from fuzzpy.primitives.registry import lookup
+    from fuzzpy.runtime.interpreter import BAG_ONLY, LAZY_BAG_PRIMITIVES
+
+    derived = {name for name in LAZY_BAG_PRIMITIVES
+               if not lookup(name).needs_context and lookup(name).fold is None and not lookup(name).structured}
+    assert BAG_ONLY == derived
+    import re
+
+    for name in BAG_ONLY:
+        prim = lookup(name)
+        argument_types = re.split(r"-o|->", prim.signature)[:len(prim.params)]
+        assert not any("num" in t or "int" in t for t in argument_types), prim.signature
