@@ -259,19 +259,29 @@ class ThresholdBags:
     def __init__(self, bag: Any, column: np.ndarray, op: str, thresholds: list[float], negated: bool,
                  shared: Optional[list] = None):
         self.bag, self.column, self.op, self.thresholds, self.negated = bag, column, op, thresholds, negated
-        self._below: list = shared if shared is not None else [None]  # the two sides of a split count once
+        # the two sides of a split share the column's counts and each threshold's hits
+        self._below: list = shared if shared is not None else [None, None]
 
     def counts(self) -> np.ndarray:
-        if self._below[0] is None:
-            col = self.column
-            self._below[0] = _Below.of(col[~np.isnan(col)])
-        below = self._below[0]
-        t = np.asarray(self.thresholds, dtype=np.float64)
-        left, right = below.below(t), below.at_most(t)  # #(x < t), #(x <= t) for each t
-        n = below.n
-        hits = {"lt": left, "le": right, "gt": n - right, "ge": n - left}[self.op]
-        hits = np.where(np.isnan(t), 0, hits).astype(np.int64)  # a comparison with NaN is false
-        return len(self.column) - hits if self.negated else hits
+        shared = self._below
+        if shared[1] is None:
+            if shared[0] is None:
+                shared[0] = _Below.of(self.column)
+            below = shared[0]
+            t = np.asarray(self.thresholds, dtype=np.float64)
+            # #(x < t) or #(x <= t), whichever the operator needs, for each t
+            if self.op in ("lt", "ge"):
+                hits = below.below(t)
+            else:
+                hits = below.at_most(t)
+            if self.op in ("gt", "ge"):
+                hits = below.n - hits
+            nan = np.isnan(t)
+            if nan.any():
+                hits = np.where(nan, 0, hits)  # a comparison with NaN is false
+            shared[1] = hits.astype(np.int64)
+        hits = shared[1]
+        return len(self.column) - hits if self.negated else hits.copy()
 
     def lane(self, i: int) -> MaskedBag:
         from ..primitives import arith  # noqa: F401 - the registry's comparison primitives
@@ -301,13 +311,21 @@ class _Below:
         self.n, self._sorted, self._lo, self._cum = n, sorted_values, lo, cum
 
     @classmethod
-    def of(cls, x: np.ndarray) -> "_Below":
+    def of(cls, column: np.ndarray) -> "_Below":
+        """The counts of a column's values other than NaN."""
+        x = column
+        lo = hi = math.nan
+        if x.size:
+            lo, hi = float(x.min()), float(x.max())  # NaN when the column holds one
+            if math.isnan(lo) or math.isnan(hi):
+                x = x[~np.isnan(x)]
+                lo, hi = (float(x.min()), float(x.max())) if x.size else (math.nan, math.nan)
         n = len(x)
-        if n:
-            lo, hi = float(x.min()), float(x.max())
-            if (math.isfinite(lo) and math.isfinite(hi) and hi - lo <= 4 * n + 1024
-                    and -2.0**52 < lo and hi < 2.0**52 and bool((np.floor(x) == x).all())):
-                counts = np.bincount((x - lo).astype(np.intp), minlength=int(hi - lo) + 1)
+        if (n and math.isfinite(lo) and math.isfinite(hi) and hi - lo <= 4 * n + 1024
+                and -2.0**52 < lo and hi < 2.0**52):
+            whole = x.astype(np.intp)  # exact for a whole number of this size; any other differs
+            if bool((whole == x).all()):
+                counts = np.bincount(whole - int(lo), minlength=int(hi - lo) + 1)
                 return cls(n, None, int(lo), np.concatenate(([0], np.cumsum(counts))))
         return cls(n, np.sort(x))
 
@@ -1174,7 +1192,8 @@ def select_lanes(v: Any, idx: np.ndarray, remap: np.ndarray, depth: int = 0) -> 
         return LaneBag(v.base, v.rows[keep], new[keep], len(idx))
     if t is ThresholdBags:
         ts = [v.thresholds[i] for i in idx.tolist()]
-        return ThresholdBags(v.bag, v.column, v.op, ts, v.negated, v._below)
+        # the column's counts are shared still; the hits were for the other thresholds
+        return ThresholdBags(v.bag, v.column, v.op, ts, v.negated, [v._below[0], None])
     if t is LaneSplit or is_distribution(v):
         # A distribution built before the split (the auditor's fuzzy evaluation) may hold every
         # lane's values in its environment; it is narrowed only when it provably holds none.
@@ -1466,7 +1485,7 @@ def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[Thresho
         # Only the candidate itself: inside a row function `c + 0.1` is float arithmetic, which
         # the exact evaluation here would round differently.
         return None
-    c = ev.eval(c_ir, dict(p.env))
+    c = ev.eval(c_ir, p.env)  # evaluation reads an environment, never changes it
     ts = _threshold_floats(c.values()) if type(c) is Lanes else None
     if ts is None:
         return None
@@ -1480,7 +1499,7 @@ def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[Thresho
         arr = arr.astype(np.float64)
     elif arr.dtype != np.float64:
         return None
-    shared: list = [None]
+    shared: list = [None, None]
     return (ThresholdBags(b, arr, op, ts, False, shared), ThresholdBags(b, arr, op, ts, True, shared))
 
 
@@ -1515,7 +1534,7 @@ def _unwrapped(ev: LaneEvaluator, p: Closure) -> Closure:
             return p
         if _mentions(body.fn, {p.params[0]}):
             return p
-        fn = ev.eval(body.fn, dict(p.env))
+        fn = ev.eval(body.fn, p.env)
         if type(fn) is not Closure:
             return p
         if body.body is None:

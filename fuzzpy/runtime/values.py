@@ -301,7 +301,25 @@ def materialise(v: Any) -> Any:
 
 def is_tuple_frame(df: pd.DataFrame) -> bool:
     """Bags of tuples are frames with integer column labels 0..k-1; records have names."""
-    return len(df.columns) > 0 and all(isinstance(c, (int, np.integer)) for c in df.columns)
+    return column_labels(df)[1]
+
+
+def column_labels(df: pd.DataFrame) -> tuple[tuple, bool]:
+    """(the frame's column labels, whether it is a bag of tuples), read once per columns Index:
+    an Index never changes, and iterating one of text labels (Arrow strings) is slow."""
+    columns = df.columns
+    hit = _LABELS.get(id(columns))
+    if hit is not None and hit[0] is columns:
+        return hit[1], hit[2]
+    labels = tuple(columns.tolist())
+    tuples = len(labels) > 0 and all(isinstance(c, (int, np.integer)) for c in labels)
+    if len(_LABELS) >= 256:
+        _LABELS.clear()
+    _LABELS[id(columns)] = (columns, labels, tuples)
+    return labels, tuples
+
+
+_LABELS: dict = {}
 
 
 def frame_columns(bag: Bag) -> list[Any]:

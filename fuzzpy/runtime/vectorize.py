@@ -23,7 +23,7 @@ import pandas as pd
 from ..checking import ir as I
 from .. import limits
 from .interpreter import Interpreter, RunFailure, RunState, as_float, field_of
-from .values import (Bag, Closure, Frame, MaskedBag, bag_from_rows, bag_rows, is_tuple_frame, nrows)
+from .values import Bag, Closure, Frame, MaskedBag, bag_from_rows, bag_rows, column_labels, nrows
 
 
 class NotVectorisable(Exception):
@@ -47,7 +47,7 @@ class RowView(Mapping):
 
     __slots__ = ("bag", "labels", "arrays", "_read")
 
-    def __init__(self, bag: Bag, labels: list[Any], arrays: bool = False):
+    def __init__(self, bag: Bag, labels: "tuple | list[Any]", arrays: bool = False):
         self.bag = bag
         self.labels = labels
         self.arrays = arrays
@@ -180,8 +180,8 @@ def row_value(bag: Bag, arrays: bool = False) -> Any:
     base = bag.base if isinstance(bag, MaskedBag) else bag
     if isinstance(base, pd.Series):
         return Vec(bag.series() if isinstance(bag, MaskedBag) else bag)
-    labels = list(base.columns)
-    if is_tuple_frame(base):
+    labels, tuples = column_labels(base)
+    if tuples:
         return tuple(Vec(_column(bag, c)) for c in labels)
     return RowView(bag, labels, arrays)
 

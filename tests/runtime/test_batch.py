@@ -455,6 +455,18 @@ def test_threshold_counts_of_whole_numbers_without_a_sort_match_a_direct_count(s
             expected = [int(np.count_nonzero(fn(col, t))) for t in ts]
         assert B.ThresholdBags(pd.Series(col), col, op, ts, False).counts().tolist() == expected, op
         assert B.ThresholdBags(pd.Series(col), col, op, ts, True).counts().tolist() == [n - e for e in expected]
+        # the two sides of one split share the column's counts and the hits; a selection of
+        # their lanes (an if on the candidate) counts its own thresholds
+        shared: list = [None, None]
+        sides = [B.ThresholdBags(pd.Series(col), col, op, ts, neg, shared) for neg in (False, True)]
+        for _ in range(2):
+            assert sides[0].counts().tolist() == expected and sides[1].counts().tolist() == [n - e for e in expected]
+        idx = np.array([i for i in range(len(ts)) if i % 3 != 1])
+        remap = np.full(len(ts), -1)
+        remap[idx] = np.arange(len(idx))
+        for neg, side in zip((False, True), sides):
+            picked = B.select_lanes(side, idx, remap).counts().tolist()
+            assert picked == [(n - expected[i]) if neg else expected[i] for i in idx.tolist()]
 
 
 def test_integer_lanes_keep_the_exact_types_and_guard_overflow():
