@@ -1441,7 +1441,9 @@ def _b_groupby(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> 
         lanes, codes_in = lanes[valid], codes[valid]
     else:
         codes_in = codes
-    cells = np.bincount(lanes * k + codes_in, minlength=lb.n * k).reshape(lb.n, k).astype(np.int64)
+    cell = lanes * k
+    cell += codes_in  # in place: one large temporary fewer (each is page-faulted in anew)
+    cells = np.bincount(cell, minlength=lb.n * k).reshape(lb.n, k).astype(np.int64)
     return {key: LaneBag(lb.base, None, None, lb.n, whole=lb, codes=codes, code=j, counts=cells[:, j])
             for j, key in enumerate(keys)}
 
@@ -1609,11 +1611,13 @@ def _lanes_of_partitions(partitions: list) -> Optional[LaneBag]:
         codes = p.codes
         if p.complete:  # every row in a part
             rows.append(np.arange(len(codes)) if p.rows is None else p.rows)
-            lanes.append(codes.astype(np.int64) + offset)
+            lane = codes.astype(np.int64)
         else:
             keep = codes >= 0
             rows.append(np.flatnonzero(keep) if p.rows is None else p.rows[keep])
-            lanes.append(codes[keep].astype(np.int64, copy=False) + offset)
+            lane = codes[keep].astype(np.int64)
+        lane += offset
+        lanes.append(lane)
         offset += len(p)
     return LaneBag(base, np.concatenate(rows), np.concatenate(lanes), offset)
 
