@@ -279,6 +279,22 @@ def holds(v: Any, kind: type) -> bool:
 _SCALARS = frozenset({int, float, Fraction, str, bool, type(None)})
 
 
+def _holds_lazy_bag(v: Any) -> bool:
+    """Whether a MaskedBag is inside the tuples and dicts of v: `materialise`'s question, asked
+    with a stack instead of a call per element (a tree's rules are thousands of tuples)."""
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        for y in (x.values() if isinstance(x, dict) else x):
+            if type(y) in _SCALARS:
+                continue
+            if isinstance(y, MaskedBag):
+                return True
+            if isinstance(y, (tuple, dict)):
+                stack.append(y)
+    return False
+
+
 def materialise(v: Any) -> Any:
     """A MaskedBag as a plain DataFrame/Series, also inside tuples, records and partitions
     (for primitives that do not know lazy bags)."""
@@ -286,6 +302,8 @@ def materialise(v: Any) -> Any:
         return v
     if isinstance(v, MaskedBag):
         return v.materialise()
+    if isinstance(v, (tuple, dict)) and not _holds_lazy_bag(v):  # a long list of results: one scan
+        return v
     if isinstance(v, tuple):  # rebuilt only when a lazy bag is inside: a long list of results is not copied
         items = [materialise(x) for x in v] if any(isinstance(x, (MaskedBag, tuple, dict)) for x in v) else None
         if items is not None and any(y is not x for x, y in zip(v, items)):

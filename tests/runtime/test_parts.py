@@ -433,3 +433,17 @@ def test_partitions_with_and_without_rows_in_no_part_flatten_to_the_reference(se
     assert outs[0] == outs[1] and len(outs[0][2]) == 2
     assert True in flags and False in flags  # both kinds of partition were made
     assert flattened and all(flattened)
+
+
+def test_materialise_scans_deep_public_values_without_copying_them():
+    """A long, deep value of public results (a tree's rules) holds no lazy bag: materialise
+    returns the very object; one lazy bag deep inside is replaced, everything else kept."""
+    from fuzzpy.runtime.values import MaskedBag, materialise
+
+    rules = tuple(((("age", str(i)), ("sex", "Male")), ">50K" if i % 2 else "<=50K") for i in range(500))
+    deep = ((F(1), (2.5, ("x", {"k": (True, None)}))), rules)
+    assert materialise(rules) is rules and materialise(deep) is deep
+    bag = MaskedBag(DB, rows=np.array([1, 3]))
+    holder = (rules, ({"a": (1, bag)},))
+    out = materialise(holder)
+    assert out[0] is rules and isinstance(out[1][0]["a"][1], pd.DataFrame) and len(out[1][0]["a"][1]) == 2
