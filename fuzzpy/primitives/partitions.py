@@ -116,18 +116,13 @@ def _group_counts(codes, k: int):
 MEMO_ENTRIES = 256  # key codes remembered per run (each an int array over a base table)
 
 
-def base_key_codes(ctx, key, base):
+def remembered_key_codes(ctx, key, base):
     """The part number of every row of `base` (a plain frame) for the row function `key`,
     remembered for the run when the key reads only public constants besides its row: a tree
     learner groups the parts of the same table by the same attributes at every node, and a
-    row's key depends on that row alone.  None when the key cannot be remembered."""
-    return remembered_key_codes(ctx, key, base)[0]
-
-
-def remembered_key_codes(ctx, key, base):
-    """(base_key_codes, whether they put every row in a part: no -1), or (None, False).  When
-    they do, so do their selections at any rows, and counting or flattening those needs no test
-    for -1; it is decided once, when the codes are remembered."""
+    row's key depends on that row alone.  With it, whether every row has a part (no -1): then
+    so does every selection of them, and counting or flattening one needs no test for -1.
+    (None, False) when the key cannot be remembered."""
     state = ctx.interp.state
     memo = getattr(state, "memo", None) if getattr(state, "batch", False) else None
     if memo is None:

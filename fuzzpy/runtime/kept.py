@@ -1,7 +1,7 @@
 """Group key codes kept across runs by whoever holds a table in memory (fuzzpy serve's cache).
 
 Within one run, `groupby` remembers the part number of every row of a table for each key
-function that reads only public constants (primitives/partitions.py, `base_key_codes`): a tree
+function that reads only public constants (primitives/partitions.py, `remembered_key_codes`): a tree
 learner groups the same table by the same attributes at every node.  A run that starts from a
 freshly loaded table must compute those codes again.  A holder that runs many programs over one
 table it keeps in memory, and never changes, can hand the runtime a `KeptCodes` with the table:

@@ -1,5 +1,5 @@
 """Group-by parts and lazy bags.  Remembered key codes (primitives/partitions.py,
-`base_key_codes`) are shared between call sites exactly when their key functions are the same
+`remembered_key_codes`) are shared between call sites exactly when their key functions are the same
 code (`batch.structure`) and are read at a part's own rows; a bag given by its row indices is the
 bag given by its mask; `materialise` replaces lazy bags and copies nothing else; the rows of a
 table read for no column are its rows.  The parts are always those of the reference path (no
