@@ -43,7 +43,7 @@ import pandas as pd
 
 from ..checking import ir as I
 from . import compiled
-from .interpreter import _NOT_EXACT, Context, Interpreter, as_float, bind, exact_arg, fold_exact
+from .interpreter import _NOT_EXACT, BAG_ONLY, Context, Interpreter, as_float, bind, exact_arg, fold_exact
 from .ratios import Ratios
 from .values import Closure, MaskedBag, Partition, is_distribution
 from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, remembered, row_value, to_frame
@@ -1029,6 +1029,9 @@ class LaneEvaluator(Interpreter):
             raise NotBatchable("one evaluation per lane of several inputs' tables")
         if self.state.engine is None and prim.fold is not None and not prim.needs_context and not prim.structured:
             return self._folds(prim, node, args)
+        if self.state.engine is None and prim.name in BAG_ONLY:  # run on its arguments as they are,
+            cols = [unlane(a, self.n) for a in args]           # as the scalar call_prim runs it
+            return Lanes([prim.run(*vals) for vals in zip(*cols)])
         out = []
         for i in range(self.n):
             v = super().call_prim(prim, node, [lane_view(a, i) for a in args])

@@ -402,6 +402,7 @@ class ServedRun(_Run):
     who: Any = None
     request: Any = None
     _groups: dict = field(default_factory=dict)
+    freeze_heap: bool = False  # runs of several analysts at once: the collector is left as it is
 
     def check_program(self) -> Any:
         return self.service.checked(self.who, self.request, for_run=True)

@@ -303,3 +303,34 @@ def test_released_values_have_the_stated_accuracy(tmp_path, sample_rows):
         hits += abs(rel["value"] - truth) <= rel["accuracy"]["bound"]
     assert 0.88 <= hits / 200 <= 0.995
     assert math.isclose(rel["accuracy"]["bound"], 10 * math.log(20), rel_tol=1e-3)
+
+
+def test_a_run_leaves_the_heap_frozen_while_it_runs_and_only_then(tmp_path, monkeypatch):
+    """`fuzzpy run` keeps the objects alive at the start of the run out of the collector's full
+    passes while the program runs (gc.freeze), gives them back after, also when the run fails;
+    the curator service's runs do not freeze (several run at once)."""
+    import gc
+
+    from fuzzpy.runtime import interpreter as IM
+    from fuzzpy.serve.service import ServedRun
+
+    seen = []
+    real = IM.evaluate_entry
+
+    def spy(*a, **kw):
+        seen.append(gc.get_freeze_count())
+        return real(*a, **kw)
+
+    monkeypatch.setattr(IM, "evaluate_entry", spy)
+    assert gc.get_freeze_count() == 0
+    res = fz("run", program(tmp_path, COUNT), "--data", SAMPLE, "--budget", "1", "--seed", "5")
+    assert res.exit_code == 0 and seen and seen[0] > 0 and gc.get_freeze_count() == 0
+    from fuzzpy import limits
+
+    monkeypatch.setattr(limits, "CALL_DEPTH", 50)  # the run fails at once
+    fails = program(tmp_path, SAMPLE_SCHEMA + """function down (n : num) : num { if n <= 0 then 0 else 1 + down (n - 1) }
+    function main (db : bag Adult) : fuzzy num { sample x = laplace 1 (count db); return (x + down 1000) }""",
+                    "fails.fz")
+    res = fz("run", fails, "--data", SAMPLE, "--budget", "1", "--seed", "5")
+    assert res.exit_code != 0 and gc.get_freeze_count() == 0
+    assert ServedRun.freeze_heap is False
