@@ -325,7 +325,8 @@ class _Below:
                 and -2.0**52 < lo and hi < 2.0**52):
             whole = x.astype(np.intp)  # exact for a whole number of this size; any other differs
             if bool((whole == x).all()):
-                counts = np.bincount(whole - int(lo), minlength=int(hi - lo) + 1)
+                whole -= int(lo)  # in place: a large temporary fewer
+                counts = np.bincount(whole, minlength=int(hi - lo) + 1)
                 return cls(n, None, int(lo), np.concatenate(([0], np.cumsum(counts))))
         return cls(n, np.sort(x))
 

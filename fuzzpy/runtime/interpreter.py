@@ -729,10 +729,12 @@ class _Worker:
         return cls()
 
     def submit(self, fn: Callable[..., None], *args: Any) -> None:
-        """Run fn(*args) on this worker and wait for it (fn handles its own exceptions)."""
-        done = threading.Event()
+        """Run fn(*args) on this worker and wait for it (fn handles its own exceptions).  The
+        worker releases a lock the caller holds (a lighter hand-off than an Event's condition)."""
+        done = threading.Lock()
+        done.acquire()
         self._jobs.put((fn, args, done))
-        done.wait()
+        done.acquire()
 
     def _loop(self) -> None:
         sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
@@ -745,7 +747,7 @@ class _Worker:
                     keep = len(self._idle) < self._KEEP
                     if keep:
                         self._idle.append(self)
-                done.set()
+                done.release()
             if not keep:
                 return
 
