@@ -3,7 +3,8 @@ exponential mechanism (examples/median.fz), against hand-written pandas/numpy ve
 the same process.
 
     python benchmarks/batch_speed.py [--data /work/shared/data/adult/adult.data] [--repeat 3]
-                                     [--seeds 3] [--B 1] [--rows 0]
+                                     [--seeds 3] [--B 1] [--rows 0] [--only median|tree]
+                                     [--rounds R]
 
 Three ways of running the same algorithm on the same loaded table, each releasing with the
 runtime's exact samplers (`laplace_release`, `exponential_mechanism`):
@@ -23,7 +24,10 @@ runtime's exact samplers (`laplace_release`, `exponential_mechanism`):
 
 A tree's shape depends on its noise, so DiffPID3 is compared per node (time / nodes, over the
 same seeds on both sides).  Prints the ratios fuzzpy / by hand (goals: 1.5 for DiffPID3 per
-node, 2 for the median).  Checking and loading are not timed.
+node, 2 for the median).  With `--rounds R`, DiffPID3 is also timed as the seeds' trees together,
+fuzzpy, fuzzpy with codes kept and by hand in turn in each of R rounds (the fastest round of
+each; the same nodes on both sides, so the ratio is the per-node ratio): on a machine shared
+with other work the steadier figure.  Checking and loading are not timed.
 """
 
 from __future__ import annotations
@@ -213,6 +217,38 @@ def tree(args, report, df) -> None:
           f"(the goal is measured against `by hand`, whose codes are computed once per process)")
 
 
+def tree_rounds(args, report, df) -> None:
+    """`--rounds R`: the seeds' trees as one unit, fuzzpy, fuzzpy with codes kept and by hand
+    timed in turn in each of R rounds, the fastest round of each: a burst of load on this shared
+    machine then slows all three alike instead of one of them (steadier than the best of
+    `--repeat` runs per seed, one variant after the other)."""
+    hand = HandTree(report, df)
+    kept = {"db": KeptCodes()}
+
+    def program(codes):
+        for seed in range(args.seeds):
+            run_program(report.entry_instance, {"db": df}, RandomSource.seeded(seed), kept=codes)
+
+    def by_hand():
+        for seed in range(args.seeds):
+            hand.grow(np.arange(len(df)), hand.depth, (), RandomSource.seeded(seed))
+
+    variants = {"fuzzpy": lambda: program(None), "fuzzpy, codes kept": lambda: program(kept), "by hand": by_hand}
+    for fn in variants.values():
+        fn()  # warm up (and compute the kept codes)
+    times = {k: float("inf") for k in variants}
+    for _ in range(args.rounds):
+        for k, fn in variants.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            times[k] = min(times[k], time.perf_counter() - t0)
+    base = times["by hand"]
+    print(f"DiffPID3, {args.seeds} trees in turn, fastest of {args.rounds} rounds")
+    for k, t in times.items():
+        print(f"  {k:20} {t * 1e3:8.1f} ms  x{t / base:5.2f}")
+
+
 def median(args, full) -> None:
     report = check_file(ROOT / "examples" / "median.fz")
     df = full[["age"]]
@@ -252,6 +288,8 @@ def main() -> None:
     parser.add_argument("--B", default="1")
     parser.add_argument("--rows", type=int, default=0, help="use only the first ROWS rows (0: all)")
     parser.add_argument("--only", choices=("median", "tree"), default=None)
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="DiffPID3 also as the seeds' trees timed in turn, fastest of ROUNDS rounds")
     args = parser.parse_args()
     print(f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -260,6 +298,8 @@ def main() -> None:
         median(args, df)
     if args.only != "median":
         tree(args, report, df)
+        if args.rounds:
+            tree_rounds(args, report, df)
 
 
 if __name__ == "__main__":
