@@ -22,10 +22,9 @@ import operator
 import sys
 import threading
 import weakref
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 from ..checking import ir as I
 from ..diagnostics import Diagnostic, FuzzError, Span
@@ -127,16 +126,6 @@ class Context:
 
     def record_estimate(self, estimate: Any) -> None:
         self.interp.state.estimates.append(estimate)
-
-    @contextmanager
-    def labelled(self, key: str) -> Iterator[None]:
-        """Releases made inside belong to partition key `key` (used by `each`)."""
-        keys = self.interp.state.keys
-        keys.append(key)
-        try:
-            yield
-        finally:
-            keys.pop()
 
 
 def _fraction(x: Any) -> Fraction:

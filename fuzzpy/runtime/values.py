@@ -455,7 +455,7 @@ class EachDistribution(Distribution):
 
     def sample(self, ctx: Any) -> Any:
         out = {}
-        keys = ctx.interp.state.keys  # what ctx.labelled(key) does, without a generator per part
+        keys = ctx.interp.state.keys  # the keys the releases made inside are labelled with
         for key, dist in self.parts.items():
             keys.append(key)
             try:
