@@ -217,6 +217,21 @@ def tree(args, report, df) -> None:
           f"(the goal is measured against `by hand`, whose codes are computed once per process)")
 
 
+def fastest_in_turn(fns: dict[str, Callable[[], Any]], rounds: int, collect: bool = False) -> dict[str, float]:
+    """Each function's fastest time over `rounds` rounds, every round timing all of them in turn
+    (after a garbage collection with `collect`): on a shared machine a burst of load then hits
+    all of them alike instead of one of them."""
+    times = {k: float("inf") for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            if collect:
+                gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            times[k] = min(times[k], time.perf_counter() - t0)
+    return times
+
+
 def tree_rounds(args, report, df) -> None:
     """`--rounds R`: the seeds' trees as one unit, fuzzpy, fuzzpy with codes kept and by hand
     timed in turn in each of R rounds, the fastest round of each: a burst of load on this shared
@@ -236,13 +251,7 @@ def tree_rounds(args, report, df) -> None:
     variants = {"fuzzpy": lambda: program(None), "fuzzpy, codes kept": lambda: program(kept), "by hand": by_hand}
     for fn in variants.values():
         fn()  # warm up (and compute the kept codes)
-    times = {k: float("inf") for k in variants}
-    for _ in range(args.rounds):
-        for k, fn in variants.items():
-            gc.collect()
-            t0 = time.perf_counter()
-            fn()
-            times[k] = min(times[k], time.perf_counter() - t0)
+    times = fastest_in_turn(variants, args.rounds, collect=True)
     base = times["by hand"]
     print(f"DiffPID3, {args.seeds} trees in turn, fastest of {args.rounds} rounds")
     for k, t in times.items():
@@ -266,14 +275,7 @@ def median(args, full) -> None:
         fn()  # warm up
     same = run_program(report.entry_instance, {"db": df}, RandomSource.seeded(5)).value
     assert hand_median(ages, cands, eps, RandomSource.seeded(5)) == same, "the baseline scored differently"
-    # Interleaved rounds, the best of each: on a shared machine a burst of load then hits all
-    # three versions alike instead of one of them.
-    times = {k: float("inf") for k in fns}
-    for _ in range(args.repeat * 20):
-        for k, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k] = min(times[k], time.perf_counter() - t0)
+    times = fastest_in_turn(fns, args.repeat * 20)
     base = times["by hand (one pass)"]
     print(f"median by the exponential mechanism on {len(df):,} rows, {len(cands)} candidates")
     for k, t in times.items():

@@ -36,7 +36,7 @@ import operator
 import weakref
 from dataclasses import fields, is_dataclass
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 import pandas as pd
@@ -496,19 +496,27 @@ def structure_number(node: Any, params: tuple = ()) -> Optional[int]:
     """A number per distinct `structure` of code, remembered per IR node: a structure is a deep
     tuple, hashed again on every lookup of a key that holds it.  None when it has none.  Equal
     numbers mean equal structures (numbers are never reused)."""
+    def number() -> Optional[int]:
+        code = structure(node, params)
+        return None if code is None else _number(code)
+
+    return _per_node(_STRUCTURE_NUMBERS, node, params, number)
+
+
+def _per_node(table: Any, node: Any, params: tuple, compute: Callable[[], Any]) -> Any:
+    """compute(), remembered in `table` (weakly, per IR node) for these `params`."""
     try:
-        hit = _STRUCTURE_NUMBERS.get(node)
+        hit = table.get(node)
     except TypeError:  # a dict or a list: not weakly referenceable, not remembered
         hit = None
     if hit is not None and hit[0] == params:
         return hit[1]
-    code = structure(node, params)
-    number = None if code is None else _number(code)
+    out = compute()
     try:
-        _STRUCTURE_NUMBERS[node] = (params, number)
+        table[node] = (params, out)
     except TypeError:
         pass
-    return number
+    return out
 
 
 _STRUCTURE_NUMBERS: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
@@ -527,21 +535,13 @@ def structure(node: Any, params: tuple = ()) -> Optional[tuple]:
     their types and the primitives' decisions (`info`) by value.  None for code it cannot
     describe so (a closure whose code comes from elsewhere, a value with no equality by value):
     such code is only ever the same as itself."""
-    try:
-        hit = _STRUCTURE.get(node)
-    except TypeError:  # a dict or a list: not weakly referenceable, not remembered
-        hit = None
-    if hit is not None and hit[0] == params:
-        return hit[1]
-    try:
-        out = _Structure().of(node, {p: i for i, p in enumerate(params)})
-    except _Opaque:
-        out = None
-    try:
-        _STRUCTURE[node] = (params, out)
-    except TypeError:
-        pass
-    return out
+    def describe() -> Optional[tuple]:
+        try:
+            return _Structure().of(node, {p: i for i, p in enumerate(params)})
+        except _Opaque:
+            return None
+
+    return _per_node(_STRUCTURE, node, params, describe)
 
 
 class _Opaque(Exception):
