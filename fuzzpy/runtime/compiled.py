@@ -22,8 +22,8 @@ interpreter as before (`compiled_function` returns None).
 from __future__ import annotations
 
 import threading
-from fractions import Fraction
 import weakref
+from fractions import Fraction
 from typing import Any, Callable, Optional
 
 from .. import limits
