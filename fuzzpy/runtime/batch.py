@@ -724,7 +724,7 @@ _NUMBERED: dict = {}
 _NEXT_NUMBER = itertools.count()
 
 
-# (id(condition), its arguments' lane values with their types) -> (condition, truth per lane)
+# (id(condition), its string arguments per lane) -> (condition, truth per lane)
 _TRUTHS: dict = {}
 
 
@@ -821,14 +821,13 @@ class LaneEvaluator(Interpreter):
         if self.state.engine is None and all(type(v) is Lanes or not has_lanes(v) for v in vals):
             cols = [v.values() if type(v) is Lanes else itertools.repeat(v, self.n) for v in vals]
             lanes = list(zip(*cols))
-            # The same condition on the same values (a chain on the candidates, at every node of a
-            # tree) has the same truth: values are compared with their types, so equal keys are
-            # equal exact arguments (exact_arg) and give the fold's same results.
-            key = (id(cond), tuple((type(x), x) for lane in lanes for x in lane)) if self.n <= COMPILED_LANES else None
-            try:
-                hit = _TRUTHS.get(key) if key is not None else None
-            except TypeError:  # an unhashable value (a record): not remembered
-                hit = key = None
+            # The same comparison of the same strings (a chain on the candidate attributes, at
+            # every node of a tree) has the same truth.  Only strings are remembered: this table
+            # outlives the run, and numbers compared on lanes may come from private counts.
+            key = None
+            if self.n <= COMPILED_LANES and all(type(x) is str for lane in lanes for x in lane):
+                key = (id(cond), tuple(lanes))
+            hit = _TRUTHS.get(key) if key is not None else None
             if hit is not None and hit[0] is cond:
                 return hit[1]
             fold = self.prim(cond).fold

@@ -1037,3 +1037,35 @@ def test_threshold_floats_are_the_floats_a_row_function_compares():
     want = [as_float(v) for v in vals]
     assert [np.float64(g).tobytes() for g in got] == [np.float64(w).tobytes() for w in want]
     assert _threshold_floats([Fraction(1), True]) is None and _threshold_floats([1, "a"]) is None
+
+
+def test_chain_truths_are_remembered_for_strings_only():
+    """An else-if chain on the candidates remembers its comparisons' truths for the same strings
+    (the same truths again at the next node); a chain comparing numbers on lanes (which may come
+    from private counts) leaves nothing in the process-wide table.  Values are the unbatched run's."""
+    import fuzzpy.runtime.batch as B
+
+    src = SCHEMA + """function s (b : bag T) (c : string) : num {
+      if c == "a" then count b else if c == "b" then 2 * count b else if c == "c" then 3 else 4 }
+    function t (b : bag T) (n : num) : num {
+      if n == 0 then count b else if n == 1 then 2 * count b else if n == 2 then 3 else 4 }
+    function main (db : bag T) : fuzzy (string, num) {
+      sample a = exponential 1 ["a", "b", "c", "d"] (fun c -> s db c);
+      sample m = exponential 1 [0, 1, 2, 3] (fun n -> t db n);
+      return (a, m) }"""
+    report = check_source(src, "t.fz")
+    tables = {"db": frame()}
+    B._TRUTHS.clear()
+    batched, unbatched = both(report, tables)
+    assert batched == unbatched
+    chains = []
+    real = B.LaneEvaluator._simple_truth
+    B.LaneEvaluator._simple_truth = lambda self, cond, env: chains.append(cond.args[0].name) or real(self, cond, env)
+    try:
+        both(report, tables)
+    finally:
+        B.LaneEvaluator._simple_truth = real
+    assert sorted(set(chains)) == ["c", "n"]  # both chains were decided lane by lane
+    assert B._TRUTHS and all(all(type(x) is str for lane in key[1] for x in lane) for key in B._TRUTHS)
+    remembered = dict(B._TRUTHS)
+    assert both(report, tables)[0] == batched and dict(B._TRUTHS).keys() == remembered.keys()
