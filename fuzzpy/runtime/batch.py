@@ -184,17 +184,30 @@ class LaneBag:
     and ascending (that lane's bag in its order); across lanes a row may repeat (the lanes of a
     row function that reads lane values each see the whole bag: `product`)."""
 
-    __slots__ = ("base", "_rows", "_lanes", "n", "_selected", "_one_each", "_whole", "_codes", "_code", "counts")
+    __slots__ = ("base", "_rows", "_lanes", "n", "_selected", "_one_each", "_whole", "_codes", "_code", "counts",
+                 "blocks")
 
     def __init__(self, base: Any, rows: Optional[np.ndarray], lanes: Optional[np.ndarray], n: int, *,
-                 whole: Optional["LaneBag"] = None, codes: Optional[np.ndarray] = None, code: int = 0,
-                 counts: Optional[np.ndarray] = None):
+                 whole: Optional["LaneBag"] = None, codes: Any = None, code: int = 0,
+                 counts: Optional[np.ndarray] = None, blocks: Optional[tuple] = None):
         self.base, self._rows, self._lanes, self.n = base, rows, lanes, n
         self._selected: Any = None
         self._one_each: Optional[bool] = None
         # A group of `whole` (its pairs whose key `codes` are `code`), selected only when its
         # pairs are read: a group is mostly only counted, and `counts` (pairs per lane) is known.
+        # `codes` may be a function making them (`_b_groupby` on blocks).
         self._whole, self._codes, self._code, self.counts = whole, codes, code, counts
+        # Blocks (`of_blocks`): (rows, [(codes, first lane, lanes)]), the pairs made when read.
+        self.blocks = blocks
+
+    @staticmethod
+    def of_blocks(base: Any, rows: np.ndarray, blocks: list[tuple[np.ndarray, int, int]], n: int) -> "LaneBag":
+        """Blocks of lanes over the same rows: in block (codes, first, m), row rows[j] is in lane
+        first + codes[j] (0 <= codes[j] < m, each row in one lane), the blocks' lanes in order
+        and together n.  The parts of several partitions of one bag (`_lanes_of_partitions`):
+        a grouping of them is a bincount per block over the bag's rows (`_b_groupby`), without
+        the pairs of all blocks gathered into one array."""
+        return LaneBag(base, None, None, n, blocks=(rows, blocks))
 
     @property
     def rows(self) -> np.ndarray:
@@ -209,8 +222,15 @@ class LaneBag:
         return self._lanes  # type: ignore[return-value]
 
     def _select(self) -> None:
+        if self.blocks is not None:  # every block's pairs, in block order
+            rows, blocks = self.blocks
+            self._rows = np.tile(rows, len(blocks))
+            self._lanes = np.concatenate([codes.astype(np.int64) + first for codes, first, _ in blocks])
+            return
         whole, codes = self._whole, self._codes
         assert whole is not None and codes is not None
+        if callable(codes):
+            codes = codes()
         keep = codes == self._code
         self._rows, self._lanes = whole.rows[keep], whole.lanes[keep]
         self._whole = self._codes = None
@@ -1414,6 +1434,9 @@ def _b_count(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> An
     if type(b) is LaneBag:
         if b.counts is not None:
             return Lanes(b.counts.copy())
+        if b.blocks is not None and b._lanes is None:  # each block's parts counted on its own
+            return Lanes(np.concatenate([np.bincount(codes.astype(np.intp, copy=False), minlength=m)
+                                         for codes, _, m in b.blocks[1]]).astype(np.int64))
         return Lanes(np.bincount(b.lanes, minlength=b.n).astype(np.int64))
     if type(b) is ThresholdBags:
         return Lanes(b.counts())
@@ -1430,6 +1453,8 @@ def _b_groupby(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> 
     keys = tuple(node.info["keys"])
     full, complete = (None, False) if has_lanes(key) else remembered_key_codes(Context(ev, node.info, node.span),
                                                                               key, lb.base)
+    if full is not None and lb.blocks is not None and complete:
+        return _groupby_blocks(lb, full, keys)
     if full is not None:
         codes = full[lb.rows]
     else:
@@ -1448,6 +1473,29 @@ def _b_groupby(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> 
     cell += codes_in  # in place: one large temporary fewer (each is page-faulted in anew)
     cells = np.bincount(cell, minlength=lb.n * k).reshape(lb.n, k).astype(np.int64)
     return {key: LaneBag(lb.base, None, None, lb.n, whole=lb, codes=codes, code=j, counts=cells[:, j])
+            for j, key in enumerate(keys)}
+
+
+def _groupby_blocks(lb: LaneBag, full: np.ndarray, keys: tuple) -> dict:
+    """`_b_groupby` of a lane bag of blocks (`LaneBag.of_blocks`) by a key whose code full[r]
+    every row r has: the rows' codes read once, then a bincount of (part, key) cells per
+    block; the groups' pairs, in the blocks' order, are selected only if read."""
+    rows, blocks = lb.blocks  # type: ignore[misc]
+    mine = full[rows]
+    k = len(keys)
+    cells = np.empty((lb.n, k), dtype=np.int64)
+    for codes, first, m in blocks:
+        cell = codes.astype(np.intp) * k
+        cell += mine
+        cells[first:first + m] = np.bincount(cell, minlength=m * k).reshape(m, k)
+    pair_codes: list = []
+
+    def codes_of_pairs() -> np.ndarray:  # made once, shared by the groups
+        if not pair_codes:
+            pair_codes.append(np.tile(mine, len(blocks)))
+        return pair_codes[0]
+
+    return {key: LaneBag(lb.base, None, None, lb.n, whole=lb, codes=codes_of_pairs, code=j, counts=cells[:, j])
             for j, key in enumerate(keys)}
 
 
@@ -1607,6 +1655,14 @@ def _lanes_of_partitions(partitions: list) -> Optional[LaneBag]:
     base = partitions[0].base
     if any(p.base is not base for p in partitions):
         return None
+    first = partitions[0]
+    if all(p.complete and p.rows is first.rows for p in partitions):  # every part of one bag's rows
+        shared = np.arange(len(first.codes)) if first.rows is None else first.rows
+        blocks, offset = [], 0
+        for p in partitions:
+            blocks.append((p.codes, offset, len(p)))
+            offset += len(p)
+        return LaneBag.of_blocks(base, shared, blocks, offset)
     if sum(len(p.codes) for p in partitions) > FLAT_PAIRS:
         return None
     rows, lanes, offset = [], [], 0

@@ -53,7 +53,7 @@ def test_examples_release_the_same_values_batched_or_not(name, params, adult_tab
     assert batched == unbatched and batched[0]  # something was released
 
 
-@pytest.mark.parametrize("flat_pairs", [1 << 17, 100])
+@pytest.mark.parametrize("flat_pairs", [1 << 17, 100])  # no difference: blocks are not gathered
 def test_the_decision_tree_batches_its_qualities_and_scores(adult_tables, monkeypatch, flat_pairs):
     """DiffPID3 releases the same tree batched or not, and its per-node qualities (pmap majority) really run batched, and remembered key
     codes replace the per-node evaluation of the bucketing functions."""
@@ -81,8 +81,16 @@ def test_the_decision_tree_batches_its_qualities_and_scores(adult_tables, monkey
         flat.append((len(partitions), out is not None))
         return out
 
+    real_blocks = B._groupby_blocks
+    blocks = []
+
+    def spy_blocks(lb, full, keys):
+        blocks.append(len(lb.blocks[1]))
+        return real_blocks(lb, full, keys)
+
     monkeypatch.setattr(B.LaneEvaluator, "_one_call", spy_call)
     monkeypatch.setattr(B, "_lanes_of_partitions", spy_flat)
+    monkeypatch.setattr(B, "_groupby_blocks", spy_blocks)
     report = check_file(ROOT / "examples" / "decision_tree.fz", params={"depth": "2", "B": "10"})
     batched, unbatched = both(report, adult_tables(report), seed=1)
     assert batched == unbatched and len(batched[0]) > 10  # the same tree, value for value
@@ -91,10 +99,11 @@ def test_the_decision_tree_batches_its_qualities_and_scores(adult_tables, monkey
     assert ("Lanes", True) in seen and ("Lanes", False) not in seen
     # `by`'s twelve branches call `quality` (one instance per key type, the same code): one call
     assert merged and max(merged) == 12 and min(merged) >= 2
-    # whose `pmap majority` runs once over every candidate's parts while they have few rows in
-    # all, else once per candidate, over the parts of its groupby
-    assert flat and all(ok == (flat_pairs > 100) for _, ok in flat)
-    assert (("LaneBag", True) in seen) == (flat_pairs == 100)
+    # whose `pmap majority` runs once over every candidate's parts, however many rows they have
+    # in all (FLAT_PAIRS bounds only gathered pairs): the candidates' partitions are of one
+    # bag's rows, every row in a part, so they are blocks and `groupby income` a bincount each
+    assert flat and all(ok for _, ok in flat)
+    assert blocks == [n for n, _ in flat] and ("LaneBag", True) not in seen
 
 
 SCHEMA = 'schema T { x : num[0, 10], n : int[0, 5], k : cat{"a", "b", "c"} }\n'
@@ -995,7 +1004,7 @@ def test_generated_score_chains_reach_the_merged_paths(monkeypatch):
     functions per lane."""
     import fuzzpy.runtime.batch as B
 
-    seen = {"batched": 0, "one call": 0, "flat": 0}
+    seen = {"batched": 0, "one call": 0, "flat": 0, "blocks": 0, "gathered": 0}
     real_call, real_flat, real_run = B.LaneEvaluator._one_call, B._lanes_of_partitions, B._run
 
     def spy_call(self, *args):
@@ -1005,6 +1014,8 @@ def test_generated_score_chains_reach_the_merged_paths(monkeypatch):
     def spy_flat(partitions):
         out = real_flat(partitions)
         seen["flat"] += out is not None
+        seen["blocks"] += out is not None and out.blocks is not None
+        seen["gathered"] += out is not None and out.blocks is None
         return out
 
     def spy_run(ctx, fn, arg, n):
@@ -1017,8 +1028,84 @@ def test_generated_score_chains_reach_the_merged_paths(monkeypatch):
     monkeypatch.setattr(B, "_run", spy_run)
     for seed in CHAIN_SEEDS:
         report = check_source(_chain_program(seed)[0], "t.fz")
-        both(report, {"db": frame(seed=seed)}, seed)
+        both(report, {"db": frame(seed=seed, nan=bool(seed % 2))}, seed)
     assert seen["batched"] >= 45 and seen["one call"] >= 10 and seen["flat"] >= 10, seen
+    assert seen["blocks"] >= 2 and seen["gathered"] >= 10, seen  # both kinds of flattened bags
+
+
+BLOCKS_PROGRAM = CHAIN_HELPERS + '''
+function p (g : bag T) : num { let c = groupby (fun r -> r.k) g; max (count (part c "a")) (count (part c "c")) + count g }
+function qual ps { lsum (values (pmap p ps)) }
+function score (db : bag T) (c : num) : num {
+  if c == 0 then qual (groupby (fun r -> r.k) db)
+  else if c == 1 then qual (groupby (fun r -> r.n) db)
+  else if c == 2 then qual (groupby (fun r -> bin 3 r.x) db)
+  else quality (groupby (fun r -> r.n) (filter (fun r -> r.n > 0) db))
+}
+function main (db : bag T) : fuzzy num {
+  let b = filter (fun r -> r.n != 2) db;
+  exponential 1 [0, 1, 2, 3] (fun c -> score b c)
+}'''
+
+
+@pytest.mark.parametrize("nan", [False, True])
+def test_partitions_of_one_bag_are_flattened_as_blocks(nan, monkeypatch):
+    """The candidates' partitions of one bag, every row in a part, are one lane bag of blocks
+    (`LaneBag.of_blocks`): grouping it is a bincount per block, and counting, filtering and
+    reading its groups give what the gathered pairs give.  With a key that leaves rows out (NaN
+    in x: `bin 3 r.x` has no part for them) the pairs are gathered as before."""
+    import fuzzpy.runtime.batch as B
+
+    kinds, grouped = [], []
+    real_flat, real_blocks = B._lanes_of_partitions, B._groupby_blocks
+
+    def spy_flat(partitions):
+        out = real_flat(partitions)
+        kinds.append(None if out is None else out.blocks is not None)
+        return out
+
+    def spy_blocks(lb, full, keys):
+        grouped.append(len(lb.blocks[1]))
+        return real_blocks(lb, full, keys)
+
+    monkeypatch.setattr(B, "_lanes_of_partitions", spy_flat)
+    monkeypatch.setattr(B, "_groupby_blocks", spy_blocks)
+    report = check_source(BLOCKS_PROGRAM, "t.fz")
+    assert report.ok, report.diagnostics
+    for seed in range(4):
+        batched, unbatched = both(report, {"db": frame(rows=60, seed=seed, nan=nan)}, seed)
+        assert batched == unbatched
+    # the three `qual` candidates are one call; the fourth's partition is of another bag
+    assert kinds == [not nan] * 4 and grouped == ([] if nan else [3] * 4)
+
+
+def test_a_lane_bag_of_blocks_reads_as_its_pairs():
+    """rows, lanes, counts and the groups of `_groupby_blocks` are those of the same pairs
+    gathered: block by block, in row order within a block."""
+    from fuzzpy.runtime.batch import LaneBag, _b_count, _groupby_blocks
+
+    rng = np.random.default_rng(4)
+    base = pd.DataFrame({"x": np.arange(50)})
+    rows = np.sort(rng.choice(50, 30, replace=False))
+    sizes = [3, 1, 4]
+    codes = [rng.integers(0, m, len(rows)).astype(np.int8) for m in sizes]
+    firsts = np.cumsum([0] + sizes[:-1]).tolist()
+    blocks = LaneBag.of_blocks(base, rows, [(c, f, m) for c, f, m in zip(codes, firsts, sizes)], sum(sizes))
+    counts = _b_count(None, None, None, [blocks]).data
+    gathered = LaneBag(base, np.concatenate([rows] * 3), np.concatenate([c + f for c, f in zip(codes, firsts)]), 8)
+    assert counts.tolist() == np.bincount(gathered.lanes, minlength=8).tolist()
+    assert blocks.rows.tolist() == gathered.rows.tolist() and blocks.lanes.tolist() == gathered.lanes.tolist()
+    full = rng.integers(0, 3, 50)
+    blocks = LaneBag.of_blocks(base, rows, [(c, f, m) for c, f, m in zip(codes, firsts, sizes)], sum(sizes))
+    groups = _groupby_blocks(blocks, full, ("u", "v", "w"))
+    assert blocks._lanes is None  # grouping read the blocks, not the pairs
+    pair_codes = full[gathered.rows]
+    for j, key in enumerate(("u", "v", "w")):
+        keep = pair_codes == j
+        want = np.bincount(gathered.lanes[keep], minlength=8)
+        assert groups[key].counts.tolist() == want.tolist()
+        assert groups[key].rows.tolist() == gathered.rows[keep].tolist()
+        assert groups[key].lanes.tolist() == gathered.lanes[keep].tolist()
 
 
 def test_threshold_floats_are_the_floats_a_row_function_compares():
