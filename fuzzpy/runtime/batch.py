@@ -43,7 +43,8 @@ import pandas as pd
 
 from ..checking import ir as I
 from . import compiled
-from .interpreter import _NOT_EXACT, BAG_ONLY, Context, Interpreter, as_float, bind, exact_arg, fold_exact
+from .interpreter import (_NOT_EXACT, BAG_ONLY, Context, Interpreter, as_float, bind, exact_arg, fold_exact,
+                          whole_fraction)
 from .ratios import Ratios
 from .values import Closure, MaskedBag, Partition, is_distribution
 from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, remembered, row_value, to_frame
@@ -142,7 +143,7 @@ class Lanes:
         if isinstance(self.data, np.ndarray):
             if self.data.dtype == np.bool_:
                 return bool(v)
-            return Fraction(int(v)) if self.frac else int(v)
+            return whole_fraction(int(v)) if self.frac else int(v)
         return v
 
     def numbers(self) -> Optional[tuple[np.ndarray, np.ndarray, Ratios]]:
@@ -172,7 +173,7 @@ class Lanes:
         if type(d) is list:
             return list(d)
         if self.frac:  # int64 lanes of integral Fractions
-            return [Fraction(v) for v in d.tolist()]
+            return [whole_fraction(v) for v in d.tolist()]
         return d.tolist()  # Python ints, or bools
 
     def __repr__(self) -> str:

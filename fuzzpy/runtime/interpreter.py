@@ -282,7 +282,7 @@ def exact_scalar(v: Any) -> Any:
     if isinstance(v, Fraction):
         return v
     if isinstance(v, (int, np.integer)):
-        return Fraction(int(v))
+        return whole_fraction(int(v))
     if isinstance(v, (float, np.floating)):
         return Fraction(float(v)) if np.isfinite(v) else float(v)
     return None
@@ -517,10 +517,11 @@ def fold_exact(fold: Callable[..., Any], args: Any) -> Any:
             # Two exact numbers (exact_arg: an int is its Fraction).  On whole numbers (counts,
             # their sums, public integers) the fold's result comes from the integers directly:
             # the same value and type, without the Fraction protocol (`_WHOLE`).
-            whole = _WHOLE.get(fold)
-            if whole is not None and a.denominator == 1 and b.denominator == 1:
-                return whole(a, b)
-            return fold(a if ta is Fraction else Fraction(a), b if tb is Fraction else Fraction(b))
+            on_ints = _WHOLE.get(fold)
+            if on_ints is not None and a.denominator == 1 and b.denominator == 1:
+                return on_ints(a, b)
+            return fold(a if ta is Fraction else whole_fraction(a),
+                        b if tb is Fraction else whole_fraction(b))
         if (ta is str or ta is bool) and (tb is str or tb is bool):  # exact_arg keeps them as they are
             return fold(a, b)
     exact = []
@@ -532,16 +533,33 @@ def fold_exact(fold: Callable[..., Any], args: Any) -> Any:
     return fold(*exact)
 
 
+def _whole_by_slots(n: int) -> Fraction:
+    f = _new_object(Fraction)
+    f._numerator, f._denominator = n, 1  # type: ignore[attr-defined]
+    return f
+
+
+_new_object = object.__new__
+# whole_fraction(n): Fraction(n) for a Python int n.  Whole numbers (counts and their sums) are
+# most of the Fractions a run makes, and the constructor's argument handling is two thirds of
+# making one; the Fraction built directly has the same value and state (lowest terms,
+# denominator 1).  Only where fractions.Fraction keeps its value in exactly these two slots
+# (CPython 3.10 to 3.13); anywhere else, the constructor.
+whole_fraction: Callable[[int], Fraction] = (
+    _whole_by_slots if getattr(Fraction, "__slots__", None) == ("_numerator", "_denominator")
+    and _whole_by_slots(7) == Fraction(7) and hash(_whole_by_slots(7)) == hash(Fraction(7)) else Fraction)
+
+
 def _whole_max(a: Any, b: Any) -> Fraction:
     """max(a, b) of whole numbers: the operand max returns (the first unless the second is
     larger), as a Fraction."""
     m = b if b.numerator > a.numerator else a
-    return m if type(m) is Fraction else Fraction(m)
+    return m if type(m) is Fraction else whole_fraction(m)
 
 
 def _whole_min(a: Any, b: Any) -> Fraction:
     m = b if b.numerator < a.numerator else a
-    return m if type(m) is Fraction else Fraction(m)
+    return m if type(m) is Fraction else whole_fraction(m)
 
 
 def _whole_folds() -> dict:
@@ -551,14 +569,14 @@ def _whole_folds() -> dict:
     from ..primitives.arith import fold_mul
 
     out: dict = {
-        operator.add: lambda a, b: Fraction(a.numerator + b.numerator),
-        operator.sub: lambda a, b: Fraction(a.numerator - b.numerator),
+        operator.add: lambda a, b: whole_fraction(a.numerator + b.numerator),
+        operator.sub: lambda a, b: whole_fraction(a.numerator - b.numerator),
         max: _whole_max,
         min: _whole_min,
     }
     for op in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne):
         out[op] = lambda a, b, op=op: op(a.numerator, b.numerator)
-    out[fold_mul] = lambda a, b: Fraction(a.numerator * b.numerator)
+    out[fold_mul] = lambda a, b: whole_fraction(a.numerator * b.numerator)
     return out
 
 
@@ -569,7 +587,7 @@ def exact_arg(a: Any) -> Any:
     if t is Fraction or t is bool or t is str:
         return a
     if t is int:
-        return Fraction(a)
+        return whole_fraction(a)
     if isinstance(a, (bool, str)):
         return a
     return exact_scalar(a)

@@ -432,6 +432,23 @@ def test_fold_on_two_exact_numbers_is_the_general_fold(name, a, b):
     assert _same(fold_exact(fold, (a, b)), want)  # compiled code passes a tuple
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.integers(-10**40, 10**40), st.sampled_from([0, 1, -1, 2**63, -(2**63) - 1, 2**53 + 1])))
+def test_whole_fraction_is_the_constructors_fraction(n):
+    """whole_fraction(n), built without the constructor's argument handling, is Fraction(n) in
+    every way a run can see: value, type, parts, hash, text, arithmetic, comparison, pickling."""
+    import pickle
+
+    from fuzzpy.runtime.interpreter import whole_fraction
+
+    got, want = whole_fraction(n), F(n)
+    assert type(got) is F and got == want and hash(got) == hash(want)
+    assert (got.numerator, got.denominator) == (n, 1) and type(got.numerator) is int
+    assert (str(got), repr(got)) == (str(want), repr(want))
+    assert got + F(1, 3) == want + F(1, 3) and got / 7 == want / 7 and (got < F(1, 2)) == (n < 1)
+    assert pickle.loads(pickle.dumps(got)) == want and float(got) == float(want)
+
+
 def _same(x, y) -> bool:
     """The same value and type (NaN is the same as NaN)."""
     if type(x) is not type(y):
