@@ -21,6 +21,7 @@ interpreter as before (`compiled_function` returns None).
 
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 from fractions import Fraction
@@ -28,10 +29,12 @@ from typing import Any, Callable, Optional
 
 from .. import limits
 from ..checking import ir as I
+from ..primitives.arith import fold_mul
 from ..primitives.registry import Primitive, lookup
 
 # Primitives that take a table (their runtimes receive lazy bags): never in a compiled function.
-from .interpreter import LAZY_BAG_PRIMITIVES, _NOT_EXACT, _WHOLE, RunFailure, _immutable, fold_exact, shared_const
+from .interpreter import (LAZY_BAG_PRIMITIVES, _NOT_EXACT, _WHOLE, RunFailure, _immutable, _whole_by_slots, fold_exact,
+                          shared_const, whole_fraction)
 
 _COMPILED: "weakref.WeakKeyDictionary[I.Instance, Optional[Callable[..., Any]]]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -97,6 +100,36 @@ def _fold_call(prim: Primitive, node: I.IPrim) -> Callable[..., Any]:
     return call2
 
 
+# Inline cases of a two-argument fold, written into the compiled code in front of its call (the
+# call's own first cases, without a Python call): comparisons of two values of one type that
+# Python compares exactly (fold_exact compares such values directly), and +, -, *, max, min of
+# two whole-number Fractions (fold_exact's `_WHOLE` cases, on the Fractions' slots).
+_SAME_TYPE_COMPARE = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=",
+                      operator.eq: "==", operator.ne: "!="}
+_WHOLE_ARITH = {operator.add: "+", operator.sub: "-", fold_mul: "*"}
+_WHOLE_PICK = {max: ">", min: "<"}  # the second operand when it is strictly larger (smaller)
+_DIRECT_TYPES = frozenset({str, bool, int, float, Fraction})
+
+
+def _inline_fold(fold: Any, a: str, b: str) -> Optional[str]:
+    """The expression computing fold(a, b) in its inline case (`_inline_test`), or None."""
+    if fold in _SAME_TYPE_COMPARE:
+        return f"({a} {_SAME_TYPE_COMPARE[fold]} {b})"
+    if whole_fraction is not _whole_by_slots:  # Fractions kept some other way: no slot reads
+        return None
+    if fold in _WHOLE_ARITH:
+        return f"_wf({a}._numerator {_WHOLE_ARITH[fold]} {b}._numerator)"
+    if fold in _WHOLE_PICK:
+        return f"({b} if {b}._numerator {_WHOLE_PICK[fold]} {a}._numerator else {a})"
+    return None
+
+
+def _inline_test(fold: Any, a: str, b: str) -> str:
+    if fold in _SAME_TYPE_COMPARE:
+        return f"type({a}) is type({b}) and type({a}) in _direct"
+    return f"type({a}) is _F is type({b}) and {a}._denominator == 1 == {b}._denominator"
+
+
 def _plain_call(prim: Primitive, node: I.IPrim) -> Callable[..., Any]:
     def call(it: Any, *args: Any) -> Any:
         return it.call_prim(prim, node, list(args))
@@ -117,7 +150,8 @@ class _Module:
     def __init__(self) -> None:
         self.names: dict[I.Instance, str] = {}
         self.pending: list[I.Instance] = []
-        self.globals: dict[str, Any] = {"_limits": limits, "_too_deep": _too_deep}
+        self.globals: dict[str, Any] = {"_limits": limits, "_too_deep": _too_deep, "_F": Fraction,
+                                        "_wf": whole_fraction, "_direct": _DIRECT_TYPES}
         self.lines: list[str] = []
         self._n = 0
 
@@ -238,6 +272,10 @@ class _Body:
         args = [self.expr(a, scope) for a in node.args]
         exact = prim.fold is not None and not prim.structured
         call = self.m.glob((_fold_call if exact else _plain_call)(prim, node))
+        inline = _inline_fold(prim.fold, *args) if exact and len(args) == 2 else None
+        if inline is not None:
+            a, b = args
+            return self.let(f"{inline} if {_inline_test(prim.fold, a, b)} else {call}(it, {a}, {b})")
         return self.let(f"{call}(it, {''.join(a + ', ' for a in args)})")
 
     def x_ICall(self, node: I.ICall, scope: dict[str, str]) -> str:

@@ -182,3 +182,43 @@ def test_a_compiled_binary_fold_is_the_interpreters_fold():
             want = fold_exact(prim.fold, [a, b])
             got = call(it, a, b)
             assert type(got) is type(want) and (got == want or (got != got and want != want)), (name, a, b)
+
+
+def test_the_inline_cases_of_a_compiled_fold_are_the_interpreters_fold():
+    """Compiled code tries a binary fold's common case inline (comparisons of two values of one
+    type, arithmetic and max/min of two whole-number Fractions) before calling it: where the
+    inline test holds, the inline expression gives fold_exact's value and type."""
+    import itertools
+
+    from fuzzpy.primitives.registry import lookup
+    from fuzzpy.runtime.interpreter import fold_exact, whole_fraction
+
+    values = [F(0), F(3), F(-7), F(2**70), F(-(2**70)), F(1, 3), F(-5, 2), 0, 4, -2**65, 0.5, -0.0, 2.0, float("inf"),
+              float("nan"), "a", "b", "", True, False]
+    miss = object()
+    names = {"_F": F, "_wf": whole_fraction, "_direct": C._DIRECT_TYPES, "_miss": miss}
+    for name in ("add", "sub", "mul", "max", "min", "lt", "le", "gt", "ge", "eq", "ne"):
+        fold = lookup(name).fold
+        expr, test = C._inline_fold(fold, "a", "b"), C._inline_test(fold, "a", "b")
+        assert expr is not None, name
+        code = compile(f"({expr}) if ({test}) else _miss", "<inline>", "eval")
+        hits = 0
+        for a, b in itertools.product(values, values):
+            if (isinstance(a, str) or isinstance(b, str)) and (name not in ("eq", "ne") or type(a) is not type(b)):
+                continue  # the checker lets strings only be compared with strings
+            got = eval(code, names, {"a": a, "b": b})
+            if got is miss:
+                continue
+            hits += 1
+            want = fold_exact(fold, [a, b])
+            assert type(got) is type(want) and (got == want or (got != got and want != want)), (name, a, b)
+        assert hits >= 16, name
+
+
+def test_compiled_code_carries_the_inline_cases():
+    entry = check("let n = count db; return (lsum [n, 2], member \"a\" [\"b\", \"a\"])", "fuzzy (num, bool)")
+    module = C._Module()
+    module.function(instances(entry)["lsum"])
+    module.function(instances(entry)["member"])
+    source = "\n".join(module.lines)
+    assert "._numerator + " in source and "type(v" in source and " == " in source
