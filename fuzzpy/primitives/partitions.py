@@ -247,7 +247,8 @@ def _own_counts(codes, k: int, complete: bool = False):
 
     if not complete and codes.size and codes.min() < 0:
         codes = codes[codes >= 0]
-    return np.bincount(codes.astype(np.intp, copy=False), minlength=k)[:k].astype(np.int64)
+    # bincount casts small integer codes itself (a part's few rows: each numpy call counts)
+    return np.bincount(codes, minlength=k)[:k].astype(np.int64, copy=False)
 
 
 def _run_part(ps, key):

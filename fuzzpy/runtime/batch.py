@@ -397,6 +397,8 @@ def _unlocated(v: Any) -> Any:
 
 _LANE_TYPES = (Lanes, LaneBag, ThresholdBags, PerRunMechanism)
 _PLAIN = frozenset({str, bool, int, float, Fraction, type(None)})  # never hold lanes
+# Nor do these: bags of one table (a groupby's parts too, made lazily) and tables.
+_NO_LANES = _PLAIN | {MaskedBag, Partition, pd.DataFrame, pd.Series}
 
 
 _NO_RATIOS = Ratios.of_ints(np.zeros(0, dtype=np.int64))
@@ -418,9 +420,11 @@ def _list_numbers(d: list) -> Optional[tuple[np.ndarray, np.ndarray, Ratios]]:
 
 def has_lanes(v: Any, depth: int = 0) -> bool:
     t = type(v)
+    if t in _NO_LANES:
+        return False
     if t in _LANE_TYPES:
         return True
-    if depth > 8 or t is Partition:  # a groupby's parts are bags of one table (made lazily)
+    if depth > 8:
         return False
     if t is tuple:
         return any(has_lanes(x, depth + 1) for x in v)
@@ -500,17 +504,32 @@ def constant_identity(fn: Any) -> Optional[tuple]:
     names) has one identity; else the code object itself."""
     if type(fn) is not Closure or fn.body is None or not fn.params:
         return None
-    env = fn.env
+    env, params = fn.env, tuple(fn.params)
     read = []
-    for name in sorted(_read_names(fn.body)):
-        if name in fn.params or name not in env:
+    for name in _outer_reads(fn.body, params):
+        if name not in env:
             continue
         v = env[name]
         if not _is_constant(v):
             return None
         read.append((name, type(v).__name__, v))
-    code = structure_number(fn.body, tuple(fn.params))
-    return (len(fn.params), ("ir", id(fn.body), fn.body) if code is None else code, tuple(read))
+    if not read:  # a key reading its row alone (r.income): the code is its identity
+        return _per_node(_CODE_IDENTITIES, fn.body, params, lambda: _code_identity(fn.body, params, ()))
+    return _code_identity(fn.body, params, tuple(read))
+
+
+def _code_identity(body: Any, params: tuple, read: tuple) -> tuple:
+    code = structure_number(body, params)
+    return (len(params), ("ir", id(body), body) if code is None else code, read)
+
+
+def _outer_reads(body: Any, params: tuple) -> tuple:
+    """The names `body` reads other than `params`, sorted (remembered per node and params)."""
+    return _per_node(_OUTER_READS, body, params, lambda: tuple(sorted(_read_names(body) - set(params))))
+
+
+_CODE_IDENTITIES: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+_OUTER_READS: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
 
 
 def structure_number(node: Any, params: tuple = ()) -> Optional[int]:
