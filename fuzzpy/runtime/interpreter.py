@@ -339,10 +339,10 @@ class Interpreter:
     # -- nodes -----------------------------------------------------------------------------------
 
     def e_IConst(self, node: I.IConst, env: dict) -> Any:
-        key = id(node)
-        if key not in self._consts:
-            self._consts[key] = shared_const(node, self.exact)
-        return self._consts[key]
+        v = self._consts.get(id(node), _UNSET)
+        if v is _UNSET:
+            v = self._consts[id(node)] = shared_const(node, self.exact)
+        return v
 
     def e_IVar(self, node: I.IVar, env: dict) -> Any:
         try:
