@@ -825,26 +825,13 @@ class LaneEvaluator(Interpreter):
         arguments each lane's own branch's arguments (`_one_call`).  Each lane evaluates what its
         own evaluation does, in the same order: the conditions its own evaluation tests (the
         others it evaluates too are comparisons, which cannot fail or loop), then its branch."""
-        which = np.full(self.n, -1, dtype=np.int64)  # each lane's branch, once decided
-        branches: list[Any] = []
-        while True:
-            which[(which < 0) & truth] = len(branches)
-            branches.append(node.then)
-            nxt = node.other
-            if type(nxt) is not I.IIf or not _simple(nxt.cond) or not (which < 0).any():
-                which[which < 0] = len(branches)
-                branches.append(nxt)
-                break
-            node = nxt
-            truth = self._simple_truth(node.cond, env)
+        which, branches = self._chain_branches(node, env, truth)
         groups: dict[Any, list[int]] = {}
         for j in np.unique(which).tolist():
             groups.setdefault(_call_key(branches[j]) or ("branch", j), []).append(j)
         parts = []
         for js in groups.values():
-            member = np.zeros(len(branches), dtype=bool)
-            member[js] = True
-            idx = np.flatnonzero(member[which])
+            idx = np.flatnonzero(which == js[0]) if len(js) == 1 else np.flatnonzero(np.isin(which, js))
             if len(js) == 1:
                 parts.append(self._branch_on(branches[js[0]], env, idx))
             else:
@@ -852,6 +839,38 @@ class LaneEvaluator(Interpreter):
         if len(parts) == 1 and len(parts[0][0]) == self.n:
             return parts[0][1]
         return merge_lanes(self.n, parts)
+
+    def _chain_branches(self, node: I.IIf, env: dict, truth: np.ndarray) -> tuple[np.ndarray, list]:
+        """Each lane's branch number in the chain (`_split_chain`), and the branches: the first
+        whose condition holds in the lane, else the chain's last `else`.  A few lanes (a score's
+        candidates) are decided on Python lists: a numpy operation per condition and lane group
+        costs more than the lanes themselves."""
+        branches: list[Any] = []
+        if self.n > COMPILED_LANES:
+            which = np.full(self.n, -1, dtype=np.int64)
+            while True:
+                which[(which < 0) & truth] = len(branches)
+                branches.append(node.then)
+                nxt = node.other
+                if type(nxt) is not I.IIf or not _simple(nxt.cond) or not (which < 0).any():
+                    which[which < 0] = len(branches)
+                    branches.append(nxt)
+                    return which, branches
+                node = nxt
+                truth = self._simple_truth(node.cond, env)
+        decided: list[int] = [-1] * self.n
+        holds = truth.tolist()
+        while True:
+            b = len(branches)
+            decided = [b if d < 0 and t else d for d, t in zip(decided, holds)]
+            branches.append(node.then)
+            nxt = node.other
+            if type(nxt) is not I.IIf or not _simple(nxt.cond) or -1 not in decided:
+                b = len(branches)
+                branches.append(nxt)
+                return np.array([b if d < 0 else d for d in decided], dtype=np.int64), branches
+            node = nxt
+            holds = self._simple_truth(node.cond, env).tolist()
 
     def _simple_truth(self, cond: I.IPrim, env: dict) -> np.ndarray:
         """The truth in every lane of a comparison of variables and constants (`_simple`): the

@@ -998,6 +998,31 @@ def test_generated_score_chains_release_the_same_values_batched_or_not(seed, mon
         assert batched == unbatched, source
 
 
+def test_a_chain_is_decided_alike_on_lists_and_on_arrays(monkeypatch):
+    """`_chain_branches` decides a few lanes on Python lists and many on numpy arrays: on the
+    generated chains both give every lane the same branch."""
+    import fuzzpy.runtime.batch as B
+
+    real = B.LaneEvaluator._chain_branches
+    compared = []
+
+    def both_ways(self, node, env, truth):
+        monkeypatch.setattr(B, "COMPILED_LANES", 10**6)
+        on_lists = real(self, node, env, truth)
+        monkeypatch.setattr(B, "COMPILED_LANES", 0)
+        on_arrays = real(self, node, env, truth)
+        monkeypatch.setattr(B, "COMPILED_LANES", 64)
+        assert on_lists[0].tolist() == on_arrays[0].tolist() and on_lists[1] == on_arrays[1]
+        compared.append(len(on_lists[1]))
+        return on_lists
+
+    monkeypatch.setattr(B.LaneEvaluator, "_chain_branches", both_ways)
+    for seed in CHAIN_SEEDS:
+        report = check_source(_chain_program(seed)[0], "t.fz")
+        both(report, {"db": frame(seed=seed, nan=bool(seed % 2))}, seed)
+    assert len(compared) >= 30 and max(compared) >= 4
+
+
 def test_generated_score_chains_reach_the_merged_paths(monkeypatch):
     """The generated chains are not all decided by the fallback: many batch, and among them
     many merge branches into one call, run `pmap` over every lane's partition and call compiled
