@@ -447,3 +447,33 @@ def test_materialise_scans_deep_public_values_without_copying_them():
     holder = (rules, ({"a": (1, bag)},))
     out = materialise(holder)
     assert out[0] is rules and isinstance(out[1][0]["a"][1], pd.DataFrame) and len(out[1][0]["a"][1]) == 2
+
+
+def test_int_codes_are_each_keys_position_and_small():
+    """int_codes: rint(x) - lo when that is in 0 .. k - 1, else -1 (NaN, infinities, values
+    outside, huge values that would wrap in a cast), in the smallest integer type for k."""
+    import math
+
+    import numpy as np
+
+    from fuzzpy.primitives.partitions import int_codes
+
+    def reference(x, lo, k):
+        if not math.isfinite(x):
+            return -1
+        c = round(x) - lo  # Python's round is half-to-even, as np.rint
+        return c if 0 <= c < k else -1
+
+    rng = np.random.default_rng(11)
+    for k, want_type in [(1, np.int8), (20, np.int8), (127, np.int8), (128, np.int16), (40000, np.int64)]:
+        for lo in (-3, 0, 17):
+            x = rng.uniform(lo - 5, lo + k + 5, 200)
+            x[::9] = np.nan
+            x[1::17] = np.inf
+            x[2::19] = -np.inf
+            x[3::7] = np.floor(x[3::7]) + 0.5  # ties
+            x[4::23] = 1e300
+            got = int_codes(x, lo, k)
+            assert got.dtype == want_type
+            assert got.tolist() == [reference(v, lo, k) for v in x.tolist()]
+    assert int_codes(4.0, 1, 5).tolist() == [3] and int_codes(float("nan"), 0, 5).tolist() == [-1]
