@@ -1046,9 +1046,9 @@ class LaneEvaluator(Interpreter):
         state = self.state
         if (self.n <= COMPILED_LANES and not self.fuzzy and state.compiled and state.engine is None
                 and state.row_calls is None):
-            fn = compiled.compiled_function(inst)
+            scalar = self.scalar()
+            fn = scalar.compiled_of(inst)
             if fn is not None:
-                scalar = self.scalar()
                 cols = [unlane(a, self.n) for a in args]
                 return compact([fn(scalar, state, *vals) for vals in zip(*cols)] if cols
                                else [fn(scalar, state) for _ in range(self.n)])

@@ -304,6 +304,7 @@ class Interpreter:
         self.state = state
         self._prims: dict[str, Primitive] = {}
         self._consts: dict[int, Any] = {}
+        self._compiled: dict[int, tuple] = {}  # id(instance) -> (instance, its compiled code or None)
         # Exact arithmetic for values that can reach a mechanism; row functions (which only
         # ever feed per-row results to bag primitives) use floats, like their column path.
         self.exact = exact
@@ -455,10 +456,18 @@ class Interpreter:
         if self.compiled:
             state = self.state
             if state.engine is None and state.row_calls is None:
-                fn = compiled.compiled_function(inst)
+                fn = self.compiled_of(inst)
                 if fn is not None:
                     return fn(self, state, *args)
         return self.eval(inst.body, dict(zip(inst.params, args)))  # type: ignore[arg-type]
+
+    def compiled_of(self, inst: I.Instance) -> Optional[Callable[..., Any]]:
+        """compiled.compiled_function(inst), looked up once per instance by this evaluator (a
+        weak dictionary's lookup makes a weak reference each time)."""
+        hit = self._compiled.get(id(inst))
+        if hit is None or hit[0] is not inst:
+            hit = self._compiled[id(inst)] = (inst, compiled.compiled_function(inst))
+        return hit[1]
 
     def prim(self, node: I.IPrim) -> Primitive:
         prim = self._prims.get(node.name)
