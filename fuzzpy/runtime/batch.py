@@ -831,7 +831,12 @@ class LaneEvaluator(Interpreter):
             groups.setdefault(_call_key(branches[j]) or ("branch", j), []).append(j)
         parts = []
         for js in groups.values():
-            idx = np.flatnonzero(which == js[0]) if len(js) == 1 else np.flatnonzero(np.isin(which, js))
+            if len(js) == 1:
+                idx = np.flatnonzero(which == js[0])
+            else:
+                member = np.zeros(len(branches), dtype=bool)
+                member[js] = True
+                idx = np.flatnonzero(member[which])
             if len(js) == 1:
                 parts.append(self._branch_on(branches[js[0]], env, idx))
             else:

@@ -650,8 +650,12 @@ class RunHandle:
     def __init__(self, instance: I.Instance, tables: dict[str, Any], state: RunState):
         self.state = state
         self._box: dict[str, Any] = {}
-        self._thread = threading.Thread(target=self._main, args=(instance, tables), name="fuzzpy-run",
-                                        daemon=True)
+        self._args = (instance, tables)
+        # Made by `start` only: a thread holds its target, this handle's method, until it has run,
+        # and a handle run on the caller's worker (`run_program`) would otherwise be in a cycle
+        # with its never-started thread, its run's releases and values freed only by the garbage
+        # collector instead of when the caller drops them.
+        self._thread: Optional[threading.Thread] = None
 
     def _main(self, instance: I.Instance, tables: dict[str, Any]) -> None:
         import warnings
@@ -667,6 +671,7 @@ class RunHandle:
             self._box["error"] = exc
 
     def start(self) -> "RunHandle":
+        self._thread = threading.Thread(target=self._main, args=self._args, name="fuzzpy-run", daemon=True)
         old = threading.stack_size()
         threading.stack_size(STACK_BYTES)
         try:
@@ -676,6 +681,7 @@ class RunHandle:
         return self
 
     def wait(self, timeout: Optional[float] = None) -> bool:
+        assert self._thread is not None, "wait for a started run"
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
@@ -759,6 +765,7 @@ class _Worker:
             try:
                 fn(*args)
             finally:
+                fn = args = None  # an idle worker holds no run (its tables, its releases)
                 with self._lock:  # idle again before the caller resumes, so its next run reuses us
                     keep = len(self._idle) < self._KEEP
                     if keep:

@@ -366,6 +366,32 @@ def test_lazy_bags_read_only_the_columns_they_use(db):
     assert list(filtered._columns) == ["y"]
 
 
+def test_a_finished_run_holds_nothing_the_caller_dropped(db):
+    """After run_program returns, nothing of the run is kept: the idle worker holds neither the
+    tables nor the run, and the run leaves no reference cycle (a handle and its never-started
+    thread were one), so the table and the result are freed when the caller drops them, with
+    the garbage collector off."""
+    import gc
+    import weakref
+
+    from fuzzpy.runtime.interpreter import start_run
+
+    noisy = instance("let g = groupby (fun r -> r.k) db; sample n = laplace 1 (count db); return n")
+    run_program(noisy, {"db": db}, RandomSource.seeded(0))  # the program's one-time caches made
+    gc.collect()
+    gc.disable()
+    try:
+        table = db.copy()
+        result = run_program(noisy, {"db": table}, RandomSource.seeded(1))
+        table_ref, record_ref = weakref.ref(table), weakref.ref(result.releases[0])
+        del table, result
+        assert table_ref() is None and record_ref() is None
+        handle = start_run(noisy, {"db": db}, RandomSource.seeded(2))  # its own thread, as before
+        assert handle.wait(60) and handle.result().releases
+    finally:
+        gc.enable()
+
+
 def test_run_program_reuses_its_worker_thread_and_runs_concurrent_callers_apart(db, monkeypatch):
     """run_program runs on a reused large-stack worker: a deep recursion works on the reused
     thread, a failing run leaves the worker usable, and callers on several threads at once each
