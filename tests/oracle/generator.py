@@ -595,9 +595,11 @@ class ProgramGen:
         return f"laplace {self.eps()} {paren(self.num(env, d - 1))}", "num"
 
     def score(self, env: list[Var], d: int, c: str) -> str:
-        kind = pick(self.ch, ["count_filter", "num", "diff"] if self.has_bag(env) else ["num", "diff"])
+        kind = pick(self.ch, ["count_filter", "num", "diff", "by_key"] if self.has_bag(env) else ["num", "diff"])
         if kind == "count_filter":
             return f"count (filter (fun r -> r.age <= {c}) {paren(self.bag(env, d - 1))})"
+        if kind == "by_key":
+            return self.by_key_score(env, d, c)
         if kind == "diff":
             return f"0 - abs ({c} - {paren(self.num(env, d - 1))})"
         return self.num(env, d)
@@ -903,6 +905,29 @@ class ProgramGen:
     def deep_name(self) -> str:
         deep = next((h for h in self.helpers if h.name.startswith("deep")), None)
         return (deep or self.make_deep()).name
+
+    def by_key_score(self, env: list[Var], d: int, c: str) -> str:
+        """DiffPID3's score: a chain on the candidate choosing the key a bag is grouped by, each
+        branch the same generic quality of its partition.  The batched scores merge the branches
+        into one call, and a bag variable (one object, every row in a part) flattens the
+        candidates' partitions as blocks; a filtered bag per branch gathers them instead."""
+        ch = self.ch
+        if "qual" not in self.made:
+            lsum, qual = self.made["qsum"], self.made["qual"] = self.fresh("qsum"), self.fresh("qual")
+            self.decls.append(f"function {lsum} (xs : list num) : num "
+                              f"{{ case xs of {{ [] => 0 | h :: t => h + {lsum} t }} }}")
+            inner = pick(ch, ["count g", "max (count (filter (fun r -> r.age <= 50) g)) (count g - 2)",
+                              'let k = groupby (fun r -> r.sex) g; max (count (part k "M")) (count (part k "F"))'])
+            self.decls.append(f"function {qual} ps {{ {lsum} (values (pmap (fun g -> {inner}) ps)) }}")
+        qual = self.made["qual"]
+        bags = self.vars(env, "bag")
+        bag = pick(ch, bags).name if bags and coin(ch, 75) else paren(self.bag(env, d - 1))
+        keys = ["r.sex", "r.n", "r.n", "r.sex"]
+        chain = f"{qual} (groupby (fun r -> {keys[0]}) {bag})"
+        for i, key in enumerate(keys[1:weighted(ch, [(1, 2), (2, 3), (2, 4)])], start=1):
+            cond = pick(ch, [f"{c} == {i}", f"{c} < {i}", f"{c} == {i * 50}"])
+            chain = f"if {cond} then {qual} (groupby (fun r -> {key}) {bag}) else {chain}"
+        return chain
 
     def spin_name(self) -> str:
         """`spin n`: for n > 0 a recursion that never reaches its base case (the checker cannot unroll
