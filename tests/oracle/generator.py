@@ -910,7 +910,8 @@ class ProgramGen:
         """DiffPID3's score: a chain on the candidate choosing the key a bag is grouped by, each
         branch the same generic quality of its partition.  The batched scores merge the branches
         into one call, and a bag variable (one object, every row in a part) flattens the
-        candidates' partitions as blocks; a filtered bag per branch gathers them instead."""
+        candidates' partitions as blocks; a bag expression, made anew in each branch, gives
+        partitions of different bags (gathered, or one batched pmap per candidate)."""
         ch = self.ch
         if "qual" not in self.made:
             lsum, qual = self.made["qsum"], self.made["qual"] = self.fresh("qsum"), self.fresh("qual")

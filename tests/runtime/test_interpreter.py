@@ -464,7 +464,6 @@ def test_whole_fraction_is_the_constructors_fraction(n):
     """whole_fraction(n), built without the constructor's argument handling, is Fraction(n) in
     every way a run can see: value, type, parts, hash, text, arithmetic, comparison, pickling."""
     import pickle
-
     import platform
 
     from fuzzpy.runtime.interpreter import _whole_by_slots, whole_fraction
