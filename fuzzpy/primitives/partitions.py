@@ -184,51 +184,114 @@ def _run_groupby(ctx, key, b):
     values = runtime("values")
     MaskedBag, Partition = values.MaskedBag, values.Partition
     keys = tuple(ctx.info["keys"])
+    k = len(keys)
     part = b if isinstance(b, MaskedBag) else None
     base = part.base if part is not None else b
     codes, complete = remembered_key_codes(ctx, key, base)
     if part is None:  # the whole table
         if codes is None:
             codes = key_codes(ctx.vectorised(key)(b), ctx.info)
-        size = _sizes(codes, len(keys), _group_counts)
+        size = _sizes(codes, k, _group_counts)
+        whole = _Grouped(None, codes, k, complete)
         return Partition.lazy(keys, lambda i: MaskedBag.part(base, mask_fn=lambda: codes == i,
-                                                             count_fn=lambda: size(i)), base, codes,
-                              complete=complete)
+                                                             count_fn=lambda: size(i), family=(whole, i)),
+                              base, codes, complete=complete)
+    if codes is not None and part.family is not None:
+        # A part of a partition grouped by a remembered key: its rows and their codes are read
+        # only if something needs them, and its parts' sizes come from its siblings' cells,
+        # counted once for all of them (a tree's leaves only count their classes).
+        grouped = _Grouped(part, codes, k, complete)
+        family, j = part.family
+        counted: list = []
+
+        def sibling_size(i: int) -> int:
+            if not counted:
+                counted.append(family.cells(codes, k, complete)[j])
+            return int(counted[0][i])
+
+        return Partition.lazy(keys, lambda i: MaskedBag.part(base, rows_fn=lambda: grouped.part_rows(i),
+                                                             count_fn=lambda: sibling_size(i),
+                                                             family=(grouped, i)),
+                              base, None, complete=complete, grouped=grouped)
     # A part of a table (a tree's node): its rows' codes, read from the remembered codes of the
     # whole table or computed on its own rows; grouping costs its rows, not the table's.
     rows = part.rows
     mine = codes[rows] if codes is not None else key_codes(ctx.vectorised(key)(b), ctx.info)
-    size = _sizes(mine, len(keys), (lambda c, k: _own_counts(c, k, True)) if complete else _own_counts)
-    part_rows = _PartRows(rows, mine, len(keys))
-    return Partition.lazy(keys, lambda i: MaskedBag.part(base, rows_fn=lambda: part_rows(i),
-                                                         count_fn=lambda: size(i)), base, mine, rows,
-                          complete=complete)
+    size = _sizes(mine, k, (lambda c, k: _own_counts(c, k, True)) if complete else _own_counts)
+    grouped = _Grouped(part, None, k, complete, rows, mine)
+    return Partition.lazy(keys, lambda i: MaskedBag.part(base, rows_fn=lambda: grouped.part_rows(i),
+                                                         count_fn=lambda: size(i), family=(grouped, i)),
+                          base, mine, rows, complete=complete)
 
 
-class _PartRows:
-    """The rows of part i of a part's groupby (ascending), when asked for.  The first part asked
-    selects its own rows (one comparison over the grouped rows); from the second on, every
-    part's rows come from one stable sort of the codes (a tree reads every part of a node: one
-    sort instead of a comparison per part)."""
+class _Grouped:
+    """The rows of a bag (`bag`: a part; None: every row of the table) and their part numbers,
+    read when first asked for: `full[rows]` with `full` a remembered key's codes for every row
+    of the table, or given (`rows`, `mine`).
 
-    def __init__(self, rows, codes, k: int):
-        self.rows, self.codes, self.k = rows, codes, k
+    * `part_rows(i)`: part i's rows, ascending.  The first part asked selects its own rows (one
+      comparison over the grouped rows); from the second on, every part's rows come from one
+      stable sort of the codes (a tree reads every part of a node: one sort instead of a
+      comparison per part).
+    * `cells(key, k2, complete)`: for another key's codes over the table, each part's count of
+      rows per key value, an (its parts x k2) array counted in one pass for all parts: what
+      grouping each part by that key and counting its groups gives, for every part at once."""
+
+    __slots__ = ("bag", "full", "k", "complete", "_rows", "_mine", "asked", "sorted", "_cells")
+
+    def __init__(self, bag, full, k: int, complete: bool, rows=None, mine=None):
+        self.bag, self.full, self.k, self.complete = bag, full, k, complete
+        self._rows, self._mine = rows, mine
         self.asked = 0
         self.sorted = None  # (rows in code order, each code's first position)
+        self._cells: dict = {}
 
-    def __call__(self, i: int):
+    def rows(self):
+        """The grouped rows of the table, ascending (None: every row)."""
+        if self._rows is None and self.bag is not None:
+            self._rows = self.bag.rows
+        return self._rows
+
+    def codes(self):
+        """The part number of each grouped row (-1: none)."""
+        if self._mine is None:
+            rows = self.rows()
+            self._mine = self.full if rows is None else self.full[rows]
+        return self._mine
+
+    def part_rows(self, i: int):
         import numpy as np
 
         self.asked += 1
+        rows, codes = self.rows(), self.codes()
+        if rows is None:  # every row of the table
+            rows = np.arange(len(codes))
         if self.sorted is None and self.asked == 1:
-            return self.rows[self.codes == i]
+            return rows[codes == i]
         if self.sorted is None:
-            codes = self.codes.astype(np.int16) if self.k < 2**15 else self.codes  # radix sort
-            order = np.argsort(codes, kind="stable")  # equal codes keep their rows' order
-            bounds = np.searchsorted(codes[order], np.arange(self.k + 1))  # -1 (no part) first
-            self.sorted = (self.rows[order], bounds)
+            small = codes.astype(np.int16) if self.k < 2**15 else codes  # radix sort
+            order = np.argsort(small, kind="stable")  # equal codes keep their rows' order
+            bounds = np.searchsorted(small[order], np.arange(self.k + 1))  # -1 (no part) first
+            self.sorted = (rows[order], bounds)
         ordered, bounds = self.sorted
         return ordered[bounds[i]:bounds[i + 1]]
+
+    def cells(self, key, k2: int, complete: bool):
+        import numpy as np
+
+        hit = self._cells.get(id(key))
+        if hit is not None and hit[0] is key and hit[1] == k2:
+            return hit[2]
+        rows, mine = self.rows(), self.codes()
+        other = key if rows is None else key[rows]
+        if not (self.complete and complete):  # rows in no part, or with no key value, are in no cell
+            keep = (mine >= 0) & (other >= 0)
+            mine, other = mine[keep], other[keep]
+        cell = mine.astype(np.intp) * k2
+        cell += other
+        out = np.bincount(cell, minlength=self.k * k2).reshape(self.k, k2)
+        self._cells[id(key)] = (key, k2, out)
+        return out
 
 
 def _sizes(codes, k: int, count):

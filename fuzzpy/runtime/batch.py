@@ -173,6 +173,9 @@ class Lanes:
         if type(d) is list:
             return list(d)
         if self.frac:  # int64 lanes of integral Fractions
+            if d.size and 0 <= d.min() and d.max() < SMALL_WHOLE:
+                table = _small_wholes()
+                return [table[v] for v in d.tolist()]
             return [whole_fraction(v) for v in d.tolist()]
         return d.tolist()  # Python ints, or bools
 
@@ -2189,3 +2192,13 @@ def _parts_as_lanes(ps: dict) -> Optional[Any]:
     if any(isinstance(p, (pd.DataFrame, pd.Series, MaskedBag)) for p in parts):
         return None
     return Lanes(parts)
+
+
+SMALL_WHOLE = 4096
+_SMALL: list = []
+
+
+def _small_wholes() -> list:
+    if not _SMALL:
+        _SMALL.extend(whole_fraction(i) for i in range(SMALL_WHOLE))
+    return _SMALL

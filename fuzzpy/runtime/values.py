@@ -149,7 +149,8 @@ class MaskedBag:
     again costs its own rows, not the table's.  `count` may be given when it is already known
     (group sizes from one bincount), or `count_fn` to compute it on first use."""
 
-    __slots__ = ("base", "_mask", "_mask_fn", "_rows", "_rows_fn", "_count", "_count_fn", "_columns", "_frame")
+    __slots__ = ("base", "_mask", "_mask_fn", "_rows", "_rows_fn", "_count", "_count_fn", "_columns", "_frame",
+                 "family")
 
     def __init__(self, base: Frame, mask: Optional[np.ndarray] = None, *,
                  mask_fn: Optional[Callable[[], np.ndarray]] = None, count: Optional[int] = None,
@@ -166,17 +167,21 @@ class MaskedBag:
         self._count_fn = count_fn  # the size, computed on first use (a group's, from all groups' counts)
         self._columns: dict[Any, pd.Series] = {}
         self._frame: Optional[Frame] = None
+        self.family: Any = None
 
     @classmethod
     def part(cls, base: Frame, *, mask_fn: Optional[Callable[[], np.ndarray]] = None,
              rows_fn: Optional[Callable[[], np.ndarray]] = None,
-             count_fn: Optional[Callable[[], int]] = None) -> "MaskedBag":
+             count_fn: Optional[Callable[[], int]] = None, family: Any = None) -> "MaskedBag":
         """A group-by part: its rows and size computed on first use.  The constructor without its
-        keyword handling, for the many parts of a partition that are never read."""
+        keyword handling, for the many parts of a partition that are never read.  `family`:
+        (the grouping its siblings share, its part number), for grouping all siblings at once
+        (primitives/partitions.py)."""
         assert (mask_fn is None) != (rows_fn is None), "one description of the rows"
         bag = object.__new__(cls)
         bag.base, bag._mask, bag._mask_fn, bag._rows, bag._rows_fn = base, None, mask_fn, None, rows_fn
         bag._count, bag._count_fn, bag._columns, bag._frame = None, count_fn, {}, None
+        bag.family = family
         return bag
 
     @property
@@ -389,25 +394,44 @@ class Partition(dict):
     values, the items, a comparison, a copy) first makes them all, in key order.  A score's
     candidate partitions, read only through their codes by a batched `pmap`, are never made."""
 
-    __slots__ = ("base", "codes", "rows", "complete", "_keys", "_make")
+    __slots__ = ("base", "_codes", "_rows", "complete", "_keys", "_make", "_grouped")
 
-    def __init__(self, parts: dict, base: Any, codes: np.ndarray, rows: Optional[np.ndarray] = None,
-                 complete: bool = False):
+    def __init__(self, parts: dict, base: Any, codes: Optional[np.ndarray], rows: Optional[np.ndarray] = None,
+                 complete: bool = False, grouped: Any = None):
         super().__init__(parts)
         self.base = base
-        self.codes = codes  # the part number of each of `rows` (-1: none)
-        self.rows = rows    # the grouped rows of the base, ascending (None: every row)
+        self._codes = codes  # the part number of each of `rows` (-1: none)
+        self._rows = rows    # the grouped rows of the base, ascending (None: every row)
+        # or, until codes or rows are read, the grouping that computes them (`rows()`, `codes()`)
+        self._grouped = grouped
         self.complete = complete  # True: no code is -1 (known without looking; False: unknown)
         self._keys: tuple = ()
         self._make: Optional[Callable[[int], Any]] = None
 
     @classmethod
-    def lazy(cls, keys: tuple, make: Callable[[int], Any], base: Any, codes: np.ndarray,
-             rows: Optional[np.ndarray] = None, complete: bool = False) -> "Partition":
-        """The partition whose part for keys[i] is make(i), made when a part is first read."""
-        out = cls({}, base, codes, rows, complete)
+    def lazy(cls, keys: tuple, make: Callable[[int], Any], base: Any, codes: Optional[np.ndarray],
+             rows: Optional[np.ndarray] = None, complete: bool = False, grouped: Any = None) -> "Partition":
+        """The partition whose part for keys[i] is make(i), made when a part is first read.  With
+        `grouped` instead of codes and rows, those are computed when first read."""
+        out = cls({}, base, codes, rows, complete, grouped)
         out._keys, out._make = keys, make
         return out
+
+    @property
+    def codes(self) -> np.ndarray:
+        if self._grouped is not None:
+            self._resolve()
+        return self._codes  # type: ignore[return-value]
+
+    @property
+    def rows(self) -> Optional[np.ndarray]:
+        if self._grouped is not None:
+            self._resolve()
+        return self._rows
+
+    def _resolve(self) -> None:
+        grouped, self._grouped = self._grouped, None
+        self._rows, self._codes = grouped.rows(), grouped.codes()
 
     def _fill(self) -> None:
         make = self._make

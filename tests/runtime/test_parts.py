@@ -307,20 +307,87 @@ def test_parts_are_counted_once_and_only_when_a_size_is_asked_for(monkeypatch, o
 
 @pytest.mark.parametrize("k", [1, 3, 40, 2**15 + 3])
 def test_a_parts_rows_are_its_rows_in_order_whichever_part_is_asked_first(k):
-    """_PartRows: the first part asked by one comparison, the others from one stable sort of the
-    codes; each part's rows ascending, rows in no part (-1) in none."""
-    from fuzzpy.primitives.partitions import _PartRows
+    """_Grouped.part_rows: the first part asked by one comparison, the others from one stable sort
+    of the codes; each part's rows ascending, rows in no part (-1) in none; rows given, or read
+    from the bag and the remembered codes when first asked for."""
+    from fuzzpy.primitives.partitions import _Grouped
+    from fuzzpy.runtime.values import MaskedBag
 
     rng = np.random.default_rng(k)
     rows = np.sort(rng.choice(10_000, 3_000, replace=False))
     codes = rng.integers(-1, min(k, 50), len(rows)) if k < 2**15 else rng.integers(-1, k, len(rows))
+    small = codes.astype(np.int8 if k < 100 else np.int64)
+    full = np.full(10_000, 99, dtype=small.dtype)
+    full[rows] = small
     for first in (0, k - 1):
-        parts = _PartRows(rows, codes.astype(np.int8 if k < 100 else np.int64), k)
-        order = [first] + [i for i in range(k) if i != first]
-        got = {i: parts(i) for i in order[:60] + order[-5:]}
-        for i, r in got.items():
-            assert np.array_equal(r, rows[codes == i])
-        assert parts.sorted is not None or k == 1
+        for parts in (_Grouped(None, None, k, False, rows, small), _Grouped(MaskedBag(DB, rows=rows), full, k, False)):
+            order = [first] + [i for i in range(k) if i != first]
+            got = {i: parts.part_rows(i) for i in order[:60] + order[-5:]}
+            for i, r in got.items():
+                assert np.array_equal(r, rows[codes == i])
+            assert parts.sorted is not None or k == 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sibling_cells_are_each_parts_own_group_counts(seed):
+    """_Grouped.cells: one pass giving, for every part, the counts of grouping that part by
+    another key: rows in no part, or with no value of the other key (-1), counted in no cell;
+    `complete` (no -1 on either side) skips that test and counts the same."""
+    from fuzzpy.primitives.partitions import _Grouped, _own_counts
+    from fuzzpy.runtime.values import MaskedBag
+
+    rng = np.random.default_rng(seed)
+    n, m, k2 = 5_000, int(rng.integers(1, 30)), int(rng.integers(1, 9))
+    rows = np.sort(rng.choice(n, 2_000, replace=False))
+    full = rng.integers(-1, m, n).astype(np.int8)
+    other = rng.integers(-1, k2, n).astype(np.int8)
+    for g in (_Grouped(MaskedBag(DB, rows=rows), full, m, False), _Grouped(None, full, m, False)):
+        mine_rows = np.arange(n) if g.rows() is None else g.rows()
+        got = g.cells(other, k2, False)
+        assert got.shape == (m, k2) and got is g.cells(other, k2, False)  # counted once
+        for j in range(m):
+            part = mine_rows[full[mine_rows] == j]
+            assert np.array_equal(got[j], _own_counts(other[part], k2))
+    complete = _Grouped(None, np.maximum(full, 0), m, True)
+    positive = np.maximum(other, 0)
+    want = _Grouped(None, np.maximum(full, 0), m, False).cells(positive, k2, False)
+    assert np.array_equal(complete.cells(positive, k2, True), want)
+
+
+def test_the_parts_of_a_part_are_counted_from_their_siblings_and_read_no_rows(monkeypatch):
+    """A part of a partition grouped by a remembered key (a tree's leaf) groups and counts its
+    rows without reading them: the sizes of its parts come from one pass over its siblings'
+    rows (`_Grouped.cells`), no part's rows are selected, and the partition's codes and rows,
+    read later, are the part's own.  The releases are the reference path's."""
+    import fuzzpy.primitives.partitions as P
+
+    entry = check("""function leaf (g : bag T) : fuzzy (num, num) {
+        laplace 1 (count (part (byk g (fun ps -> ps)) "a"), count (part (byk g (fun ps -> ps)) "b")) }
+      function main (db : bag T) : fuzzy (parts {"0", "1", "2"} (num, num)) { by db (fun ps -> each leaf ps) }""")
+    asked, cells = [], []
+    real_rows, real_cells = P._Grouped.part_rows, P._Grouped.cells
+    monkeypatch.setattr(P._Grouped, "part_rows", lambda self, i: asked.append(i) or real_rows(self, i))
+    monkeypatch.setattr(P._Grouped, "cells", lambda self, *a: cells.append(1) or real_cells(self, *a))
+    batched = run(entry)
+    assert asked == [] and cells == [1] * 6  # each partition's sizes from the cells, no rows selected
+    assert batched[:2] == run(entry, batch=False)[:2]
+    # codes and rows of a part's partition, read when asked for: the part's own
+    from fuzzpy.runtime.interpreter import Context, Interpreter
+
+    groupby = next(n for n in I.reachable(entry) if isinstance(n, I.IPrim) and n.name == "groupby"
+                   and "k" in repr(n.args[0].body))
+    ctx = Context(Interpreter(RunState(RandomSource.seeded(0))), groupby.info, None)
+    key = Closure({}, groupby.args[0].params, groupby.args[0].body)
+    outer = P._run_groupby(ctx, key, DB)
+    part = outer["a"]
+    inner = P._run_groupby(ctx, key, part)
+    assert inner._grouped is not None  # nothing read yet
+    assert np.array_equal(inner.rows, np.array([0, 2, 4])) and np.array_equal(inner.codes, [0, 0, 0])
+    assert [len(p) for p in inner.values()] == [3, 0, 0]
+    sibling = P._run_groupby(ctx, key, outer["b"])
+    assert [len(p) for p in sibling.values()] == [0, 2, 0]
+    family = part.family[0]
+    assert family is outer["b"].family[0] and len(family._cells) == 1  # one pass for both parts
 
 
 def test_a_lazy_part_is_the_bag_the_constructor_makes():
