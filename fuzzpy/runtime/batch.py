@@ -44,7 +44,7 @@ import pandas as pd
 from ..checking import ir as I
 from . import compiled
 from .interpreter import (_NOT_EXACT, BAG_ONLY, Context, Interpreter, as_float, bind, exact_arg, fold_exact,
-                          whole_fraction)
+                          whole_fraction, whole_fractions)
 from .ratios import Ratios
 from .values import Closure, MaskedBag, Partition, is_distribution
 from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, remembered, row_value, to_frame
@@ -173,10 +173,7 @@ class Lanes:
         if type(d) is list:
             return list(d)
         if self.frac:  # int64 lanes of integral Fractions
-            if d.size and 0 <= d.min() and d.max() < SMALL_WHOLE:
-                table = _small_wholes()
-                return [table[v] for v in d.tolist()]
-            return [whole_fraction(v) for v in d.tolist()]
+            return whole_fractions(d)
         return d.tolist()  # Python ints, or bools
 
     def __repr__(self) -> str:
@@ -2193,12 +2190,3 @@ def _parts_as_lanes(ps: dict) -> Optional[Any]:
         return None
     return Lanes(parts)
 
-
-SMALL_WHOLE = 4096
-_SMALL: list = []
-
-
-def _small_wholes() -> list:
-    if not _SMALL:
-        _SMALL.extend(whole_fraction(i) for i in range(SMALL_WHOLE))
-    return _SMALL

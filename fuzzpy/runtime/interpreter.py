@@ -559,6 +559,23 @@ whole_fraction: Callable[[int], Fraction] = (
     and _whole_by_slots(7) == Fraction(7) and hash(_whole_by_slots(7)) == hash(Fraction(7)) else Fraction)
 
 
+SMALL_WHOLES = 4096
+_SMALL: Optional[list[Fraction]] = None
+
+
+def whole_fractions(ints: np.ndarray) -> list[Fraction]:
+    """[whole_fraction(v) for v in ints] for an int array.  Counts are mostly small: those in
+    [0, SMALL_WHOLES) are taken from one table of Fractions made once (Fractions are immutable,
+    so one object can stand for every equal count; making one costs five times reading one)."""
+    global _SMALL
+    if ints.size and 0 <= ints.min() and ints.max() < SMALL_WHOLES:
+        table = _SMALL
+        if table is None:  # built whole, then published: a thread sees the whole table or none
+            table = _SMALL = [whole_fraction(i) for i in range(SMALL_WHOLES)]
+        return [table[v] for v in ints.tolist()]
+    return [whole_fraction(v) for v in ints.tolist()]
+
+
 def _whole_max(a: Any, b: Any) -> Fraction:
     """max(a, b) of whole numbers: the operand max returns (the first unless the second is
     larger), as a Fraction."""

@@ -478,6 +478,18 @@ def test_whole_fraction_is_the_constructors_fraction(n):
     assert pickle.loads(pickle.dumps(got)) == want and float(got) == float(want)
 
 
+@pytest.mark.parametrize("ints", [[], [0, 1, 4095], [3, 4096], [-1, 2], [2**62, 5]])
+def test_whole_fractions_are_the_fractions_of_the_ints(ints):
+    """whole_fractions: small counts from one shared table, anything else made; either way the
+    Fractions equal to the ints, in lowest terms (denominator 1), hashing as Fraction(v)."""
+    from fuzzpy.runtime.interpreter import whole_fractions
+
+    got = whole_fractions(np.array(ints, dtype=np.int64))
+    assert [type(g) for g in got] == [F] * len(ints) and got == [F(v) for v in ints]
+    assert all(g.denominator == 1 and hash(g) == hash(F(v)) for g, v in zip(got, ints))
+    assert whole_fractions(np.array([7]))[0] is whole_fractions(np.array([7, 8]))[0]  # the table's
+
+
 def _same(x, y) -> bool:
     """The same value and type (NaN is the same as NaN)."""
     if type(x) is not type(y):
