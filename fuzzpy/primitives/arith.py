@@ -404,7 +404,8 @@ def _clip_run(lo, hi, x):
     import numpy as np
     # fmax/fmin ignore NaN, so NaN (e.g. 0/0 in a row function) becomes the lower bound and
     # infinities the bounds: clip is total, and one pass each is cheaper than nan_to_num.
-    return np.fmin(np.fmax(x, float(lo)), float(hi))
+    out = np.fmax(x, float(lo))
+    return np.fmin(out, float(hi), out=out) if isinstance(out, np.ndarray) else np.fmin(out, float(hi))
 
 
 @primitive("clip", ("lo", "hi", "x"), "num -> num -> num -o num[lo, hi]",

@@ -68,8 +68,16 @@ def _run_bin(num, den, x, lo, hi):
     import numpy as np
 
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        out = np.clip(np.floor(np.divide(np.multiply(x, den), num)), lo, hi)
-    return float(out) if np.ndim(out) == 0 else out
+        out = np.multiply(x, den)
+        if type(out) is not np.ndarray or out.ndim == 0:
+            out = np.clip(np.floor(np.divide(out, num)), lo, hi)
+            return float(out) if np.ndim(out) == 0 else out
+        # the steps in place on the one new array (a column of a large table: each step's own
+        # array would be allocated and written again)
+        np.divide(out, num, out=out)
+        np.floor(out, out=out)
+        np.minimum(np.maximum(out, lo, out=out), hi, out=out)  # np.clip's result, NaN kept
+    return out
 
 
 def _bounds_ir(lo, hi, span) -> list[I.IR]:

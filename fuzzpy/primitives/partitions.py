@@ -32,7 +32,8 @@ def category_codes(values, keys):
 
     keys = tuple(keys)
     if isinstance(values.dtype, pd.CategoricalDtype):
-        raw = values.cat.codes.to_numpy()
+        # the Categorical's own codes array (`.cat.codes` would build a Series around it)
+        raw = values.array.codes if isinstance(values, pd.Series) else values.codes
         lookup = _category_lookup(values.dtype, keys)
         return raw if lookup is None else lookup[raw]  # code -1 (missing) picks the appended -1
     return _key_index(keys).get_indexer(values)
@@ -65,10 +66,11 @@ def int_codes(values, lo: int, k: int):
     gathers the codes of its nodes' rows again and again: int8 moves an eighth of int64)."""
     import numpy as np
 
-    r = np.rint(np.asarray(values, dtype=np.float64))
+    r = np.rint(np.asarray(values, dtype=np.float64))  # a new array: the steps below are in place
     if lo:
-        r = r - lo
-    ok = (r >= 0) & (r < k)  # False for NaN
+        r = np.subtract(r, lo, out=r) if r.ndim else r - lo
+    ok = r >= 0
+    ok &= r < k  # False for NaN
     small = np.int8 if k <= 127 else np.int16 if k <= 32767 else np.int64
     codes = np.asarray(r if ok.all() else np.where(ok, r, -1)).astype(small)
     if codes.ndim == 0:
