@@ -583,8 +583,19 @@ class ProgramGen:
             body = pick(ch, ["laplace {e} (count p)", "laplace {e} (sum (map (fun r -> clip 0 10 r.age) p))",
                              "sample t = laplace {e} (count p); return (t + 1)", "gaussian {e} (count p)",
                              "sample t = gaussian {e} (sum (map (fun r -> clip 0 10 r.age) p)); "
-                             "sample u = laplace {e} (count p); return (t + u)"])
-            return f"each (fun p -> {body.format(e=self.eps())}) {paren(p)}", f"nparts:{key}"
+                             "sample u = laplace {e} (count p); return (t + u)",
+                             # a tree's leaf: each part grouped again, its groups counted (the parts of
+                             # a part, sized from their siblings' cells)
+                             'let k = groupby (fun r -> r.sex) p; sample c = laplace {e} (count (part k "M"), '
+                             'count (part k "F")); let (m, f) = c; return (m - f)',
+                             'laplace {e} (count (part (groupby (fun r -> r.n) p) "2"))',
+                             "node"])
+            if body == "node":  # a tree's node: a selection scoring the part's groupings by key
+                score = self.by_key_score([Var("p", "bag", False)], d, "x")
+                body = f"exponential {self.eps()} [1, 2, 3] (fun x -> {score})"
+            else:
+                body = body.format(e=self.eps())
+            return f"each (fun p -> {body}) {paren(p)}", f"nparts:{key}"
         if kind == "loop":
             hs = self.callable(env, "fuzzy")
             if hs:
