@@ -488,6 +488,7 @@ def test_whole_fractions_are_the_fractions_of_the_ints(ints):
     assert [type(g) for g in got] == [F] * len(ints) and got == [F(v) for v in ints]
     assert all(g.denominator == 1 and hash(g) == hash(F(v)) for g, v in zip(got, ints))
     assert whole_fractions(np.array([7]))[0] is whole_fractions(np.array([7, 8]))[0]  # the table's
+    assert whole_fractions(np.arange(4096)) == [F(i) for i in range(4096)]  # the whole table
 
 
 def _same(x, y) -> bool:

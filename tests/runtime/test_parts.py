@@ -371,23 +371,27 @@ def test_the_parts_of_a_part_are_counted_from_their_siblings_and_read_no_rows(mo
     batched = run(entry)
     assert asked == [] and cells == [1] * 6  # each partition's sizes from the cells, no rows selected
     assert batched[:2] == run(entry, batch=False)[:2]
-    # codes and rows of a part's partition, read when asked for: the part's own
+    # a part's partition directly: sized before anything of the part is read; its codes and rows,
+    # read when asked for, are the part's own
     from fuzzpy.runtime.interpreter import Context, Interpreter
 
-    groupby = next(n for n in I.reachable(entry) if isinstance(n, I.IPrim) and n.name == "groupby"
-                   and "k" in repr(n.args[0].body))
-    ctx = Context(Interpreter(RunState(RandomSource.seeded(0))), groupby.info, None)
-    key = Closure({}, groupby.args[0].params, groupby.args[0].body)
-    outer = P._run_groupby(ctx, key, DB)
-    part = outer["a"]
-    inner = P._run_groupby(ctx, key, part)
-    assert inner._grouped is not None  # nothing read yet
-    assert np.array_equal(inner.rows, np.array([0, 2, 4])) and np.array_equal(inner.codes, [0, 0, 0])
-    assert [len(p) for p in inner.values()] == [3, 0, 0]
-    sibling = P._run_groupby(ctx, key, outer["b"])
-    assert [len(p) for p in sibling.values()] == [0, 2, 0]
+    def grouping(column):
+        node = next(n for n in I.reachable(entry) if isinstance(n, I.IPrim) and n.name == "groupby"
+                    and f"'{column}'" in repr(n.args[0].body))
+        ctx = Context(Interpreter(RunState(RandomSource.seeded(0))), node.info, None)
+        return ctx, Closure({}, node.args[0].params, node.args[0].body)
+
+    (ctx_x, key_x), (ctx_k, key_k) = grouping("x"), grouping("k")
+    outer = P._run_groupby(ctx_x, key_x, DB)  # bins of x: 0, 1, 2, 0, 1, 2
+    part = outer["1"]  # rows 1 and 4: k = "b", "a"
+    inner = P._run_groupby(ctx_k, key_k, part)
+    assert [len(p) for p in inner.values()] == [1, 1, 0]
+    assert inner._grouped is not None and part._rows is None  # sized without reading the part
+    assert np.array_equal(inner.rows, [1, 4]) and np.array_equal(inner.codes, [1, 0])
+    sibling = P._run_groupby(ctx_k, key_k, outer["2"])  # rows 2 and 5: k = "a", "b"
+    assert [len(p) for p in sibling.values()] == [1, 1, 0]
     family = part.family[0]
-    assert family is outer["b"].family[0] and len(family._cells) == 1  # one pass for both parts
+    assert family is outer["2"].family[0] and len(family._cells) == 1  # one pass for both parts
 
 
 def test_a_lazy_part_is_the_bag_the_constructor_makes():
