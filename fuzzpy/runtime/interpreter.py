@@ -568,12 +568,11 @@ def whole_fractions(ints: np.ndarray) -> list[Fraction]:
     [0, SMALL_WHOLES) are taken from one table of Fractions made once (Fractions are immutable,
     so one object can stand for every equal count; making one costs five times reading one)."""
     global _SMALL
-    if ints.size and 0 <= ints.min() and ints.max() < SMALL_WHOLES:
-        table = _SMALL
-        if table is None:  # built whole, then published: a thread sees the whole table or none
-            table = _SMALL = [whole_fraction(i) for i in range(SMALL_WHOLES)]
-        return [table[v] for v in ints.tolist()]
-    return [whole_fraction(v) for v in ints.tolist()]
+    table = _SMALL
+    if table is None:  # built whole, then published: a thread sees the whole table or none
+        table = _SMALL = [whole_fraction(i) for i in range(SMALL_WHOLES)]
+    # a test per element, not a min and a max of the array: lanes are often a dozen candidates
+    return [table[v] if 0 <= v < SMALL_WHOLES else whole_fraction(v) for v in ints.tolist()]
 
 
 def _whole_max(a: Any, b: Any) -> Fraction:
