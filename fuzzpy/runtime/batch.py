@@ -1210,11 +1210,13 @@ def compact(vals: list) -> Lanes:
 # What a branch can reach of its environment: the names it reads, or everything when it captures
 # the whole environment (a closure whose code comes from its application site).
 _REACH: "weakref.WeakKeyDictionary[Any, Optional[frozenset]]" = weakref.WeakKeyDictionary()
+_UNREACHED = object()
 
 
 def _reach(branch: Any) -> Optional[frozenset]:
-    if branch in _REACH:
-        return _REACH[branch]
+    hit = _REACH.get(branch, _UNREACHED)  # one lookup: None (captures its scope) is a value
+    if hit is not _UNREACHED:
+        return hit
     out = None if _captures_env(branch) else _read_names(branch)
     _REACH[branch] = out
     return out
