@@ -2191,4 +2191,3 @@ def _parts_as_lanes(ps: dict) -> Optional[Any]:
     if any(isinstance(p, (pd.DataFrame, pd.Series, MaskedBag)) for p in parts):
         return None
     return Lanes(parts)
-
