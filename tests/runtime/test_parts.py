@@ -551,4 +551,3 @@ def test_int_codes_are_each_keys_position_and_small():
             assert got.dtype == want_type
             assert got.tolist() == [reference(v, lo, k) for v in x.tolist()]
     assert int_codes(4.0, 1, 5).tolist() == [3] and int_codes(float("nan"), 0, 5).tolist() == [-1]
-
