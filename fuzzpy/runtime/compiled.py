@@ -33,8 +33,8 @@ from ..primitives.arith import fold_mul
 from ..primitives.registry import Primitive, lookup
 
 # Primitives that take a table (their runtimes receive lazy bags): never in a compiled function.
-from .interpreter import (LAZY_BAG_PRIMITIVES, _NOT_EXACT, _WHOLE, RunFailure, _immutable, _whole_by_slots, fold_exact,
-                          shared_const, whole_fraction)
+from .interpreter import (LAZY_BAG_PRIMITIVES, _NOT_EXACT, _WHOLE, SMALL_WHOLES, RunFailure, _immutable, _whole_by_slots,
+                          fold_exact, shared_const, small_wholes, whole_fraction)
 
 _COMPILED: "weakref.WeakKeyDictionary[I.Instance, Optional[Callable[..., Any]]]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -118,7 +118,9 @@ def _inline_fold(fold: Any, a: str, b: str) -> Optional[str]:
     if whole_fraction is not _whole_by_slots:  # Fractions kept some other way: no slot reads
         return None
     if fold in _WHOLE_ARITH:
-        return f"_wf({a}._numerator {_WHOLE_ARITH[fold]} {b}._numerator)"
+        # a small result from the table of small whole numbers (`whole_fractions`), no new object
+        return (f"(_sw[_s] if 0 <= (_s := {a}._numerator {_WHOLE_ARITH[fold]} {b}._numerator) < {SMALL_WHOLES} "
+                f"else _wf(_s))")
     if fold in _WHOLE_PICK:
         return f"({b} if {b}._numerator {_WHOLE_PICK[fold]} {a}._numerator else {a})"
     return None
@@ -151,7 +153,7 @@ class _Module:
         self.names: dict[I.Instance, str] = {}
         self.pending: list[I.Instance] = []
         self.globals: dict[str, Any] = {"_limits": limits, "_too_deep": _too_deep, "_F": Fraction,
-                                        "_wf": whole_fraction, "_direct": _DIRECT_TYPES}
+                                        "_wf": whole_fraction, "_direct": _DIRECT_TYPES, "_sw": small_wholes()}
         self.lines: list[str] = []
         self._n = 0
 

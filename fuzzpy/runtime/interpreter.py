@@ -567,12 +567,18 @@ def whole_fractions(ints: np.ndarray) -> list[Fraction]:
     """[whole_fraction(v) for v in ints] for an int array.  Counts are mostly small: those in
     [0, SMALL_WHOLES) are taken from one table of Fractions made once (Fractions are immutable,
     so one object can stand for every equal count; making one costs five times reading one)."""
+    table = small_wholes()
+    # a test per element, not a min and a max of the array: lanes are often a dozen candidates
+    return [table[v] if 0 <= v < SMALL_WHOLES else whole_fraction(v) for v in ints.tolist()]
+
+
+def small_wholes() -> list[Fraction]:
+    """The table of whole_fraction(i) for i in [0, SMALL_WHOLES), made on first use."""
     global _SMALL
     table = _SMALL
     if table is None:  # built whole, then published: a thread sees the whole table or none
         table = _SMALL = [whole_fraction(i) for i in range(SMALL_WHOLES)]
-    # a test per element, not a min and a max of the array: lanes are often a dozen candidates
-    return [table[v] if 0 <= v < SMALL_WHOLES else whole_fraction(v) for v in ints.tolist()]
+    return table
 
 
 def _whole_max(a: Any, b: Any) -> Fraction:

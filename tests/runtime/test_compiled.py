@@ -191,12 +191,13 @@ def test_the_inline_cases_of_a_compiled_fold_are_the_interpreters_fold():
     import itertools
 
     from fuzzpy.primitives.registry import lookup
-    from fuzzpy.runtime.interpreter import fold_exact, whole_fraction
+    from fuzzpy.runtime.interpreter import fold_exact, small_wholes, whole_fraction
 
-    values = [F(0), F(3), F(-7), F(2**70), F(-(2**70)), F(1, 3), F(-5, 2), 0, 4, -2**65, 0.5, -0.0, 2.0, float("inf"),
-              float("nan"), "a", "b", "", True, False]
+    # whole numbers on both sides of the small table's bound (4096), as sums and products
+    values = [F(0), F(3), F(-7), F(2**70), F(-(2**70)), F(1, 3), F(-5, 2), F(64), F(2048), F(4093), F(4096), 0, 4,
+              -2**65, 0.5, -0.0, 2.0, float("inf"), float("nan"), "a", "b", "", True, False]
     miss = object()
-    names = {"_F": F, "_wf": whole_fraction, "_direct": C._DIRECT_TYPES, "_miss": miss}
+    names = {"_F": F, "_wf": whole_fraction, "_direct": C._DIRECT_TYPES, "_miss": miss, "_sw": small_wholes()}
     for name in ("add", "sub", "mul", "max", "min", "lt", "le", "gt", "ge", "eq", "ne"):
         fold = lookup(name).fold
         expr, test = C._inline_fold(fold, "a", "b"), C._inline_test(fold, "a", "b")
