@@ -69,7 +69,8 @@ def _run_bin(num, den, x, lo, hi):
 
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         out = np.multiply(x, den)
-        if type(out) is not np.ndarray or out.ndim == 0:
+        if type(out) is not np.ndarray or out.ndim == 0 or out.dtype.kind != "f":  # as before: no array
+            # of floats to work in (a scalar, a Series, ints whose quotient is a new float array)
             out = np.clip(np.floor(np.divide(out, num)), lo, hi)
             return float(out) if np.ndim(out) == 0 else out
         # the steps in place on the one new array (a column of a large table: each step's own

@@ -190,6 +190,30 @@ def test_bin_runs_exactly_and_clamps_to_its_bounds(tables):
     assert m.sensitivity == 3    # x in [0, 10]: bins 0 .. 3
 
 
+def test_bin_and_clip_on_columns_are_their_formulas_whatever_the_dtype():
+    """The runtimes of bin and clip work in place on the one array they make; on every input
+    kind they give what the plain formulas give (floats with NaN and infinities, ints, bools,
+    a float32 column, scalars), ints included: their quotient is a new float array."""
+    import numpy as np
+
+    from fuzzpy.primitives.arith import _clip_run
+    from fuzzpy.primitives.binning import _run_bin
+
+    inputs = [np.array([0.3, 2.9999, 3.0, -5.0, np.nan, np.inf, -np.inf, 1e308]), np.array([5, 15, 27, -3]),
+              np.array([5, 15, 27], dtype=np.int8), np.array([True, False]), np.array([0.3, 7.5], dtype=np.float32),
+              0.3, 7, np.float64(2.5)]
+    with np.errstate(all="ignore"):
+        for x in inputs:
+            for num, den, lo, hi in ((1, 10, 0, 5), (10, 1, 0, 9), (3, 2, -1, 100)):
+                want = np.clip(np.floor(np.divide(np.multiply(x, den), num)), lo, hi)
+                got = _run_bin(num, den, x, lo, hi)
+                assert np.array_equal(got, want, equal_nan=True) and np.ndim(got) == np.ndim(want), (x, num, den)
+                assert type(got) is (float if np.ndim(want) == 0 else np.ndarray)
+            want = np.fmin(np.fmax(x, 0.0), 4.0)
+            got = _clip_run(0, 4, x)
+            assert np.array_equal(got, want) and np.asarray(got).dtype == np.asarray(want).dtype, x
+
+
 def test_bin_is_not_lipschitz_on_private_values():
     refused(MAIN + "num { laplace 1 (bin 10 (count db)) }", "E0305")
     refused(MAIN + "num { laplace 1 (floor (count db)) }", "E0305")
