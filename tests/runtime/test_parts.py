@@ -326,6 +326,9 @@ def test_a_parts_rows_are_its_rows_in_order_whichever_part_is_asked_first(k):
             for i, r in got.items():
                 assert np.array_equal(r, rows[codes == i])
             assert parts.sorted is not None or k == 1
+        whole = _Grouped(None, small, k, False)  # every row of a table: row j is j
+        for i in ([first] + [i for i in range(k) if i != first])[:5]:
+            assert np.array_equal(whole.part_rows(i), np.flatnonzero(codes == i))
 
 
 @pytest.mark.parametrize("seed", range(5))
