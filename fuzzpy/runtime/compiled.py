@@ -33,11 +33,14 @@ from ..primitives.arith import fold_mul
 from ..primitives.registry import Primitive, lookup
 
 # Primitives that take a table (their runtimes receive lazy bags): never in a compiled function.
-from .interpreter import (LAZY_BAG_PRIMITIVES, _NOT_EXACT, _WHOLE, SMALL_WHOLES, RunFailure, _immutable, _whole_by_slots,
-                          fold_exact, shared_const, small_wholes, whole_fraction)
+from .interpreter import (BAG_ONLY, LAZY_BAG_PRIMITIVES, _NOT_EXACT, _WHOLE, SMALL_WHOLES, CompiledBind, RunFailure,
+                          _immutable, _whole_by_slots, call_with_context, field_of, fold_exact, shared_const,
+                          small_wholes, whole_fraction)
+from .values import Closure, Returned, materialise
 
 _COMPILED: "weakref.WeakKeyDictionary[I.Instance, Optional[Callable[..., Any]]]" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
+_EFFECTFUL: "weakref.WeakKeyDictionary[I.Instance, Optional[Callable[..., Any]]]" = weakref.WeakKeyDictionary()
+_LOCK = threading.RLock()  # an effectful group compiles the public functions it calls meanwhile
 
 
 class NotCompilable(Exception):
@@ -57,21 +60,42 @@ def compiled_function(inst: I.Instance) -> Optional[Callable[..., Any]]:
         return _COMPILED[inst]
 
 
-def _compile_group(root: I.Instance) -> None:
+def effectful_function(inst: I.Instance) -> Optional[Callable[..., Any]]:
+    """`inst` as a Python function fn(interpreter, state, *args) whatever it does (docs/runtime.md,
+    "Compiled functions with effects"): its public code (`compiled_function`) when it has one,
+    else a translation that also takes samples, returns, function values and applications, and
+    every primitive (through the interpreter's own `call_prim`); None when it must be
+    interpreted."""
+    pure = compiled_function(inst)
+    if pure is not None:
+        return pure
+    try:
+        return _EFFECTFUL[inst]
+    except KeyError:
+        pass
+    with _LOCK:
+        if inst not in _EFFECTFUL:
+            _compile_group(inst, effects=True)
+        return _EFFECTFUL[inst]
+
+
+def _compile_group(root: I.Instance, effects: bool = False) -> None:
     """Translate `root` and every instance it reaches through calls, as one module (they may
     call each other).  If one of them does not qualify, `root` does not; the others are tried
-    on their own when they are called."""
-    gen = _Module()
+    on their own when they are called.  With `effects`, the public functions reached are called
+    as their own compiled code, and the module holds the others."""
+    table = _EFFECTFUL if effects else _COMPILED
+    gen = _Module(effects)
     try:
         gen.function(root)
         while gen.pending:
             gen.function(gen.pending.pop())
         fns = gen.build()
     except (NotCompilable, SyntaxError, RecursionError, MemoryError, ValueError):
-        _COMPILED[root] = None
+        table[root] = None
         return
     for inst, fn in fns.items():
-        _COMPILED.setdefault(inst, fn)
+        table.setdefault(inst, fn)
 
 
 # ---- primitive calls ---------------------------------------------------------------------------------
@@ -149,11 +173,14 @@ class _Module:
     """Python source for a group of instances; constants, primitives and spans live in the
     module's globals as _g<n>."""
 
-    def __init__(self) -> None:
+    def __init__(self, effects: bool = False) -> None:
+        self.effects = effects  # samples, function values and every primitive taken too
         self.names: dict[I.Instance, str] = {}
         self.pending: list[I.Instance] = []
         self.globals: dict[str, Any] = {"_limits": limits, "_too_deep": _too_deep, "_F": Fraction,
-                                        "_wf": whole_fraction, "_direct": _DIRECT_TYPES, "_sw": small_wholes()}
+                                        "_wf": whole_fraction, "_direct": _DIRECT_TYPES, "_sw": small_wholes(),
+                                        "_Bind": CompiledBind, "_Ret": Returned, "_Cl": Closure,
+                                        "_field": field_of, "_ctx_call": call_with_context, "_mat": materialise}
         self.lines: list[str] = []
         self._n = 0
 
@@ -269,8 +296,12 @@ class _Body:
 
     def x_IPrim(self, node: I.IPrim, scope: dict[str, str]) -> str:
         prim = lookup(node.name)
-        if prim is None or prim.run is None or prim.needs_context or node.name in LAZY_BAG_PRIMITIVES:
+        if prim is None or prim.run is None:
             raise NotCompilable(f"primitive {node.name}")
+        if prim.needs_context or node.name in LAZY_BAG_PRIMITIVES:
+            if not self.m.effects:
+                raise NotCompilable(f"primitive {node.name}")
+            return self._effect_prim(prim, node, [self.expr(a, scope) for a in node.args])
         args = [self.expr(a, scope) for a in node.args]
         exact = prim.fold is not None and not prim.structured
         call = self.m.glob((_fold_call if exact else _plain_call)(prim, node))
@@ -281,7 +312,13 @@ class _Body:
         return self.let(f"{call}(it, {''.join(a + ', ' for a in args)})")
 
     def x_ICall(self, node: I.ICall, scope: dict[str, str]) -> str:
-        fn = self.m.name_of(node.instance)
+        if self.m.effects:
+            public = compiled_function(node.instance)
+            if public is None:
+                return self._effectful_call(node, scope)
+            fn = self.m.glob(public)  # public code: no site to record (it releases nothing)
+        else:
+            fn = self.m.name_of(node.instance)
         args = [self.expr(a, scope) for a in node.args]
         out = self.m.fresh("t")
         # the interpreter's call_instance: the same limit, checked before the call, same error
@@ -292,6 +329,101 @@ class _Body:
         self.emit("finally:")
         self.emit("    st.depth -= 1")
         return out
+
+    def _effectful_call(self, node: I.ICall, scope: dict[str, str]) -> str:
+        """The interpreter's call_instance written out: the depth limit, then the call site
+        pushed while the callee runs when it is in the user's file (releases and samples made
+        below are labelled with it); under a per-row call budget, the interpreter's own call."""
+        fn = self.m.name_of(node.instance)
+        args = [self.expr(a, scope) for a in node.args]
+        out, site = self.m.fresh("t"), self.m.fresh("t")
+        span = self.m.glob(node.span)
+        self.emit("if st.row_calls is not None:")
+        self.emit(f"    {out} = it.call_instance({self.m.glob(node)}, [{', '.join(args)}])")
+        self.emit("else:")
+        self.depth += 1
+        self.emit(f"if st.depth >= _limits.CALL_DEPTH: raise _too_deep({span})")
+        self.emit("st.depth += 1")
+        self.emit(f"{site} = {span} is not None and {span}.file == st.user_file")
+        self.emit(f"if {site}: st.sites.append({span})")
+        self.emit("try:")
+        self.emit(f"    {out} = {fn}(it, st, {''.join(a + ', ' for a in args)})")
+        self.emit("finally:")
+        self.emit("    st.depth -= 1")
+        self.emit(f"    if {site}: st.sites.pop()")
+        self.depth -= 1
+        return out
+
+    # -- effects (only with _Module.effects) ----------------------------------------------------------
+
+    def _effect_prim(self, prim: Primitive, node: I.IPrim, args: list[str]) -> str:
+        """The interpreter's `call_prim` for a primitive that takes a context or a table, with
+        its decisions made here: they depend only on the primitive, and compiled code runs
+        only with exact arithmetic and no engine (`Interpreter.call_body`)."""
+        listed = "[" + ", ".join(args) + "]"
+        if node.name in BAG_ONLY and prim.fold is None:  # lazy bags, partitions and keys, as they are
+            return self.let(f"{self.m.glob(prim.run)}({', '.join(args)})")
+        if not prim.needs_context:
+            return self.let(f"it.call_prim({self.m.glob(prim)}, {self.m.glob(node)}, {listed})")
+        if node.name not in LAZY_BAG_PRIMITIVES:  # plain values for everything else
+            listed = "[" + ", ".join(f"_mat({a})" for a in args) + "]"
+        return self.let(f"_ctx_call(it, {self.m.glob(prim)}, {self.m.glob(node)}, {listed})")
+
+    def _effects(self, what: str) -> None:
+        if not self.m.effects:
+            raise NotCompilable(what)
+
+    def _env(self, scope: dict[str, str]) -> str:
+        """The interpreter's environment at this point: every program variable in scope."""
+        return "{" + "".join(f"{name!r}: {var}, " for name, var in scope.items()) + "}"
+
+    def _nested(self, name: str, param: Optional[str], pattern: Any, node: Any, scope: dict[str, str]) -> None:
+        """A Python function evaluating `node` later (a sample's bound or body), with `param`
+        bound to `pattern` first."""
+        sub = _Body(self.m)
+        inner = sub.bind(pattern, param, scope) if param is not None else scope
+        result = sub.expr(node, inner)
+        self.emit(f"def {name}({param or ''}):")
+        for line in sub.lines:
+            self.emit("    " + line)
+        self.emit(f"    return {result}")
+
+    def x_ISample(self, node: I.ISample, scope: dict[str, str]) -> str:
+        """A Bind: nothing is evaluated until it is sampled, then the bound, then the body."""
+        self._effects("sample")
+        bound, rest, value = self.m.fresh("_b"), self.m.fresh("_k"), self.m.fresh("v")
+        self._nested(bound, None, None, node.bound, scope)
+        self._nested(rest, value, node.pattern, node.body, scope)
+        return self.let(f"_Bind(it, {self.m.glob(node)}, {bound}, {rest})")
+
+    def x_IReturn(self, node: I.IReturn, scope: dict[str, str]) -> str:
+        self._effects("return")
+        return self.let(f"_Ret({self.expr(node.value, scope)})")
+
+    def x_ILambda(self, node: I.ILambda, scope: dict[str, str]) -> str:
+        self._effects("fun")
+        return self.let(f"_Cl({self._env(scope)}, {self.m.glob(node.params)}, {self.m.glob(node.body)})")
+
+    def x_IClosure(self, node: I.IClosure, scope: dict[str, str]) -> str:
+        self._effects("a function value")
+        return self.let(f"_Cl({self._env(scope)})")
+
+    def x_IApply(self, node: I.IApply, scope: dict[str, str]) -> str:
+        self._effects("an application")
+        fn = self.expr(node.fn, scope)
+        args = "[" + ", ".join(self.expr(a, scope) for a in node.args) + "]"
+        if node.body is None:
+            return self.let(f"it.apply({fn}, {args})")
+        return self.let(f"it.apply_at({self.m.glob(node)}, {fn}, {args})")
+
+    def x_IField(self, node: I.IField, scope: dict[str, str]) -> str:
+        self._effects("a field")
+        return self.let(f"_field({self.expr(node.value, scope)}, {node.name!r})")
+
+    def x_IRecord(self, node: I.IRecord, scope: dict[str, str]) -> str:
+        self._effects("a record")
+        values = [(name, self.expr(x, scope)) for name, x in node.fields]
+        return self.let("{" + "".join(f"{name!r}: {v}, " for name, v in values) + "}")
 
     def x_ITuple(self, node: I.ITuple, scope: dict[str, str]) -> str:
         return self._tuple(node.items, scope)

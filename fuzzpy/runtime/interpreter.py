@@ -159,23 +159,49 @@ class Bind(Distribution):
                 rec.user_name = label
             state.user_named = len(state.releases)
 
+    def bound(self) -> Any:
+        """The distribution to draw from, evaluated when the binding is sampled."""
+        return self.interp.eval(self.node.bound, self.env)
+
+    def rest(self, value: Any) -> Any:
+        """The body with the pattern bound to the drawn value."""
+        return self.interp.eval(self.node.body, bind(self.env, self.node.pattern, value))
+
     def sample(self, ctx: Any) -> Any:
         dist: Any = self
         while isinstance(dist, Bind):  # a loop, not recursion: long sample chains stay flat
-            interp, node, env = dist.interp, dist.node, dist.env
+            interp, node = dist.interp, dist.node
             state = interp.state
             before = len(state.releases)
             site = dist.site
             if site is not None:  # Binds built below (the rest of a chain) keep the user's call
                 state.sites.append(site)
             try:
-                value = interp.draw(interp.eval(node.bound, env))
+                value = interp.draw(dist.bound())
                 self._label(state, node, before)
-                dist = interp.eval(node.body, bind(env, node.pattern, value))
+                dist = dist.rest(value)
             finally:
                 if site is not None:
                     state.sites.pop()
         return self.interp.draw(dist)
+
+
+class CompiledBind(Bind):
+    """A `sample` in a compiled function (compiled.py): the same binding, with its bound and its
+    body as the generated Python functions that evaluate them (`env` is unused)."""
+
+    __slots__ = ("bound_fn", "rest_fn")
+
+    def __init__(self, interp: "Interpreter", node: I.ISample, bound_fn: Callable[[], Any],
+                 rest_fn: Callable[[Any], Any]):
+        super().__init__(interp, node, {})
+        self.bound_fn, self.rest_fn = bound_fn, rest_fn
+
+    def bound(self) -> Any:
+        return self.bound_fn()
+
+    def rest(self, value: Any) -> Any:
+        return self.rest_fn(value)
 
 
 # ---- patterns and constants -----------------------------------------------------------------------
@@ -305,6 +331,7 @@ class Interpreter:
         self._prims: dict[str, Primitive] = {}
         self._consts: dict[int, Any] = {}
         self._compiled: dict[int, tuple] = {}  # id(instance) -> (instance, its compiled code or None)
+        self._effectful: dict[int, tuple] = {}  # the same, for any function (compiled.effectful_function)
         # Exact arithmetic for values that can reach a mechanism; row functions (which only
         # ever feed per-row results to bag primitives) use floats, like their column path.
         self.exact = exact
@@ -386,6 +413,10 @@ class Interpreter:
         args = [self.eval(a, env) for a in node.args]
         if node.body is None:
             return self.apply(fn, args)
+        return self.apply_at(node, fn, args)
+
+    def apply_at(self, node: I.IApply, fn: Any, args: list[Any]) -> Any:
+        """An application whose code is known at its site (an IClosure's value applied)."""
         if not isinstance(fn, Closure):
             raise RunFailure("internal error: applied a value that is not a function", node.span)
         inner = dict(fn.env)
@@ -456,17 +487,20 @@ class Interpreter:
         if self.compiled:
             state = self.state
             if state.engine is None and state.row_calls is None:
-                fn = self.compiled_of(inst)
+                fn = self.compiled_of(inst, effects=True)
                 if fn is not None:
                     return fn(self, state, *args)
         return self.eval(inst.body, dict(zip(inst.params, args)))  # type: ignore[arg-type]
 
-    def compiled_of(self, inst: I.Instance) -> Optional[Callable[..., Any]]:
-        """compiled.compiled_function(inst), looked up once per instance by this evaluator (a
-        weak dictionary's lookup makes a weak reference each time)."""
-        hit = self._compiled.get(id(inst))
+    def compiled_of(self, inst: I.Instance, effects: bool = False) -> Optional[Callable[..., Any]]:
+        """compiled.compiled_function(inst) (a public function's code), or with `effects`
+        compiled.effectful_function(inst) (any function's), looked up once per instance by this
+        evaluator (a weak dictionary's lookup makes a weak reference each time)."""
+        table = self._effectful if effects else self._compiled
+        hit = table.get(id(inst))
         if hit is None or hit[0] is not inst:
-            hit = self._compiled[id(inst)] = (inst, compiled.compiled_function(inst))
+            make = compiled.effectful_function if effects else compiled.compiled_function
+            hit = table[id(inst)] = (inst, make(inst))
         return hit[1]
 
     def prim(self, node: I.IPrim) -> Primitive:
@@ -495,9 +529,7 @@ class Interpreter:
         else:
             args = [materialise(a) for a in args]
         if prim.needs_context:
-            ctx = Context(self, node.info, node.span)
-            out = prim.run(ctx, *args)  # type: ignore[misc]
-            return Located(out, ctx) if is_distribution(out) else out
+            return call_with_context(self, prim, node, args)
         if prim.structured:  # vectors: exact on exact numbers (outside row functions), floats in rows
             return prim.run(*args)  # type: ignore[misc]
         if prim.fold is not None and self.exact:
@@ -505,6 +537,14 @@ class Interpreter:
             if exact is not _NOT_EXACT:
                 return exact
         return prim.run(*[as_float(a) for a in args])  # type: ignore[misc]
+
+
+def call_with_context(interp: Interpreter, prim: Primitive, node: I.IPrim, args: list[Any]) -> Any:
+    """A primitive that takes a run context, on arguments as `call_prim` prepares them; a
+    distribution it makes is drawn later with this call's context (its span labels releases)."""
+    ctx = Context(interp, node.info, node.span)
+    out = prim.run(ctx, *args)  # type: ignore[misc]
+    return Located(out, ctx) if is_distribution(out) else out
 
 
 _NOT_EXACT = object()
