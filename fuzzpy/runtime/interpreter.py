@@ -701,7 +701,7 @@ def evaluate_entry(instance: I.Instance, tables: dict[str, Any], state: RunState
 
         state.engine = engine_of(tables)
     interp = Interpreter(state)
-    value = interp.eval(instance.body, {p: tables[p] for p in instance.params})
+    value = interp.call_body(instance, [tables[p] for p in instance.params])
     result = interp.draw(value) if is_distribution(value) else value
     return RunResult(materialise(result), state.releases, state.fallbacks, state.estimates)
 

@@ -223,3 +223,131 @@ def test_compiled_code_carries_the_inline_cases():
     module.function(instances(entry)["member"])
     source = "\n".join(module.lines)
     assert "._numerator + " in source and "type(v" in source and " == " in source
+
+
+# ---- functions with effects ------------------------------------------------------------------------
+
+EFFECTS = HELPERS + """
+function noisy (b : bag T) : fuzzy num { laplace 1 (count b) }
+function twice (f : num -> num) (x : num) : num { f (f x) }
+function pair (b : bag T) (eps : num) : fuzzy (num, num) {
+  let c = groupby (fun r -> r.k) b;
+  sample counts = laplace eps (count (part c "a"), count (part c "b"));
+  let (u, v) = counts;
+  return (u, if v > u then v else u)
+}
+function node (b : bag T) (d : num) : fuzzy (list num) {
+  sample n = laplace 1 (count b);
+  if d == 0 then return [n]
+  else if n < 0 - 1000000 then return []
+  else sample rest = node b (d - 1); return (n :: rest)
+}
+function per_key (b : bag T) : fuzzy (list num) {
+  sample parts = each (fun g -> laplace 1 (count g)) (groupby (fun r -> r.k) b);
+  return (values parts)
+}
+function sizes (b : bag T) : list num { values (pmap (fun g -> count g) (groupby (fun r -> r.k) b)) }
+function rec_noisy (b : bag T) (n : num) : fuzzy num { if n <= 0 then noisy b else rec_noisy b (n - 1) }
+function record_of (b : bag T) : fuzzy num {
+  let s = { lo = count (filter (fun r -> r.x < 5) b), hi = count (filter (fun r -> r.x >= 5) b) };
+  laplace 1 (s.lo - s.hi)
+}
+"""
+
+
+def run_labelled(entry, compiled: bool, seed: int = 3):
+    """A run as `fuzzpy run` makes it in the user's file: every release with its labels."""
+    state = RunState(RandomSource.seeded(seed), compiled=compiled, user_file="t.fz")
+    try:
+        out = evaluate_entry(entry, {"db": DB}, state)
+        result: tuple = ("ok", out.value, type(out.value).__name__)
+    except RunFailure as exc:
+        result = ("failed", exc.diagnostics[0].message, exc.diagnostics[0].span)
+    return result + ([(r.mechanism, r.value, type(r.value).__name__, r.epsilon, r.span, r.name, r.user_name,
+                       r.site, r.keys) for r in state.releases],)
+
+
+@pytest.mark.parametrize("body, ret", [
+    ("sample a = noisy db; sample p = pair db 1; return (a, p)", "fuzzy (num, (num, num))"),
+    ("node db 3", "fuzzy (list num)"),
+    ("sample xs = per_key db; return (lsum xs, sizes db)", "fuzzy (num, list num)"),
+    ("let d = noisy db; sample a = d; sample b = d; return (a, b, twice (fun y -> y * 3) a)",
+     "fuzzy (num, num, num)"),
+    ("record_of db", "fuzzy num"),
+    ("if count db > 2 then pair db 1 else return (0, 0)", "fuzzy (num, num)"),
+])
+def test_functions_with_effects_release_what_the_interpreter_releases(body, ret):
+    entry = check(body, ret, EFFECTS)
+    assert C.effectful_function(instances(entry)["main"]) is not None
+    for seed in (3, 4):
+        fast, ref = run_labelled(entry, True, seed), run_labelled(entry, False, seed)
+        assert fast == ref
+        assert fast[0] == "ok" and fast[-1], fast
+    assert all(r[7] is not None for r in fast[-1])  # the user's call sites are compared, not all None
+
+
+def test_a_distribution_a_compiled_function_returns_is_drawn_afresh_each_time():
+    entry = check("let d = noisy db; sample a = d; sample b = d; return (a, b)", "fuzzy (num, num)", EFFECTS)
+    status, (a, b), _, releases = run_labelled(entry, True)
+    assert status == "ok" and a != b and [r[1] for r in releases] == [a, b]
+    assert [r[5] for r in releases] == ["a", "b"]
+
+
+def test_every_function_is_compiled_with_effects_and_public_ones_alone_without():
+    entry = check("sample a = noisy db; sample p = pair db 1; sample xs = per_key db;"
+                  "return (a, p, lsum xs, twice (fun y -> y + 1) 0, sizes db)",
+                  "fuzzy (num, (num, num), num, num, list num)", EFFECTS)
+    found = instances(entry)
+    for name in ("noisy", "pair", "per_key", "twice", "sizes", "main"):
+        assert C.compiled_function(found[name]) is None, name  # the lanes' per-lane code: public only
+        assert C.effectful_function(found[name]) is not None, name
+    assert C.effectful_function(found["lsum"]) is C.compiled_function(found["lsum"])
+
+
+def test_a_compiled_function_with_effects_walks_no_step_of_its_body(monkeypatch):
+    entry = check("sample p = pair db 1; return p", "fuzzy (num, num)", EFFECTS)
+    steps = []
+    for name in ("e_ISample", "e_ILet", "e_IReturn", "e_IPrim", "e_ILambda"):
+        orig = getattr(Interpreter, name)
+        monkeypatch.setattr(Interpreter, name, lambda self, *a, orig=orig, name=name: steps.append(name) or orig(self, *a))
+    Interpreter._table = __import__("fuzzpy.runtime.interpreter", fromlist=["_dispatch_table"])._dispatch_table(Interpreter)
+    try:
+        walked = run_labelled(entry, False)
+        assert {"e_ISample", "e_ILet", "e_IReturn", "e_IPrim", "e_ILambda"} <= set(steps)
+        steps.clear()
+        assert run_labelled(entry, True) == walked
+        # the key function `fun r -> r.k` is a value the primitive applies: its body is walked
+        assert steps == []
+    finally:
+        monkeypatch.undo()
+        Interpreter._table = __import__("fuzzpy.runtime.interpreter", fromlist=["_dispatch_table"])._dispatch_table(
+            Interpreter)
+
+
+def test_effects_nested_past_the_limit_fail_at_the_same_call_after_the_same_releases(monkeypatch):
+    monkeypatch.setattr(limits, "CALL_DEPTH", 40)
+    entry = check("sample a = noisy db; sample b = rec_noisy db (count db * 20); return (a + b)", extra=EFFECTS)
+    fast, ref = run_labelled(entry, True), run_labelled(entry, False)
+    assert fast == ref
+    assert fast[0] == "failed" and "nested more than 40 deep" in fast[1] and fast[2].file == "t.fz"
+    assert len(fast[-1]) == 1
+    entry = check("rec_noisy db (count db * 9)", extra=EFFECTS)  # main 1, rec_noisy 37 deep, noisy: 39
+    assert run_labelled(entry, True) == run_labelled(entry, False)
+    assert run_labelled(entry, True)[0] == "ok"
+
+
+def test_a_call_under_a_row_budget_is_the_interpreters_call():
+    """Compiled code never runs under a per-row call budget (only row-by-row evaluation sets
+    one, with its own interpreter), but if it did, its calls of functions with effects would
+    be the interpreter's own, which spend the budget."""
+    entry = check("sample a = node db 2; return a", "fuzzy (list num)", EFFECTS)
+    fn = C.effectful_function(entry)
+    state = RunState(RandomSource.seeded(0))
+    interp = Interpreter(state)
+    dist = fn(interp, state, DB)  # main's sample: its bound, the call, runs when drawn
+    state.row_calls = 100
+    value = interp.draw(dist)
+    # the three calls of node (d = 2, 1, 0) each spent one: main's went through call_instance
+    assert len(value) == 3 and state.row_calls == 97
+    state.row_calls = None
+    assert interp.draw(fn(interp, state, DB)) != value and state.row_calls is None
