@@ -248,6 +248,17 @@ function per_key (b : bag T) : fuzzy (list num) {
 }
 function sizes (b : bag T) : list num { values (pmap (fun g -> count g) (groupby (fun r -> r.k) b)) }
 function rec_noisy (b : bag T) (n : num) : fuzzy num { if n <= 0 then noisy b else rec_noisy b (n - 1) }
+function below (b : bag T) (t : num) (eps : num) : fuzzy (num, num) {
+  let c = groupby (fun r -> r.k) (filter (fun r -> r.x < t) b);
+  let lowest = count (head 1 (sort_by (fun r -> r.x) (part c "a")));
+  sample per = each (fun g -> laplace eps (count g + lowest)) c;
+  let vs = values per;
+  return (lsum vs, len vs)
+}
+function by_key (b : bag T) f { f (groupby (fun r -> r.k) b) }
+function spread (b : bag T) (eps : num) : fuzzy num {
+  by_key b (fun ps -> laplace eps (lsum (values (pmap (fun g -> count g) ps))))
+}
 function record_of (b : bag T) : fuzzy num {
   let s = { lo = count (filter (fun r -> r.x < 5) b), hi = count (filter (fun r -> r.x >= 5) b) };
   laplace 1 (s.lo - s.hi)
@@ -274,6 +285,7 @@ def run_labelled(entry, compiled: bool, seed: int = 3):
     ("let d = noisy db; sample a = d; sample b = d; return (a, b, twice (fun y -> y * 3) a)",
      "fuzzy (num, num, num)"),
     ("record_of db", "fuzzy num"),
+    ("sample a = below db 8 (1 / 2); sample b = spread db 1; return (a, b)", "fuzzy ((num, num), num)"),
     ("if count db > 2 then pair db 1 else return (0, 0)", "fuzzy (num, num)"),
 ])
 def test_functions_with_effects_release_what_the_interpreter_releases(body, ret):
