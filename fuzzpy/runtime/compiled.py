@@ -40,6 +40,7 @@ from .values import Closure, Returned, materialise
 
 _COMPILED: "weakref.WeakKeyDictionary[I.Instance, Optional[Callable[..., Any]]]" = weakref.WeakKeyDictionary()
 _EFFECTFUL: "weakref.WeakKeyDictionary[I.Instance, Optional[Callable[..., Any]]]" = weakref.WeakKeyDictionary()
+_BODIES: "weakref.WeakKeyDictionary[I.IR, tuple]" = weakref.WeakKeyDictionary()  # body -> (params, code)
 _LOCK = threading.RLock()  # an effectful group compiles the public functions it calls meanwhile
 
 
@@ -77,6 +78,40 @@ def effectful_function(inst: I.Instance) -> Optional[Callable[..., Any]]:
         if inst not in _EFFECTFUL:
             _compile_group(inst, effects=True)
         return _EFFECTFUL[inst]
+
+
+def body_function(body: I.IR, params: tuple) -> Optional[tuple[Callable[..., Any], frozenset]]:
+    """The code of a function value applied by the scalar evaluator (an ILambda's body, or the
+    body an IApply gives an IClosure's value) as fn(interpreter, state, env, *args), with the
+    names it reads from the captured environment `env` (the caller checks they are all there);
+    None when it must be interpreted.  Translated once per body, with the functions it calls."""
+    try:
+        hit = _BODIES[body]
+    except KeyError:
+        hit = None
+    except TypeError:  # not weakly referenceable: not compiled
+        return None
+    if hit is None or hit[0] != params:
+        with _LOCK:
+            hit = _BODIES.get(body)
+            if hit is None or hit[0] != params:
+                hit = _BODIES[body] = (params, _compile_body(body, params))
+    return hit[1]
+
+
+def _compile_body(body: I.IR, params: tuple) -> Optional[tuple[Callable[..., Any], frozenset]]:
+    gen = _Module(effects=True)
+    try:
+        name, free = gen.body(body, params)
+        while gen.pending:
+            gen.function(gen.pending.pop())
+        fns = gen.build(name)
+    except (NotCompilable, SyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+    for inst, fn in fns.items():
+        if isinstance(inst, I.Instance):
+            _EFFECTFUL.setdefault(inst, fn)
+    return fns[name], free
 
 
 def _compile_group(root: I.Instance, effects: bool = False) -> None:
@@ -183,6 +218,9 @@ class _Module:
                                         "_field": field_of, "_ctx_call": call_with_context, "_mat": materialise}
         self.lines: list[str] = []
         self._n = 0
+        # While a function value's body is translated: its free names, each read once from the
+        # captured environment when the body starts (name -> the Python local holding it).
+        self.free: Optional[dict[str, str]] = None
 
     def fresh(self, prefix: str) -> str:
         self._n += 1
@@ -212,11 +250,29 @@ class _Module:
         self.lines.extend("    " + line for line in body.lines)
         self.lines.append(f"    return {result}")
 
-    def build(self) -> dict[I.Instance, Callable[..., Any]]:
+    def body(self, node: Any, params: tuple) -> tuple[str, frozenset]:
+        """A function value's body as fn(it, st, env, *params): names it does not bind are
+        read from env, the environment the value captured, as the interpreter reads them."""
+        name = self.fresh("_a")
+        scope = {p: self.fresh("v") for p in params}
+        self.free = {}
+        body = _Body(self)
+        result = body.expr(node, scope)
+        free, self.free = self.free, None
+        self.lines.append(f"def {name}(it, st, env, {''.join(scope[p] + ', ' for p in params)}):")
+        self.lines.extend(f"    {var} = env[{n!r}]" for n, var in free.items())
+        self.lines.extend("    " + line for line in body.lines)
+        self.lines.append(f"    return {result}")
+        return name, frozenset(free)
+
+    def build(self, extra: Optional[str] = None) -> dict[Any, Callable[..., Any]]:
         source = "\n".join(self.lines) + "\n"
         namespace = dict(self.globals)
         exec(compile(source, "<fuzzpy compiled>", "exec"), namespace)
-        return {inst: namespace[name] for inst, name in self.names.items()}
+        out: dict[Any, Callable[..., Any]] = {inst: namespace[name] for inst, name in self.names.items()}
+        if extra is not None:
+            out[extra] = namespace[extra]
+        return out
 
 
 class _Body:
@@ -271,7 +327,11 @@ class _Body:
 
     def x_IVar(self, node: I.IVar, scope: dict[str, str]) -> str:
         if node.name not in scope:
-            raise NotCompilable(f"free name {node.name}")
+            if self.m.free is None:
+                raise NotCompilable(f"free name {node.name}")
+            if node.name not in self.m.free:  # a function value's captured name
+                self.m.free[node.name] = self.m.fresh("v")
+            return self.m.free[node.name]
         return scope[node.name]
 
     def x_ILet(self, node: I.ILet, scope: dict[str, str]) -> str:
@@ -374,8 +434,10 @@ class _Body:
             raise NotCompilable(what)
 
     def _env(self, scope: dict[str, str]) -> str:
-        """The interpreter's environment at this point: every program variable in scope."""
-        return "{" + "".join(f"{name!r}: {var}, " for name, var in scope.items()) + "}"
+        """The interpreter's environment at this point: every program variable in scope, after
+        (in a function value's body) the environment the value captured."""
+        captured = "**env, " if self.m.free is not None else ""
+        return "{" + captured + "".join(f"{name!r}: {var}, " for name, var in scope.items()) + "}"
 
     def _nested(self, name: str, param: Optional[str], pattern: Any, node: Any, scope: dict[str, str]) -> None:
         """A Python function evaluating `node` later (a sample's bound or body), with `param`

@@ -332,6 +332,7 @@ class Interpreter:
         self._consts: dict[int, Any] = {}
         self._compiled: dict[int, tuple] = {}  # id(instance) -> (instance, its compiled code or None)
         self._effectful: dict[int, tuple] = {}  # the same, for any function (compiled.effectful_function)
+        self._bodies: dict[int, tuple] = {}  # id(body) -> (body, params, compiled.body_function's answer)
         # Exact arithmetic for values that can reach a mechanism; row functions (which only
         # ever feed per-row results to bag primitives) use floats, like their column path.
         self.exact = exact
@@ -354,6 +355,10 @@ class Interpreter:
         """Call a function value that carries its own code (row functions, per-part functions)."""
         if not isinstance(fn, Closure) or fn.body is None or fn.params is None:
             raise RunFailure("internal error: a function passed to a primitive has no code")
+        if self.compiled:
+            code = self.body_code(fn.body, fn.params, fn.env, args)
+            if code is not None:
+                return code(self, self.state, fn.env, *args)
         env = dict(fn.env)
         env.update(zip(fn.params, args))
         return self.eval(fn.body, env)
@@ -419,6 +424,10 @@ class Interpreter:
         """An application whose code is known at its site (an IClosure's value applied)."""
         if not isinstance(fn, Closure):
             raise RunFailure("internal error: applied a value that is not a function", node.span)
+        if self.compiled and node.params is not None:
+            code = self.body_code(node.body, node.params, fn.env, args)
+            if code is not None:
+                return code(self, self.state, fn.env, *args)
         inner = dict(fn.env)
         inner.update(zip(node.params or [], args))
         return self.eval(node.body, inner)
@@ -491,6 +500,21 @@ class Interpreter:
                 if fn is not None:
                     return fn(self, state, *args)
         return self.eval(inst.body, dict(zip(inst.params, args)))  # type: ignore[arg-type]
+
+    def body_code(self, body: I.IR, params: list[str], env: dict, args: list[Any]) -> Optional[Callable[..., Any]]:
+        """compiled.body_function's code for a function value's body, when it may run here as
+        call_body decides for a function (no engine, no row budget), on exactly its parameters,
+        with every name it reads captured."""
+        state = self.state
+        if state.engine is not None or state.row_calls is not None or len(args) != len(params):
+            return None
+        hit = self._bodies.get(id(body))
+        if hit is None or hit[0] is not body or hit[1] != params:
+            hit = self._bodies[id(body)] = (body, list(params), compiled.body_function(body, tuple(params)))
+        found = hit[2]
+        if found is None or not found[1] <= env.keys():
+            return None
+        return found[0]
 
     def compiled_of(self, inst: I.Instance, effects: bool = False) -> Optional[Callable[..., Any]]:
         """compiled.compiled_function(inst) (a public function's code), or with `effects`

@@ -266,9 +266,9 @@ function record_of (b : bag T) : fuzzy num {
 """
 
 
-def run_labelled(entry, compiled: bool, seed: int = 3):
+def run_labelled(entry, compiled: bool, seed: int = 3, batch: bool = True):
     """A run as `fuzzpy run` makes it in the user's file: every release with its labels."""
-    state = RunState(RandomSource.seeded(seed), compiled=compiled, user_file="t.fz")
+    state = RunState(RandomSource.seeded(seed), compiled=compiled, user_file="t.fz", batch=batch)
     try:
         out = evaluate_entry(entry, {"db": DB}, state)
         result: tuple = ("ok", out.value, type(out.value).__name__)
@@ -287,15 +287,18 @@ def run_labelled(entry, compiled: bool, seed: int = 3):
     ("record_of db", "fuzzy num"),
     ("sample a = below db 8 (1 / 2); sample b = spread db 1; return (a, b)", "fuzzy ((num, num), num)"),
     ("if count db > 2 then pair db 1 else return (0, 0)", "fuzzy (num, num)"),
+    ("sample best = exponential 1 [\"a\", \"b\", \"c\"] (fun k -> if k == \"c\" then 0 else count (filter (fun r -> r.k == k) db));"
+     "sample n = spread db 1; return (best, n)", "fuzzy (string, num)"),
 ])
-def test_functions_with_effects_release_what_the_interpreter_releases(body, ret):
+@pytest.mark.parametrize("batch", [True, False])
+def test_functions_with_effects_release_what_the_interpreter_releases(body, ret, batch):
     entry = check(body, ret, EFFECTS)
     assert C.effectful_function(instances(entry)["main"]) is not None
     for seed in (3, 4):
-        fast, ref = run_labelled(entry, True, seed), run_labelled(entry, False, seed)
+        fast, ref = run_labelled(entry, True, seed, batch), run_labelled(entry, False, seed, batch)
         assert fast == ref
         assert fast[0] == "ok" and fast[-1], fast
-    assert all(r[7] is not None for r in fast[-1])  # the user's call sites are compared, not all None
+    assert any(r[7] is not None for r in fast[-1])  # the user's call sites are compared, not all None
 
 
 def test_a_distribution_a_compiled_function_returns_is_drawn_afresh_each_time():
@@ -363,3 +366,41 @@ def test_a_call_under_a_row_budget_is_the_interpreters_call():
     assert len(value) == 3 and state.row_calls == 97
     state.row_calls = None
     assert interp.draw(fn(interp, state, DB)) != value and state.row_calls is None
+
+
+# ---- function values' bodies -------------------------------------------------------------------------
+
+def test_function_values_applied_by_the_scalar_evaluator_run_their_compiled_bodies(monkeypatch):
+    """A lambda a primitive applies (each, the unbatched exponential's score) and the body an
+    application gives a function parameter (`by_key`'s f) run as compiled code reading the
+    names they captured, with what the interpreter releases."""
+    entry = check("sample best = exponential 1 [\"a\", \"b\"] (fun k -> count (filter (fun r -> r.k == k) db));"
+                  "sample xs = per_key db; sample s = spread db 1; return (best, lsum xs, s)",
+                  "fuzzy (string, num, num)", EFFECTS)
+    taken = []
+    orig = Interpreter.body_code
+    monkeypatch.setattr(Interpreter, "body_code", lambda self, body, *a: taken.append(
+        (type(body).__name__, orig(self, body, *a) is not None)) or orig(self, body, *a))
+    assert run_labelled(entry, True, batch=False) == run_labelled(entry, False, batch=False)
+    kinds = {kind for kind, hit in taken if hit}
+    assert len(taken) >= 5 and all(hit for _, hit in taken), taken
+    # the lambdas' bodies (primitive calls) and a lambda reaching the function it wraps (an
+    # application whose body the site gives), each compiled
+    assert kinds == {"IPrim", "IApply"}, taken
+
+
+def test_a_body_reads_its_free_names_from_the_captured_environment_or_is_walked():
+    from fuzzpy.checking.ir import IPrim, IVar
+
+    body = IPrim("add", [IVar("x"), IVar("y")], {})
+    code, free = C.body_function(body, ("x",))
+    assert free == frozenset({"y"})
+    state = RunState(RandomSource.seeded(0))
+    it = Interpreter(state)
+    assert code(it, state, {"y": F(2), "x": F(100)}, F(1)) == 3  # the parameter, not the captured x
+    from fuzzpy.runtime.values import Closure
+
+    assert it.apply(Closure({"y": F(5)}, ["x"], body), [F(1)]) == 6
+    with pytest.raises(RunFailure, match="'y' is not bound"):  # the interpreter's own error
+        it.apply(Closure({}, ["x"], body), [F(1)])
+    assert C.body_function(body, ("x", "y"))[1] == frozenset()  # the same body, other parameters
