@@ -394,7 +394,8 @@ class _Body:
         """The interpreter's call_instance written out: the depth limit, then the call site
         pushed while the callee runs when it is in the user's file (releases and samples made
         below are labelled with it); under a per-row call budget, the interpreter's own call."""
-        fn = self.m.name_of(node.instance)
+        done = _EFFECTFUL.get(node.instance)  # translated already (by another group): called, not translated again
+        fn = self.m.glob(done) if done is not None else self.m.name_of(node.instance)
         args = [self.expr(a, scope) for a in node.args]
         out, site = self.m.fresh("t"), self.m.fresh("t")
         span = self.m.glob(node.span)
