@@ -1529,14 +1529,24 @@ def _groupby_blocks(lb: LaneBag, full: np.ndarray, keys: tuple) -> dict:
     rows, blocks = lb.blocks  # type: ignore[misc]
     mine = full[rows]
     k = len(keys)
-    cells = np.empty((lb.n, k), dtype=np.int64)
-    for codes, first, m in blocks:
-        # the block's (part, key) cell of each row, in int16 when the cells fit (a quarter of
-        # the memory an intp array moves: most of the time of a large block)
-        cell = codes.astype(np.int16 if m * k < 2**15 else np.intp)
-        cell *= k
-        cell += mine
-        cells[first:first + m] = np.bincount(cell, minlength=m * k).reshape(m, k)
+    if len(mine) * len(blocks) <= ONE_PASS_PAIRS:
+        # few pairs (a small node's candidates): every block's cells in one bincount over the
+        # (block, row) grid, the lane first + codes[j] of each, instead of a few numpy calls per
+        # block (each costs more than its rows)
+        grid = np.stack([codes for codes, _, _ in blocks]).astype(np.int16 if lb.n * k < 2**15 else np.intp)
+        grid += np.array([first for _, first, _ in blocks], dtype=grid.dtype)[:, None]
+        grid *= k
+        grid += mine
+        cells = np.bincount(grid.ravel(), minlength=lb.n * k).reshape(lb.n, k)
+    else:
+        cells = np.empty((lb.n, k), dtype=np.int64)
+        for codes, first, m in blocks:
+            # the block's (part, key) cell of each row, in int16 when the cells fit (a quarter of
+            # the memory an intp array moves: most of the time of a large block)
+            cell = codes.astype(np.int16 if m * k < 2**15 else np.intp)
+            cell *= k
+            cell += mine
+            cells[first:first + m] = np.bincount(cell, minlength=m * k).reshape(m, k)
     pair_codes: list = []
 
     def codes_of_pairs() -> np.ndarray:  # made once, shared by the groups
@@ -1694,6 +1704,9 @@ def _b_pmap(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
 # At most this many rows in all the partitions together: beyond, each partition's own batched
 # pmap is as fast (one bincount each, like the one over all) and makes no large temporary arrays.
 FLAT_PAIRS = 1 << 17
+# At most this many (block, row) pairs: a lane bag of blocks is grouped with one bincount over
+# all its blocks (`_groupby_blocks`) instead of one per block.
+ONE_PASS_PAIRS = 1 << 16
 
 
 def _lanes_of_partitions(partitions: list) -> Optional[LaneBag]:

@@ -1,22 +1,28 @@
-"""Public functions compiled to Python: the interpreter's own semantics without its steps.
+"""Checked functions compiled to Python: the interpreter's own semantics without its steps.
 
-A checked function whose body, and the body of every function it calls, is made only of
-constants, variables, `let`, `if`, tuples, lists, cons, `case`, injections and calls of
-primitives that take neither a context nor a table is a function over public values: it
-cannot release, sample or read a row.  Such a function spends most of its time in the
-interpreter's own bookkeeping (a dispatch, an environment copy and a list of arguments per
-step), so it is translated once into Python source whose locals are the program's variables,
-one Python function per instance, and the interpreter calls that instead of walking the body.
+A function spends most of its time in the interpreter's own bookkeeping (a dispatch, an
+environment copy and a list of arguments per step), so it is translated once into Python
+source whose locals are the program's variables, one Python function per instance, and the
+interpreter calls that instead of walking the body (docs/runtime.md, "Compiled functions").
 
-The translation is the interpreter's rules one for one (docs/runtime.md, "Compiled public
-functions"): the same values (exact Fractions, tuples for tuples and lists, ("inl", v) for
-injections), the same primitive calls (`fold_exact` on the exact path, `call_prim` otherwise),
-the same evaluation order, and the same limit on nested calls with the same error.  What it
-leaves out is what such a function cannot need: the call sites that label releases, and the
-per-row call budget (only row-by-row evaluation, which never uses compiled code, sets one).
+* `compiled_function`: a public function (its body, and the body of every function it calls,
+  made only of constants, variables, `let`, `if`, tuples, lists, cons, `case`, injections and
+  calls of primitives that take neither a context nor a table).  It cannot release, sample or
+  read a row, so its code leaves out the call sites that label releases and the per-row call
+  budget; the batched lane evaluator runs it once per lane.
+* `effectful_function`: any function, with samples (`CompiledBind`), returns, function values,
+  applications and every primitive (through the decisions of the interpreter's `call_prim`),
+  and the user's call sites pushed as `call_instance` pushes them.
+* `body_function`: a function value's body (a lambda's, or the one an application gives a
+  named function passed as a value), reading the names it does not bind from the captured
+  environment.
 
-A function that does not qualify, or whose source Python will not compile, is run by the
-interpreter as before (`compiled_function` returns None).
+The translation is the interpreter's rules one for one: the same values (exact Fractions,
+tuples for tuples and lists, ("inl", v) for injections, the interpreter's Closures), the same
+primitive calls (`fold_exact` on the exact path, `call_prim` otherwise), the same evaluation
+order, and the same limit on nested calls with the same error.  A function that does not
+translate, or whose source Python will not compile, is run by the interpreter as before (the
+functions return None).
 """
 
 from __future__ import annotations

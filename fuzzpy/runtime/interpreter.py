@@ -509,8 +509,8 @@ class Interpreter:
         if state.engine is not None or state.row_calls is not None or len(args) != len(params):
             return None
         hit = self._bodies.get(id(body))
-        if hit is None or hit[0] is not body or hit[1] != params:
-            hit = self._bodies[id(body)] = (body, list(params), compiled.body_function(body, tuple(params)))
+        if hit is None or hit[0] is not body or (hit[1] is not params and hit[1] != params):
+            hit = self._bodies[id(body)] = (body, params, compiled.body_function(body, tuple(params)))
         found = hit[2]
         if found is None or not found[1] <= env.keys():
             return None

@@ -1073,8 +1073,9 @@ function main (db : bag T) : fuzzy num {
 }'''
 
 
+@pytest.mark.parametrize("one_pass", [1 << 16, 0])  # the blocks grouped in one bincount, or one each
 @pytest.mark.parametrize("nan", [False, True])
-def test_partitions_of_one_bag_are_flattened_as_blocks(nan, monkeypatch):
+def test_partitions_of_one_bag_are_flattened_as_blocks(nan, one_pass, monkeypatch):
     """The candidates' partitions of one bag, every row in a part, are one lane bag of blocks
     (`LaneBag.of_blocks`): grouping it is a bincount per block, and counting, filtering and
     reading its groups give what the gathered pairs give.  With a key that leaves rows out (NaN
@@ -1095,6 +1096,7 @@ def test_partitions_of_one_bag_are_flattened_as_blocks(nan, monkeypatch):
 
     monkeypatch.setattr(B, "_lanes_of_partitions", spy_flat)
     monkeypatch.setattr(B, "_groupby_blocks", spy_blocks)
+    monkeypatch.setattr(B, "ONE_PASS_PAIRS", one_pass)
     report = check_source(BLOCKS_PROGRAM, "t.fz")
     assert report.ok, report.diagnostics
     for seed in range(4):
@@ -1104,10 +1106,15 @@ def test_partitions_of_one_bag_are_flattened_as_blocks(nan, monkeypatch):
     assert kinds == [not nan] * 4 and grouped == ([] if nan else [3] * 4)
 
 
-def test_a_lane_bag_of_blocks_reads_as_its_pairs():
+@pytest.mark.parametrize("one_pass", [1 << 16, 0])
+def test_a_lane_bag_of_blocks_reads_as_its_pairs(one_pass, monkeypatch):
     """rows, lanes, counts and the groups of `_groupby_blocks` are those of the same pairs
-    gathered: block by block, in row order within a block."""
+    gathered: block by block, in row order within a block (the blocks grouped in one bincount
+    or in one each)."""
+    import fuzzpy.runtime.batch as B
     from fuzzpy.runtime.batch import LaneBag, _b_count, _groupby_blocks
+
+    monkeypatch.setattr(B, "ONE_PASS_PAIRS", one_pass)
 
     rng = np.random.default_rng(4)
     base = pd.DataFrame({"x": np.arange(50)})
@@ -1132,6 +1139,28 @@ def test_a_lane_bag_of_blocks_reads_as_its_pairs():
         assert groups[key].counts.tolist() == want.tolist()
         assert groups[key].rows.tolist() == gathered.rows[keep].tolist()
         assert groups[key].lanes.tolist() == gathered.lanes[keep].tolist()
+
+
+@pytest.mark.parametrize("one_pass", [1 << 16, 0])
+def test_blocks_with_more_cells_than_int16_holds_are_counted_exactly(one_pass, monkeypatch):
+    """Many parts over a few rows: (lane, key) cells past 2^15 are counted in a wider type."""
+    import fuzzpy.runtime.batch as B
+    from fuzzpy.runtime.batch import LaneBag, _groupby_blocks
+
+    monkeypatch.setattr(B, "ONE_PASS_PAIRS", one_pass)
+    rng = np.random.default_rng(7)
+    base = pd.DataFrame({"x": np.arange(40)})
+    rows = np.arange(0, 40, 2)
+    sizes = [9000, 2, 9000]  # 18,002 lanes x 3 keys: 54,006 cells
+    codes = [rng.integers(m - 20 if m > 20 else 0, m, len(rows)).astype(np.int16) for m in sizes]
+    firsts = np.cumsum([0] + sizes[:-1]).tolist()
+    full = rng.integers(0, 3, 40)
+    groups = _groupby_blocks(LaneBag.of_blocks(base, rows, list(zip(codes, firsts, sizes)), sum(sizes)), full,
+                             ("u", "v", "w"))
+    lanes = np.concatenate([c.astype(np.int64) + f for c, f in zip(codes, firsts)])
+    keys = np.tile(full[rows], 3)
+    for j, key in enumerate(("u", "v", "w")):
+        assert groups[key].counts.tolist() == np.bincount(lanes[keys == j], minlength=sum(sizes)).tolist()
 
 
 def test_threshold_floats_are_the_floats_a_row_function_compares():
