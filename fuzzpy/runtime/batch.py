@@ -766,6 +766,28 @@ _NEXT_NUMBER = itertools.count()
 
 # (id(condition), its string arguments per lane) -> (condition, truth per lane)
 _TRUTHS: dict = {}
+_CHAINS: dict = {}  # (chain, first truth, strings read) -> (chain, each lane's branch, the branches)
+_MISSING = object()
+
+
+def _chain_names(node: I.IIf) -> Optional[tuple]:
+    """The variables the chain's conditions read, from `node`'s own on, as far as they are
+    comparisons of variables and constants (`_simple`): what decides the chain.  None when
+    `node`'s own condition is not one.  Remembered per node."""
+    def collect() -> Optional[tuple]:
+        if not _simple(node.cond):
+            return None
+        names: list[str] = []
+        nxt = node
+        while type(nxt) is I.IIf and _simple(nxt.cond):
+            names.extend(a.name for a in nxt.cond.args if type(a) is I.IVar and a.name not in names)
+            nxt = nxt.other
+        return tuple(names)
+
+    return _per_node(_CHAIN_NAMES, node, (), collect)
+
+
+_CHAIN_NAMES: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
 
 
 class _ListCase:
@@ -863,8 +885,43 @@ class LaneEvaluator(Interpreter):
                     return which, branches
                 node = nxt
                 truth = self._simple_truth(node.cond, env)
-        decided: list[int] = [-1] * self.n
         holds = truth.tolist()
+        key = self._chain_key(node, env, holds)
+        hit = _CHAINS.get(key) if key is not None else None
+        if hit is not None and hit[0] is node:
+            return hit[1], list(hit[2])
+        which, branches = self._decide_chain(node, env, holds)
+        if key is not None:
+            which.flags.writeable = False
+            if len(_CHAINS) >= 4096:
+                _CHAINS.clear()
+            _CHAINS[key] = (node, which, tuple(branches))
+        return which, branches
+
+    def _chain_key(self, node: I.IIf, env: dict, holds: list) -> Optional[tuple]:
+        """What decides a chain on a few lanes when its conditions compare only strings (a
+        tree's `by` on the candidate attribute): the strings they read.  None otherwise: only
+        strings are remembered, as for `_simple_truth` (the table outlives the run)."""
+        names = _chain_names(node)
+        if names is None:
+            return None
+        values = []
+        for name in names:
+            v = env.get(name, _MISSING)
+            if type(v) is Lanes:
+                lanes = v.values()
+                if not all(type(x) is str for x in lanes):
+                    return None
+                values.append(tuple(lanes))
+            elif type(v) is str:
+                values.append(v)
+            else:
+                return None
+        return (id(node), tuple(holds), tuple(values))
+
+    def _decide_chain(self, node: I.IIf, env: dict, holds: list) -> tuple[np.ndarray, list]:
+        branches: list[Any] = []
+        decided: list[int] = [-1] * self.n
         while True:
             b = len(branches)
             decided = [b if d < 0 and t else d for d, t in zip(decided, holds)]

@@ -1023,6 +1023,51 @@ def test_a_chain_is_decided_alike_on_lists_and_on_arrays(monkeypatch):
     assert len(compared) >= 30 and max(compared) >= 4
 
 
+def _string_chain_program(seed: int) -> str:
+    """A score whose chain compares the candidate with strings, over candidates in some order."""
+    rng = random.Random(seed)
+    cands = ["a", "b", "c", "d", "e"]
+    rng.shuffle(cands)
+    branches = ["quality (groupby (fun r -> r.k) db)", "quality (groupby (fun r -> r.n) db)", "h db 2",
+                "count db", "g (count db)", "3"]
+    chain = rng.choice(branches)
+    for _ in range(rng.randint(1, 5)):
+        k = rng.choice("abcdez")
+        cond = rng.choice([f'c == "{k}"', f'"{k}" == c', f'c != "{k}"'])
+        chain = f"if {cond} then {rng.choice(branches)} else {chain}"
+    listed = ", ".join(f'"{c}"' for c in cands[:rng.randint(2, 5)])
+    return CHAIN_HELPERS + f"function main (db : bag T) : fuzzy string {{ exponential 1 [{listed}] (fun c -> {chain}) }}"
+
+
+def test_a_chain_on_strings_is_remembered_as_its_own_decision(monkeypatch):
+    """A chain comparing the candidate with strings is decided once for the strings it reads
+    (`_CHAINS`): whenever it is decided from the table, deciding it afresh gives every lane the
+    same branch, whatever order and subset of candidates came before; runs agree unbatched."""
+    import fuzzpy.runtime.batch as B
+
+    B._CHAINS.clear()
+    real = B.LaneEvaluator._chain_branches
+    checked = []
+
+    def checking(self, node, env, truth):
+        hit = B._CHAINS.get(self._chain_key(node, env, truth.tolist()) or ())
+        got = real(self, node, env, truth)
+        if hit is not None and self.n <= B.COMPILED_LANES:
+            fresh = self._decide_chain(node, env, truth.tolist())
+            assert got[0].tolist() == fresh[0].tolist() and got[1] == fresh[1]
+            checked.append(len(got[1]))
+        return got
+
+    monkeypatch.setattr(B.LaneEvaluator, "_chain_branches", checking)
+    for seed in range(40):
+        report = check_source(_string_chain_program(seed), "t.fz")
+        assert report.ok, report.diagnostics
+        for table_seed in (seed, seed + 1):
+            batched, unbatched = both(report, {"db": frame(seed=table_seed)}, seed)
+            assert batched == unbatched
+    assert len(checked) >= 20 and max(checked) >= 3
+
+
 def test_generated_score_chains_reach_the_merged_paths(monkeypatch):
     """The generated chains are not all decided by the fallback: many batch, and among them
     many merge branches into one call, run `pmap` over every lane's partition and call compiled
@@ -1198,16 +1243,22 @@ def test_chain_truths_are_remembered_for_strings_only():
     report = check_source(src, "t.fz")
     tables = {"db": frame()}
     B._TRUTHS.clear()
-    batched, unbatched = both(report, tables)
-    assert batched == unbatched
+    B._CHAINS.clear()
     chains = []
     real = B.LaneEvaluator._simple_truth
     B.LaneEvaluator._simple_truth = lambda self, cond, env: chains.append(cond.args[0].name) or real(self, cond, env)
     try:
-        both(report, tables)
+        batched, unbatched = both(report, tables)
+        assert batched == unbatched
+        assert sorted(set(chains)) == ["c", "n"]  # both chains were decided lane by lane
+        chains.clear()
+        assert list(both(report, tables)) == [batched, unbatched]
     finally:
         B.LaneEvaluator._simple_truth = real
-    assert sorted(set(chains)) == ["c", "n"]  # both chains were decided lane by lane
+    # the next time, the chain on strings is decided at once from what it read, the other again
+    assert sorted(set(chains)) == ["n"]
     assert B._TRUTHS and all(all(type(x) is str for lane in key[1] for x in lane) for key in B._TRUTHS)
-    remembered = dict(B._TRUTHS)
-    assert both(report, tables)[0] == batched and dict(B._TRUTHS).keys() == remembered.keys()
+    assert B._CHAINS and all(type(x) is str for key in B._CHAINS for lanes in key[1:][1] for x in lanes)
+    remembered = dict(B._TRUTHS), dict(B._CHAINS)
+    assert both(report, tables)[0] == batched
+    assert (dict(B._TRUTHS).keys(), dict(B._CHAINS).keys()) == (remembered[0].keys(), remembered[1].keys())
