@@ -14,9 +14,25 @@ from typing import Any, Iterator, Optional
 from ..diagnostics import Span
 
 
+# Attributes whose names start with this are the runtime's caches of a node's or an instance's
+# compiled code (runtime/compiled.py), kept on the object so that they live as long as the
+# program: not part of the checked program, and never pickled (the Dask engine ships row
+# functions' code to its workers).
+RUNTIME_CACHE = "_runtime_"
+
+
+def _without_runtime_cache(state: dict) -> dict:
+    if not any(k.startswith(RUNTIME_CACHE) for k in state):
+        return state
+    return {k: v for k, v in state.items() if not k.startswith(RUNTIME_CACHE)}
+
+
 @dataclass(eq=False)
 class IR:
     span: Optional[Span] = field(default=None, repr=False, kw_only=True)
+
+    def __getstate__(self) -> dict:
+        return _without_runtime_cache(self.__dict__)
 
 
 @dataclass(eq=False)
@@ -83,6 +99,9 @@ class Instance:
     params: list[str]
     body: Optional[IR] = None
     key: Any = None
+
+    def __getstate__(self) -> dict:
+        return _without_runtime_cache(self.__dict__)
 
 
 @dataclass(eq=False)

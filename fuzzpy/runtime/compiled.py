@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import operator
 import threading
-import weakref
 from fractions import Fraction
 from typing import Any, Callable, Optional
 
@@ -44,9 +43,35 @@ from .interpreter import (BAG_ONLY, LAZY_BAG_PRIMITIVES, _NOT_EXACT, _WHOLE, SMA
                           small_wholes, whole_fraction)
 from .values import Closure, Returned, materialise
 
-_COMPILED: "weakref.WeakKeyDictionary[I.Instance, Optional[Callable[..., Any]]]" = weakref.WeakKeyDictionary()
-_EFFECTFUL: "weakref.WeakKeyDictionary[I.Instance, Optional[Callable[..., Any]]]" = weakref.WeakKeyDictionary()
-_BODIES: "weakref.WeakKeyDictionary[I.IR, tuple]" = weakref.WeakKeyDictionary()  # body -> (params, code)
+class _Attached:
+    """A table of translations kept on the objects they translate (an instance, a body's node),
+    in the object's own attributes under `name`: the code lives exactly as long as the checked
+    program.  A weak table would keep it forever, because the code refers to the program's
+    nodes (a value holding its own key).  Pickling a node leaves it out (`ir.RUNTIME_CACHE`)."""
+
+    def __init__(self, name: str) -> None:
+        assert name.startswith(I.RUNTIME_CACHE)
+        self.name = name
+
+    def get(self, obj: Any, default: Any = None) -> Any:
+        return obj.__dict__.get(self.name, default)
+
+    def __contains__(self, obj: Any) -> bool:
+        return self.name in obj.__dict__
+
+    def __getitem__(self, obj: Any) -> Any:
+        return obj.__dict__[self.name]
+
+    def __setitem__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
+
+    def setdefault(self, obj: Any, value: Any) -> Any:
+        return obj.__dict__.setdefault(self.name, value)
+
+
+_COMPILED = _Attached(I.RUNTIME_CACHE + "public")     # instance -> its public code, or None
+_EFFECTFUL = _Attached(I.RUNTIME_CACHE + "effects")   # instance -> its code with effects, or None
+_BODIES = _Attached(I.RUNTIME_CACHE + "body")         # body -> (params, (code, free names) or None)
 _LOCK = threading.RLock()  # an effectful group compiles the public functions it calls meanwhile
 
 
@@ -95,7 +120,7 @@ def body_function(body: I.IR, params: tuple) -> Optional[tuple[Callable[..., Any
         hit = _BODIES[body]
     except KeyError:
         hit = None
-    except TypeError:  # not weakly referenceable: not compiled
+    except AttributeError:  # not a node (a list of them): not compiled
         return None
     if hit is None or hit[0] != params:
         with _LOCK:

@@ -404,3 +404,42 @@ def test_a_body_reads_its_free_names_from_the_captured_environment_or_is_walked(
     with pytest.raises(RunFailure, match="'y' is not bound"):  # the interpreter's own error
         it.apply(Closure({}, ["x"], body), [F(1)])
     assert C.body_function(body, ("x", "y"))[1] == frozenset()  # the same body, other parameters
+
+
+# ---- lifetime ------------------------------------------------------------------------------------------
+
+def test_compiled_code_lives_as_long_as_its_program():
+    """Code is kept on the instances and nodes it translates: once a caller drops a checked
+    program it ran (a service running many programs), the program and its code are freed."""
+    import gc
+    import weakref
+
+    def run_one():
+        entry = check("sample a = noisy db; sample xs = per_key db; sample s = spread db 1; return (a, lsum xs, s)",
+                      "fuzzy (num, num, num)", EFFECTS)
+        assert run_labelled(entry, True)[0] == "ok"
+        assert C.effectful_function(entry) is not None
+        return [weakref.ref(n) for n in I.reachable(entry) if isinstance(n, I.Instance)]
+
+    refs = [r for _ in range(3) for r in run_one()]
+    gc.collect()
+    assert len(refs) >= 15 and [r() for r in refs if r() is not None] == []
+
+
+def test_a_node_with_compiled_code_pickles_without_it():
+    """Row functions travel to the Dask engine's workers by pickle: the code kept on their nodes
+    (which no worker could unpickle) stays behind."""
+    import pickle
+
+    entry = check("sample xs = per_key db; return (lsum xs)", "fuzzy num", EFFECTS)
+    assert run_labelled(entry, True)[0] == "ok"
+    found = instances(entry)
+    per_key = found["per_key"]
+    assert any(k.startswith(I.RUNTIME_CACHE) for k in vars(per_key))
+    copy = pickle.loads(pickle.dumps(per_key))
+    assert not any(k.startswith(I.RUNTIME_CACHE) for k in vars(copy))
+    assert copy.name == "per_key" and copy.params == per_key.params
+    bodies = [n for n in I.reachable(entry) if any(k.startswith(I.RUNTIME_CACHE) for k in vars(n))
+              and not isinstance(n, I.Instance)]
+    assert bodies  # a lambda's body, compiled when `each` applied it
+    assert not any(k.startswith(I.RUNTIME_CACHE) for k in vars(pickle.loads(pickle.dumps(bodies[0]))))
