@@ -180,19 +180,26 @@ def _runs(instance: Any, frames: dict, source: Any, n: int, mode: Optional[dict]
 
     if instance.body is None or any(p not in frames for p in instance.params):
         raise RunFailure("no input given for the entry point")
-    state = RunState(source)
+    batch = mode is not None and bool(mode.get("batch")) and n > 1
+    # The batched sampler evaluates the bindings' code on lanes: they must be IR (`Bind`), not
+    # the compiled code of functions with effects (RunState.effects_compiled).
+    state = RunState(source, effects_compiled=not batch)
     interp = Interpreter(state)
     value = interp.eval(instance.body, {p: frames[p] for p in instance.params})
     if not is_distribution(value):
         return [materialise(value)] * n
-    if mode is not None and mode.get("batch") and n > 1:
+    if batch:
         from .batched import draw_batch
 
         try:  # all n runs at once where the program's structure allows it (audit/batched.py)
             return draw_batch(state, value, n, source, vectorised=not exact)
         except Exception:  # noqa: BLE001 - not batchable (or failing): one interpreter run per sample
-            state.depth, state.row_calls = 0, None
-            mode["batch"] = False
+            mode["batch"] = False  # type: ignore[index]
+        # one run per sample, with compiled code: evaluation outside distributions draws nothing,
+        # so evaluating the body again gives the same distribution
+        state = RunState(source)
+        interp = Interpreter(state)
+        value = interp.eval(instance.body, {p: frames[p] for p in instance.params})
     out = []
     for _ in range(n):
         state.releases.clear()  # releases are not needed: the entry point's value is the output

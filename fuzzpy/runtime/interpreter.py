@@ -78,6 +78,9 @@ class RunState:
     kept: dict = field(default_factory=dict)          # id(table) -> (table, KeptCodes): codes kept across runs
     estimates: list = field(default_factory=list)     # EstimateRecords (post-processing of releases)
     compiled: bool = True                             # False: public functions are walked too (tests)
+    # False: only public functions run compiled; the others' bindings stay IR (`Bind`), which the
+    # auditor's batched sampler evaluates on lanes (audit/batched.py)
+    effects_compiled: bool = True
 
 
 class Context:
@@ -339,6 +342,7 @@ class Interpreter:
         # Public functions run as compiled Python (compiled.py) from this evaluator only: the
         # subclasses change what a step does (lanes, columns, the oracle's records).
         self.compiled = exact and state.compiled and type(self) is Interpreter
+        self.effects = self.compiled and state.effects_compiled  # functions with effects and function values too
 
     # -- entry points --------------------------------------------------------------------------
 
@@ -355,7 +359,7 @@ class Interpreter:
         """Call a function value that carries its own code (row functions, per-part functions)."""
         if not isinstance(fn, Closure) or fn.body is None or fn.params is None:
             raise RunFailure("internal error: a function passed to a primitive has no code")
-        if self.compiled:
+        if self.effects:
             code = self.body_code(fn.body, fn.params, fn.env, args)
             if code is not None:
                 return code(self, self.state, fn.env, *args)
@@ -424,7 +428,7 @@ class Interpreter:
         """An application whose code is known at its site (an IClosure's value applied)."""
         if not isinstance(fn, Closure):
             raise RunFailure("internal error: applied a value that is not a function", node.span)
-        if self.compiled and node.params is not None:
+        if self.effects and node.params is not None:
             code = self.body_code(node.body, node.params, fn.env, args)
             if code is not None:
                 return code(self, self.state, fn.env, *args)
@@ -496,7 +500,7 @@ class Interpreter:
         if self.compiled:
             state = self.state
             if state.engine is None and state.row_calls is None:
-                fn = self.compiled_of(inst, effects=True)
+                fn = self.compiled_of(inst, effects=self.effects)
                 if fn is not None:
                     return fn(self, state, *args)
         return self.eval(inst.body, dict(zip(inst.params, args)))  # type: ignore[arg-type]
