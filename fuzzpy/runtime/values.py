@@ -307,8 +307,6 @@ def materialise(v: Any) -> Any:
         return v
     if isinstance(v, MaskedBag):
         return v.materialise()
-    if type(v) is tuple and len(v) <= 8 and all(type(x) in _SCALARS for x in v):  # a mechanism's tuple input
-        return v
     if isinstance(v, (tuple, dict)) and not _holds_lazy_bag(v):  # a long list of results: one scan
         return v
     if isinstance(v, tuple):  # rebuilt only when a lazy bag is inside: a long list of results is not copied
