@@ -37,11 +37,13 @@ from ..checking import ir as I
 from ..primitives.arith import fold_mul
 from ..primitives.registry import Primitive, lookup
 
-# Primitives that take a table (their runtimes receive lazy bags): never in a compiled function.
+# LAZY_BAG_PRIMITIVES: primitives that take a table (their runtimes receive lazy bags), never in
+# a public function's code.
 from .interpreter import (BAG_ONLY, LAZY_BAG_PRIMITIVES, _NOT_EXACT, _WHOLE, SMALL_WHOLES, CompiledBind, RunFailure,
                           _immutable, _whole_by_slots, call_with_context, field_of, fold_exact, shared_const,
                           small_wholes, whole_fraction)
 from .values import Closure, Returned, materialise
+
 
 class _Attached:
     """A table of translations kept on the objects they translate (an instance, a body's node),
@@ -94,7 +96,7 @@ def compiled_function(inst: I.Instance) -> Optional[Callable[..., Any]]:
 
 def effectful_function(inst: I.Instance) -> Optional[Callable[..., Any]]:
     """`inst` as a Python function fn(interpreter, state, *args) whatever it does (docs/runtime.md,
-    "Compiled functions with effects"): its public code (`compiled_function`) when it has one,
+    "Compiled functions"): its public code (`compiled_function`) when it has one,
     else a translation that also takes samples, returns, function values and applications, and
     every primitive (through the interpreter's own `call_prim`); None when it must be
     interpreted."""
@@ -425,7 +427,7 @@ class _Body:
         """The interpreter's call_instance written out: the depth limit, then the call site
         pushed while the callee runs when it is in the user's file (releases and samples made
         below are labelled with it); under a per-row call budget, the interpreter's own call."""
-        done = _EFFECTFUL.get(node.instance)  # translated already (by another group): called, not translated again
+        done = _EFFECTFUL.get(node.instance)  # translated by another group already: called, not translated again
         fn = self.m.glob(done) if done is not None else self.m.name_of(node.instance)
         args = [self.expr(a, scope) for a in node.args]
         out, site = self.m.fresh("t"), self.m.fresh("t")

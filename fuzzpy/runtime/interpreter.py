@@ -339,9 +339,9 @@ class Interpreter:
         # Exact arithmetic for values that can reach a mechanism; row functions (which only
         # ever feed per-row results to bag primitives) use floats, like their column path.
         self.exact = exact
-        # Public functions run as compiled Python (compiled.py) from this evaluator only: the
+        # Functions run as compiled Python (compiled.py) from this evaluator only: the
         # subclasses change what a step does (lanes, columns, the oracle's records).
-        self.compiled = exact and state.compiled and type(self) is Interpreter
+        self.compiled = exact and state.compiled and type(self) is Interpreter  # public functions
         self.effects = self.compiled and state.effects_compiled  # functions with effects and function values too
 
     # -- entry points --------------------------------------------------------------------------
@@ -523,7 +523,7 @@ class Interpreter:
     def compiled_of(self, inst: I.Instance, effects: bool = False) -> Optional[Callable[..., Any]]:
         """compiled.compiled_function(inst) (a public function's code), or with `effects`
         compiled.effectful_function(inst) (any function's), looked up once per instance by this
-        evaluator (a weak dictionary's lookup makes a weak reference each time)."""
+        evaluator (a dictionary lookup by id, cheaper than asking compiled.py at every call)."""
         table = self._effectful if effects else self._compiled
         hit = table.get(id(inst))
         if hit is None or hit[0] is not inst:

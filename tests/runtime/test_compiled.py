@@ -287,7 +287,8 @@ def run_labelled(entry, compiled: bool, seed: int = 3, batch: bool = True):
     ("record_of db", "fuzzy num"),
     ("sample a = below db 8 (1 / 2); sample b = spread db 1; return (a, b)", "fuzzy ((num, num), num)"),
     ("if count db > 2 then pair db 1 else return (0, 0)", "fuzzy (num, num)"),
-    ("sample best = exponential 1 [\"a\", \"b\", \"c\"] (fun k -> if k == \"c\" then 0 else count (filter (fun r -> r.k == k) db));"
+    ("sample best = exponential 1 [\"a\", \"b\", \"c\"]"
+     " (fun k -> if k == \"c\" then 0 else count (filter (fun r -> r.k == k) db));"
      "sample n = spread db 1; return (best, n)", "fuzzy (string, num)"),
 ])
 @pytest.mark.parametrize("batch", [True, False])
@@ -322,10 +323,13 @@ def test_every_function_is_compiled_with_effects_and_public_ones_alone_without()
 def test_a_compiled_function_with_effects_walks_no_step_of_its_body(monkeypatch):
     entry = check("sample p = pair db 1; return p", "fuzzy (num, num)", EFFECTS)
     steps = []
+    from fuzzpy.runtime.interpreter import _dispatch_table
+
     for name in ("e_ISample", "e_ILet", "e_IReturn", "e_IPrim", "e_ILambda"):
         orig = getattr(Interpreter, name)
-        monkeypatch.setattr(Interpreter, name, lambda self, *a, orig=orig, name=name: steps.append(name) or orig(self, *a))
-    Interpreter._table = __import__("fuzzpy.runtime.interpreter", fromlist=["_dispatch_table"])._dispatch_table(Interpreter)
+        monkeypatch.setattr(Interpreter, name,
+                            lambda self, *a, orig=orig, name=name: steps.append(name) or orig(self, *a))
+    Interpreter._table = _dispatch_table(Interpreter)
     try:
         walked = run_labelled(entry, False)
         assert {"e_ISample", "e_ILet", "e_IReturn", "e_IPrim", "e_ILambda"} <= set(steps)
@@ -335,8 +339,7 @@ def test_a_compiled_function_with_effects_walks_no_step_of_its_body(monkeypatch)
         assert steps == []
     finally:
         monkeypatch.undo()
-        Interpreter._table = __import__("fuzzpy.runtime.interpreter", fromlist=["_dispatch_table"])._dispatch_table(
-            Interpreter)
+        Interpreter._table = _dispatch_table(Interpreter)
 
 
 def test_effects_nested_past_the_limit_fail_at_the_same_call_after_the_same_releases(monkeypatch):
