@@ -33,7 +33,6 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-import weakref
 from dataclasses import fields, is_dataclass
 from fractions import Fraction
 from typing import Any, Callable, Optional
@@ -45,6 +44,7 @@ from ..checking import ir as I
 from . import compiled
 from .interpreter import (_NOT_EXACT, BAG_ONLY, Context, Interpreter, as_float, bind, exact_arg, fold_exact,
                           whole_fraction, whole_fractions)
+from .node_memo import NodeMemo
 from .ratios import Ratios
 from .values import Closure, MaskedBag, Partition, is_distribution
 from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, remembered, row_value, to_frame
@@ -436,26 +436,24 @@ def has_lanes(v: Any, depth: int = 0) -> bool:
     return False
 
 
-# Memoised per IR node, weakly: a long-running service checks many programs, and their code
-# must not be kept alive by this table.
-_NAMES: "weakref.WeakKeyDictionary[Any, frozenset]" = weakref.WeakKeyDictionary()
+# Memoised per IR node, on the node (runtime/node_memo.py): it lives as long as the program.
+_NAMES = NodeMemo("read_names")
+_NOTHING: frozenset = frozenset()
 
 
 def _read_names(body: Any) -> frozenset:
-    """Every variable name the code reads (a superset of its free variables), memoised."""
-    try:
-        hit = _NAMES.get(body)
-    except TypeError:  # not weakly referenceable (a list of nodes): not memoised
-        hit = None
+    """Every variable name the code reads (a superset of its free variables), memoised (not for
+    a list of nodes, which has no attributes to keep it in).  A function value without a body
+    (a top-level function's) reads nothing of its scope."""
+    if body is None:
+        return _NOTHING
+    hit = _NAMES.get(body)
     if hit is not None:
         return hit
     names: set[str] = set()
     _collect(body, names)
     out = frozenset(names)
-    try:
-        _NAMES[body] = out
-    except TypeError:
-        pass
+    _NAMES[body] = out
     return out
 
 
@@ -528,8 +526,8 @@ def _outer_reads(body: Any, params: tuple) -> tuple:
     return _per_node(_OUTER_READS, body, params, lambda: tuple(sorted(_read_names(body) - set(params))))
 
 
-_CODE_IDENTITIES: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
-_OUTER_READS: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+_CODE_IDENTITIES = NodeMemo("code_identity")
+_OUTER_READS = NodeMemo("outer_reads")
 
 
 def structure_number(node: Any, params: tuple = ()) -> Optional[int]:
@@ -543,26 +541,21 @@ def structure_number(node: Any, params: tuple = ()) -> Optional[int]:
     return _per_node(_STRUCTURE_NUMBERS, node, params, number)
 
 
-def _per_node(table: Any, node: Any, params: tuple, compute: Callable[[], Any]) -> Any:
-    """compute(), remembered in `table` (weakly, per IR node) for these `params`."""
-    try:
-        hit = table.get(node)
-    except TypeError:  # a dict or a list: not weakly referenceable, not remembered
-        hit = None
+def _per_node(table: NodeMemo, node: Any, params: tuple, compute: Callable[[], Any]) -> Any:
+    """compute(), remembered in `table` (on the IR node; not for a dict or a list of nodes) for
+    these `params`."""
+    hit = table.get(node)
     if hit is not None and hit[0] == params:
         return hit[1]
     out = compute()
-    try:
-        table[node] = (params, out)
-    except TypeError:
-        pass
+    table[node] = (params, out)
     return out
 
 
-_STRUCTURE_NUMBERS: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+_STRUCTURE_NUMBERS = NodeMemo("structure_number")
 
 
-_STRUCTURE: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+_STRUCTURE = NodeMemo("structure")
 
 
 def structure(node: Any, params: tuple = ()) -> Optional[tuple]:
@@ -759,7 +752,7 @@ def _number(code: tuple) -> int:
     return _NUMBERED.setdefault(code, next(_NEXT_NUMBER))
 
 
-_CODE_NUMBERS: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
+_CODE_NUMBERS = NodeMemo("code_number")
 _NUMBERED: dict = {}
 _NEXT_NUMBER = itertools.count()
 
@@ -787,7 +780,7 @@ def _chain_names(node: I.IIf) -> Optional[tuple]:
     return _per_node(_CHAIN_NAMES, node, (), collect)
 
 
-_CHAIN_NAMES: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+_CHAIN_NAMES = NodeMemo("chain_names")
 
 
 class _ListCase:
@@ -1266,7 +1259,7 @@ def compact(vals: list) -> Lanes:
 
 # What a branch can reach of its environment: the names it reads, or everything when it captures
 # the whole environment (a closure whose code comes from its application site).
-_REACH: "weakref.WeakKeyDictionary[Any, Optional[frozenset]]" = weakref.WeakKeyDictionary()
+_REACH = NodeMemo("reach")
 _UNREACHED = object()
 
 

@@ -42,38 +42,14 @@ from ..primitives.registry import Primitive, lookup
 from .interpreter import (BAG_ONLY, LAZY_BAG_PRIMITIVES, _NOT_EXACT, _WHOLE, SMALL_WHOLES, CompiledBind, RunFailure,
                           _immutable, _whole_by_slots, call_with_context, field_of, fold_exact, shared_const,
                           small_wholes, whole_fraction)
+from .node_memo import NodeMemo
 from .values import Closure, Returned, materialise
 
-
-class _Attached:
-    """A table of translations kept on the objects they translate (an instance, a body's node),
-    in the object's own attributes under `name`: the code lives exactly as long as the checked
-    program.  A weak table would keep it forever, because the code refers to the program's
-    nodes (a value holding its own key).  Pickling a node leaves it out (`ir.RUNTIME_CACHE`)."""
-
-    def __init__(self, name: str) -> None:
-        assert name.startswith(I.RUNTIME_CACHE)
-        self.name = name
-
-    def get(self, obj: Any, default: Any = None) -> Any:
-        return obj.__dict__.get(self.name, default)
-
-    def __contains__(self, obj: Any) -> bool:
-        return self.name in obj.__dict__
-
-    def __getitem__(self, obj: Any) -> Any:
-        return obj.__dict__[self.name]
-
-    def __setitem__(self, obj: Any, value: Any) -> None:
-        obj.__dict__[self.name] = value
-
-    def setdefault(self, obj: Any, value: Any) -> Any:
-        return obj.__dict__.setdefault(self.name, value)
-
-
-_COMPILED = _Attached(I.RUNTIME_CACHE + "public")     # instance -> its public code, or None
-_EFFECTFUL = _Attached(I.RUNTIME_CACHE + "effects")   # instance -> its code with effects, or None
-_BODIES = _Attached(I.RUNTIME_CACHE + "body")         # body -> (params, (code, free names) or None)
+# The code lives on the objects it translates, exactly as long as the checked program: it refers
+# to the program's nodes, so a weak table would keep them forever (runtime/node_memo.py).
+_COMPILED = NodeMemo("public")    # instance -> its public code, or None
+_EFFECTFUL = NodeMemo("effects")  # instance -> its code with effects, or None
+_BODIES = NodeMemo("body")        # body -> (params, (code, free names) or None)
 _LOCK = threading.RLock()  # an effectful group compiles the public functions it calls meanwhile
 
 

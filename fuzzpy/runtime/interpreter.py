@@ -21,7 +21,6 @@ import math
 import operator
 import sys
 import threading
-import weakref
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Optional
@@ -29,6 +28,7 @@ from typing import Any, Callable, Optional
 from ..checking import ir as I
 from ..diagnostics import Diagnostic, FuzzError, Span
 from ..primitives.registry import Primitive, lookup
+from .node_memo import NodeMemo
 from .values import (Closure, Distribution, Located, ReleaseRecord, Returned, is_distribution,
                      materialise)
 
@@ -258,9 +258,9 @@ def runtime_const(v: Any, exact: bool = True) -> Any:
 
 # A constant's runtime value per IR node, shared by every interpreter (a program run many times,
 # a lane evaluator per batch): converting a long public list to Fractions is otherwise repeated at
-# every run.  Only immutable values are shared (no dicts), weakly: checked programs are not kept
-# alive by this table.
-_CONSTS: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+# every run.  Only immutable values are shared (no dicts), kept on the node (runtime/node_memo.py):
+# they live as long as the checked program.
+_CONSTS = NodeMemo("const")
 
 
 def shared_const(node: Any, exact: bool) -> Any:

@@ -13,7 +13,6 @@ changes speed, never results: both paths are total and compute the same values.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator, Optional
 
@@ -23,6 +22,7 @@ import pandas as pd
 from ..checking import ir as I
 from .. import limits
 from .interpreter import Interpreter, RunFailure, RunState, as_float, field_of
+from .node_memo import NodeMemo
 from .values import Bag, Closure, Frame, MaskedBag, bag_from_rows, bag_rows, column_labels, nrows
 
 
@@ -303,14 +303,14 @@ def remembered(memo: Memo, node: Any, args: list[Any], compute: Callable[[], Any
     return out
 
 
-_OPERATIONS_ONLY: "weakref.WeakKeyDictionary[I.Instance, bool]" = weakref.WeakKeyDictionary()
+_OPERATIONS_ONLY = NodeMemo("operations_only")
 
 
 def _operations_only(inst: I.Instance) -> bool:
     """Whether inst's body is built of constants, variables, primitives on values (no
     mechanism, none that reads the run's context), `if`, `let`, tuples, records, projections and
-    fields alone: no call, no function value, no distribution.  Kept per instance (weakly: a
-    long-running server checks new programs)."""
+    fields alone: no call, no function value, no distribution.  Kept on the instance (it lives
+    as long as the program)."""
     kept = _OPERATIONS_ONLY.get(inst)
     if kept is None:
         kept = _OPERATIONS_ONLY[inst] = inst.body is not None and _operations(inst.body)
