@@ -6,8 +6,8 @@ node's own attributes, under a name starting with `ir.RUNTIME_CACHE`:
 * an entry lives exactly as long as its program (a long-running service checks many programs,
   and a weak table whose values refer to their keys, as compiled code does, would keep every
   one of them);
-* a lookup is one dictionary read; a weak table makes a weak reference per lookup, which cost
-  as much as the work it saved in the batched evaluator's per-lane checks;
+* a lookup is one dictionary read; a weak table makes a weak reference (an allocation) per
+  lookup, and the batched evaluator looks these up several times per candidate and per leaf;
 * pickling or copying a node leaves the entries out (`ir.IR.__getstate__`), so a copy, which
   may then be changed, never carries what was derived from the original.
 
