@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import operator
 import threading
+from dataclasses import fields, replace
 from fractions import Fraction
 from typing import Any, Callable, Optional
 
@@ -254,10 +255,14 @@ class _Module:
             self.pending.remove(inst)
         scope = {p: self.fresh("v") for p in inst.params}
         body = _Body(self)
-        result = body.expr(inst.body, scope)
-        self.lines.append(f"def {name}(it, st, {', '.join(scope[p] for p in inst.params)}):")
+        header = f"def {name}(it, st, {', '.join(scope[p] for p in inst.params)}):"
+        fold = None if self.effects else _right_fold(inst)
+        if fold is not None:
+            body.fold_loop(inst, fold, scope)
+        else:
+            body.emit(f"return {body.expr(inst.body, scope)}")
+        self.lines.append(header)
         self.lines.extend("    " + line for line in body.lines)
-        self.lines.append(f"    return {result}")
 
     def body(self, node: Any, params: tuple) -> tuple[str, frozenset]:
         """A function value's body as fn(it, st, env, *params): names it does not bind are
@@ -282,6 +287,86 @@ class _Module:
         if extra is not None:
             out[extra] = namespace[extra]
         return out
+
+
+class _Fold:
+    """A public function that is a right fold over one of its list parameters (`_right_fold`):
+
+        f .. xs .. = case xs of { [] => empty | h :: t => lets; op(pre.., f .. t ..) }
+
+    with the recursive call the last operand of `op` (a primitive, or the tail of a cons), every
+    other argument of it the parameter itself, and `t` read by that call alone."""
+
+    __slots__ = ("position", "case", "lets", "op", "pre", "rec")
+
+    def __init__(self, position: int, case: I.ICase, lets: list, op: Any, pre: list, rec: I.ICall) -> None:
+        self.position, self.case, self.lets, self.op, self.pre, self.rec = position, case, lets, op, pre, rec
+
+
+def _right_fold(inst: I.Instance) -> Optional[_Fold]:
+    """`inst` as a `_Fold`, or None when its body does not have that shape exactly."""
+    case = inst.body
+    if type(case) is not I.ICase or case.kind != "list" or type(case.scrutinee) is not I.IVar:
+        return None
+    params = list(inst.params)
+    if case.scrutinee.name not in params:
+        return None
+    position = params.index(case.scrutinee.name)
+    (head_p, tail_p), node = case.right
+    if not isinstance(tail_p, str):
+        return None
+    lets = []
+    while type(node) is I.ILet:
+        lets.append(node)
+        node = node.body
+    if type(node) is I.ICons:
+        op, pre, rec = node, [node.head], node.tail
+    elif type(node) is I.IPrim and node.args:
+        op, pre, rec = node, list(node.args[:-1]), node.args[-1]
+    else:
+        return None
+    if type(rec) is not I.ICall or rec.instance is not inst or len(rec.args) != len(params):
+        return None
+    wanted = [tail_p if k == position else name for k, name in enumerate(params)]
+    if any(type(a) is not I.IVar or a.name != w for a, w in zip(rec.args, wanted)):
+        return None
+    bound = _pattern_names(head_p) | {tail_p}
+    for let in lets:
+        bound |= _pattern_names(let.pattern)
+    if bound & set(params):
+        return None  # a parameter shadowed: the call's arguments would not be the parameters
+    forward = [let.bound for let in lets] + pre
+    names, calls = _reads(forward + [case.left[1]])
+    if tail_p in names or case.scrutinee.name in names or inst in calls:
+        return None  # the tail, or the list itself, read elsewhere; another call of itself
+    return _Fold(position, case, lets, op, pre, rec)
+
+
+def _pattern_names(pattern: Any) -> set:
+    if pattern is None:
+        return set()
+    if isinstance(pattern, str):
+        return {pattern}
+    return set().union(*(_pattern_names(p) for p in pattern[1]))
+
+
+def _reads(nodes: list) -> tuple[set, set]:
+    """The variable names `nodes` read and the instances they call (a superset: every name)."""
+    names: set = set()
+    calls: set = set()
+    stack: list = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (list, tuple)):
+            stack.extend(node)
+        elif type(node) is I.IVar:
+            names.add(node.name)
+        elif type(node) is I.ICall:
+            calls.add(node.instance)
+            stack.extend(node.args)
+        elif isinstance(node, I.IR):
+            stack.extend(getattr(node, f.name) for f in fields(node) if f.name not in ("span", "info"))
+    return names, calls
 
 
 class _Body:
@@ -544,3 +629,58 @@ class _Body:
         self.depth += 1
         self.emit(f"{out} = {self.expr(body, self.bind(pattern, value, scope))}")
         self.depth -= 1
+
+    # -- a right fold as a loop ----------------------------------------------------------------------
+
+    def fold_loop(self, inst: I.Instance, fold: _Fold, scope: dict[str, str]) -> None:
+        """A `_Fold` as two loops instead of a call per element.  Forward, element i runs at the
+        depth the i-th nested call would (one more level per element, each checked against the
+        limit as that call checks it, with its error): its `let`s and `op`'s other operands, in
+        the order the call evaluates them.  Then the empty list's value, and `op` applied from
+        the last element back to the first, as the calls return; a cons is the elements' tuple
+        joined to the empty list's value at once, the same tuple the conses build one by one.
+        The depth is given back however the function ends."""
+        xs = scope[inst.params[fold.position]]
+        base, i, n, pre, acc = (self.m.fresh("_L") for _ in range(5))
+        span = self.m.glob(fold.rec.span)
+        self.emit(f"{base} = st.depth")
+        self.emit(f"{pre} = []")
+        self.emit(f"{i} = 0")
+        self.emit(f"{n} = len({xs})")
+        self.emit("try:")
+        self.depth += 1
+        self.emit(f"while {i} < {n}:")
+        self.depth += 1
+        (head_p, _), _ = fold.case.right
+        inner = self.bind(head_p, f"{xs}[{i}]", scope)
+        for let in fold.lets:
+            inner = self.bind(let.pattern, self.expr(let.bound, inner), inner)
+        operands = [self.expr(a, inner) for a in fold.pre]
+        # one operand as itself (a cons's head, a sum's term), several as a tuple
+        self.emit(f"{pre}.append({operands[0] if len(operands) == 1 else '(' + ''.join(o + ', ' for o in operands) + ')'})")
+        self.emit(f"if st.depth >= _limits.CALL_DEPTH: raise _too_deep({span})")
+        self.emit("st.depth += 1")
+        self.emit(f"{i} += 1")
+        self.depth -= 1
+        self.emit(f"{acc} = {self.expr(fold.case.left[1], scope)}")
+        if type(fold.op) is I.ICons:
+            self.emit(f"if {pre}:")
+            self.emit(f"    {acc} = tuple({pre}) + tuple({acc})")
+        else:
+            names = [f"#{k}" for k in range(len(fold.pre))]
+            row = self.m.fresh("_L")
+            self.emit(f"for {row} in reversed({pre}):")
+            self.depth += 1
+            back = dict(scope)
+            if len(names) == 1:
+                back[names[0]] = row
+            elif names:
+                self.emit(f"{''.join(back.setdefault(k, self.m.fresh('v')) + ', ' for k in names)}= {row}")
+            back["#acc"] = acc
+            step = replace(fold.op, args=[I.IVar(k) for k in names] + [I.IVar("#acc")])
+            self.emit(f"{acc} = {self.expr(step, back)}")
+            self.depth -= 1
+        self.depth -= 1
+        self.emit("finally:")
+        self.emit(f"    st.depth = {base}")
+        self.emit(f"return {acc}")

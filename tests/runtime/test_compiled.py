@@ -144,6 +144,80 @@ def test_calls_nested_past_the_limit_fail_at_the_same_call_with_the_same_error(m
     assert both("return (down (count db * 12 + 2))")[0] == "failed"
 
 
+# ---- right folds written as loops -------------------------------------------------------------------
+
+FOLDS = HELPERS + """
+function upto (n : num) : list num { if n <= 0 then [] else n :: upto (n - 1) }
+function alt (l : list num) : num { case l of { [] => 1 | h :: t => h - alt t } }
+function has (x : num) (l : list num) : bool { case l of { [] => false | h :: t => if h == x then true else has x t } }
+function wid (l : list num) (u : list num) : num {
+  case l of { [] => 0 | h :: t => max (if has h u then 0 else h) (wid t u) } }
+function scaled (c : num) (l : list num) : list num { case l of { [] => [] | h :: t => let y = h * c; y :: scaled c t } }
+function sh (l : list num) (k : num) : num { case l of { [] => k | h :: t => let k = h; k + sh t k } }
+function tl (l : list num) : num { case l of { [] => 0 | h :: t => len t + tl t } }
+function lp (l : list num) : num { case l of { [] => 0 | h :: t => len l + lp t } }
+function e0 (l : list num) : list num { case l of { [] => l | h :: t => h :: e0 t } }
+function rf (l : list num) : num { case l of { [] => 0 | h :: t => rf t - h } }
+"""
+
+
+def test_right_folds_are_loops_and_other_shapes_are_not():
+    entry = check("let n = count db; let l = upto n; return (lsum l + len l + alt l + wid l (upto (n - 2)) + lsum (scaled n l)"
+                  " + lsum (append l [n]) + lsum (firsts (pairs l)) + sh l n + tl l + lp l + lsum (e0 l) + rf l"
+                  " + lsum (rev l))", extra=FOLDS)
+    found = instances(entry)
+    for name in ("lsum", "len", "alt", "wid", "scaled", "append", "pairs", "firsts"):
+        assert C._right_fold(found[name]) is not None, name
+    # a tail call, the call not the last operand, a parameter shadowed, the tail or the list read
+    # again, the empty list's value reading the list: each stays a call per element
+    for name in ("has", "rev", "sh", "tl", "lp", "e0", "rf", "upto"):
+        assert C._right_fold(found[name]) is None, name
+    assert run(entry, True) == run(entry, False)
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 7])
+def test_right_folds_give_the_interpreters_values_in_its_order(size):
+    """Subtraction and float sums depend on the order of the operations: the loop applies them
+    from the last element back, as the calls return."""
+    body = (f"sample a = laplace 1 (count db); let l = upto (count db * {size} / 4);"
+            "let fl = scaled (a / 7) l;"
+            "return (alt l, lsum fl, alt fl, wid l (upto (count db * 3 / 4)), scaled 3 l, append l [a], append [] l,"
+            " firsts (pairs fl), len fl, sh l a, tl l, lp l, e0 fl, rf fl)")
+    ret = ("fuzzy (num, num, num, num, list num, list num, list num, list num, num, num, num, num, list num, num)")
+    status, value, *_ = both(body, ret, FOLDS)
+    assert status == "ok" and len(value[4]) == size
+
+
+@pytest.mark.parametrize("expr", ["lsum l", "wid l u", "wid u l", "len (append l u)", "lsum (firsts (pairs l))"])
+def test_a_loop_fails_at_the_call_the_recursion_fails_at(monkeypatch, expr):
+    """One level per element, each checked as the call checks it; a callee inside an element
+    (`has` in `wid`) runs at that element's level, so its own limit falls where it did."""
+    monkeypatch.setattr(limits, "CALL_DEPTH", 30)
+    outcomes = set()
+    for size in range(8, 36):
+        body = f"let l = upto (count db * {size} / 4); let u = upto (count db * {size // 2} / 4); return ({expr})"
+        out = both(body, "fuzzy num", FOLDS)
+        outcomes.add(out[0])
+        if out[0] == "failed":
+            assert "nested more than 30 deep" in out[1] and out[2] is not None
+    assert outcomes == {"ok", "failed"}  # the sizes cross the limit
+
+
+def test_a_loop_gives_back_its_levels_when_it_returns_and_when_it_fails(monkeypatch):
+    monkeypatch.setattr(limits, "CALL_DEPTH", 30)
+    entry = check("return (lsum (upto (count db)))", extra=FOLDS)
+    inst = instances(entry)["lsum"]
+    fn = C.compiled_function(inst)
+    state = RunState(RandomSource.seeded(1))
+    interp = Interpreter(state)
+    state.depth = 5
+    assert fn(interp, state, tuple(F(i) for i in range(20))) == 190
+    assert state.depth == 5
+    with pytest.raises(RunFailure):
+        fn(interp, state, tuple(F(i) for i in range(40)))
+    assert state.depth == 5
+
+
 def test_exact_arithmetic_and_types_match_on_fractions():
     status, value, kind, _ = both("let n = count db; return (lsum [n / 3, 1 / 6], len [n])", "fuzzy (num, num)")
     assert status == "ok" and value == (F(3, 2), 1) and type(value[0]) is F
@@ -222,7 +296,8 @@ def test_compiled_code_carries_the_inline_cases():
     module.function(instances(entry)["lsum"])
     module.function(instances(entry)["member"])
     source = "\n".join(module.lines)
-    assert "._numerator + " in source and "type(v" in source and " == " in source
+    # lsum's sum as the inline whole-number addition, guarded by the operands' types
+    assert "._numerator + " in source and " is _F is type(" in source
 
 
 # ---- functions with effects ------------------------------------------------------------------------
