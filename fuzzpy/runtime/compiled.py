@@ -261,6 +261,8 @@ class _Module:
         fold = None if self.effects else _right_fold(inst)
         if fold is not None:
             body.fold_loop(inst, fold, scope)
+        elif not self.effects and _tail_calls(inst.body, inst):
+            body.tail_loop(inst, scope)
         else:
             body.emit(f"return {body.expr(inst.body, scope)}")
         self.lines.append(header)
@@ -371,6 +373,19 @@ def _reads(nodes: list) -> tuple[set, set]:
     return names, calls
 
 
+def _tail_calls(node: Any, inst: I.Instance) -> bool:
+    """Whether `node`, `inst`'s body, calls `inst` in tail position (through `let`, `if` and
+    `case`): such a function runs as a loop (`_Body.tail_loop`)."""
+    t = type(node)
+    if t is I.ILet:
+        return _tail_calls(node.body, inst)
+    if t is I.IIf:
+        return _tail_calls(node.then, inst) or _tail_calls(node.other, inst)
+    if t is I.ICase:
+        return _tail_calls(node.left[1], inst) or _tail_calls(node.right[1], inst)
+    return t is I.ICall and node.instance is inst
+
+
 class _Body:
     """One function's statements.  `expr` emits the statements that evaluate a node, in the
     interpreter's order, and returns the name (or constant) holding its value."""
@@ -379,6 +394,9 @@ class _Body:
         self.m = module
         self.lines: list[str] = []
         self.depth = 0
+        # while a function with tail calls of itself is written as a loop (`tail_loop`): it, its
+        # parameters' locals, and the local counting the levels its calls would have added
+        self.loop: Optional[tuple[I.Instance, list[str], str]] = None
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -686,3 +704,72 @@ class _Body:
         self.emit("finally:")
         self.emit(f"    st.depth = {base}")
         self.emit(f"return {acc}")
+
+    # -- calls of itself in tail position as a loop ------------------------------------------------
+
+    def tail_loop(self, inst: I.Instance, scope: dict[str, str]) -> None:
+        """A function that calls itself in tail position, as a loop: such a call evaluates its
+        arguments, checks the limit as the call would (same error), counts one more level, sets
+        the parameters and goes round again, so the rest of the body runs at the depth the call
+        would have run it at; nothing is left to do after the call, so its value is the
+        function's.  The levels are given back however the function ends."""
+        levels = self.m.fresh("_L")
+        self.loop = (inst, [scope[p] for p in inst.params], levels)
+        self.emit(f"{levels} = 0")
+        self.emit("try:")
+        self.emit("    while True:")
+        self.depth += 2
+        self.tail(inst.body, scope)
+        self.depth -= 2
+        self.emit("finally:")
+        self.emit(f"    st.depth -= {levels}")
+        self.loop = None
+
+    def tail(self, node: Any, scope: dict[str, str]) -> None:
+        """`node` in tail position: statements ending in `return` of its value or, for a call of
+        the function itself, in the next round.  `let`, `if` and `case` evaluate as `expr` does
+        and pass the position on to their bodies."""
+        t = type(node)
+        if t is I.ILet:
+            while type(node) is I.ILet:
+                scope = self.bind(node.pattern, self.expr(node.bound, scope), scope)
+                node = node.body
+            self.tail(node, scope)
+        elif t is I.IIf:
+            self.emit(f"if {self.expr(node.cond, scope)}:")
+            self._tail_arm(node.then, scope)
+            self.emit("else:")
+            self._tail_arm(node.other, scope)
+        elif t is I.ICase and node.kind == "sum":
+            value = self.expr(node.scrutinee, scope)
+            side, inner = self.m.fresh("t"), self.m.fresh("t")
+            self.emit(f"{side}, {inner} = {value}")
+            self.emit(f"if {side} == 'inl':")
+            self._tail_arm(node.left[1], scope, node.left[0], inner)
+            self.emit("else:")
+            self._tail_arm(node.right[1], scope, node.right[0], inner)
+        elif t is I.ICase:
+            value = self.expr(node.scrutinee, scope)
+            self.emit(f"if len({value}) == 0:")
+            self._tail_arm(node.left[1], scope)
+            self.emit("else:")
+            (head_p, tail_p), body = node.right
+            self.depth += 1
+            inner = self.bind(head_p, f"{value}[0]", scope)
+            self.tail(body, self.bind(tail_p, f"tuple({value}[1:])", inner))
+            self.depth -= 1
+        elif t is I.ICall and self.loop is not None and node.instance is self.loop[0]:
+            _, params, levels = self.loop
+            args = [self.expr(a, scope) for a in node.args]
+            self.emit(f"if st.depth >= _limits.CALL_DEPTH: raise _too_deep({self.m.glob(node.span)})")
+            self.emit("st.depth += 1")
+            self.emit(f"{levels} += 1")
+            self.emit(f"{''.join(p + ', ' for p in params)}= {''.join(a + ', ' for a in args)}")
+            self.emit("continue")
+        else:
+            self.emit(f"return {self.expr(node, scope)}")
+
+    def _tail_arm(self, node: Any, scope: dict[str, str], pattern: Any = None, value: str = "") -> None:
+        self.depth += 1
+        self.tail(node, self.bind(pattern, value, scope))
+        self.depth -= 1

@@ -218,6 +218,63 @@ def test_a_loop_gives_back_its_levels_when_it_returns_and_when_it_fails(monkeypa
     assert state.depth == 5
 
 
+# ---- calls of itself in tail position as a loop ------------------------------------------------------
+
+TAILS = FOLDS + """
+function drop (n : num) (l : list num) : list num { if n <= 0 then l else case l of { [] => [] | h :: t => drop (n - 1) t } }
+function tri (n : num) (acc : num) : num { let m = n - 1; if n <= 0 then acc else tri m (acc + n) }
+function walk (v : num + num) (n : num) : num {
+  case v of { inl a => if n <= 0 then a else walk (inr (a * 2) : num + num) (n - 1)
+            | inr b => if n <= 0 then b else walk (inl (b - 1) : num + num) (n - 1) } }
+function both_ends (l : list num) : num { case l of { [] => 0 | h :: t => if h > 2 then h + both_ends t else both_ends t } }
+"""
+
+
+def test_tail_calls_are_loops_with_the_interpreters_values():
+    entry = check("let n = count db; let l = upto (n * 2);"
+                  "return (has 3 l, has 100 l, drop 3 l, drop 100 l, tri (n * 3) 0, walk (inl n : num + num) 5,"
+                  " walk (inr n : num + num) 0, both_ends l)",
+                  "fuzzy (bool, bool, list num, list num, num, num, num, num)", TAILS)
+    found = instances(entry)
+    for name in ("has", "drop", "tri", "both_ends"):  # (walk's calls reach other instances of it)
+        assert C._tail_calls(found[name].body, found[name]), name
+    module = C._Module()
+    module.function(found["tri"])
+    assert "while True:" in "\n".join(module.lines)
+    fast, ref = run(entry, True), run(entry, False)
+    assert fast == ref and fast[0] == "ok"
+    assert fast[1] == (True, False, (5, 4, 3, 2, 1), (), 78, 26, 4, 33)
+
+
+@pytest.mark.parametrize("expr", ["has 0 l", "len (drop (count db * 9 / 4) l)", "tri (count db * {size} / 4) 0",
+                                  "both_ends l", "walk (inl 1 : num + num) (count db * {size} / 4)"])
+def test_a_tail_loop_fails_at_the_call_the_recursion_fails_at(monkeypatch, expr):
+    monkeypatch.setattr(limits, "CALL_DEPTH", 30)
+    outcomes = set()
+    for size in range(8, 36):
+        body = f"let l = upto (count db * {size} / 4); return ({expr.format(size=size)})"
+        ret = "fuzzy bool" if expr.startswith("has") else "fuzzy num"
+        out = both(body, ret, TAILS)
+        outcomes.add(out[0])
+        if out[0] == "failed":
+            assert "nested more than 30 deep" in out[1] and out[2] is not None
+    assert outcomes == {"ok", "failed"}
+
+
+def test_a_tail_loop_gives_back_its_levels_when_it_returns_and_when_it_fails(monkeypatch):
+    monkeypatch.setattr(limits, "CALL_DEPTH", 30)
+    entry = check("return (tri (count db) 0)", extra=TAILS)
+    fn = C.compiled_function(instances(entry)["tri"])
+    state = RunState(RandomSource.seeded(1))
+    interp = Interpreter(state)
+    state.depth = 5
+    assert fn(interp, state, F(20), F(0)) == 210
+    assert state.depth == 5
+    with pytest.raises(RunFailure):
+        fn(interp, state, F(40), F(0))
+    assert state.depth == 5
+
+
 def test_exact_arithmetic_and_types_match_on_fractions():
     status, value, kind, _ = both("let n = count db; return (lsum [n / 3, 1 / 6], len [n])", "fuzzy (num, num)")
     assert status == "ok" and value == (F(3, 2), 1) and type(value[0]) is F
