@@ -227,23 +227,25 @@ function walk (v : num + num) (n : num) : num {
   case v of { inl a => if n <= 0 then a else walk (inr (a * 2) : num + num) (n - 1)
             | inr b => if n <= 0 then b else walk (inl (b - 1) : num + num) (n - 1) } }
 function both_ends (l : list num) : num { case l of { [] => 0 | h :: t => if h > 2 then h + both_ends t else both_ends t } }
+function swap (n : num) (a : num) (b : num) : num { if n <= 0 then a - b else swap (n - 1) b a }
 """
 
 
 def test_tail_calls_are_loops_with_the_interpreters_values():
     entry = check("let n = count db; let l = upto (n * 2);"
                   "return (has 3 l, has 100 l, drop 3 l, drop 100 l, tri (n * 3) 0, walk (inl n : num + num) 5,"
-                  " walk (inr n : num + num) 0, both_ends l)",
-                  "fuzzy (bool, bool, list num, list num, num, num, num, num)", TAILS)
+                  " walk (inr n : num + num) 0, both_ends l, swap n 1 10, swap (n + 1) 1 10)",
+                  "fuzzy (bool, bool, list num, list num, num, num, num, num, num, num)", TAILS)
     found = instances(entry)
-    for name in ("has", "drop", "tri", "both_ends"):  # (walk's calls reach other instances of it)
+    for name in ("has", "drop", "tri", "both_ends", "swap"):  # (walk's calls reach other instances of it)
         assert C._tail_calls(found[name].body, found[name]), name
     module = C._Module()
     module.function(found["tri"])
     assert "while True:" in "\n".join(module.lines)
     fast, ref = run(entry, True), run(entry, False)
     assert fast == ref and fast[0] == "ok"
-    assert fast[1] == (True, False, (5, 4, 3, 2, 1), (), 78, 26, 4, 33)
+    # the arguments are set at once: `swap` exchanges its parameters at every round
+    assert fast[1] == (True, False, (5, 4, 3, 2, 1), (), 78, 26, 4, 33, -9, 9)
 
 
 @pytest.mark.parametrize("expr", ["has 0 l", "len (drop (count db * 9 / 4) l)", "tri (count db * {size} / 4) 0",
