@@ -11,7 +11,8 @@ interpreter calls that instead of walking the body (docs/runtime.md, "Compiled f
   read a row, so its code leaves out the call sites that label releases and the per-row call
   budget; the batched lane evaluator runs it once per lane.  One that recurses once per element
   of a list parameter, applying a primitive or a cons on the way back (`lsum`, `append`), runs
-  as two loops with the calls' order and depth levels (`_right_fold`, `_Body.fold_loop`).
+  as two loops with the calls' order and depth levels (`_right_fold`, `_Body.fold_loop`), and
+  one that calls itself in tail position (`member`) as one loop (`_Body.tail_loop`).
 * `effectful_function`: any function, with samples (`CompiledBind`), returns, function values,
   applications and every primitive (through the decisions of the interpreter's `call_prim`),
   and the user's call sites pushed as `call_instance` pushes them.
