@@ -14,10 +14,10 @@ from typing import Any, Iterator, Optional
 from ..diagnostics import Span
 
 
-# Attributes whose names start with this are the runtime's caches of a node's or an instance's
-# compiled code (runtime/compiled.py), kept on the object so that they live as long as the
-# program: not part of the checked program, and never pickled (the Dask engine ships row
-# functions' code to its workers).
+# Attributes whose names start with this are what the runtime derives from a node or an
+# instance (its compiled code, the names it reads, its structure: runtime/node_memo.py), kept on
+# the object so that they live as long as the program: not part of the checked program, and
+# never pickled or copied (the Dask engine ships row functions' code to its workers).
 RUNTIME_CACHE = "_runtime_"
 
 
