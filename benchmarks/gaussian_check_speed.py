@@ -44,7 +44,7 @@ def programs(steps: int) -> dict[str, tuple[str, str]]:
 
 
 def best_time(src: str, repeat: int):
-    from fuzzpy.interfaces.report import apply_budget
+    from fuzzpy.pipeline.budget import apply_budget
 
     best, report = float("inf"), None
     for _ in range(repeat):

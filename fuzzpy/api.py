@@ -8,15 +8,12 @@ from the program and the schema, never from the data.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
-from .diagnostics import Diagnostic, FuzzError, render
+from .diagnostics import Diagnostic, render
 
 Program = Union[str, Path]
 
@@ -88,7 +85,7 @@ def check(program: Program, *, params: Optional[Mapping[str, Any]] = None, budge
     adds E0401 when the proven epsilon exceeds it; `delta` states a program with Gaussian
     releases as (epsilon, delta) (docs/privacy-notions.md)."""
     from .checking.program import check_file, check_source
-    from .interfaces.report import apply_budget
+    from .pipeline.budget import apply_budget
 
     text_params = {k: str(v) for k, v in (params or {}).items()}
     path = _as_path(program)
@@ -132,23 +129,21 @@ def _budget(budget: Any) -> Optional[Fraction]:
 
 
 def _report(raw: Any) -> Report:
-    from .interfaces.report import print_text
+    from .render.report import report_text
 
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        print_text(raw)
+    shown = report_text(raw)
     mechs = [Mechanism(m.name, _where(m.span, raw.file), m.function, m.sensitivity, m.epsilon, m.scale)
              for m in raw.mechanisms] if raw.ok else []
     own = {f.name: f.type for f in raw.functions if f.span is None or f.span.file == raw.file}
     g = raw.guarantee
     eps = (g.epsilon if g is not None else raw.epsilon if raw.is_pure else None) if raw.entry else None
     return Report(raw.file, raw.ok, eps, {i.name: i.epsilon for i in raw.inputs},
-                  raw.budget, mechs, own, list(raw.diagnostics), err.getvalue() + out.getvalue(), raw,
+                  raw.budget, mechs, own, list(raw.diagnostics), shown.stderr() + shown.stdout(), raw,
                   g.stated_delta if g is not None else Fraction(0), raw.rho if raw.entry else None)
 
 
 def _where(span: Any, program: str) -> str:
-    from .interfaces.locations import relative_span
+    from .render.locations import relative_span
 
     return relative_span(span, program)
 
@@ -259,147 +254,66 @@ def run(program: Program, data: Any, *, budget: Any, params: Optional[Mapping[st
     parameters to DataFrames.  `budget` is this run's limit; each dataset's total is capped by
     the ledger (`fuzzpy ledger set-cap`).  `seed` is for tests only: reproducible noise, NOT
     private, and nothing is charged."""
+    from .pipeline.local import FrameTables, LocalLedger, ledger_path
+    from .pipeline.session import Session
+
     report = check(program, params=params, budget=budget, entry=entry, delta=delta).raise_for_errors()
     raw = report.raw
-    if raw.budget is None:
-        raise FuzzpyError([Diagnostic("E0701", "a run needs a budget: pass budget=B")])
-    tables, identities = _load(raw, data)
-    charges, book = ([], None) if seed is not None else _charge(raw, identities, ledger, program)
-    try:
-        result = _execute(raw, tables, seed, book, charges)
-        spending = _spending(book, identities) if book is not None else []
-    finally:
-        if book is not None:
-            book.close()
-    return _result(raw, result, spending, seed is not None)
+    name = Path(raw.file).name if raw.file != "<cell>" else "notebook"
+    session = Session(check=lambda: raw, tables=FrameTables(data),
+                      charger=None if seed is not None else (lambda: LocalLedger(_ledger(ledger_path, ledger))),
+                      label=f"{name}:{raw.entry}", params={k: str(v) for k, v in (params or {}).items()}, seed=seed,
+                      needs_budget="a run needs a budget: pass budget=B")
+    outcome = session.execute()
+    if not outcome.released:
+        raise FuzzpyError(outcome.diagnostics or [d for d in raw.diagnostics if d.severity == "error"],
+                          raw.sources)
+    return _result(raw, outcome)
 
 
-def _load(raw: Any, data: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    import pandas as pd
-
-    from .interfaces.run_command import table_inputs
-    from .runtime.columns import columns_read
-    from .runtime.data import load_frame
-
-    try:
-        inputs = dict(table_inputs(raw))
-    except FuzzError as exc:
-        raise FuzzpyError(exc.diagnostics) from None
-    frames = {next(iter(inputs)): data} if isinstance(data, pd.DataFrame) and len(inputs) == 1 else dict(data or {})
-    diags = [Diagnostic("E0507", f"data given for unknown table '{n}'; the entry point's tables: "
-                        f"{', '.join(inputs)}") for n in frames if n not in inputs]
-    diags += [Diagnostic("E0506", f"no DataFrame given for table '{n}'", None, [f"pass data={{'{n}': df}}"])
-              for n in inputs if n not in frames]
-    diags += [Diagnostic("E0502", f"the data for table '{n}' is not a pandas DataFrame")
-              for n, f in frames.items() if n in inputs and not isinstance(f, pd.DataFrame)]
-    if diags:
-        raise FuzzpyError(diags)
-    tables, identities = {}, {}
-    keep = columns_read(raw.entry_instance)  # the columns the program reads (docs/data.md)
-    for name, schema in inputs.items():
-        try:
-            tables[name] = load_frame(frames[name], schema, table=name, keep=keep)
-        except FuzzError as exc:
-            raise FuzzpyError(exc.diagnostics) from None
-        identities[name] = frame_identity(frames[name])
-    return tables, identities
+def _ledger(ledger_path: Any, ledger: Union[str, Path, None]) -> Path:
+    return ledger_path(Path(ledger) if ledger is not None else None)
 
 
-def frame_identity(frame: Any) -> str:
-    """"sha256:..." of the whole DataFrame (every column, as the CLI hashes the whole file): two
-    programs reading different columns of one DataFrame charge the same dataset; an edited row
-    is another dataset."""
-    import pandas as pd
-
-    digest = hashlib.sha256("\0".join(map(str, frame.columns)).encode("utf-8"))
-    hashed = pd.util.hash_pandas_object(frame.astype("string"), index=False)
-    digest.update(hashed.to_numpy().tobytes())
-    return "sha256:" + digest.hexdigest()
-
-
-def _charge(raw: Any, identities: dict[str, str], ledger: Union[str, Path, None], program: Program):
-    from .interfaces.run_command import dataset_amounts, run_loss
-    from .runtime.ledger import default_ledger_path, open_ledger, program_hash
-
-    try:
-        path = Path(ledger).expanduser() if ledger is not None else default_ledger_path()
-        book = open_ledger(path)
-    except FuzzError as exc:
-        raise FuzzpyError(exc.diagnostics) from None
-    source = raw.sources.get(raw.file, "") + "".join(
-        f"\n# imported: {n}\n{t}" for n, t in sorted(raw.sources.items()) if n != raw.file)
-    label = f"{Path(raw.file).name if raw.file != '<cell>' else 'notebook'}:{raw.entry}"
-    try:
-        g = raw.guarantee
-        ids = book.charge_many(dataset_amounts(raw, identities), program_hash(source), label,
-                               g.stated_delta, None if raw.is_pure else raw.rho, loss=run_loss(raw))
-    except FuzzError as exc:
-        book.close()
-        raise FuzzpyError(exc.diagnostics) from None
-    return ids, book
-
-
-def _execute(raw: Any, tables: dict[str, Any], seed: Optional[int], book: Any, charges: list[int]) -> Any:
-    from .runtime.interpreter import RunFailure, run_program
-    from .runtime.samplers import RandomSource
-
-    rng = RandomSource.seeded(seed) if seed is not None else RandomSource()
-    try:
-        result = run_program(raw.entry_instance, tables, rng, user_file=raw.file)
-    except RunFailure as exc:
-        _finish(book, charges, "failed")
-        raise FuzzpyError(exc.diagnostics, raw.sources) from None
-    except Exception:  # noqa: BLE001 - its text could depend on the data: never shown
-        _finish(book, charges, "failed")
-        raise FuzzpyError([Diagnostic("E0604", f"the run of {raw.entry} stopped with an internal error; no details "
-                                      "are shown because they could depend on the data", None,
-                                      ["the epsilon charged for this run stays spent"])]) from None
-    _finish(book, charges, "released")
-    return result
-
-
-def _finish(book: Any, charges: list[int], status: str) -> None:
-    for c in charges:
-        book.finish(c, status)
-
-
-def _spending(book: Any, identities: dict[str, str]) -> list[Spending]:
-    from .runtime.ledger import describe_cap
+def _spending(outcome: Any) -> list[Spending]:
+    """Each table's dataset total on the ledger after the run, in the notion of its cap."""
+    from .ledger import describe_cap
 
     out = []
-    for name, dataset in identities.items():
-        use = book.usage(dataset)
-        out.append(Spending(name, use.spent, book.cap(dataset),
-                            None if use.cap is None else describe_cap(use.cap)))
+    for charge, use in zip(outcome.charges, outcome.usage):
+        cap = use.cap
+        amount = None if cap is None else (cap.rho if hasattr(cap, "rho") else cap.epsilon)
+        for shown in charge.shown:
+            out.append(Spending(shown, use.spent, amount, None if cap is None else describe_cap(cap)))
     return out
 
 
-def _result(raw: Any, result: Any, spending: list[Spending], seeded: bool) -> Result:
-    from .interfaces.run_command import _accuracy_parts, _plain, accuracy_words
+def _result(raw: Any, outcome: Any) -> Result:
+    from .render.labels import labels, location
+    from .render.released import accuracy_parts, accuracy_words, plain
 
-    from .interfaces.results import labels, location
-
+    result = outcome.result
     names = labels(result.releases, raw.file, raw.sources)
     releases = []
     for r, name in zip(result.releases, names):
-        bound, beta, what = _accuracy_parts(r.accuracy)
+        bound, beta, what = accuracy_parts(r.accuracy)
         acc = None
         if bound is not None:
             interval = None
-            value = _plain(r.value)
+            value = plain(r.value)
             if what.startswith("|noise|") and isinstance(value, (int, float)) and not isinstance(value, bool):
                 interval = (value - bound, value + bound)
             acc = Accuracy(bound, beta or 0.0, what, accuracy_words(r.accuracy, r.value), interval)
         releases.append(Released(name, tuple(r.keys), _python(r.value), r.epsilon, r.mechanism, acc,
                                  location(r, raw.file)))
-    return Result(_python(result.value), releases, raw.guarantee.epsilon, raw.budget, spending, seeded,
-                  _estimates(raw, getattr(result, "estimates", [])))
+    return Result(_python(result.value), releases, raw.guarantee.epsilon, raw.budget, _spending(outcome),
+                  outcome.seeded is not None, _estimates(raw, getattr(result, "estimates", [])))
 
 
 def _estimates(raw: Any, estimates: list) -> list[Estimate]:
-    """The run's estimates as the command line's JSON states them (interfaces/run_command.py)."""
-    from .interfaces.results import estimate_labels, estimate_location, labels
-    from .interfaces.run_command import estimate_json
+    """The run's estimates as the command line's JSON states them (render/released.py)."""
+    from .render.labels import estimate_labels, estimate_location, labels
+    from .render.released import estimate_json
 
     out = []
     for e, name in zip(estimates, estimate_labels(estimates, raw.file, raw.sources)):
@@ -412,9 +326,9 @@ def _estimates(raw: Any, estimates: list) -> list[Estimate]:
 
 def _python(v: Any) -> Any:
     """Released values as plain Python objects (numbers as floats, tuples, dicts)."""
-    from .interfaces.run_command import _plain
+    from .render.released import plain
 
-    v = _plain(v)
+    v = plain(v)
     if isinstance(v, dict):
         return {k: _python(x) for k, x in v.items()}
     if isinstance(v, tuple):

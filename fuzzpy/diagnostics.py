@@ -62,12 +62,13 @@ CODES: dict[str, str] = {
     "E0506": "no data given for a table",
     "E0507": "data given for an unknown table",
     "E0508": "row of a data file too long",
-    # E06xx: runs and the ledger (runtime/ledger.py)
+    # E06xx: runs and the ledger (fuzzpy/ledger)
     "E0601": "ledger cap exceeded",
     "E0602": "ledger unavailable",
     "E0603": "seed used together with a ledger",
     "E0604": "runtime error in a checked program",
     "E0605": "invalid ledger argument",
+    "E0606": "run does not fit the privacy notion of the cap",
     # E07xx: command line usage
     "E0701": "invalid command-line argument",
     "E0702": "invalid parameter value",

@@ -97,7 +97,7 @@ def data_check(
     from ..diagnostics import FuzzError
     from ..runtime.data import inspect_table
     from .cli import EXIT_OK, exit_code_for, parse_params, print_diagnostics
-    from .run_command import match_data, table_inputs
+    from ..pipeline.tables import match_data, table_inputs
 
     report = check_file(program, parse_params(param), entry)
     if not report.ok:

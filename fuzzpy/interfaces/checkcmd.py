@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..diagnostics import Diagnostic, FuzzError, render
-
-EXIT_OK, EXIT_PROGRAM, EXIT_USAGE, EXIT_BUDGET, EXIT_RUNTIME = 0, 1, 2, 3, 4
+from ..render.exits import (EXIT_BUDGET, EXIT_OK, EXIT_PROGRAM, EXIT_RUNTIME, EXIT_USAGE,  # noqa: F401 - shared
+                            exit_code_for, internal_error)
 
 
 def echo(text: str, err: bool = False) -> None:
@@ -28,19 +28,6 @@ def echo(text: str, err: bool = False) -> None:
         return
     stream.write(text + "\n")
     stream.flush()
-
-
-def exit_code_for(diags: list[Diagnostic]) -> int:
-    codes = {d.code[:3] for d in diags if d.severity == "error"}
-    if not codes:
-        return EXIT_OK
-    if codes & {"E05", "E06", "E10", "E21"}:
-        return EXIT_RUNTIME
-    if codes <= {"E07"}:
-        return EXIT_USAGE
-    if codes <= {"E04"}:
-        return EXIT_BUDGET
-    return EXIT_PROGRAM
 
 
 def print_diagnostics(diags: list[Diagnostic], sources: dict[str, str] | None = None) -> None:
@@ -133,7 +120,8 @@ def run_check(paths: list[Path], budget: Optional[str] = None, delta: Optional[s
               entry: str = "main", use_cache: bool = True, formula: Optional[str] = None,
               formula_timeout: float = 10.0) -> int:
     """The local `fuzzpy check`: check every file, print the reports, return the exit code."""
-    from . import report as R
+    from ..pipeline.budget import check_with_budget
+    from ..render import report as R
 
     if fmt not in ("text", "json", "sarif"):
         raise usage_error(f"--format must be text, json or sarif, got '{fmt}'")
@@ -144,23 +132,23 @@ def run_check(paths: list[Path], budget: Optional[str] = None, delta: Optional[s
     files = collect_files(paths)
     # Formulas are derived from a fresh check's functions and declared parameter types, which a
     # cached report does not keep.
-    results = [R.check_with_budget(f, params, entry_for(f, entry, in_folder), limit, at, rho_limit,
+    results = [check_with_budget(f, params, entry_for(f, entry, in_folder), limit, at, rho_limit,
                                    use_cache=use_cache and formula is None)
                for f, in_folder in files]
     if not results:
         raise usage_error("no .fz files found")
     if formula is not None:
-        from .formula_output import attach_formulas
+        from ..render.formulas import attach_formulas
 
         for res, (f, in_folder) in zip(results, files):
             attach_formulas(res, params, formula, formula_timeout, entry_for(f, entry, in_folder))
     if fmt == "json":
-        R.print_json(results)
+        echo(R.reports_json_text(results))
     elif fmt == "sarif":
-        R.print_sarif(results)
+        echo(R.sarif_text(results))
     else:
         for res in results:
-            R.print_text(res)
+            R.report_text(res).write()
     return max(exit_code_for(res.diagnostics) for res in results)
 
 
@@ -264,14 +252,6 @@ def fast_run(plan: dict[str, Any]) -> int:
     except typer.Exit as exc:
         return exc.exit_code
     return EXIT_OK
-
-
-def internal_error(kind: type) -> Diagnostic:
-    """A bug in fuzzpy or a dependency, as a coded error.  Only the exception's type is shown:
-    its message or a traceback (with local variables) could quote private data."""
-    return Diagnostic("E0901", f"internal error in fuzzpy ({kind.__name__}); this is a bug, "
-                               "please report it with the command you ran",
-                      None, ["no details are shown, because they could contain private data"])
 
 
 def guard(work: Callable[[], Any]) -> int:

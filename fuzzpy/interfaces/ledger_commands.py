@@ -15,8 +15,9 @@ from typing import Annotated, Any, NoReturn, Optional
 import typer
 
 from fuzzpy.diagnostics import FuzzError, error, render
-from fuzzpy.runtime.ledger import (Entry, Ledger, dataset_identity, default_ledger_path,
-                                   describe_cap, format_exact, parse_amount, short_id)
+from fuzzpy.ledger.caps import parse_cap
+from fuzzpy.ledger import (Entry, Ledger, dataset_identity, default_ledger_path,
+                           describe_cap, format_exact, short_id)
 
 EXIT_USAGE = 2
 EXIT_LEDGER = 4
@@ -78,7 +79,7 @@ def set_cap(cap: Annotated[Optional[str], typer.Option(
     """Set the total privacy loss allowed on a dataset, in epsilon (at a delta) or in zCDP rho
     (replacing any earlier cap)."""
     try:
-        new_cap = _parse_cap(cap, delta, rho)
+        new_cap = parse_cap(cap, delta, rho)
         if not (dataset or data):
             raise error("E0605", "say which dataset to cap: --data FILE or --dataset ID")
         ident = _identity_of(dataset, data)
@@ -101,23 +102,6 @@ def set_cap(cap: Annotated[Optional[str], typer.Option(
     if use.spent > amount:
         typer.echo(f"warning: {_amount(use.spent)} was already spent, more than the new cap; "
                    "every further run on this dataset will be refused", err=True)
-
-
-def _parse_cap(cap: str | None, delta: str | None, rho: str | None) -> Any:
-    """--cap E [--delta D] or --rho R: exactly one notion (an EpsilonCap or a RhoCap)."""
-    from fuzzpy.accounting import EpsilonCap, RhoCap  # when needed: the module stays light to import
-
-    if (cap is None) == (rho is None):
-        raise error("E0605", "give the cap in one notion: --cap EPSILON (with --delta D for an "
-                             "(epsilon, delta) cap) or --rho RHO")
-    if rho is not None:
-        if delta is not None:
-            raise error("E0605", "--delta goes with an epsilon cap (--cap), not with --rho")
-        return RhoCap(parse_amount(rho, "rho cap"))
-    d = parse_amount(delta, "cap delta") if delta is not None else Fraction(0)
-    if d >= 1:
-        raise error("E0605", f"invalid cap delta {delta[:60]!r}: expected a number in [0, 1)")
-    return EpsilonCap(parse_amount(cap, "cap"), d)
 
 
 @ledger_app.command("backup")

@@ -10,7 +10,7 @@ import html
 import shlex
 from typing import Any, Optional
 
-from .numbers import show
+from ..render.numbers import show
 
 
 def _cell(x: Any) -> str:

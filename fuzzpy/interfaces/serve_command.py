@@ -97,15 +97,15 @@ def _apply_config(cfg, store) -> None:
     """Register the configuration's datasets and analysts.  A dataset already registered with
     the same file and schema is not re-registered: if its file changed, it stays refused until
     the curator runs `fuzzpy dataset add` (a restart does not bless a changed file)."""
-    from ..serve.registry import add_analyst, read_schema_file, register_dataset, same_registration
-    from ..serve.store import dataset_key
+    from ..serve.registry import (add_analyst, read_schema_file, register_dataset, same_registration,
+                                  set_dataset_cap)
 
     for d in cfg.datasets:
         schema, source = read_schema_file(d.schema, d.schema_name)
         old = store.dataset(d.name)
         if same_registration(old, d.data, source, schema.name):
             if d.cap is not None:
-                store.set_cap(dataset_key(d.name), d.cap, d.name)
+                set_dataset_cap(store, d.name, d.cap)
         else:
             register_dataset(store, d.name, d.data, d.schema, d.cap, d.schema_name)
     for a in cfg.analysts:
@@ -116,24 +116,32 @@ def _apply_config(cfg, store) -> None:
 def dataset_add(name: str = typer.Argument(..., help="The dataset's name (its identity in the ledger)."),
                 data: Path = typer.Option(..., "--data", readable=False, help="The data file (CSV or Parquet)."),
                 schema: Path = typer.Option(..., "--schema", readable=False, help="A .fz file declaring its schema."),
-                cap: Optional[str] = typer.Option(None, "--cap", help="Total epsilon for the dataset (required the first time)."),
+                cap: Optional[str] = typer.Option(None, "--cap", help="Total epsilon for the dataset (required the "
+                                                                      "first time, unless --rho)."),
+                delta: Optional[str] = typer.Option(None, "--delta", help="With --cap: the delta the epsilon cap holds "
+                                                                          "at (default 0: pure epsilon)."),
+                rho: Optional[str] = typer.Option(None, "--rho", help="A total in zCDP rho instead of --cap."),
                 schema_name: Optional[str] = typer.Option(None, "--schema-name", help="Which schema, if the file has several."),
                 config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_HELP),
                 ledger: Optional[str] = typer.Option(None, "--ledger", help=_LEDGER_HELP)) -> None:
-    """Register (or register again) a dataset: validate the file against the schema, record its hash, set its cap."""
-    from ..runtime.ledger import format_exact, parse_amount
+    """Register (or register again) a dataset: validate the file against the schema, record its hash, set its cap
+    in its privacy notion (pure epsilon, epsilon at --delta, or --rho)."""
+    from ..ledger import describe_cap, format_exact
+    from ..ledger.caps import parse_cap
     from ..serve.registry import register_dataset
 
     try:
-        amount = parse_amount(cap, "cap") if cap is not None else None
+        total_cap = parse_cap(cap, delta, rho, code="E1017") if (cap, delta, rho) != (None, None, None) else None
         _, store = _store(config, ledger)
-        rec = register_dataset(store, name, data, schema, amount, schema_name)
-        total = store.cap(f"dataset:{name}")
+        rec = register_dataset(store, name, data, schema, total_cap, schema_name)
+        total = store.cap_of(f"dataset:{name}")
         store.close()
     except FuzzError as exc:
         _fail(exc)
+    shown = "none" if total is None else \
+        f"{format_exact(total.rho if hasattr(total, 'rho') else total.epsilon)} in {describe_cap(total)}"
     typer.echo(f"dataset {rec.name} registered: {rec.data_path} ({rec.identity[:19]}), schema {rec.schema_name}, "
-               f"cap {format_exact(total) if total is not None else 'none'}")
+               f"cap {shown}")
 
 
 @dataset_app.command("list")
@@ -151,8 +159,9 @@ def dataset_list(config: Optional[Path] = typer.Option(None, "--config", help=_C
     if not view["datasets"]:
         typer.echo("no datasets registered")
     for d in view["datasets"]:
+        notion = f" ({d['notion']})" if d["notion"] else ""
         typer.echo(f"{d['dataset']}: cap {d['cap'] or 'none'}, spent {d['spent']}, remaining "
-                   f"{d['remaining'] or 'no cap'}; {d['data']} ({d['identity'][:19]})")
+                   f"{d['remaining'] or 'no cap'}{notion}; {d['data']} ({d['identity'][:19]})")
         for a in d["analysts"]:
             typer.echo(f"  {a['analyst']}: cap {a['cap']}, spent {a['spent']}, remaining {a['remaining']}")
 
@@ -169,13 +178,14 @@ def dataset_schema(name: str = typer.Argument(..., help="The dataset's name."),
 
 @analyst_app.command("add")
 def analyst_add(name: str = typer.Argument(..., help="The analyst's name."),
-                cap: List[str] = typer.Option([], "--cap", help="DATASET=EPSILON: the analyst's cap on a dataset (repeatable)."),
+                cap: List[str] = typer.Option([], "--cap", help="DATASET=AMOUNT: the analyst's cap on a dataset, in "
+                                                                "the dataset's notion (repeatable)."),
                 curator: bool = typer.Option(False, "--curator", help="A curator token: sees every analyst's spending."),
                 new_token: bool = typer.Option(False, "--new-token", help="Replace an existing analyst's token."),
                 config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_HELP),
                 ledger: Optional[str] = typer.Option(None, "--ledger", help=_LEDGER_HELP)) -> None:
     """Create an analyst (printing their token once) or change their caps."""
-    from ..runtime.ledger import parse_amount
+    from ..ledger import parse_amount
     from ..serve.registry import add_analyst, hash_token
 
     try:

@@ -3,7 +3,7 @@
 A FIFO, a terminal or another character device given as `--data` (or a link to one) would make
 a read block forever, or never end.  `open_regular` looks at what the name points to before
 opening it, opens without blocking, and checks the open descriptor again, so a name swapped in
-between cannot slip through.  Used for hashing a dataset (runtime/ledger.py) and for loading it
+between cannot slip through.  Used for hashing a dataset (fuzzpy/ledger) and for loading it
 (runtime/data.py), which hashes the bytes as it parses them (`HashingReader`).
 """
 

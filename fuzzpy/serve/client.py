@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -105,7 +104,7 @@ def _body(text: str, path: Path, datasets: list[str], params: dict[str, str], en
 
 def run_remote(program: Path, server: str, datasets: list[str], params: dict[str, str], entry: str,
                budget: Optional[str], fmt: str, delta: Optional[str] = None) -> int:
-    from ..interfaces.numbers import dumps
+    from ..render.numbers import dumps
 
     try:
         text = _program(program)
@@ -124,7 +123,7 @@ def run_remote(program: Path, server: str, datasets: list[str], params: dict[str
 def check_remote(files: list[Path], server: str, datasets: list[str], params: dict[str, str], entry: str,
                  budget: Optional[str], fmt: str, delta: Optional[str] = None) -> int:
     """Check each file against the published schema, printing as `fuzzpy check` does."""
-    from ..interfaces.numbers import dumps
+    from ..render.numbers import dumps
 
     codes, results = [], []
     try:

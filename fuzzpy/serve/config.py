@@ -16,12 +16,13 @@
     [datasets.adult]
     data = "adult.csv"
     schema = "adult.fz"
-    cap = "3.0"
+    cap = "3.0"                   # the dataset's total epsilon (pure, or at `delta`)
+    delta = "1e-6"                # optional: the cap holds at this delta; or `rho = "0.5"` instead of cap
 
     [analysts.alice]
     token_sha256 = "<64 hex digits>"  # `fuzzpy analyst add` prints a token and its hash
     role = "analyst"
-    caps = { adult = "1.0" }
+    caps = { adult = "1.0" }      # in the dataset's notion (epsilon at its delta, or rho)
 
 Relative paths are read relative to the configuration file.  Every problem is E1017.
 """
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..diagnostics import error
-from ..runtime.ledger import parse_amount
+from ..ledger import parse_amount
 
 ENV_CONFIG = "FUZZPY_CURATOR_CONFIG"
 
@@ -55,7 +56,7 @@ class DatasetEntry:
     name: str
     data: Path
     schema: Path
-    cap: Optional[Fraction]
+    cap: Any  # an EpsilonCap (pure, or at a delta) or a RhoCap; None: keep the registered one
     schema_name: Optional[str] = None
 
 
@@ -115,6 +116,22 @@ def _amount(value: Any, what: str) -> Fraction:
     return parse_amount(str(value), what)
 
 
+def _dataset_cap(name: str, entry: dict) -> Any:
+    """`cap` (with an optional `delta`) or `rho`: the dataset's total, in its privacy notion."""
+    from ..ledger.caps import parse_cap
+
+    unknown = set(entry) - {"data", "schema", "schema_name", "cap", "delta", "rho"}
+    if unknown:
+        raise error("E1017", f"unknown setting(s) in [datasets.{name}]: {', '.join(sorted(unknown))}")
+    if not {"cap", "rho"} & set(entry):
+        if "delta" in entry:
+            raise error("E1017", f"[datasets.{name}]: delta goes with cap")
+        return None
+    texts = {key: None if key not in entry else str(_amount(entry[key], f"{key} of dataset {name}"))
+             for key in ("cap", "delta", "rho")}
+    return parse_cap(texts["cap"], texts["delta"], texts["rho"], code="E1017")
+
+
 def load_config(path: Path) -> ServeConfig:
     path = Path(path).expanduser().resolve()
     doc = _toml(path)
@@ -137,9 +154,8 @@ def load_config(path: Path) -> ServeConfig:
     for name, entry in _table(doc, "datasets", str(path)).items():
         if not isinstance(entry, dict) or "data" not in entry or "schema" not in entry:
             raise error("E1017", f"[datasets.{name}] needs data = \"FILE\" and schema = \"FILE.fz\"")
-        cap = _amount(entry["cap"], f"cap of dataset {name}") if "cap" in entry else None
-        cfg.datasets.append(DatasetEntry(name, base / str(entry["data"]), base / str(entry["schema"]), cap,
-                                         entry.get("schema_name")))
+        cfg.datasets.append(DatasetEntry(name, base / str(entry["data"]), base / str(entry["schema"]),
+                                         _dataset_cap(name, entry), entry.get("schema_name")))
     for name, entry in _table(doc, "analysts", str(path)).items():
         if not isinstance(entry, dict) or "token_sha256" not in entry:
             raise error("E1017", f"[analysts.{name}] needs token_sha256 (the token itself is never written down)")
@@ -156,7 +172,7 @@ def resolve_ledger(config: Optional[Path], ledger: Optional[str]) -> tuple[Optio
     With neither, $FUZZPY_CURATOR_CONFIG, then ./curator.toml if it exists, then the default ledger."""
     import os
 
-    from ..runtime.ledger import default_ledger_path
+    from ..ledger import default_ledger_path
 
     if config is None and os.environ.get(ENV_CONFIG, "").strip():
         config = Path(os.environ[ENV_CONFIG].strip())

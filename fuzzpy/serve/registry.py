@@ -1,7 +1,9 @@
 """Registering datasets and analysts, publishing schemas, and what a program's schema must
 have in common with a dataset's.
 
-A dataset is registered by name with a data file, a schema from a `.fz` file and a total cap.
+A dataset is registered by name with a data file, a schema from a `.fz` file and a total cap in
+the privacy notion the curator chooses (pure epsilon, epsilon at a delta, or zCDP rho); its
+analysts' caps are in the same notion.
 The file is loaded once against the schema when it is registered (so a file that does not fit
 is the curator's error, shown to the curator), and the sha256 of its bytes is recorded: the
 service refuses the dataset as soon as the file differs (E1010), until the curator registers
@@ -119,24 +121,71 @@ def _reads_as(want: Any, have: Any) -> bool:
 
 # ---- datasets -----------------------------------------------------------------------------------
 
-def register_dataset(store: Store, name: str, data: Path, schema_file: Path, cap: Optional[Fraction],
+def register_dataset(store: Store, name: str, data: Path, schema_file: Path, cap: Any,
                      schema_name: Optional[str] = None) -> DatasetRecord:
-    """Validate and record a dataset; set its total cap when one is given."""
+    """Validate and record a dataset; set its total cap when one is given (`set_dataset_cap`)."""
     from ..runtime.data import load_identified
 
     check_name(name, "dataset")
     schema, source = read_schema_file(schema_file, schema_name)
     data = Path(data).expanduser().resolve()
+    if cap is None and store.cap(dataset_key(name)) is None:
+        raise error("E1017", f"dataset {name} has no cap yet: give one with --cap (or --rho)")
+    if cap is not None:
+        notion_change_problem(store, name, store.cap_of(dataset_key(name)), as_cap(cap))
     # The curator's own file: its errors are shown to the curator.  The identity is the hash of
     # exactly the bytes that were validated.
     _, identity = load_identified(data, schema, table=name)
     rec = DatasetRecord(name, str(data), schema.name, source, identity, now())
     store.put_dataset(rec)
     if cap is not None:
-        store.set_cap(dataset_key(name), cap, name)
-    elif store.cap(dataset_key(name)) is None:
-        raise error("E1017", f"dataset {name} has no cap yet: give one with --cap")
+        set_dataset_cap(store, name, cap)
     return rec
+
+
+def as_cap(cap: Any) -> Any:
+    """An EpsilonCap or a RhoCap; a plain number is a pure epsilon cap."""
+    from ..accounting import EpsilonCap, RhoCap
+
+    return cap if isinstance(cap, (EpsilonCap, RhoCap)) else EpsilonCap(Fraction(cap), Fraction(0))
+
+
+def set_dataset_cap(store: Store, name: str, cap: Any) -> None:
+    """Set a dataset's total cap, and put its analysts' caps into the same notion (their amounts
+    unchanged): the notion of a dataset is the curator's, and every account on it shares it."""
+    from ..ledger.caps import cap_amount, same_notion
+
+    cap = as_cap(cap)
+    notion_change_problem(store, name, store.cap_of(dataset_key(name)), cap)
+    store.set_cap(dataset_key(name), cap, name)
+    for analyst in store.analysts():
+        key = analyst_key(analyst.name, name)
+        old = store.cap_of(key)
+        if old is not None and not _same_notion(old, cap):
+            store.set_cap(key, same_notion(cap, cap_amount(old)))
+
+
+def notion_change_problem(store: Store, name: str, old: Any, new: Any) -> None:
+    """Once a dataset has spending, its notion may only be tightened: an epsilon cap at a delta
+    may get a smaller delta, nothing else changes notion (E1017).  A larger delta, or another
+    notion, would restate what was already spent under a weaker guarantee."""
+    from ..ledger.caps import describe_cap, is_rho_cap
+
+    if old is None or _same_notion(old, new) or not store.entries(dataset_key(name)):
+        return
+    if not is_rho_cap(old) and not is_rho_cap(new) and new.delta < old.delta:
+        return
+    raise error("E1017", f"dataset {name} has spending under a cap in {describe_cap(old)}; its notion can only be "
+                         f"tightened (a smaller delta), not changed to {describe_cap(new)}",
+                None, "register the data under a new dataset name to budget it in another notion")
+
+
+def _same_notion(a: Any, b: Any) -> bool:
+    from ..ledger.caps import is_rho_cap
+
+    if is_rho_cap(a) or is_rho_cap(b):
+        return is_rho_cap(a) and is_rho_cap(b)
+    return a.delta == b.delta
 
 
 def same_registration(old: Optional[DatasetRecord], data: Path, schema_source: str, schema_name: str) -> bool:
@@ -169,6 +218,8 @@ def find_analyst(analysts: list[AnalystRecord], token: str) -> Optional[AnalystR
 def add_analyst(store: Store, name: str, role: str = "analyst", token_hash: Optional[str] = None,
                 caps: Optional[dict[str, Fraction]] = None, new: bool = False) -> Optional[str]:
     """Create or update an analyst; returns a new token when one was made (shown once)."""
+    from ..ledger.caps import same_notion
+
     check_name(name, "analyst")
     if role not in ROLES:
         raise error("E1017", f"invalid role {role!r}: analyst or curator")
@@ -183,7 +234,9 @@ def add_analyst(store: Store, name: str, role: str = "analyst", token_hash: Opti
     elif not re.fullmatch(r"[0-9a-f]{64}", token_hash):
         raise error("E1017", f"token_sha256 of analyst {name} must be 64 lower-case hex digits")
     store.put_analyst(AnalystRecord(name, token_hash, role, old.created_at if old else now()))
-    for dataset, cap in (caps or {}).items():
+    for dataset, amount in (caps or {}).items():
         check_name(dataset, "dataset")
-        store.set_cap(analyst_key(name, dataset), cap, f"{name} on {dataset}")
+        # In the dataset's notion: epsilon at its delta, or rho (pure epsilon before it is registered).
+        store.set_cap(analyst_key(name, dataset), same_notion(store.cap_of(dataset_key(dataset)), Fraction(amount)),
+                      f"{name} on {dataset}")
     return token

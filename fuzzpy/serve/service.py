@@ -1,15 +1,21 @@
 """What the service does for a request, apart from HTTP: authenticate, check, run, account.
 
-A served run is `fuzzpy run` itself (`ServedRun` subclasses its pipeline, so the order check ->
-budget -> load -> charge -> run -> release and every byte of its output are the same), with
-three differences: the program arrives as text, the tables come from registered datasets, and
-the charge books the dataset's and the analyst's accounts together (store.py).
+A served run goes through the run pipeline every interface uses (fuzzpy/pipeline/session.py:
+check -> budget -> load -> charge -> run -> release) and is printed by the same renderer as
+`fuzzpy run`, with three differences: the program arrives as text, the tables come from
+registered datasets (`DatasetTables`), and the charge books the dataset's and the analyst's
+accounts together (`AccountCharger`), through the one charge path (pipeline/charge.py).
+
+The privacy notion of a dataset is the curator's: its cap is in pure epsilon, in epsilon at a
+delta, or in rho.  A run is stated at the smallest of the dataset's delta and the delta the
+analyst's request or program asks for; a request for a larger delta, or a run whose notion does
+not fit the cap's (a Gaussian release on a pure dataset), is refused with E0606 before anything
+is read, and again by the ledger's cap check when it is charged (rule Notion).
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import threading
 from collections import OrderedDict
@@ -19,9 +25,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..diagnostics import Diagnostic, FuzzError, error
-from ..interfaces.run_command import _KEPT_NOTE, _Charge, _Options, _Run, dataset_amounts, match_data, table_inputs
-from ..runtime.ledger import format_exact, program_hash
-from .capture import captured
+from ..ledger import describe_cap, format_exact
+from ..ledger.caps import CapRefusal, notion_problem
+from ..pipeline.session import KEPT_NOTE, Charge, Loaded, Session
+from ..pipeline.tables import match_data, table_inputs
 from .config import Limits
 from .registry import find_analyst, published_schema, schema_json, schema_problems
 from .store import AnalystRecord, DatasetRecord, Store, analyst_key, dataset_key
@@ -148,8 +155,9 @@ class Service:
                                                  f"{req.delta[:30]!r}") from None
 
     def checked(self, who: AnalystRecord, req: ProgramRequest, *, for_run: bool) -> Any:
-        """The checked program, with the service's own refusals added as diagnostics: imports
-        beyond the standard library (E1012) and tables whose schema does not fit (E1011)."""
+        """The checked program with its budgets applied in its datasets' notion, and the service's
+        own refusals added as diagnostics: imports beyond the standard library (E1012), tables
+        whose schema does not fit (E1011), and a run whose notion does not fit a dataset's (E0606)."""
         from ..checking.program import CheckReport
 
         problems = import_problems(req.program, req.file)
@@ -157,8 +165,9 @@ class Service:
             report = CheckReport(req.file, {req.file: req.program}, diagnostics=problems)
             report.entry = None
             return report
-        report = self._timed_check(req)
-        if not report.ok or report.entry is None:
+        caps = self.dataset_caps(who, req)
+        report = self._timed_check(req, caps)
+        if report.entry is None or report.guarantee is None:  # not well-typed: nothing more to say
             return report
         try:
             spec = match_data(list(req.datasets), table_inputs(report))
@@ -173,25 +182,32 @@ class Service:
                 report.diagnostics.append(Diagnostic(
                     "E1011", f"table '{param}' cannot read dataset {rec.name}: {problem}", None,
                     [f"GET /v1/datasets/{rec.name}/schema shows the published schema"]))
+        report.diagnostics.extend(notion_refusals(report, req, caps))
         return report
 
-    def _timed_check(self, req: ProgramRequest) -> Any:
+    def dataset_caps(self, who: AnalystRecord, req: ProgramRequest) -> dict[str, Any]:
+        """The cap of every dataset the request names (its notion is the curator's choice)."""
+        names = [item.partition("=")[2] if "=" in item else item for item in req.datasets]
+        return {name: self.store.cap_of(dataset_key(self.dataset_for(who, name).name)) for name in names}
+
+    def _timed_check(self, req: ProgramRequest, caps: dict[str, Any]) -> Any:
         """check_source in a thread, waited for at most check_seconds.  A check that overruns
         keeps its slot until it really ends (it cannot be interrupted), so overruns cannot pile up."""
         from ..checking.program import check_source
-        from ..interfaces.report import apply_budget
         from ..exact import parse_exact
+        from ..pipeline.budget import apply_budget
 
         limit = self.limits.check_seconds
         if not self.check_slots.acquire(timeout=limit):
             raise RequestError(503, "E1015", "every checking slot is busy; try again later")
         box: dict[str, Any] = {}
+        delta, pragma = run_delta(req, caps)
 
         def work() -> None:
             try:
                 report = check_source(req.program, req.file, dict(req.params), req.entry)
-                apply_budget(report, None if req.budget is None else parse_exact(req.budget),
-                             None if req.delta is None else parse_exact(req.delta))
+                apply_budget(report, None if req.budget is None else parse_exact(req.budget), delta,
+                             pragma_delta=pragma)
                 box["report"] = report
             finally:
                 self.check_slots.release()
@@ -207,35 +223,58 @@ class Service:
         return box["report"]
 
     def check(self, who: AnalystRecord, req: ProgramRequest) -> dict:
-        from ..interfaces import report as R
-        from ..interfaces.cli import exit_code_for
+        from ..render import report as R
+        from ..render.exits import exit_code_for
+        from ..render.printed import Printed
 
         self.validate(who, req, ("text", "json", "sarif"))
         report = self.checked(who, req, for_run=False)
-        with captured() as buffers:
-            {"json": R.print_json, "sarif": R.print_sarif}.get(req.format, _print_text_all)([report])
-        return envelope(exit_code_for(report.diagnostics), buffers, req.format, report)
+        if req.format == "json":
+            shown = Printed()
+            shown.out(R.reports_json_text([report]))
+        elif req.format == "sarif":
+            shown = Printed()
+            shown.out(R.sarif_text([report]))
+        else:
+            shown = R.report_text(report)
+        shown.exit_code = exit_code_for(report.diagnostics)
+        return envelope(shown, req.format, report)
 
     def run(self, who: AnalystRecord, req: ProgramRequest) -> dict:
+        from ..pipeline.output import printed
+
         self.validate(who, req, ("text", "json"))
         if not self.run_slots.acquire(timeout=self.limits.run_seconds):
             raise RequestError(503, "E1015", "every run slot is busy; try again later")
         try:
-            opts = _Options(Path(req.file), list(req.datasets), None, dict(req.params), None, None,
-                            req.format, req.entry)
-            served = ServedRun(opts, service=self, who=who, request=req)
-            with captured() as buffers:
-                code = served.execute()
-            return envelope(code, buffers, req.format, served.report)
+            session = Session(check=lambda: self.checked(who, req, for_run=True),
+                              tables=DatasetTables(self, who, list(req.datasets)), charger=lambda: AccountCharger(self, who),
+                              label=f"{who.name}: {Path(req.file).name}:{req.entry}", params=dict(req.params),
+                              wait=self.wait_for_run)
+            outcome = session.execute()
+            return envelope(printed(outcome, req.format), req.format, outcome.report)
         finally:
             self.run_slots.release()
+
+    def wait_for_run(self, handle: Any, report: Any) -> None:
+        """Wait at most run_seconds; then stop the run (its charge stays) and say so (E1009)."""
+        from ..runtime.interpreter import RunFailure
+
+        limit = self.limits.run_seconds
+        if handle.wait(limit):
+            return
+        _stop(handle)
+        failure = RunFailure("run time limit")
+        failure.diagnostics = [Diagnostic("E1009", f"the run of {report.entry} took longer than {limit:g} s "
+                                                   "and was stopped", None, [KEPT_NOTE])]
+        raise failure
 
     # ---- data ---------------------------------------------------------------------------------
 
     def verify_file(self, rec: DatasetRecord) -> None:
         """Refuse a dataset whose file is not the one registered (E1010).  The file is hashed
         again whenever its size, times or inode change; an unchanged stat needs no re-read."""
-        from ..runtime.ledger import dataset_identity
+        from ..ledger import dataset_identity
 
         refused = error("E1010", f"dataset {rec.name} is unavailable: its data file changed after it was registered; "
                                  "nothing was charged", None, "the curator must register the dataset again")
@@ -283,30 +322,6 @@ class Service:
                 self._tables.popitem(last=False)
         return frame.copy(deep=False), kept
 
-    def charge(self, who: AnalystRecord, amounts: dict[str, Fraction], digest: str, label: str) -> list[int]:
-        """Book every dataset's and the analyst's accounts at once, or refuse (nothing booked).
-        The analyst is told their own numbers; of the dataset's total only that it is too small."""
-        accounts: dict[str, Fraction] = {}
-        for name, eps in amounts.items():
-            accounts[dataset_key(name)] = eps
-            accounts[analyst_key(who.name, name)] = eps
-        try:
-            return self.store.charge(accounts, digest, label)
-        except FuzzError as exc:
-            if not any(d.code == "E0601" for d in exc.diagnostics):
-                raise
-        for name, eps in amounts.items():
-            cap = self.store.cap(analyst_key(who.name, name))
-            spent = sum((e.epsilon for e in self.store.entries(analyst_key(who.name, name))), Fraction(0))
-            if cap is not None and spent + eps > cap:
-                raise error("E1014", f"this run needs epsilon {format_exact(eps)} but only "
-                                     f"{format_exact(max(cap - spent, Fraction(0)))} of your cap "
-                                     f"{format_exact(cap)} on dataset {name} remains; nothing was charged")
-        names = ", ".join(amounts)
-        raise error("E1013", f"the remaining budget of dataset {names} is too small for a run of epsilon "
-                             f"{format_exact(next(iter(amounts.values())))}; nothing was charged",
-                    None, "the curator sets the dataset's total cap")
-
     # ---- spending -----------------------------------------------------------------------------
 
     def run_number(self, who: AnalystRecord, dataset: str, row: int) -> int:
@@ -315,15 +330,19 @@ class Service:
         return ids.index(row) + 1 if row in ids else row
 
     def account(self, key: str, own: bool = False) -> dict:
-        """Cap, spent, remaining and runs of one account.  `own`: the analyst's view, where runs
-        are numbered within the account instead of by the ledger's ids (which count everyone's)."""
+        """Cap, spent, remaining and runs of one account, in the notion of its cap.  `own`: the
+        analyst's view, where runs are numbered within the account instead of by the ledger's
+        ids (which count everyone's)."""
         runs = self.store.entries(key)
-        cap = self.store.cap(key)
-        spent = sum((r.epsilon for r in runs), Fraction(0))
-        return {"cap": None if cap is None else format_exact(cap), "spent": format_exact(spent),
-                "remaining": None if cap is None else format_exact(max(cap - spent, Fraction(0))),
+        use = self.store.usage(key)
+        cap = use.cap
+        return {"notion": None if cap is None else describe_cap(cap),
+                "cap": None if cap is None else format_exact(cap.rho if hasattr(cap, "rho") else cap.epsilon),
+                "spent": "inf" if use.spent == float("inf") else format_exact(use.spent),
+                "remaining": None if cap is None else format_exact(use.remaining),
                 "runs": [{"id": i + 1 if own else r.id, "time": r.started_at, "finished_at": r.finished_at,
                           "program_hash": r.program_hash, "epsilon": format_exact(r.epsilon),
+                          "delta": format_exact(r.delta), "rho": None if r.rho is None else format_exact(r.rho),
                           "status": r.status, "label": r.label} for i, r in enumerate(runs)]}
 
     def spending(self, who: AnalystRecord) -> dict:
@@ -346,17 +365,12 @@ class Service:
         return {"ledger": self.store.where, "datasets": out}
 
 
-def _print_text_all(reports: list) -> None:
-    from ..interfaces import report as R
-
-    for r in reports:
-        R.print_text(r)
-
-
-def envelope(code: int, buffers: dict, fmt: str, report: Any) -> dict:
+def envelope(shown: Any, fmt: str, report: Any) -> dict:
     """What the client prints: stdout (text) or the parsed document (json, sarif), and stderr."""
-    out, err = buffers["out"].getvalue(), buffers["err"].getvalue()
-    body: dict[str, Any] = {"exit_code": code}
+    import json
+
+    out, err = shown.stdout(), shown.stderr()
+    body: dict[str, Any] = {"exit_code": shown.exit_code}
     if fmt == "text":
         body["stdout"] = out
     else:
@@ -364,10 +378,64 @@ def envelope(code: int, buffers: dict, fmt: str, report: Any) -> dict:
     body["stderr"] = err
     body["epsilon"] = None
     if report is not None and report.ok and report.entry is not None:
-        from ..interfaces.report import exact
+        from ..render.report import exact
 
         body["epsilon"] = exact(report.epsilon)
     return body
+
+
+def run_delta(req: ProgramRequest, caps: dict[str, Any]) -> tuple[Optional[Fraction], bool]:
+    """The delta a run is stated at, and whether the program's delta pragma may lower it.
+
+    A pure dataset states its runs without a delta (the request may not ask for one: E0606; the
+    pragma is ignored).  A dataset capped at a delta D states them at D, or at the smaller delta
+    the request or the pragma asks for.  On a rho dataset a delta only states the guarantee in
+    (epsilon, delta) as well; the run is charged in rho."""
+    from ..exact import parse_exact
+
+    asked = None if req.delta is None else parse_exact(req.delta)
+    if any(_is_pure(cap) for cap in caps.values()):
+        return None, False
+    deltas = [c.delta for c in caps.values() if c is not None and not hasattr(c, "rho")]
+    if deltas:
+        return min(deltas + ([asked] if asked is not None else [])), True
+    return asked, True
+
+
+def _is_pure(cap: Any) -> bool:
+    return cap is not None and not hasattr(cap, "rho") and not cap.delta
+
+
+def notion_refusals(report: Any, req: ProgramRequest, caps: dict[str, Any]) -> list[Diagnostic]:
+    """E0606 for each dataset whose cap's notion the run does not fit (rule Notion): a delta
+    asked for on a pure dataset or beyond a dataset's delta, a Gaussian release on a pure
+    dataset.  Nothing is read or charged; the ledger's cap check refuses the same runs when
+    they are charged."""
+    from ..exact import parse_exact
+    from ..pipeline.charge import run_cost
+
+    out = []
+    asked = None if req.delta is None else parse_exact(req.delta)
+    g = report.guarantee
+    cost = run_cost(report) if g is not None and g.epsilon is not None else None
+    for name, cap in caps.items():
+        why = None
+        if cap is None:
+            continue
+        if asked is not None and _is_pure(cap):
+            why = f"the request asks for delta {format_exact(asked)}; a run on a pure dataset has no delta"
+        elif asked is not None and not hasattr(cap, "rho") and asked > cap.delta:
+            why = (f"the request asks for delta {format_exact(asked)}, more than the dataset's delta "
+                   f"{format_exact(cap.delta)} (a run may ask for a smaller delta, never a larger one)")
+        elif _is_pure(cap) and not report.is_pure:
+            why = "it makes Gaussian releases, which a pure epsilon cap does not admit"
+        elif cost is not None:
+            why = notion_problem(cap, cost.delta, cost.rho, cost.loss)
+        if why is not None:
+            out.append(Diagnostic("E0606", f"dataset {name} is budgeted in {describe_cap(cap)}, and this run "
+                                           f"does not fit: {why}; nothing was read or charged", None,
+                                  [f"GET /v1/datasets/{name}/schema shows the dataset's privacy notion"]))
+    return out
 
 
 def import_problems(source: str, file: str) -> list[Diagnostic]:
@@ -394,71 +462,89 @@ def import_problems(source: str, file: str) -> list[Diagnostic]:
     return out
 
 
-# ---- the served run: `fuzzpy run`'s pipeline, fed by the service ----------------------------------
+# ---- the served run: where its tables come from, which accounts it is charged on ----------------
 
 @dataclass
-class ServedRun(_Run):
-    service: Any = None
-    who: Any = None
-    request: Any = None
-    _groups: dict = field(default_factory=dict)
-    freeze_heap: bool = False  # runs of several analysts at once: the collector is left as it is
+class DatasetTables:
+    """The registered datasets a request names, conformed to the program's schemas (cached)."""
 
-    def check_program(self) -> Any:
-        return self.service.checked(self.who, self.request, for_run=True)
+    service: Any
+    who: Any
+    datasets: list[str]
 
-    def spending_json(self) -> list[dict]:
-        # A local run shows the dataset's total spent and its cap; a served run must not (the
-        # total includes other analysts' runs): the analyst's own spending is GET /v1/spending.
-        return []
+    def match(self, report: Any) -> dict[str, Any]:
+        return match_data(list(self.datasets), table_inputs(report))
 
-    def load(self, spec: dict[str, Path]) -> tuple[dict[str, Any], dict[str, str]]:
-        schemas = dict(table_inputs(self.report))
-        tables, identities = {}, {}
+    def load(self, report: Any, spec: dict[str, Any], seeded: bool) -> Loaded:
+        schemas = dict(table_inputs(report))
+        loaded = Loaded({}, {})
         for param, dataset in spec.items():
             rec = self.service.dataset_for(self.who, str(dataset))
-            tables[param], self.kept[param] = self.service.table(rec, schemas[param])
-            identities[param] = rec.name
-        return tables, identities
+            loaded.tables[param], loaded.kept[param] = self.service.table(rec, schemas[param])
+            loaded.accounts[param] = rec.name
+            loaded.shown[param] = rec.name
+        return loaded
 
-    def charge(self, identities: dict[str, str]) -> None:
-        report, o = self.report, self.opts
-        source = report.sources.get(report.file, "") + "".join(
-            f"\n# imported: {name}\n{text}" for name, text in sorted(report.sources.items()) if name != report.file)
-        amounts = dataset_amounts(report, identities)
-        self.ledger_path = self.service.name
-        self.book = _Book(self.service.store, self._groups)
-        ids = self.service.charge(self.who, amounts, program_hash(source, o.params),
-                                  f"{self.who.name}: {o.program.name}:{report.entry}")
-        for i, name in enumerate(amounts):
-            group = ids[2 * i:2 * i + 2]
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class AccountCharger:
+    """Each dataset of a served run is booked on two accounts in one transaction: the dataset's
+    (capped by the dataset's total cap) and the analyst's on it (capped by their cap).  The
+    analyst is told their own numbers (E1014); of the dataset's total only that it is too small
+    (E1013): it sums other analysts' spending."""
+
+    service: Any
+    who: Any
+    where: str = ""
+
+    def __post_init__(self) -> None:
+        self.where = self.service.name
+
+    def charge(self, report: Any, loaded: Loaded, label: str, params: dict[str, str]) -> list[Charge]:
+        from ..pipeline.charge import charge
+
+        datasets = list(dict.fromkeys(loaded.accounts.values()))
+        # The analyst's account first: when both caps are short, the analyst learns their own.
+        names = {analyst_key(self.who.name, d): f"you on dataset {d}" for d in datasets}
+        names.update({dataset_key(d): f"dataset {d}" for d in datasets})
+        try:
+            rows = charge(self.service.store, names, report, params, label, names)
+        except CapRefusal as exc:
+            raise self._refusal(exc) from None
+        charges = []
+        for i, name in enumerate(datasets):
+            mine, total = rows[i], rows[len(datasets) + i]
             # Shown as the run's number in the analyst's own account: the ledger's row ids count
             # every analyst's runs, which this analyst has no business knowing.
-            number = self.service.run_number(self.who, name, group[1])
-            self._groups[number] = group
-            self.charges.append(_Charge(name, number, (name,)))
+            number = self.service.run_number(self.who, name, mine)
+            charges.append(Charge(name, number, (name,), (mine, total)))
+        return charges
 
-    def wait_for(self, handle: Any) -> None:
-        from ..runtime.interpreter import RunFailure
+    def _refusal(self, exc: CapRefusal) -> FuzzError:
+        if exc.code != "E0601":
+            return exc  # E0606: the run's notion; the notion is public
+        if exc.account.startswith("analyst:"):
+            name = exc.account.rpartition(":")[2]
+            if exc.amounts is None:
+                return error("E1014", exc.diagnostics[0].message.replace("you on dataset", "your cap on dataset"),
+                             None, "ask the curator for a larger cap")
+            unit, needed, left, cap = exc.amounts
+            return error("E1014", f"this run needs {unit} {needed} but only {left} of your cap {cap} on dataset "
+                                  f"{name} remains; nothing was charged", None, "ask the curator for a larger cap")
+        name = exc.account.partition(":")[2]
+        return error("E1013", f"the remaining budget of dataset {name} is too small for this run; nothing was "
+                              "charged", None, "the curator sets the dataset's total cap")
 
-        limit = self.service.limits.run_seconds
-        if handle.wait(limit):
-            return
-        _stop(handle)
-        failure = RunFailure("run time limit")
-        failure.diagnostics = [Diagnostic("E1009", f"the run of {self.report.entry} took longer than {limit:g} s "
-                                                   "and was stopped", None, [_KEPT_NOTE])]
-        raise failure
+    def finish(self, charges: list[Charge], status: str) -> None:
+        self.service.store.finish_many([row for c in charges for row in c.rows], status)
 
-
-class _Book:
-    """The run pipeline's view of the ledger: finishing a charge finishes both its accounts."""
-
-    def __init__(self, store: Store, groups: dict) -> None:
-        self.store, self.groups = store, groups
-
-    def finish(self, charge_id: int, status: str) -> None:
-        self.store.finish(self.groups.get(charge_id, [charge_id]), status)
+    def usage(self, charge: Charge) -> Any:
+        # A local run shows the dataset's total spent and its cap; a served run must not (the
+        # total includes other analysts' runs): the analyst's own spending is GET /v1/spending.
+        return None
 
     def close(self) -> None:
         pass

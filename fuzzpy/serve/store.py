@@ -1,14 +1,16 @@
 """Where the service keeps its state: the budget ledger and the registry of datasets and analysts.
 
 Two stores with one interface: `SqliteStore` (the default, zero set-up) reuses the SQLite
-ledger of `fuzzpy run` (fuzzpy/runtime/ledger.py) and adds two registry tables to the same
+ledger of `fuzzpy run` (fuzzpy/ledger/) and adds two registry tables to the same
 file; `PostgresStore` (fuzzpy/serve/pgstore.py) keeps the same tables in PostgreSQL, for a
 service that runs as several processes or on several hosts.
 
 Every charge books two accounts in one transaction, all or nothing: the dataset's
 (`dataset:NAME`, capped by the dataset's total cap) and the analyst's on that dataset
-(`analyst:WHO:NAME`, capped by the analyst's cap).  So neither cap can be overspent, however
-many requests run at once, and the charge is committed before the run starts.
+(`analyst:WHO:NAME`, capped by the analyst's cap).  Each account's cap is checked by the
+ledger's one cap check (`fuzzpy.ledger.caps.check_charge`) against its composed history, with
+the run's whole loss; so neither cap can be overspent, in any privacy notion, however many
+requests run at once, and the charge is committed before the run starts.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
-from typing import Optional, Protocol
+from typing import Any, Optional, Protocol
 
 from ..diagnostics import error
-from ..runtime.ledger import BUSY_TIMEOUT_S, Entry, Ledger
+from ..ledger import BUSY_TIMEOUT_S, Entry, Ledger, Usage
 
 ROLES = ("analyst", "curator")
 
@@ -65,10 +67,14 @@ class Store(Protocol):
 
     where: str
 
-    def charge(self, accounts: dict[str, Fraction], program_hash: str, label: str) -> list[int]: ...
-    def finish(self, ids: list[int], status: str) -> None: ...
-    def set_cap(self, key: str, cap: Fraction, label: Optional[str] = None) -> None: ...
+    def charge_many(self, amounts: dict[str, Fraction], program_hash: str, label: str = "",
+                    delta: Fraction = Fraction(0), rho: Optional[Fraction] = None, loss: Any = None,
+                    names: Optional[dict[str, str]] = None) -> list[int]: ...
+    def finish_many(self, ids: list[int], status: str) -> None: ...
+    def set_cap(self, key: str, cap: Any, label: Optional[str] = None) -> None: ...
     def cap(self, key: str) -> Optional[Fraction]: ...
+    def cap_of(self, key: str) -> Any: ...
+    def usage(self, key: str) -> Usage: ...
     def entries(self, key: str) -> list[Entry]: ...
     def put_dataset(self, rec: DatasetRecord) -> None: ...
     def dataset(self, name: str) -> Optional[DatasetRecord]: ...
@@ -168,18 +174,25 @@ class SqliteStore:
 
     # -- the ledger: the runtime's own code ---------------------------------------------------
 
-    def charge(self, accounts: dict[str, Fraction], program_hash: str, label: str) -> list[int]:
-        return self._book().charge_many(accounts, program_hash, label)
+    def charge_many(self, amounts: dict[str, Fraction], program_hash: str, label: str = "",
+                    delta: Fraction = Fraction(0), rho: Optional[Fraction] = None, loss: Any = None,
+                    names: Optional[dict[str, str]] = None) -> list[int]:
+        return self._book().charge_many(amounts, program_hash, label, delta, rho, loss, names)
 
-    def finish(self, ids: list[int], status: str) -> None:
-        for charge_id in ids:
-            self._book().finish(charge_id, status)
+    def finish_many(self, ids: list[int], status: str) -> None:
+        self._book().finish_many(ids, status)
 
-    def set_cap(self, key: str, cap: Fraction, label: Optional[str] = None) -> None:
+    def set_cap(self, key: str, cap: Any, label: Optional[str] = None) -> None:
         self._book().set_cap(key, cap, label)
 
     def cap(self, key: str) -> Optional[Fraction]:
         return self._book().cap(key)
+
+    def cap_of(self, key: str) -> Any:
+        return self._book().cap_of(key)
+
+    def usage(self, key: str) -> Usage:
+        return self._book().usage(key)
 
     def entries(self, key: str) -> list[Entry]:
         return self._book().entries(key)

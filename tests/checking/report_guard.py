@@ -50,7 +50,7 @@ def inputs() -> Iterator[tuple[str, str, str]]:
 
 def answer(report: Any) -> dict:
     """Everything the report states, as plain data (work statistics left out)."""
-    from fuzzpy.interfaces.report import report_json
+    from fuzzpy.render.report import report_json
 
     data = report_json(report)
     data.pop("timings_ms", None)

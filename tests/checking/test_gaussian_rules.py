@@ -218,7 +218,7 @@ def test_a_curried_declared_type_charges_its_arguments_together():
 # ---- until (epsilon, delta) budgets exist, a pure budget refuses Gaussian releases -----------------
 
 def test_a_pure_budget_refuses_a_gaussian_release_and_says_why():
-    from fuzzpy.interfaces.report import apply_budget
+    from fuzzpy.pipeline.budget import apply_budget
 
     r = check(MAIN + "{ gaussian 0.01 (count db) }")
     apply_budget(r, F(10))

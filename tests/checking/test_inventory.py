@@ -88,7 +88,7 @@ def test_a_recursion_with_an_epsilon_that_is_not_a_written_constant_is_not_count
 
 
 def test_the_conversion_uses_the_count_and_never_a_smaller_one(tmp_path):
-    from fuzzpy.interfaces.report import apply_budget
+    from fuzzpy.pipeline.budget import apply_budget
 
     r = check(LOOP + MAIN + "{ loop db 100 }")
     apply_budget(r, None, F(1, 10**5))

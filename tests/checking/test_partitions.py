@@ -89,7 +89,7 @@ function main (db : bag T) : fuzzy (num, num) {
     r = check(src)
     assert eps(r) == 2
     over = check(src.replace("function main", "# fuzzpy: budget 1\nfunction main"))
-    from fuzzpy.interfaces.report import apply_budget
+    from fuzzpy.pipeline.budget import apply_budget
     apply_budget(over, F(1))
     assert [d.code for d in over.diagnostics] == ["E0401"]
 

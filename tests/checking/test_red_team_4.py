@@ -85,7 +85,7 @@ def lsp_analysis(text: str, path: Path, **options):
 
 def cli_full(report) -> set[str]:
     """The diagnostics `fuzzpy check` reports for the same text (budget rules applied)."""
-    from fuzzpy.interfaces import report as R
+    from fuzzpy.pipeline import budget as R
 
     R.apply_budget(report, None)
     return codes(report)

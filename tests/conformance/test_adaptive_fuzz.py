@@ -15,7 +15,7 @@ import pytest
 from conformance_cases import PROGRAMS, cases
 from conformance_support import assert_conforms
 from fuzzpy.checking.program import check_file
-from fuzzpy.interfaces.report import apply_budget
+from fuzzpy.pipeline.budget import apply_budget
 
 
 @pytest.mark.parametrize("case", cases("Adaptive Fuzz"), ids=lambda c: c.id)

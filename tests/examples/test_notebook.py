@@ -35,7 +35,7 @@ def _outputs(cell) -> str:
 
 
 def test_the_example_notebook_runs(tmp_path, monkeypatch):
-    from fuzzpy.runtime.ledger import open_ledger
+    from fuzzpy.ledger import open_ledger
 
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
     ledger = tmp_path / "ledger.sqlite"

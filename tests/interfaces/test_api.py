@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import fuzzpy
-from fuzzpy.runtime.ledger import open_ledger
+from fuzzpy.ledger import open_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = ROOT / "examples" / "quickstart.fz"

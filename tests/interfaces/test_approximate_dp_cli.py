@@ -11,7 +11,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from fuzzpy.interfaces.cli import app
-from fuzzpy.runtime.ledger import Ledger
+from fuzzpy.ledger import Ledger
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "data" / "adult_sample.csv"

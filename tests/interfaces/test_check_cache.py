@@ -19,7 +19,8 @@ import pytest
 
 from fuzzpy.checking import cache
 from fuzzpy.interfaces import checkcmd
-from fuzzpy.interfaces import report as R
+from fuzzpy.pipeline import budget as R
+from fuzzpy.render.report import report_json, report_text
 
 LIB = "function twice (x : num) : num { 2 * x }\n"
 PROG = """# fuzzpy: budget 1
@@ -47,7 +48,7 @@ def project(tmp_path, monkeypatch):
 def _json(report) -> dict:
     """The JSON report but its statistics of work done (time taken, LP solves run: a hit runs none,
     and an LP solved earlier in the same process is not solved again either)."""
-    out = R.report_json(report)
+    out = report_json(report)
     out.pop("timings_ms")
     out.pop("lp_solves")
     return out
@@ -61,10 +62,10 @@ def _check(path: Path, params=None, budget=None):
 
 
 def _rendered(report, capsys) -> tuple:
-    from fuzzpy.interfaces.sarif import sarif_log
+    from fuzzpy.render.sarif import sarif_log
 
     capsys.readouterr()
-    R.print_text(report)
+    report_text(report).write()
     text = capsys.readouterr()
     sarif = sarif_log([report])
     return text.out, text.err, _json(report), sarif

@@ -15,7 +15,7 @@ from conftest import check
 from fuzzpy.diagnostics import HELP, render
 from fuzzpy.hints import HINTS
 from fuzzpy.interfaces.cli import app
-from fuzzpy.interfaces.sarif import message_text
+from fuzzpy.render.sarif import message_text
 from fuzzpy.syntax.loader import STDLIB
 
 HEAD = ('import "stdlib/stats.fz"\n'

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fuzzpy.interfaces import numbers as N
+from fuzzpy.render import numbers as N
 from fuzzpy.interfaces.cli import app, run_app
-from fuzzpy.runtime.ledger import Ledger
+from fuzzpy.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -55,7 +55,7 @@ def program(tmp_path: Path, body: str) -> Path:
 
 
 def test_an_uncaught_exception_is_a_coded_error_without_details(monkeypatch, capsys):
-    from fuzzpy.interfaces import report
+    from fuzzpy.pipeline import budget as report
 
     def boom(*args, **kwargs):
         secret_row = {"age": 42, "name": "SECRET-PERSON"}  # a local a rich traceback would show
@@ -71,7 +71,7 @@ def test_an_uncaught_exception_is_a_coded_error_without_details(monkeypatch, cap
 
 @pytest.mark.parametrize("exc, code, text", [(KeyboardInterrupt, 130, ""), (MemoryError, 1, "E0901")])
 def test_interrupts_and_base_exceptions_end_cleanly(monkeypatch, capsys, exc, code, text):
-    from fuzzpy.interfaces import report
+    from fuzzpy.pipeline import budget as report
 
     def raise_it(*args, **kwargs):
         raise exc()
@@ -91,7 +91,7 @@ def test_usage_errors_and_help_keep_their_exit_codes(capsys):
 
 def test_the_console_entry_point_shows_no_traceback_and_no_locals(tmp_path):
     code = ("import sys\n"
-            "from fuzzpy.interfaces import report\n"
+            "from fuzzpy.pipeline import budget as report\n"
             "def boom(*a, **k):\n"
             "    private_rows = ['SECRET-ROW-1', 'SECRET-ROW-2']\n"
             "    raise ValueError('bad ' + private_rows[0])\n"
@@ -197,12 +197,12 @@ def test_an_epsilon_and_a_budget_beyond_the_float_range_print(tmp_path):
 
 
 def test_a_formatting_bug_after_the_release_still_shows_the_values(tmp_path, monkeypatch):
-    from fuzzpy.interfaces import run_command
+    from fuzzpy.pipeline import output
 
-    def broken(self, result):
+    def broken(shown, outcome, fmt):
         raise OverflowError("formatting")
 
-    monkeypatch.setattr(run_command._Run, "emit_success", broken)
+    monkeypatch.setattr(output, "_success", broken)
     book = tmp_path / "ledger.sqlite"
     res = fz("run", QUICKSTART, "--data", SAMPLE, "--budget", "1", "--ledger", book)
     assert res.exit_code == 4

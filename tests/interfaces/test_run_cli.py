@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from fuzzpy.checking.program import check_file
 from fuzzpy.interfaces.cli import app
 from fuzzpy.runtime.data import load_table
-from fuzzpy.runtime.ledger import Ledger, dataset_identity
+from fuzzpy.ledger import Ledger, dataset_identity
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "data" / "adult_sample.csv"
@@ -311,8 +311,8 @@ def test_a_run_leaves_the_heap_frozen_while_it_runs_and_only_then(tmp_path, monk
     the curator service's runs do not freeze (several run at once)."""
     import gc
 
+    from fuzzpy.pipeline.session import Session
     from fuzzpy.runtime import interpreter as IM
-    from fuzzpy.serve.service import ServedRun
 
     seen = []
     real = IM.evaluate_entry
@@ -333,4 +333,4 @@ def test_a_run_leaves_the_heap_frozen_while_it_runs_and_only_then(tmp_path, monk
                     "fails.fz")
     res = fz("run", fails, "--data", SAMPLE, "--budget", "1", "--seed", "5")
     assert res.exit_code != 0 and gc.get_freeze_count() == 0
-    assert ServedRun.freeze_heap is False
+    assert Session.freeze_heap is False  # the service's sessions keep the default

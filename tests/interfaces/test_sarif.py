@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from fuzzpy.diagnostics import CODES
 from fuzzpy.interfaces.cli import app
-from fuzzpy.interfaces.report import check_with_budget
-from fuzzpy.interfaces.sarif import BOUND_RULE, sarif_log
+from fuzzpy.pipeline.budget import check_with_budget
+from fuzzpy.render.sarif import BOUND_RULE, sarif_log
 
 SCHEMA = json.loads((Path(__file__).with_name("sarif-schema-2.1.0-subset.json")).read_text())
 

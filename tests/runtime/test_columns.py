@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from fuzzpy.checking import ir as I
 from fuzzpy.checking.program import check_file, check_source
 from fuzzpy.diagnostics import FuzzError
-from fuzzpy.interfaces.run_command import table_inputs
+from fuzzpy.pipeline.tables import table_inputs
 from fuzzpy.runtime.columns import columns_read
 from fuzzpy.runtime.data import load_table
 from fuzzpy.runtime.interpreter import run_program

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 distributed = pytest.importorskip("distributed")
 
 from fuzzpy.interfaces.cli import app  # noqa: E402
-from fuzzpy.runtime.ledger import Ledger, dataset_identity  # noqa: E402
+from fuzzpy.ledger import Ledger, dataset_identity  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

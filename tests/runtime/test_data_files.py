@@ -18,7 +18,7 @@ from fuzzpy.diagnostics import FuzzError
 from fuzzpy.interfaces.cli import app
 from fuzzpy.runtime import files
 from fuzzpy.runtime.data import MAX_ROW_BYTES, load_identified, load_table
-from fuzzpy.runtime.ledger import dataset_identity
+from fuzzpy.ledger import dataset_identity
 
 TWO = Schema("t", (Column("a", Num(F(0), F(100))), Column("b", Num(F(0), F(100)))))
 TEXT = Schema("t", (Column("a", Num(F(0), F(100))), Column("b", STRING)))

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.interfaces.ledger_commands import ledger_app
-from fuzzpy.runtime.ledger import (Ledger, dataset_identity, default_ledger_path,
-                                   format_exact, open_ledger, parse_amount, program_hash,
-                                   short_id)
+from fuzzpy.ledger import (Ledger, dataset_identity, default_ledger_path,
+                           format_exact, open_ledger, parse_amount, program_hash,
+                           short_id)
 
 DS = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32
@@ -584,7 +584,7 @@ def test_charge_many_books_all_datasets_or_none(tmp_path):
     from fractions import Fraction as F
 
     from fuzzpy.diagnostics import FuzzError
-    from fuzzpy.runtime.ledger import Ledger
+    from fuzzpy.ledger import Ledger
 
     book = Ledger(tmp_path / "l.sqlite")
     a, b = "sha256:" + "a" * 64, "sha256:" + "b" * 64
@@ -629,7 +629,7 @@ def test_a_schema_1_ledger_is_upgraded_in_place_and_keeps_its_spending(tmp_path:
         assert book.spent(DS) == F(3, 2) and book.spent_delta(DS) == 0
         with pytest.raises(FuzzError) as exc:  # the old cap is a pure epsilon cap
             book.charge(DS, F(1, 4), PROG, delta=F(1, 10**6), rho=F(1, 4))
-        assert code_of(exc) == "E0601" and "pure epsilon cap" in str(exc.value)
+        assert code_of(exc) == "E0606" and "pure epsilon cap" in str(exc.value)
         assert [(e.delta, e.rho) for e in book.entries()] == [(0, None), (0, None)]
     raw = sqlite3.connect(path)
     assert raw.execute("PRAGMA user_version").fetchone() == (3,)

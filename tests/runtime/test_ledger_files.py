@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.interfaces.cli import app
-from fuzzpy.runtime.ledger import SCHEMA_VERSION as L_SCHEMA
-from fuzzpy.runtime.ledger import Ledger, program_hash
+from fuzzpy.ledger.sqlite import SCHEMA_VERSION as L_SCHEMA
+from fuzzpy.ledger import Ledger, program_hash
 
 DS = "sha256:" + "ab" * 32
 PROG = program_hash("main db = count db")
@@ -117,7 +117,7 @@ def test_a_new_ledger_is_complete_has_normal_permissions_and_leaves_no_temporary
 
 
 def test_a_failed_creation_leaves_nothing(tmp_path, monkeypatch):
-    from fuzzpy.runtime import ledger as L
+    from fuzzpy.ledger import sqlite as L
 
     def broken(path):
         raise sqlite3.OperationalError("disk I/O error")

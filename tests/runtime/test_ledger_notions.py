@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from fuzzpy.accounting import EpsilonCap, ProvenLoss, RhoCap, compose, epsilon_at_delta, fits, spent
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.interfaces.cli import app
-from fuzzpy.runtime.ledger import Ledger, dataset_identity, program_hash, short_id
+from fuzzpy.ledger import Ledger, dataset_identity, program_hash, short_id
 
 DS = "sha256:" + "ab" * 32
 PROG = program_hash("main db = count db")
@@ -156,7 +156,9 @@ def test_a_pure_cap_refuses_a_gaussian_run_and_says_why(book: Ledger) -> None:
     with pytest.raises(FuzzError) as exc:
         gauss_charge(book, GAUSS_SMALL)
     text = str(exc.value)
-    assert code_of(exc) == "E0601" and "pure epsilon cap" in text and "--rho" in text
+    # rule Notion: refused for its notion (E0606) before any amount is compared
+    assert code_of(exc) == "E0606" and "pure epsilon cap" in text and "--rho" in text
+    assert "Gaussian releases" in text and "nothing was charged" in text
     assert book.entries() == []
 
 

@@ -31,7 +31,7 @@ from fuzzpy.checking.program import check_source
 from fuzzpy.interfaces.cli import app
 from fuzzpy.runtime.data import load_table
 from fuzzpy.runtime.interpreter import run_program
-from fuzzpy.runtime.ledger import Ledger, dataset_identity, program_hash
+from fuzzpy.ledger import Ledger, dataset_identity, program_hash
 from fuzzpy.runtime.samplers import RandomSource
 from red_team_support import HEADER, ROW_A, ROW_B, T, check, codes, make_tables, outcome, run  # noqa: F401
 
@@ -263,7 +263,7 @@ def test_the_programs_own_budget_cannot_be_bypassed(name, tmp_path):
 # lines, BOM, column order, row order), or caps that the curator attaches to a folder / a name
 # and that `run` enforces for every file in it.
 @pytest.mark.xfail(strict=True, reason="R7: the cap follows the file's bytes, so a trailing newline makes the "
-                   "same table a new, uncapped dataset (runtime/ledger.py dataset_identity; documented in "
+                   "same table a new, uncapped dataset (ledger/ dataset_identity; documented in "
                    "docs/ledger.md).")
 def test_a_cap_survives_a_re_serialisation_of_the_same_table(tmp_path):
     program = prog(tmp_path, "function main (db : bag T) : fuzzy num { laplace 1 (count db) }")

@@ -70,12 +70,15 @@ class Analyst:
 
 
 def write_config(folder: Path, ledger: str, datasets: dict, analysts: list[Analyst], **limits) -> Path:
-    """datasets: name -> (csv path, schema text, cap)."""
+    """datasets: name -> (csv path, schema text, cap[, notion]); the cap is a pure epsilon, or, with a
+    notion ("delta=1e-6" or "rho"), an epsilon at that delta or a rho."""
     lines = ["[server]", 'host = "127.0.0.1"', f'ledger = "{ledger}"', 'audit_log = "audit.jsonl"']
     lines += [f"{k} = {v}" for k, v in limits.items()]
-    for name, (csv, schema, cap) in datasets.items():
+    for name, (csv, schema, cap, *notion) in datasets.items():
         (folder / f"{name}.fz").write_text(schema + "\n")
-        lines += ["", f"[datasets.{name}]", f'data = "{csv}"', f'schema = "{name}.fz"', f'cap = "{cap}"']
+        total = [f'rho = "{cap}"'] if notion == ["rho"] else [f'cap = "{cap}"'] + \
+            [f'delta = "{n.partition("=")[2]}"' for n in notion]
+        lines += ["", f"[datasets.{name}]", f'data = "{csv}"', f'schema = "{name}.fz"', *total]
     for a in analysts:
         caps = ", ".join(f'{d} = "{c}"' for d, c in a.caps.items())
         lines += ["", f"[analysts.{a.name}]", f'token_sha256 = "{hash_token(a.token)}"', f'role = "{a.role}"',

@@ -14,7 +14,7 @@ from ...checking.program import CheckReport, FunctionReport
 from ...diagnostics import Diagnostic, Span
 from ...syntax import ast as A
 from ...checking.sens import INF, is_const
-from ..numbers import show as fmt_coef
+from ...render.numbers import show as fmt_coef
 
 log = logging.getLogger("fuzzpy.lsp")
 

@@ -207,7 +207,7 @@ def code_lens(ls: FuzzpyServer, params: T.CodeLensParams) -> list[T.CodeLens]:
 
 def privacy_report(ls: FuzzpyServer, *args: Any) -> Optional[dict]:
     """`fuzzpy.privacyReport uri`: the document's report as `fuzzpy check --format json` gives it."""
-    from ..report import report_json
+    from ...render.report import report_json
 
     try:
         analysis = ls.analysis(args[0]) if args and isinstance(args[0], str) else None

@@ -12,9 +12,9 @@ from ...checking.checker import MechanismRecord
 from ...checking.program import CheckReport
 from ...primitives.registry import all_primitives
 from ...syntax import ast as A
-from ..numbers import show as fmt_coef
-from ..numbers import to_float
-from ..report import guarantee_text
+from ...render.numbers import show as fmt_coef
+from ...render.numbers import to_float
+from ...render.report import guarantee_text
 from .analysis import Analysis, Binding, CallRecord
 from .incremental import _unique_by
 from .members import hover_field
@@ -37,7 +37,7 @@ def epsilon_summary(report: CheckReport) -> Optional[str]:
         over = any(d.code in ("E0401", "E0314") for d in report.diagnostics)
         text += f", {'over' if over else 'within'} budget {fmt_coef(report.budget)}"
     if report.formulas is not None:  # derived after the check (server._derive_formulas)
-        from ..formula_output import lens_suffix
+        from ...render.formulas import lens_suffix
 
         text += lens_suffix(report)
     return text
@@ -54,7 +54,7 @@ def hover_function(report: CheckReport, name: str) -> Optional[str]:
             pure = report.guarantee is None or report.guarantee.stated_delta == 0
             text += f"\n\nEntry point: {summary}{', delta = 0' if pure and report.is_pure else ''}."
     if report.formulas is not None:
-        from ..formula_output import hover_suffix
+        from ...render.formulas import hover_suffix
 
         extra = hover_suffix(report, name)
         text += f"\n\n{extra}" if extra else ""

@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from ...checking.program import CheckReport, check_source
 from ...checking.program import pragma_budget, pragma_delta  # the one reading of the pragmas
-from ..report import apply_budget
+from ...pipeline.budget import apply_budget
 from ...diagnostics import Diagnostic, Span
 from ...hints import drop_cascades
 from ...syntax import ast as A

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Optional
 
 from ...checking.types import Record, Schema, Tensor, Type, With
 from ...syntax import ast as A
-from ..numbers import show as fmt_coef
+from ...render.numbers import show as fmt_coef
 from .analysis import Analysis
 from .navigation import _DECL_NAME, _contains, _local_at
 

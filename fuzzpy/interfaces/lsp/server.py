@@ -158,7 +158,7 @@ class FuzzpyServer(LanguageServer):
         if self.state(uri).generation != generation:
             return
         from ...checking.program import check_source
-        from ..formula_output import attach_formulas
+        from ...render.formulas import attach_formulas
 
         overlays, virtual = self.overlays(uri), settings.virtual(set(report.schemas))
 

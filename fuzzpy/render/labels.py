@@ -18,7 +18,7 @@ def _own(span: Any, program: str) -> bool:
 
 
 def base_label(r: Any, program: str, sources: dict[str, str]) -> str:
-    from .run_command import source_text
+    from .released import source_text
 
     if r.user_name:
         return r.user_name

@@ -1,4 +1,4 @@
-"""The privacy-budget ledger: a SQLite file recording every epsilon spent on every dataset.
+"""The local privacy-budget ledger: a SQLite file recording every run charged on every dataset.
 
 Soundness rules this module keeps (see docs/ledger.md):
 - A charge is committed to disk *before* `charge` returns, so the caller can only release values
@@ -15,9 +15,6 @@ Soundness rules this module keeps (see docs/ledger.md):
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 import os
 import secrets
 import sqlite3
@@ -30,7 +27,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
-from fuzzpy.diagnostics import error
+from ..diagnostics import FuzzError, error
+from .amounts import check_amount
+from .caps import (History, Usage, cap_amount, cap_from_row, cap_row, charge_notion, check_account, check_charge, loss_from_json,
+                   loss_json, usage)
+from .identity import short_id, why
 
 T = TypeVar("T")
 
@@ -39,9 +40,6 @@ SCHEMA_VERSION = 3  # 2: charges record the delta and rho of runs stated in (eps
 #                    3: charges record their ProvenLoss; caps have a notion (epsilon at a delta, or rho)
 BUSY_TIMEOUT_S = 30.0  # how long a run waits for another process's charge before giving up
 FINISH_STATUSES = ("released", "failed")
-_CHUNK = 1 << 20
-_SHORT_HEX = 12
-_MAX_DECIMALS = 20  # beyond this many decimals a fraction is easier to read
 
 _CAPS_COLUMNS_V1 = ("dataset", "cap", "label", "set_at")
 _CAPS_COLUMNS = _CAPS_COLUMNS_V1 + ("notion", "delta")
@@ -92,27 +90,6 @@ class Entry:
     loss: Any = None               # its fuzzpy.accounting.ProvenLoss (schema 3), None when not recorded
 
 
-@dataclass(frozen=True)
-class Usage:
-    """What a dataset has spent, in the notion of its cap (docs/ledger.md, "Caps by notion").
-
-    `spent` is what counts against the cap: the certified epsilon at the cap's delta for an
-    epsilon cap, the zCDP rho for a rho cap; without a cap, the sum of the recorded epsilons.
-    Exact (Fraction) or certified upper bounds; math.inf when the history has no bound in that
-    notion (a Gaussian run under a pure cap)."""
-
-    cap: Any                    # EpsilonCap, RhoCap or None
-    spent: Fraction | float
-    remaining: Fraction | None  # max(cap - spent, 0); None without a cap
-    epsilon_sum: Fraction       # the sum of the recorded epsilons (basic composition)
-    delta_sum: Fraction         # the sum of the recorded deltas that goes with it
-    rho: Fraction | float       # the history's zCDP rho; math.inf if a run has none
-
-
-# ---------------------------------------------------------------------------------------------
-# Identities, hashes and exact numbers
-
-
 def default_ledger_path() -> Path:
     """$FUZZPY_LEDGER if set, else ~/.fuzzpy/ledger.sqlite (creating ~/.fuzzpy)."""
     env = os.environ.get(ENV_VAR, "").strip()
@@ -122,103 +99,14 @@ def default_ledger_path() -> Path:
         folder = Path.home() / ".fuzzpy"
         folder.mkdir(parents=True, exist_ok=True)
     except (OSError, RuntimeError) as exc:
-        raise error("E0602", f"cannot create the default ledger folder ~/.fuzzpy ({_why(exc)}); "
+        raise error("E0602", f"cannot create the default ledger folder ~/.fuzzpy ({why(exc)}); "
                              f"set {ENV_VAR} or pass --ledger") from None
     return folder / "ledger.sqlite"
-
-
-def dataset_identity(path: Path) -> str:
-    """"sha256:<hex>" of the file's bytes: a renamed copy is the same dataset, an edit is not.
-
-    Only a regular file is read (checked before it is opened): a FIFO or a device would make
-    the hash wait forever."""
-    from .files import NotARegularFile, identity, open_regular
-
-    digest = hashlib.sha256()
-    try:
-        with open_regular(Path(path)) as fh:
-            while chunk := fh.read(_CHUNK):
-                digest.update(chunk)
-    except FileNotFoundError:
-        raise error("E0501", f"data file not found: {path}") from None
-    except NotARegularFile:
-        raise error("E0502", f"data file {path} is a folder, a device or a pipe, not a regular file") from None
-    except OSError as exc:
-        raise error("E0502", f"cannot read data file {path} ({_why(exc)})") from None
-    return identity(digest)
-
-
-def program_hash(source: str, params: dict[str, str] | None = None) -> str:
-    """"sha256:<hex>" of the program text; with public params, of the text plus the sorted params.
-
-    Without params this equals `sha256sum` of the UTF-8 source, so a curator can match a file.
-    """
-    digest = hashlib.sha256(source.encode("utf-8"))
-    if params:
-        canonical = json.dumps(params, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        digest.update(b"\n\0fuzzpy-params\0" + canonical.encode("utf-8"))
-    return "sha256:" + digest.hexdigest()
-
-
-def short_id(identity: str) -> str:
-    """"sha256:3f2a9c81d04e" — enough to tell datasets apart on screen, never the whole hash."""
-    algo, sep, hexpart = identity.partition(":")
-    if not sep:
-        return identity[:_SHORT_HEX]
-    return f"{algo}:{hexpart[:_SHORT_HEX]}"
-
-
-def parse_amount(text: str, what: str = "cap") -> Fraction:
-    """Parse "2.0", "0.3", "1/3" or "1e-3" exactly; reject negatives, nan, inf -> E0605."""
-    from ..exact import parse_exact
-
-    try:
-        value = parse_exact(text)
-    except ValueError:
-        raise error("E0605", f"invalid {what} {text[:60]!r}: expected a number such as 1.0, 0.25 "
-                             "or 1/3") from None
-    return _check_amount(value, what)
-
-
-def format_exact(value: Fraction) -> str:
-    """Exact decimal when the value has one ("0.3", "2.0"), else a fraction ("1/3")."""
-    value = Fraction(value)
-    den = value.denominator
-    twos = fives = 0
-    while den % 2 == 0:
-        den //= 2
-        twos += 1
-    while den % 5 == 0:
-        den //= 5
-        fives += 1
-    places = max(twos, fives)
-    if den != 1 or places > _MAX_DECIMALS:
-        return f"{value.numerator}/{value.denominator}"
-    sign = "-" if value < 0 else ""
-    scaled = abs(value.numerator) * 10**places // value.denominator
-    digits = str(scaled).rjust(places + 1, "0")
-    if places == 0:
-        return f"{sign}{digits}.0"
-    return f"{sign}{digits[:-places]}.{digits[-places:]}"
-
-
-def _check_amount(value: object, what: str) -> Fraction:
-    # Floats are refused: Fraction(0.1) is slightly above 0.1, the unsafe side for a cap.
-    if isinstance(value, bool) or not isinstance(value, (int, Fraction)):
-        raise error("E0605", f"invalid {what}: give an exact number (Fraction, int or a string "
-                             f"such as '0.3'), not {type(value).__name__}")
-    value = Fraction(value)
-    if value < 0:
-        raise error("E0605", f"invalid {what} {format_exact(value)}: it must not be negative")
-    return value
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
-
-def _why(exc: BaseException) -> str:
-    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,7 +146,7 @@ class Ledger:
         try:
             info = self.path.stat()
         except OSError as exc:
-            raise error("E0602", f"cannot use the ledger {self.path}: {_why(exc)}") from None
+            raise error("E0602", f"cannot use the ledger {self.path}: {why(exc)}") from None
         if stat.S_ISDIR(info.st_mode):
             raise error("E0602", f"the ledger path {self.path} is a folder, not a file")
         if not stat.S_ISREG(info.st_mode):
@@ -280,7 +168,7 @@ class Ledger:
         try:
             tmp = _new_temp(self.path)
         except OSError as exc:
-            raise error("E0602", f"cannot create the ledger {self.path}: {_why(exc)}") from None
+            raise error("E0602", f"cannot create the ledger {self.path}: {why(exc)}") from None
         try:
             _new_ledger_file(tmp)
             os.link(tmp, self.path)
@@ -288,7 +176,7 @@ class Ledger:
         except FileExistsError:
             pass  # another process created it first: use theirs
         except (OSError, sqlite3.Error) as exc:
-            raise error("E0602", f"cannot create the ledger {self.path}: {_why(exc)}") from None
+            raise error("E0602", f"cannot create the ledger {self.path}: {why(exc)}") from None
         finally:
             _remove_database(tmp)
         if _exists(self.path):
@@ -391,7 +279,7 @@ class Ledger:
         try:
             tmp = _new_temp(target)
         except OSError as exc:
-            raise error("E0602", f"cannot write the backup {target}: {_why(exc)}") from None
+            raise error("E0602", f"cannot write the backup {target}: {why(exc)}") from None
         try:
             copy = sqlite3.connect(str(tmp), isolation_level=None)
             try:
@@ -406,7 +294,7 @@ class Ledger:
         except FileExistsError:
             raise error("E0605", f"the backup file {target} already exists; give a new name") from None
         except (OSError, sqlite3.Error) as exc:
-            raise error("E0602", f"cannot write the backup {target}: {_why(exc)}") from None
+            raise error("E0602", f"cannot write the backup {target}: {why(exc)}") from None
         finally:
             _remove_database(tmp)
         return runs
@@ -459,8 +347,8 @@ class Ledger:
         """Set (or replace) the cap of `dataset`: an `EpsilonCap(epsilon, delta)` (delta 0: a
         pure epsilon cap), a `RhoCap(rho)`, or an exact number, meaning a pure epsilon cap.
         A None label keeps the old one."""
-        amount, notion, delta = _cap_row(cap)
-        _check_dataset(dataset)
+        amount, notion, delta = cap_row(cap)
+        check_account(dataset)
         if self._version < 3 and (notion != "epsilon" or delta is not None):
             raise error("E0602", f"the ledger {self.path} must be upgraded before it records a cap in "
                                  "another notion than pure epsilon")
@@ -480,7 +368,7 @@ class Ledger:
     def cap(self, dataset: str) -> Fraction | None:
         """The cap's amount (an epsilon or a rho: see `cap_of` for its notion); None: no cap."""
         found = self.cap_of(dataset)
-        return None if found is None else _cap_amount(found)
+        return None if found is None else cap_amount(found)
 
     def cap_of(self, dataset: str) -> Any:
         """The cap of `dataset` as an `EpsilonCap` or a `RhoCap`; None: no cap."""
@@ -505,11 +393,9 @@ class Ledger:
         """The dataset's cap and what was spent, in the cap's notion and in the others."""
         cap, history = self._transaction(lambda: (self._cap(dataset), self._history(dataset)),
                                          write=False)
-        return _usage(cap, history)
+        return usage(cap, history)
 
     def _cap(self, dataset: str) -> Any:
-        from fuzzpy.accounting import EpsilonCap, RhoCap
-
         if self._version < 3:
             row = self._db.execute("SELECT cap, 'epsilon', NULL FROM caps WHERE dataset = ?",
                                    (dataset,)).fetchone()
@@ -518,21 +404,18 @@ class Ledger:
                                    (dataset,)).fetchone()
         if row is None:
             return None
-        amount = self._stored_amount(row[0])
-        if row[1] == "rho" and row[2] is None:
-            return RhoCap(amount)
-        if row[1] == "epsilon":
-            delta = Fraction(0) if row[2] is None else self._stored_amount(row[2])
-            if delta < 1:
-                return EpsilonCap(amount, delta)
-        raise error("E0602", f"the ledger {self.path} is corrupted (a cap of unknown notion {row[1]!r})")
+        cap = cap_from_row(self._stored_amount(row[0]), row[1],
+                           None if row[2] is None else self._stored_amount(row[2]))
+        if cap is None:
+            raise error("E0602", f"the ledger {self.path} is corrupted (a cap of unknown notion {row[1]!r})")
+        return cap
 
-    def _history(self, dataset: str) -> "_History":
+    def _history(self, dataset: str) -> History:
         """Every charge on `dataset` in the form the cap check composes (docs/ledger.md)."""
         columns = {1: "epsilon, NULL, NULL, NULL", 2: "epsilon, delta, rho, NULL"}.get(
             self._version, "epsilon, delta, rho, loss")
         rows = self._db.execute(f"SELECT {columns} FROM charges WHERE dataset = ?", (dataset,))
-        history = _History()
+        history = History()
         for eps, delta, rho, loss in rows:
             history.add(self._stored_amount(eps),
                         Fraction(0) if delta is None else self._stored_amount(delta),
@@ -550,10 +433,8 @@ class Ledger:
         return value
 
     def _stored_loss(self, text: object) -> Any:
-        from fuzzpy.accounting import ProvenLoss
-
         try:
-            return ProvenLoss.from_dict(json.loads(str(text)))
+            return loss_from_json(str(text))
         except (ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError):
             raise error("E0602", f"the ledger {self.path} is corrupted (a charge's privacy loss "
                                  "cannot be read)") from None
@@ -574,27 +455,24 @@ class Ledger:
 
     def charge_many(self, amounts: dict[str, Fraction], program_hash: str, label: str = "",
                     delta: Fraction = Fraction(0), rho: Fraction | None = None,
-                    loss: Any = None) -> list[int]:
+                    loss: Any = None, names: dict[str, str] | None = None) -> list[int]:
         """Book each dataset's run in ONE transaction: all charges or none (a run over several
         tables never books the first ones and then stops at a later dataset's cap).  The cap
-        check (`fuzzpy.accounting.fits` of the history plus this run) reads the history inside
-        the same write transaction, so concurrent runs are checked one after another."""
+        check (`caps.check_charge`: the run's notion, then the history plus this run, composed)
+        reads the history inside the same write transaction, so concurrent runs are checked one
+        after another.  `names` names the datasets in refusals (default: their short hash)."""
         for dataset in amounts:
-            _check_dataset(dataset)
-        checked = {d: _check_amount(e, "epsilon") for d, e in amounts.items()}
-        notion = _notion(delta, rho)
-        stored_loss = _loss_json(loss)
+            check_account(dataset)
+        checked = {d: check_amount(e, "epsilon") for d, e in amounts.items()}
+        notion = charge_notion(delta, rho)
+        stored_loss = loss_json(loss)
 
         def book() -> list[int]:
             for dataset, epsilon in checked.items():
                 cap = self._cap(dataset)
-                if cap is None:
-                    continue
-                history = self._history(dataset)
-                history.add(epsilon, Fraction(delta), rho, loss)
-                after = _usage(cap, history)
-                if not after.spent <= _cap_amount(cap):  # Fractions, or math.inf: exact
-                    raise _over_cap(dataset, cap, _usage(cap, self._history(dataset)), after)
+                if cap is not None:
+                    name = (names or {}).get(dataset) or f"dataset {short_id(dataset)}…"
+                    check_charge(dataset, name, cap, self._history(dataset), epsilon, Fraction(delta), rho, loss)
             return [self._insert(dataset, label, program_hash, epsilon, notion, stored_loss)
                     for dataset, epsilon in checked.items()]
 
@@ -638,6 +516,17 @@ class Ledger:
                              (status, _now(), charge_id))
 
         self._transaction(mark)
+
+    def finish_many(self, ids: list[int], status: str = "released") -> None:
+        """`finish` each charge; a failure is raised once every charge was tried."""
+        problem = None
+        for charge_id in ids:
+            try:
+                self.finish(charge_id, status)
+            except FuzzError as exc:
+                problem = problem or exc
+        if problem is not None:
+            raise problem
 
     @contextmanager
     def charged_run(self, dataset: str, epsilon: Fraction, program_hash: str,
@@ -786,172 +675,6 @@ def _sync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
-
-
-def _notion(delta: Fraction, rho: Fraction | None) -> tuple[str | None, str | None]:
-    """The stored delta and rho of a charge: NULL for a pure epsilon's delta 0."""
-    delta = Fraction(delta)
-    if not 0 <= delta < 1:
-        raise error("E0605", f"invalid delta {delta}: expected a number in [0, 1)")
-    if rho is not None:
-        rho = _check_amount(rho, "rho")
-    return (str(delta) if delta else None, str(rho) if rho is not None else None)
-
-
-def _check_dataset(dataset: str) -> None:
-    if not isinstance(dataset, str) or not dataset.strip():
-        raise error("E0605", "invalid dataset identity: it must be a non-empty string")
-
-
-def _over_cap(dataset: str, cap: Any, before: Usage, after: Usage):
-    """E0601, naming the cap and its notion (never any private number: only public amounts)."""
-    name, limit = f"dataset {short_id(dataset)}…", _cap_amount(cap)
-    hint = ("the cap is set with `fuzzpy ledger set-cap` (--cap E [--delta D] or --rho R); "
-            "`fuzzpy ledger show` lists what was spent")
-    if after.spent == math.inf:
-        return error("E0601", f"this run cannot be charged against the {describe_cap(cap)} cap of {name}: "
-                              f"{_unbounded_why(cap, before)}", None, hint)
-    left = max(limit - before.spent, Fraction(0))
-    unit = "rho" if _is_rho(cap) else "epsilon"
-    text = (f"this run needs {unit} {format_exact(after.spent - before.spent)} but only "
-            f"{format_exact(left)} of the cap {format_exact(limit)} remains for {name} "
-            f"(a cap in {describe_cap(cap)}")
-    if not _is_rho(cap) and cap.delta:
-        text += f": the runs so far and this one, composed, spend epsilon {format_exact(after.spent)}"
-    return error("E0601", text + ")", None, hint)
-
-
-def _unbounded_why(cap: Any, before: Usage) -> str:
-    if _is_rho(cap):
-        return ("an earlier run was booked in (epsilon, delta) without a zCDP rho, so the history "
-                "has no rho bound")
-    if not cap.delta:
-        return ("this run or an earlier one made Gaussian releases or was stated with a delta > 0, "
-                "and a pure epsilon cap admits only pure epsilon runs; set a cap at a delta "
-                "(--delta) or in rho (--rho)")
-    return (f"the deltas booked by earlier runs (in total {format_exact(before.delta_sum)}) leave "
-            "no delta of the cap for this run")
-
-
-def describe_cap(cap: Any) -> str:
-    """"pure epsilon", "epsilon at delta 0.000001" or "zCDP rho": a cap's notion, in words."""
-    if _is_rho(cap):
-        return "zCDP rho"
-    return f"epsilon at delta {format_exact(cap.delta)}" if cap.delta else "pure epsilon"
-
-
-def _is_rho(cap: Any) -> bool:
-    return hasattr(cap, "rho")
-
-
-def _cap_amount(cap: Any) -> Fraction:
-    return cap.rho if _is_rho(cap) else cap.epsilon
-
-
-def _cap_row(cap: Any) -> tuple[str, str, str | None]:
-    """(amount, notion, delta) as stored: a plain number is a pure epsilon cap."""
-    from fuzzpy.accounting import EpsilonCap, RhoCap
-
-    if isinstance(cap, RhoCap):
-        return str(_check_amount(cap.rho, "rho cap")), "rho", None
-    if isinstance(cap, EpsilonCap):
-        amount, delta = _check_amount(cap.epsilon, "cap"), _check_amount(cap.delta, "cap delta")
-        if delta >= 1:
-            raise error("E0605", f"invalid cap delta {format_exact(delta)}: expected a number in [0, 1)")
-        return str(amount), "epsilon", (str(delta) if delta else None)
-    return str(_check_amount(cap, "cap")), "epsilon", None
-
-
-def _loss_json(loss: Any) -> str | None:
-    """The exact JSON of a run's ProvenLoss, as stored in the `loss` column."""
-    if loss is None:
-        return None
-    from fuzzpy.accounting import ProvenLoss
-
-    if not isinstance(loss, ProvenLoss):
-        raise error("E0605", f"invalid privacy loss: expected a fuzzpy.accounting.ProvenLoss, "
-                             f"not {type(loss).__name__}")
-    return json.dumps(loss.to_dict(), sort_keys=True, separators=(",", ":"))
-
-
-def _as_charged(loss: Any) -> Any:
-    """A run's loss as the cap check composes it.  A pure run (no Gaussian release) is, as a
-    whole, an epsilon-DP mechanism, hence dominated by randomized response at that epsilon:
-    recording it as one such release lets the accountant compose pure runs optimally (KOV)
-    under a cap at a delta.  Other losses are used as recorded."""
-    from fuzzpy.accounting import ProvenLoss
-
-    if loss.is_pure() and loss.pure is None and loss.epsilon not in (0, math.inf):
-        return ProvenLoss(loss.epsilon, loss.pure_rho, loss.gauss_rho, loss.laplace,
-                          ((loss.epsilon, 1),), loss.gauss_grid_sigma)
-    return loss
-
-
-def _pure_loss(epsilon: Fraction) -> Any:
-    """A run booked as a pure epsilon without a recorded loss: epsilon-DP, so epsilon^2/2-zCDP
-    (Bun and Steinke 2016, Proposition 3.3) and dominated by randomized response at epsilon."""
-    from fuzzpy.accounting import ProvenLoss
-
-    if epsilon == 0:
-        return ProvenLoss()
-    return ProvenLoss(epsilon, epsilon * epsilon / 2, Fraction(0), None, ((epsilon, 1),))
-
-
-class _History:
-    """A dataset's charges, split into what the accountant composes (`losses`: runs with a
-    recorded ProvenLoss, and pure runs without one) and the runs booked only as (epsilon,
-    delta) with delta > 0 (`booked`, from schema-2 ledgers or callers that pass no loss),
-    which count exactly as they were booked, by basic composition."""
-
-    def __init__(self) -> None:
-        self.losses: list[Any] = []
-        self.booked: list[tuple[Fraction, Fraction, Fraction | None]] = []
-        self.epsilon_sum = Fraction(0)
-        self.delta_sum = Fraction(0)
-
-    def add(self, epsilon: Fraction, delta: Fraction, rho: Fraction | None, loss: Any) -> None:
-        self.epsilon_sum += epsilon
-        self.delta_sum += delta
-        if loss is not None:
-            self.losses.append(_as_charged(loss))
-        elif delta == 0:
-            self.losses.append(_pure_loss(epsilon))
-        else:
-            self.booked.append((epsilon, delta, rho))
-
-
-def _usage(cap: Any, history: _History) -> Usage:
-    """Spending in every notion; against the cap, what `fuzzpy.accounting.spent` says of the
-    composed losses, plus the booked runs by basic composition (docs/ledger.md)."""
-    from fuzzpy.accounting import compose, rho_of
-
-    total = compose(history.losses)
-    booked_rho = [r for _, _, r in history.booked]
-    rho: Fraction | float = math.inf if None in booked_rho else \
-        rho_of(total) + sum(booked_rho, Fraction(0))  # type: ignore[arg-type]
-    if cap is None:
-        return Usage(None, history.epsilon_sum, None, history.epsilon_sum, history.delta_sum, rho)
-    spent = rho if _is_rho(cap) else _epsilon_spent(history, cap)
-    remaining = Fraction(0) if spent == math.inf else max(_cap_amount(cap) - spent, Fraction(0))
-    return Usage(cap, spent, remaining, history.epsilon_sum, history.delta_sum, rho)
-
-
-def _epsilon_spent(history: _History, cap: Any) -> Fraction | float:
-    """The epsilon at the cap's delta of the whole history.  Booked runs (eps_i, delta_i) take
-    sum eps_i and sum delta_i; the composed losses are converted once at the delta left over
-    (basic composition of the two parts: valid however the runs were interleaved)."""
-    from fuzzpy.accounting import EpsilonCap, compose, spent
-
-    booked_eps = sum((e for e, _, _ in history.booked), Fraction(0))
-    rest = cap.delta - sum((d for _, d, _ in history.booked), Fraction(0))
-    if rest < 0:
-        return math.inf
-    total = compose(history.losses)
-    if total.epsilon == 0 and total.gauss_rho == 0:
-        converted: Fraction | float = Fraction(0)  # nothing released (the GDP search needs mu > 0)
-    else:
-        converted = spent([total], EpsilonCap(cap.epsilon, rest))
-    return math.inf if converted == math.inf else booked_eps + converted
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:

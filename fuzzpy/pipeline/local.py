@@ -1,0 +1,161 @@
+"""Runs on the user's own data: tables from files or DataFrames, charged on the local ledger.
+
+A local dataset's identity is the hash of exactly the bytes that were parsed (files) or of the
+whole DataFrame, so two programs reading different columns of one file charge the same dataset
+and an edited row is another dataset (docs/ledger.md).  Output names a dataset by its files,
+never by its hash: a hash of private rows is not shown to whoever reads a run's output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from ..diagnostics import Diagnostic, FuzzError
+from .charge import charge
+from .session import Charge, Loaded
+from .tables import match_data, table_inputs
+
+
+@dataclass
+class FileTables:
+    """`--data PATH` or `--data NAME=PATH`: CSV or Parquet files loaded with pandas."""
+
+    data: list[str]
+    header: bool = False  # text files start with a header naming every declared column
+
+    def match(self, report: Any) -> dict[str, Path]:
+        return match_data(self.data, table_inputs(report))
+
+    def load(self, report: Any, spec: dict[str, Path], seeded: bool) -> Loaded:
+        from ..runtime.columns import columns_read
+        from ..runtime.data import load_identified
+
+        schemas = dict(table_inputs(report))
+        keep = columns_read(report.entry_instance)  # rule Columns kept: only what the program can read
+        loaded = Loaded({}, {})
+        for name, path in spec.items():
+            try:
+                loaded.tables[name], identity = load_identified(path, schemas[name], table=name, header=self.header,
+                                                                keep=keep)
+            except FuzzError:
+                raise
+            except Exception:  # noqa: BLE001 - a loader bug: its text could quote the file
+                raise FuzzError(Diagnostic("E0502", f"data file '{path}' for table '{name}' could not be loaded "
+                                                    "(internal error); nothing was charged")) from None
+            loaded.shown[name] = str(path)
+            if not seeded:
+                loaded.accounts[name] = identity
+        return loaded
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class FrameTables:
+    """The Python API's data: a DataFrame (a program with one table) or a mapping from the entry
+    point's table parameters to DataFrames.  Refusals name tables and types, never a value."""
+
+    data: Any
+
+    def match(self, report: Any) -> dict[str, Any]:
+        import pandas as pd
+
+        inputs = [name for name, _ in table_inputs(report)]
+        frames = self._frames(inputs, pd)
+        diags = [Diagnostic("E0507", f"data given for unknown table '{n}'; the entry point's tables: "
+                                     f"{', '.join(inputs)}") for n in frames if n not in inputs]
+        diags += [Diagnostic("E0506", f"no DataFrame given for table '{n}'", None, [f"pass data={{'{n}': df}}"])
+                  for n in inputs if n not in frames]
+        diags += [Diagnostic("E0502", f"the data for table '{n}' is a {type(f).__name__}, not a pandas DataFrame")
+                  for n, f in frames.items() if n in inputs and not isinstance(f, pd.DataFrame)]
+        if diags:
+            raise FuzzError(diags)
+        return frames
+
+    def _frames(self, inputs: list[str], pd: Any) -> dict[str, Any]:
+        from collections.abc import Mapping
+
+        data = self.data
+        if isinstance(data, pd.DataFrame):
+            if len(inputs) == 1:
+                return {inputs[0]: data}
+            raise FuzzError(Diagnostic("E0506", f"the entry point has {len(inputs)} tables; pass a mapping from "
+                                                f"their names ({', '.join(inputs) or 'none'}) to DataFrames"))
+        if not isinstance(data, Mapping):
+            raise FuzzError(Diagnostic("E0502", f"data must be a pandas DataFrame or a mapping from table names to "
+                                                f"DataFrames, not a {type(data).__name__}"))
+        if not all(isinstance(k, str) for k in data):
+            raise FuzzError(Diagnostic("E0502", "the keys of data must be table names (strings)"))
+        return dict(data)
+
+    def load(self, report: Any, spec: dict[str, Any], seeded: bool) -> Loaded:
+        from ..runtime.columns import columns_read
+        from ..runtime.data import load_frame
+
+        keep = columns_read(report.entry_instance)  # rule Columns kept
+        loaded = Loaded({}, {})
+        for name, schema in table_inputs(report):
+            loaded.tables[name] = load_frame(spec[name], schema, table=name, keep=keep)
+            loaded.accounts[name] = frame_identity(spec[name])
+            loaded.shown[name] = name
+        return loaded
+
+    def close(self) -> None:
+        pass
+
+
+def frame_identity(frame: Any) -> str:
+    """"sha256:..." of the whole DataFrame (every column, as the command line hashes the whole
+    file): two programs reading different columns of one DataFrame charge the same dataset; an
+    edited row is another dataset."""
+    import pandas as pd
+
+    digest = hashlib.sha256("\0".join(map(str, frame.columns)).encode("utf-8"))
+    hashed = pd.util.hash_pandas_object(frame.astype("string"), index=False)
+    digest.update(hashed.to_numpy().tobytes())
+    return "sha256:" + digest.hexdigest()
+
+
+@dataclass
+class LocalLedger:
+    """The local SQLite ledger as a run's `Charger`: each distinct dataset is one account."""
+
+    path: Path
+    book: Any = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        from ..ledger import open_ledger
+
+        self.book = open_ledger(self.path)
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    def charge(self, report: Any, loaded: Loaded, label: str, params: dict[str, str]) -> list[Charge]:
+        datasets = list(dict.fromkeys(loaded.accounts.values()))
+        shown = {d: tuple(loaded.shown[n] for n, dd in loaded.accounts.items() if dd == d) for d in datasets}
+        ids = charge(self.book, datasets, report, params, label,
+                     {d: "dataset " + ", ".join(files) for d, files in shown.items()})
+        return [Charge(d, i, shown[d]) for d, i in zip(datasets, ids)]
+
+    def finish(self, charges: list[Charge], status: str) -> None:
+        self.book.finish_many([c.id for c in charges], status)
+
+    def usage(self, charge: Charge) -> Any:
+        """The dataset's total spent and its cap, in the cap's notion (docs/ledger.md)."""
+        return self.book.usage(charge.dataset)
+
+    def close(self) -> None:
+        self.book.close()
+
+
+def ledger_path(path: Optional[Path]) -> Path:
+    """The ledger a local run charges: the one given, else the default (docs/ledger.md)."""
+    from ..ledger import default_ledger_path
+
+    return Path(path).expanduser() if path is not None else default_ledger_path()
