@@ -43,7 +43,7 @@ PENDING_TAGS = {
 }
 
 HEADING = re.compile(r"^\*\*([^*\n]+?)\.?\*\*", re.M)
-TAG = re.compile(r"\b[Rr]ule\s+(?=[A-Z][a-z])")
+TAG = re.compile(r"\b[Rr]ule(?:[ \t]*\n[ \t]*#)?\s+(?=[A-Z][a-z])")  # a name may be on the next line
 TOKEN = re.compile(r"`([^`]+)`|\(|\)")
 
 
