@@ -104,7 +104,7 @@ def parse_cell(rule: str, cell: str) -> list[Ref]:
     owner: Ref | None = None        # the last reference outside parentheses
     module: Path | None = None      # the module a bare name continues
     for m in TOKEN.finditer(cell):
-        if m.group(0) in "()":
+        if m.group(1) is None:  # a parenthesis
             depth += 1 if m.group(0) == "(" else -1
             continue
         token = m.group(1).strip()
