@@ -40,6 +40,7 @@ class ApplicationRules:
     def call_primitive(self, name: str, arg_exprs: list[A.Expr], env: Env, span: Span) -> Val:
         return self.call_primitive_vals(name, [self.expr(a, env) for a in arg_exprs], span)
 
+    # rule Primitive: the primitive's rule, and the risk of its evaluated arguments
     def call_primitive_vals(self, name: str, vals: list[Val], span: Span) -> Val:
         prim = lookup(name)
         assert prim is not None
@@ -96,6 +97,7 @@ class ApplicationRules:
             f, args = out, args[n:]
         return f
 
+    # rule Declared: an application costs what it captured plus s times the argument
     def _apply_opaque(self, f: Val, fn: Opaque, arg: Val, span: Span) -> Val:
         t = fn.type
         arg = self.coerce(arg, t.dom, span)
@@ -139,6 +141,7 @@ class ApplicationRules:
             self.rebind_returned(summary, args, span)
         return Val(summary.cod, dist, node, NOCONST, fn_out, risk=risk)
 
+    # rule Subtyping: an argument must be a subtype of its parameter's declared type
     def coerce(self, v: Val, t: Type, span: Span) -> Val:
         """Check that v can be passed where t is expected (giving function values a Fun type)."""
         if isinstance(v.type, FnT) and isinstance(t, Fun):
@@ -207,6 +210,7 @@ def evaluated_risk(v: Val) -> Dist:
     return {} if v.is_const and v.fn is None else v.risk
 
 
+# rule Const: a known value is passed on as the constant itself
 def const_ir(v: Val) -> I.IR:
     """The IR that passes v on: its constant itself when the checker knows it.  The expression
     that produced the constant is not run (the language is pure, so nothing is lost), and so

@@ -1,7 +1,8 @@
 """The on-disk check cache of `fuzzpy check`: a checked file's report, reused only for the same input.
 
 A hit must give exactly the checker's answer for that exact input, and a cache another user
-can write must never be a way to get a program accepted.  So (docs/performance.md):
+can write must never be a way to get a program accepted.  So (docs/performance.md; docs/soundness.md,
+rule Reused reports):
 
 - the key is everything the report depends on: the file's path and content, the public
   parameters and entry point, the standard library folder, fuzzpy's own code (a hash of every
@@ -40,6 +41,7 @@ MAX_ENTRIES = 2000  # beyond this, the least recently written entries are remove
 STATS = {"hits": 0, "misses": 0, "stored": 0, "ignored": 0}
 
 
+# rule Reused reports: only a folder no one else can write
 def _folder() -> Optional[Path]:
     from ..cachedir import private_folder
 
@@ -108,6 +110,7 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# rule Reused reports: every input of the check is part of the key
 def key_material(path: Path, text: str, params: dict[str, str], entry: Optional[str]) -> str:
     """Everything the report depends on but the imported files (checked separately)."""
     from ..syntax.loader import STDLIB
@@ -140,6 +143,7 @@ def _imports(report: Any) -> Optional[list[tuple[str, str, Optional[str], Option
     return out
 
 
+# rule Reused reports: every imported file resolved and hashed again
 def _imports_unchanged(recorded: list) -> bool:
     from ..syntax.loader import resolve_import
 
@@ -156,6 +160,7 @@ def _entry_path(folder: Path, material: str) -> Path:
     return folder / (_digest(material.encode("utf-8")) + ".bin")
 
 
+# rule Reused reports: only an entry authenticated with the user's own key
 def load(folder: Path, key: bytes, material: str) -> Any:
     """The stored report for `material`, or None: any doubt is a miss."""
     try:

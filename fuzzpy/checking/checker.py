@@ -88,7 +88,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         self.instance_count = 0
         self.widened: list[tuple[str, Span]] = []
         self.speculative_checks: dict[str, int] = {}  # instances checked under speculation, per function
-        self.widened_lists: list[tuple[str, Span]] = []  # rule Widen, breadth: where lists were forgotten
+        self.widened_lists: list[tuple[str, Span]] = []  # rule Widen (breadth): where lists were forgotten
         self.primitive_risk: list[Dist] = []  # risk of the functions a primitive's rule checked
         self.primitive_growth: list[Coef] = []  # their growth relative to what they are applied to
         self._shapes: dict[int, Any] = {}  # counting.py: each declaration's rule Count shape
@@ -111,6 +111,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         """Does this symbol only ever move by whole numbers (tables, ints, discrete values)?"""
         return sym in self.integral_syms
 
+    # rule Split: fresh part symbols whose sum is at most the parent's distance
     def split(self, parent: Dist, labels: list[str], types: Optional[list[Type]] = None) -> list[Dist]:
         """The distances of the parts of a value: fresh part symbols with sum(parts) <= parent.
         Each part also keeps the parent's infinite entries: a part of something that depends
@@ -129,6 +130,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         """k * dist for applying a k-sensitive function (0 * inf = inf; E0304 if non-linear)."""
         return self._scale(k, dist, span, apply=True)
 
+    # rule Split: parts replaced by their parent, newest first (the LP's exact optimum)
     def eliminate(self, dist: Dist, since: int = 0) -> Dist:
         """Replace split parts by their parent: sum_k c_k d_k <= max_k c_k * d(parent), the exact
         maximum of the linear form over {sum_k d_k <= d(parent)}.  Splits are eliminated newest
@@ -182,6 +184,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
 
     # ---- the RuleContext used by primitives ---------------------------------------------------
 
+    # rule Widen: an E0209 names the recursion whose constants were forgotten
     def fail(self, code: str, message: str, span: Optional[Span], *notes: str) -> FuzzError:
         notes_ = list(notes)
         widened = [(name, where) for name, where in self.widened if self.chains.get(name)]
@@ -207,6 +210,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
     def d_max(self, a: Dist, b: Dist) -> Dist:
         return self.store.d_max(a, b)
 
+    # rule Mechanisms: S, the largest finite coefficient after elimination (E0305 if none)
     def sensitivity(self, dist: Dist, span: Span) -> Fraction:
         """The proven sensitivity of a mechanism's argument: the largest distance it can move
         when any one input moves by one, after eliminating split parts."""
@@ -236,6 +240,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         self.mechanisms.append(MechanismRecord(name, span, sensitivity, epsilon, scale,
                                                self.current_function, dict(extra or {})))
 
+    # rule Primitive: a function a primitive applies, checked where the primitive applies it
     def instantiate(self, arg: Arg, param_types: list[Type], span: Span, per_row: bool = False,
                     record: bool = True, public: bool = False, times: int = 1,
                     quadratic: bool = False) -> Instantiated:
@@ -332,6 +337,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
     def describe(self, sym: str) -> str:
         return self.symbol_names.get(sym, sym)
 
+    # rule Var: a variable has the distance its scope gives it, and evaluates nothing
     def var(self, e: A.Var, env: Env) -> Val:
         v = env.lookup(e.name)
         if v is not None:

@@ -45,6 +45,7 @@ class CountShape:
     steps: tuple          # the decrement expressions of the recursive calls (no parameter)
 
 
+# rule Count: the shape `if n op c then BASE else STEP`, read off the declaration
 def count_shape(decl: A.FunDecl) -> Optional[CountShape]:
     body, params = decl.body, [p.name for p in decl.params]
     if decl.ret is None or not isinstance(body, A.If) or not isinstance(body.cond, A.BinOp):
@@ -223,6 +224,7 @@ class CountRules:
             return None  # not recursive after all, or a nested recursion: unroll instead
         return summary, state, key
 
+    # rule Count: the summary is F applied D times to the base level's, exactly
     def _iterate(self, summary, state, base, depth: int, span: Span) -> None:
         """summary := F^depth(base), F being one level of the body given the level below."""
         values = _start(summary, base)
@@ -265,6 +267,7 @@ class CountRules:
             s.risk = {k: v for k, v in d_substitute(s.risk, values).items() if v != 0}
             s.growth = {k: v for k, v in d_substitute(s.growth, values).items() if v != 0}
 
+    # rule Count: the depth and calls of D levels and the base
     def _count_depth(self, summary, state, base, depth: int, span: Span) -> None:
         """Rule Unroll for a counted recursion: an eager recursive call nests one level per step;
         one under `sample` runs from depth 0 when drawn.  Every level makes its calls."""

@@ -50,9 +50,11 @@ class ExpressionRules:
             return Val(STRING, {}, I.IConst(v, span=e.span), v)
         return Val(UNIT, {}, I.IConst(None, span=e.span), None)
 
+    # rule Var: the value the scope gives
     def x_Var(self, e: A.Var, env: Env) -> Val:
         return self.var(e, env)
 
+    # rule Ascription: T <: T' gives the value the type T', a function value via rule Declared
     def x_Ascribe(self, e: A.Ascribe, env: Env) -> Val:
         v = self.expr(e.value, env)
         t = self.types.resolve(e.type)
@@ -73,6 +75,7 @@ class ExpressionRules:
         return Val(body.type, body.dist, I.ILet(pat, bound.ir, body.ir, span=e.span), body.const, body.fn,
                    body.parts, r_union(bound.risk, body.risk))
 
+    # rule Sample: both sides run when the distribution is drawn
     def x_Sample(self, e: A.Sample, env: Env) -> Val:
         self.deferred += 1  # the interpreter runs both when the distribution is drawn (rule Unroll)
         try:
@@ -80,6 +83,7 @@ class ExpressionRules:
         finally:
             self.deferred -= 1
 
+    # rule Sample: losses add, the sampled value is public, risks unite
     def _sample(self, e: A.Sample, env: Env) -> Val:
         bound = self.expr(e.bound, env)
         if not isinstance(bound.type, Fuzzy):
@@ -98,12 +102,14 @@ class ExpressionRules:
         if dist and len(self.inf_origins) < 20 + 20 * (reason == PRIVATE_DIVISOR):  # room for a hint's origin
             self.inf_origins.append((span, reason, tuple(dist)))
 
+    # rule Return: a point mass, infinitely far from any other
     def x_Return(self, e: A.Return, env: Env) -> Val:
         v = self.expr(e.value, env)
         self.note_infinite(e.span, v.dist, "a private value is returned without noise")
         # Point masses at different values are infinitely far apart in max-divergence.
         return Val(Fuzzy(v.type), d_inf(v.dist), I.IReturn(v.ir, span=e.span), risk=v.risk)
 
+    # rule Branch: a constant condition checks one arm; else choice + max of the arms
     def x_If(self, e: A.If, env: Env) -> Val:
         cond = self.expr(e.cond, env)
         if not isinstance(cond.type, Bool):
@@ -150,6 +156,7 @@ class ExpressionRules:
             risk = r_union(risk, choice)
         return risk
 
+    # rule Join: the arms' common type (E0202 when they have none)
     def join(self, a: Val, b: Val, span: Span) -> Type:
         if isinstance(a.type, FnT) or isinstance(b.type, FnT):
             raise self.fail("E0202", "branches that return functions need a function type annotation",
@@ -159,17 +166,20 @@ class ExpressionRules:
             raise self.fail("E0202", f"the branches have different types: {a.type} and {b.type}", span)
         return t
 
+    # rule Join: two functions of a declared type as one (its chain is the known gap)
     def _join_fn(self, a: Val, b: Val):
         if isinstance(a.fn, Opaque) and isinstance(b.fn, Opaque):
             return Opaque(join_types(a.fn.type, b.fn.type), max(a.fn.depth, b.fn.depth),  # type: ignore[arg-type]
                           max(a.fn.draw_depth, b.fn.draw_depth), a.fn.complete and b.fn.complete)
         return None
 
+    # rule Lambda: building a closure evaluates nothing; as data it costs its captures
     def x_Lambda(self, e: A.Lambda, env: Env) -> Val:
         clo = Closure(e.params, e.body, env, f"at line {e.span.line}")
         captured = self._captured_estimate(e, env)
         return Val(FnT(f"(lambda at line {e.span.line})"), captured, I.IClosure(span=e.span), NOCONST, clo)
 
+    # rule Lambda: what a stored closure captures, charged infinitely
     def _captured_estimate(self, e: A.Lambda, env: Env) -> Dist:
         """A closure stored as data: anything private it captures counts as infinitely used
         (applications are checked precisely instead, at each application site)."""
@@ -195,6 +205,7 @@ class ExpressionRules:
         raise self.fail("E0202", f"case arms do not match the scrutinee type {scrut.type}", e.span,
                         "a sum needs arms inl x => ... | inr y => ...; a list needs [] => ... | h :: t => ...")
 
+    # rule Branch: case on a sum: one arm if constant, else choice + max of the arms
     def _case_sum(self, e: A.Case, scrut: Val, env: Env) -> Val:
         arms = {arm.kind: arm for arm in e.arms}
         t: SumT = scrut.type  # type: ignore[assignment]
@@ -217,6 +228,7 @@ class ExpressionRules:
         risk = self.branch_risk(scrut, [lv, rv], e.scrutinee.span)
         return Val(rtype, dist, I.ICase(scrut.ir, "sum", (lp, lv.ir), (rp, rv.ir), span=e.span), risk=risk)
 
+    # rule Branch: case on a list: one arm if constant, else choice + max of the arms
     def _case_list(self, e: A.Case, scrut: Val, env: Env) -> Val:
         arms = {arm.kind: arm for arm in e.arms}
         elem = scrut.type.elem  # type: ignore[attr-defined]
@@ -234,7 +246,7 @@ class ExpressionRules:
         nil = self.branch(arms["nil"].body, env)
         # Head and tail are the two components of a tensor: d(h) + d(t) <= d(list).
         since = len(self.splits)
-        # A public list (distance 0 everywhere) has public parts: nothing to split.
+        # A public list (distance 0 everywhere) has public parts: nothing to split (rule Widen (breadth)).
         hd, td = self.split(scrut.dist, ["head", "tail"], [elem, scrut.type]) if scrut.dist else ({}, {})
         hb, hp = self.bind_pattern(cons.patterns[0], Val(elem, hd, I.IVar("_")))
         tb, tp = self.bind_pattern(cons.patterns[1], Val(scrut.type, td, I.IVar("_")))
@@ -254,6 +266,7 @@ class ExpressionRules:
     def x_UnOp(self, e: A.UnOp, env: Env) -> Val:
         return self.call_primitive("not" if e.op == "!" else "neg", [e.operand], env, e.span)
 
+    # rule Tuples: an injection keeps its value's distance and risk
     def x_Inject(self, e: A.Inject, env: Env) -> Val:
         v = self.expr(e.value, env)
         # The other side is unconstrained; `unit` is a placeholder that joins with anything via annotations.
@@ -261,6 +274,7 @@ class ExpressionRules:
         const = (e.side, v.const) if v.is_const else NOCONST
         return Val(t, v.dist, I.IInject(e.side, v.ir, span=e.span), const, risk=v.risk)
 
+    # rule Tuples: a field's distance if known, else the record's; the record's risk
     def x_Field(self, e: A.Field, env: Env) -> Val:
         v = self.expr(e.value, env)
         if isinstance(v.type, Record):
@@ -278,6 +292,7 @@ class ExpressionRules:
             return self.call_primitive_vals("part", [v, self.const_val(e.name, STRING)], e.span)
         raise self.fail("E0205", f"field access .{e.name} needs a record, but this is {v.type}", e.span)
 
+    # rule Tuples: a component's distance if known, else the whole's; the whole's risk
     def x_Proj(self, e: A.Proj, env: Env) -> Val:
         v = self.expr(e.value, env)
         if not isinstance(v.type, (Tensor, With)) or not 1 <= e.index <= len(v.type.items):
@@ -288,6 +303,7 @@ class ExpressionRules:
         dist = v.parts[i] if v.parts is not None else v.dist  # a component moves at most as the whole
         return Val(v.type.items[i], dist, I.IProj(v.ir, i, span=e.span), const, None, risk=v.risk)
 
+    # rule Tuples: tensor tuples add their distances, with-pairs take the max; risks unite
     def x_Tuple(self, e: A.Tuple, env: Env) -> Val:
         vals = [self.expr(x, env) for x in e.items]
         kind = e.kind
@@ -303,6 +319,7 @@ class ExpressionRules:
         return Val(t, dist, I.ITuple(kind, [v.ir for v in vals], span=e.span), const, None, parts,
                    r_union(*[v.risk for v in vals]))
 
+    # rule Tuples: a record adds its fields' distances; risks unite
     def x_RecordLit(self, e: A.RecordLit, env: Env) -> Val:
         names = [n for n, _ in e.fields]
         if len(set(names)) != len(names):
@@ -314,6 +331,7 @@ class ExpressionRules:
         return Val(t, d_add(*parts), I.IRecord([(n, v.ir) for n, v in zip(names, vals)], span=e.span), const,
                    None, parts, r_union(*[v.risk for v in vals]))
 
+    # rule Tuples: a list adds its elements' distances; risks unite
     def x_ListLit(self, e: A.ListLit, env: Env) -> Val:
         vals = [self.expr(x, env) for x in e.items]
         elem: Optional[Type] = None
@@ -326,6 +344,7 @@ class ExpressionRules:
         return Val(t, d_add(*[v.dist for v in vals]), I.IList([v.ir for v in vals], span=e.span), const,
                    risk=r_union(*[v.risk for v in vals]))
 
+    # rule Tuples: h :: t adds the two distances; risks unite
     def x_Cons(self, e: A.Cons, env: Env) -> Val:
         h, tl = self.expr(e.head, env), self.expr(e.tail, env)
         if not isinstance(tl.type, ListT):
@@ -336,7 +355,7 @@ class ExpressionRules:
         const = (h.const,) + tuple(tl.const) if h.is_const and tl.is_const else NOCONST
         if const is NOCONST:
             # A constant side is the same value on neighbouring inputs: distance 0, whatever symbol
-            # it arrived through (a released head on a constant tail stays public: rule Widen).
+            # it arrived through (a released head on a constant tail stays public: rule Widen (breadth)).
             dist = d_add({} if h.is_const else h.dist, {} if tl.is_const else tl.dist)
         else:
             dist = d_add(h.dist, tl.dist)

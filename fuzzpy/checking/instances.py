@@ -100,6 +100,8 @@ class InstanceRules:
 
     # ---- rule Instance: look up or check the instance of a call ---------------------------------
 
+    # rule Instance: one checked instance per key, looked up or checked here
+    # rule Unroll: at most UNROLL_DEPTH nested instances, argument types of MAX_TYPE_SIZE parts
     def summary(self, fn: FnValue, args: list[Val], span: Span) -> tuple[Summary, list[Val]]:
         """The checked instance for these arguments, and the arguments as passed (function
         values given to parameters of declared function type carry their code)."""
@@ -211,7 +213,7 @@ class InstanceRules:
         return out
 
     def _widen_breadth(self, fn: TopFn, args: list[Val], span: Span) -> list[Val]:
-        """Rule Widen, breadth: once WIDEN_BREADTH instances of a function have been checked under
+        """Rule Widen (breadth): once WIDEN_BREADTH instances of a function have been checked under
         conditions that are not public constants, the constant lists it is given there are
         forgotten: the argument becomes a public value that is not a constant (distance 0, as a
         constant is the same on neighbouring inputs), passed at run time as the constant itself.
@@ -231,6 +233,7 @@ class InstanceRules:
 
     # ---- rule Recursion: the assumed summary of a recursive call ---------------------------------
 
+    # rule Recursion: a call of an instance being checked gets the assumed summary
     def recursive_summary(self, fn: FnValue, key, span: Span) -> Summary:
         state = self.active[key]
         if self.deferred == state.deferred:
@@ -244,6 +247,7 @@ class InstanceRules:
             self._assume(fn.decl, state, counted=key == getattr(self, "_counting", None))
         return state.summary
 
+    # rule Recursion: every component of the assumed summary is an unknown
     def _assume(self, decl: A.FunDecl, state: _Active, counted: bool = False) -> None:
         """Every component of the summary becomes an unknown the body is checked against:
         sensitivities (or their annotations), what the function arguments capture, the failure
@@ -362,6 +366,7 @@ class InstanceRules:
 
     # ---- checking an instance ---------------------------------------------------------------------
 
+    # rule Instance: the body checked with a fresh symbol per parameter gives the summary
     def check_instance(self, fn, params, param_types, args, key, span) -> Summary:
         label = fn.decl.name if isinstance(fn, TopFn) else fn.label
         names = [p.name for p in params]
@@ -373,7 +378,7 @@ class InstanceRules:
                         deferred=self.deferred, fns=key[3])
         self._enter(key, state)
         self.instance_count += 1
-        if self.speculation and name is not None:  # rule Widen, breadth
+        if self.speculation and name is not None:  # rule Widen (breadth)
             self.speculative_checks[name] = self.speculative_checks.get(name, 0) + 1
         self.current_function = label if isinstance(fn, TopFn) else self.current_function
         try:
@@ -431,6 +436,7 @@ class InstanceRules:
         if state.name is not None:
             self.chains[state.name].pop()
 
+    # rule Rho: the body's shadow coefficients must fit the assumed ones
     def _require_assumed(self, state: _Active, coefs, quad, flat, risk, growth, span):
         """Rule Recursion: what the body needs must fit what its recursive calls assumed; the
         summary is the assumption (solved once the outermost recursion is complete)."""
@@ -524,6 +530,8 @@ class InstanceRules:
 
     # ---- the caller's side of rule Instance ------------------------------------------------------
 
+    # rule Rho: each parameter's shadow coefficients lifted onto its argument
+    # rule Unroll: the calls it nests and makes are noted in the caller
     def map_summary(self, summary: Summary, args: list[Val], span: Span) -> tuple[Dist, Dist]:
         """A call's distance and failure risk, and its table growth noted in the caller: each
         parameter's component scaled by (or, for risk, present on) its argument."""
@@ -567,6 +575,7 @@ class InstanceRules:
         source of false rejections: docs/soundness.md, rule Instance)."""
         return r_presence(infinite_part(d))
 
+    # rule Declared: a returned function of a declared type, with the calls it nests
     @staticmethod
     def returned_opaque(summary: Summary) -> Opaque:
         """Rule Unroll: a function of a declared type returned by an instance, with the calls its
@@ -599,6 +608,7 @@ class InstanceRules:
                  if not isinstance(t, FnT)}
         return _Rebinder(self, subst, summary.frame, summary.since, span).fn(summary.returned)
 
+    # rule Growth: a table built here, in rows of the input tables
     def note_growth(self, dist: Dist) -> None:
         """A table as large as `dist` (rows of the inputs it is built from) exists at run time."""
         if dist and self.stack:
@@ -608,6 +618,7 @@ class InstanceRules:
 
     # ---- solving --------------------------------------------------------------------------------
 
+    # rule Recursion: the least solution of the unknowns, certified, then substituted
     def solve_pending(self, span: Span) -> None:
         """Solve the least annotations of finished recursive instances and substitute them."""
         constraints = [(a, b) for a, b, _ in self.store.constraints]
@@ -632,6 +643,7 @@ class InstanceRules:
         self.pending_checks = []
 
 
+# rule Closure: a returned function's scopes re-expressed in the caller's symbols
 class _Rebinder:
     """Re-express values reachable from a returned function in the caller's symbols."""
 

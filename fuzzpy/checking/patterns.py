@@ -1,5 +1,6 @@
 """Patterns: binding a value to a pattern, and the distances of the components a tensor or
-with pattern takes apart (mixed into `Checker`, checker.py)."""
+with pattern takes apart (mixed into `Checker`, checker.py).  Taking a tensor apart is a
+partition: its components get part symbols (docs/soundness.md, rule Split)."""
 
 from __future__ import annotations
 

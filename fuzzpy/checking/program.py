@@ -347,6 +347,7 @@ class _ProgramChecker:
         summary, _ = ck.summary(fval.fn, placeholders, decl.span)
         return summary, types
 
+    # rule Entry: main's tables: finite epsilon, no private risk, bounded growth, closed
     def check_entry(self) -> None:
         decl = self.functions.get(self.entry)  # type: ignore[arg-type]
         if decl is None and any(d.code.startswith("E01") for d in self.report.diagnostics):
@@ -392,6 +393,7 @@ class _ProgramChecker:
             self.report.mechanisms = _unique(self.checker.mechanisms)
 
 
+    # rule Entry: every table's coefficient finite (E0302)
     def check_bounded(self, decl: A.FunDecl, summary, first_origin: int) -> None:
         """An entry point with infinite epsilon is not differentially private: an error (E0302)."""
         unbounded = [i.name for i in self.report.inputs if INF in (i.epsilon, i.rho_gauss)]

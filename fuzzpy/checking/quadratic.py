@@ -74,6 +74,7 @@ def quadratic_part(d: Dist) -> Dist:
     return {s: c for s, c in d.items() if is_shadow(s)}
 
 
+# rule Rho: a symbol's shadow coefficients, taken out to be lifted
 def pop_quad(d: Dist, sym: str) -> dict[str, Coef]:
     """Remove and return the shadow coefficients of `sym` (channel -> coefficient)."""
     out = {}
@@ -84,6 +85,7 @@ def pop_quad(d: Dist, sym: str) -> dict[str, Coef]:
     return out
 
 
+# rule Rho: r s^2 re-expressed when s is replaced by a distance expression
 def lift(quad: dict[str, Coef], arg: Dist) -> Dist:
     """The shadow entries of a symbol whose coefficients are `quad`, re-expressed when the symbol
     is replaced by the distance expression `arg` (Cauchy-Schwarz; module docstring).  Only arg's
@@ -138,6 +140,7 @@ def _move_inventory(ch: str, count: Coef, moves: Dist) -> Dist:
     return {shadow(u, UNKNOWN): count for u in moves}
 
 
+# rule Inventory: one count for a scalar Laplace release on one symbol, else marks
 def inventory_of_release(eps: Optional[Fraction], moves: Dist) -> Dist:
     """The inventory entries of one pure release whose input moves by `moves` (its linear
     distance): one count of `eps` on its only symbol when it is a scalar Laplace release on one
@@ -150,6 +153,7 @@ def inventory_of_release(eps: Optional[Fraction], moves: Dist) -> Dist:
     return {shadow(u, UNKNOWN): ONE for u in moves}
 
 
+# rule Rho: a pure release's channel-z cost
 def zcdp_of_pure(cost: Dist) -> Dist:
     """The "z" channel of a pure release whose linear cost is `cost` (eps_s per unit of d_s):
     (sum_s eps_s d_s)^2 / 2 <= (E/2) sum_s eps_s d_s^2 with E = sum_s eps_s (Cauchy-Schwarz)."""

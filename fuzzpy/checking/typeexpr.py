@@ -107,6 +107,7 @@ def match_type(pattern: Type, actual: Type, binding: dict | None = None) -> bool
     return pattern == actual
 
 
+# rule Join: a type variable met several times is bound to the join
 def bind_tvars(pattern: Type, actual: Type, binding: dict) -> bool:
     """Like `match_type`, but a type variable met several times is bound to the join of what it
     meets (an empty list's element type `_` joins with anything): the type an instance's

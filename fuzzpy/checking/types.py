@@ -355,8 +355,10 @@ def components(t: Type) -> tuple[Type, ...] | None:
     return None
 
 
+# rule Join: an upper bound of both types under rule Subtyping, or None
 def join_types(a: Type, b: Type) -> Type | None:
-    """Least common type of two branches (bounds widen), or None if incompatible."""
+    """A common supertype of two types (bounds widen), or None where it names none: not always the
+    least one (rule Join)."""
     if a == b or isinstance(b, Hole):
         return a
     if isinstance(a, Hole):
@@ -390,6 +392,7 @@ def _inner(t: Type) -> Type:
     return t.inner if isinstance(t, Fuzzy) else t.elem  # type: ignore[attr-defined]
 
 
+# rule Subtyping: a value of a is a value of b, at no larger a distance
 def is_subtype(a: Type, b: Type) -> bool:
     """a can be used where b is expected (narrower bounds, smaller function sensitivity)."""
     if a == b or isinstance(a, Hole):

@@ -63,6 +63,7 @@ class Partial(FnValue):
     arity_left: int
 
 
+# rule Declared: a function known only by its declared type
 @dataclass(eq=False)
 class Opaque(FnValue):
     """A function known only by its `Fun` type (a parameter declared with a function type, or a

@@ -337,6 +337,7 @@ def _const_misfits(t, value, where):
         yield from _const_misfits(t.left if value[0] == "inl" else t.right, value[1], where)
 
 
+# rule Columns kept: a compound equality flags its node (ir.WHOLE_VALUES)
 def _cmp_rule(op: str, fn):
     def rule(ctx, args, span):
         a, b = args

@@ -164,6 +164,7 @@ def elem_type(ctx, arg: Arg, what: str) -> Type:
     return arg.type.elem
 
 
+# rule Row: captures charged infinitely; no table in the result (E0308)
 def row_function(ctx, fn: Arg, elem: Type, span):
     """Check a per-row function; returns (instantiation, extra distance from its captures)."""
     inst = ctx.instantiate(fn, [elem], span, per_row=True)
@@ -228,6 +229,7 @@ def _sum(ctx, args, span):
     return Result(Num(None, None, t.integer), d_scale(bound, b.dist), info={"bound": bound})
 
 
+# rule Growth: union adds its operands' distances and notes the table it builds
 @primitive("union", ("a", "b"), "bag 'a -o bag 'a -o bag 'a",
            "union a b: all rows of a and of b (a bag sum, duplicates kept).",
            "The symmetric difference of a union is at most the sum of the two differences.",

@@ -47,6 +47,7 @@ def _fold_floor(x, lo, hi):
     return _clamp(_floor_of(x), lo, hi)
 
 
+# rule Bin: a constant or row value binned exactly, clamped into the bounds
 def _fold_bin(num, den, x, lo, hi):
     if isinstance(x, float) and not math.isfinite(x):
         return _clamp(x, lo, hi)
@@ -60,6 +61,7 @@ def _run_floor(x, lo, hi):
     return float(out) if np.ndim(out) == 0 else out
 
 
+# rule Bin: a column binned in floats, clamped into the bounds
 def _run_bin(num, den, x, lo, hi):
     """floor(x * den / num) for the width w = num / den: x * den is exact for the usual data
     (whole numbers, short decimals), and a correctly rounded quotient that is exactly a whole
@@ -93,6 +95,7 @@ def _number(ctx, arg: Arg, name: str) -> Num:
     return arg.type
 
 
+# rule Bin: bounds from the argument's bounds; infinite distance unless constant
 def _binned(x: Arg, t: Num, width: Fraction, span, extra: list[I.IR]) -> Result:
     def edge(v):
         return None if v is None else Fraction(math.floor(Fraction(v) / width))

@@ -32,6 +32,7 @@ BETA = Fraction(1, 20)  # as every accuracy statement: 95%
 ADDITIVE = ("laplace", "gaussian")
 
 
+# rule Estimate: an argument must be public (E1801)
 def _public(ctx, arg, name: str, what: str) -> None:
     if arg.dist and not arg.is_const:
         raise ctx.fail("E1801", f"{name} works on released values: its {what} must be public (a released value "
@@ -39,6 +40,7 @@ def _public(ctx, arg, name: str, what: str) -> None:
                        f"release the {what} with a mechanism first (sample x = laplace ...), then pass x")
 
 
+# rule Estimate: a bound, level or slack must be a constant (E1802)
 def _constant(ctx, arg, name: str, what: str) -> Fraction:
     if not arg.is_const or not isinstance(arg.type, Num):
         raise ctx.fail("E1802", f"the {what} of {name} must be a public constant (a literal or a param)", arg.span)

@@ -28,6 +28,7 @@ _WHY_PUBLIC = ("A value at distance 0 is the same on every pair of neighbouring 
                "Proposition 2.1).")
 
 
+# rule Lists: a constant, or a value whose distance is empty
 def is_public(arg: Arg) -> bool:
     """A constant, or a value whose distance mentions no symbol (a released value, a public
     parameter): the same on neighbouring tables."""
@@ -150,6 +151,7 @@ def _run_sort(ctx, xs):
     return tuple(sorted(xs, key=sort_key(ctx.info.get("categories"))))
 
 
+# rule Lists: sort needs a public list, so its result is public
 @primitive("sort", ("xs",), "list 'a -> list 'a",
            "sort xs: the elements of a public list (numbers, strings or categories) in increasing order "
            "(categories in their declared order); for decreasing order, reverse (sort xs). A list that "
@@ -172,6 +174,7 @@ def _run_reverse(xs):
     return tuple(reversed(tuple(xs)))
 
 
+# rule Lists: reverse keeps the list's distance
 @primitive("reverse", ("xs",), "list 'a -o list 'a",
            "reverse xs: the elements of a list in the opposite order.",
            "Lists at a finite distance have the same length, and reversing both pairs the same elements: "
@@ -189,6 +192,7 @@ def _run_take(k, xs):
     return tuple(xs)[:int(k)]
 
 
+# rule Lists: take k, k a public whole-number constant, keeps the list's distance
 @primitive("take", ("k", "xs"), "int -> list 'a -o list 'a",
            "take k xs: the first k elements of a list (all of them if it is shorter); k a public whole "
            "number constant. take k (reverse (sort xs)) is the top k of a released list.",

@@ -85,6 +85,7 @@ def score_function(ctx, fn: Arg, elem: Type, span, mech: str) -> Instantiated:
 
 # ---- calibration: the one place where scales and costs are decided ----------------------------
 
+# rule Mechanisms: noise of scale S/eps, cost (eps/S) times the input's distance
 def charge(ctx, name: str, eps: Fraction, dist: Dist, dist_span, span, factor: Fraction = Fraction(1),
            extra: Optional[dict] = None, sens: Optional[Fraction] = None) -> tuple[Fraction, Fraction, Dist]:
     """Proven sensitivity S of `dist`, scale factor*S/eps, cost (eps/S) * dist; recorded.
@@ -108,6 +109,7 @@ def calibrate(ctx, name: str, eps: Fraction, arg: Arg, span, extra: dict | None 
     return charge(ctx, name, eps, arg.dist, arg.span, span, Fraction(1), extra)
 
 
+# rule Mechanisms: a pure release costs its linear cost, plus its channel-z entries
 def pure_release(cost: Dist, laplace_eps: Optional[Fraction] = None, moves: Optional[Dist] = None) -> Dist:
     """The distance of a pure-epsilon release: its linear cost, plus the same release seen in zCDP
     (the "z" shadow channel, rule Rho) for programs that also make Gaussian releases, plus its
@@ -185,6 +187,7 @@ def _tail(scale: Fraction, beta: Fraction) -> Fraction:
 
 # ---- laplace ------------------------------------------------------------------------------------
 
+# rule Vector: laplace refuses a vector: L2 does not bound L1
 def _laplace_shape(ctx, arg: Arg):
     t = arg.type
     if isinstance(t, Vector):
@@ -362,6 +365,7 @@ def _run_gaussian(ctx, rho, x):
     return Distribution("gaussian", draw, batch, (("gaussian", info["sensitivity"], info["rho"]), x, runs))
 
 
+# rule Gauss: rho a positive public constant, sigma^2 = S^2/(2 rho), channel-g cost
 @primitive("gaussian", ("rho", "x"), "(rho : num) -> num -o fuzzy num   (costs rho in zCDP)",
            "gaussian rho x: x plus Gaussian noise of standard deviation S/sqrt(2 rho), where S is the "
            "L2 sensitivity the checker proved for x (a number, a vector vec[n], or a tensor tuple of "

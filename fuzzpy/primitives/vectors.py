@@ -81,6 +81,7 @@ def _tangent_factor(t2: Fraction) -> Fraction:
     return best
 
 
+# rule Vector: the exact, 1-Lipschitz clip to norm c
 def clip_exact(c: Fraction, xs: tuple) -> tuple:
     """The exact clip to L2 norm c: v itself when ||v|| <= c, else v * phi(||v||^2 / c^2).
 
@@ -108,6 +109,7 @@ def clip_exact(c: Fraction, xs: tuple) -> tuple:
 _SAFETY = 1.0 - 2.0 ** -30
 
 
+# rule Vector: each row clipped in floats to a norm below c
 def clip_rows(x: Any, c: float) -> Any:
     """Clip each row of the float matrix x (rows x n) to L2 norm < c (see _SAFETY).
 
@@ -226,6 +228,7 @@ def _row_matrix(frame: Any, n: int) -> Any:
     return out
 
 
+# rule Vector: clipped rows, truncated onto a grid, summed exactly
 def _run_vsum(ctx, c, f, b):
     """Each row's vector clipped in floats to norm < c, then each coordinate summed exactly as
     `sum` does (bags._bounded_sum: truncated toward zero onto a grid fixed by c, which only

@@ -22,6 +22,7 @@ from typing import Optional
 from ..checking import ir as I
 
 
+# rule Columns kept: every field name the IR reads, or None (every column)
 def columns_read(entry: Optional[I.Instance]) -> Optional[frozenset[str]]:
     """The field names the program reads anywhere, or None when it may read every column
     (a whole-value comparison, or no checked program to look at)."""

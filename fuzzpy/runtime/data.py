@@ -754,6 +754,7 @@ class _Cells:
                       False, self.has_null)
 
 
+# rule Columns kept: every column checked; only `keep_columns` gathered
 def _conform(raw: _Raw, plans: list[_Plan], table: str,
              keep_columns: Collection[str] | None = None) -> pd.DataFrame:
     """Parse every column, then drop or fill its invalid cells by the column's policy.
@@ -1018,6 +1019,7 @@ def _parse_bool(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Cells:
     return d.cells(is_true, missing, False)
 
 
+# rule Columns kept: an unread column still applies its missing-value policy
 def _parse_unread(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Cells:
     """A column the program never reads: only which cells are invalid matters (its `drop`
     policy), and any error it raises.  Plain text (not dictionary-encoded) is judged cell by

@@ -144,6 +144,7 @@ def _vectorised(state: RunState, fn: Closure, bag: Bag) -> Frame:
     return to_frame(out, nrows(bag))
 
 
+# rule Row: a row that fails or exceeds ROW_CALLS is missing, not a failed run
 def _row_by_row(state: RunState, fn: Closure, bag: Bag) -> Frame:
     """The documented fallback: one evaluation per row, on Python values.
 
@@ -201,6 +202,7 @@ def to_frame(out: Any, n: int) -> Frame:
     return _series(out, n)
 
 
+# rule Vector: a row function's vectors as one float matrix
 def number_matrix(out: Any, n: int, size: int) -> Optional[np.ndarray]:
     """The float matrix (n x size) that building the frame (`to_frame`) and reading it as
     numbers (`primitives.vectors._row_matrix`) give for a tuple of `size` number columns (float,
@@ -340,6 +342,7 @@ def _operations(node: Any) -> bool:
     return False
 
 
+# rule Vector: vector primitives on columns run as on rows
 def _on_columns(prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     """A primitive applied to arguments of which some are (or hold) columns."""
     if prim.structured:

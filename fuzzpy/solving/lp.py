@@ -9,7 +9,7 @@ Otherwise we minimise the sum of unknowns with PuLP (HiGHS in-process when avail
 it is turned into fractions and *certified* by checking every constraint exactly; a violated
 constraint lifts its unknown (never lowers anything), so an accepted value is always a valid,
 sound annotation.  Systems are cached by their canonical form, so an unchanged function is
-never re-solved.
+never re-solved.  This is the least solution of docs/soundness.md, rule Recursion.
 """
 
 from __future__ import annotations
