@@ -48,6 +48,7 @@ def _folder() -> Optional[Path]:
     return private_folder("checks")
 
 
+# rule Reused reports
 def _user_key(folder: Path) -> Optional[bytes]:
     """The per-user HMAC key: created once with mode 0600; refused when others could read it."""
     path = folder / "key"
@@ -68,6 +69,7 @@ def _user_key(folder: Path) -> Optional[bytes]:
     return key if len(key) == KEY_BYTES else None
 
 
+# rule Reused reports
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """A hash of fuzzpy's own source (every .py and .lark file of the package): a changed
@@ -82,6 +84,7 @@ def code_fingerprint() -> str:
     return h.hexdigest()
 
 
+# rule Reused reports
 @lru_cache(maxsize=1)
 def environment_fingerprint() -> str:
     """The Python version and, for each library of LIBRARIES, the identity of its installed
@@ -119,6 +122,7 @@ def key_material(path: Path, text: str, params: dict[str, str], entry: Optional[
                  _digest(text.encode("utf-8")), sorted(params.items()), entry, os.fspath(STDLIB)))
 
 
+# rule Reused reports
 def _imports(report: Any) -> Optional[list[tuple[str, str, Optional[str], Optional[str]]]]:
     """(importer, import path, resolved file, hash of the text the check read) for every
     import of every file the check read; None when an imported text is not known."""
@@ -182,6 +186,7 @@ def load(folder: Path, key: bytes, material: str) -> Any:
         return None
 
 
+# rule Reused reports
 def printable(report: Any) -> Any:
     """The report without what only running the program needs (the checked program, its types
     and schemas): what `fuzzpy check` prints, JSON and SARIF included, reads none of it, and
@@ -200,6 +205,7 @@ def printable(report: Any) -> Any:
     return out
 
 
+# rule Reused reports
 def store(folder: Path, key: bytes, material: str, report: Any) -> bool:
     if any(d.code == "E0104" or d.code.startswith("E09") for d in report.diagnostics):
         return False
@@ -230,6 +236,7 @@ def store(folder: Path, key: bytes, material: str, report: Any) -> bool:
     return True
 
 
+# rule Reused reports
 def _prune(folder: Path) -> None:
     """Keep the folder bounded: past MAX_ENTRIES entries, remove the oldest down to 3/4 of it."""
     limit = MAX_ENTRIES
@@ -244,6 +251,7 @@ def _prune(folder: Path) -> None:
         pass
 
 
+# rule Reused reports
 def cached_check_file(path: str | Path, params: Optional[dict[str, str]] = None,
                       entry: Optional[str] = "main") -> Any:
     """`check_file` for `fuzzpy check`, through the cache when one is usable.  A report read

@@ -87,6 +87,7 @@ class CapRefusal(FuzzError):
         self.amounts = amounts  # over a finite cap: (unit, needed, left, cap), exact, for a caller's own words
 
 
+# rule Notion
 def check_charge(account: str, name: str, cap: Any, history: History, epsilon: Fraction, delta: Fraction,
                  rho: Fraction | None, loss: Any) -> None:
     """Raise a CapRefusal, E0606 (notion) or E0601 (over the cap), unless one more run may be

@@ -106,6 +106,7 @@ def _over(report: CheckReport, message: str) -> Diagnostic:
     return Diagnostic("E0401", message, fn.span if fn else None, notes)
 
 
+# rule Gauss: a Gaussian release is not pure epsilon-DP
 def needs_delta(report: CheckReport) -> Diagnostic:
     """A program with a Gaussian release is not pure epsilon-DP: a pure budget cannot admit it."""
     fn = next((f for f in report.functions if f.name == report.entry), None)

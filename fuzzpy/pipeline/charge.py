@@ -58,6 +58,7 @@ def program_source(report: Any) -> str:
         f"\n# imported: {name}\n{text}" for name, text in sorted(report.sources.items()) if name != report.file)
 
 
+# rule Notion: every run is booked with its whole loss
 def charge(book: Book, accounts: Iterable[str], report: Any, params: Optional[dict[str, str]], label: str,
            names: Optional[dict[str, str]] = None) -> list[int]:
     """Book the run on every distinct account, all or none; the ids of the charges, in order.

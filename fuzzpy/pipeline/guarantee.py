@@ -53,6 +53,7 @@ def guarantee(report: Any, delta: Optional[Fraction]) -> Guarantee:
     return Guarantee(pure_eps, rho, delta, conv.epsilon, conv.method, is_pure)
 
 
+# rule Inventory: the inventory of pure releases goes to the accountant
 def proven_loss(report: Any) -> Any:
     """The checker's figures for all private inputs together (a person may be in several tables:
     their losses compose), with the smallest grid sigma of its discrete Gaussian releases (the

@@ -165,6 +165,7 @@ def set_dataset_cap(store: Store, name: str, cap: Any) -> None:
             store.set_cap(key, same_notion(cap, cap_amount(old)))
 
 
+# rule Notion: a spent dataset's notion may only be tightened
 def notion_change_problem(store: Store, name: str, old: Any, new: Any) -> None:
     """Once a dataset has spending, its notion may only be tightened: an epsilon cap at a delta
     may get a smaller delta, nothing else changes notion (E1017).  A larger delta, or another

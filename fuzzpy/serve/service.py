@@ -384,6 +384,7 @@ def envelope(shown: Any, fmt: str, report: Any) -> dict:
     return body
 
 
+# rule Notion
 def run_delta(req: ProgramRequest, caps: dict[str, Any]) -> tuple[Optional[Fraction], bool]:
     """The delta a run is stated at, and whether the program's delta pragma may lower it.
 
