@@ -65,32 +65,37 @@ def serve(config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_H
     from ..serve.audit import AuditLog
     from ..serve.config import ServeConfig
     from ..serve.service import Service
+    from ..serve.workers import WorkerPool
 
     try:
         cfg, store = _store(config, ledger)
         cfg = cfg or ServeConfig()
         _apply_config(cfg, store)
-        service = Service(store, cfg.limits, cfg.name)
+        service = Service(store, cfg.limits, cfg.name, prepare=False)
         audit = AuditLog(cfg.audit_log)
     except FuzzError as exc:
         _fail(exc)
     except OSError as exc:
         _fail(error("E1017", f"cannot open the audit log: {exc.strerror}"))
-    asgi, _ = create_app(service, audit)
     host = host or cfg.host
     port = port if port is not None else cfg.port
     typer.echo(f"fuzzpy serve: http://{host}:{port}{'/v1'} (ledger {store.where})", err=True)
     # Relative imports in analysts' programs must find nothing on this disk but the stdlib: the
-    # server works in an empty folder of its own, removed at once where the system allows it
-    # (a removed working folder holds nothing and accepts nothing; the server is usually
-    # stopped by a signal, so it could not be removed afterwards).
+    # server and its workers work in an empty folder of their own, which nobody may write to while
+    # the server runs (it stays while the server runs: workers are started from it).
     empty = tempfile.mkdtemp(prefix="fuzzpy-serve-")
     os.chdir(empty)
-    with contextlib.suppress(OSError):
-        os.rmdir(empty)
-    uvicorn.run(asgi, host=host, port=port, log_level="warning", access_log=False)
-    store.close()
-    audit.close()
+    os.chmod(empty, 0o500)
+    pool = WorkerPool(store.address, cfg.limits, cfg.name, store)
+    asgi, _ = create_app(service, audit, pool)
+    try:
+        uvicorn.run(asgi, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        pool.close()
+        store.close()
+        audit.close()
+        with contextlib.suppress(OSError):
+            os.rmdir(empty)
 
 
 def _apply_config(cfg, store) -> None:

@@ -65,6 +65,7 @@ class PostgresLedger:
         except ModuleNotFoundError:
             raise error("E1017", "a postgresql:// ledger needs psycopg: pip install \"fuzzpy[postgres]\"") from None
         self.url = url
+        self.address = url  # what another process opens the same store with (it holds the password)
         self.where = masked(url)
         self._local = threading.local()
         self._all: list = []

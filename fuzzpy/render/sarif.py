@@ -32,7 +32,7 @@ def sarif_log(reports: list[CheckReport], root: Optional[Path] = None) -> dict:
 
     `root` (default: the working directory) is the base that artifact URIs are made relative to,
     so that code-scanning services can map results onto the repository."""
-    base = (root or Path.cwd()).resolve()
+    base = (root or _working_folder()).resolve()
     rules, index = _rules()
     results: list[dict] = []
     for report in reports:
@@ -123,12 +123,20 @@ def _artifact(file: str, base: Path) -> dict:
     if file.startswith("<"):
         return {"uri": quote(file.strip("<>"))}
     path = Path(file)
-    absolute = path if path.is_absolute() else Path.cwd() / path
+    absolute = path if path.is_absolute() else base / path
     try:
         rel = Path(os.path.normpath(absolute)).relative_to(base)
     except ValueError:
         return {"uri": Path(os.path.normpath(absolute)).as_uri()}
     return {"uri": quote(rel.as_posix()), "uriBaseId": SRCROOT}
+
+
+def _working_folder() -> Path:
+    """The working directory, or the root when it no longer exists (a process may outlive it)."""
+    try:
+        return Path.cwd()
+    except OSError:
+        return Path("/")
 
 
 def _number(x: Any) -> Optional[float]:

@@ -1,15 +1,15 @@
 """The HTTP API of the curator service (FastAPI on uvicorn).  Needs the `serve` extra.
 
-Every endpoint needs a token.  Errors are JSON `{"ok": false, "diagnostics": [...]}` with a
-stable code, never a traceback and never anything computed from the data.  The OpenAPI
-description is at /v1/openapi.json (with a token too).
+Every request passes the gate first (gate.py: authenticated before its body is read, the body
+bounded in size and nesting, audited whatever happens); checks and runs are done by worker
+processes shared fairly among analysts (workers.py).  Errors are JSON `{"ok": false,
+"diagnostics": [...]}` with a stable code, never a traceback and never anything computed from the
+data.  The OpenAPI description is at /v1/openapi.json (with a token too).
 """
 
 from __future__ import annotations
 
 import hashlib
-import time
-import uuid
 from typing import Any, Optional, Union
 
 from fastapi import FastAPI, Request
@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..diagnostics import Diagnostic, FuzzError
 from .audit import AuditLog
+from .gate import Gate
 from .service import ProgramRequest, RequestError, Service
 
 API = "/v1"
@@ -61,56 +62,14 @@ def failure(status: int, diags: list[Diagnostic]) -> JSONResponse:
     return JSONResponse({"ok": False, "diagnostics": [d.to_json() for d in diags]}, status_code=status)
 
 
-class BodyLimit:
-    """Refuse a request body over the limit (413, E1005), by its Content-Length or by what
-    arrives: the body is read (at most `limit` bytes) before the application sees the request."""
-
-    def __init__(self, app: Any, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        too_big = failure(413, [Diagnostic("E1005", f"the request is larger than this service accepts "
-                                                    f"({self.limit} bytes)")])
-        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            return await too_big(scope, receive, send)
-        chunks, seen = [], 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away
-            seen += len(message.get("body", b""))
-            if seen > self.limit:
-                return await too_big(scope, receive, send)
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-
-        async def replayed() -> dict:
-            return replay.pop() if replay else await receive()
-
-        await self.app(scope, replayed, send)
-
-
-def create_app(service: Service, audit: Optional[AuditLog] = None) -> Any:
+def create_app(service: Service, audit: Optional[AuditLog] = None, pool: Any = None) -> Any:
+    """The ASGI application (the gate around the API) and the API itself.  `pool`: the worker
+    processes that check and run (workers.WorkerPool); without one, this process does (tests)."""
     audit = audit or AuditLog("-")
     app = FastAPI(title="fuzzpy curator service", version="1",
                   description="Check and run differentially private fuzzpy programs against registered "
                               "datasets. Every endpoint needs 'Authorization: Bearer TOKEN'.",
                   openapi_url=None, docs_url=None, redoc_url=None)
-
-    @app.middleware("http")
-    async def log_every_request(request: Request, call_next: Any) -> Any:
-        start = time.monotonic()
-        request.state.audit = {}
-        response = await call_next(request)
-        audit.write(request=uuid.uuid4().hex[:12], client=request.client.host if request.client else None,
-                    method=request.method, path=request.url.path, status=response.status_code,
-                    ms=round(1000 * (time.monotonic() - start), 1), **request.state.audit)
-        return response
 
     @app.exception_handler(RequestError)
     async def refused(request: Request, exc: RequestError) -> JSONResponse:
@@ -143,9 +102,12 @@ def create_app(service: Service, audit: Optional[AuditLog] = None) -> Any:
                                                  "no details are shown, because they could contain private data")])
 
     async def who(request: Request) -> Any:
-        analyst = await run_in_threadpool(service.authenticate, request.headers.get("authorization"))
-        request.state.audit["analyst"] = analyst.name
-        return analyst
+        return request.state.analyst  # authenticated by the gate before the body was read
+
+    async def work(kind: str, analyst: Any, req: ProgramRequest) -> dict:
+        if pool is not None:
+            return await pool.submit(analyst, kind, req)
+        return await run_in_threadpool(service.check if kind == "check" else service.run, analyst, req)
 
     def note_program(request: Request, body: ProgramBody) -> ProgramRequest:
         req = body.to_request()
@@ -178,7 +140,7 @@ def create_app(service: Service, audit: Optional[AuditLog] = None) -> Any:
     async def check(body: ProgramBody, request: Request) -> Any:
         analyst = await who(request)
         req = note_program(request, body)
-        out = await run_in_threadpool(service.check, analyst, req)
+        out = await work("check", analyst, req)
         request.state.audit.update(exit_code=out["exit_code"], epsilon=out.get("epsilon"))
         return JSONResponse(out)
 
@@ -188,7 +150,7 @@ def create_app(service: Service, audit: Optional[AuditLog] = None) -> Any:
         analyst = await who(request)
         req = note_program(request, body)
         request.state.audit["stage"] = "started"
-        out = await run_in_threadpool(service.run, analyst, req)
+        out = await work("run", analyst, req)
         result = out.get("result") if isinstance(out.get("result"), dict) else {}
         ledger = result.get("ledger") or {}
         request.state.audit.update(stage=result.get("stage", "released" if out["exit_code"] == 0 else None),
@@ -206,4 +168,4 @@ def create_app(service: Service, audit: Optional[AuditLog] = None) -> Any:
         analyst = await who(request)
         return await run_in_threadpool(service.ledger_view, analyst)
 
-    return BodyLimit(app, service.limits.max_request_bytes), app
+    return Gate(app, service.authenticate, audit, service.limits.max_request_bytes), app

@@ -3,6 +3,8 @@ send the program to the curator service and print what the local command would p
 
 Uses only the standard library (urllib), so analysts need no extra packages.  The token comes
 from $FUZZPY_TOKEN, else from the file named by $FUZZPY_TOKEN_FILE, else from ~/.fuzzpy/token.
+It is sent to the URL given and nowhere else: a redirect is never followed (E1016 says where it
+pointed), so a service, a proxy or a man in the middle cannot send the token on to another host.
 """
 
 from __future__ import annotations
@@ -39,6 +41,21 @@ def token() -> str:
     return value
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Refuse every redirect: following one would send the token to wherever it points."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+        from urllib.parse import urlsplit
+
+        where = urlsplit(newurl)
+        raise error("E1016", f"the curator service answered {code} with a redirect to "
+                             f"{where.scheme}://{where.netloc}{where.path[:80]}; it is not followed, and the token "
+                             "was not sent there", None, "give the service's final address with --server")
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
 def request(server: str, method: str, path: str, body: Optional[dict] = None,
             timeout: float = TIMEOUT_S) -> tuple[int, Any]:
     """(HTTP status, parsed JSON) of one request; E1016 when the service cannot be reached."""
@@ -49,7 +66,7 @@ def request(server: str, method: str, path: str, body: Optional[dict] = None,
     req = urllib.request.Request(url, data=data, method=method, headers={
         "Authorization": f"Bearer {token()}", "Content-Type": "application/json", "Accept": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with _OPENER.open(req, timeout=timeout) as resp:
             status, raw = resp.status, resp.read()
     except urllib.error.HTTPError as exc:
         status, raw = exc.code, exc.read()

@@ -10,7 +10,11 @@
     max_program_bytes = 262144
     check_seconds = 30
     run_seconds = 120
-    max_concurrent_runs = 8
+    workers = 4                   # worker processes that check and run (default: the cores, 2 to 8)
+    per_analyst = 1               # an analyst's requests in workers at once
+    queue_per_analyst = 8         # an analyst's requests waiting for a worker; more: 429 E1021
+    queue_seconds = 30            # the longest wait for a worker: 503 E1015
+    max_concurrent_runs = 8       # of the workers, at most this many run (the others check)
     max_concurrent_checks = 8
 
     [datasets.adult]
@@ -41,12 +45,22 @@ from ..ledger import parse_amount
 ENV_CONFIG = "FUZZPY_CURATOR_CONFIG"
 
 
+def _default_workers() -> int:
+    import os
+
+    return max(2, min(8, os.cpu_count() or 2))
+
+
 @dataclass
 class Limits:
     max_request_bytes: int = 1024 * 1024
     max_program_bytes: int = 256 * 1024
     check_seconds: float = 30.0
     run_seconds: float = 120.0
+    workers: int = field(default_factory=_default_workers)
+    per_analyst: int = 1
+    queue_per_analyst: int = 8
+    queue_seconds: float = 30.0
     max_concurrent_runs: int = 8
     max_concurrent_checks: int = 8
 

@@ -73,8 +73,16 @@ def prepare_process() -> None:
 
 
 class Service:
-    def __init__(self, store: Store, limits: Optional[Limits] = None, name: str = "the curator's ledger") -> None:
-        prepare_process()
+    """Checks, runs and accounts for analysts' requests.  In the HTTP front it only
+    authenticates and answers the light endpoints (`prepare=False`); checks and runs are done by
+    the Service of a worker process (workers.py), or of this process in tests."""
+
+    def __init__(self, store: Store, limits: Optional[Limits] = None, name: str = "the curator's ledger",
+                 prepare: bool = True) -> None:
+        if prepare:
+            prepare_process()
+        self.overran = False  # the last check or run went over its time limit (its worker is replaced)
+        self.on_charge: Any = None  # called with a served run's ledger rows as soon as they are booked
         self.store = store
         self.limits = limits or Limits()
         self.name = name
@@ -125,6 +133,9 @@ class Service:
     # ---- check and run ------------------------------------------------------------------------
 
     def validate(self, who: AnalystRecord, req: ProgramRequest, formats: tuple[str, ...]) -> None:
+        for what, text in request_strings(req):
+            if not isinstance(text, str) or not _unicode(text):
+                raise RequestError(400, "E1006", f"malformed request: {what} is not valid Unicode text")
         if req.format not in formats:
             raise RequestError(400, "E1006", f"format must be {' or '.join(formats)}, not {req.format[:20]!r}")
         size = len(req.program.encode("utf-8", "surrogatepass"))
@@ -217,6 +228,7 @@ class Service:
         thread.join(limit)
         if "report" not in box:
             if thread.is_alive():
+                self.overran = True
                 raise RequestError(422, "E1008", f"checking the program took longer than {limit:g} s; "
                                                  "nothing was read or charged")
             raise RequestError(500, "E0901", "internal error in the checker; nothing was read or charged")
@@ -263,6 +275,7 @@ class Service:
         limit = self.limits.run_seconds
         if handle.wait(limit):
             return
+        self.overran = True
         _stop(handle)
         failure = RunFailure("run time limit")
         failure.diagnostics = [Diagnostic("E1009", f"the run of {report.entry} took longer than {limit:g} s "
@@ -369,7 +382,7 @@ def envelope(shown: Any, fmt: str, report: Any) -> dict:
     """What the client prints: stdout (text) or the parsed document (json, sarif), and stderr."""
     import json
 
-    out, err = shown.stdout(), shown.stderr()
+    out, err = _server_paths_hidden(shown.stdout()), _server_paths_hidden(shown.stderr())
     body: dict[str, Any] = {"exit_code": shown.exit_code}
     if fmt == "text":
         body["stdout"] = out
@@ -385,6 +398,35 @@ def envelope(shown: Any, fmt: str, report: Any) -> dict:
 
 
 # rule Notion
+def _server_paths_hidden(text: str) -> str:
+    """Output as an analyst sees it: the standard library as stdlib/NAME.fz, never where this
+    server installed it (as a path, and as the file URI of a SARIF log)."""
+    from ..syntax.loader import STDLIB
+
+    root = Path(STDLIB).resolve()
+    for prefix in (root.as_uri() + "/", str(root) + os.sep):
+        text = text.replace(prefix, "stdlib/")
+    return text
+
+
+def request_strings(req: ProgramRequest) -> list[tuple[str, Any]]:
+    """Every text an analyst sent, named as the request's fields."""
+    out = [("program", req.program), ("file", req.file), ("entry", req.entry), ("format", req.format),
+           ("budget", req.budget), ("delta", req.delta)]
+    out += [("dataset", d) for d in req.datasets]
+    out += [("params", k) for k in req.params] + [("params", v) for v in req.params.values()]
+    return [(what, text) for what, text in out if text is not None]
+
+
+def _unicode(text: str) -> bool:
+    """Text that UTF-8 can encode: no lone surrogate (JSON's \\ud800 escapes decode to one)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def run_delta(req: ProgramRequest, caps: dict[str, Any]) -> tuple[Optional[Fraction], bool]:
     """The delta a run is stated at, and whether the program's delta pragma may lower it.
 
@@ -515,6 +557,8 @@ class AccountCharger:
             rows = charge(self.service.store, names, report, params, label, names)
         except CapRefusal as exc:
             raise self._refusal(exc) from None
+        if self.service.on_charge is not None:
+            self.service.on_charge(rows)
         charges = []
         for i, name in enumerate(datasets):
             mine, total = rows[i], rows[len(datasets) + i]

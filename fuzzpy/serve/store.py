@@ -115,6 +115,7 @@ class SqliteStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path).expanduser().resolve()
         self.where = str(self.path)
+        self.address = str(self.path)  # what another process opens the same store with
         self._local = threading.local()
         self._all: list = []
         self._all_lock = threading.Lock()

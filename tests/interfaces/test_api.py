@@ -5,6 +5,7 @@ from __future__ import annotations
 from fractions import Fraction as F
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -159,3 +160,15 @@ def test_gaussian_releases_need_a_delta_and_are_charged_at_it(tmp_path):
     assert report.rho == F(1, 2) and report.delta == F(1, 10**5) and 4.3 < report.epsilon < 4.5
     result = fuzzpy.run(src, df, budget=10, delta=1e-5, ledger=tmp_path / "l.sqlite")
     assert result.epsilon == report.epsilon and result.releases[0].mechanism == "gaussian"
+
+
+@pytest.mark.parametrize("data", [pd.Series([1, 2, 3]), np.array([[1, 2], [3, 4]]), [[41, 2]], "adult.csv", 7,
+                                  {41: pd.DataFrame()}])
+def test_data_that_is_no_dataframe_is_refused_by_type_without_quoting_it(data, tmp_path):
+    """`fuzzpy.run` given a Series or a numpy array raised a raw ValueError, and `[[1, 2]]` was
+    taken as a mapping whose cell 1 was echoed as a table name."""
+    with pytest.raises(fuzzpy.FuzzpyError) as refused:
+        fuzzpy.run(PROG, data, budget=1, ledger=tmp_path / "l.sqlite")
+    assert refused.value.codes[0] in ("E0502", "E0506", "E0507")
+    assert "41" not in str(refused.value) and "[1" not in str(refused.value)
+    assert not (tmp_path / "l.sqlite").exists()  # refused before the ledger is opened

@@ -46,7 +46,8 @@ def test_a_run_over_the_time_limit_is_stopped_and_keeps_its_charge(config):
             mine = c.get("/v1/spending").json()["datasets"][0]
             assert mine["spent"] == "0.1" and mine["runs"][0]["status"] == "failed"
             # the server is still serving
-            assert c.post("/v1/run", json=body(COUNT_PROGRAM)).json()["exit_code"] == 0
+            again = c.post("/v1/run", json=body(COUNT_PROGRAM)).json()
+            assert again["exit_code"] == 0, again
     finally:
         server.stop()
 
@@ -82,7 +83,8 @@ def test_kill_9_mid_run_loses_no_charge_and_a_restart_resumes_the_same_ledger(co
         with server.client(ALICE.token) as c:
             spent = Fraction(c.get("/v1/spending").json()["datasets"][0]["spent"])
             assert spent == sum(Fraction(e) for _, d, e, _ in ledger_rows(config) if d == "analyst:alice:adult")
-            assert c.post("/v1/run", json=body(COUNT_PROGRAM)).json()["exit_code"] == 0
+            again = c.post("/v1/run", json=body(COUNT_PROGRAM)).json()
+            assert again["exit_code"] == 0, again
             after = c.get("/v1/spending").json()["datasets"][0]
         assert Fraction(after["spent"]) == spent + Fraction(1, 10)
         assert [r["status"] for r in after["runs"]][-2:] == ["charged", "released"]  # the killed run still counts

@@ -41,8 +41,10 @@ def server(tmp_path_factory):
                 "secret": ("secret.csv", ADULT_SCHEMA, "5"),
                 "adult_dp": (ADULT_CSV, ADULT_SCHEMA, "1000", "delta=1e-6"),
                 "points_dp": (POINTS_CSV, POINTS_SCHEMA, "100", "delta=1e-6")}
+    # Several requests of one analyst at once, and many waiting: the concurrency tests below send 50.
     config = write_config(folder, "ledger.sqlite", datasets, [ALICE, BOB, CAROL, DAVE, BOSS],
-                          max_program_bytes=MAX_PROGRAM, max_request_bytes=MAX_REQUEST)
+                          max_program_bytes=MAX_PROGRAM, max_request_bytes=MAX_REQUEST, per_analyst=2,
+                          queue_per_analyst=64, queue_seconds=120)
     srv = start_server(config)
     yield srv
     srv.stop()
@@ -319,3 +321,21 @@ def test_the_audit_log_records_every_request_without_private_values(server):
     assert repr(value) not in text and "laplace" not in text  # no released value, no program text
     assert sqlite3.connect(server.config.parent / "ledger.sqlite").execute(
         "SELECT count(*) FROM charges WHERE dataset = 'dataset:adult'").fetchone()[0] >= 1
+
+
+def test_sarif_and_json_checks_through_the_service_never_show_the_servers_paths(server, tmp_path):
+    """`fuzzpy check --server --format sarif` gave 500 (the service had deleted its working folder),
+    and JSON check results named the server's install path of the standard library."""
+    from fuzzpy.syntax.loader import STDLIB
+
+    prog = tmp_path / "mean.fz"
+    prog.write_text('import "stdlib/stats.fz"\n' + COUNT_PROGRAM.replace("# fuzzpy: budget 1\n", ""))
+    env = {"FUZZPY_TOKEN": ALICE.token}
+    sarif = fuzzpy_cli("check", str(prog), "--server", server.url, "--dataset", "adult", "--format", "sarif", env=env)
+    assert sarif.returncode == 0, sarif.stderr
+    log = json.loads(sarif.stdout)
+    assert log["version"] == "2.1.0" and log["runs"][0]["results"]
+    as_json = post(server, ALICE, "/v1/check", body(prog.read_text(), "adult", format="json")).json()
+    text = json.dumps(as_json) + sarif.stdout
+    assert str(STDLIB.resolve()) not in text and STDLIB.resolve().as_uri() not in text
+    assert "stdlib/stats.fz" in json.dumps(as_json["result"]["functions"])

@@ -46,7 +46,8 @@ def test_two_server_processes_on_one_postgres_ledger_never_overspend(postgres, t
     that share the ledger: exactly 10 succeed."""
     alice = Analyst("alice", caps={"shared": "100"})
     boss = Analyst("boss", role="curator")
-    config = write_config(tmp_path, postgres, {"shared": (ADULT_CSV, ADULT_SCHEMA, "1.0")}, [alice, boss])
+    config = write_config(tmp_path, postgres, {"shared": (ADULT_CSV, ADULT_SCHEMA, "1.0")}, [alice, boss],
+                          per_analyst=2, queue_per_analyst=64, queue_seconds=120)
     servers = [start_server(config)]
     servers.append(start_server(config))
     try:
