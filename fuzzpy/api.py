@@ -72,7 +72,7 @@ class Report:
         return self.text
 
     def _repr_html_(self) -> str:
-        from .interfaces.notebook import report_html
+        from .render.notebook import report_html
 
         return report_html(self)
 
@@ -235,12 +235,12 @@ class Result:
     @property
     def table(self) -> Any:
         """The result as a DataFrame when it is tabular (one value per key), else None."""
-        from .interfaces.notebook import result_table
+        from .render.notebook import result_table
 
         return result_table(self.value)
 
     def _repr_html_(self) -> str:
-        from .interfaces.notebook import result_html
+        from .render.notebook import result_html
 
         return result_html(self)
 

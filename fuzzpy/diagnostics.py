@@ -97,6 +97,8 @@ CODES: dict[str, str] = {
     "E1018": "no access token configured on the client",
     "E1019": "no such endpoint",
     "E1020": "the curator service is not installed",
+    "E1021": "too many of this analyst's requests are waiting",
+    "E1022": "a worker process of the service stopped unexpectedly",
     # E15xx: everyday primitives (public lists, binning; fuzzpy/primitives/lists.py, binning.py)
     "E1501": "public value expected, but this depends on private data",
     "E1502": "computed list too long",

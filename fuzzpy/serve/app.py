@@ -15,7 +15,7 @@ from typing import Any, Optional, Union
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -30,6 +30,8 @@ API = "/v1"
 class ProgramBody(BaseModel):
     """A program to check or run against registered datasets."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not a silent default
+
     program: str = Field(description="The program's source text (fuzzpy language).")
     file: str = Field("program.fz", description="The program's name, used in locations and output.")
     dataset: Union[str, list[str]] = Field(description="Dataset name, or PARAMETER=NAME for each table.")
@@ -37,8 +39,8 @@ class ProgramBody(BaseModel):
     entry: str = Field("main", description="The entry point.")
     budget: Optional[str] = Field(None, description="Refuse if the program's epsilon exceeds this.")
     format: str = Field("json", description="json or text (check: also sarif).")
-    delta: Optional[str] = Field(None, description="State a program with Gaussian releases as (epsilon, delta) "
-                                                   "at this delta, in (0, 1).")
+    delta: Optional[str] = Field(None, description="The delta to state the run at, in (0, 1): at most the "
+                                                   "dataset's delta; none on a pure dataset (docs/serve.md).")
 
     def to_request(self) -> ProgramRequest:
         datasets = [self.dataset] if isinstance(self.dataset, str) else list(self.dataset)

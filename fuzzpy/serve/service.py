@@ -125,10 +125,16 @@ class Service:
     # ---- published schemas --------------------------------------------------------------------
 
     def schemas(self, who: AnalystRecord) -> dict:
-        return {"datasets": [schema_json(r) for r in self.granted(who)]}
+        return {"datasets": [self.published(r) for r in self.granted(who)]}
 
     def schema(self, who: AnalystRecord, name: str) -> dict:
-        return schema_json(self.dataset_for(who, name))
+        return self.published(self.dataset_for(who, name))
+
+    def published(self, rec: DatasetRecord) -> dict:
+        """A dataset's published schema and privacy notion (the curator's choice, public)."""
+        cap = self.store.cap_of(dataset_key(rec.name))
+        delta = None if cap is None or hasattr(cap, "rho") else format_exact(cap.delta)
+        return {**schema_json(rec), "privacy": {"notion": None if cap is None else describe_cap(cap), "delta": delta}}
 
     # ---- check and run ------------------------------------------------------------------------
 
@@ -427,6 +433,7 @@ def _unicode(text: str) -> bool:
     return True
 
 
+# rule Notion: the delta a run is stated at follows the dataset's notion
 def run_delta(req: ProgramRequest, caps: dict[str, Any]) -> tuple[Optional[Fraction], bool]:
     """The delta a run is stated at, and whether the program's delta pragma may lower it.
 

@@ -213,3 +213,10 @@ def test_the_reproducer_is_refused_the_same_way_by_the_command_line_and_the_pyth
         for path in (ledger, book_df):
             with Ledger(Path(path)) as book:
                 assert book.entries() == []
+
+
+def test_each_datasets_notion_is_published_with_its_schema(service):
+    published = {d["dataset"]: d["privacy"] for d in service.schemas(mallory(service))["datasets"]}
+    assert published == {"delta": {"notion": "epsilon at delta 0.000001", "delta": "0.000001"},
+                         "pure": {"notion": "pure epsilon", "delta": "0.0"},
+                         "rho": {"notion": "zCDP rho", "delta": None}}
