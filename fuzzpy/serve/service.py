@@ -403,7 +403,6 @@ def envelope(shown: Any, fmt: str, report: Any) -> dict:
     return body
 
 
-# rule Notion
 def _server_paths_hidden(text: str) -> str:
     """Output as an analyst sees it: the standard library as stdlib/NAME.fz, never where this
     server installed it (as a path, and as the file URI of a SARIF log)."""
