@@ -18,6 +18,19 @@ from .diagnostics import Diagnostic, render
 Program = Union[str, Path]
 
 
+class Exact(Fraction):
+    """An exact number the checker proved (an epsilon, a rho, a delta, a budget): a `Fraction`,
+    shown with its decimal value next to it, `Fraction(35236667, 15625000) ≈ 2.25517`."""
+
+    def __repr__(self) -> str:
+        return f"Fraction({self.numerator}, {self.denominator}) ≈ {float(self):.6g}"
+
+
+def _exact(x: Any) -> Any:
+    """`x` as an Exact when it is a finite exact number (infinity and None stay as they are)."""
+    return Exact(x) if isinstance(x, (int, Fraction)) and not isinstance(x, bool) else x
+
+
 class FuzzpyError(Exception):
     """A refused check or run: `diagnostics` carry stable codes (docs/errors.md)."""
 
@@ -31,14 +44,16 @@ class FuzzpyError(Exception):
 
 @dataclass
 class Mechanism:
-    """One mechanism of the program, as the checker proved it."""
+    """One mechanism of the program, as the checker proved it, with its cost in its own notion:
+    `epsilon` for a pure mechanism, `rho` (zCDP) for a Gaussian one (its epsilon is None)."""
 
     name: str
     location: str
     function: str
     sensitivity: Fraction
-    epsilon: Fraction
+    epsilon: Optional[Fraction]
     scale: Fraction
+    rho: Optional[Fraction] = None
 
 
 @dataclass
@@ -78,20 +93,20 @@ class Report:
 
 
 def check(program: Program, *, params: Optional[Mapping[str, Any]] = None, budget: Any = None,
-          entry: str = "main", delta: Any = None) -> Report:
+          entry: str = "main", delta: Any = None, rho: Any = None) -> Report:
     """Check a program given as a file path (ending in .fz) or as source text; reads no data.
 
     `params` override the program's public parameters (values as on the command line), `budget`
     adds E0401 when the proven epsilon exceeds it; `delta` states a program with Gaussian
-    releases as (epsilon, delta) (docs/privacy-notions.md)."""
+    releases as (epsilon, delta) (docs/privacy-notions.md); `rho` is a budget in zCDP."""
     from .checking.program import check_file, check_source
-    from .pipeline.budget import apply_budget
+    from .pipeline.budget import PYTHON, apply_budget
 
     text_params = {k: str(v) for k, v in (params or {}).items()}
     path = _as_path(program)
     raw = check_file(path, text_params, entry) if path is not None else \
         check_source(str(program), "<cell>", text_params, entry)
-    apply_budget(raw, _budget(budget), _delta(delta))
+    apply_budget(raw, _budget(budget), _delta(delta), _budget(rho, "rho"), wording=PYTHON)
     return _report(raw)
 
 
@@ -114,7 +129,7 @@ def _as_path(program: Program) -> Optional[Path]:
     return Path(text) if "\n" not in text and text.strip().endswith(".fz") else None
 
 
-def _budget(budget: Any) -> Optional[Fraction]:
+def _budget(budget: Any, what: str = "budget") -> Optional[Fraction]:
     from .exact import parse_exact
 
     if budget is None:
@@ -124,7 +139,7 @@ def _budget(budget: Any) -> Optional[Fraction]:
     except ValueError:
         value = None
     if value is None or value < 0:
-        raise FuzzpyError([Diagnostic("E0701", f"the budget must be a non-negative number, got {str(budget)[:40]!r}")])
+        raise FuzzpyError([Diagnostic("E0701", f"the {what} must be a non-negative number, got {str(budget)[:40]!r}")])
     return value
 
 
@@ -132,14 +147,20 @@ def _report(raw: Any) -> Report:
     from .render.report import report_text
 
     shown = report_text(raw)
-    mechs = [Mechanism(m.name, _where(m.span, raw.file), m.function, m.sensitivity, m.epsilon, m.scale)
-             for m in raw.mechanisms] if raw.ok else []
+    mechs = [_mechanism(m, raw.file) for m in raw.mechanisms] if raw.ok else []
     own = {f.name: f.type for f in raw.functions if f.span is None or f.span.file == raw.file}
     g = raw.guarantee
     eps = (g.epsilon if g is not None else raw.epsilon if raw.is_pure else None) if raw.entry else None
-    return Report(raw.file, raw.ok, eps, {i.name: i.epsilon for i in raw.inputs},
-                  raw.budget, mechs, own, list(raw.diagnostics), shown.stderr() + shown.stdout(), raw,
-                  g.stated_delta if g is not None else Fraction(0), raw.rho if raw.entry else None)
+    return Report(raw.file, raw.ok, _exact(eps), {i.name: _exact(i.epsilon) for i in raw.inputs},
+                  _exact(raw.budget), mechs, own, list(raw.diagnostics), shown.stderr() + shown.stdout(), raw,
+                  _exact(g.stated_delta if g is not None else Fraction(0)), _exact(raw.rho) if raw.entry else None)
+
+
+def _mechanism(m: Any, program: str) -> Mechanism:
+    gaussian = m.name == "gaussian"
+    return Mechanism(m.name, _where(m.span, program), m.function, _exact(m.sensitivity),
+                     None if gaussian else _exact(m.epsilon), _exact(m.scale),
+                     _exact(m.extra.get("rho", 0)) if gaussian else None)
 
 
 def _where(span: Any, program: str) -> str:
@@ -164,15 +185,17 @@ class Accuracy:
 
 @dataclass
 class Released:
-    """One value released by a mechanism."""
+    """One value released by a mechanism, with its cost in its own notion: `epsilon` for a pure
+    mechanism, `rho` (zCDP) for a Gaussian one (its epsilon is None)."""
 
     label: str
     keys: tuple[str, ...]
     value: Any
-    epsilon: Fraction
+    epsilon: Optional[Fraction]
     mechanism: str
     accuracy: Optional[Accuracy]
     location: Optional[str]
+    rho: Optional[Fraction] = None
 
 
 @dataclass
@@ -219,15 +242,17 @@ class Result:
     estimates: list[Estimate] = field(default_factory=list)
 
     def to_frame(self) -> Any:
-        """One row per released value (label, keys, value, epsilon, accuracy), then one per
-        estimate (mechanism "estimate: KIND", epsilon 0: it costs nothing more)."""
+        """One row per released value (label, keys, value, its cost: epsilon for a pure release,
+        rho for a Gaussian one, accuracy), then one per estimate (mechanism "estimate: KIND",
+        epsilon 0: it costs nothing more)."""
         import pandas as pd
 
-        rows = [{"label": r.label, "key": "/".join(r.keys) or None, "value": r.value, "epsilon": float(r.epsilon),
-                 "mechanism": r.mechanism, "low": r.accuracy.interval[0] if r.accuracy and r.accuracy.interval else None,
+        rows = [{"label": r.label, "key": "/".join(r.keys) or None, "value": r.value,
+                 "epsilon": None if r.epsilon is None else float(r.epsilon),
+                 "rho": None if r.rho is None else float(r.rho), "mechanism": r.mechanism, "low": r.accuracy.interval[0] if r.accuracy and r.accuracy.interval else None,
                  "high": r.accuracy.interval[1] if r.accuracy and r.accuracy.interval else None,
                  "accuracy": r.accuracy.words if r.accuracy else None} for r in self.releases]
-        rows += [{"label": e.label, "key": "/".join(e.keys) or None, "value": e.value, "epsilon": 0.0,
+        rows += [{"label": e.label, "key": "/".join(e.keys) or None, "value": e.value, "epsilon": 0.0, "rho": None,
                   "mechanism": f"estimate: {e.kind}", "low": e.interval[0] if e.interval else None,
                   "high": e.interval[1] if e.interval else None, "accuracy": e.words} for e in self.estimates]
         return pd.DataFrame(rows)
@@ -245,25 +270,26 @@ class Result:
         return result_html(self)
 
 
-def run(program: Program, data: Any, *, budget: Any, params: Optional[Mapping[str, Any]] = None,
+def run(program: Program, data: Any, *, budget: Any = None, params: Optional[Mapping[str, Any]] = None,
         ledger: Union[str, Path, None] = None, entry: str = "main", seed: Optional[int] = None,
-        delta: Any = None) -> Result:
-    """Check `program`, charge its epsilon on the ledger, run it on `data` and return what it released.
+        delta: Any = None, rho: Any = None) -> Result:
+    """Check `program`, charge its cost on the ledger, run it on `data` and return what it released.
 
     `data` is a DataFrame (a program with one table) or a mapping from the entry point's table
-    parameters to DataFrames.  `budget` is this run's limit; each dataset's total is capped by
-    the ledger (`fuzzpy ledger set-cap`).  `seed` is for tests only: reproducible noise, NOT
-    private, and nothing is charged."""
+    parameters to DataFrames.  `budget` (epsilon, at `delta` for Gaussian releases) or `rho`
+    (zCDP) limits this run, one of them is needed; each dataset's total is capped by the ledger
+    (`fuzzpy ledger set-cap`).  `seed` is for tests only: reproducible noise, NOT private, and
+    nothing is charged."""
     from .pipeline.local import FrameTables, LocalLedger, ledger_path
     from .pipeline.session import Session
 
-    report = check(program, params=params, budget=budget, entry=entry, delta=delta).raise_for_errors()
+    report = check(program, params=params, budget=budget, entry=entry, delta=delta, rho=rho).raise_for_errors()
     raw = report.raw
     name = Path(raw.file).name if raw.file != "<cell>" else "notebook"
     session = Session(check=lambda: raw, tables=FrameTables(data),
                       charger=None if seed is not None else (lambda: LocalLedger(_ledger(ledger_path, ledger))),
                       label=f"{name}:{raw.entry}", params={k: str(v) for k, v in (params or {}).items()}, seed=seed,
-                      needs_budget="a run needs a budget: pass budget=B")
+                      needs_budget="a run needs a budget: pass budget=B (or rho=R)")
     outcome = session.execute()
     if not outcome.released:
         raise FuzzpyError(outcome.diagnostics or [d for d in raw.diagnostics if d.severity == "error"],
@@ -304,9 +330,11 @@ def _result(raw: Any, outcome: Any) -> Result:
             if what.startswith("|noise|") and isinstance(value, (int, float)) and not isinstance(value, bool):
                 interval = (value - bound, value + bound)
             acc = Accuracy(bound, beta or 0.0, what, accuracy_words(r.accuracy, r.value), interval)
-        releases.append(Released(name, tuple(r.keys), _python(r.value), r.epsilon, r.mechanism, acc,
-                                 location(r, raw.file)))
-    return Result(_python(result.value), releases, raw.guarantee.epsilon, raw.budget, _spending(outcome),
+        gaussian = r.mechanism == "gaussian"
+        releases.append(Released(name, tuple(r.keys), _python(r.value), None if gaussian else _exact(r.epsilon),
+                                 r.mechanism, acc, location(r, raw.file),
+                                 _exact(r.extra.get("rho", 0)) if gaussian else None))
+    return Result(_python(result.value), releases, _exact(raw.guarantee.epsilon), _exact(raw.budget), _spending(outcome),
                   outcome.seeded is not None, _estimates(raw, getattr(result, "estimates", [])))
 
 

@@ -5,6 +5,7 @@ anything is read or charged."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Optional
@@ -17,6 +18,20 @@ from ..render.numbers import scientific
 from ..render.numbers import show as fmt_coef
 from ..render.report import input_cost
 from .guarantee import guarantee
+
+
+@dataclass(frozen=True)
+class Wording:
+    """How an interface names the delta and the rho budget in its advice (docs: the command line
+    says `--delta 1e-6`, the Python API `delta=1e-6`, the service `"delta": "1e-6"`)."""
+
+    delta: str = "--delta 1e-6"
+    rho: str = "--rho"
+
+
+COMMAND_LINE = Wording()
+PYTHON = Wording("delta=1e-6", "rho=")
+SERVICE = Wording('"delta": "1e-6" in the request', "a dataset the curator capped in rho")
 
 
 def check_with_budget(path: Path, params: dict[str, str], entry: Optional[str],
@@ -37,13 +52,14 @@ def check_with_budget(path: Path, params: dict[str, str], entry: Optional[str],
 
 
 def apply_budget(report: CheckReport, configured: Optional[Fraction], delta: Optional[Fraction] = None,
-                 rho: Optional[Fraction] = None, pragma_delta: bool = True) -> None:
+                 rho: Optional[Fraction] = None, pragma_delta: bool = True, wording: Wording = COMMAND_LINE) -> None:
     """The effective budget (and delta) is the smaller of the configured one and the file's
     pragma; the program's guarantee is computed at that delta; a well-typed program over a
     budget gets E0401 (E0314 when it needs a delta it was not given).  A mechanism whose noise
     scale no run could release gets E0312.  `pragma_delta=False` ignores the program's delta
     pragma: the curator service states a run in its dataset's notion, and a pure or rho
     dataset has no delta (docs/serve.md)."""
+    report.wording = wording
     given = [b for b in (configured, report.pragma_budget) if b is not None]
     report.budget = min(given) if given else None
     deltas = [d for d in (delta, report.pragma_delta if pragma_delta else None) if d is not None]
@@ -112,9 +128,10 @@ def needs_delta(report: CheckReport) -> Diagnostic:
     fn = next((f for f in report.functions if f.name == report.entry), None)
     gauss = [m for m in report.mechanisms if m.name == "gaussian"]
     notes = [f"gaussian at {relative_span(m.span, report.file)} costs rho {fmt_coef(m.extra.get('rho', 0))} in zCDP" for m in gauss[:5]]
+    words = getattr(report, "wording", COMMAND_LINE)
     notes.append(f"its guarantee is rho-zCDP with rho = {fmt_coef(report.rho)}; an epsilon budget needs it "
-                 "stated as (epsilon, delta): give a delta (--delta 1e-6, or a '# fuzzpy: delta 1e-6' line), "
-                 "or budget it in zCDP with --rho")
+                 f"stated as (epsilon, delta): give a delta ({words.delta}, or a '# fuzzpy: delta 1e-6' line), "
+                 f"or budget it in zCDP with {words.rho}")
     return Diagnostic("E0314", f"{report.entry} makes Gaussian releases, which are not pure epsilon-DP: an "
                       f"epsilon budget needs a delta", fn.span if fn else None, notes)
 

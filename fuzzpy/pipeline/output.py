@@ -207,11 +207,12 @@ def release_rows(outcome: Outcome) -> list[dict]:
 
 
 def releases_csv(outcome: Outcome, releases: list, estimates: Optional[list] = None) -> str:
-    """label,key,value,epsilon,low,high,accuracy,where: one row per released value, then one
-    per estimate (epsilon 0: computed from the releases, it costs nothing more)."""
+    """label,key,value,epsilon,rho,low,high,accuracy,where: one row per released value, its cost
+    in its own notion (epsilon for a pure release, rho for a Gaussian one), then one per estimate
+    (epsilon 0: computed from the releases, it costs nothing more)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["label", "key", "value", "epsilon", "low", "high", "accuracy", "where"])
+    w.writerow(["label", "key", "value", "epsilon", "rho", "low", "high", "accuracy", "where"])
     for rel, js in zip(releases, releases_json(outcome, releases)):
         acc = js["accuracy"] or {}
         value = js["value"]
@@ -219,9 +220,10 @@ def releases_csv(outcome: Outcome, releases: list, estimates: Optional[list] = N
         if acc.get("what", "").startswith("|noise|") and isinstance(value, (int, float)) and not isinstance(value, bool):
             low, high = value - acc["bound"], value + acc["bound"]
         w.writerow([js["label"], "/".join(rel.keys), value if not isinstance(value, (list, dict)) else dumps(value),
-                    js["epsilon"], low, high, acc.get("words", ""), js["where"] or ""])
+                    "" if js["epsilon"] is None else js["epsilon"], js.get("rho", ""), low, high,
+                    acc.get("words", ""), js["where"] or ""])
     for js in estimates_json(outcome, estimates or []):
-        w.writerow([js["label"], "/".join(js["keys"]), js["value"], 0,
+        w.writerow([js["label"], "/".join(js["keys"]), js["value"], 0, "",
                     "" if js["low"] is None else js["low"], "" if js["high"] is None else js["high"],
                     js["words"], js["where"] or ""])
     return buf.getvalue()

@@ -76,19 +76,28 @@ def release_text(r: Any, sources: dict[str, str], label: Optional[str] = None, w
     return f"{label or release_label(r, sources)} = {value}  ({words})" + (f"  [{where}]" if where else "")
 
 
-def _cost_words(r: Any) -> str:
+def release_cost(r: Any) -> tuple[str, Any]:
+    """A release's own cost in its own notion: ("rho", its zCDP rho) for a Gaussian release,
+    ("epsilon", its epsilon) for a pure one."""
     if r.mechanism == "gaussian":
-        return f"rho {show(r.extra.get('rho', 0))}"
-    return f"epsilon {show(r.epsilon)}"
+        return "rho", r.extra.get("rho", 0)
+    return "epsilon", r.epsilon
+
+
+def _cost_words(r: Any) -> str:
+    notion, amount = release_cost(r)
+    return f"{notion} {show(amount)}"
 
 
 def release_json(r: Any, sources: dict[str, str]) -> dict:
     bound, beta, what = accuracy_parts(r.accuracy)
     loc = None if r.span is None else {"file": r.span.file, "line": r.span.line, "col": r.span.col}
+    notion, amount = release_cost(r)
+    pure = notion == "epsilon"  # a Gaussian release has no epsilon of its own: its cost is its rho
     return {"name": r.name, "keys": list(r.keys), "mechanism": r.mechanism, "location": loc,
-            "source": source_text(r.span, sources), "epsilon": number(r.epsilon), "epsilon_exact": exact(r.epsilon),
-            **({"rho": number(r.extra.get("rho", 0)), "rho_exact": exact(r.extra.get("rho", 0))}
-               if r.mechanism == "gaussian" else {}),
+            "source": source_text(r.span, sources), "notion": notion, "cost": number(amount), "cost_exact": exact(amount),
+            "epsilon": number(r.epsilon) if pure else None, "epsilon_exact": exact(r.epsilon) if pure else None,
+            **({} if pure else {"rho": number(amount), "rho_exact": exact(amount)}),
             "scale": number(r.scale), "scale_exact": exact(r.scale),
             "accuracy": None if bound is None else {"bound": bound, "beta": beta, "what": what,
                                                     "words": accuracy_words(r.accuracy, r.value),

@@ -212,7 +212,7 @@ class Service:
         keeps its slot until it really ends (it cannot be interrupted), so overruns cannot pile up."""
         from ..checking.program import check_source
         from ..exact import parse_exact
-        from ..pipeline.budget import apply_budget
+        from ..pipeline.budget import SERVICE, apply_budget
 
         limit = self.limits.check_seconds
         if not self.check_slots.acquire(timeout=limit):
@@ -224,7 +224,7 @@ class Service:
             try:
                 report = check_source(req.program, req.file, dict(req.params), req.entry)
                 apply_budget(report, None if req.budget is None else parse_exact(req.budget), delta,
-                             pragma_delta=pragma)
+                             pragma_delta=pragma, wording=SERVICE)
                 box["report"] = report
             finally:
                 self.check_slots.release()

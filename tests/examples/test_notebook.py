@@ -48,7 +48,7 @@ def test_the_example_notebook_runs(tmp_path, monkeypatch):
     assert _outputs(code[0]).strip() == sys.executable
     report_html = _outputs(code[1])
     assert "fuzzpy: ok" in report_html and "epsilon = 0.2" in report_html and "laplace" in report_html
-    assert "(Fraction(1, 5), {'db': Fraction(1, 5)})" in _outputs(code[2])
+    assert "(Fraction(1, 5) ≈ 0.2, {'db': Fraction(1, 5) ≈ 0.2})" in _outputs(code[2])
     run_html = _outputs(code[3])
     assert "95% interval" in run_html and "epsilon 0.2 of budget 0.5" in run_html
     assert "has spent 0.2 in total; no cap" in run_html
