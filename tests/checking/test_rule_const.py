@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from check_and_run import (ROW_A, T, assert_accepted_exactly, assert_rejected, audit, check, codes,  # noqa: F401
-                           make_tables, outcome, run_result)
+from check_and_run import ROW_A, T, assert_rejected, audit, check, codes, make_tables, outcome, run_result
 from cpu_limited import finishes
 
 
