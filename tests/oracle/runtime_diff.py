@@ -1,7 +1,8 @@
 """The runtime's fast paths against its reference path, on generated programs.
 
-`fuzzpy run` evaluates a checked program with five optimisations on by default, each of which a
-`RunState` flag turns off: batched evaluation (pmap, each and selection scores over every part or
+A run evaluates a checked program with five optimisations, each of which a `RunState` flag turns
+on or off (the first four are on by default, the fifth when a holder keeps a table, as the curator
+service does): batched evaluation (pmap, each and selection scores over every part or
 candidate at once, fuzzpy/runtime/batch.py; `batch`), vectorised row functions (one column
 operation per expression instead of one call per row, fuzzpy/runtime/vectorize.py; `vectorise`),
 public functions compiled to Python (fuzzpy/runtime/compiled.py; `compiled`), functions with
@@ -227,6 +228,49 @@ def draw_diff_case(seed: int, n_pairs: int = 3) -> tuple[Case, dict[str, bool]]:
 
 # ---- the script -------------------------------------------------------------------------------------
 
+class _DaskSide:
+    """The script's Dask comparison: a cluster (started here unless a scheduler is given) and the
+    counts of what it compared."""
+
+    def __init__(self, scheduler: Optional[str]):
+        import tempfile
+        from pathlib import Path
+
+        from .dask_diff import BudgetedDaskEngine
+
+        self.cluster = None
+        if scheduler is None:
+            import distributed
+
+            self.cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                                    dashboard_address=None, memory_limit=None)
+            scheduler = self.cluster.scheduler_address
+        self.engine = BudgetedDaskEngine.start(scheduler)
+        self.directory = Path(tempfile.mkdtemp(prefix="fuzzpy-dask-diff-"))
+        self.programs = self.runs = self.skipped = self.unsupported = 0
+
+    def compare(self, case: Case, timeout: float) -> DiffResult:
+        from .dask_diff import dask_case
+
+        res = dask_case(case, self.engine, self.directory, timeout)
+        self.unsupported += res.status == "unsupported"
+        self.programs += res.status == "accepted"
+        self.runs, self.skipped = self.runs + res.runs, self.skipped + res.timeouts
+        return res
+
+    def summary(self) -> str:
+        return (f"Dask engine: {self.programs} programs compared with the pandas engine ({self.unsupported} use "
+                f"primitives it does not implement), {self.runs} runs, {self.skipped} over their budget or time")
+
+    def close(self) -> None:
+        import shutil
+
+        self.engine.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--programs", type=int, default=500)
@@ -276,49 +320,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         for e in res.errors[:3]:
             print(f"  internal error: {e}")
     return 1 if bad else 0
-
-
-class _DaskSide:
-    """The script's Dask comparison: a cluster (started here unless a scheduler is given) and the
-    counts of what it compared."""
-
-    def __init__(self, scheduler: Optional[str]):
-        import tempfile
-        from pathlib import Path
-
-        from .dask_diff import BudgetedDaskEngine
-
-        self.cluster = None
-        if scheduler is None:
-            import distributed
-
-            self.cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                                    dashboard_address=None, memory_limit=None)
-            scheduler = self.cluster.scheduler_address
-        self.engine = BudgetedDaskEngine.start(scheduler)
-        self.directory = Path(tempfile.mkdtemp(prefix="fuzzpy-dask-diff-"))
-        self.programs = self.runs = self.skipped = self.unsupported = 0
-
-    def compare(self, case: Case, timeout: float) -> DiffResult:
-        from .dask_diff import dask_case
-
-        res = dask_case(case, self.engine, self.directory, timeout)
-        self.unsupported += res.status == "unsupported"
-        self.programs += res.status == "accepted"
-        self.runs, self.skipped = self.runs + res.runs, self.skipped + res.timeouts
-        return res
-
-    def summary(self) -> str:
-        return (f"Dask engine: {self.programs} programs compared with the pandas engine ({self.unsupported} use "
-                f"primitives it does not implement), {self.runs} runs, {self.skipped} over their budget or time")
-
-    def close(self) -> None:
-        import shutil
-
-        self.engine.close()
-        if self.cluster is not None:
-            self.cluster.close()
-        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 if __name__ == "__main__":
