@@ -58,4 +58,15 @@ def adult_dir() -> Path:
     return ADULT
 
 
+@pytest.fixture(scope="module")
+def dask_scheduler():
+    """The address of a real local Dask cluster, started for the test module (two in-process
+    workers, one thread each); the module is skipped without the Dask engine's extra."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                       dashboard_address=None, memory_limit=None)
+    yield cluster.scheduler_address
+    cluster.close()
+
+
 sys.path.insert(0, str(Path(__file__).parent))

@@ -187,3 +187,106 @@ def test_the_memory_policy_changes_glibc_only_where_the_user_did_not(user_set):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
     assert out.strip() == str(glibc and user_set is None)
+
+
+# ---- odd but well-formed options: diagnostics, never a traceback ---------------------------------------
+
+ONE_COLUMN = 'schema T { x : num[0, 1] }\n'
+LAPLACE_COUNT = ONE_COLUMN + "function main (db : bag T) : fuzzy num { laplace 1 (count db) }\n"
+
+
+def _audit(program, args: list[str], *extra: str):
+    """`fuzzpy audit ARGS EXTRA` with "PROGRAM" in ARGS standing for the program's path."""
+    return invoke("audit", *[str(program) if a == "PROGRAM" else a for a in args], *extra)
+
+
+AUDIT_CRASHES = {
+    "negative-seed": (["--mechanism", "laplace", "--seed", "-1"], 2),
+    "zero-max-pairs": (["PROGRAM", "--max-pairs", "0"], 2),
+    "negative-max-pairs": (["PROGRAM", "--max-pairs", "-3"], 2),
+    "laplace-tiny-epsilon": (["--mechanism", "laplace", "--epsilon", "1e-30", "--seed", "1"], 1),
+    # fixed at the root (rr_flip_upper no longer overflows): the audit now simply runs
+    "randomized-response-huge-epsilon": (["--mechanism", "randomized_response", "--epsilon", "800", "--seed", "1"], 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(AUDIT_CRASHES))
+def test_audit_options_are_diagnostics_not_tracebacks(name, tmp_path):
+    """Fourth review round, finding 5 (low, audit): odd but well-formed options ended in a Python
+    traceback.
+
+    docs/audit.md: exit 2 for a usage error (E0701), 1 for a program that cannot be audited
+    (E0801), and never a traceback.  Then: `--seed -1` reached numpy's SeedSequence (ValueError
+    "expected non-negative integer"); `--max-pairs 0` raised ValueError("no pairs to audit") from
+    the search, while `--max-pairs -3` was silently taken as "all pairs but the last three";
+    `--mechanism laplace --epsilon 1e-30` raised ValueError("scale too large for the batch
+    sampler"); `--mechanism randomized_response --epsilon 800` raised OverflowError (the same
+    round's finding 4, tests/checking/test_rule_mechanisms.py).  Each exited 1 with the exception,
+    which the console entry printed as a traceback.  Suggested fix: validate --seed >= 0 and
+    --max-pairs >= 1 (E0701); catch the sampler's ValueError/OverflowError and report E0801
+    ("cannot audit at this epsilon")."""
+    program = tmp_path / "p.fz"
+    program.write_text(LAPLACE_COUNT)
+    args, code = AUDIT_CRASHES[name]
+    res = _audit(program, args, "--samples", "100")
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    assert res.exit_code == code and (code == 0 or "error[E0" in res.stderr)
+    assert "Traceback" not in res.stderr + res.stdout
+
+
+AUDIT_USAGE = {
+    "nothing-to-audit": ([], "E0701"),
+    "program-and-mechanism": (["PROGRAM", "--mechanism", "laplace"], "E0701"),
+    "too-few-samples": (["PROGRAM", "--samples", "99"], "E0701"),
+    "confidence-one": (["PROGRAM", "--confidence", "1"], "E0701"),
+    "format-xml": (["PROGRAM", "--format", "xml"], "E0701"),
+    "unknown-mechanism": (["--mechanism", "cauchy"], "E0701"),
+    "zero-epsilon": (["--mechanism", "laplace", "--epsilon", "0"], "E0701"),
+    "epsilon-with-a-program": (["PROGRAM", "--epsilon", "0.5"], "E0701"),
+    "param-with-a-mechanism": (["--mechanism", "laplace", "--param", "e=1"], "E0701"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(AUDIT_USAGE))
+def test_audit_usage_errors_exit_2(name, tmp_path):
+    """Fourth review round, handled: every documented usage error is E0701, exit 2."""
+    program = tmp_path / "p.fz"
+    program.write_text(LAPLACE_COUNT)
+    args, code = AUDIT_USAGE[name]
+    res = _audit(program, args)
+    assert (res.exit_code, code in res.stderr, "Traceback" in res.stderr + res.stdout) == (2, True, False)
+
+
+AUDIT_UNAUDITABLE = {
+    # parse error, no entry point, an entry parameter that is not a table: diagnostics, exit 1, nothing sampled
+    "parse-error": ("function main (db : bag T) : fuzzy num { laplace 1 (count db) ", "E0102"),
+    "no-main": (ONE_COLUMN + "function f (db : bag T) : fuzzy num { laplace 1 (count db) }\n", "E0207"),
+    "non-bag-entry": (ONE_COLUMN + "function main (x : num) : fuzzy num { laplace 1 x }\n", "E0801"),
+    "mixed-entry": (ONE_COLUMN + "function main (db : bag T) (x : num) : fuzzy num { laplace 1 (count db + x) }\n",
+                    "E0801"),
+    "not-private": (ONE_COLUMN + "function main (db : bag T) : fuzzy num { return (count db) }\n", "E0302"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(AUDIT_UNAUDITABLE))
+def test_audit_refuses_what_it_cannot_audit_with_one_diagnostic(name, tmp_path):
+    """Fourth review round, handled: a program that cannot be audited is one diagnostic, exit 1,
+    nothing sampled."""
+    text, code = AUDIT_UNAUDITABLE[name]
+    program = tmp_path / "p.fz"
+    program.write_text(text)
+    res = invoke("audit", str(program), "--samples", "100", "--seed", "1")
+    assert (res.exit_code, code in res.stderr) == (1, True)
+    assert res.stdout == "" and "Traceback" not in res.stderr
+
+
+def test_an_absurd_audit_epsilon_is_a_usage_error():
+    """Fourth review round, finding 6 (low): `fuzzpy audit --epsilon` (_parse_epsilon) called
+    Fraction(text) directly and hung on "1e99999999", bypassing the bounded reader fuzzpy/exact.py
+    (the same finding for the language server's options: tests/interfaces/
+    test_editor_agrees_with_check.py).  Suggested fix: read it with fuzzpy.exact.parse_exact."""
+    from cpu_limited import finishes
+
+    res = finishes(["-m", "fuzzpy.interfaces.cli", "audit", "--mechanism", "laplace", "--epsilon", "1e99999999",
+                    "--samples", "100"])
+    assert res is not None and res.returncode == 2 and "E0701" in res.stderr

@@ -8,7 +8,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from red_team_support import ROW_A, ROW_B, check, codes, make_tables, refused, run
+from check_and_run import ROW_A, ROW_B, check, codes, make_tables, refused, run
 from fuzzpy import limits
 from fuzzpy.audit.oracle import audit_pair
 

@@ -9,7 +9,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from red_team_support import HEADER, ROW_A, ROW_B, T, check, codes, make_tables, outcome, refused
+from check_and_run import HEADER, ROW_A, ROW_B, T, check, codes, make_tables, outcome, refused
 
 
 @pytest.fixture

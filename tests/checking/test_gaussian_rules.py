@@ -8,7 +8,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from red_team_support import T, check, codes, refused
+from check_and_run import T, check, codes, refused
 
 MAIN = "function main (db : bag T) : fuzzy num "
 

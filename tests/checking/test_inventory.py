@@ -9,7 +9,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from red_team_support import check
+from check_and_run import check
 
 MAIN = "function main (db : bag T) : fuzzy num "
 E = F(1, 10)

@@ -8,7 +8,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from red_team_support import check, codes, refused
+from check_and_run import check, codes, refused
 from fuzzpy.primitives.vectors import sqrt_upper
 
 VMAIN = "function main (db : bag T) : fuzzy vec[2] "

@@ -28,11 +28,8 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def scheduler():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       dashboard_address=None, memory_limit=None)
-    yield cluster.scheduler_address
-    cluster.close()
+def scheduler(dask_scheduler):
+    return dask_scheduler  # the cluster of tests/conftest.py, shared with the generated programs' comparison
 
 
 def _numeric(col: pd.Series) -> pd.Series:

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fuzzpy.checking.program import check_source
 from fuzzpy.checking.types import BOOL, STRING, Cat, Column, Num, Schema
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.runtime.data import load_table, load_tables
@@ -123,7 +124,7 @@ def test_headerless_with_wrong_field_count_is_schema_mismatch(tmp_path):
 
 
 def test_missing_column_names_column_and_table_but_not_the_first_row(tmp_path):
-    # The first row may be data rather than a header: it is never echoed (red team, R4).
+    # The first row may be data rather than a header: it is never echoed (tests/runtime/test_failures_reveal_nothing.py).
     p = write(tmp_path, "age,workclass\n30,Private\n")
     s = Schema("adult", (Column("age", Num()), Column("sex", Cat(("Female", "Male")))))
     with pytest.raises(FuzzError) as e:
@@ -291,6 +292,31 @@ def test_huge_integer_without_bound_is_refused(tmp_path):
     with pytest.raises(FuzzError) as e:
         load_table(p, Schema("t", (Column("n", Num(integer=True)),)))
     assert codes(e) == ["E0504"]
+
+
+def test_extreme_numbers_are_clamped_or_missing_never_passed_through(tmp_path):
+    """Second review round (the runtime; data at the edges), handled."""
+    schema = check_source("schema U { x : num[0, 10], y : num }\n"
+                          "function main (db : bag U) : fuzzy num { return 0 }", "u.fz").schemas["U"]
+    path = tmp_path / "u.csv"
+    path.write_text("x,y\ninf,1\n1e400,2\n-inf,3\nnan,4\n-1e-400,5\n5,inf\n7,-1e400\n4,1e308\n")
+    df = load_table(path, schema, table="db")
+    assert df["x"].tolist() == [10.0, 10.0, 0.0, 0.0, 4.0]  # nan row dropped; y = +-inf has no bound: missing
+    assert df["y"].tolist() == [1.0, 2.0, 3.0, 5.0, 1e308]
+
+
+def test_float32_parquet_values_stay_inside_exact_bounds(tmp_path):
+    """Second review round (the runtime; data at the edges), handled: a float32 value rounded up
+    past an exact bound is clamped to it."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    schema = check_source("schema U { x : num[0, 0.1] }\nfunction main (db : bag U) : fuzzy num { return 0 }",
+                          "u.fz").schemas["U"]
+    path = tmp_path / "u.parquet"
+    pq.write_table(pa.table({"x": pa.array([0.1, 0.05, 3.0e38], pa.float32())}), path)
+    values = load_table(path, schema, table="db")["x"].tolist()
+    assert len(values) == 3 and all(0 <= F(v) <= F(1, 10) for v in values)
 
 
 # ---- booleans, strings, categories -----------------------------------------------------------

@@ -138,6 +138,31 @@ def test_default_source_is_secure_and_unpredictable():
     assert "secure" in repr(a)
 
 
+def test_a_real_run_draws_from_the_secure_source(tmp_path, monkeypatch):
+    """Second review round (the runtime), handled: `fuzzpy run` without --seed hands the run the
+    secure source."""
+    import random
+
+    import fuzzpy.runtime.interpreter as interpreter
+    from check_and_run import ROW_A
+    from cli_runs import data, fz, prog
+
+    monkeypatch.setenv("FUZZPY_LEDGER", str(tmp_path / "env-ledger.sqlite"))  # never ~/.fuzzpy
+    seen = []
+    real = interpreter.start_run
+
+    def spy(instance, tables, rng, **kw):
+        seen.append(rng)
+        return real(instance, tables, rng, **kw)
+
+    monkeypatch.setattr(interpreter, "start_run", spy)
+    program = prog(tmp_path, "function main (db : bag T) : fuzzy num { laplace 1 (count db) }")
+    res = fz("run", program, "--data", data(tmp_path, ROW_A), "--budget", "1", "--ledger", tmp_path / "l.sqlite")
+    assert res.exit_code == 0, res.stderr
+    (rng,) = seen
+    assert not rng.is_seeded and isinstance(rng._gen, random.SystemRandom)
+
+
 def test_seeded_source_is_labelled_and_reproducible():
     a, b = RandomSource.seeded(7), RandomSource.seeded(7)
     assert a.is_seeded and "TESTING ONLY" in repr(a)

@@ -10,7 +10,7 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
-from red_team_support import check, make_tables
+from check_and_run import check, make_tables
 from fuzzpy.primitives.vectors import _tangent_factor, clip_exact, clip_rows
 from fuzzpy.runtime.interpreter import run_program
 from fuzzpy.runtime.samplers import RandomSource
