@@ -12,7 +12,7 @@ import pytest
 
 from fuzzpy.checking.types import (BOOL, INF, INT, NUM, STRING, Bag, Cat, Fun, Fuzzy, Hole, ListT, Num, Parts,
                                    Record, Seq, SumT, Tensor, Vector, With, is_subtype, join_types)
-from red_team_support import check, refused
+from check_and_run import check, refused
 
 MAIN = "function main (db : bag T) : fuzzy num "
 
