@@ -70,7 +70,7 @@ def _inside(span: Span, outer: Span) -> bool:
 
 @lru_cache(maxsize=256)
 def _stdlib_name(file: str) -> Optional[str]:
-    from .syntax.loader import STDLIB
+    from .stdlib_location import STDLIB
 
     try:
         return "stdlib/" + Path(file).resolve().relative_to(STDLIB.resolve()).as_posix()
@@ -87,12 +87,12 @@ def shown_span(span: Span) -> str:
     return f"{_stdlib_name(span.file) or span.file}:{span.line}:{span.col}"
 
 
-def nested_fuzzy_hint(t: object) -> list[str]:
+def nested_fuzzy_hint(distribution_of: Optional[object]) -> list[str]:
     """The missing-sample hint for a distribution of distributions (`return (n, 1)` with n bound by
-    `let n = laplace ...`): a release was never sampled."""
-    from .checking.types import Fuzzy
-
-    return [hint("missing-sample")] if isinstance(t, Fuzzy) and re.search(r"\bfuzzy\b", str(t.inner)) else []
+    `let n = laplace ...`): a release was never sampled.  `distribution_of`: what a returned
+    distribution is a distribution of (None when it returns no distribution)."""
+    return [hint("missing-sample")] if distribution_of is not None and re.search(r"\bfuzzy\b", str(distribution_of)) \
+        else []
 
 
 def hint(key: str, **values: object) -> str:

@@ -31,7 +31,7 @@ def test_pyproject_lists_every_package_and_maps_the_stdlib():
 
 
 def test_the_loader_finds_the_repository_stdlib_in_a_clone(monkeypatch, tmp_path):
-    from fuzzpy.syntax import loader
+    from fuzzpy import stdlib_location as loader
 
     monkeypatch.delenv("FUZZPY_STDLIB", raising=False)
     assert loader.stdlib_folder() == ROOT / "stdlib"

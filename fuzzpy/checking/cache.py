@@ -116,7 +116,7 @@ def _digest(data: bytes) -> str:
 # rule Reused reports: every input of the check is part of the key
 def key_material(path: Path, text: str, params: dict[str, str], entry: Optional[str]) -> str:
     """Everything the report depends on but the imported files (checked separately)."""
-    from ..syntax.loader import STDLIB
+    from ..stdlib_location import STDLIB
 
     return repr((FORMAT, code_fingerprint(), environment_fingerprint(), os.fspath(path), os.path.abspath(path),
                  _digest(text.encode("utf-8")), sorted(params.items()), entry, os.fspath(STDLIB)))

@@ -31,7 +31,7 @@ from .quadratic import (CHANNELS, UNKNOWN, base_of, channel_of, is_inventory, is
 from .helpers import _fn_identity, _has_hole, _has_tvar, _hashable, _widen, apply_scale, infinite_part
 from .sens import (INF, ONE, ZERO, Coef, ConstraintStore, Dist, c_add, d_add, d_substitute, fmt_coef, is_const,
                    substitute)
-from .types import MAX_TYPE_SIZE, Fun, ListT, Num, Type, holds_choices, holds_tables, is_subtype, type_size
+from .types import MAX_TYPE_SIZE, Fun, Fuzzy, ListT, Num, Type, holds_choices, holds_tables, is_subtype, type_size
 from .typeexpr import bind_tvars, match_type, subst_tvars
 from .values import Closure, Env, FnT, FnValue, Opaque, Partial, TopFn, Val
 
@@ -525,7 +525,8 @@ class InstanceRules:
             fits = is_subtype(body.type, declared)
         if not fits:
             raise self.fail("E0202", f"{fn.decl.name} returns {body.type}, but its declared return type is "
-                            f"{declared}", fn.decl.body.span, *nested_fuzzy_hint(body.type))
+                            f"{declared}", fn.decl.body.span,
+                            *nested_fuzzy_hint(body.type.inner if isinstance(body.type, Fuzzy) else None))
         return body.type if _has_hole(declared) else declared
 
     # ---- the caller's side of rule Instance ------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any, Optional
 def relative_file(file: str, program: Optional[str]) -> str:
     """`file` as seen from the program: the program's own name as given, the standard library
     as stdlib/NAME.fz, other files relative to the program's folder when they are below it."""
-    from ..syntax.loader import STDLIB
+    from ..stdlib_location import STDLIB
 
     if file == program or file.startswith("<"):
         return file

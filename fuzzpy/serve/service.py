@@ -406,7 +406,7 @@ def envelope(shown: Any, fmt: str, report: Any) -> dict:
 def _server_paths_hidden(text: str) -> str:
     """Output as an analyst sees it: the standard library as stdlib/NAME.fz, never where this
     server installed it (as a path, and as the file URI of a SARIF log)."""
-    from ..syntax.loader import STDLIB
+    from ..stdlib_location import STDLIB
 
     root = Path(STDLIB).resolve()
     for prefix in (root.as_uri() + "/", str(root) + os.sep):
@@ -491,7 +491,8 @@ def import_problems(source: str, file: str) -> list[Diagnostic]:
     """A served program may import the standard library only: any other path would be read
     from the server's disk (E1012).  Checked before anything is read."""
     from ..syntax import ast as A
-    from ..syntax.loader import STDLIB, resolve_import
+    from ..stdlib_location import STDLIB
+    from ..syntax.loader import resolve_import
     from ..syntax.parser import parse_module
 
     module, errors = parse_module(source, file)

@@ -3,9 +3,7 @@
 An import path is looked up next to the importing file, then in the standard library folder
 (also when given as `stdlib/NAME.fz`).  Each file is parsed once; cycles are an error.
 
-The standard library is the top-level `stdlib/` folder of the repository; an installed package
-(a wheel, `pip install .`) carries it as `fuzzpy/_stdlib` (see pyproject.toml).  The variable
-FUZZPY_STDLIB, when set, names another folder.
+The standard library is found where fuzzpy/stdlib_location.py says.
 """
 
 from __future__ import annotations
@@ -15,24 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..diagnostics import Diagnostic, Span
+from ..stdlib_location import STDLIB
 
 if TYPE_CHECKING:  # the AST and the parser are imported when a file is read (not to resolve an import)
     from . import ast as A
 
 
 
-def stdlib_folder() -> Path:
-    """$FUZZPY_STDLIB; else the copy inside an installed package; else the repository's stdlib/
-    (a clone, or an editable install, whose package folder has no _stdlib)."""
-    override = os.environ.get("FUZZPY_STDLIB", "").strip()
-    if override:
-        return Path(override)
-    package = Path(__file__).resolve().parents[1]
-    installed = package / "_stdlib"
-    return installed if installed.is_dir() else package.parent / "stdlib"
-
-
-STDLIB = stdlib_folder()
 
 
 def read_source(path: Path) -> tuple[str | None, Diagnostic | None]:

@@ -16,7 +16,7 @@ from fuzzpy.diagnostics import HELP, render
 from fuzzpy.hints import HINTS
 from fuzzpy.interfaces.cli import app
 from fuzzpy.render.sarif import message_text
-from fuzzpy.syntax.loader import STDLIB
+from fuzzpy.stdlib_location import STDLIB
 
 HEAD = ('import "stdlib/stats.fz"\n'
         'schema Adult { age : num[17, 90], sex : cat{"Male", "Female"}, hours : num[1, 99] }\n'

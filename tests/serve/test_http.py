@@ -326,7 +326,7 @@ def test_the_audit_log_records_every_request_without_private_values(server):
 def test_sarif_and_json_checks_through_the_service_never_show_the_servers_paths(server, tmp_path):
     """`fuzzpy check --server --format sarif` gave 500 (the service had deleted its working folder),
     and JSON check results named the server's install path of the standard library."""
-    from fuzzpy.syntax.loader import STDLIB
+    from fuzzpy.stdlib_location import STDLIB
 
     prog = tmp_path / "mean.fz"
     prog.write_text('import "stdlib/stats.fz"\n' + COUNT_PROGRAM.replace("# fuzzpy: budget 1\n", ""))

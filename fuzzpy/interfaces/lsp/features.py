@@ -150,7 +150,7 @@ def _complete_stdlib(ls: FuzzpyServer, source: str, items: dict[str, T.Completio
 @lru_cache(maxsize=1)
 def stdlib_functions() -> tuple[tuple[str, str, str], ...]:
     """(name, `stdlib/FILE.fz`, the comment above it) of every standard-library function."""
-    from ...syntax.loader import STDLIB
+    from ...stdlib_location import STDLIB
     from ...syntax.parser import parse_module
 
     out = []
