@@ -108,8 +108,9 @@ def test_a_new_ledger_is_complete_has_normal_permissions_and_leaves_no_temporary
         Ledger(path).close()
     finally:
         os.umask(old)
-    assert folder_files(tmp_path) == ["ledger.sqlite"]
+    assert folder_files(tmp_path) == ["ledger.sqlite", "ledger.sqlite.guard"]
     assert path.stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "ledger.sqlite.guard").stat().st_mode & 0o777 == 0o644
     raw = sqlite3.connect(path)
     assert raw.execute("PRAGMA user_version").fetchone() == (L_SCHEMA,)
     assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
@@ -259,11 +260,14 @@ def test_read_only_opening_writes_nothing(tmp_path):
 
 
 def _charges_kept_in_the_log(path: Path, n: int) -> Ledger:
-    """A ledger whose last n charges are committed but still only in its write-ahead log."""
+    """A ledger whose last n charges are committed but still only in its write-ahead log: a
+    reader at work (as `ledger show` or a backup may be) keeps the checkpoint that follows each
+    charge from folding them into the main file."""
     book = Ledger(path)
     book._db.execute("PRAGMA wal_autocheckpoint=0")
-    reader = sqlite3.connect(path)  # an open reader also keeps the log from being folded back
-    reader.execute("SELECT 1").fetchone()
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM charges").fetchone()  # its snapshot predates the charges
     for _ in range(n):
         book.charge(DS, F(1, 10), PROG)
     book._reader = reader  # kept alive with the ledger
