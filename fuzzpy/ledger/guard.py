@@ -59,7 +59,7 @@ def read_guard(ledger: Path) -> Optional[LedgerState]:
     path = guard_path(ledger)
     try:
         text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no guard; a missing folder is reported later
         return None
     except (OSError, UnicodeError) as exc:
         raise _damaged(ledger, path, why(exc)) from None

@@ -258,13 +258,13 @@ class Ledger:
         self._transaction(self._check_schema, write=False)
         # Compared with its guard before anything is written: a file put in the ledger's place
         # is refused as it is, not upgraded first.
-        self._transaction(lambda: self._check_guard("it was not used"), write=False)
+        self._transaction(lambda: self._check_guard(_OPENING), write=False)
         if not self.readonly:
             with self._guard():
                 _retry_busy(self._configure)
             if version < SCHEMA_VERSION:
                 self._transaction(self._upgrade)
-            self._transaction(lambda: self._sync_guard("it was not used"))
+            self._transaction(lambda: self._sync_guard(_OPENING))
 
     def _upgrade(self) -> None:
         """Upgrade to SCHEMA_VERSION (see `_upgrade_schema`), in the transaction that checks
@@ -323,7 +323,9 @@ class Ledger:
     def _check_schema(self) -> None:
         charges = {1: _CHARGES_COLUMNS_V1, 2: _CHARGES_COLUMNS_V2}.get(self._version, _CHARGES_COLUMNS)
         caps = _CAPS_COLUMNS_V1 if self._version < 3 else _CAPS_COLUMNS
-        tables = [("caps", caps), ("charges", charges)] + ([("ledger_meta", _META_COLUMNS)] if self._version >= 4 else [])
+        tables = [("caps", caps), ("charges", charges)]
+        if self._version >= 4:
+            tables.append(("ledger_meta", _META_COLUMNS))
         for table, expected in tables:
             rows = self._db.execute(f"PRAGMA table_info({table})").fetchall()
             if tuple(r[1] for r in rows) != expected:
@@ -655,6 +657,7 @@ class Ledger:
         return charged + [d for d in capped if d not in seen]
 
 
+_OPENING = "nothing was read or written; try again"
 _LOST_LEDGER = ("a ledger removed while in use loses its caps and spending: put the file back (with its -wal "
                 "file), or restore a backup with `fuzzpy ledger restore BACKUP` (docs/ledger.md)")
 
