@@ -1,4 +1,5 @@
-"""`fuzzpy ledger show`, `set-cap` and `backup`: read, cap and back up the privacy-budget ledger.
+"""`fuzzpy ledger show`, `set-cap`, `backup` and `restore`: read, cap, back up and restore the
+privacy-budget ledger.
 
 Mounted into the main CLI with `app.add_typer(ledger_app)`. Imports stay light (no pandas):
 these commands only read SQLite and hash files.
@@ -17,7 +18,8 @@ import typer
 from fuzzpy.diagnostics import FuzzError, error, render
 from fuzzpy.ledger.caps import parse_cap
 from fuzzpy.ledger import (Entry, Ledger, dataset_identity, default_ledger_path,
-                           describe_cap, format_exact, short_id)
+                           describe_cap, format_exact, restore_ledger, short_id)
+from fuzzpy.ledger.guard import check_no_lost_ledger
 
 EXIT_USAGE = 2
 EXIT_LEDGER = 4
@@ -26,7 +28,7 @@ _FULL_ID = re.compile(r"sha256:[0-9a-f]{64}")
 
 ledger_app = typer.Typer(name="ledger", no_args_is_help=True, pretty_exceptions_enable=False,
                          pretty_exceptions_show_locals=False,
-                         help="Show the privacy budget spent per dataset, and cap it.")
+                         help="Show the privacy budget spent per dataset, cap it, back it up and restore it.")
 
 # readable=False: an unreadable file is reported by the ledger itself, with its code (E0602).
 LedgerOpt = Annotated[Optional[Path], typer.Option(
@@ -51,6 +53,7 @@ def show(ledger: LedgerOpt = None, dataset: DatasetOpt = None, data: DataOpt = N
         path = _ledger_path(ledger)
         wanted = _identity_of(dataset, data) if (dataset or data) else None
         if not path.exists():
+            check_no_lost_ledger(path)  # "nothing has been spent" would be false where one was deleted
             _print_missing(path, fmt)
             return
         with Ledger(path, create=False, readonly=True) as book:
@@ -114,11 +117,34 @@ def backup(target: Annotated[Path, typer.Argument(help="The backup file to write
             runs = book.backup(target.expanduser())
     except FuzzError as exc:
         _fail(exc)
-    typer.echo(f"backed up the ledger {path} to {target} ({runs} run{'s' if runs != 1 else ''} recorded)")
+    typer.echo(f"backed up the ledger {path} to {target} ({_runs(runs)} recorded)")
+
+
+@ledger_app.command("restore")
+def restore(backup: Annotated[Path, typer.Argument(help="A backup written by `fuzzpy ledger backup`.")],
+            ledger: LedgerOpt = None,
+            accept_older: Annotated[bool, typer.Option(
+                "--accept-older", help="Install it even if the ledger's guard records charges or cap "
+                                       "changes it lacks (or another ledger).")] = False) -> None:
+    """Install a backup where the ledger was (move the old ledger aside first; see docs/ledger.md)."""
+    try:
+        path = _ledger_path(ledger)
+        done = restore_ledger(backup.expanduser(), path, accept_older)
+    except FuzzError as exc:
+        _fail(exc)
+    typer.echo(f"restored the ledger {path} from {backup} ({_runs(done.runs)} recorded)")
+    if done.overridden is not None:
+        typer.echo(f"warning: its guard recorded {done.overridden.describe()}, which this backup lacks: "
+                   "lower the caps by what the runs charged after it spent (docs/ledger.md, \"Restoring\")",
+                   err=True)
 
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'s' if n != 1 else ''}"
 
 
 def _fail(exc: FuzzError) -> NoReturn:

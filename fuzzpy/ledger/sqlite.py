@@ -11,6 +11,14 @@ Soundness rules this module keeps (see docs/ledger.md):
   file that is empty, unreadable or not a ledger is always an error, never a fresh ledger: a
   truncated ledger must not silently lose its caps and spending.
 - `backup` copies a consistent snapshot through SQLite's backup API (write-ahead log included).
+- The file charged is the file at the path: a charge or cap change first checks, inside its
+  write transaction, that the path still names the file this instance opened (device and
+  inode of its own descriptor), and again after its commit; a deleted or replaced ledger is
+  refused (E0602), never charged silently.
+- The guard beside the ledger (guard.py) records its id and how far it got: a ledger that is
+  not the one recorded, or older than it, is refused, and so is a new ledger where one lived.
+- A passive checkpoint after each charge or cap change folds the write-ahead log into the
+  main file, so that a plain copy of it holds every commit whenever no run is at work.
 """
 
 from __future__ import annotations
@@ -31,13 +39,16 @@ from ..diagnostics import FuzzError, error
 from .amounts import check_amount
 from .caps import (History, Usage, cap_amount, cap_from_row, cap_row, charge_notion, check_account, check_charge, loss_from_json,
                    loss_json, usage)
+from .files import exists as _exists, fsync_file as _fsync, new_temp as _new_temp, sync_folder as _sync_folder
+from .guard import LedgerState, check_ledger, check_no_lost_ledger, read_guard, write_guard
 from .identity import short_id, why
 
 T = TypeVar("T")
 
 ENV_VAR = "FUZZPY_LEDGER"
-SCHEMA_VERSION = 3  # 2: charges record the delta and rho of runs stated in (epsilon, delta)
+SCHEMA_VERSION = 4  # 2: charges record the delta and rho of runs stated in (epsilon, delta)
 #                    3: charges record their ProvenLoss; caps have a notion (epsilon at a delta, or rho)
+#                    4: ledger_meta holds the ledger's id and its number of cap changes (guard.py)
 BUSY_TIMEOUT_S = 30.0  # how long a run waits for another process's charge before giving up
 FINISH_STATUSES = ("released", "failed")
 
@@ -47,6 +58,7 @@ _CHARGES_COLUMNS_V1 = ("id", "dataset", "label", "program_hash", "epsilon", "sta
                        "started_at", "finished_at")
 _CHARGES_COLUMNS_V2 = _CHARGES_COLUMNS_V1 + ("delta", "rho")
 _CHARGES_COLUMNS = _CHARGES_COLUMNS_V2 + ("loss",)
+_META_COLUMNS = ("key", "value")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS caps (
     dataset TEXT PRIMARY KEY,
@@ -70,6 +82,10 @@ CREATE TABLE IF NOT EXISTS charges (
     loss         TEXT
 );
 CREATE INDEX IF NOT EXISTS charges_by_dataset ON charges (dataset);
+CREATE TABLE IF NOT EXISTS ledger_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 """
 
 
@@ -116,28 +132,41 @@ def _now() -> str:
 class Ledger:
     """A ledger file. One instance per process: do not share it across fork().
 
-    `create`: make a new ledger when there is no file at `path`.  `readonly`: open without
-    writing anything (no WAL switch, no shared-memory file created where none can be), which
-    is what `ledger show` and `ledger backup` need, also in a read-only folder."""
+    `create`: make a new ledger when there is no file at `path` (refused where its guard
+    records a ledger with caps or charges).  `readonly`: open without writing anything (no WAL
+    switch, no shared-memory file, no guard written), which is what `ledger show` and `ledger
+    backup` need, also in a read-only folder."""
 
     def __init__(self, path: Path, create: bool = True, readonly: bool = False) -> None:
         self.path = Path(path)
         self.readonly = readonly
         if _exists(self.path):
             self._check_existing()
-        elif not create or readonly:
-            raise error("E0602", f"no ledger at {self.path}")
         else:
+            check_no_lost_ledger(self.path)
+            if not create or readonly:
+                raise error("E0602", f"no ledger at {self.path}")
             self._create()
+        # Our own descriptor of the file opened (SQLite does not expose its own): a charge
+        # compares it with what the path names then.  Opened before SQLite, checked after.
+        self._file = self._open_file()
         try:
             self._db = self._connect()
         except sqlite3.Error as exc:
+            self._file.close()
             raise self._unavailable(exc) from None
         try:
             self._prepare()
         except BaseException:
-            self._db.close()
+            self.close()
             raise
+
+    def _open_file(self):
+        try:  # O_NONBLOCK: a FIFO swapped in after _check_existing must not block the open
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError as exc:
+            raise error("E0602", f"cannot use the ledger {self.path}: {why(exc)}") from None
+        return os.fdopen(fd, "rb", buffering=0)
 
     def _check_existing(self) -> None:
         """Whatever is at the path must be a ledger: never replaced, never silently empty."""
@@ -154,8 +183,9 @@ class Ledger:
         if info.st_size == 0:
             raise error("E0602", f"the ledger {self.path} is empty (0 bytes): it holds no caps and no "
                                  "spending, so it is not used as a new ledger",
-                        None, "if it was truncated, restore it from a backup (fuzzpy ledger backup, "
-                              "docs/ledger.md); if you meant to start a new ledger, delete the empty file")
+                        None, "if it was truncated, delete it and restore it from a backup (`fuzzpy ledger "
+                              "restore BACKUP`, docs/ledger.md); if you meant to start a new ledger, delete "
+                              "the empty file and its .guard file")
 
     def _create(self) -> None:
         """A new, complete ledger at `path`: built in a temporary file of the same folder, then
@@ -207,6 +237,7 @@ class Ledger:
 
     def close(self) -> None:
         self._db.close()
+        self._file.close()
 
     def __enter__(self) -> "Ledger":
         return self
@@ -225,30 +256,20 @@ class Ledger:
             raise error("E0602", f"{self.path} is not a fuzzpy ledger ({what})")
         self._version = version
         self._transaction(self._check_schema, write=False)
+        # Compared with its guard before anything is written: a file put in the ledger's place
+        # is refused as it is, not upgraded first.
+        self._transaction(lambda: self._check_guard(_OPENING), write=False)
         if not self.readonly:
             with self._guard():
                 _retry_busy(self._configure)
             if version < SCHEMA_VERSION:
                 self._transaction(self._upgrade)
+            self._transaction(lambda: self._sync_guard(_OPENING))
 
     def _upgrade(self) -> None:
-        """Schema 1 -> 2: add the delta and rho of each charge (NULL: a pure epsilon, as every
-        charge of a schema-1 ledger is).  Schema 2 -> 3: add each charge's ProvenLoss (NULL for
-        the old rows: docs/ledger.md says how they count) and each cap's notion ('epsilon', with
-        a NULL delta: every older cap was a pure epsilon cap).  In the transaction that checks
+        """Upgrade to SCHEMA_VERSION (see `_upgrade_schema`), in the transaction that checks
         the version, so two processes opening an old ledger at once upgrade it once."""
-        current = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-        if current >= SCHEMA_VERSION:  # another process upgraded it first
-            self._version = current
-            return
-        if current == 1:
-            self._db.execute("ALTER TABLE charges ADD COLUMN delta TEXT")
-            self._db.execute("ALTER TABLE charges ADD COLUMN rho TEXT")
-        self._db.execute("ALTER TABLE charges ADD COLUMN loss TEXT")
-        self._db.execute("ALTER TABLE caps ADD COLUMN notion TEXT NOT NULL DEFAULT 'epsilon'")
-        self._db.execute("ALTER TABLE caps ADD COLUMN delta TEXT")
-        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        self._version = SCHEMA_VERSION
+        self._version = _upgrade_schema(self._db)
 
     def _inspect(self) -> tuple[int, bool]:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -302,7 +323,10 @@ class Ledger:
     def _check_schema(self) -> None:
         charges = {1: _CHARGES_COLUMNS_V1, 2: _CHARGES_COLUMNS_V2}.get(self._version, _CHARGES_COLUMNS)
         caps = _CAPS_COLUMNS_V1 if self._version < 3 else _CAPS_COLUMNS
-        for table, expected in (("caps", caps), ("charges", charges)):
+        tables = [("caps", caps), ("charges", charges)]
+        if self._version >= 4:
+            tables.append(("ledger_meta", _META_COLUMNS))
+        for table, expected in tables:
             rows = self._db.execute(f"PRAGMA table_info({table})").fetchall()
             if tuple(r[1] for r in rows) != expected:
                 raise error("E0602", f"{self.path} is not a fuzzpy ledger (table {table!r} is "
@@ -341,6 +365,54 @@ class Ledger:
                                   "(another run holds it); try again")
         return error("E0602", f"cannot use the ledger {self.path}: {exc}")
 
+    # -- the file at the path, and its guard ----------------------------------------------------
+
+    def _check_same_file(self, consequence: str) -> None:
+        """The path still names the file this instance opened: not deleted, moved or replaced
+        (a charge into a deleted file would be lost with it)."""
+        opened = os.fstat(self._file.fileno())
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            raise error("E0602", f"the ledger {self.path} was deleted or moved while in use: {consequence}",
+                        None, _LOST_LEDGER) from None
+        except OSError as exc:
+            raise error("E0602", f"cannot use the ledger {self.path}: {why(exc)}") from None
+        if (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino):
+            raise error("E0602", f"the ledger {self.path} was replaced by another file while in use: "
+                                 f"{consequence}", None, _LOST_LEDGER)
+
+    def _check_guard(self, consequence: str) -> tuple[LedgerState | None, LedgerState]:
+        """In a transaction: the file is the one opened, and the one its guard records, at least
+        as far along; returns (guard, ledger state).  The guard is read first: it never leads
+        what is committed, so a charge committed between the two reads cannot make a sound
+        ledger look older than its guard."""
+        self._check_same_file(consequence)
+        guard = read_guard(self.path)
+        state = _read_state(self._db, self.path)
+        check_ledger(self.path, guard, state)
+        return guard, state
+
+    def _sync_guard(self, consequence: str) -> None:
+        """In a write transaction: check, then bring the guard up to what is committed.  Under
+        the write lock, so guard updates are serialised and the guard's last charge only grows."""
+        guard, state = self._check_guard(consequence)
+        if guard != state:
+            write_guard(self.path, state)
+
+    def _after_write(self, consequence: str) -> None:
+        """After a committed charge or cap change: the file is still the ledger at the path (else
+        `consequence`), the guard records it, and the log is folded into the main file."""
+        self._transaction(lambda: self._sync_guard(consequence))
+        try:  # PASSIVE never waits for readers; best effort, the commit is durable in the log already
+            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error:
+            pass
+
+    def state(self) -> LedgerState:
+        """The ledger's id, its last charge and its number of cap changes (what the guard records)."""
+        return self._transaction(lambda: _read_state(self._db, self.path), write=False)
+
     # -- caps ---------------------------------------------------------------------------------
 
     def set_cap(self, dataset: str, cap: Any, label: str | None = None) -> None:
@@ -363,7 +435,16 @@ class Ledger:
                          "cap = excluded.cap, label = COALESCE(excluded.label, caps.label), "
                          "set_at = excluded.set_at, notion = excluded.notion, delta = excluded.delta",
                          (dataset, amount, label, _now(), notion, delta))
-        self._transaction(lambda: self._db.execute(sql, args))
+
+        def record() -> None:
+            self._check_same_file("the cap was not set")
+            self._db.execute(sql, args)
+            if self._version >= 4:
+                self._db.execute("UPDATE ledger_meta SET value = CAST(value AS INTEGER) + 1 "
+                                 "WHERE key = 'cap_changes'")
+
+        self._transaction(record)
+        self._after_write("the cap was set in the file opened, which is no longer the ledger at that path")
 
     def cap(self, dataset: str) -> Fraction | None:
         """The cap's amount (an epsilon or a rho: see `cap_of` for its notion); None: no cap."""
@@ -468,6 +549,7 @@ class Ledger:
         stored_loss = loss_json(loss)
 
         def book() -> list[int]:
+            self._check_same_file("nothing was charged")
             for dataset, epsilon in checked.items():
                 cap = self._cap(dataset)
                 if cap is not None:
@@ -476,7 +558,10 @@ class Ledger:
             return [self._insert(dataset, label, program_hash, epsilon, notion, stored_loss)
                     for dataset, epsilon in checked.items()]
 
-        return self._transaction(book)
+        ids = self._transaction(book)
+        self._after_write("the charge was booked in the file opened, which is no longer the ledger at "
+                          "that path: release nothing")
+        return ids
 
     def _insert(self, dataset: str, label: str, program_hash: str, epsilon: Fraction,
                 notion: tuple[str | None, str | None], loss: str | None) -> int:
@@ -572,30 +657,113 @@ class Ledger:
         return charged + [d for d in capped if d not in seen]
 
 
+_OPENING = "nothing was read or written; try again"
+_LOST_LEDGER = ("a ledger removed while in use loses its caps and spending: put the file back (with its -wal "
+                "file), or restore a backup with `fuzzpy ledger restore BACKUP` (docs/ledger.md)")
+
+
 def open_ledger(path: Path | None = None, create: bool = True) -> Ledger:
     """The ledger at `path`, or at the default location when `path` is None."""
     return Ledger(default_ledger_path() if path is None else Path(path).expanduser(), create)
 
 
+@dataclass(frozen=True)
+class Restored:
+    """What `restore_ledger` installed."""
+
+    runs: int                          # the runs the restored ledger records
+    state: LedgerState                 # what its guard now records
+    overridden: LedgerState | None     # what the guard recorded before, when accept_older let
+    #                                    an older backup (or another ledger's) replace it
+
+
+def restore_ledger(backup: Path, path: Path, accept_older: bool = False) -> Restored:
+    """Install the ledger backup `backup` at `path`, where there must be no ledger (nor any
+    -wal, -shm or -journal file), and record it in the guard.
+
+    Refused (E0602) when the guard records what the backup lacks: a later charge or cap change,
+    or another ledger altogether, unless `accept_older`.  The backup is copied through SQLite,
+    upgraded, checked, and linked into place after its guard is written: a run that looks
+    meanwhile finds no ledger (and a guard forbidding a new one) or the restored ledger."""
+    backup, path = Path(backup), Path(path)
+    _check_free_for_restore(path)
+    with Ledger(backup, create=False, readonly=True) as source:
+        found = source.state()
+        guard = read_guard(path)
+        gap = _restore_gap(backup, guard, found)
+        if gap is not None and not accept_older:
+            raise error("E0602", gap, None, "restore a later backup of that ledger if there is one; otherwise "
+                                            "pass --accept-older to install this one anyway, then account for the "
+                                            "runs charged after it (docs/ledger.md, \"Restoring\")")
+        try:
+            tmp = _new_temp(path)
+        except OSError as exc:
+            raise error("E0602", f"cannot restore the ledger {path}: {why(exc)}") from None
+        try:
+            copy = sqlite3.connect(str(tmp), isolation_level=None)
+            try:
+                with source._guard():
+                    _retry_busy(lambda: source._db.backup(copy))
+                state, runs = _installable(copy, tmp)
+            finally:
+                copy.close()
+            _fsync(tmp)
+            write_guard(path, state)
+            os.link(tmp, path)
+            _sync_folder(path.parent)
+        except FileExistsError:
+            raise error("E0605", f"a ledger appeared at {path} during the restore; stop every run using it "
+                                 "and try again") from None
+        except (OSError, sqlite3.Error) as exc:
+            raise error("E0602", f"cannot restore the ledger {path}: {why(exc)}") from None
+        finally:
+            _remove_database(tmp)
+    return Restored(runs, state, guard if gap is not None else None)
+
+
+def _check_free_for_restore(path: Path) -> None:
+    if not path.parent.is_dir():
+        raise error("E0602", f"cannot restore the ledger {path}: folder {path.parent} does not exist")
+    for taken in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        if _exists(taken):
+            raise error("E0605", f"{taken} exists: a restore installs a ledger only where there is none",
+                        None, "stop every run using the ledger, then move the ledger and its -wal, -shm and "
+                              "-journal files aside (keep them: docs/ledger.md, \"Restoring\")")
+
+
+def _restore_gap(backup: Path, guard: LedgerState | None, found: LedgerState) -> str | None:
+    """Why installing a backup holding `found` would lose what the guard records; None if not."""
+    if guard is None or not guard.records_something:
+        return None
+    if found.ledger_id != guard.ledger_id:
+        which = "a ledger without an id (older fuzzpy)" if found.ledger_id is None else f"ledger {found.ledger_id[:12]}"
+        return (f"the backup {backup} is of another ledger than the one its guard records: the backup is {which}, "
+                f"the guard records ledger {guard.ledger_id[:12]} with {guard.describe()}")
+    if found.last_charge < guard.last_charge or found.cap_changes < guard.cap_changes:
+        return (f"the backup {backup} is older than the ledger its guard records: it holds {found.describe()}, "
+                f"the guard recorded {guard.describe()}; installing it would forget the spending after it")
+    return None
+
+
+def _installable(copy: sqlite3.Connection, path: Path) -> tuple[LedgerState, int]:
+    """A fresh copy of a backup made a ledger like any other (WAL, current schema, an id),
+    checked; its state and number of runs."""
+    copy.execute("PRAGMA journal_mode=WAL")
+    copy.execute("BEGIN IMMEDIATE")
+    try:
+        _upgrade_schema(copy)
+        copy.execute("COMMIT")
+    except BaseException:
+        if copy.in_transaction:
+            copy.execute("ROLLBACK")
+        raise
+    if copy.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+        raise sqlite3.DatabaseError(f"the copy {path} failed SQLite's integrity check")
+    return (_read_state(copy, path), int(copy.execute("SELECT count(*) FROM charges").fetchone()[0]))
+
+
 # ---------------------------------------------------------------------------------------------
 # Files
-
-
-def _exists(path: Path) -> bool:
-    """Anything at `path`, a dangling link included."""
-    return path.exists() or path.is_symlink()
-
-
-def _new_temp(beside: Path) -> Path:
-    """A new empty file next to `beside`, with the permissions SQLite gives a new database
-    (0644, less the umask; mkstemp's 0600 would lock other users out of a shared ledger)."""
-    while True:
-        tmp = beside.parent / f".{beside.name}.{secrets.token_hex(6)}.new"
-        try:
-            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            return tmp
-        except FileExistsError:
-            continue
 
 
 def _remove_database(path: Path) -> None:
@@ -638,11 +806,55 @@ def _new_ledger_file(path: Path) -> None:
         for statement in _SCHEMA.split(";"):
             if statement.strip():
                 db.execute(statement)
+        _add_meta(db, cap_changes=0)
         db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         db.execute("COMMIT")
     finally:
         db.close()  # the last connection checkpoints the log into the file and removes it
     _fsync(path)
+
+
+def _upgrade_schema(db: sqlite3.Connection) -> int:
+    """Bring the ledger open in `db`'s write transaction to SCHEMA_VERSION; the version reached.
+
+    Schema 1 -> 2: add the delta and rho of each charge (NULL: a pure epsilon, as every charge
+    of a schema-1 ledger is).  Schema 2 -> 3: add each charge's ProvenLoss (NULL for the old
+    rows: docs/ledger.md says how they count) and each cap's notion ('epsilon', with a NULL
+    delta: every older cap was a pure epsilon cap).  Schema 3 -> 4: the ledger_meta table, with
+    a new id for the ledger and its caps counted as one change each."""
+    current = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if current >= SCHEMA_VERSION:  # another process upgraded it first
+        return current
+    if current == 1:
+        db.execute("ALTER TABLE charges ADD COLUMN delta TEXT")
+        db.execute("ALTER TABLE charges ADD COLUMN rho TEXT")
+    if current < 3:
+        db.execute("ALTER TABLE charges ADD COLUMN loss TEXT")
+        db.execute("ALTER TABLE caps ADD COLUMN notion TEXT NOT NULL DEFAULT 'epsilon'")
+        db.execute("ALTER TABLE caps ADD COLUMN delta TEXT")
+    db.execute("CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    _add_meta(db, cap_changes=int(db.execute("SELECT count(*) FROM caps").fetchone()[0]))
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    return SCHEMA_VERSION
+
+
+def _add_meta(db: sqlite3.Connection, cap_changes: int) -> None:
+    db.execute("INSERT INTO ledger_meta (key, value) VALUES ('ledger_id', ?), ('cap_changes', ?)",
+               (secrets.token_hex(16), str(cap_changes)))
+
+
+def _read_state(db: sqlite3.Connection, path: Path) -> LedgerState:
+    """What the guard compares, read in `db`'s current transaction.  The version is read here
+    too: another process may have upgraded the ledger since this one inspected it."""
+    last = int(db.execute("SELECT COALESCE(MAX(id), 0) FROM charges").fetchone()[0])
+    if int(db.execute("PRAGMA user_version").fetchone()[0]) < 4:  # no id yet: read as it is
+        return LedgerState(None, last, int(db.execute("SELECT count(*) FROM caps").fetchone()[0]))
+    meta = dict(db.execute("SELECT key, value FROM ledger_meta").fetchall())
+    try:
+        return LedgerState(str(meta["ledger_id"]), last, int(meta["cap_changes"]))
+    except (KeyError, ValueError):
+        raise error("E0602", f"the ledger {path} is corrupted (its id or its count of cap changes is "
+                             "missing)") from None
 
 
 def _verified_copy(copy: sqlite3.Connection, path: Path) -> int:
@@ -653,28 +865,6 @@ def _verified_copy(copy: sqlite3.Connection, path: Path) -> int:
     if not 1 <= copy.execute("PRAGMA user_version").fetchone()[0] <= SCHEMA_VERSION:
         raise sqlite3.DatabaseError("the copy is not a fuzzpy ledger")
     return int(copy.execute("SELECT count(*) FROM charges").fetchone()[0])
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make a new directory entry durable (best effort: not every system can open a folder)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:

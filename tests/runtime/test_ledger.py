@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.interfaces.ledger_commands import ledger_app
+from fuzzpy.ledger.sqlite import SCHEMA_VERSION
 from fuzzpy.ledger import (Ledger, dataset_identity, default_ledger_path,
                            format_exact, open_ledger, parse_amount, program_hash,
                            short_id)
@@ -632,7 +633,7 @@ def test_a_schema_1_ledger_is_upgraded_in_place_and_keeps_its_spending(tmp_path:
         assert code_of(exc) == "E0606" and "pure epsilon cap" in str(exc.value)
         assert [(e.delta, e.rho) for e in book.entries()] == [(0, None), (0, None)]
     raw = sqlite3.connect(path)
-    assert raw.execute("PRAGMA user_version").fetchone() == (3,)
+    assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     raw.close()
 
 

@@ -108,8 +108,9 @@ def test_a_new_ledger_is_complete_has_normal_permissions_and_leaves_no_temporary
         Ledger(path).close()
     finally:
         os.umask(old)
-    assert folder_files(tmp_path) == ["ledger.sqlite"]
+    assert folder_files(tmp_path) == ["ledger.sqlite", "ledger.sqlite.guard"]
     assert path.stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "ledger.sqlite.guard").stat().st_mode & 0o777 == 0o644
     raw = sqlite3.connect(path)
     assert raw.execute("PRAGMA user_version").fetchone() == (L_SCHEMA,)
     assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
@@ -184,6 +185,7 @@ def read_only_folder(tmp_path):
 @pytest.mark.skipif(sys.platform != "linux", reason="drops Linux capabilities when run as root")
 def test_show_and_backup_work_in_a_read_only_folder(read_only_folder, tmp_path):
     before = folder_files(read_only_folder)
+    guard = (read_only_folder / "ledger.sqlite.guard").read_bytes()
     shown = as_ordinary_user("ledger", "show", "--ledger", str(read_only_folder / "ledger.sqlite"), "--format", "json")
     assert shown.returncode == 0, shown.stderr
     import json
@@ -197,10 +199,41 @@ def test_show_and_backup_work_in_a_read_only_folder(read_only_folder, tmp_path):
     with Ledger(copy, readonly=True) as book:
         assert book.spent(DS) == F(1, 2) and book.cap(DS) == F(2)
     assert folder_files(read_only_folder) == before
+    assert (read_only_folder / "ledger.sqlite.guard").read_bytes() == guard  # checked, not written
     # writing still fails there, with the coded error
     run = as_ordinary_user("ledger", "set-cap", "--ledger", str(read_only_folder / "ledger.sqlite"),
                            "--dataset", DS, "--cap", "3")
     assert run.returncode == 4 and "E0602" in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="drops Linux capabilities when run as root")
+def test_a_ledger_without_a_guard_in_a_read_only_folder_is_shown_and_gets_no_guard(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    with Ledger(folder / "ledger.sqlite") as book:
+        book.charge(DS, F(1, 2), PROG)
+    (folder / "ledger.sqlite.guard").unlink()  # as a ledger from before the guard
+    folder.chmod(0o555)
+    try:
+        for args, words in ((["show"], "0.5"), (["backup", str(tmp_path / "copy.sqlite")], "(1 run recorded)")):
+            done = as_ordinary_user("ledger", *args, "--ledger", str(folder / "ledger.sqlite"))
+            assert done.returncode == 0 and words in done.stdout, done.stderr
+    finally:
+        folder.chmod(0o755)
+    assert folder_files(folder) == ["ledger.sqlite"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="drops Linux capabilities when run as root")
+def test_an_older_ledger_in_a_read_only_folder_is_refused_by_its_guard(read_only_folder, tmp_path):
+    old = tmp_path / "old.sqlite"
+    read_only_folder.chmod(0o755)
+    with Ledger(read_only_folder / "ledger.sqlite") as book:
+        book.backup(old)
+        book.charge(DS, F(1, 4), PROG)
+    shutil.copyfile(old, read_only_folder / "ledger.sqlite")  # an older copy put back
+    read_only_folder.chmod(0o555)
+    done = as_ordinary_user("ledger", "show", "--ledger", str(read_only_folder / "ledger.sqlite"))
+    assert done.returncode == 4 and "E0602" in done.stderr and "older than its guard" in done.stderr, done.stderr
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="drops Linux capabilities when run as root")
@@ -259,11 +292,14 @@ def test_read_only_opening_writes_nothing(tmp_path):
 
 
 def _charges_kept_in_the_log(path: Path, n: int) -> Ledger:
-    """A ledger whose last n charges are committed but still only in its write-ahead log."""
+    """A ledger whose last n charges are committed but still only in its write-ahead log: a
+    reader at work (as `ledger show` or a backup may be) keeps the checkpoint that follows each
+    charge from folding them into the main file."""
     book = Ledger(path)
     book._db.execute("PRAGMA wal_autocheckpoint=0")
-    reader = sqlite3.connect(path)  # an open reader also keeps the log from being folded back
-    reader.execute("SELECT 1").fetchone()
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM charges").fetchone()  # its snapshot predates the charges
     for _ in range(n):
         book.charge(DS, F(1, 10), PROG)
     book._reader = reader  # kept alive with the ledger

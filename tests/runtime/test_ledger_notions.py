@@ -18,6 +18,7 @@ from fuzzpy.accounting import EpsilonCap, ProvenLoss, RhoCap, compose, epsilon_a
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.interfaces.cli import app
 from fuzzpy.ledger import Ledger, dataset_identity, program_hash, short_id
+from fuzzpy.ledger.sqlite import SCHEMA_VERSION
 
 DS = "sha256:" + "ab" * 32
 PROG = program_hash("main db = count db")
@@ -107,7 +108,7 @@ def test_a_schema_2_ledger_is_read_as_booked_and_upgraded_in_place(tmp_path: Pat
         last = book.entries()[-1]
         assert last.loss == GAUSS_SMALL and last.delta == DELTA
     raw = sqlite3.connect(path)
-    assert raw.execute("PRAGMA user_version").fetchone() == (3,)
+    assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     assert [r[1] for r in raw.execute("PRAGMA table_info(caps)")][-2:] == ["notion", "delta"]
     stored = raw.execute("SELECT loss FROM charges ORDER BY id DESC LIMIT 1").fetchone()[0]
     assert json.loads(stored) == GAUSS_SMALL.to_dict()  # the exact JSON of to_dict
