@@ -139,7 +139,8 @@ class SqliteStore:
     def _registry(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
+            # mode=rw: never creates a file (a deleted ledger must be refused, not replaced)
+            db = sqlite3.connect(f"{self.path.as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                  check_same_thread=False)
             self._local.db = db
             with self._all_lock:
