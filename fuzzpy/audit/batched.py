@@ -114,7 +114,7 @@ _NO_INTS = np.zeros(0, dtype=object)
 def _number_column(leaf: Any, n: int) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """A coordinate's column for `Rows.of_columns`, or None when a lane's value is not a float, an
     int or a Fraction."""
-    from ..runtime.interpreter import as_float
+    from ..runtime.numbers import as_float
 
     t = type(leaf)
     if t is Lanes:
@@ -141,7 +141,7 @@ def _holds_bags(sample: list) -> bool:
 
 def _sample(ev: LaneEvaluator, dist: Any, n: int, rng: Any, vectorised: bool) -> Any:
     from ..primitives import mechanisms
-    from ..runtime.interpreter import Bind, bind
+    from ..runtime.state import Bind, bind
     from ..runtime.values import EachDistribution, Located, Returned
 
     while True:

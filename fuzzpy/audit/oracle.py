@@ -38,8 +38,10 @@ from .. import limits
 from ..checking import ir as I
 from ..diagnostics import FuzzError
 from ..primitives.registry import Primitive
-from ..runtime.interpreter import (Context, Interpreter, RunFailure, RunState, exact_scalar,
-                                   RECURSION_LIMIT, STACK_BYTES)
+from ..limits import RECURSION_LIMIT, STACK_BYTES
+from ..runtime.evaluator import Interpreter
+from ..runtime.numbers import exact_scalar
+from ..runtime.state import Context, RunFailure, RunState
 from ..runtime.values import Distribution, is_distribution, materialise
 
 INF = math.inf

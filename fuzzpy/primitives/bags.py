@@ -64,7 +64,7 @@ def _numbers(b):
         return s.to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError, OverflowError):
         # exact numbers (Fractions captured by a row function) beyond the float range saturate
-        from ..runtime.interpreter import as_float
+        from ..runtime.numbers import as_float
 
         return np.array([_float_or_nan(as_float(x)) for x in s], dtype=np.float64)
 

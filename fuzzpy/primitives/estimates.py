@@ -51,7 +51,7 @@ def _number(ctx, arg, name: str, what: str) -> None:
 
 
 def _exact(v: Any) -> Optional[Fraction]:
-    from ..runtime.interpreter import exact_scalar
+    from ..runtime.numbers import exact_scalar
 
     q = exact_scalar(v)
     return q if isinstance(q, Fraction) else None  # an infinity or NaN (a saturated release): no statement
@@ -66,7 +66,7 @@ def _fmt(x: Any) -> str:
 def mean_value(lo: Any, hi: Any, s: Any, n: Any) -> Any:
     """`if n < 1 then (lo + hi) / 2 else clip lo hi (s / n)`, with the interpreter's exact folds
     (the expression the standard library evaluated before this primitive existed)."""
-    from ..runtime.interpreter import fold_exact
+    from ..runtime.numbers import fold_exact
     from .registry import lookup
 
     fold = {name: lookup(name).fold for name in ("lt", "add", "div", "clip")}

@@ -64,7 +64,7 @@ def range_values(lo: Any, hi: Any, step: Any) -> tuple:
 
 
 def _run_range(lo, hi, step):
-    from ..runtime.interpreter import RunFailure
+    from ..runtime.state import RunFailure
 
     try:
         return range_values(lo, hi, step)

@@ -431,7 +431,7 @@ def _selection_runner(name: str, select_name: str):
         info = dict(ctx.info)
         cands = list(candidates)
         if not cands:  # the list is public (released values), so this failure reveals nothing private
-            from ..runtime.interpreter import RunFailure
+            from ..runtime.state import RunFailure
 
             raise RunFailure(f"{name} was given an empty list of candidates", ctx.span)
         from ..runtime.batch import batched_scores

@@ -160,7 +160,7 @@ def _clip_float(c: float, xs: tuple) -> tuple:
 def _times(k: Any, x: Any) -> Any:
     if _is_exact(k) and _is_exact(x):
         return Fraction(0) if k == 0 or x == 0 else k * x
-    from ..runtime.interpreter import as_float
+    from ..runtime.numbers import as_float
 
     return _mul(as_float(k), as_float(x))
 
@@ -200,7 +200,7 @@ def _run_vdot(u: tuple, v: tuple) -> Any:
 def _run_vclip(c: Any, v: tuple) -> tuple:
     if _is_exact(c) and _all_exact(v):
         return clip_exact(Fraction(c), tuple(Fraction(x) for x in v))
-    from ..runtime.interpreter import as_float
+    from ..runtime.numbers import as_float
 
     return _clip_float(float(as_float(c)), v)
 

@@ -42,11 +42,12 @@ import pandas as pd
 
 from ..checking import ir as I
 from . import compiled
-from .interpreter import (_NOT_EXACT, BAG_ONLY, Context, Interpreter, as_float, bind, exact_arg, fold_exact,
-                          whole_fraction, whole_fractions)
+from .evaluator import Interpreter
+from .numbers import _NOT_EXACT, as_float, exact_arg, fold_exact, whole_fraction, whole_fractions
+from .state import BAG_ONLY, Bind, Context, bind
 from .node_memo import NodeMemo
 from .ratios import Ratios
-from .values import Closure, MaskedBag, Partition, is_distribution
+from .values import Closure, MaskedBag, Partition, field_of, is_distribution
 from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, remembered, row_value, to_frame
 
 # Integer lanes stay int64 while every operand is below this (a sum or difference of two such
@@ -1075,8 +1076,6 @@ class LaneEvaluator(Interpreter):
         return value[node.index]
 
     def e_IField(self, node: I.IField, env: dict) -> Any:
-        from .interpreter import field_of
-
         value = self.eval(node.value, env)
         if type(value) is Lanes:
             return Lanes([field_of(x, node.name) for x in value.values()])
@@ -1158,8 +1157,6 @@ class LaneEvaluator(Interpreter):
         """Scalar arithmetic and comparisons once per lane: the exact fold the scalar evaluator
         tries first (Interpreter.call_prim), without its dispatch; a lane whose values it does not
         take (not scalars) goes through call_prim itself."""
-        from .interpreter import _NOT_EXACT, fold_exact
-
         fold = prim.fold
         cols = [_exact_args(a, self.n) for a in args]
         if all(c is not None for c in cols):  # every lane's arguments as fold_exact makes them
@@ -1346,7 +1343,6 @@ def select_lanes(v: Any, idx: np.ndarray, remap: np.ndarray, depth: int = 0) -> 
 
 def _lane_free_distribution(v: Any, depth: int = 0) -> bool:
     from ..primitives import mechanisms
-    from .interpreter import Bind
     from .values import EachDistribution, Located, Returned
 
     t = type(v)

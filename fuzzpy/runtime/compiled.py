@@ -43,11 +43,11 @@ from ..primitives.registry import Primitive, lookup
 
 # LAZY_BAG_PRIMITIVES: primitives that take a table (their runtimes receive lazy bags), never in
 # a public function's code.
-from .interpreter import (BAG_ONLY, LAZY_BAG_PRIMITIVES, _NOT_EXACT, _WHOLE, SMALL_WHOLES, CompiledBind, RunFailure,
-                          _immutable, _whole_by_slots, call_with_context, field_of, fold_exact, shared_const,
-                          small_wholes, whole_fraction)
+from .numbers import (_NOT_EXACT, _WHOLE, SMALL_WHOLES, _immutable, _whole_by_slots, fold_exact, shared_const,
+                      small_wholes, whole_fraction)
+from .state import BAG_ONLY, LAZY_BAG_PRIMITIVES, CompiledBind, RunFailure, call_with_context
 from .node_memo import NodeMemo
-from .values import Closure, Returned, materialise
+from .values import Closure, Returned, field_of, materialise
 
 # The code lives on the objects it translates, exactly as long as the checked program: it refers
 # to the program's nodes, so a weak table would keep them forever (runtime/node_memo.py).

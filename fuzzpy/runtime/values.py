@@ -96,6 +96,13 @@ def is_distribution(v: Any) -> bool:
     return isinstance(v, _DIST_TYPES if len(_DIST_TYPES) == 2 else distribution_types())
 
 
+def field_of(value: Any, name: str) -> Any:
+    """A record's field: a dict at run time, or a record constant ((name, value), ...)."""
+    if isinstance(value, tuple):
+        return dict(value)[name]
+    return value[name]
+
+
 # ---- releases ----------------------------------------------------------------------------------
 
 @dataclass

@@ -21,9 +21,11 @@ import pandas as pd
 
 from ..checking import ir as I
 from .. import limits
-from .interpreter import Interpreter, RunFailure, RunState, as_float, field_of
+from .evaluator import Interpreter
+from .numbers import as_float
+from .state import RunFailure, RunState
 from .node_memo import NodeMemo
-from .values import Bag, Closure, Frame, MaskedBag, bag_from_rows, bag_rows, column_labels, nrows
+from .values import Bag, Closure, Frame, MaskedBag, bag_from_rows, bag_rows, column_labels, field_of, nrows
 
 
 class NotVectorisable(Exception):

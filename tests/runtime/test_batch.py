@@ -16,7 +16,8 @@ import pytest
 
 from fuzzpy.checking.program import check_file, check_source
 from fuzzpy.runtime.data import load_table
-from fuzzpy.runtime.interpreter import Context, Interpreter, RunState, run_program
+from fuzzpy.runtime.interpreter import Interpreter, RunState, run_program
+from fuzzpy.runtime.state import Context
 from fuzzpy.runtime.samplers import RandomSource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -743,7 +744,7 @@ def test_lane_floats_are_as_float():
     """Lane values become the floats a row function sees: as_float's nearest float, saturating
     at the float range (huge Fractions and ints), the same sign of zero."""
     from fuzzpy.runtime.batch import Lanes, _lane_columns
-    from fuzzpy.runtime.interpreter import as_float
+    from fuzzpy.runtime.numbers import as_float
 
     values = [Fraction(1, 3), Fraction(-10**400, 7), Fraction(10**400), 10**400, -(10**400), 7, 0, -0.0, 2.5,
               Fraction(2**1023) * 2 - 1, Fraction(1, 10**400)]
@@ -1213,7 +1214,7 @@ def test_threshold_floats_are_the_floats_a_row_function_compares():
     float() rounds them (huge ones saturating, tiny ones to subnormals or zero), ints, floats,
     numpy numbers; a bool or anything else is not a threshold."""
     from fuzzpy.runtime.batch import _threshold_floats
-    from fuzzpy.runtime.interpreter import as_float
+    from fuzzpy.runtime.numbers import as_float
 
     vals = [Fraction(1, 3), Fraction(-2, 7), Fraction(10**400, 3), Fraction(-(10**400), 7), Fraction(1, 10**400),
             Fraction(3, 2**1074 * 4), Fraction(2**53 + 1), Fraction(10**17 + 1, 10), 5, -(10**400), 2**53 + 1,

@@ -286,7 +286,8 @@ def test_parts_are_counted_once_and_only_when_a_size_is_asked_for(monkeypatch, o
     """A whole table's parts, and the parts of a part (a tree's node) alike."""
     import fuzzpy.primitives.partitions as P
     from fuzzpy.primitives.partitions import _run_groupby
-    from fuzzpy.runtime.interpreter import Context, Interpreter
+    from fuzzpy.runtime.evaluator import Interpreter
+    from fuzzpy.runtime.state import Context
     from fuzzpy.runtime.values import MaskedBag
 
     entry = check('function main (db : bag T) : fuzzy num { byk db (fun ps -> laplace 1 (count (part ps "a"))) }')
@@ -379,7 +380,8 @@ def test_the_parts_of_a_part_are_counted_from_their_siblings_and_read_no_rows(mo
     assert batched[:2] == run(entry, batch=False)[:2]
     # a part's partition directly: sized before anything of the part is read; its codes and rows,
     # read when asked for, are the part's own
-    from fuzzpy.runtime.interpreter import Context, Interpreter
+    from fuzzpy.runtime.evaluator import Interpreter
+    from fuzzpy.runtime.state import Context
 
     def grouping(column):
         node = next(n for n in I.reachable(entry) if isinstance(n, I.IPrim) and n.name == "groupby"

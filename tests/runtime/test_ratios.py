@@ -13,7 +13,8 @@ import pytest
 from fuzzpy.primitives.registry import lookup
 from fuzzpy.runtime import ratios as R
 from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_numeric, select_lanes, unlane
-from fuzzpy.runtime.interpreter import Interpreter, RunState, as_float
+from fuzzpy.runtime.interpreter import Interpreter, RunState
+from fuzzpy.runtime.numbers import as_float
 from fuzzpy.runtime.noise import _grid_split, _grid_split_ratios, _grid_split_scaled, laplace_release_runs
 from fuzzpy.runtime.ratios import ExactColumns, Ratios
 from fuzzpy.runtime.samplers import RandomSource

@@ -162,7 +162,8 @@ def test_group_counts_ignore_rows_without_a_key(k):
 
 def test_groupby_of_a_filtered_bag_never_materialises_rows(db):
     from fuzzpy.primitives.partitions import _run_groupby
-    from fuzzpy.runtime.interpreter import Context, Interpreter
+    from fuzzpy.runtime.evaluator import Interpreter
+    from fuzzpy.runtime.state import Context
     from fuzzpy.runtime.values import Closure
 
     report = check_source(SCHEMA + 'function main (db : bag T) : fuzzy (parts {"a", "b"} num) '

@@ -34,7 +34,7 @@ import pandas as pd
 
 from ...checking import ir as I
 from ...diagnostics import Diagnostic, FuzzError, error
-from ..interpreter import Context, RunFailure, RunState
+from ..state import Context, RunFailure, RunState
 from ..values import Closure, holds
 from . import Engine, RemoteBag
 
