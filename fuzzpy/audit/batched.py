@@ -140,9 +140,8 @@ def _holds_bags(sample: list) -> bool:
 
 
 def _sample(ev: LaneEvaluator, dist: Any, n: int, rng: Any, vectorised: bool) -> Any:
-    from ..primitives import mechanisms
     from ..runtime.state import Bind, bind
-    from ..runtime.values import EachDistribution, Located, Returned
+    from ..runtime.values import EachDistribution, Located, MechanismDistribution, Returned
 
     while True:
         t = type(dist)
@@ -150,7 +149,7 @@ def _sample(ev: LaneEvaluator, dist: Any, n: int, rng: Any, vectorised: bool) ->
             dist = dist.inner
         elif t is Returned:
             return dist.value
-        elif t is mechanisms.Distribution:
+        elif t is MechanismDistribution:
             return _mechanism(dist, n, rng, vectorised)
         elif t is Bind:
             node, env = dist.node, dist.env
@@ -276,11 +275,10 @@ def _input_ratios(c: Any) -> Any:
 
 
 def _mechanism_of(dist: Any) -> Any:
-    from ..primitives import mechanisms
-    from ..runtime.values import Located
+    from ..runtime.values import Located, MechanismDistribution
 
     while type(dist) is Located:
         dist = dist.inner
-    if type(dist) is not mechanisms.Distribution:
+    if type(dist) is not MechanismDistribution:
         raise NotBatchable("a per-run distribution that is not a mechanism")
     return dist

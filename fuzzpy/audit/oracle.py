@@ -39,9 +39,9 @@ from ..checking import ir as I
 from ..diagnostics import FuzzError
 from ..primitives.registry import Primitive
 from ..limits import RECURSION_LIMIT, STACK_BYTES
-from ..runtime.evaluator import Interpreter
+from ..runtime.interpreter import Interpreter, RunFailure, RunState  # the runtime, with every primitive's kernels
 from ..runtime.numbers import exact_scalar
-from ..runtime.state import Context, RunFailure, RunState
+from ..runtime.state import Context
 from ..runtime.values import Distribution, is_distribution, materialise
 
 INF = math.inf

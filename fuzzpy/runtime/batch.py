@@ -40,15 +40,20 @@ from typing import Any, Callable, Optional
 import numpy as np
 import pandas as pd
 
+from .. import limits
 from ..checking import ir as I
+from ..primitives.registry import lookup
 from . import compiled
 from .evaluator import Interpreter
 from .numbers import _NOT_EXACT, as_float, exact_arg, fold_exact, whole_fraction, whole_fractions
-from .state import BAG_ONLY, Bind, Context, bind
+from .state import Bind, Context, bind
 from .node_memo import NodeMemo
 from .ratios import Ratios
-from .values import Closure, MaskedBag, Partition, field_of, is_distribution
-from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, remembered, row_value, to_frame
+from .sums import SUM_GRID_BITS, sum_grid
+from .values import (Closure, EachDistribution, Located, MaskedBag, MechanismDistribution, Partition, Returned,
+                     field_of, is_bag, is_distribution, restrict)
+from .vectorize import (RowView, Vec, VectorEvaluator, apply_rows, has_vec, number_matrix, remembered, row_matrix,
+                        row_value, to_frame)
 
 # Integer lanes stay int64 while every operand is below this (a sum or difference of two such
 # values cannot overflow; products are checked separately).
@@ -306,14 +311,9 @@ class ThresholdBags:
         return len(self.column) - hits if self.negated else hits.copy()
 
     def lane(self, i: int) -> MaskedBag:
-        from ..primitives import arith  # noqa: F401 - the registry's comparison primitives
-        from ..primitives.registry import lookup
-
         prim = lookup(self.op)
         with np.errstate(invalid="ignore"):
             keep = np.asarray(prim.run(self.column, self.thresholds[i]), dtype=bool)
-        from .values import restrict
-
         return restrict(self.bag, ~keep if self.negated else keep)
 
     def __repr__(self) -> str:
@@ -389,8 +389,6 @@ class PerRunMechanism:
 
 
 def _unlocated(v: Any) -> Any:
-    from .values import Located
-
     while type(v) is Located:
         v = v.inner
     return v
@@ -1142,7 +1140,7 @@ class LaneEvaluator(Interpreter):
             raise NotBatchable("one evaluation per lane of several inputs' tables")
         if self.state.engine is None and prim.fold is not None and not prim.needs_context and not prim.structured:
             return self._folds(prim, node, args)
-        if self.state.engine is None and prim.name in BAG_ONLY:  # run on its arguments as they are,
+        if self.state.engine is None and prim.bag_only:  # run on its arguments as they are,
             cols = [unlane(a, self.n) for a in args]           # as the scalar call_prim runs it
             return Lanes([prim.run(*vals) for vals in zip(*cols)])
         out = []
@@ -1342,15 +1340,12 @@ def select_lanes(v: Any, idx: np.ndarray, remap: np.ndarray, depth: int = 0) -> 
 
 
 def _lane_free_distribution(v: Any, depth: int = 0) -> bool:
-    from ..primitives import mechanisms
-    from .values import EachDistribution, Located, Returned
-
     t = type(v)
     if depth > 8:
         return False
     if t is Located:
         return _lane_free_distribution(v.inner, depth + 1)
-    if t is mechanisms.Distribution:  # built from plain inputs (per-lane ones are Lanes of them)
+    if t is MechanismDistribution:  # built from plain inputs (per-lane ones are Lanes of them)
         return True
     if t is Returned:
         return not has_lanes(v.value)
@@ -1536,7 +1531,7 @@ def _b_count(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> An
 
 
 def _b_groupby(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    from ..primitives.partitions import key_codes, remembered_key_codes
+    from .kernels.partitions import key_codes, remembered_key_codes
 
     key, b = args
     lb = product(ev, b)
@@ -1605,7 +1600,7 @@ def _groupby_blocks(lb: LaneBag, full: np.ndarray, keys: tuple) -> dict:
 
 
 def _b_filter(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    from ..primitives.bags import _truth
+    from .kernels.bags import truth as _truth
 
     p, b = args
     if not has_lanes(b) and type(p) is Closure:  # a predicate reading a candidate threshold
@@ -1623,8 +1618,6 @@ def _b_filter(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> A
 def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[ThresholdBags, ThresholdBags]]:
     """`fun r -> e OP c` (or `c OP e`) with e a numeric column not reading any lane value and c a
     variable holding a numeric lane value: the two sides of the split as threshold bags."""
-    from .vectorize import apply_rows
-
     p = _unwrapped(ev, p)
     body, params = p.body, p.params
     if not isinstance(body, I.IPrim) or body.name not in _FLIP or len(body.args) != 2 or not params:
@@ -1806,8 +1799,6 @@ PRODUCT_CELLS = 1 << 23  # at most this many cells gathered for the (lane, row) 
 
 def product(ev: LaneEvaluator, b: Any) -> Optional[LaneBag]:
     """b as a lane bag: itself, or (a plain bag, the same in every lane) every row in every lane."""
-    from .values import is_bag
-
     if type(b) is LaneBag:
         return b
     if has_lanes(b) or not is_bag(b) or not getattr(ev.state, "vectorise", True):
@@ -1828,13 +1819,11 @@ def product(ev: LaneEvaluator, b: Any) -> Optional[LaneBag]:
 def lane_rows(ev: LaneEvaluator, fn: Any, b: LaneBag, size: Optional[int] = None) -> Any:
     """fn's result on every (lane, row) pair of b, in order (a Series or a DataFrame), or None;
     with `size`, its vectors of that size as a float matrix (`vectors._row_matrix`)."""
-    from ..primitives.vectors import _row_matrix
-
     if type(fn) is not Closure or fn.body is None or not fn.params:
         return None
     if not has_lanes(fn):
         out = apply_rows(ev.state, fn, b.selected())  # the ordinary path, row-by-row fallback included
-        return out if size is None or out is None else _row_matrix(out, size)
+        return out if size is None or out is None else row_matrix(out, size)
     env = dict(fn.env)
     for name in _read_names(fn.body):
         if name in env and has_lanes(env[name]):
@@ -1846,10 +1835,6 @@ def lane_rows(ev: LaneEvaluator, fn: Any, b: LaneBag, size: Optional[int] = None
 
 
 def _on_pairs(ev: LaneEvaluator, fn: Closure, bag: Any, size: Optional[int] = None) -> Any:
-    from .. import limits
-    from ..primitives.vectors import _row_matrix
-    from .vectorize import number_matrix
-
     state = ev.state
     env = dict(fn.env)
     kept = ev._row_views.get(id(bag))
@@ -1863,7 +1848,7 @@ def _on_pairs(ev: LaneEvaluator, fn: Closure, bag: Any, size: Optional[int] = No
             return None
         if size is not None:  # number columns straight to the matrix, or through the frame
             matrix = number_matrix(out, len(bag), size)
-            return matrix if matrix is not None else _row_matrix(to_frame(out, len(bag)), size)
+            return matrix if matrix is not None else row_matrix(to_frame(out, len(bag)), size)
         return to_frame(out, len(bag))
     except Exception:  # noqa: BLE001 - not expressible on columns: the caller runs it once per lane
         state.depth = depth
@@ -1942,8 +1927,6 @@ def _lane_sum_ratios(values: np.ndarray, lanes: np.ndarray, n: int,
 
 def _lane_sizes(lanes: np.ndarray, n: int) -> Optional[np.ndarray]:
     """Each lane's number of rows, or None when a lane's grid integers could sum past 2**53."""
-    from ..primitives.bags import SUM_GRID_BITS
-
     sizes = np.bincount(lanes, minlength=n)
     return None if n and int(sizes.max()) >= 1 << (52 - SUM_GRID_BITS) else sizes
 
@@ -1951,8 +1934,6 @@ def _lane_sizes(lanes: np.ndarray, n: int) -> Optional[np.ndarray]:
 def _grid_integers(values: np.ndarray, bound: Fraction) -> tuple[np.ndarray, int]:
     """Each value clamped and rounded toward zero onto the sum's grid 2**k, as the float
     integers y (NaN as 0; all 0 for a bound <= 0), and k: the value's share is y * 2**k."""
-    from ..primitives.bags import sum_grid
-
     if bound <= 0:
         return np.zeros(values.shape), 0
     k, inv, lim = sum_grid(Fraction(bound))
@@ -1976,7 +1957,7 @@ def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -
 
 
 def _b_sum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    from ..primitives.bags import _numbers
+    from .kernels.bags import numbers as _numbers
 
     (b,) = args
     if type(b) is not LaneBag:
@@ -1986,7 +1967,7 @@ def _b_sum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
 
 
 def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    from ..primitives.vectors import clip_rows
+    from .kernels.vectors import clip_rows
 
     c, f, b = args
     lb = product(ev, b)
@@ -2019,7 +2000,7 @@ def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> A
     an exact operand into a float operation as float(x); `vscale` multiplies as `_mul` does,
     0 * x = 0, after as_float), on numpy arrays of the same floats: the same IEEE results.  Any
     lane whose two operands are exact needs exact arithmetic: NotImplemented (once per lane)."""
-    from ..primitives.arith import _mul
+    from .kernels.arith import mul as _mul
 
     a, b = args
     scale = prim.name == "vscale"

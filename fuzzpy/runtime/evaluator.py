@@ -24,7 +24,7 @@ from ..checking import ir as I
 from ..primitives.registry import Primitive, lookup
 from . import compiled
 from .numbers import _NOT_EXACT, as_float, fold_exact, shared_const
-from .state import BAG_ONLY, LAZY_BAG_PRIMITIVES, Bind, Context, RunFailure, RunState, bind, call_with_context
+from .state import Bind, Context, RunFailure, RunState, bind, call_with_context
 from .values import Closure, Returned, field_of, is_distribution, materialise
 
 _UNSET = object()
@@ -256,8 +256,8 @@ class Interpreter:
             exact = fold_exact(prim.fold, args)
             if exact is not _NOT_EXACT:
                 return exact
-        if prim.name in LAZY_BAG_PRIMITIVES:
-            if prim.name in BAG_ONLY:
+        if prim.lazy_bags:
+            if prim.bag_only:
                 return prim.run(*args)  # type: ignore[misc]
         else:
             args = [materialise(a) for a in args]

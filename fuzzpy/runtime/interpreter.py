@@ -19,6 +19,7 @@ import numpy as np
 from ..checking import ir as I
 from ..limits import RECURSION_LIMIT, STACK_BYTES
 from .engines import engine_of
+from . import kernels  # noqa: F401 - registers every primitive's evaluators
 from .evaluator import Interpreter
 from .state import RunFailure, RunState
 from .values import ReleaseRecord, is_distribution, materialise

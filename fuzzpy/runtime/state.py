@@ -17,16 +17,6 @@ from ..diagnostics import Diagnostic, FuzzError, Span
 from ..primitives.registry import Primitive
 from .values import Distribution, Located, ReleaseRecord, is_distribution
 
-# Primitives whose runtimes accept lazy MaskedBags; every other primitive gets plain frames.
-# (`part` and `values` hand parts on as they are: a list of released results is not walked.)
-LAZY_BAG_PRIMITIVES = frozenset({"count", "filter", "map", "sum", "union", "split", "groupby", "part",
-                                 "values", "pmap", "each", "vsum"})
-# Those of them with no run context, fold or vectors: their arguments are bags, partitions and
-# keys (strings), which `as_float` returns unchanged, so they run on them as they are
-# (tests/runtime/test_interpreter.py checks this list against the registry).
-BAG_ONLY = frozenset({"count", "part", "values", "union"})
-
-
 class RunFailure(FuzzError):
     """An error whose message depends only on the program (never on data): safe to show."""
 
@@ -84,11 +74,6 @@ class Context:
 
     def call(self, fn: Any, *args: Any) -> Any:
         return self.interp.apply(fn, list(args))
-
-    def vectorised(self, fn: Any) -> Callable[[Any], Any]:
-        from .vectorize import row_function
-
-        return row_function(self.interp.state, fn)
 
     def record_release(self, mechanism: str, value: Any, epsilon: Fraction, scale: Fraction,
                        accuracy: Any, **extra: Any) -> None:

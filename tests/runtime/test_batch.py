@@ -572,7 +572,7 @@ def test_lane_sums_are_the_bounded_sum_of_each_lane(bound, empty_lane):
     """One bincount per lane bag gives, lane by lane, the value and type `sum` gives that lane's
     rows alone: clamping, the grid, NaN as 0, infinities clamped, empty lanes 0.0.  With no empty
     lane the sums are kept as exact ratios; read back, they are the same Fractions and floats."""
-    from fuzzpy.primitives.bags import _bounded_sum
+    from fuzzpy.runtime.sums import bounded_sum as _bounded_sum
     from fuzzpy.runtime.batch import _lane_sums
 
     rng = np.random.default_rng(7)

@@ -120,7 +120,7 @@ def test_float_products_keep_zero_times_anything_as_zero():
     """`_mul` on float arrays (row functions, vscale on released floats): 0 * x is +0.0 for every
     x, infinities and NaN included, and any other product is IEEE's, bit for bit, whether or not
     an operand holds a zero (the product without zeros is returned as it is)."""
-    from fuzzpy.primitives.arith import _mul
+    from fuzzpy.runtime.kernels.arith import mul as _mul
 
     vals = [0.0, -0.0, 1.0, -2.5, math.inf, -math.inf, math.nan, 5e-324, 1e308, -1e-300]
     xs = np.array([a for a in vals for _ in vals])

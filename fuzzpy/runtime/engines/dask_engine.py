@@ -149,7 +149,7 @@ def _take(part: Any, keep: np.ndarray) -> Any:
 
 
 def _p_select(part: Any, fn: _Shipped, vectorise: bool, negate: bool) -> Any:
-    from ...primitives.bags import _truth
+    from ..kernels.bags import truth as _truth
 
     keep = _truth(_rows(part, fn, vectorise))
     return _take(part, ~keep if negate else keep)
@@ -160,7 +160,7 @@ def _p_map(part: Any, fn: _Shipped, vectorise: bool) -> Any:
 
 
 def _codes(part: Any, fn: _Shipped, info: dict, vectorise: bool) -> np.ndarray:
-    from ...primitives.partitions import key_codes
+    from ..kernels.partitions import key_codes
 
     return np.asarray(key_codes(_rows(part, fn, vectorise), info))
 
@@ -170,7 +170,7 @@ def _p_part(part: Any, fn: _Shipped, info: dict, vectorise: bool, i: int) -> Any
 
 
 def _p_group_counts(part: Any, fn: _Shipped, info: dict, vectorise: bool) -> list[int]:
-    from ...primitives.partitions import _group_counts
+    from ..kernels.partitions import group_counts as _group_counts
 
     return [int(c) for c in _group_counts(_codes(part, fn, info, vectorise), len(info["keys"]))]
 
@@ -180,14 +180,16 @@ def _p_count(part: Any) -> int:
 
 
 def _p_sum(part: Any, bound: Fraction) -> Any:
-    from ...primitives.bags import _bounded_sum, _numbers
+    from ..kernels.bags import numbers as _numbers
+    from ..sums import bounded_sum as _bounded_sum
 
     return _bounded_sum(_numbers(part.reset_index(drop=True)), bound)
 
 
 def _p_vsum(part: Any, fn: _Shipped, vectorise: bool, n: int, bound: Fraction) -> tuple:
-    from ...primitives.bags import _bounded_sum
-    from ...primitives.vectors import _row_matrix, clip_rows
+    from ..kernels.vectors import clip_rows
+    from ..sums import bounded_sum as _bounded_sum
+    from ..vectorize import row_matrix as _row_matrix
 
     if len(part) == 0:
         return tuple(Fraction(0) for _ in range(n))
