@@ -134,6 +134,7 @@ class Primitive:
     # lazy_bags, and nothing else to decide (no context, fold or vectors): run on its arguments
     # as they are (bags, partitions and keys)
     bag_only: bool = False
+    batched: Any = None          # its evaluator on lane values (runtime/batch.py), or PER_LANE
 
     @property
     def arity(self) -> int:

@@ -20,22 +20,43 @@ from typing import Any, Callable, Optional
 from .declarations import (NOCONST, OPERATORS, REGISTRY, Arg, Instantiated, Primitive, Result, Rule, RuleContext,
                            RunContext, primitive)
 
-__all__ = ["NOCONST", "OPERATORS", "REGISTRY", "Arg", "Instantiated", "Primitive", "Result", "Rule", "RuleContext",
-           "RunContext", "all_primitives", "kernel", "lookup", "primitive", "without_kernels"]
+__all__ = ["NOCONST", "OPERATORS", "PER_LANE", "REGISTRY", "Arg", "Instantiated", "Primitive", "Result", "Rule",
+           "RuleContext", "RunContext", "StandIn", "all_primitives", "kernel", "lookup", "primitive", "without_kernels"]
 
 
 # ---- evaluators, registered by the runtime --------------------------------------------------------
 
-def kernel(name: str, *, reference: Callable[..., Any], context: bool = False,
-           lazy_bags: bool = False) -> Primitive:
+class StandIn:
+    """What evaluates a primitive where it has no evaluator of its own of one kind: a documented
+    default that keeps the reference semantics (see each instance's `meaning`)."""
+
+    __slots__ = ("name", "meaning")
+
+    def __init__(self, name: str, meaning: str):
+        self.name, self.meaning = name, meaning
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+PER_LANE = StandIn("PER_LANE", "no batched evaluator: given lane values, the reference runs once per lane on "
+                               "that lane's own values (runtime/batch.py), the reference semantics by construction")
+
+
+def kernel(name: str, *, reference: Callable[..., Any], context: bool = False, lazy_bags: bool = False,
+           batched: Any) -> Primitive:
     """Register the runtime's evaluators of the declared primitive `name`, once, from its
     family's module under fuzzpy/runtime/kernels/:
 
     * reference: its run, the semantics every other evaluator of it must agree with; called as
       reference(*args), or with `context` as reference(ctx, *args) (RunContext).  With
       `lazy_bags` it also takes lazy MaskedBags (runtime/values.py); others get plain frames.
+    * batched: its evaluator on lane values (runtime/batch.py), batched(evaluator, prim, node,
+      args) -> the lanes' values, or NotImplemented to run the reference once per lane; or
+      PER_LANE when it has none.
 
-    A primitive that is not declared, or registered twice, is an error (at import)."""
+    A primitive that is not declared, registered twice, or given an evaluator of the wrong
+    kind is an error (at import)."""
     prim = lookup(name)
     if prim is None:
         raise ValueError(f"kernels registered for {name}, which is not a declared primitive")
@@ -43,7 +64,10 @@ def kernel(name: str, *, reference: Callable[..., Any], context: bool = False,
         raise ValueError(f"kernels of primitive {name} registered twice")
     if not callable(reference):
         raise ValueError(f"the reference evaluator of {name} is not a function")
+    if batched is not PER_LANE and not callable(batched):
+        raise ValueError(f"the batched evaluator of {name} is neither a function nor PER_LANE")
     prim.run, prim.needs_context, prim.lazy_bags = reference, context, lazy_bags
+    prim.batched = batched
     prim.bag_only = lazy_bags and not context and prim.fold is None and not prim.structured
     _KERNELS.add(name)
     return prim

@@ -495,11 +495,11 @@ def test_partitions_with_and_without_rows_in_no_part_flatten_to_the_reference(se
         lambda cls, keys, make, *rest, **kw: flags.append(kw.get("complete")) or real(cls, keys, make, *rest, **kw)))
     import fuzzpy.runtime.noise as N
 
-    import fuzzpy.runtime.batch as B
+    import fuzzpy.runtime.kernels.partitions as KP
 
     flattened = []
-    real_flat = B._lanes_of_partitions
-    monkeypatch.setattr(B, "_lanes_of_partitions", lambda ps: flattened.append(len(ps) == 3) or real_flat(ps))
+    real_flat = KP._lanes_of_partitions
+    monkeypatch.setattr(KP, "_lanes_of_partitions", lambda ps: flattened.append(len(ps) == 3) or real_flat(ps))
     scores = []
     real_select = N.exponential_mechanism
     monkeypatch.setattr(N, "exponential_mechanism", lambda s, *a: scores.append(list(s)) or real_select(s, *a))

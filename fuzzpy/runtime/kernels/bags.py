@@ -9,14 +9,20 @@ rounded onto a grid fixed by the public bound, and the integers are summed exact
 
 from __future__ import annotations
 
+from fractions import Fraction
+from typing import Any, Optional
+
 import numpy as np
 import pandas as pd
 
-from ...primitives.registry import kernel
+from ...checking import ir as I
+from ...primitives.registry import PER_LANE, kernel
+from .. import batch
+from ..batch import _FLOAT_EXACT_INT, LaneBag, LaneEvaluator, Lanes, ThresholdBags, _lane_sums, _read_names, has_lanes
 from ..numbers import as_float
 from ..sums import bounded_sum
-from ..values import MaskedBag, bag_from_rows, bag_rows, materialise, restrict
-from ..vectorize import row_function
+from ..values import Closure, MaskedBag, bag_from_rows, bag_rows, materialise, restrict
+from ..vectorize import apply_rows, row_function
 
 
 def truth(col):
@@ -75,9 +81,152 @@ def _split(ctx, p, b):
     return restrict(b, keep), restrict(b, ~keep)
 
 
-kernel("count", reference=_count, lazy_bags=True)
-kernel("filter", reference=_filter, context=True, lazy_bags=True)
-kernel("map", reference=_map, context=True, lazy_bags=True)
-kernel("sum", reference=_sum, context=True, lazy_bags=True)
-kernel("union", reference=_union, lazy_bags=True)
-kernel("split", reference=_split, context=True, lazy_bags=True)
+# ---- on lane values (runtime/batch.py) --------------------------------------------------------------
+
+_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _b_count(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    (b,) = args
+    if type(b) is LaneBag:
+        if b.counts is not None:
+            return Lanes(b.counts.copy())
+        if b.blocks is not None and b._lanes is None:  # each block's parts counted on its own
+            return Lanes(np.concatenate([np.bincount(codes.astype(np.intp, copy=False), minlength=m)
+                                         for codes, _, m in b.blocks[1]]).astype(np.int64))
+        return Lanes(np.bincount(b.lanes, minlength=b.n).astype(np.int64))
+    if type(b) is ThresholdBags:
+        return Lanes(b.counts())
+    return NotImplemented
+
+
+def _b_filter(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    p, b = args
+    if not has_lanes(b) and type(p) is Closure:  # a predicate reading a candidate threshold
+        pair = _thresholds(ev, p, b)
+        if pair is not None:
+            return pair[0] if prim.name == "filter" else pair
+    lb = batch.product(ev, b)
+    out = batch.lane_rows(ev, p, lb) if lb is not None else None
+    if out is None:
+        return NotImplemented
+    keep = truth(out)
+    return lb.sub(keep) if prim.name == "filter" else (lb.sub(keep), lb.sub(~keep))
+
+
+def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[ThresholdBags, ThresholdBags]]:
+    """`fun r -> e OP c` (or `c OP e`) with e a numeric column not reading any lane value and c a
+    variable holding a numeric lane value: the two sides of the split as threshold bags."""
+    p = _unwrapped(ev, p)
+    body, params = p.body, p.params
+    if not isinstance(body, I.IPrim) or body.name not in _FLIP or len(body.args) != 2 or not params:
+        return None
+    row = params[0]
+    lane_names = {k for k in _read_names(body) if k in p.env and has_lanes(p.env[k])}
+    left, right = body.args
+    op = body.name
+    if _mentions(left, {row}) and not _mentions(right, {row}) and not _mentions(left, lane_names):
+        col_ir, c_ir = left, right
+    elif _mentions(right, {row}) and not _mentions(left, {row}) and not _mentions(right, lane_names):
+        col_ir, c_ir, op = right, left, _FLIP[op]
+    else:
+        return None
+    if not isinstance(c_ir, I.IVar):
+        # Only the candidate itself: inside a row function `c + 0.1` is float arithmetic, which
+        # the exact evaluation here would round differently.
+        return None
+    c = ev.eval(c_ir, p.env)  # evaluation reads an environment, never changes it
+    ts = _threshold_floats(c.values()) if type(c) is Lanes else None
+    if ts is None:
+        return None
+    col = apply_rows(ev.state, Closure(p.env, params, col_ir), b)
+    if not isinstance(col, pd.Series):
+        return None
+    arr = col.to_numpy()
+    if arr.dtype == np.int64:
+        if arr.size and int(np.abs(arr).max()) >= _FLOAT_EXACT_INT:
+            return None
+        arr = arr.astype(np.float64)
+    elif arr.dtype != np.float64:
+        return None
+    shared: list = [None, None]
+    return (ThresholdBags(b, arr, op, ts, False, shared), ThresholdBags(b, arr, op, ts, True, shared))
+
+
+def _threshold_floats(vals: list) -> Optional[list[float]]:
+    """Each candidate as the float a row function compares it as (`as_float`), or None when one
+    is not a number.  A Fraction's float is its numerator divided by its denominator (Python's
+    correctly rounded int division, which is what float() of a Fraction computes), taken
+    directly: float() goes through the numbers ABC, a third of a median's scoring."""
+    out = []
+    for v in vals:
+        t = type(v)
+        if t is float:
+            out.append(v)
+        elif t is Fraction:
+            try:
+                out.append(v.numerator / v.denominator)
+            except OverflowError:
+                out.append(as_float(v))
+        elif _is_number(v):
+            out.append(as_float(v))
+        else:
+            return None
+    return out
+
+
+def _unwrapped(ev: LaneEvaluator, p: Closure) -> Closure:
+    """`fun x -> f x` as f itself (a lambda the checker made around a function's code)."""
+    for _ in range(8):
+        body = p.body
+        if not (isinstance(body, I.IApply) and p.params and len(body.args) == 1
+                and isinstance(body.args[0], I.IVar) and body.args[0].name == p.params[0]):
+            return p
+        if _mentions(body.fn, {p.params[0]}):
+            return p
+        fn = ev.eval(body.fn, p.env)
+        if type(fn) is not Closure:
+            return p
+        if body.body is None:
+            if fn.body is None or not fn.params or len(fn.params) != 1:
+                return p
+            p = fn
+        else:
+            if not body.params or len(body.params) != 1:
+                return p
+            p = Closure(fn.env, body.params, body.body)
+    return p
+
+
+def _is_number(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float, Fraction, np.integer, np.floating))
+
+
+def _mentions(node: Any, names: set[str]) -> bool:
+    """Whether the IR reads one of `names` (conservatively: a name bound again inside counts)."""
+    return bool(names) and not _read_names(node).isdisjoint(names)
+
+
+def _b_map(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    f, b = args
+    lb = batch.product(ev, b)
+    out = batch.lane_rows(ev, f, lb) if lb is not None else None
+    if out is None:
+        return NotImplemented
+    return LaneBag(out, np.arange(len(lb.rows)), lb.lanes, ev.n)
+
+
+def _b_sum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    (b,) = args
+    if type(b) is not LaneBag:
+        return NotImplemented
+    out = _lane_sums(numbers(b.selected()), b.lanes, ev.n, node.info["bound"])
+    return NotImplemented if out is None else out
+
+
+kernel("count", reference=_count, lazy_bags=True, batched=_b_count)
+kernel("filter", reference=_filter, context=True, lazy_bags=True, batched=_b_filter)
+kernel("map", reference=_map, context=True, lazy_bags=True, batched=_b_map)
+kernel("sum", reference=_sum, context=True, lazy_bags=True, batched=_b_sum)
+kernel("union", reference=_union, lazy_bags=True, batched=PER_LANE)
+kernel("split", reference=_split, context=True, lazy_bags=True, batched=_b_filter)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ... import limits
 from ...primitives.lists import RangeTooLong, range_values, sort_key
-from ...primitives.registry import kernel
+from ...primitives.registry import PER_LANE, kernel
 from ..state import RunFailure
 
 
@@ -31,7 +31,7 @@ def _take(k, xs):
     return tuple(xs)[:int(k)]
 
 
-kernel("range", reference=_range)
-kernel("sort", reference=_sort, context=True)
-kernel("reverse", reference=_reverse)
-kernel("take", reference=_take)
+kernel("range", reference=_range, batched=PER_LANE)
+kernel("sort", reference=_sort, context=True, batched=PER_LANE)
+kernel("reverse", reference=_reverse, batched=PER_LANE)
+kernel("take", reference=_take, batched=PER_LANE)

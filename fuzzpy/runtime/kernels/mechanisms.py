@@ -186,9 +186,11 @@ def _randomized_response(ctx, eps, b):
     return MechanismDistribution("randomized_response", draw)
 
 
-kernel("laplace", reference=_laplace, context=True)
-kernel("gaussian", reference=_gaussian, context=True)
-kernel("exponential", reference=_selection("exponential", "exponential_mechanism"), context=True)
-kernel("noisy_max", reference=_selection("noisy_max", "report_noisy_max"), context=True)
-kernel("above_threshold", reference=_above_threshold, context=True)
-kernel("randomized_response", reference=_randomized_response, context=True)
+# On lane values every mechanism builds one distribution per lane, or one drawn for all lanes at
+# once when only its input differs between them; only the auditor's sampler evaluates a
+# mechanism on lanes (batch.mechanism_on_lanes).
+for _name, _run in [("laplace", _laplace), ("gaussian", _gaussian),
+                    ("exponential", _selection("exponential", "exponential_mechanism")),
+                    ("noisy_max", _selection("noisy_max", "report_noisy_max")),
+                    ("above_threshold", _above_threshold), ("randomized_response", _randomized_response)]:
+    kernel(_name, reference=_run, context=True, batched=lanes.mechanism_on_lanes)

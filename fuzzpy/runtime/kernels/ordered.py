@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...primitives.lists import sort_key
-from ...primitives.registry import kernel
+from ...primitives.registry import PER_LANE, kernel
 from ..vectorize import row_function
 from .partitions import category_codes
 
@@ -41,7 +41,7 @@ def _slice(ctx, i, j, s):
     return s.iloc[int(i):int(j)].reset_index(drop=True)
 
 
-kernel("sort_by", reference=_sort_by, context=True)
-kernel("head", reference=_head, context=True)
-kernel("tail", reference=_tail, context=True)
-kernel("slice", reference=_slice, context=True)
+kernel("sort_by", reference=_sort_by, context=True, batched=PER_LANE)
+kernel("head", reference=_head, context=True, batched=PER_LANE)
+kernel("tail", reference=_tail, context=True, batched=PER_LANE)
+kernel("slice", reference=_slice, context=True, batched=PER_LANE)

@@ -12,13 +12,18 @@ runs, across runs: runtime/kept.py).
 from __future__ import annotations
 
 import functools
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
+from ...checking import ir as I
 from ...primitives.registry import kernel
 from .. import batch
-from ..values import EachDistribution, MaskedBag, Partition
+from ..batch import LaneBag, LaneEvaluator, Lanes, NotBatchable, has_lanes, unlane
+from ..evaluator import Interpreter
+from ..state import Context
+from ..values import Closure, EachDistribution, MaskedBag, Partition
 from ..vectorize import row_function
 
 
@@ -320,8 +325,164 @@ def _values(ps):
     return tuple(ps.values())
 
 
-kernel("groupby", reference=_groupby, context=True, lazy_bags=True)
-kernel("part", reference=_part, lazy_bags=True)
-kernel("pmap", reference=_pmap, context=True, lazy_bags=True)
-kernel("each", reference=_each, context=True, lazy_bags=True)
-kernel("values", reference=_values, lazy_bags=True)
+# ---- on lane values (runtime/batch.py) --------------------------------------------------------------
+
+def _b_groupby(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    key, b = args
+    lb = batch.product(ev, b)
+    if lb is None:
+        return NotImplemented
+    keys = tuple(node.info["keys"])
+    full, complete = (None, False) if has_lanes(key) else remembered_key_codes(Context(ev, node.info, node.span),
+                                                                              key, lb.base)
+    if full is not None and lb.blocks is not None and complete:
+        return _groupby_blocks(lb, full, keys)
+    if full is not None:
+        codes = full[lb.rows]
+    else:
+        out = batch.lane_rows(ev, key, lb)
+        if out is None:
+            return NotImplemented
+        codes = np.asarray(key_codes(out, node.info))
+    # every lane's count of every key at once: (lane, key) cells of one bincount
+    k, lanes = len(keys), lb.lanes
+    if not complete and codes.size and codes.min() < 0:  # rows whose key is none of the declared keys
+        valid = codes >= 0
+        lanes, codes_in = lanes[valid], codes[valid]
+    else:
+        codes_in = codes
+    cell = lanes * k
+    cell += codes_in  # in place: one large temporary fewer (each is page-faulted in anew)
+    cells = np.bincount(cell, minlength=lb.n * k).reshape(lb.n, k).astype(np.int64)
+    return {key: LaneBag(lb.base, None, None, lb.n, whole=lb, codes=codes, code=j, counts=cells[:, j])
+            for j, key in enumerate(keys)}
+
+
+def _groupby_blocks(lb: LaneBag, full: np.ndarray, keys: tuple) -> dict:
+    """`_b_groupby` of a lane bag of blocks (`LaneBag.of_blocks`) by a key whose code full[r]
+    every row r has: the rows' codes read once, then a bincount of (part, key) cells per
+    block; the groups' pairs, in the blocks' order, are selected only if read."""
+    rows, blocks = lb.blocks  # type: ignore[misc]
+    mine = full[rows]
+    k = len(keys)
+    if len(mine) * len(blocks) <= ONE_PASS_PAIRS:
+        # few pairs (a small node's candidates): every block's cells in one bincount over the
+        # (block, row) grid, the lane first + codes[j] of each, instead of a few numpy calls per
+        # block (each costs more than its rows)
+        grid = np.stack([codes for codes, _, _ in blocks]).astype(np.int16 if lb.n * k < 2**15 else np.intp)
+        grid += np.array([first for _, first, _ in blocks], dtype=grid.dtype)[:, None]
+        grid *= k
+        grid += mine
+        cells = np.bincount(grid.ravel(), minlength=lb.n * k).reshape(lb.n, k)
+    else:
+        cells = np.empty((lb.n, k), dtype=np.int64)
+        for codes, first, m in blocks:
+            # the block's (part, key) cell of each row, in int16 when the cells fit (a quarter of
+            # the memory an intp array moves: most of the time of a large block)
+            cell = codes.astype(np.int16 if m * k < 2**15 else np.intp)
+            cell *= k
+            cell += mine
+            cells[first:first + m] = np.bincount(cell, minlength=m * k).reshape(m, k)
+    pair_codes: list = []
+
+    def codes_of_pairs() -> np.ndarray:  # made once, shared by the groups
+        if not pair_codes:
+            pair_codes.append(np.tile(mine, len(blocks)))
+        return pair_codes[0]
+
+    return {key: LaneBag(lb.base, None, None, lb.n, whole=lb, codes=codes_of_pairs, code=j, counts=cells[:, j])
+            for j, key in enumerate(keys)}
+
+
+def _b_structural(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """`part ps k`, `values ps`: they move parts around without reading them, so lane values
+    pass through (the partition itself, a dict, is the same for every lane)."""
+    if type(args[0]) is not dict and not isinstance(args[0], dict):
+        return NotImplemented
+    return prim.run(*args)
+
+
+def _b_pmap(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """`pmap f ps` with a partition per lane (the candidates' partitions of a score, each by its
+    own key) and f the same in every lane: f once over every part of every lane, each (lane,
+    part) a lane of one evaluation (`_lanes_of_partitions`), the results put back per lane in
+    each partition's key order.  NotImplemented (once per lane) when the partitions are not
+    parts of one table, or f is not batchable on them."""
+    f, ps = args
+    if ev.fuzzy or type(ps) is not Lanes or type(f) is not Closure or has_lanes(f):
+        return NotImplemented
+    partitions = ps.values()
+    flat = _lanes_of_partitions(partitions)
+    if flat is None:
+        return NotImplemented
+    result = batch.run_on_lanes(ev.state, f, flat, flat.n)
+    if result is None:
+        return NotImplemented
+    values = unlane(result, flat.n)
+    out, start = [], 0
+    for p in partitions:
+        out.append(dict(zip(p, values[start:start + len(p)])))
+        start += len(p)
+    return Lanes(out)
+
+
+# At most this many rows in all the partitions together: beyond, each partition's own batched
+# pmap is as fast (one bincount each, like the one over all) and makes no large temporary arrays.
+FLAT_PAIRS = 1 << 17
+# At most this many (block, row) pairs: a lane bag of blocks is grouped with one bincount over
+# all its blocks (`_groupby_blocks`) instead of one per block.
+ONE_PASS_PAIRS = 1 << 16
+
+
+def _lanes_of_partitions(partitions: list) -> Optional[LaneBag]:
+    """Every part of every partition as one lane bag, a lane per (partition, part) in order;
+    None unless they are all `groupby` partitions of one table."""
+    if not partitions or not all(type(p) is Partition for p in partitions):
+        return None
+    base = partitions[0].base
+    if any(p.base is not base for p in partitions):
+        return None
+    first = partitions[0]
+    if all(p.complete and p.rows is first.rows for p in partitions):  # every part of one bag's rows
+        shared = np.arange(len(first.codes)) if first.rows is None else first.rows
+        blocks, offset = [], 0
+        for p in partitions:
+            blocks.append((p.codes, offset, len(p)))
+            offset += len(p)
+        return LaneBag.of_blocks(base, shared, blocks, offset)
+    if sum(len(p.codes) for p in partitions) > FLAT_PAIRS:
+        return None
+    rows, lanes, offset = [], [], 0
+    for p in partitions:
+        codes = p.codes
+        if p.complete:  # every row in a part
+            rows.append(np.arange(len(codes)) if p.rows is None else p.rows)
+            lane = codes.astype(np.int64)
+        else:
+            keep = codes >= 0
+            rows.append(np.flatnonzero(keep) if p.rows is None else p.rows[keep])
+            lane = codes[keep].astype(np.int64)
+        lane += offset
+        lanes.append(lane)
+        offset += len(p)
+    return LaneBag(base, np.concatenate(rows), np.concatenate(lanes), offset)
+
+
+def _b_each(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """`each f ps` given lane values: only where the auditor samples lanes (a fuzzy evaluation,
+    else NotBatchable, as for a mechanism).  The function runs once per key on every lane's part
+    at once (lane bags, lane values) when the partition is the same dict in every lane: each
+    part's distribution holds lane values, drawn for all lanes by the auditor.  Otherwise one
+    distribution per lane, as a mechanism's (batch.mechanism_on_lanes)."""
+    if not ev.fuzzy:
+        raise NotBatchable("a mechanism on lane values")
+    if isinstance(args[1], dict):
+        return Interpreter.call_prim(ev, prim, node, args)
+    return batch.mechanism_on_lanes(ev, prim, node, args)
+
+
+kernel("groupby", reference=_groupby, context=True, lazy_bags=True, batched=_b_groupby)
+kernel("part", reference=_part, lazy_bags=True, batched=_b_structural)
+kernel("pmap", reference=_pmap, context=True, lazy_bags=True, batched=_b_pmap)
+kernel("each", reference=_each, context=True, lazy_bags=True, batched=_b_each)
+kernel("values", reference=_values, lazy_bags=True, batched=_b_structural)

@@ -11,11 +11,15 @@ clipped vector's exact norm is always below the bound.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
-from ...primitives.registry import kernel
+from ...checking import ir as I
+from ...primitives.registry import PER_LANE, kernel
+from .. import batch
+from ..batch import LaneEvaluator, Lanes, _grid_integers, _lane_sizes, has_lanes
+from ..ratios import Ratios
 from ...primitives.vectors import clip_exact, exact_times, is_exact
 from ..numbers import as_float
 from ..sums import bounded_sum
@@ -130,12 +134,157 @@ def _vsum(ctx, c, f, b):
     return tuple(Fraction(bounded_sum(matrix[:, i], bound)) for i in range(n))
 
 
-kernel("vec", reference=_vec)
-kernel("vtuple", reference=_vtuple)
-kernel("vget", reference=_vget)
-kernel("vadd", reference=_vadd)
-kernel("vsub", reference=_vsub)
-kernel("vscale", reference=_vscale)
-kernel("vdot", reference=_vdot)
-kernel("vclip", reference=_vclip)
-kernel("vsum", reference=_vsum, context=True, lazy_bags=True)
+# ---- on lane values (runtime/batch.py) --------------------------------------------------------------
+
+_NUMBER = (int, float, Fraction)  # the exact and released numbers lane values hold
+
+
+def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    c, f, b = args
+    lb = batch.product(ev, b)
+    if has_lanes(c) or lb is None:
+        return NotImplemented
+    size, bound = node.info["size"], node.info["bound"]
+    if not len(lb.rows):  # every lane's bag is empty: the reference gives 0s without calling f
+        if not size:
+            return Lanes([()] * ev.n)
+        return tuple(Lanes.of_ratios(Ratios.of_scaled(np.zeros(ev.n), 0)) for _ in range(size))
+    rows = batch.lane_rows(ev, f, lb, size)
+    if rows is None:
+        return NotImplemented
+    if not size:
+        return Lanes([()] * ev.n)
+    if _lane_sizes(lb.lanes, ev.n) is None:
+        return NotImplemented
+    # the clipped rows on the sum's grid, all coordinates at once (elementwise: the same floats
+    # as coordinate by coordinate), then each coordinate's lane sums by one bincount
+    y, k = _grid_integers(clip_rows(rows, float(bound)), bound)
+    # each coordinate a Fraction in every lane (0 for an empty lane, as the reference gives it):
+    # the vectors as a tuple of coordinates, each held as exact ratios
+    return tuple(Lanes.of_ratios(Ratios.of_scaled(np.bincount(lb.lanes, weights=y[:, i], minlength=ev.n), k))
+                 for i in range(size))
+
+
+def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """vadd, vsub, vscale on lanes where every coordinate's operation has a float operand (the
+    released values of a gradient step): the float operations the scalar runs make (Python mixes
+    an exact operand into a float operation as float(x); `vscale` multiplies as `_mul` does,
+    0 * x = 0, after as_float), on numpy arrays of the same floats: the same IEEE results.  Any
+    lane whose two operands are exact needs exact arithmetic: NotImplemented (once per lane)."""
+    a, b = args
+    scale = prim.name == "vscale"
+    right = _vector_columns(b, ev.n, strict=not scale)
+    if right is None:
+        return NotImplemented
+    if scale:
+        k = _number_column(a, ev.n, strict=False)
+        if k is None or not all(_float_operand(k[1], rf) for _, rf in right):
+            return NotImplemented
+        if not right:
+            return ()
+        # every coordinate at once (a d x n matrix): the same elementwise IEEE operations
+        out = mul(k[0][None, :], np.stack([xv for xv, _ in right]))
+    else:
+        left = _vector_columns(a, ev.n, strict=True)
+        if left is None or len(left) != len(right):
+            return NotImplemented
+        if not all(_float_operand(lf, rf) for (_, lf), (_, rf) in zip(left, right)):
+            return NotImplemented
+        if not right:
+            return ()
+        op = np.add if prim.name == "vadd" else np.subtract
+        with np.errstate(invalid="ignore", over="ignore"):
+            out = op(np.stack([xv for xv, _ in left]), np.stack([yv for yv, _ in right]))
+    return tuple(Lanes.of_floats(row) for row in np.asarray(out, dtype=np.float64))
+
+
+def _b_vec(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """vec x: the scalar run's tuple(x) for a tuple (of lane values: the lanes' tuples), (x,) for
+    a number."""
+    (x,) = args
+    if type(x) is tuple:
+        return x
+    if type(x) is Lanes and (x._data is None or all(type(v) in _NUMBER for v in x.values())):
+        return (x,)
+    return NotImplemented
+
+
+def _b_vget(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """vget i v with a public index: the i-th coordinate of every lane's vector (a vector is a
+    tuple, of lane values or not, or lanes of tuples), as the scalar run's v[i - 1]."""
+    i, v = args
+    if has_lanes(i) or type(i) not in (int, Fraction):
+        return NotImplemented
+    k = int(i) - 1
+    if type(v) is tuple and 0 <= k < len(v):
+        return v[k]
+    if type(v) is Lanes and type(v.data) is list and all(type(x) is tuple and 0 <= k < len(x) for x in v.data):
+        return Lanes([x[k] for x in v.data])
+    return NotImplemented
+
+
+def _float_operand(lf: Any, rf: Any) -> bool:
+    """Whether every lane's operation has a float operand (flags: arrays, or True for all)."""
+    return lf is True or rf is True or bool((lf | rf).all())
+
+
+def _vector_columns(v: Any, n: int, strict: bool) -> Optional[list[tuple[np.ndarray, Any]]]:
+    """A vector lane value (a tuple of numbers or of lane values, or lanes of tuples) as its
+    coordinates, each `_number_column`; None when the lanes' vectors are not numbers of one length."""
+    if type(v) is Lanes:
+        rows = v.data
+        if type(rows) is not list or not rows or not all(type(r) is tuple and len(r) == len(rows[0]) for r in rows):
+            return None
+        v = tuple(Lanes(list(c)) for c in zip(*rows))
+    if type(v) is not tuple:
+        return None
+    cols = [_number_column(c, n, strict) for c in v]
+    return None if any(c is None for c in cols) else cols  # type: ignore[return-value]
+
+
+def _number_column(v: Any, n: int, strict: bool) -> Optional[tuple[np.ndarray, Any]]:
+    """(the values as floats, which lanes hold a float: a boolean array, or True for every lane)
+    for lanes or a constant of numbers (not booleans).  An exact value becomes float(x), as
+    Python mixes it into a float operation (None when that overflows), or with strict=False
+    as_float's saturating float."""
+    if type(v) is Lanes:
+        if v._data is None:  # exact rationals
+            r = v.ratios
+            try:
+                vals = r.quotients() if strict else r.floats()  # type: ignore[union-attr]
+            except OverflowError:
+                return None
+            return vals, np.zeros(n, dtype=bool)
+        if v.floats is not None:
+            return v.floats, True
+        d = v.data
+        if isinstance(d, np.ndarray):  # int64 lanes (below 2**61): exact, converted as float(x) is
+            return (d.astype(np.float64), np.zeros(n, dtype=bool)) if d.dtype == np.int64 else None
+        kinds = set(map(type, d))
+        if kinds == {float}:
+            return np.asarray(d, dtype=np.float64), np.ones(n, dtype=bool)
+        if not d or not kinds <= {float, int, Fraction}:
+            return None
+        try:
+            vals = [x if type(x) is float else (float(x) if strict else as_float(x)) for x in d]
+        except OverflowError:
+            return None
+        return np.asarray(vals, dtype=np.float64), np.array([type(x) is float for x in d])
+    if type(v) not in _NUMBER or has_lanes(v):
+        return None
+    try:
+        x = v if type(v) is float else (float(v) if strict else as_float(v))
+    except OverflowError:
+        return None
+    return np.full(n, x, dtype=np.float64), np.full(n, type(v) is float)
+
+
+kernel("vec", reference=_vec, batched=_b_vec)
+kernel("vtuple", reference=_vtuple, batched=PER_LANE)
+kernel("vget", reference=_vget, batched=_b_vget)
+kernel("vadd", reference=_vadd, batched=_b_vector)
+kernel("vsub", reference=_vsub, batched=_b_vector)
+kernel("vscale", reference=_vscale, batched=_b_vector)
+kernel("vdot", reference=_vdot, batched=PER_LANE)
+kernel("vclip", reference=_vclip, batched=PER_LANE)
+kernel("vsum", reference=_vsum, context=True, lazy_bags=True, batched=_b_vsum)
