@@ -135,6 +135,7 @@ class Primitive:
     # as they are (bags, partitions and keys)
     bag_only: bool = False
     batched: Any = None          # its evaluator on lane values (runtime/batch.py), or PER_LANE
+    dask: Any = None             # on the Dask engine's tables; or NO_TABLE, PASSES_TABLES, Refused
 
     @property
     def arity(self) -> int:

@@ -15,13 +15,15 @@ loads them, and nothing here imports the runtime.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from .declarations import (NOCONST, OPERATORS, REGISTRY, Arg, Instantiated, Primitive, Result, Rule, RuleContext,
                            RunContext, primitive)
 
-__all__ = ["NOCONST", "OPERATORS", "PER_LANE", "REGISTRY", "Arg", "Instantiated", "Primitive", "Result", "Rule",
-           "RuleContext", "RunContext", "StandIn", "all_primitives", "kernel", "lookup", "primitive", "without_kernels"]
+__all__ = ["NOCONST", "NO_TABLE", "OPERATORS", "PASSES_TABLES", "PER_LANE", "REGISTRY", "Arg", "Instantiated",
+           "Primitive", "Refused", "Result", "Rule", "RuleContext", "RunContext", "StandIn", "all_primitives", "kernel",
+           "lookup", "primitive", "without_kernels"]
 
 
 # ---- evaluators, registered by the runtime --------------------------------------------------------
@@ -41,10 +43,23 @@ class StandIn:
 
 PER_LANE = StandIn("PER_LANE", "no batched evaluator: given lane values, the reference runs once per lane on "
                                "that lane's own values (runtime/batch.py), the reference semantics by construction")
+NO_TABLE = StandIn("NO_TABLE", "takes no table, so no Dask evaluator: on the Dask engine the reference runs on the "
+                               "client, on values the client holds; a table among its arguments stops the run (E2101)")
+PASSES_TABLES = StandIn("PASSES_TABLES", "moves tables and parts around without reading a row: on the Dask engine the "
+                                         "reference runs on the client and hands the engine's tables on as they are")
+
+
+@dataclass(frozen=True)
+class Refused:
+    """An evaluator a primitive cannot have, with the reason: for a Dask evaluator, a primitive
+    that takes a table and cannot be computed partition by partition (the Dask engine refuses a
+    program that calls it before anything is charged, E2101)."""
+
+    reason: str
 
 
 def kernel(name: str, *, reference: Callable[..., Any], context: bool = False, lazy_bags: bool = False,
-           batched: Any) -> Primitive:
+           batched: Any, dask: Any) -> Primitive:
     """Register the runtime's evaluators of the declared primitive `name`, once, from its
     family's module under fuzzpy/runtime/kernels/:
 
@@ -54,6 +69,8 @@ def kernel(name: str, *, reference: Callable[..., Any], context: bool = False, l
     * batched: its evaluator on lane values (runtime/batch.py), batched(evaluator, prim, node,
       args) -> the lanes' values, or NotImplemented to run the reference once per lane; or
       PER_LANE when it has none.
+    * dask: its evaluator on the Dask engine's tables (runtime/engines/dask_engine.py),
+      dask(engine, ctx, vectorise, *args); or NO_TABLE, PASSES_TABLES, or Refused(reason).
 
     A primitive that is not declared, registered twice, or given an evaluator of the wrong
     kind is an error (at import)."""
@@ -66,8 +83,10 @@ def kernel(name: str, *, reference: Callable[..., Any], context: bool = False, l
         raise ValueError(f"the reference evaluator of {name} is not a function")
     if batched is not PER_LANE and not callable(batched):
         raise ValueError(f"the batched evaluator of {name} is neither a function nor PER_LANE")
+    if dask not in (NO_TABLE, PASSES_TABLES) and not isinstance(dask, Refused) and not callable(dask):
+        raise ValueError(f"the Dask evaluator of {name} is neither a function, NO_TABLE, PASSES_TABLES nor Refused")
     prim.run, prim.needs_context, prim.lazy_bags = reference, context, lazy_bags
-    prim.batched = batched
+    prim.batched, prim.dask = batched, dask
     prim.bag_only = lazy_bags and not context and prim.fold is None and not prim.structured
     _KERNELS.add(name)
     return prim

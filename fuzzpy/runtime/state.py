@@ -17,6 +17,7 @@ from ..diagnostics import Diagnostic, FuzzError, Span
 from ..primitives.registry import Primitive
 from .values import Distribution, Located, ReleaseRecord, is_distribution
 
+
 class RunFailure(FuzzError):
     """An error whose message depends only on the program (never on data): safe to show."""
 

@@ -18,7 +18,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ...checking import ir as I
-from ...primitives.registry import PER_LANE, kernel
+from ...primitives.registry import NO_TABLE, PER_LANE, kernel
 from ..batch import _CMP_OPS, _FLOAT_EXACT_INT, _INT_SAFE, LaneEvaluator, Lanes, exact_args, has_lanes
 from ..numbers import as_float, exact_arg
 from ..ratios import Ratios
@@ -279,4 +279,4 @@ for _name, _run, _batched in [
         ("gt", operator.gt, _b_numeric), ("ge", operator.ge, _b_numeric), ("and", _np_and, PER_LANE),
         ("or", _np_or, PER_LANE), ("not", _np_not, PER_LANE), ("clip", clip, _b_clip), ("abs", _abs, _b_numeric),
         ("min", _min, _b_numeric), ("max", _max, _b_numeric), ("cswap", _cswap, PER_LANE)]:
-    kernel(_name, reference=_run, batched=_batched)
+    kernel(_name, reference=_run, batched=_batched, dask=NO_TABLE)

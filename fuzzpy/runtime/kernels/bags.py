@@ -19,6 +19,8 @@ from ...checking import ir as I
 from ...primitives.registry import PER_LANE, kernel
 from .. import batch
 from ..batch import _FLOAT_EXACT_INT, LaneBag, LaneEvaluator, Lanes, ThresholdBags, _lane_sums, _read_names, has_lanes
+from ..engines.dask_tables import (KEPT, DaskBag, DaskRunFailure, Shipped, TableUsedOnWorker, captured_table, need_bag,
+                                   rows_of, take_rows)
 from ..numbers import as_float
 from ..sums import bounded_sum
 from ..values import Closure, MaskedBag, bag_from_rows, bag_rows, materialise, restrict
@@ -224,9 +226,84 @@ def _b_sum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     return NotImplemented if out is None else out
 
 
-kernel("count", reference=_count, lazy_bags=True, batched=_b_count)
-kernel("filter", reference=_filter, context=True, lazy_bags=True, batched=_b_filter)
-kernel("map", reference=_map, context=True, lazy_bags=True, batched=_b_map)
-kernel("sum", reference=_sum, context=True, lazy_bags=True, batched=_b_sum)
-kernel("union", reference=_union, lazy_bags=True, batched=PER_LANE)
-kernel("split", reference=_split, context=True, lazy_bags=True, batched=_b_filter)
+# ---- on the Dask engine's tables (runtime/engines/) -------------------------------------------------
+# Per-partition steps run on the workers; the client adds the exact partials.
+
+def _p_select(part: Any, fn: Shipped, vectorise: bool, negate: bool) -> Any:
+    keep = truth(rows_of(part, fn, vectorise))
+    return take_rows(part, ~keep if negate else keep)
+
+
+def _p_map(part: Any, fn: Shipped, vectorise: bool) -> Any:
+    return rows_of(part, fn, vectorise)
+
+
+def _p_count(part: Any) -> int:
+    return len(part)
+
+
+def _p_sum(part: Any, bound: Fraction) -> Any:
+    return bounded_sum(numbers(part.reset_index(drop=True)), bound)
+
+
+def _d_count(eng: Any, ctx: Any, vec: bool, b: Any) -> int:
+    b = need_bag("count", b, ctx.span)
+    if b.group is not None:
+        return b.group.count(b.part)
+    return sum(int(n) for n in eng.partials(b.frame, _p_count))
+
+
+def _d_filter(eng: Any, ctx: Any, vec: bool, p: Closure, b: Any) -> DaskBag:
+    b = need_bag("filter", b, ctx.span)
+    return eng.bag(b.frame.map_partitions(_p_select, Shipped(p), vec, False, meta=b.frame._meta))
+
+
+def _d_split(eng: Any, ctx: Any, vec: bool, p: Closure, b: Any) -> tuple[DaskBag, DaskBag]:
+    b = need_bag("split", b, ctx.span)
+    fn = Shipped(p)
+    return (eng.bag(b.frame.map_partitions(_p_select, fn, vec, False, meta=b.frame._meta)),
+            eng.bag(b.frame.map_partitions(_p_select, fn, vec, True, meta=b.frame._meta)))
+
+
+def _d_map(eng: Any, ctx: Any, vec: bool, f: Closure, b: Any) -> DaskBag:
+    b = need_bag("map", b, ctx.span)
+    fn = Shipped(f)
+    try:  # the result's kind (Series or frame, dtypes) from the row function on dask's sample rows
+        meta = _p_map(b.frame._meta_nonempty, fn, vec).iloc[:0]
+    except TableUsedOnWorker:
+        raise captured_table() from None
+    except Exception:  # noqa: BLE001 - on an empty frame instead
+        meta = _p_map(b.frame._meta, fn, vec)
+    return eng.bag(b.frame.map_partitions(_p_map, fn, vec, meta=meta))
+
+
+def _d_sum(eng: Any, ctx: Any, vec: bool, b: Any) -> Any:
+    b = need_bag("sum", b, ctx.span)
+    partials = eng.partials(b.frame, _p_sum, ctx.info["bound"])
+    exact = [p for p in partials if isinstance(p, Fraction)]
+    # bounded_sum gives the float 0.0 for no rows: so does the pandas engine's whole table.
+    return sum(exact, Fraction(0)) if exact else 0.0
+
+
+def _d_union(eng: Any, ctx: Any, vec: bool, a: Any, b: Any) -> DaskBag:
+    import dask.dataframe as dd
+
+    a, b = need_bag("union", a, ctx.span), need_bag("union", b, ctx.span)
+    fa, fb = a.frame, b.frame
+    if isinstance(fa._meta, pd.DataFrame) and isinstance(fb._meta, pd.DataFrame) and eng.columns is not None:
+        # A column the program never reads may be in one side only (left out of a table, built
+        # by a `map`): only the columns it reads are joined.
+        fa, fb = (f[[c for c in f.columns if c in eng.columns]] for f in (fa, fb))
+    if isinstance(fa._meta, pd.DataFrame) != isinstance(fb._meta, pd.DataFrame) or (
+            isinstance(fa._meta, pd.DataFrame) and list(fa.columns) != list(fb.columns)):
+        raise DaskRunFailure("E2101", "primitive union cannot run on the Dask engine for tables whose rows are "
+                                      "stored differently; run the program with --engine pandas", ctx.span, KEPT)
+    return eng.bag(dd.concat([fa, fb]))
+
+
+kernel("count", reference=_count, lazy_bags=True, batched=_b_count, dask=_d_count)
+kernel("filter", reference=_filter, context=True, lazy_bags=True, batched=_b_filter, dask=_d_filter)
+kernel("map", reference=_map, context=True, lazy_bags=True, batched=_b_map, dask=_d_map)
+kernel("sum", reference=_sum, context=True, lazy_bags=True, batched=_b_sum, dask=_d_sum)
+kernel("union", reference=_union, lazy_bags=True, batched=PER_LANE, dask=_d_union)
+kernel("split", reference=_split, context=True, lazy_bags=True, batched=_b_filter, dask=_d_split)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...primitives.registry import PER_LANE, kernel
+from ...primitives.registry import NO_TABLE, PER_LANE, kernel
 
 
 def floor(x, lo, hi):
@@ -37,5 +37,5 @@ def bin_of(num, den, x, lo, hi):
     return out
 
 
-kernel("floor", reference=floor, batched=PER_LANE)
-kernel("bin", reference=bin_of, batched=PER_LANE)
+kernel("floor", reference=floor, batched=PER_LANE, dask=NO_TABLE)
+kernel("bin", reference=bin_of, batched=PER_LANE, dask=NO_TABLE)

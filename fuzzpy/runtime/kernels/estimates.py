@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Optional
 
-from ...primitives.registry import PER_LANE, kernel, lookup
+from ...primitives.registry import NO_TABLE, PER_LANE, kernel, lookup
 from ..numbers import exact_scalar, fold_exact
 from ..values import EstimateRecord
 
@@ -180,6 +180,6 @@ def _chosen_bound(ctx, slack, cands, answers):
     return value
 
 
-kernel("mean_estimate", reference=_mean_estimate, context=True, batched=PER_LANE)
-kernel("rank_estimate", reference=_rank_estimate, context=True, batched=PER_LANE)
-kernel("chosen_bound", reference=_chosen_bound, context=True, batched=PER_LANE)
+kernel("mean_estimate", reference=_mean_estimate, context=True, batched=PER_LANE, dask=NO_TABLE)
+kernel("rank_estimate", reference=_rank_estimate, context=True, batched=PER_LANE, dask=NO_TABLE)
+kernel("chosen_bound", reference=_chosen_bound, context=True, batched=PER_LANE, dask=NO_TABLE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...primitives.registry import PER_LANE, kernel
+from ...primitives.registry import NO_TABLE, PER_LANE, kernel
 
 
 def exp(x):
@@ -13,4 +13,4 @@ def exp(x):
     return float(out) if out.ndim == 0 else out
 
 
-kernel("exp", reference=exp, batched=PER_LANE)
+kernel("exp", reference=exp, batched=PER_LANE, dask=NO_TABLE)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ... import limits
 from ...primitives.lists import RangeTooLong, range_values, sort_key
-from ...primitives.registry import PER_LANE, kernel
+from ...primitives.registry import NO_TABLE, PER_LANE, kernel
 from ..state import RunFailure
 
 
@@ -31,7 +31,7 @@ def _take(k, xs):
     return tuple(xs)[:int(k)]
 
 
-kernel("range", reference=_range, batched=PER_LANE)
-kernel("sort", reference=_sort, context=True, batched=PER_LANE)
-kernel("reverse", reference=_reverse, batched=PER_LANE)
-kernel("take", reference=_take, batched=PER_LANE)
+kernel("range", reference=_range, batched=PER_LANE, dask=NO_TABLE)
+kernel("sort", reference=_sort, context=True, batched=PER_LANE, dask=NO_TABLE)
+kernel("reverse", reference=_reverse, batched=PER_LANE, dask=NO_TABLE)
+kernel("take", reference=_take, batched=PER_LANE, dask=NO_TABLE)

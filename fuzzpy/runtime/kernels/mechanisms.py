@@ -16,8 +16,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ...primitives.mechanisms import BETA, Accuracy, rr_flip_upper, selection_accuracy, svt_accuracy
-from ...primitives.registry import kernel
-from .. import batch as lanes, noise
+from ...primitives.registry import NO_TABLE, kernel
+from .. import batch as lanes
+from .. import noise
 from ..noise import (_is_scalar, above_threshold, above_threshold_batch, gaussian_release, gaussian_release_batch,
                      gaussian_release_runs, laplace_release, laplace_release_batch, laplace_release_runs,
                      randomized_response)
@@ -193,4 +194,4 @@ for _name, _run in [("laplace", _laplace), ("gaussian", _gaussian),
                     ("exponential", _selection("exponential", "exponential_mechanism")),
                     ("noisy_max", _selection("noisy_max", "report_noisy_max")),
                     ("above_threshold", _above_threshold), ("randomized_response", _randomized_response)]:
-    kernel(_name, reference=_run, context=True, batched=lanes.mechanism_on_lanes)
+    kernel(_name, reference=_run, context=True, batched=lanes.mechanism_on_lanes, dask=NO_TABLE)

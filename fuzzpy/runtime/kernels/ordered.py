@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...primitives.lists import sort_key
-from ...primitives.registry import PER_LANE, kernel
+from ...primitives.registry import PER_LANE, Refused, kernel
 from ..vectorize import row_function
 from .partitions import category_codes
 
@@ -41,7 +41,11 @@ def _slice(ctx, i, j, s):
     return s.iloc[int(i):int(j)].reset_index(drop=True)
 
 
-kernel("sort_by", reference=_sort_by, context=True, batched=PER_LANE)
-kernel("head", reference=_head, context=True, batched=PER_LANE)
-kernel("tail", reference=_tail, context=True, batched=PER_LANE)
-kernel("slice", reference=_slice, context=True, batched=PER_LANE)
+# An order over a whole table, and windows of it, cannot be computed partition by partition.
+_WHOLE_TABLE = Refused("orders a whole table, or takes rows by their position in one: not computable partition "
+                       "by partition; run with --engine pandas")
+
+kernel("sort_by", reference=_sort_by, context=True, batched=PER_LANE, dask=_WHOLE_TABLE)
+kernel("head", reference=_head, context=True, batched=PER_LANE, dask=_WHOLE_TABLE)
+kernel("tail", reference=_tail, context=True, batched=PER_LANE, dask=_WHOLE_TABLE)
+kernel("slice", reference=_slice, context=True, batched=PER_LANE, dask=_WHOLE_TABLE)

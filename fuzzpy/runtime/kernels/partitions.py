@@ -11,6 +11,7 @@ runs, across runs: runtime/kept.py).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any, Optional
 
@@ -18,14 +19,14 @@ import numpy as np
 import pandas as pd
 
 from ...checking import ir as I
-from ...primitives.registry import kernel
+from ...primitives.registry import PASSES_TABLES, kernel
 from .. import batch
 from ..batch import LaneBag, LaneEvaluator, Lanes, NotBatchable, has_lanes, unlane
+from ..engines.dask_tables import Shipped, need_bag, rows_of, take_rows
 from ..evaluator import Interpreter
 from ..state import Context
 from ..values import Closure, EachDistribution, MaskedBag, Partition
 from ..vectorize import row_function
-
 
 # A partition is a dict key -> part in declared key order, every key present.  Parts are lazy
 # MaskedBags over the grouped bag: their sizes come from one bincount, and their rows are
@@ -481,8 +482,55 @@ def _b_each(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any
     return batch.mechanism_on_lanes(ev, prim, node, args)
 
 
-kernel("groupby", reference=_groupby, context=True, lazy_bags=True, batched=_b_groupby)
-kernel("part", reference=_part, lazy_bags=True, batched=_b_structural)
-kernel("pmap", reference=_pmap, context=True, lazy_bags=True, batched=_b_pmap)
-kernel("each", reference=_each, context=True, lazy_bags=True, batched=_b_each)
-kernel("values", reference=_values, lazy_bags=True, batched=_b_structural)
+# ---- on the Dask engine's tables (runtime/engines/) -------------------------------------------------
+# A part is a lazy selection of every partition; the parts' sizes are counted together, once.
+
+def _codes(part: Any, fn: Shipped, info: dict, vectorise: bool) -> np.ndarray:
+    return np.asarray(key_codes(rows_of(part, fn, vectorise), info))
+
+
+def _p_part(part: Any, fn: Shipped, info: dict, vectorise: bool, i: int) -> Any:
+    return take_rows(part, _codes(part, fn, info, vectorise) == i)
+
+
+def _p_group_counts(part: Any, fn: Shipped, info: dict, vectorise: bool) -> list[int]:
+    return [int(c) for c in group_counts(_codes(part, fn, info, vectorise), len(info["keys"]))]
+
+
+@dataclasses.dataclass(eq=False)
+class _Groups:
+    """The parts of one `groupby`: their sizes are counted in one pass, on first use."""
+
+    engine: Any
+    frame: Any
+    key: Shipped
+    info: dict
+    vectorise: bool
+    _counts: Optional[list[int]] = None
+
+    def count(self, i: int) -> int:
+        if self._counts is None:
+            k = len(self.info["keys"])
+            partials = self.engine.partials(self.frame, _p_group_counts, self.key, self.info, self.vectorise)
+            total = [0] * k
+            for p in partials:
+                total = [t + int(c) for t, c in zip(total, p)]
+            self._counts = total
+        return self._counts[i]
+
+
+def _d_groupby(eng: Any, ctx: Any, vec: bool, key: Closure, b: Any) -> dict:
+    b = need_bag("groupby", b, ctx.span)
+    fn = Shipped(key)
+    info = dict(ctx.info)
+    groups = _Groups(eng, b.frame, fn, info, vec)
+    meta = b.frame._meta
+    return {k: eng.bag(b.frame.map_partitions(_p_part, fn, info, vec, i, meta=meta), groups, i)
+            for i, k in enumerate(info["keys"])}
+
+
+kernel("groupby", reference=_groupby, context=True, lazy_bags=True, batched=_b_groupby, dask=_d_groupby)
+kernel("part", reference=_part, lazy_bags=True, batched=_b_structural, dask=PASSES_TABLES)
+kernel("pmap", reference=_pmap, context=True, lazy_bags=True, batched=_b_pmap, dask=PASSES_TABLES)
+kernel("each", reference=_each, context=True, lazy_bags=True, batched=_b_each, dask=PASSES_TABLES)
+kernel("values", reference=_values, lazy_bags=True, batched=_b_structural, dask=PASSES_TABLES)

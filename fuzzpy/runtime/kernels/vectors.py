@@ -16,13 +16,15 @@ from typing import Any, Optional
 import numpy as np
 
 from ...checking import ir as I
-from ...primitives.registry import PER_LANE, kernel
+from ...primitives.registry import NO_TABLE, PER_LANE, kernel
+from ...primitives.vectors import clip_exact, exact_times, is_exact
 from .. import batch
 from ..batch import LaneEvaluator, Lanes, _grid_integers, _lane_sizes, has_lanes
-from ..ratios import Ratios
-from ...primitives.vectors import clip_exact, exact_times, is_exact
+from ..engines.dask_tables import Shipped, need_bag, rows_of
 from ..numbers import as_float
+from ..ratios import Ratios
 from ..sums import bounded_sum
+from ..values import Closure
 from ..vectorize import row_function, row_matrix
 from .arith import mul
 
@@ -279,12 +281,30 @@ def _number_column(v: Any, n: int, strict: bool) -> Optional[tuple[np.ndarray, A
     return np.full(n, x, dtype=np.float64), np.full(n, type(v) is float)
 
 
-kernel("vec", reference=_vec, batched=_b_vec)
-kernel("vtuple", reference=_vtuple, batched=PER_LANE)
-kernel("vget", reference=_vget, batched=_b_vget)
-kernel("vadd", reference=_vadd, batched=_b_vector)
-kernel("vsub", reference=_vsub, batched=_b_vector)
-kernel("vscale", reference=_vscale, batched=_b_vector)
-kernel("vdot", reference=_vdot, batched=PER_LANE)
-kernel("vclip", reference=_vclip, batched=PER_LANE)
-kernel("vsum", reference=_vsum, context=True, lazy_bags=True, batched=_b_vsum)
+# ---- on the Dask engine's tables (runtime/engines/) -------------------------------------------------
+
+def _p_vsum(part: Any, fn: Shipped, vectorise: bool, n: int, bound: Fraction) -> tuple:
+    if len(part) == 0:
+        return tuple(Fraction(0) for _ in range(n))
+    matrix = clip_rows(row_matrix(rows_of(part, fn, vectorise), n), float(bound))
+    return tuple(Fraction(bounded_sum(matrix[:, i], bound)) for i in range(n))
+
+
+def _d_vsum(eng: Any, ctx: Any, vec: bool, c: Any, f: Closure, b: Any) -> tuple:
+    b = need_bag("vsum", b, ctx.span)
+    n, bound = ctx.info["size"], ctx.info["bound"]
+    total = [Fraction(0)] * n
+    for p in eng.partials(b.frame, _p_vsum, Shipped(f), vec, n, bound):
+        total = [t + Fraction(x) for t, x in zip(total, p)]
+    return tuple(total)
+
+
+kernel("vec", reference=_vec, batched=_b_vec, dask=NO_TABLE)
+kernel("vtuple", reference=_vtuple, batched=PER_LANE, dask=NO_TABLE)
+kernel("vget", reference=_vget, batched=_b_vget, dask=NO_TABLE)
+kernel("vadd", reference=_vadd, batched=_b_vector, dask=NO_TABLE)
+kernel("vsub", reference=_vsub, batched=_b_vector, dask=NO_TABLE)
+kernel("vscale", reference=_vscale, batched=_b_vector, dask=NO_TABLE)
+kernel("vdot", reference=_vdot, batched=PER_LANE, dask=NO_TABLE)
+kernel("vclip", reference=_vclip, batched=PER_LANE, dask=NO_TABLE)
+kernel("vsum", reference=_vsum, context=True, lazy_bags=True, batched=_b_vsum, dask=_d_vsum)
