@@ -136,6 +136,7 @@ class Primitive:
     bag_only: bool = False
     batched: Any = None          # its evaluator on lane values (runtime/batch.py), or PER_LANE
     dask: Any = None             # on the Dask engine's tables; or NO_TABLE, PASSES_TABLES, Refused
+    kernels_from: Optional[str] = None  # the module that registered them (fuzzpy.runtime.kernels.<family>)
 
     @property
     def arity(self) -> int:

@@ -14,6 +14,7 @@ loads them, and nothing here imports the runtime.
 
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -87,6 +88,7 @@ def kernel(name: str, *, reference: Callable[..., Any], context: bool = False, l
         raise ValueError(f"the Dask evaluator of {name} is neither a function, NO_TABLE, PASSES_TABLES nor Refused")
     prim.run, prim.needs_context, prim.lazy_bags = reference, context, lazy_bags
     prim.batched, prim.dask = batched, dask
+    prim.kernels_from = sys._getframe(1).f_globals.get("__name__")  # the family module registering it
     prim.bag_only = lazy_bags and not context and prim.fold is None and not prim.structured
     _KERNELS.add(name)
     return prim

@@ -19,12 +19,13 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 import pandas as pd
 
-from ..checking import ir as I
 from .. import limits
+from ..checking import ir as I
+from ..primitives.registry import lookup
 from .evaluator import Interpreter
+from .node_memo import NodeMemo
 from .numbers import as_float
 from .state import RunFailure, RunState
-from .node_memo import NodeMemo
 from .values import Bag, Closure, Frame, MaskedBag, bag_from_rows, bag_rows, column_labels, field_of, nrows
 
 
@@ -338,8 +339,6 @@ def _operations_only(inst: I.Instance) -> bool:
 
 
 def _operations(node: Any) -> bool:
-    from ..primitives.registry import lookup
-
     t = type(node)
     if t is I.IConst or t is I.IVar:
         return True
