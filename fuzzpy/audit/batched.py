@@ -9,7 +9,10 @@ use; any other mechanism with its exact sampler once per run), binds x to the n 
 mechanism whose input differs between runs (it reads an earlier release) is drawn for all runs
 at once with `Distribution.per_run`, each run with its own input.  Post-processing of released
 values computes what the interpreter computes from the same released values, lane by lane or
-with numpy where that gives the same exact results.
+with numpy where that gives the same exact results.  No primitive is special-cased here by
+name: the body runs on the lane evaluator, which reads each primitive's registered batched
+evaluator (fuzzpy/runtime/kernels/), and a mechanism is drawn through the distribution its
+evaluator built (`MechanismDistribution.batch` and `.per_run`).
 
 The n runs are independent draws of the program's law: every mechanism call gets fresh,
 independent noise per run, and the deterministic computations between draws are those of one

@@ -124,3 +124,11 @@ def test_the_registered_evaluators_compute_what_the_folds_and_the_tables_say():
     assert float(lookup("clip").run(0, 4, 7.5)) == 4.0
     assert lookup("sum").run(type("Ctx", (), {"info": {"bound": Fraction(10)}})(), pd.Series([1.0, 2.5])) == Fraction(7, 2)
     assert np.array_equal(lookup("mul").run(np.array([0.0, 2.0]), np.array([np.inf, 3.0])), [0.0, 6.0])
+
+
+def test_the_soundness_oracle_models_every_registered_mechanism_without_noise():
+    """The oracle (fuzzpy/audit/oracle.py) does not call a mechanism's evaluators, which draw
+    noise: it keeps its own noise-free model of each, which a new mechanism must be given."""
+    from fuzzpy.audit.oracle import IDENTITY
+
+    assert set(IDENTITY) == {n for n, p in all_primitives().items() if p.is_mechanism}
