@@ -204,24 +204,6 @@ def to_frame(out: Any, n: int) -> Frame:
     return _series(out, n)
 
 
-def row_matrix(frame: Any, n: int) -> Any:
-    """A row function's vectors as a float matrix (rows x n); NaN where a row has no vector."""
-    if isinstance(frame, pd.DataFrame) and frame.shape[1] == n:
-        if all(isinstance(t, np.dtype) and t.kind in "fiub" for t in frame.dtypes):
-            # numbers already (the usual case): to_numeric would give every column back as it is
-            return frame.to_numpy(dtype=np.float64)
-        return frame.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    rows = list(frame) if isinstance(frame, pd.Series) else []
-    out = np.full((len(rows), n), np.nan)
-    for i, row in enumerate(rows):  # the per-row fallback with failed rows (None): rare
-        if isinstance(row, tuple) and len(row) == n:
-            try:
-                out[i] = [float(x) for x in row]
-            except (TypeError, ValueError, OverflowError):
-                pass
-    return out
-
-
 def number_matrix(out: Any, n: int, size: int) -> Optional[np.ndarray]:
     """The float matrix (n x size) that building the frame (`to_frame`) and reading it as
     numbers (`row_matrix`) give for a tuple of `size` number columns (float,
@@ -243,6 +225,24 @@ def number_matrix(out: Any, n: int, size: int) -> Optional[np.ndarray]:
         else:
             return None
     return matrix
+
+
+def row_matrix(frame: Any, n: int) -> Any:
+    """A row function's vectors as a float matrix (rows x n); NaN where a row has no vector."""
+    if isinstance(frame, pd.DataFrame) and frame.shape[1] == n:
+        if all(isinstance(t, np.dtype) and t.kind in "fiub" for t in frame.dtypes):
+            # numbers already (the usual case): to_numeric would give every column back as it is
+            return frame.to_numpy(dtype=np.float64)
+        return frame.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    rows = list(frame) if isinstance(frame, pd.Series) else []
+    out = np.full((len(rows), n), np.nan)
+    for i, row in enumerate(rows):  # the per-row fallback with failed rows (None): rare
+        if isinstance(row, tuple) and len(row) == n:
+            try:
+                out[i] = [float(x) for x in row]
+            except (TypeError, ValueError, OverflowError):
+                pass
+    return out
 
 
 def _series(v: Any, n: int) -> pd.Series:

@@ -18,6 +18,7 @@ def floor(x, lo, hi):
     return float(out) if np.ndim(out) == 0 else out
 
 
+# rule Bin: a column binned in floats, clamped into the bounds
 def bin_of(num, den, x, lo, hi):
     """floor(x * den / num) for the width w = num / den: x * den is exact for the usual data
     (whole numbers, short decimals), and a correctly rounded quotient that is exactly a whole

@@ -36,6 +36,7 @@ from .arith import mul
 _SAFETY = 1.0 - 2.0 ** -30
 
 
+# rule Vector: each row clipped in floats to a norm below c
 def clip_rows(x: Any, c: float) -> Any:
     """Clip each row of the float matrix x (rows x n) to L2 norm < c (see _SAFETY).
 
@@ -125,6 +126,7 @@ def _vclip(c: Any, v: tuple) -> tuple:
     return _clip_float(float(as_float(c)), v)
 
 
+# rule Vector: clipped rows, truncated onto a grid, summed exactly
 def _vsum(ctx, c, f, b):
     """Each row's vector clipped in floats to norm < c, then each coordinate summed exactly as
     `sum` does (bags.bounded_sum: truncated toward zero onto a grid fixed by c, which only
