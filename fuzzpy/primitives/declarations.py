@@ -45,6 +45,7 @@ class Arg:
         return self.const is not NOCONST
 
 
+# rule Exact: a result carries the failure risk of the primitive itself (`risk`)
 @dataclass
 class Result:
     type: Type

@@ -178,6 +178,7 @@ class Interpreter:
         (head_p, tail_p), body = node.right
         return self.eval(body, bind(bind(env, head_p, value[0]), tail_p, tuple(value[1:])))
 
+    # rule Unroll: a call deeper than CALL_DEPTH fails with a public message
     def call_instance(self, node: I.ICall, args: list[Any]) -> Any:
         inst = node.instance
         if inst.body is None:
@@ -245,6 +246,7 @@ class Interpreter:
             self._prims[node.name] = prim
         return prim
 
+    # rule Engines: a table held by another engine goes to that engine first (the hook)
     def call_prim(self, prim: Primitive, node: I.IPrim, args: list[Any]) -> Any:
         if self.state.engine is not None:  # tables held by another engine (runtime/engines)
             out = self.state.engine.call_prim(self, prim, node, args)

@@ -83,6 +83,7 @@ class Context:
         state.releases.append(ReleaseRecord(mechanism, self.span, _fraction(epsilon), _fraction(scale), accuracy,
                                             value, None, tuple(state.keys), extra, site))
 
+    # rule Estimate: a released value is found by identity among the last releases
     def release_of(self, value: Any, mechanisms: tuple[str, ...], window: int = 1) -> Optional[ReleaseRecord]:
         """Among the last `window` releases, the latest by one of `mechanisms` whose value (or one
         of whose coordinates) is this very object: the provenance of a released value passed on

@@ -242,6 +242,7 @@ def _p_count(part: Any) -> int:
     return len(part)
 
 
+# rule Engines: each partition's exact sum, on the grid of runtime/sums.py
 def _p_sum(part: Any, bound: Fraction) -> Any:
     return bounded_sum(numbers(part.reset_index(drop=True)), bound)
 
@@ -277,6 +278,7 @@ def _d_map(eng: Any, ctx: Any, vec: bool, f: Closure, b: Any) -> DaskBag:
     return eng.bag(b.frame.map_partitions(_p_map, fn, vec, meta=meta))
 
 
+# rule Engines: the partitions' exact sums added as Fractions
 def _d_sum(eng: Any, ctx: Any, vec: bool, b: Any) -> Any:
     b = need_bag("sum", b, ctx.span)
     partials = eng.partials(b.frame, _p_sum, ctx.info["bound"])
@@ -285,6 +287,7 @@ def _d_sum(eng: Any, ctx: Any, vec: bool, b: Any) -> Any:
     return sum(exact, Fraction(0)) if exact else 0.0
 
 
+# rule Columns kept: a union joins only the columns the program reads
 def _d_union(eng: Any, ctx: Any, vec: bool, a: Any, b: Any) -> DaskBag:
     import dask.dataframe as dd
 

@@ -493,6 +493,7 @@ def _p_part(part: Any, fn: Shipped, info: dict, vectorise: bool, i: int) -> Any:
     return take_rows(part, _codes(part, fn, info, vectorise) == i)
 
 
+# rule Engines: each partition's exact count per key
 def _p_group_counts(part: Any, fn: Shipped, info: dict, vectorise: bool) -> list[int]:
     return [int(c) for c in group_counts(_codes(part, fn, info, vectorise), len(info["keys"]))]
 
@@ -508,6 +509,7 @@ class _Groups:
     vectorise: bool
     _counts: Optional[list[int]] = None
 
+    # rule Engines: a part's size, the partitions' counts added as ints
     def count(self, i: int) -> int:
         if self._counts is None:
             k = len(self.info["keys"])

@@ -285,6 +285,7 @@ def _number_column(v: Any, n: int, strict: bool) -> Optional[tuple[np.ndarray, A
 
 # ---- on the Dask engine's tables (runtime/engines/) -------------------------------------------------
 
+# rule Engines: each partition's exact vector sum
 def _p_vsum(part: Any, fn: Shipped, vectorise: bool, n: int, bound: Fraction) -> tuple:
     if len(part) == 0:
         return tuple(Fraction(0) for _ in range(n))
@@ -292,6 +293,7 @@ def _p_vsum(part: Any, fn: Shipped, vectorise: bool, n: int, bound: Fraction) ->
     return tuple(Fraction(bounded_sum(matrix[:, i], bound)) for i in range(n))
 
 
+# rule Engines: the partitions' exact vector sums added as Fractions
 def _d_vsum(eng: Any, ctx: Any, vec: bool, c: Any, f: Closure, b: Any) -> tuple:
     b = need_bag("vsum", b, ctx.span)
     n, bound = ctx.info["size"], ctx.info["bound"]
