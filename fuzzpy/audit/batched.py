@@ -9,7 +9,10 @@ use; any other mechanism with its exact sampler once per run), binds x to the n 
 mechanism whose input differs between runs (it reads an earlier release) is drawn for all runs
 at once with `Distribution.per_run`, each run with its own input.  Post-processing of released
 values computes what the interpreter computes from the same released values, lane by lane or
-with numpy where that gives the same exact results.
+with numpy where that gives the same exact results.  No primitive is special-cased here by
+name: the body runs on the lane evaluator, which reads each primitive's registered batched
+evaluator (fuzzpy/runtime/kernels/), and a mechanism is drawn through the distribution its
+evaluator built (`MechanismDistribution.batch` and `.per_run`).
 
 The n runs are independent draws of the program's law: every mechanism call gets fresh,
 independent noise per run, and the deterministic computations between draws are those of one
@@ -114,7 +117,7 @@ _NO_INTS = np.zeros(0, dtype=object)
 def _number_column(leaf: Any, n: int) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """A coordinate's column for `Rows.of_columns`, or None when a lane's value is not a float, an
     int or a Fraction."""
-    from ..runtime.interpreter import as_float
+    from ..runtime.numbers import as_float
 
     t = type(leaf)
     if t is Lanes:
@@ -140,9 +143,8 @@ def _holds_bags(sample: list) -> bool:
 
 
 def _sample(ev: LaneEvaluator, dist: Any, n: int, rng: Any, vectorised: bool) -> Any:
-    from ..primitives import mechanisms
-    from ..runtime.interpreter import Bind, bind
-    from ..runtime.values import EachDistribution, Located, Returned
+    from ..runtime.state import Bind, bind
+    from ..runtime.values import EachDistribution, Located, MechanismDistribution, Returned
 
     while True:
         t = type(dist)
@@ -150,7 +152,7 @@ def _sample(ev: LaneEvaluator, dist: Any, n: int, rng: Any, vectorised: bool) ->
             dist = dist.inner
         elif t is Returned:
             return dist.value
-        elif t is mechanisms.Distribution:
+        elif t is MechanismDistribution:
             return _mechanism(dist, n, rng, vectorised)
         elif t is Bind:
             node, env = dist.node, dist.env
@@ -276,11 +278,10 @@ def _input_ratios(c: Any) -> Any:
 
 
 def _mechanism_of(dist: Any) -> Any:
-    from ..primitives import mechanisms
-    from ..runtime.values import Located
+    from ..runtime.values import Located, MechanismDistribution
 
     while type(dist) is Located:
         dist = dist.inner
-    if type(dist) is not mechanisms.Distribution:
+    if type(dist) is not MechanismDistribution:
         raise NotBatchable("a per-run distribution that is not a mechanism")
     return dist

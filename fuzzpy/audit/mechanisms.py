@@ -165,6 +165,7 @@ def mechanism_sampler(target: Target, info: dict, exact: bool) -> Sampler:
     if target.name == "gaussian" and not exact:
         return _gaussian_batch(info)
     from ..primitives.registry import lookup
+    from ..runtime import kernels  # noqa: F401 - registers the mechanisms' evaluators (`prim.run`)
     from ..runtime.samplers import RandomSource
 
     prim = lookup(target.name)

@@ -38,8 +38,10 @@ from .. import limits
 from ..checking import ir as I
 from ..diagnostics import FuzzError
 from ..primitives.registry import Primitive
-from ..runtime.interpreter import (Context, Interpreter, RunFailure, RunState, exact_scalar,
-                                   RECURSION_LIMIT, STACK_BYTES)
+from ..limits import RECURSION_LIMIT, STACK_BYTES
+from ..runtime.interpreter import Interpreter, RunFailure, RunState  # the runtime, with every primitive's kernels
+from ..runtime.numbers import exact_scalar
+from ..runtime.state import Context
 from ..runtime.values import Distribution, is_distribution, materialise
 
 INF = math.inf
@@ -259,23 +261,44 @@ class OracleInterpreter(Interpreter):
     def observe(self, name: str, node: I.IPrim, args: list[Any]) -> tuple[Any, Any]:
         """(the mechanism's exact input, what the identity releases), computed as the real
         runtime computes its inputs (scores of every candidate, eagerly and in order)."""
-        if name in ("laplace", "gaussian"):
-            x = exact_value(args[1])
-            return x, x
-        if name == "randomized_response":
-            return bool(args[1]), bool(args[1])
-        if name in ("exponential", "noisy_max"):
-            cands = list(args[1])
-            if not cands:  # as the real runtime: a public list, so a public failure
-                raise RunFailure(f"{name} was given an empty list of candidates", node.span)
-            scores = tuple(exact_value(Context(self, node.info, node.span).call(args[2], c)) for c in cands)
-            best = max(range(len(cands)), key=lambda i: (_order_key(scores[i]), -i))
-            return scores, cands[best]
-        if name == "above_threshold":
-            ctx = Context(self, node.info, node.span)
-            scores = tuple(exact_value(ctx.call(args[4], q)) for q in args[3])
-            return scores, first_trues(scores, Fraction(node.info["threshold"]), int(node.info["cutoff"]))
-        raise OracleError(f"the oracle has no identity semantics for the mechanism {name}")
+        identity = IDENTITY.get(name)
+        if identity is None:
+            raise OracleError(f"the oracle has no identity semantics for the mechanism {name}")
+        return identity(Context(self, node.info, node.span), name, args)
+
+
+# ---- each mechanism without its noise ---------------------------------------------------------------
+# The oracle's own model of each mechanism, keyed by its name, not one of its evaluators: what a
+# release observes (its exact input: a number, a tuple, the scores) and what it gives back
+# without noise.  The runtime's evaluators (fuzzpy/runtime/kernels/mechanisms.py) draw noise,
+# which the oracle must never do (`_NoNoise`), so the oracle does not call them;
+# tests/runtime/test_kernels.py checks that every registered mechanism has an entry here.
+
+def _additive(ctx: Context, name: str, args: list[Any]) -> tuple[Any, Any]:
+    x = exact_value(args[1])
+    return x, x
+
+
+def _coin(ctx: Context, name: str, args: list[Any]) -> tuple[Any, Any]:
+    return bool(args[1]), bool(args[1])
+
+
+def _selection(ctx: Context, name: str, args: list[Any]) -> tuple[Any, Any]:
+    cands = list(args[1])
+    if not cands:  # as the real runtime: a public list, so a public failure
+        raise RunFailure(f"{name} was given an empty list of candidates", ctx.span)
+    scores = tuple(exact_value(ctx.call(args[2], c)) for c in cands)
+    best = max(range(len(cands)), key=lambda i: (_order_key(scores[i]), -i))
+    return scores, cands[best]
+
+
+def _sparse_vector(ctx: Context, name: str, args: list[Any]) -> tuple[Any, Any]:
+    scores = tuple(exact_value(ctx.call(args[4], q)) for q in args[3])
+    return scores, first_trues(scores, Fraction(ctx.info["threshold"]), int(ctx.info["cutoff"]))
+
+
+IDENTITY = {"laplace": _additive, "gaussian": _additive, "randomized_response": _coin, "exponential": _selection,
+            "noisy_max": _selection, "above_threshold": _sparse_vector}
 
 
 def _order_key(score: Any) -> Any:

@@ -1,8 +1,9 @@
 """Arithmetic, comparison and boolean primitives (the operators) and numeric helpers.
 
-Runtime implementations work unchanged on Python scalars, numpy arrays and pandas Series, so
-row functions built from them run as vectorised column operations.  None of them may raise on
-a data-dependent value: an error message would then depend on private data.
+Each one's `fold` is its exact semantics on numbers (Fractions; the checker folds constants with
+it, and the runtime computes outside row functions with it); the runtime's evaluators are in
+fuzzpy/runtime/kernels/arith.py.  None of them may raise on a data-dependent value: an error
+message would then depend on private data.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ..checking.sens import INF, ONE, ZERO, d_add, d_inf, d_scale
 from ..checking.effects import FAIL
 from ..checking.types import BOOL, Bool, Cat, Fuzzy, ListT, Num, Record, Str, SumT, Tensor, With
 from ..hints import PRIVATE_DIVISOR, hint
-from .registry import NOCONST, Arg, Result, primitive
+from .declarations import NOCONST, Arg, Result, primitive
 
 _REF_FUZZ = "Reed & Pierce, Distance Makes the Types Grow Stronger (ICFP 2010), section 3"
 
@@ -140,39 +141,11 @@ def _small(x: Arg) -> bool:
     return x.is_const or (isinstance(x.type, Num) and x.type.integer and x.type.bounded)
 
 
-def _mul(x, y):
-    """x * y, with 0 * anything = 0, inf and NaN included: the checker reasons over the reals,
-    where scaling by 0 gives 0, so `(1 / count db) * 0` must be 0 on every table, not NaN on an
-    empty one (a float NaN would reveal what the checker proved public)."""
-    import numpy as np
-
-    with np.errstate(invalid="ignore", over="ignore"):
-        product = np.multiply(x, y)
-        if type(product) is np.ndarray and product.ndim and _no_zero(x) and _no_zero(y):
-            return product  # no zero operand (NaN is not zero): nothing to replace
-        zero = np.logical_or(np.equal(x, 0), np.equal(y, 0))
-        if np.ndim(product) == 0:
-            return 0.0 if zero else float(product)
-        return np.where(zero, 0.0, product)
-
-
-def _no_zero(v) -> bool:
-    import numpy as np
-
-    return bool(v.all()) if type(v) is np.ndarray else bool(np.all(v))
-
-
 def _scaled(k, dist):
-    """k * dist with 0 * inf = 0: x * 0 is 0 at run time whatever x is (`_mul`), so the value
-    does not move; computing x may still fail, which its failure risk carries (soundness.md)."""
+    """k * dist with 0 * inf = 0: x * 0 is 0 at run time whatever x is (`mul`'s fold, and
+    runtime/kernels/arith.mul in row functions), so the value does not move; computing x may
+    still fail, which its failure risk carries (soundness.md)."""
     return d_scale(k, dist)
-
-
-def _div(x, y):
-    import numpy as np
-
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.divide(x, y)
 
 
 def _fold_div(x, y):
@@ -198,27 +171,25 @@ _FOLDS = {"+": operator.add, "-": operator.sub, "/": _fold_div, "*": fold_mul}
 
 _ARITH_DOC = {
     "+": ("add", "num -o num -o num", "Addition; bounds add (interval arithmetic).",
-          "|(x+y)-(x'+y')| <= |x-x'| + |y-y'|: 1-sensitive in each argument. " + _REF_FUZZ, operator.add),
+          "|(x+y)-(x'+y')| <= |x-x'| + |y-y'|: 1-sensitive in each argument. " + _REF_FUZZ),
     "-": ("sub", "num -o num -o num", "Subtraction.",
-          "|(x-y)-(x'-y')| <= |x-x'| + |y-y'|. " + _REF_FUZZ, operator.sub),
+          "|(x-y)-(x'-y')| <= |x-x'| + |y-y'|. " + _REF_FUZZ),
     "*": ("mul", "num -o[B_y] num -o[B_x] num",
           "Multiplication; scaling by a constant c is |c|-sensitive; a product of two values is "
           "sensitive by the other factor's bound (infinite if it has none).",
           "xy - x'y' = x(y-y') + y'(x-x'), so |xy - x'y'| <= B_x|y-y'| + B_y|x-x'| where B bounds |x|, |y|. "
-          "At run time 0 * x is 0 even for an infinite or undefined x, as over the reals.",
-          _mul),
+          "At run time 0 * x is 0 even for an infinite or undefined x, as over the reals."),
     "/": ("div", "num -o[1/|c|] num -> num", "Division; Lipschitz only when the divisor is a non-zero constant.",
-          "x/c moves by |x-x'|/|c|; a private divisor can make the quotient jump arbitrarily (infinite).",
-          _div),
+          "x/c moves by |x-x'|/|c|; a private divisor can make the quotient jump arbitrarily (infinite)."),
 }
 
-for _op, (_name, _sig, _doc, _why, _run) in _ARITH_DOC.items():
-    primitive(_name, ("x", "y"), _sig, _doc, _why, category="arithmetic", run=_run, vectorised=True,
+for _op, (_name, _sig, _doc, _why) in _ARITH_DOC.items():
+    primitive(_name, ("x", "y"), _sig, _doc, _why, category="arithmetic", vectorised=True,
               fold=_FOLDS[_op])(_arith_rule(_op))
 
 
 @primitive("neg", ("x",), "num -o num", "Negation.", "|-x - -x'| = |x-x'|.", category="arithmetic",
-           run=operator.neg, vectorised=True, fold=operator.neg)
+           vectorised=True, fold=operator.neg)
 def _neg(ctx, args, span):
     (a,) = args
     t = _num(ctx, a, "-")
@@ -362,7 +333,7 @@ _CMP_WHY = ("Booleans carry the discrete metric (distance 0 or infinity), so a c
 for _op, _name, _fn in [("==", "eq", operator.eq), ("!=", "ne", operator.ne), ("<", "lt", operator.lt),
                         ("<=", "le", operator.le), (">", "gt", operator.gt), (">=", "ge", operator.ge)]:
     primitive(_name, ("x", "y"), "'a -> 'a -> bool", f"Comparison {_op}.", _CMP_WHY, category="comparison",
-              run=_fn, vectorised=True, fold=_fn)(_cmp_rule(_op, _fn))
+              vectorised=True, fold=_fn)(_cmp_rule(_op, _fn))
 
 
 def _bool_rule(name: str, fn):
@@ -376,44 +347,21 @@ def _bool_rule(name: str, fn):
     return rule
 
 
-def _np_and(x, y):
-    import numpy as np
-    return np.logical_and(x, y)
-
-
-def _np_or(x, y):
-    import numpy as np
-    return np.logical_or(x, y)
-
-
-def _np_not(x):
-    import numpy as np
-    return np.logical_not(x)
-
-
 primitive("and", ("x", "y"), "bool -> bool -> bool", "Boolean and (&&).", _CMP_WHY, category="boolean",
-          run=_np_and, vectorised=True, fold=lambda x, y: bool(x and y))(_bool_rule("&&", lambda x, y: x and y))
+          vectorised=True, fold=lambda x, y: bool(x and y))(_bool_rule("&&", lambda x, y: x and y))
 primitive("or", ("x", "y"), "bool -> bool -> bool", "Boolean or (||).", _CMP_WHY, category="boolean",
-          run=_np_or, vectorised=True, fold=lambda x, y: bool(x or y))(_bool_rule("||", lambda x, y: x or y))
+          vectorised=True, fold=lambda x, y: bool(x or y))(_bool_rule("||", lambda x, y: x or y))
 primitive("not", ("x",), "bool -o bool", "Boolean negation (!).", _CMP_WHY, category="boolean",
-          run=_np_not, vectorised=True, fold=lambda x: not x)(_bool_rule("!", lambda x: not x))
+          vectorised=True, fold=lambda x: not x)(_bool_rule("!", lambda x: not x))
 
 
 # ---- numeric helpers ------------------------------------------------------------------------
-
-def _clip_run(lo, hi, x):
-    import numpy as np
-    # fmax/fmin ignore NaN, so NaN (e.g. 0/0 in a row function) becomes the lower bound and
-    # infinities the bounds: clip is total, and one pass each is cheaper than nan_to_num.
-    out = np.fmax(x, float(lo))
-    return np.fmin(out, float(hi), out=out) if isinstance(out, np.ndarray) else np.fmin(out, float(hi))
-
 
 @primitive("clip", ("lo", "hi", "x"), "num -> num -> num -o num[lo, hi]",
            "clip lo hi x: x clamped into the public interval [lo, hi]; gives a bounded type for sums.",
            "Clamping to an interval is a projection onto a convex set, hence 1-Lipschitz; lo and hi "
            "must be public constants, so the bound never comes from the data.",
-           category="numeric", run=_clip_run, vectorised=True, fold=lambda lo, hi, x: min(max(x, lo), hi))
+           category="numeric", vectorised=True, fold=lambda lo, hi, x: min(max(x, lo), hi))
 def _clip(ctx, args, span):
     lo, hi, x = args
     for bound in (lo, hi):
@@ -431,13 +379,8 @@ def _clip(ctx, args, span):
     return Result(Num(l, h, t.integer and lo.type.integer and hi.type.integer), x.dist)
 
 
-def _abs_run(x):
-    import numpy as np
-    return np.abs(x)
-
-
 @primitive("abs", ("x",), "num -o num", "Absolute value.", "||x| - |x'|| <= |x - x'|.",
-           category="numeric", run=_abs_run, vectorised=True, fold=abs)
+           category="numeric", vectorised=True, fold=abs)
 def _abs(ctx, args, span):
     (x,) = args
     t = _num(ctx, x, "abs")
@@ -450,16 +393,6 @@ def _abs(ctx, args, span):
 
 
 # ---- order statistics of two numbers -----------------------------------------------------------
-
-def _np_min(x, y):
-    import numpy as np
-    return np.minimum(x, y)
-
-
-def _np_max(x, y):
-    import numpy as np
-    return np.maximum(x, y)
-
 
 def _minmax_rule(name: str, pick):
     def rule(ctx, args, span):
@@ -490,14 +423,9 @@ def _one_sided(x, y, pick):
 _MINMAX_WHY = ("min and max are 1-Lipschitz in each argument: |max(x,y) - max(x',y')| <= max(|x-x'|, |y-y'|) "
                "<= |x-x'| + |y-y'|.")
 primitive("min", ("x", "y"), "num -o num -o num", "min x y: the smaller of two numbers.", _MINMAX_WHY,
-          category="numeric", run=_np_min, vectorised=True, fold=min)(_minmax_rule("min", min))
+          category="numeric", vectorised=True, fold=min)(_minmax_rule("min", min))
 primitive("max", ("x", "y"), "num -o num -o num", "max x y: the larger of two numbers.", _MINMAX_WHY,
-          category="numeric", run=_np_max, vectorised=True, fold=max)(_minmax_rule("max", max))
-
-
-def _cswap_run(p):
-    x, y = p
-    return (_np_min(x, y), _np_max(x, y))
+          category="numeric", vectorised=True, fold=max)(_minmax_rule("max", max))
 
 
 @primitive("cswap", ("p",), "(num, num) -o (num, num)",
@@ -505,7 +433,7 @@ def _cswap_run(p):
            "sorting networks and insertion sort.",
            "Fuzz (Reed & Pierce 2010, section 5) types the conditional swap as 1-sensitive on the tensor "
            "(L1) pair: |min - min'| + |max - max'| <= |x - x'| + |y - y'|.",
-           category="numeric", run=_cswap_run, vectorised=True)
+           category="numeric", vectorised=True)
 def _cswap(ctx, args, span):
     from ..checking.types import Tensor
 

@@ -8,7 +8,8 @@ in anything private it reads: free inside a row function (map, filter, split, gr
 
 Rule Bin (docs/soundness.md).  The result's bounds are the bins of the argument's public bounds, computed exactly by the
 checker.  In a row function (floats) x / w may round across an edge; the runtime clamps the
-result into the proven bounds, so every value keeps its type (invariant I4).  A missing value
+result into the proven bounds (fuzzpy/runtime/kernels/binning.py), so every value keeps its
+type (invariant I4).  A missing value
 (NaN) stays missing.
 """
 
@@ -20,7 +21,7 @@ from fractions import Fraction
 from ..checking import ir as I
 from ..checking.sens import d_inf
 from ..checking.types import Num
-from .registry import Arg, Result, primitive
+from .declarations import Arg, Result, primitive
 
 _WHY = ("floor is not Lipschitz (x and x + 1/1000 can lie in different bins), so the rule charges infinity on "
         "every private input, as a comparison does (Reed & Pierce, ICFP 2010, section 3: discrete results); "
@@ -54,35 +55,6 @@ def _fold_bin(num, den, x, lo, hi):
     return _clamp(Fraction(math.floor(Fraction(x) * Fraction(den) / Fraction(num))), lo, hi)
 
 
-def _run_floor(x, lo, hi):
-    import numpy as np
-
-    out = np.clip(np.floor(x), lo, hi)  # NaN stays NaN
-    return float(out) if np.ndim(out) == 0 else out
-
-
-# rule Bin: a column binned in floats, clamped into the bounds
-def _run_bin(num, den, x, lo, hi):
-    """floor(x * den / num) for the width w = num / den: x * den is exact for the usual data
-    (whole numbers, short decimals), and a correctly rounded quotient that is exactly a whole
-    number k stays k, so a value on a bin edge lands in its bin (0.3 / 0.1 is 2.9999999999999996 in floats, but
-    0.3 * 10 / 1 is 3)."""
-    import numpy as np
-
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        out = np.multiply(x, den)
-        if type(out) is not np.ndarray or out.ndim == 0 or out.dtype.kind != "f":  # as before: no array
-            # of floats to work in (a scalar, a Series, ints whose quotient is a new float array)
-            out = np.clip(np.floor(np.divide(out, num)), lo, hi)
-            return float(out) if np.ndim(out) == 0 else out
-        # the steps in place on the one new array (a column of a large table: each step's own
-        # array would be allocated and written again)
-        np.divide(out, num, out=out)
-        np.floor(out, out=out)
-        np.minimum(np.maximum(out, lo, out=out), hi, out=out)  # np.clip's result, NaN kept
-    return out
-
-
 def _bounds_ir(lo, hi, span) -> list[I.IR]:
     """The proven bounds as IR constants for the runtime's clamp (infinite when unbounded)."""
     return [I.IConst(float("-inf") if lo is None else lo, span=span),
@@ -109,7 +81,7 @@ def _binned(x: Arg, t: Num, width: Fraction, span, extra: list[I.IR]) -> Result:
 @primitive("floor", ("x",), "num -> int[floor lo, floor hi]",
            "floor x: the largest whole number at most x; for x in num[lo, hi] an int[floor lo, floor hi]. "
            "Not Lipschitz: use it in row functions (a group-by key) or on released values.",
-           _WHY, category="numeric", run=_run_floor, vectorised=True, fold=_fold_floor)
+           _WHY, category="numeric", vectorised=True, fold=_fold_floor)
 def _floor(ctx, args: list[Arg], span) -> Result:
     (x,) = args
     t = _number(ctx, x, "floor")
@@ -121,7 +93,7 @@ def _floor(ctx, args: list[Arg], span) -> Result:
            "constant; for x in num[lo, hi] an int[floor(lo/w), floor(hi/w)]: bin 10 r.age for ages in [17, 90] "
            "is 1 .. 9, so groupby (fun r -> bin 10 r.age) db has the keys \"1\" .. \"9\". The bin's lower edge "
            "is w * bin w x. Not Lipschitz: use it in row functions (a group-by key) or on released values.",
-           _WHY, category="numeric", run=_run_bin, vectorised=True, fold=_fold_bin)
+           _WHY, category="numeric", vectorised=True, fold=_fold_bin)
 def _bin(ctx, args: list[Arg], span) -> Result:
     w, x = args
     if not (w.is_const and isinstance(w.type, Num)):

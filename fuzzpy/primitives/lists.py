@@ -21,7 +21,7 @@ from .. import limits
 from ..checking.effects import FAIL
 from ..checking.sens import ONE
 from ..checking.types import Cat, ListT, Num, Str
-from .registry import Arg, Result, primitive
+from .declarations import Arg, Result, primitive
 
 _WHY_PUBLIC = ("A value at distance 0 is the same on every pair of neighbouring tables (invariant I1 with "
                "every coefficient 0), so any function of it is too: post-processing (Dwork & Roth 2014, "
@@ -64,17 +64,6 @@ def range_values(lo: Any, hi: Any, step: Any) -> tuple:
     return tuple(lo + i * step for i in range(n))
 
 
-def _run_range(lo, hi, step):
-    from ..runtime.interpreter import RunFailure
-
-    try:
-        return range_values(lo, hi, step)
-    except RangeTooLong:
-        # Reached only with released (public) arguments: the checker put FAIL in the risk.
-        raise RunFailure(f"range: the step is not positive, a bound is not finite, or the list would have "
-                         f"more than {limits.MAX_LIST} elements") from None
-
-
 @primitive("range", ("lo", "hi", "step"), "num -> num -> num -> list num",
            "range lo hi step: the public list lo, lo + step, lo + 2 step, ... up to hi included (empty when "
            "hi < lo), computed exactly; e.g. range 17 90 1 as the candidates of a median, range 20 90 5 as "
@@ -84,7 +73,7 @@ def _run_range(lo, hi, step):
            + _WHY_PUBLIC + " With constant arguments it is a constant, computed by the checker; with released "
            "arguments it is computed at run time, and whether that succeeds (the step may be 0, the list too "
            "long) depends on released values only: a failure risk that no private data decides.",
-           category="list", run=_run_range)
+           category="list")
 def _range(ctx, args: list[Arg], span) -> Result:
     for a, what in zip(args, ("the lower bound of range", "the upper bound of range", "the step of range")):
         if not isinstance(a.type, Num):
@@ -147,10 +136,6 @@ def sortable(ctx, t, span, what: str) -> dict:
                    "to order pairs by one component use sort_by (fun p -> p.2) xs")
 
 
-def _run_sort(ctx, xs):
-    return tuple(sorted(xs, key=sort_key(ctx.info.get("categories"))))
-
-
 # rule Lists: sort needs a public list, so its result is public
 @primitive("sort", ("xs",), "list 'a -> list 'a",
            "sort xs: the elements of a public list (numbers, strings or categories) in increasing order "
@@ -158,7 +143,7 @@ def _run_sort(ctx, xs):
            "depends on private data must be released first.",
            "The list must be public (distance 0), so its sorted copy is too: " + _WHY_PUBLIC +
            " Sorting private values is refused rather than typed: release them with a mechanism first.",
-           category="list", run=_run_sort, needs_context=True)
+           category="list")
 def _sort(ctx, args: list[Arg], span) -> Result:
     (xs,) = args
     elem = _list_elem(ctx, xs, "sort")
@@ -170,26 +155,18 @@ def _sort(ctx, args: list[Arg], span) -> Result:
     return Result(xs.type, {}, info=info)
 
 
-def _run_reverse(xs):
-    return tuple(reversed(tuple(xs)))
-
-
 # rule Lists: reverse keeps the list's distance
 @primitive("reverse", ("xs",), "list 'a -o list 'a",
            "reverse xs: the elements of a list in the opposite order.",
            "Lists at a finite distance have the same length, and reversing both pairs the same elements: "
            "the sum of the elementwise distances is unchanged, so reverse is 1-sensitive.",
-           category="list", run=_run_reverse)
+           category="list")
 def _reverse(ctx, args: list[Arg], span) -> Result:
     (xs,) = args
     _list_elem(ctx, xs, "reverse")
     if xs.is_const:
         return Result(xs.type, {}, const=tuple(reversed(xs.const)))
     return Result(xs.type, xs.dist)
-
-
-def _run_take(k, xs):
-    return tuple(xs)[:int(k)]
 
 
 # rule Lists: take k, k a public whole-number constant, keeps the list's distance
@@ -199,7 +176,7 @@ def _run_take(k, xs):
            "Lists at a finite distance have the same length, so both prefixes hold the same positions, and "
            "the sum of the elementwise distances over a prefix is at most the sum over the whole list: "
            "1-sensitive in xs. k is a constant, the same on every table.",
-           category="list", run=_run_take)
+           category="list")
 def _take(ctx, args: list[Arg], span) -> Result:
     k, xs = args
     _list_elem(ctx, xs, "take")

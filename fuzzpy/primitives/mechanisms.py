@@ -10,8 +10,9 @@ runtime.  A mechanism whose private input has proven sensitivity S, run with eps
 
 For the selection mechanisms and the sparse vector, the private input is what the public score
 function captures from its context (`Instantiated.captured`); the candidate or query it is
-applied to is a public constant.  Runtimes import `fuzzpy.runtime.noise` lazily, so checking
-never loads the samplers.  See docs/mechanisms.md for the prose version of every rule.
+applied to is a public constant.  Their evaluators, which draw the noise, are in
+fuzzpy/runtime/kernels/mechanisms.py: checking never loads the samplers.  See
+docs/mechanisms.md for the prose version of every rule.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from ..checking.quadratic import inventory_of_release, linear_part, zcdp_of_pure
 from ..checking.sens import INF, Dist, d_add, d_scale, is_const
 from ..checking.types import BOOL, Bool, Fuzzy, ListT, Num, Tensor, Type, Vector
 from ..hints import hint
-from .registry import Arg, Instantiated, Result, primitive, runtime
+from .declarations import Arg, Instantiated, Result, primitive
+from .grid import grid_bits
 
 # Accuracy statements are given at confidence 1 - BETA.
 BETA = Fraction(1, 20)
@@ -127,36 +129,7 @@ def _info(sens: Fraction, eps: Fraction, scale: Fraction, **more: Any) -> dict:
     return {"sensitivity": sens, "epsilon": eps, "scale": scale, "charged": eps if sens else Fraction(0), **more}
 
 
-# ---- runtime support ----------------------------------------------------------------------------
-
-class Distribution:
-    """A mechanism applied to its inputs, not yet sampled: `sample(ctx)` draws fresh noise and
-    records the release through `ctx.record_release`.  Its repr never shows the inputs."""
-
-    __slots__ = ("name", "_draw", "batch", "per_run")
-
-    def __init__(self, name: str, draw: Callable[[Any], Any],
-                 batch: Optional[Callable[[Any, int], list]] = None,
-                 per_run: Optional[tuple[Any, Any, Callable[[list, Any], Optional[list]]]] = None):
-        self.name = name
-        self._draw = draw
-        # batch(rng, n): n independent draws at once, vectorised (AUDITING ONLY: the auditor's
-        # batched program sampler, fuzzpy/audit/batched.py; never used to release anything).
-        self.batch = batch
-        # per_run = (plan, input, draw_runs): draw_runs(inputs, rng) draws once for each of
-        # `inputs` (one per run, or ExactColumns; each released with the calibration `plan`
-        # names), vectorised: a list of the releases, or for tuple releases a tuple of columns
-        # (coordinate j's list over the runs; float64 arrays for ExactColumns inputs); None when
-        # it cannot.  AUDITING ONLY, like batch: runs whose mechanisms have equal plans and differ
-        # only by their inputs are drawn together.
-        self.per_run = per_run
-
-    def sample(self, ctx) -> Any:
-        return self._draw(ctx)
-
-    def __repr__(self) -> str:
-        return f"<distribution {self.name}>"
-
+# ---- accuracy statements (public: from the calibration alone) ---------------------------------
 
 @dataclass(frozen=True)
 class Accuracy:
@@ -204,89 +177,13 @@ def _laplace_shape(ctx, arg: Arg):
                      ["with-pairs (| |) measure the max, not the L1 sum the Laplace mechanism needs"]))
 
 
-def _run_laplace(ctx, eps, x):
-    laplace_release = runtime("noise").laplace_release
-    info = dict(ctx.info)
-
-    def draw(sctx):
-        rel = laplace_release(x, info["sensitivity"], info["epsilon"], sctx.rng)
-        n = len(rel.values) if isinstance(rel.values, tuple) else 1
-        acc = _laplace_statement(rel, n)
-        sctx.record_release("laplace", rel.values, info["charged"], rel.scale, acc,
-                            sensitivity=info["sensitivity"], bound_at=lambda beta: rel.accuracy(beta / n))
-        return rel.values
-
-    def batch(rng, n):
-        from ..runtime.noise import laplace_release_batch
-
-        return _coordinates(lambda v: laplace_release_batch(v, info["sensitivity"], info["epsilon"], n, rng), x, n)
-
-    def runs(xs, rng):
-        from ..runtime.noise import laplace_release_runs
-
-        return _coordinate_runs(lambda vs: laplace_release_runs(vs, info["sensitivity"], info["epsilon"], rng), xs)
-
-    return Distribution("laplace", draw, batch, (("laplace", info["sensitivity"], info["epsilon"]), x, runs))
-
-
-def _laplace_statement(rel: Any, n: int) -> Accuracy:
-    """The accuracy statement of a Laplace release of n coordinates (a union bound: every
-    coordinate within the bound at once).  A function of the public plan and n alone, so it is
-    made once per plan (every node of a tree releases with one plan), keyed by integers."""
-    g, s = rel.granularity, rel.grid_scale
-    key = (g.numerator, g.denominator, s.numerator, s.denominator, n)
-    acc = _LAPLACE_STATEMENTS.get(key)
-    if acc is None:
-        acc = Accuracy(rel.accuracy(BETA / n), BETA, "|noise| in every coordinate")
-        if len(_LAPLACE_STATEMENTS) < 4096:  # a bound on what a long run's plans keep
-            _LAPLACE_STATEMENTS[key] = acc
-    return acc
-
-
-_LAPLACE_STATEMENTS: dict = {}
-
-
-def _coordinates(one: Callable[[Any], Any], x: Any, n: int) -> Optional[list]:
-    """n draws of a number's or a tuple's release, each coordinate vectorised by `one` (the same
-    plan for every coordinate, as laplace_release makes it); None for any other value."""
-    from ..runtime.noise import _is_scalar
-
-    if _is_scalar(x):
-        return one(x).tolist()
-    if isinstance(x, tuple) and x and all(_is_scalar(v) for v in x):
-        cols = [one(v).tolist() for v in x]
-        return list(zip(*cols))
-    return None
-
-
-def _coordinate_runs(many: Callable[[Any], Any], xs: Any) -> Optional[list]:
-    """One release of each input of `xs` (all numbers, or all tuples of numbers of one length;
-    or `ExactColumns`), each coordinate vectorised over the runs by `many`; None for anything
-    else."""
-    import numpy as np
-
-    from ..runtime.noise import _is_scalar
-    from ..runtime.ratios import ExactColumns
-
-    if type(xs) is ExactColumns:  # float64 columns, which the auditor keeps as arrays
-        cols = [np.asarray(many(c)) for c in xs.columns]
-        return cols[0] if xs.scalar else tuple(cols)
-    nums = (int, float, Fraction)
-    if all(type(x) in nums or _is_scalar(x) for x in xs):
-        return many(xs).tolist()
-    d = len(xs[0]) if xs and isinstance(xs[0], tuple) else 0
-    if d and all(isinstance(x, tuple) and len(x) == d and all(type(v) in nums or _is_scalar(v) for v in x) for x in xs):
-        return tuple(many([x[j] for x in xs]).tolist() for j in range(d))
-    return None
-
-
 @primitive("laplace", ("eps", "x"), "(eps : num) -> num -o[eps/S] fuzzy num",
            "laplace eps x: x plus Laplace noise of scale S/eps, where S is the sensitivity the checker "
            "proved for x (a number, or a tensor tuple of numbers with L1 sensitivity S). Costs eps.",
            "Dwork, McSherry, Nissim, Smith 2006: Laplace noise of scale S/eps on an S-sensitive (L1) "
            "query is eps-DP. Sampled exactly on a fixed-point grid (Canonne, Kamath, Steinke 2020); "
            "see docs/mechanisms.md and fuzzpy/runtime/noise.py.",
-           category="mechanism", is_mechanism=True, run=_run_laplace, needs_context=True)
+           category="mechanism", is_mechanism=True)
 def _laplace(ctx, args, span):
     eps_arg, x = args
     eps = public_epsilon(ctx, eps_arg)
@@ -325,46 +222,6 @@ def gaussian_cost(ctx, rho: Fraction, dist: Dist, sens: Fraction, span) -> Dist:
     return ctx.lift({"g": rho / sens ** 2}, dist, span)
 
 
-def _run_gaussian(ctx, rho, x):
-    from ..runtime.noise import gaussian_release
-
-    info = dict(ctx.info)
-
-    def draw(sctx):
-        rel = gaussian_release(x, info["sensitivity"], info["rho"], sctx.rng)
-        n = len(rel.values) if isinstance(rel.values, tuple) else 1
-        acc = Accuracy(rel.joint_accuracy(BETA) if n > 1 else rel.accuracy(BETA), BETA,
-                       "|noise| in every coordinate")
-        sctx.record_release("gaussian", rel.values, Fraction(0), Fraction(rel.sigma), acc,
-                            sensitivity=info["sensitivity"], rho=info["charged_rho"],
-                            bound_at=lambda beta: rel.joint_accuracy(beta) if n > 1 else rel.accuracy(beta))
-        return rel.values
-
-    def batch(rng, n):
-        from ..runtime.noise import _is_scalar, gaussian_release_batch
-
-        if not (_is_scalar(x) or (isinstance(x, tuple) and x and all(_is_scalar(v) for v in x))):
-            return None
-        out = gaussian_release_batch(x, info["sensitivity"], info["rho"], n, rng)
-        return out.tolist() if out.ndim == 1 else [tuple(row) for row in out.tolist()]
-
-    def runs(xs, rng):
-        import numpy as np
-
-        from ..runtime.noise import gaussian_release_runs
-        from ..runtime.ratios import ExactColumns
-
-        try:  # numbers, or tuples of numbers of one length (the vectors' dimension)
-            out = gaussian_release_runs(xs, info["sensitivity"], info["rho"], rng)
-        except (TypeError, ValueError):
-            return None
-        if type(xs) is ExactColumns:  # float64 columns, which the auditor keeps as arrays
-            return out if out.ndim == 1 else tuple(np.ascontiguousarray(col) for col in out.T)
-        return out.tolist() if out.ndim == 1 else tuple(col.tolist() for col in out.T)
-
-    return Distribution("gaussian", draw, batch, (("gaussian", info["sensitivity"], info["rho"]), x, runs))
-
-
 # rule Gauss: rho a positive public constant, sigma^2 = S^2/(2 rho), channel-g cost
 @primitive("gaussian", ("rho", "x"), "(rho : num) -> num -o fuzzy num   (costs rho in zCDP)",
            "gaussian rho x: x plus Gaussian noise of standard deviation S/sqrt(2 rho), where S is the "
@@ -376,7 +233,7 @@ def _run_gaussian(ctx, rho, x):
            "costs k^2 rho (their Proposition 1.9), which the checker's quadratic costs carry (rule Rho in "
            "docs/soundness.md). Sampled exactly: the discrete Gaussian of Canonne, Kamath & Steinke 2020 "
            "on a fixed-point grid (docs/noise.md).",
-           category="mechanism", is_mechanism=True, run=_run_gaussian, needs_context=True)
+           category="mechanism", is_mechanism=True)
 def _gaussian(ctx, args, span):
     rho_arg, x = args
     rho = public_epsilon(ctx, rho_arg, "rho")
@@ -427,40 +284,6 @@ def selection_accuracy(scale: Fraction, n: int, beta: Fraction = BETA) -> Fracti
     return scale * log_upper(Fraction(n) / beta)
 
 
-def _selection_runner(name: str, select_name: str):
-    def run(ctx, eps, candidates, score):
-        from ..runtime import noise
-
-        select = getattr(noise, select_name)
-        info = dict(ctx.info)
-        cands = list(candidates)
-        if not cands:  # the list is public (released values), so this failure reveals nothing private
-            from ..runtime.interpreter import RunFailure
-
-            raise RunFailure(f"{name} was given an empty list of candidates", ctx.span)
-        from ..runtime.batch import batched_scores
-
-        scores = batched_scores(ctx, score, cands)  # every candidate at once when the score allows it
-        if scores is None:
-            scores = [ctx.call(score, c) for c in cands]
-
-        def draw(sctx):
-            i = select(scores, info["sensitivity"], info["epsilon"], sctx.rng)
-            acc = Accuracy(selection_accuracy(info["scale"], len(cands)), BETA,
-                           "best score - score of the chosen candidate")
-            sctx.record_release(name, cands[i], info["charged"], info["scale"], acc,
-                                sensitivity=info["sensitivity"], candidates=tuple(cands))
-            return cands[i]  # only the candidate: its score and noise never leave
-
-        def batch(rng, n):
-            idx = noise.selection_batch(scores, info["sensitivity"], info["epsilon"], n, rng, name)
-            return [cands[i] for i in idx.tolist()]
-
-        return Distribution(name, draw, batch)
-
-    return run
-
-
 @primitive("exponential", ("eps", "candidates", "score"),
            "(eps : num) -> list 'c -> ('c -> num) -o[eps/S] fuzzy 'c",
            "exponential eps cs score: a candidate c of the public list cs, drawn with probability "
@@ -469,8 +292,7 @@ def _selection_runner(name: str, select_name: str):
            "McSherry & Talwar 2007 (Mechanism Design via Differential Privacy); Dwork & Roth 2014, "
            "Theorem 3.10: every score moves by at most S, so each probability changes by at most "
            "exp(eps/2) in the numerator and in the normaliser. " + _REF_EXACT,
-           category="mechanism", is_mechanism=True, run=_selection_runner("exponential", "exponential_mechanism"),
-           needs_context=True)
+           category="mechanism", is_mechanism=True)
 def _exponential(ctx, args, span):
     return _selection_rule("exponential", ctx, args, span)
 
@@ -483,8 +305,7 @@ def _exponential(ctx, args, span):
            "Permute-and-flip with coins exp(-eps (max - score)/(2S)) is eps-DP (McKenna & Sheldon 2020, "
            "NeurIPS) and has exactly the law of report noisy max with Exponential(2S/eps) noise (Ding, Kifer, "
            "Saghaian, Steinke, Wang, Xiao, Zhang 2021); compare Dwork & Roth 2014, Claim 3.9. " + _REF_EXACT,
-           category="mechanism", is_mechanism=True, run=_selection_runner("noisy_max", "report_noisy_max"),
-           needs_context=True)
+           category="mechanism", is_mechanism=True)
 def _noisy_max(ctx, args, span):
     return _selection_rule("noisy_max", ctx, args, span)
 
@@ -504,42 +325,12 @@ def svt_accuracy(info: dict, n_queries: int, beta: Fraction = BETA) -> Fraction:
     Threshold noise within b1*ln(2/beta) + g and all query noises within b2*ln(2k/beta) + g
     (each event failing with probability <= beta/2; a discrete Laplace on step g has tails at
     most one step heavier than the continuous law), plus half a step of rounding on each side."""
-    from ..runtime.grid import grid_bits
-
     sens, eps = info["sensitivity"], info["epsilon"]
     if sens == 0 or n_queries == 0:
         return Fraction(0)
     b1, b2 = svt_scales(sens, eps, info["cutoff"])
     step = sens / 2 ** grid_bits(eps)  # noise.py's grid step
     return b1 * log_upper(2 / beta) + b2 * log_upper(2 * n_queries / beta) + 3 * step
-
-
-def _run_above_threshold(ctx, eps, cutoff, threshold, queries, score):
-    from ..runtime.noise import above_threshold
-
-    info = dict(ctx.info)
-    qs = list(queries)
-    values = [ctx.call(score, q) for q in qs]
-
-    def draw(sctx):
-        answers = tuple(above_threshold(values, info["threshold"], info["sensitivity"], info["epsilon"],
-                                        info["cutoff"], sctx.rng))
-        acc = Accuracy(svt_accuracy(info, len(qs)), BETA, "distance of a wrong answer's score from the threshold")
-        sctx.record_release("above_threshold", answers, info["charged"], info["scale"], acc,
-                            sensitivity=info["sensitivity"], query_scale=info["query_scale"],
-                            cutoff=info["cutoff"], threshold=info["threshold"], queries=tuple(qs))
-        return answers
-
-    def batch(rng, n):
-        from ..runtime.noise import above_threshold_batch
-
-        try:
-            return above_threshold_batch(values, info["threshold"], info["sensitivity"], info["epsilon"],
-                                         info["cutoff"], n, rng)
-        except ValueError:  # beyond the batch sampler's range: the exact sampler, once per run
-            return None
-
-    return Distribution("above_threshold", draw, batch)
 
 
 @primitive("above_threshold", ("eps", "cutoff", "threshold", "queries", "score"),
@@ -552,7 +343,7 @@ def _run_above_threshold(ctx, eps, cutoff, threshold, queries, score):
            "PVLDB 10(6)), Algorithm 1 with eps1 = eps2 = eps/2: Lap(S/eps1) on the "
            "threshold and Lap(2cS/eps2) on each query is eps-DP for queries of sensitivity S. "
            + _REF_EXACT,
-           category="mechanism", is_mechanism=True, run=_run_above_threshold, needs_context=True)
+           category="mechanism", is_mechanism=True)
 def _above_threshold(ctx, args, span):
     eps_arg, cutoff_arg, threshold_arg, queries, score = args
     name = "above_threshold"
@@ -577,8 +368,6 @@ def svt_rounding_cost(ctx, dist: Dist, cost: Dist, eps: Fraction, sens: Fraction
     (eps/S) * c; otherwise rounding can add one step, so a symbol that only moves by whole units
     (tables, ints) is charged eps * 2^-m more per unit, and one that can move by fractions (a num
     parameter of a helper function) is charged infinity."""
-    from ..runtime.grid import grid_bits
-
     if sens == 0:
         return cost
     steps_per_unit = Fraction(2 ** grid_bits(eps)) / sens
@@ -620,21 +409,6 @@ def rr_cost(ctx, dist: Dist, eps: Fraction) -> Dist:
     return cost
 
 
-def _run_randomized_response(ctx, eps, b):
-    from ..runtime.noise import randomized_response
-
-    info = dict(ctx.info)
-
-    def draw(sctx):
-        out = randomized_response(bool(b), info["epsilon"], sctx.rng)
-        acc = Accuracy(rr_flip_upper(info["epsilon"]), Fraction(0), "probability that the bit was flipped")
-        sctx.record_release("randomized_response", out, info["charged"], info["scale"], acc,
-                            sensitivity=info["sensitivity"])
-        return out
-
-    return Distribution("randomized_response", draw)
-
-
 @primitive("randomized_response", ("eps", "b"), "(eps : num) -> bool -o[eps] fuzzy bool",
            "randomized_response eps b: b, kept with probability e^eps / (1 + e^eps) and flipped otherwise. "
            "Costs eps for each input b depends on, however strongly (a bool changes at most once).",
@@ -642,7 +416,7 @@ def _run_randomized_response(ctx, eps, b):
            "between the two values of b. Neighbouring tables (distance >= 1 when they differ) change b "
            "at most once, so eps per unit of distance bounds the loss. Coins are exact Bernoulli draws "
            "(Canonne, Kamath, Steinke 2020).",
-           category="mechanism", is_mechanism=True, run=_run_randomized_response, needs_context=True)
+           category="mechanism", is_mechanism=True)
 def _randomized_response(ctx, args, span):
     eps_arg, b = args
     eps = public_epsilon(ctx, eps_arg)

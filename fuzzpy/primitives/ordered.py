@@ -14,7 +14,8 @@ from fractions import Fraction
 from ..checking.sens import d_add, d_scale
 from ..checking.types import Bag, Cat, ListT, Num, Seq, Str
 from .bags import elem_type, row_function
-from .registry import Result, primitive
+from .declarations import Result, primitive
+from .lists import is_public, sortable
 
 _REF = "PrivJail (seed 003) section 4.2: ordered operations use the edit distance"
 
@@ -33,26 +34,6 @@ def _count_arg(ctx, arg, what: str) -> int:
     return int(arg.const)
 
 
-def _sort_run(ctx, key, b):
-    import pandas as pd
-
-    if isinstance(b, tuple):  # a public list (post-processing): stable, by the key's value
-        from .lists import sort_key
-
-        order = sort_key(ctx.info.get("categories"))
-        keys = [order(ctx.call(key, x)) for x in b]
-        return tuple(x for _, x in sorted(zip(keys, b), key=lambda p: p[0]))
-    keys = ctx.vectorised(key)(b)
-    if "categories" in ctx.info:
-        # A category sorts in its declared order, however the column is stored (categorical or
-        # plain strings): the order must not depend on the data.
-        from .partitions import category_codes
-
-        keys = category_codes(pd.Series(keys).reset_index(drop=True), ctx.info["categories"])
-    order = pd.Series(keys).reset_index(drop=True).sort_values(kind="stable").index
-    return b.iloc[order].reset_index(drop=True)
-
-
 @primitive("sort_by", ("key", "b"), "('a -> num | cat | string) -> bag 'a -o seq 'a",
            "sort_by key b: the rows of b in increasing order of the public key function (stable). On a "
            "public list (released values), the list in increasing order of the key: "
@@ -61,7 +42,7 @@ def _sort_run(ctx, key, b):
            "distance d give sequences at edit distance d. " + _REF + ". On a list: the list and "
            "everything the key reads must be public (distance 0), so the result is public too "
            "(post-processing); a list that depends on private data is refused.",
-           category="ordered", run=_sort_run, needs_context=True)
+           category="ordered")
 def _sort_by(ctx, args, span):
     key, b = args
     if isinstance(b.type, ListT):
@@ -76,8 +57,6 @@ def _sort_by(ctx, args, span):
 
 def _sort_list_by(ctx, key, xs, span):
     """Rule Lists: sort_by on a public list, with a key function that reads nothing private."""
-    from .lists import is_public, sortable
-
     if not is_public(xs):
         raise ctx.fail("E1501", "the list given to sort_by depends on private data", xs.span,
                        "only public values may be sorted: release them first (sample xs = ...), then sort "
@@ -90,7 +69,7 @@ def _sort_list_by(ctx, key, xs, span):
     return Result(xs.type, {}, ir_args=[inst.code, xs.ir], info=info)
 
 
-def _window(name: str, doc: str, take):
+def _window(name: str, doc: str):
     def rule(ctx, args, span):
         *counts, s = args
         elem = _seq_elem(ctx, s, name)
@@ -101,14 +80,11 @@ def _window(name: str, doc: str, take):
               ("int -> int -> " if name == "slice" else "int -> ") + "seq 'a -o[2] bag 'a", doc,
               "One row added to the input can push one row into the window and another out of it: "
               "the window moves by 2 per unit of edit distance. " + _REF,
-              category="ordered", run=take, needs_context=True)(rule)
+              category="ordered")(rule)
 
 
-_window("head", "head n s: the first n rows of a sorted table (a bag).",
-        lambda ctx, n, s: s.head(int(n)).reset_index(drop=True))
-_window("tail", "tail n s: the last n rows of a sorted table (a bag).",
-        lambda ctx, n, s: s.tail(int(n)).reset_index(drop=True) if int(n) > 0 else s.iloc[0:0])
-_window("slice", "slice i j s: the rows at positions i (inclusive) to j (exclusive) of a sorted table.",
-        lambda ctx, i, j, s: s.iloc[int(i):int(j)].reset_index(drop=True))
+_window("head", "head n s: the first n rows of a sorted table (a bag).")
+_window("tail", "tail n s: the last n rows of a sorted table (a bag).")
+_window("slice", "slice i j s: the rows at positions i (inclusive) to j (exclusive) of a sorted table.")
 
 

@@ -1,178 +1,106 @@
-"""The one registry of primitives.
+"""The one registry of primitives: where the checker, the runtime, the language server and
+`docs/primitives.md` look each built-in up.
 
-Each built-in is declared exactly once, with its name, its signature (type with sensitivities,
-for people), its typing rule (for the checker), its runtime implementation (for the
-interpreter), a documentation line (hover, generated docs) and a justification of why its
-rule is sound, with a reference.  The checker, the interpreter, the language server and
-`docs/primitives.md` all read `REGISTRY`.
+Each primitive is declared exactly once, in its family's module (arith.py, bags.py, ...), with
+`primitive` (declarations.py): name, signature, typing rule, documentation, justification and
+its exact semantics on check-time constants (`fold`).  The families are loaded on the first
+lookup.
+
+How a primitive is evaluated at run time is not declared here: the runtime registers its
+evaluators on the declaration (`kernel`), from one module per family under
+fuzzpy/runtime/kernels/ (docs/runtime.md, "Where a primitive is evaluated").  Checking never
+loads them, and nothing here imports the runtime.
 """
 
 from __future__ import annotations
 
-import importlib
+import sys
 import threading
-from dataclasses import dataclass, field
-from fractions import Fraction
-from typing import Any, Callable, Optional, Protocol
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
-from ..checking.ir import IR, ILambda
-from ..checking.sens import Coef, Dist
-from ..checking.types import Type
-from ..diagnostics import Span
+from .declarations import (NOCONST, OPERATORS, REGISTRY, Arg, Instantiated, Primitive, Result, Rule, RuleContext,
+                           RunContext, primitive)
+
+__all__ = ["NOCONST", "NO_TABLE", "OPERATORS", "PASSES_TABLES", "PER_LANE", "REGISTRY", "Arg", "Instantiated",
+           "Primitive", "Refused", "Result", "Rule", "RuleContext", "RunContext", "StandIn", "all_primitives", "kernel",
+           "lookup", "primitive", "without_kernels"]
 
 
-class _NoConst:
+# ---- evaluators, registered by the runtime --------------------------------------------------------
+
+class StandIn:
+    """What evaluates a primitive where it has no evaluator of its own of one kind: a documented
+    default that keeps the reference semantics (see each instance's `meaning`)."""
+
+    __slots__ = ("name", "meaning")
+
+    def __init__(self, name: str, meaning: str):
+        self.name, self.meaning = name, meaning
+
     def __repr__(self) -> str:
-        return "NOCONST"
+        return self.name
 
 
-NOCONST: Any = _NoConst()  # "value not known at check time"
+PER_LANE = StandIn("PER_LANE", "no batched evaluator: given lane values, the reference runs once per lane on "
+                               "that lane's own values (runtime/batch.py), the reference semantics by construction")
+NO_TABLE = StandIn("NO_TABLE", "takes no table, so no Dask evaluator: on the Dask engine the reference runs on the "
+                               "client, on values the client holds; a table among its arguments stops the run (E2101)")
+PASSES_TABLES = StandIn("PASSES_TABLES", "moves tables and parts around without reading a row: on the Dask engine the "
+                                         "reference runs on the client and hands the engine's tables on as they are")
 
 
-@dataclass
-class Arg:
-    """What the checker knows about one argument of a primitive call."""
+@dataclass(frozen=True)
+class Refused:
+    """An evaluator a primitive cannot have, with the reason: for a Dask evaluator, a primitive
+    that takes a table and cannot be computed partition by partition (the Dask engine refuses a
+    program that calls it before anything is charged, E2101)."""
 
-    type: Type
-    dist: Dist
-    const: Any
-    span: Span
-    ir: IR
-    fn: Any = None  # a check-time function value, for higher-order primitives
-    parts: Optional[list[Dist]] = None  # per-component distances of a tuple or partition
-
-    @property
-    def is_const(self) -> bool:
-        return self.const is not NOCONST
+    reason: str
 
 
-@dataclass
-class Result:
-    type: Type
-    dist: Dist
-    const: Any = NOCONST
-    info: dict = field(default_factory=dict)
-    ir_args: Optional[list[IR]] = None  # replaces the argument IR (e.g. functions -> code)
-    parts: Optional[list[Dist]] = None  # per-component distances (splits, partitions)
-    risk: Dist = field(default_factory=dict)  # a failure risk of the primitive's own (checking/effects.py)
+def kernel(name: str, *, reference: Callable[..., Any], context: bool = False, lazy_bags: bool = False,
+           batched: Any, dask: Any) -> Primitive:
+    """Register the runtime's evaluators of the declared primitive `name`, once, from its
+    family's module under fuzzpy/runtime/kernels/:
+
+    * reference: its run, the semantics every other evaluator of it must agree with; called as
+      reference(*args), or with `context` as reference(ctx, *args) (RunContext).  With
+      `lazy_bags` it also takes lazy MaskedBags (runtime/values.py); others get plain frames.
+    * batched: its evaluator on lane values (runtime/batch.py), batched(evaluator, prim, node,
+      args) -> the lanes' values, or NotImplemented to run the reference once per lane; or
+      PER_LANE when it has none.
+    * dask: its evaluator on the Dask engine's tables (runtime/engines/dask_engine.py),
+      dask(engine, ctx, vectorise, *args); or NO_TABLE, PASSES_TABLES, or Refused(reason).
+
+    A primitive that is not declared, registered twice, or given an evaluator of the wrong
+    kind is an error (at import)."""
+    prim = lookup(name)
+    if prim is None:
+        raise ValueError(f"kernels registered for {name}, which is not a declared primitive")
+    if name in _KERNELS:
+        raise ValueError(f"kernels of primitive {name} registered twice")
+    if not callable(reference):
+        raise ValueError(f"the reference evaluator of {name} is not a function")
+    if batched is not PER_LANE and not callable(batched):
+        raise ValueError(f"the batched evaluator of {name} is neither a function nor PER_LANE")
+    if dask not in (NO_TABLE, PASSES_TABLES) and not isinstance(dask, Refused) and not callable(dask):
+        raise ValueError(f"the Dask evaluator of {name} is neither a function, NO_TABLE, PASSES_TABLES nor Refused")
+    prim.run, prim.needs_context, prim.lazy_bags = reference, context, lazy_bags
+    prim.batched, prim.dask = batched, dask
+    prim.kernels_from = sys._getframe(1).f_globals.get("__name__")  # the family module registering it
+    prim.bag_only = lazy_bags and not context and prim.fold is None and not prim.structured
+    _KERNELS.add(name)
+    return prim
 
 
-@dataclass
-class Instantiated:
-    """A function argument checked at a given parameter type."""
-
-    cod: Type
-    param_coefs: list[Coef]  # sensitivity in each parameter
-    captured: Dist           # distance of what the function captured from its context
-    code: ILambda
-    risk: Dist = field(default_factory=dict)  # on what applying it may fail (checking/effects.py)
-    grows: Any = 0       # rows it may add, per row of what it is applied to (rule Growth)
-    depth: int = 0       # calls an application nests, and when drawn (rule Unroll)
-    draw_depth: int = 0
-    quad: list[dict] = field(default_factory=list)  # per parameter: shadow coefficients (rule Rho)
+_KERNELS: set[str] = set()
 
 
-class RuleContext(Protocol):
-    def fail(self, code: str, message: str, span: Span | None, *notes: str) -> Exception: ...
-    def c_max(self, a: Coef, b: Coef) -> Coef: ...
-    def d_max(self, a: Dist, b: Dist) -> Dist: ...
-    def instantiate(self, arg: Arg, param_types: list[Type], span: Span, per_row: bool = False,
-                    public: bool = False, times: int = 1, quadratic: bool = False) -> Instantiated: ...
-    def note_growth(self, dist: Dist) -> None: ...
-    def note_infinite(self, span: Span, dist: Dist, reason: str) -> None: ...
-    def sensitivity(self, dist: Dist, span: Span) -> Fraction: ...
-    def split(self, parent: Dist, labels: list[str], types: list[Type] | None = None) -> list[Dist]: ...
-    def scale_apply(self, k: Coef, dist: Dist, span: Span | None = None) -> Dist: ...
-    def lift(self, quad: dict, arg: Dist, span: Span | None) -> Dist: ...
-    def integral(self, symbol: str) -> bool: ...
-    def record_mechanism(self, name: str, span: Span, sensitivity: Fraction, epsilon: Fraction,
-                         scale: Fraction, cost: Dist, extra: dict | None = None) -> None: ...
-
-
-Rule = Callable[[RuleContext, list[Arg], Span], Result]
-
-
-class RunContext(Protocol):
-    """What the interpreter hands to primitives declared with `needs_context=True`.
-
-    Calling convention: `run(ctx, *argument_values)`.  Plain primitives are called as
-    `run(*argument_values)` and must work on Python scalars, numpy arrays and pandas Series.
-    Function arguments arrive as runtime closures; call them with `ctx.call(fn, *args)` or
-    vectorise them with `ctx.vectorised(fn)` (column-at-a-time).  Mechanisms return a
-    `Distribution` (an object with `sample(ctx) -> value`); the interpreter samples it at a
-    `sample` binding.  Nothing here may raise on a data-dependent value."""
-
-    info: dict        # what the primitive's typing rule decided (bounds, calibration)
-    span: Any         # source span of the call
-    rng: Any          # fuzzpy.runtime.noise.RandomSource
-
-    def call(self, fn: Any, *args: Any) -> Any: ...
-    def vectorised(self, fn: Any) -> Callable[[Any], Any]: ...
-    def record_release(self, mechanism: str, value: Any, epsilon: Fraction, scale: Fraction,
-                       accuracy: Any, **extra: Any) -> None: ...
-
-
-@dataclass
-class Primitive:
-    name: str
-    params: tuple[str, ...]
-    signature: str
-    doc: str
-    justification: str
-    rule: Rule
-    run: Optional[Callable[..., Any]] = None
-    category: str = "other"
-    is_mechanism: bool = False
-    # Can the runtime apply it to whole columns (vectorised row functions)?
-    vectorised: bool = False
-    fold: Optional[Callable[..., Any]] = None  # evaluate on check-time constants
-    needs_context: bool = False  # run(ctx, *args) instead of run(*args); see RunContext
-    # Its run takes and gives tuples (vectors, primitives/vectors.py): exact on exact numbers, and
-    # on tuples of columns in row functions (each component a column, runtime/vectorize.py).
-    structured: bool = False
-
-    @property
-    def arity(self) -> int:
-        return len(self.params)
-
-
-REGISTRY: dict[str, Primitive] = {}
-
-# Source operators and the primitives that implement them.
-OPERATORS: dict[str, str] = {
-    "+": "add", "-": "sub", "*": "mul", "/": "div",
-    "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge",
-    "&&": "and", "||": "or", "!": "not", "neg": "neg",
-}
-
-
-def primitive(name: str, params: tuple[str, ...], signature: str, doc: str, justification: str, *,
-              category: str, run: Optional[Callable[..., Any]] = None, is_mechanism: bool = False,
-              vectorised: bool = False, fold: Optional[Callable[..., Any]] = None,
-              needs_context: bool = False, structured: bool = False) -> Callable[[Rule], Rule]:
-    """Decorator declaring a primitive; the decorated function is its typing rule."""
-
-    def register(rule: Rule) -> Rule:
-        if name in REGISTRY:
-            raise ValueError(f"primitive {name} declared twice")
-        REGISTRY[name] = Primitive(name, params, signature, doc, justification, rule, run, category,
-                                   is_mechanism, vectorised, fold, needs_context, structured)
-        return rule
-
-    return register
-
-
-def runtime(name: str) -> Any:
-    """The module fuzzpy.runtime.<name>, imported on first use (checking loads the primitives
-    without the runtime) and then read from a dict: an import statement in a primitive's run,
-    made at every node of a tree, costs more than the lookup."""
-    module = _RUNTIME.get(name)
-    if module is None:
-        module = _RUNTIME[name] = importlib.import_module(f"fuzzpy.runtime.{name}")
-    return module
-
-
-_RUNTIME: dict[str, Any] = {}
+def without_kernels() -> list[str]:
+    """The declared primitives the runtime has registered no kernels for (all of them until it
+    is loaded)."""
+    return sorted(set(all_primitives()) - _KERNELS)
 
 
 def lookup(name: str) -> Optional[Primitive]:
@@ -197,5 +125,7 @@ def _load() -> None:
         return
     with _load_lock:
         if not _loaded:
+            # Imported on the first lookup, not with this module: a check answered from the
+            # cache, or a command that never checks, reads no primitive.
             from . import arith, bags, binning, estimates, library, lists, mechanisms, ordered, partitions, trees, vectors  # noqa: F401
             _loaded = True

@@ -9,13 +9,15 @@ sensitivity; the Laplace mechanism, which needs L1, refuses vectors (mechanisms.
 
 At run time a vector is a tuple of numbers.  Outside row functions its components are exact
 (Fractions), like every number there (docs/runtime.md), and every primitive below computes
-exactly; in row functions they are floats, or whole columns (the runs are numpy-generic, and
-`structured=True` lets the vectorising evaluator hand them tuples of columns).
+exactly; in row functions they are floats, or whole columns (their evaluators,
+fuzzpy/runtime/kernels/vectors.py, are numpy-generic, and `structured=True` lets the
+vectorising evaluator hand them tuples of columns).
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from fractions import Fraction
 from typing import Any
 
@@ -23,9 +25,8 @@ from ..checking.effects import FAIL
 from ..checking.quadratic import linear_part
 from ..checking.sens import ONE, d_add, d_inf, d_scale
 from ..checking.types import Num, Tensor, Vector
-from .arith import _mul
-from .bags import _bounded_sum, elem_type, row_function
-from .registry import Arg, Result, primitive
+from .bags import elem_type, row_function
+from .declarations import Arg, Result, primitive
 
 _REF_L2 = ("the Euclidean norm is a norm: the triangle inequality and ||k v||_2 = |k| ||v||_2 "
            "(any linear-algebra text; for its use in DP, Dwork & Roth 2014, section 3.5.3)")
@@ -46,15 +47,21 @@ def sqrt_upper(x: Fraction, bits: int = 32) -> Fraction:
     return Fraction(r, q * 2 ** bits)
 
 
-def _is_exact(x: Any) -> bool:
+def is_exact(x: Any) -> bool:
     return isinstance(x, (Fraction, int)) and not isinstance(x, bool)
 
 
-def _all_exact(xs: Any) -> bool:
-    return all(_is_exact(x) for x in xs)
+def exact_times(k: Any, x: Any) -> Any:
+    """k * x on exact numbers, with 0 * x = 0 (as `mul`'s fold)."""
+    return Fraction(0) if k == 0 or x == 0 else k * x
 
 
-# ---- the clip: exact outside row functions, floats (with a safety factor) inside ----------------
+def _exact_dot(u: tuple, v: tuple) -> Any:
+    terms = [exact_times(a, b) for a, b in zip(u, v)]
+    return sum(terms[1:], terms[0])
+
+
+# ---- the exact clip (outside row functions; in floats: fuzzpy/runtime/kernels/vectors.py) ----------
 
 CLIP_GRID = 256  # tangent points per octave of the exact clip (relative shortfall < 3e-5)
 
@@ -99,145 +106,6 @@ def clip_exact(c: Fraction, xs: tuple) -> tuple:
         return tuple(xs)
     phi = _tangent_factor(s / (c * c))
     return tuple(x * phi for x in xs)
-
-
-# Relative error of the float norm below (max-scaled sum of squares, then sqrt and a product):
-# at most (n + 5) 2**-53 <= 2**-40 for n <= MAX_VECTOR_SIZE = 4096.  Scaling the rows that are
-# not clearly inside the ball to c (1 - 2**-30) leaves room for it and for the product's own
-# rounding: every clipped vector has exact norm < c.  Rows with a missing or infinite coordinate
-# become 0 (as sum counts a missing value as 0).
-_SAFETY = 1.0 - 2.0 ** -30
-
-
-# rule Vector: each row clipped in floats to a norm below c
-def clip_rows(x: Any, c: float) -> Any:
-    """Clip each row of the float matrix x (rows x n) to L2 norm < c (see _SAFETY).
-
-    Computed column by column, the squares summed in coordinate order: the result does not
-    depend on the matrix's memory layout (numpy sums a row-major row of 8 or more pairwise, a
-    column-major one in order), so the batched and the reference runtime, which build their
-    matrices differently, clip to the same floats."""
-    import numpy as np
-
-    n = x.shape[1]
-    if not n:
-        return np.zeros(x.shape)
-    with np.errstate(all="ignore"):
-        cols = [x[:, j] for j in range(n)]
-        finite = np.isfinite(cols[0])
-        for col in cols[1:]:
-            finite &= np.isfinite(col)
-        if not finite.all():
-            cols = [np.where(finite, col, 0.0) for col in cols]
-        big = np.abs(cols[0])
-        for col in cols[1:]:
-            np.maximum(big, np.abs(col), out=big)
-        safe = np.where(big > 0, big, 1.0)
-        total = np.square(cols[0] / safe)
-        for col in cols[1:]:
-            total += np.square(col / safe)
-        norm = big * np.sqrt(total)
-        limit = c * _SAFETY
-        factor = np.where(norm > limit, limit / np.where(norm > 0, norm, 1.0), 1.0)
-        out = np.empty(x.shape)
-        for j, col in enumerate(cols):
-            np.multiply(col, factor, out=out[:, j])
-        return out
-
-
-def _clip_float(c: float, xs: tuple) -> tuple:
-    import numpy as np
-
-    cols = [np.asarray(x, dtype=np.float64) for x in xs]
-    shape = np.broadcast_shapes(*(col.shape for col in cols))
-    matrix = np.stack([np.broadcast_to(col, shape).reshape(-1) for col in cols], axis=1)
-    out = clip_rows(matrix, c)
-    if shape == ():
-        return tuple(float(v) for v in out[0])
-    return tuple(out[:, i].reshape(shape) for i in range(len(xs)))
-
-
-# ---- runtime implementations (structured: tuples of exact numbers, floats or columns) -------------
-
-def _times(k: Any, x: Any) -> Any:
-    if _is_exact(k) and _is_exact(x):
-        return Fraction(0) if k == 0 or x == 0 else k * x
-    from ..runtime.interpreter import as_float
-
-    return _mul(as_float(k), as_float(x))
-
-
-def _run_vec(x: Any) -> tuple:
-    return tuple(x) if isinstance(x, tuple) else (x,)
-
-
-def _run_vtuple(v: tuple) -> Any:
-    return tuple(v) if len(v) > 1 else v[0]  # fuzzpy has no 1-tuples: vec[1] gives a number
-
-
-def _run_vget(i: Any, v: tuple) -> Any:
-    return v[int(i) - 1]
-
-
-def _run_vadd(u: tuple, v: tuple) -> tuple:
-    return tuple(a + b for a, b in zip(u, v))
-
-
-def _run_vsub(u: tuple, v: tuple) -> tuple:
-    return tuple(a - b for a, b in zip(u, v))
-
-
-def _run_vscale(k: Any, v: tuple) -> tuple:
-    return tuple(_times(k, x) for x in v)
-
-
-def _run_vdot(u: tuple, v: tuple) -> Any:
-    terms = [_times(a, b) for a, b in zip(u, v)]
-    total = terms[0]
-    for t in terms[1:]:
-        total = total + t
-    return total
-
-
-def _run_vclip(c: Any, v: tuple) -> tuple:
-    if _is_exact(c) and _all_exact(v):
-        return clip_exact(Fraction(c), tuple(Fraction(x) for x in v))
-    from ..runtime.interpreter import as_float
-
-    return _clip_float(float(as_float(c)), v)
-
-
-def _row_matrix(frame: Any, n: int) -> Any:
-    """A row function's vectors as a float matrix (rows x n); NaN where a row has no vector."""
-    import numpy as np
-    import pandas as pd
-
-    if isinstance(frame, pd.DataFrame) and frame.shape[1] == n:
-        if all(isinstance(t, np.dtype) and t.kind in "fiub" for t in frame.dtypes):
-            # numbers already (the usual case): to_numeric would give every column back as it is
-            return frame.to_numpy(dtype=np.float64)
-        return frame.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    rows = list(frame) if isinstance(frame, pd.Series) else []
-    out = np.full((len(rows), n), np.nan)
-    for i, row in enumerate(rows):  # the per-row fallback with failed rows (None): rare
-        if isinstance(row, tuple) and len(row) == n:
-            try:
-                out[i] = [float(x) for x in row]
-            except (TypeError, ValueError, OverflowError):
-                pass
-    return out
-
-
-# rule Vector: clipped rows, truncated onto a grid, summed exactly
-def _run_vsum(ctx, c, f, b):
-    """Each row's vector clipped in floats to norm < c, then each coordinate summed exactly as
-    `sum` does (bags._bounded_sum: truncated toward zero onto a grid fixed by c, which only
-    shrinks coordinates, so every row's share keeps norm < c, and summed exactly)."""
-    n, bound = ctx.info["size"], ctx.info["bound"]
-    if len(b) == 0:
-        return tuple(Fraction(0) for _ in range(n))
-    matrix = clip_rows(_row_matrix(ctx.vectorised(f)(b), n), float(bound))
-    return tuple(Fraction(_bounded_sum(matrix[:, i], bound)) for i in range(n))
 
 
 # ---- typing rules ------------------------------------------------------------------------------
@@ -286,7 +154,7 @@ _VEC_WHY = ("||(x_1 .. x_n) - (x'_1 .. x'_n)||_2 <= sum_i |x_i - x'_i|: a tensor
 @primitive("vec", ("x",), "(num, ..., num) -o vec[n]   (and num -o vec[1])",
            "vec (x1, ..., xn): the vector of a tensor tuple of n numbers (or of one number), with the "
            "Euclidean metric. Free: the tuple's L1 distance bounds the vector's L2 distance.",
-           _VEC_WHY, category="vector", run=_run_vec, structured=True)
+           _VEC_WHY, category="vector", structured=True)
 def _vec(ctx, args, span):
     (x,) = args
     t = x.type
@@ -318,7 +186,7 @@ def _max_size() -> int:
            "the L2 distance.",
            "Cauchy-Schwarz: ||d||_1 <= sqrt(n) ||d||_2, with equality when every coordinate moves by the "
            "same amount; sqrt(n) is bounded above by an exact rational (32 bits).",
-           category="vector", run=_run_vtuple, structured=True)
+           category="vector", structured=True)
 def _vtuple(ctx, args, span):
     (v,) = args
     t = _vector(ctx, v, "vtuple")
@@ -332,7 +200,7 @@ def _vtuple(ctx, args, span):
 @primitive("vget", ("i", "v"), "(i : int) -> vec[n] -o num",
            "vget i v: the i-th coordinate of v (1 to n, as p.1 for tuples); i is a public constant.",
            "|x_i - x'_i| <= ||x - x'||_2: a coordinate is 1-sensitive in L2.",
-           category="vector", run=_run_vget, structured=True)
+           category="vector", structured=True)
 def _vget(ctx, args, span):
     i_arg, v = args
     t = _vector(ctx, v, "vget")
@@ -348,24 +216,24 @@ def _vget(ctx, args, span):
     return Result(Num(), v.dist)
 
 
-def _binary(name: str, run, sign: str):
+def _binary(name: str, op, sign: str):
     @primitive(name, ("u", "v"), "vec[n] -o vec[n] -o vec[n]",
                f"{name} u v: u {sign} v, coordinate by coordinate.",
                f"||(u {sign} v) - (u' {sign} v')||_2 <= ||u - u'||_2 + ||v - v'||_2 (triangle inequality): "
                "1-sensitive in each argument; " + _REF_L2 + ".",
-               category="vector", run=run, structured=True)
+               category="vector", structured=True)
     def rule(ctx, args, span):
         u, v = args
         tu, tv = _vector(ctx, u, name), _vector(ctx, v, name)
         _same_length(ctx, tu, tv, span, name)
         if u.is_const and v.is_const:
-            return Result(tu, {}, tuple(run(tuple(map(Fraction, u.const)), tuple(map(Fraction, v.const)))))
+            return Result(tu, {}, tuple(op(Fraction(a), Fraction(b)) for a, b in zip(u.const, v.const)))
         return Result(tu, d_add(u.dist, v.dist))
     return rule
 
 
-_binary("vadd", _run_vadd, "+")
-_binary("vsub", _run_vsub, "-")
+_binary("vadd", operator.add, "+")
+_binary("vsub", operator.sub, "-")
 
 
 @primitive("vscale", ("k", "v"), "num -o[||v||] vec[n] -o[|k|] vec[n]",
@@ -373,14 +241,14 @@ _binary("vsub", _run_vsub, "-")
            "when v is a public constant vector; otherwise unbounded (vectors carry no bound).",
            "||k v - k v'||_2 = |k| ||v - v'||_2 and ||k v - k' v||_2 = |k - k'| ||v||_2 (homogeneity of the "
            "norm); ||v||_2 of a constant is bounded above by an exact rational.",
-           category="vector", run=_run_vscale, structured=True)
+           category="vector", structured=True)
 def _vscale(ctx, args, span):
     k, v = args
     if not isinstance(k.type, Num):
         raise ctx.fail("E0202", f"vscale expects a number to scale by, but this is {k.type}", k.span)
     t = _vector(ctx, v, "vscale")
     if k.is_const and v.is_const:
-        return Result(t, {}, _run_vscale(Fraction(k.const), tuple(map(Fraction, v.const))))
+        return Result(t, {}, tuple(exact_times(Fraction(k.const), Fraction(x)) for x in v.const))
     if k.is_const:
         dist = d_scale(abs(Fraction(k.const)), v.dist)
     elif v.is_const:
@@ -395,13 +263,13 @@ def _vscale(ctx, args, span):
            "public constant vector c (or a released one inside a row function); otherwise unbounded.",
            "Cauchy-Schwarz: |c . v - c . v'| <= ||c||_2 ||v - v'||_2; a product of two private values has "
            "no bound without a bound on both (vectors carry none), so it is infinitely sensitive.",
-           category="vector", run=_run_vdot, structured=True)
+           category="vector", structured=True)
 def _vdot(ctx, args, span):
     u, v = args
     tu, tv = _vector(ctx, u, "vdot"), _vector(ctx, v, "vdot")
     _same_length(ctx, tu, tv, span, "vdot")
     if u.is_const and v.is_const:
-        value = _run_vdot(tuple(map(Fraction, u.const)), tuple(map(Fraction, v.const)))
+        value = _exact_dot(tuple(map(Fraction, u.const)), tuple(map(Fraction, v.const)))
         return Result(Num(value, value), {}, value)
     if u.is_const:
         dist = d_scale(_const_norm_upper(u.const), v.dist)
@@ -421,7 +289,7 @@ def _vdot(ctx, args, span):
            "Combettes, Convex Analysis and Monotone Operator Theory, Prop. 4.16) and bounds the norm. The "
            "exact version is a radial map phi(|v|^2) v whose Jacobian has eigenvalues in [0, 1]: "
            "1-Lipschitz too (clip_exact's proof).",
-           category="vector", run=_run_vclip, structured=True)
+           category="vector", structured=True)
 def _vclip(ctx, args, span):
     c_arg, v = args
     c = _public_positive(ctx, c_arg, "norm", "vclip")
@@ -440,7 +308,7 @@ def _vclip(ctx, args, span):
            "each coordinate truncated toward zero onto a grid and summed exactly, as sum does), so adding "
            "or removing a row moves the sum by at most c in L2: the L2 sensitivity of a sum of clipped "
            "vectors, as in DP-SGD (Abadi et al., CCS 2016, section 3.1).",
-           category="vector", run=_run_vsum, needs_context=True)
+           category="vector")
 def _vsum(ctx, args, span):
     c_arg, f, b = args
     c = _public_positive(ctx, c_arg, "clip norm", "vsum")

@@ -40,14 +40,19 @@ from typing import Any, Callable, Optional
 import numpy as np
 import pandas as pd
 
+from .. import limits
 from ..checking import ir as I
+from ..primitives.registry import PER_LANE, lookup
 from . import compiled
-from .interpreter import (_NOT_EXACT, BAG_ONLY, Context, Interpreter, as_float, bind, exact_arg, fold_exact,
-                          whole_fraction, whole_fractions)
+from .evaluator import Interpreter
+from .numbers import _NOT_EXACT, as_float, exact_arg, fold_exact, whole_fraction, whole_fractions
+from .state import Bind, bind
 from .node_memo import NodeMemo
 from .ratios import Ratios
-from .values import Closure, MaskedBag, Partition, is_distribution
-from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, remembered, row_value, to_frame
+from .sums import SUM_GRID_BITS, sum_grid
+from .values import (Closure, EachDistribution, Located, MaskedBag, MechanismDistribution, Partition, Returned,
+                     field_of, is_bag, is_distribution, restrict)
+from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, number_matrix, row_matrix, row_value, to_frame
 
 # Integer lanes stay int64 while every operand is below this (a sum or difference of two such
 # values cannot overflow; products are checked separately).
@@ -196,7 +201,7 @@ class LaneBag:
         self._one_each: Optional[bool] = None
         # A group of `whole` (its pairs whose key `codes` are `code`), selected only when its
         # pairs are read: a group is mostly only counted, and `counts` (pairs per lane) is known.
-        # `codes` may be a function making them (`_b_groupby` on blocks).
+        # `codes` may be a function making them (groupby's batched evaluator on blocks).
         self._whole, self._codes, self._code, self.counts = whole, codes, code, counts
         # Blocks (`of_blocks`): (rows, [(codes, first lane, lanes)]), the pairs made when read.
         self.blocks = blocks
@@ -205,8 +210,9 @@ class LaneBag:
     def of_blocks(base: Any, rows: np.ndarray, blocks: list[tuple[np.ndarray, int, int]], n: int) -> "LaneBag":
         """Blocks of lanes over the same rows: in block (codes, first, m), row rows[j] is in lane
         first + codes[j] (0 <= codes[j] < m, each row in one lane), the blocks' lanes in order
-        and together n.  The parts of several partitions of one bag (`_lanes_of_partitions`):
-        a grouping of them is a bincount per block over the bag's rows (`_b_groupby`), without
+        and together n.  The parts of several partitions of one bag (batched `pmap`, in
+        kernels/partitions.py): a grouping of them is a bincount per block over the bag's rows
+        (batched `groupby`), without
         the pairs of all blocks gathered into one array."""
         return LaneBag(base, None, None, n, blocks=(rows, blocks))
 
@@ -305,14 +311,9 @@ class ThresholdBags:
         return len(self.column) - hits if self.negated else hits.copy()
 
     def lane(self, i: int) -> MaskedBag:
-        from ..primitives import arith  # noqa: F401 - the registry's comparison primitives
-        from ..primitives.registry import lookup
-
         prim = lookup(self.op)
         with np.errstate(invalid="ignore"):
             keep = np.asarray(prim.run(self.column, self.thresholds[i]), dtype=bool)
-        from .values import restrict
-
         return restrict(self.bag, ~keep if self.negated else keep)
 
     def __repr__(self) -> str:
@@ -388,8 +389,6 @@ class PerRunMechanism:
 
 
 def _unlocated(v: Any) -> Any:
-    from .values import Located
-
     while type(v) is Located:
         v = v.inner
     return v
@@ -805,8 +804,9 @@ class LaneEvaluator(Interpreter):
         # product() of a plain bag, per bag: an iterative program reads the same table at every
         # step, and its (lane, row) pairs and their columns are the same each time
         self._products: dict[int, tuple[Any, LaneBag]] = {}
-        # _b_numeric's last arguments and result per node (a loop-invariant operation)
-        self._last: dict[int, tuple[tuple, Any]] = {}
+        # the arithmetic's last arguments and result per node (a loop-invariant operation:
+        # kernels/arith.py's batched evaluator)
+        self.numeric_memo: dict[int, tuple[tuple, Any]] = {}
         # the row view of each (lane, row) bag and the column evaluator's memo (VectorEvaluator),
         # kept across steps: the row function's operations on the row alone are done once
         self._row_views: dict[int, tuple[Any, Any]] = {}
@@ -1075,8 +1075,6 @@ class LaneEvaluator(Interpreter):
         return value[node.index]
 
     def e_IField(self, node: I.IField, env: dict) -> Any:
-        from .interpreter import field_of
-
         value = self.eval(node.value, env)
         if type(value) is Lanes:
             return Lanes([field_of(x, node.name) for x in value.values()])
@@ -1115,22 +1113,9 @@ class LaneEvaluator(Interpreter):
             if is_distribution(out) and not self.fuzzy:
                 raise NotBatchable("a distribution")
             return out
-        if prim.is_mechanism or prim.name == "each":
-            if not self.fuzzy:
-                raise NotBatchable("a mechanism on lane values")
-            if prim.name == "each" and isinstance(args[1], dict):
-                # the function once per key, on every lane's part at once (lane bags, lane values):
-                # each part's distribution holds lane values, and the auditor draws it for all lanes
-                return super().call_prim(prim, node, args)
-            if type(args[-1]) is not Closure and not any(has_lanes(a) for a in args[:-1]):
-                # only the input (a number or a tuple) differs between lanes
-                first = super().call_prim(prim, node, [lane_view(a, 0) for a in args])
-                if getattr(_unlocated(first), "per_run", None) is not None:
-                    return PerRunMechanism(_unlocated(first), args[-1], self.n, lambda: self._per_lane(prim, node, args))
-            return self._per_lane(prim, node, args)  # one distribution per lane
-        special = _SPECIAL.get(prim.name)
-        if special is not None:
-            out = special(self, prim, node, args)
+        batched = prim.batched  # the primitive's own evaluator on lanes (runtime/kernels/), if it has one
+        if batched is not PER_LANE:
+            out = batched(self, prim, node, args)
             if out is not NotImplemented:
                 return out
         return self._per_lane(prim, node, args)
@@ -1143,7 +1128,7 @@ class LaneEvaluator(Interpreter):
             raise NotBatchable("one evaluation per lane of several inputs' tables")
         if self.state.engine is None and prim.fold is not None and not prim.needs_context and not prim.structured:
             return self._folds(prim, node, args)
-        if self.state.engine is None and prim.name in BAG_ONLY:  # run on its arguments as they are,
+        if self.state.engine is None and prim.bag_only:  # run on its arguments as they are,
             cols = [unlane(a, self.n) for a in args]           # as the scalar call_prim runs it
             return Lanes([prim.run(*vals) for vals in zip(*cols)])
         out = []
@@ -1158,10 +1143,8 @@ class LaneEvaluator(Interpreter):
         """Scalar arithmetic and comparisons once per lane: the exact fold the scalar evaluator
         tries first (Interpreter.call_prim), without its dispatch; a lane whose values it does not
         take (not scalars) goes through call_prim itself."""
-        from .interpreter import _NOT_EXACT, fold_exact
-
         fold = prim.fold
-        cols = [_exact_args(a, self.n) for a in args]
+        cols = [exact_args(a, self.n) for a in args]
         if all(c is not None for c in cols):  # every lane's arguments as fold_exact makes them
             return Lanes([fold(*vals) for vals in zip(*cols)])
         out = []
@@ -1171,7 +1154,7 @@ class LaneEvaluator(Interpreter):
         return Lanes(out)
 
 
-def _exact_args(v: Any, n: int) -> Optional[list]:
+def exact_args(v: Any, n: int) -> Optional[list]:
     """A lane value's (or a constant's) values as `fold_exact` converts them (`exact_arg`), or
     None when one of them is not a scalar."""
     if type(v) is not Lanes:
@@ -1345,16 +1328,12 @@ def select_lanes(v: Any, idx: np.ndarray, remap: np.ndarray, depth: int = 0) -> 
 
 
 def _lane_free_distribution(v: Any, depth: int = 0) -> bool:
-    from ..primitives import mechanisms
-    from .interpreter import Bind
-    from .values import EachDistribution, Located, Returned
-
     t = type(v)
     if depth > 8:
         return False
     if t is Located:
         return _lane_free_distribution(v.inner, depth + 1)
-    if t is mechanisms.Distribution:  # built from plain inputs (per-lane ones are Lanes of them)
+    if t is MechanismDistribution:  # built from plain inputs (per-lane ones are Lanes of them)
         return True
     if t is Returned:
         return not has_lanes(v.value)
@@ -1387,412 +1366,6 @@ def _transpose(value: Lanes, n: int) -> Any:
 
 # ---- primitives with a batched implementation ------------------------------------------------------
 
-def _int_lanes(v: Any, n: int) -> Optional[tuple[np.ndarray, bool]]:
-    """(int64 array, is-a-Fraction) for integer lanes or an integral constant; None otherwise."""
-    if type(v) is Lanes:
-        d = v._data  # None for exact rationals (not ints here)
-        if isinstance(d, np.ndarray) and d.dtype == np.int64:
-            return d, v.frac
-        return None
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int) or (isinstance(v, Fraction) and v.denominator == 1):
-        q = int(v)
-        if abs(q) < _INT_SAFE:
-            return np.full(n, q, dtype=np.int64), isinstance(v, Fraction)
-    return None
-
-
-def _small(a: np.ndarray) -> bool:
-    return a.size == 0 or int(np.abs(a).max()) < _INT_SAFE
-
-
-def _b_arith(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    """+, -, max, min, comparisons, neg, abs on integer lanes: numpy on int64 (exact below 2^61).
-    The exact scalar semantics turn ints into Fractions, so the results are Fractions too."""
-    ints = [_int_lanes(a, ev.n) for a in args]
-    if any(x is None for x in ints) or not all(_small(a) for a, _ in ints):  # type: ignore[union-attr]
-        return NotImplemented
-    arrays = [a for a, _ in ints]  # type: ignore[misc]
-    name = prim.name
-    if name in _CMP_OPS:
-        return Lanes(_CMP_OPS[name](*arrays))
-    if name == "neg":
-        return Lanes(-arrays[0], True)
-    if name == "abs":
-        return Lanes(np.abs(arrays[0]), True)
-    if name == "mul":
-        a, b = arrays
-        if int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) >= _INT_SAFE:
-            return NotImplemented
-        return Lanes(a * b, True)
-    return Lanes(_INT_OPS[name](*arrays), True)
-
-
-def _ratios(v: Any, n: int) -> Optional[Ratios]:
-    """The exact values of lanes of finite floats, ints and Fractions (or of such a constant);
-    None for anything else (infinities and NaN keep the reference path).  A lane list's ratios
-    are kept with it, for the next operation that reads them."""
-    if type(v) is Lanes:
-        if v.ratios is None:
-            d = v.data
-            if v.floats is not None:
-                v.ratios = Ratios.of_floats(v.floats)  # None for an infinity or NaN, as of_values
-            elif isinstance(d, np.ndarray):
-                if d.dtype != np.int64:
-                    return None
-                v.ratios = Ratios.of_ints(d)
-            else:
-                v.ratios = Ratios.of_values(d)
-        return v.ratios
-    if isinstance(v, (int, float, Fraction)) and not isinstance(v, bool):
-        return Ratios.constant(v, n)  # None for a numpy scalar or an infinity: the reference path
-    return None
-
-
-_RATIO_OPS = {"add": Ratios.add, "sub": Ratios.sub, "mul": Ratios.mul, "div": Ratios.div}
-
-
-def _b_exact(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    """+, -, *, /, max, min and comparisons on lanes of released floats and exact numbers: the
-    exact scalar semantics (Fractions; 0 * x = 0, x / 0 = 0) on the lanes' integer ratios."""
-    if len(args) != 2:
-        return NotImplemented
-    a, b = _ratios(args[0], ev.n), _ratios(args[1], ev.n)
-    if a is None or b is None:
-        return NotImplemented
-    name = prim.name
-    if name in _RATIO_OPS:
-        return Lanes.of_ratios(_RATIO_OPS[name](a, b))
-    if name in ("max", "min"):  # the fold's max(x, y): y where y > x (min: y < x), else x
-        op = _CMP_FNS["gt" if name == "max" else "lt"]
-        fa, fb = _exact_floats(args[0], ev.n), _exact_floats(args[1], ev.n)
-        # finite floats (a and b are not None) compare exactly as floats: no cross-multiplying
-        take = op(fb, fa) if fa is not None and fb is not None else b.compare(op, a)
-        return Lanes.of_ratios(a.pick(np.asarray(take, dtype=bool), b))
-    return Lanes(a.compare(_CMP_FNS[name], b))
-
-
-def _b_numeric(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    # An operation on the same argument objects as its node's last evaluation gives the same
-    # value (lane values are never changed once built, and arithmetic is a function of them):
-    # `rate / max n 1` at every step of a gradient descent is computed once.
-    return remembered(ev._last, node, args, lambda: _numeric(ev, prim, node, args))
-
-
-def _numeric(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    if any(type(a) is str for a in args):  # a string compared (`a == "age"`): no numeric path applies
-        return NotImplemented
-    out = _b_arith(ev, prim, node, args) if prim.name != "div" else NotImplemented
-    if out is NotImplemented and prim.name in _CMP_OPS:
-        out = _b_compare(ev, prim, args)
-    if out is NotImplemented and prim.name not in ("neg", "abs"):
-        out = _b_exact(ev, prim, node, args)
-    return out
-
-
-def _b_compare(ev: LaneEvaluator, prim: Any, args: list[Any]) -> Any:
-    """Comparisons of released floats (and numbers a float holds exactly): comparing two floats
-    is exact, so numpy gives the truth the exact fold gives (NaN is neither below nor above nor
-    equal, in both)."""
-    cols = [_exact_floats(a, ev.n) for a in args]
-    if any(c is None for c in cols):
-        return NotImplemented
-    with np.errstate(invalid="ignore"):
-        return Lanes(_CMP_OPS[prim.name](*cols))
-
-
-def _exact_floats(v: Any, n: int) -> Optional[np.ndarray]:
-    """A lane value of floats and small ints, or a number a float holds exactly, as float64;
-    None otherwise."""
-    if type(v) is Lanes:
-        if v._data is None:
-            return None  # exact rationals: compared exactly by _b_exact
-        if v.floats is not None:
-            return v.floats
-        d = v.data
-        if isinstance(d, np.ndarray):
-            return None  # int lanes: the integer path
-        if not all(type(x) is float or (type(x) is int and -_FLOAT_EXACT_INT < x < _FLOAT_EXACT_INT) for x in d):
-            return None
-        return np.array(d, dtype=np.float64)
-    if type(v) is float:
-        return np.full(n, v)
-    if type(v) in (int, Fraction):
-        f = as_float(v)
-        if math.isfinite(f) and Fraction(f) == v:
-            return np.full(n, f)
-    return None
-
-
-def _b_count(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    (b,) = args
-    if type(b) is LaneBag:
-        if b.counts is not None:
-            return Lanes(b.counts.copy())
-        if b.blocks is not None and b._lanes is None:  # each block's parts counted on its own
-            return Lanes(np.concatenate([np.bincount(codes.astype(np.intp, copy=False), minlength=m)
-                                         for codes, _, m in b.blocks[1]]).astype(np.int64))
-        return Lanes(np.bincount(b.lanes, minlength=b.n).astype(np.int64))
-    if type(b) is ThresholdBags:
-        return Lanes(b.counts())
-    return NotImplemented
-
-
-def _b_groupby(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    from ..primitives.partitions import key_codes, remembered_key_codes
-
-    key, b = args
-    lb = product(ev, b)
-    if lb is None:
-        return NotImplemented
-    keys = tuple(node.info["keys"])
-    full, complete = (None, False) if has_lanes(key) else remembered_key_codes(Context(ev, node.info, node.span),
-                                                                              key, lb.base)
-    if full is not None and lb.blocks is not None and complete:
-        return _groupby_blocks(lb, full, keys)
-    if full is not None:
-        codes = full[lb.rows]
-    else:
-        out = lane_rows(ev, key, lb)
-        if out is None:
-            return NotImplemented
-        codes = np.asarray(key_codes(out, node.info))
-    # every lane's count of every key at once: (lane, key) cells of one bincount
-    k, lanes = len(keys), lb.lanes
-    if not complete and codes.size and codes.min() < 0:  # rows whose key is none of the declared keys
-        valid = codes >= 0
-        lanes, codes_in = lanes[valid], codes[valid]
-    else:
-        codes_in = codes
-    cell = lanes * k
-    cell += codes_in  # in place: one large temporary fewer (each is page-faulted in anew)
-    cells = np.bincount(cell, minlength=lb.n * k).reshape(lb.n, k).astype(np.int64)
-    return {key: LaneBag(lb.base, None, None, lb.n, whole=lb, codes=codes, code=j, counts=cells[:, j])
-            for j, key in enumerate(keys)}
-
-
-def _groupby_blocks(lb: LaneBag, full: np.ndarray, keys: tuple) -> dict:
-    """`_b_groupby` of a lane bag of blocks (`LaneBag.of_blocks`) by a key whose code full[r]
-    every row r has: the rows' codes read once, then a bincount of (part, key) cells per
-    block; the groups' pairs, in the blocks' order, are selected only if read."""
-    rows, blocks = lb.blocks  # type: ignore[misc]
-    mine = full[rows]
-    k = len(keys)
-    if len(mine) * len(blocks) <= ONE_PASS_PAIRS:
-        # few pairs (a small node's candidates): every block's cells in one bincount over the
-        # (block, row) grid, the lane first + codes[j] of each, instead of a few numpy calls per
-        # block (each costs more than its rows)
-        grid = np.stack([codes for codes, _, _ in blocks]).astype(np.int16 if lb.n * k < 2**15 else np.intp)
-        grid += np.array([first for _, first, _ in blocks], dtype=grid.dtype)[:, None]
-        grid *= k
-        grid += mine
-        cells = np.bincount(grid.ravel(), minlength=lb.n * k).reshape(lb.n, k)
-    else:
-        cells = np.empty((lb.n, k), dtype=np.int64)
-        for codes, first, m in blocks:
-            # the block's (part, key) cell of each row, in int16 when the cells fit (a quarter of
-            # the memory an intp array moves: most of the time of a large block)
-            cell = codes.astype(np.int16 if m * k < 2**15 else np.intp)
-            cell *= k
-            cell += mine
-            cells[first:first + m] = np.bincount(cell, minlength=m * k).reshape(m, k)
-    pair_codes: list = []
-
-    def codes_of_pairs() -> np.ndarray:  # made once, shared by the groups
-        if not pair_codes:
-            pair_codes.append(np.tile(mine, len(blocks)))
-        return pair_codes[0]
-
-    return {key: LaneBag(lb.base, None, None, lb.n, whole=lb, codes=codes_of_pairs, code=j, counts=cells[:, j])
-            for j, key in enumerate(keys)}
-
-
-def _b_filter(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    from ..primitives.bags import _truth
-
-    p, b = args
-    if not has_lanes(b) and type(p) is Closure:  # a predicate reading a candidate threshold
-        pair = _thresholds(ev, p, b)
-        if pair is not None:
-            return pair[0] if prim.name == "filter" else pair
-    lb = product(ev, b)
-    out = lane_rows(ev, p, lb) if lb is not None else None
-    if out is None:
-        return NotImplemented
-    keep = _truth(out)
-    return lb.sub(keep) if prim.name == "filter" else (lb.sub(keep), lb.sub(~keep))
-
-
-def _thresholds(ev: LaneEvaluator, p: Closure, b: Any) -> Optional[tuple[ThresholdBags, ThresholdBags]]:
-    """`fun r -> e OP c` (or `c OP e`) with e a numeric column not reading any lane value and c a
-    variable holding a numeric lane value: the two sides of the split as threshold bags."""
-    from .vectorize import apply_rows
-
-    p = _unwrapped(ev, p)
-    body, params = p.body, p.params
-    if not isinstance(body, I.IPrim) or body.name not in _FLIP or len(body.args) != 2 or not params:
-        return None
-    row = params[0]
-    lane_names = {k for k in _read_names(body) if k in p.env and has_lanes(p.env[k])}
-    left, right = body.args
-    op = body.name
-    if _mentions(left, {row}) and not _mentions(right, {row}) and not _mentions(left, lane_names):
-        col_ir, c_ir = left, right
-    elif _mentions(right, {row}) and not _mentions(left, {row}) and not _mentions(right, lane_names):
-        col_ir, c_ir, op = right, left, _FLIP[op]
-    else:
-        return None
-    if not isinstance(c_ir, I.IVar):
-        # Only the candidate itself: inside a row function `c + 0.1` is float arithmetic, which
-        # the exact evaluation here would round differently.
-        return None
-    c = ev.eval(c_ir, p.env)  # evaluation reads an environment, never changes it
-    ts = _threshold_floats(c.values()) if type(c) is Lanes else None
-    if ts is None:
-        return None
-    col = apply_rows(ev.state, Closure(p.env, params, col_ir), b)
-    if not isinstance(col, pd.Series):
-        return None
-    arr = col.to_numpy()
-    if arr.dtype == np.int64:
-        if arr.size and int(np.abs(arr).max()) >= _FLOAT_EXACT_INT:
-            return None
-        arr = arr.astype(np.float64)
-    elif arr.dtype != np.float64:
-        return None
-    shared: list = [None, None]
-    return (ThresholdBags(b, arr, op, ts, False, shared), ThresholdBags(b, arr, op, ts, True, shared))
-
-
-def _threshold_floats(vals: list) -> Optional[list[float]]:
-    """Each candidate as the float a row function compares it as (`as_float`), or None when one
-    is not a number.  A Fraction's float is its numerator divided by its denominator (Python's
-    correctly rounded int division, which is what float() of a Fraction computes), taken
-    directly: float() goes through the numbers ABC, a third of a median's scoring."""
-    out = []
-    for v in vals:
-        t = type(v)
-        if t is float:
-            out.append(v)
-        elif t is Fraction:
-            try:
-                out.append(v.numerator / v.denominator)
-            except OverflowError:
-                out.append(as_float(v))
-        elif _is_number(v):
-            out.append(as_float(v))
-        else:
-            return None
-    return out
-
-
-def _unwrapped(ev: LaneEvaluator, p: Closure) -> Closure:
-    """`fun x -> f x` as f itself (a lambda the checker made around a function's code)."""
-    for _ in range(8):
-        body = p.body
-        if not (isinstance(body, I.IApply) and p.params and len(body.args) == 1
-                and isinstance(body.args[0], I.IVar) and body.args[0].name == p.params[0]):
-            return p
-        if _mentions(body.fn, {p.params[0]}):
-            return p
-        fn = ev.eval(body.fn, p.env)
-        if type(fn) is not Closure:
-            return p
-        if body.body is None:
-            if fn.body is None or not fn.params or len(fn.params) != 1:
-                return p
-            p = fn
-        else:
-            if not body.params or len(body.params) != 1:
-                return p
-            p = Closure(fn.env, body.params, body.body)
-    return p
-
-
-def _is_number(v: Any) -> bool:
-    return not isinstance(v, bool) and isinstance(v, (int, float, Fraction, np.integer, np.floating))
-
-
-def _mentions(node: Any, names: set[str]) -> bool:
-    """Whether the IR reads one of `names` (conservatively: a name bound again inside counts)."""
-    return bool(names) and not _read_names(node).isdisjoint(names)
-
-
-def _b_structural(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    """`part ps k`, `values ps`: they move parts around without reading them, so lane values
-    pass through (the partition itself, a dict, is the same for every lane)."""
-    if type(args[0]) is not dict and not isinstance(args[0], dict):
-        return NotImplemented
-    return prim.run(*args)
-
-
-def _b_pmap(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    """`pmap f ps` with a partition per lane (the candidates' partitions of a score, each by its
-    own key) and f the same in every lane: f once over every part of every lane, each (lane,
-    part) a lane of one evaluation (`_lanes_of_partitions`), the results put back per lane in
-    each partition's key order.  NotImplemented (once per lane) when the partitions are not
-    parts of one table, or f is not batchable on them."""
-    f, ps = args
-    if ev.fuzzy or type(ps) is not Lanes or type(f) is not Closure or has_lanes(f):
-        return NotImplemented
-    partitions = ps.values()
-    flat = _lanes_of_partitions(partitions)
-    if flat is None:
-        return NotImplemented
-    result = _run_on(ev.state, f, flat, flat.n)
-    if result is None:
-        return NotImplemented
-    values = unlane(result, flat.n)
-    out, start = [], 0
-    for p in partitions:
-        out.append(dict(zip(p, values[start:start + len(p)])))
-        start += len(p)
-    return Lanes(out)
-
-
-# At most this many rows in all the partitions together: beyond, each partition's own batched
-# pmap is as fast (one bincount each, like the one over all) and makes no large temporary arrays.
-FLAT_PAIRS = 1 << 17
-# At most this many (block, row) pairs: a lane bag of blocks is grouped with one bincount over
-# all its blocks (`_groupby_blocks`) instead of one per block.
-ONE_PASS_PAIRS = 1 << 16
-
-
-def _lanes_of_partitions(partitions: list) -> Optional[LaneBag]:
-    """Every part of every partition as one lane bag, a lane per (partition, part) in order;
-    None unless they are all `groupby` partitions of one table."""
-    if not partitions or not all(type(p) is Partition for p in partitions):
-        return None
-    base = partitions[0].base
-    if any(p.base is not base for p in partitions):
-        return None
-    first = partitions[0]
-    if all(p.complete and p.rows is first.rows for p in partitions):  # every part of one bag's rows
-        shared = np.arange(len(first.codes)) if first.rows is None else first.rows
-        blocks, offset = [], 0
-        for p in partitions:
-            blocks.append((p.codes, offset, len(p)))
-            offset += len(p)
-        return LaneBag.of_blocks(base, shared, blocks, offset)
-    if sum(len(p.codes) for p in partitions) > FLAT_PAIRS:
-        return None
-    rows, lanes, offset = [], [], 0
-    for p in partitions:
-        codes = p.codes
-        if p.complete:  # every row in a part
-            rows.append(np.arange(len(codes)) if p.rows is None else p.rows)
-            lane = codes.astype(np.int64)
-        else:
-            keep = codes >= 0
-            rows.append(np.flatnonzero(keep) if p.rows is None else p.rows[keep])
-            lane = codes[keep].astype(np.int64)
-        lane += offset
-        lanes.append(lane)
-        offset += len(p)
-    return LaneBag(base, np.concatenate(rows), np.concatenate(lanes), offset)
-
-
 # ---- row functions per lane: every (lane, row) pair in one column evaluation ------------------------
 #
 # `map f b`, `filter p b`, `groupby key b`, `vsum c f b` with b a lane bag, or with a row function
@@ -1810,8 +1383,6 @@ PRODUCT_CELLS = 1 << 23  # at most this many cells gathered for the (lane, row) 
 
 def product(ev: LaneEvaluator, b: Any) -> Optional[LaneBag]:
     """b as a lane bag: itself, or (a plain bag, the same in every lane) every row in every lane."""
-    from .values import is_bag
-
     if type(b) is LaneBag:
         return b
     if has_lanes(b) or not is_bag(b) or not getattr(ev.state, "vectorise", True):
@@ -1832,13 +1403,11 @@ def product(ev: LaneEvaluator, b: Any) -> Optional[LaneBag]:
 def lane_rows(ev: LaneEvaluator, fn: Any, b: LaneBag, size: Optional[int] = None) -> Any:
     """fn's result on every (lane, row) pair of b, in order (a Series or a DataFrame), or None;
     with `size`, its vectors of that size as a float matrix (`vectors._row_matrix`)."""
-    from ..primitives.vectors import _row_matrix
-
     if type(fn) is not Closure or fn.body is None or not fn.params:
         return None
     if not has_lanes(fn):
         out = apply_rows(ev.state, fn, b.selected())  # the ordinary path, row-by-row fallback included
-        return out if size is None or out is None else _row_matrix(out, size)
+        return out if size is None or out is None else row_matrix(out, size)
     env = dict(fn.env)
     for name in _read_names(fn.body):
         if name in env and has_lanes(env[name]):
@@ -1850,10 +1419,6 @@ def lane_rows(ev: LaneEvaluator, fn: Any, b: LaneBag, size: Optional[int] = None
 
 
 def _on_pairs(ev: LaneEvaluator, fn: Closure, bag: Any, size: Optional[int] = None) -> Any:
-    from .. import limits
-    from ..primitives.vectors import _row_matrix
-    from .vectorize import number_matrix
-
     state = ev.state
     env = dict(fn.env)
     kept = ev._row_views.get(id(bag))
@@ -1867,7 +1432,7 @@ def _on_pairs(ev: LaneEvaluator, fn: Closure, bag: Any, size: Optional[int] = No
             return None
         if size is not None:  # number columns straight to the matrix, or through the frame
             matrix = number_matrix(out, len(bag), size)
-            return matrix if matrix is not None else _row_matrix(to_frame(out, len(bag)), size)
+            return matrix if matrix is not None else row_matrix(to_frame(out, len(bag)), size)
         return to_frame(out, len(bag))
     except Exception:  # noqa: BLE001 - not expressible on columns: the caller runs it once per lane
         state.depth = depth
@@ -1923,15 +1488,6 @@ class _PairEvaluator(VectorEvaluator):
         return super().case_on(node, value, env)
 
 
-def _b_map(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    f, b = args
-    lb = product(ev, b)
-    out = lane_rows(ev, f, lb) if lb is not None else None
-    if out is None:
-        return NotImplemented
-    return LaneBag(out, np.arange(len(lb.rows)), lb.lanes, ev.n)
-
-
 def _lane_sum_ratios(values: np.ndarray, lanes: np.ndarray, n: int,
                      bound: Fraction) -> Optional[tuple[Ratios, np.ndarray]]:
     """`_bounded_sum` of each lane's values as exact ratios (0 for an empty lane), and each
@@ -1946,8 +1502,6 @@ def _lane_sum_ratios(values: np.ndarray, lanes: np.ndarray, n: int,
 
 def _lane_sizes(lanes: np.ndarray, n: int) -> Optional[np.ndarray]:
     """Each lane's number of rows, or None when a lane's grid integers could sum past 2**53."""
-    from ..primitives.bags import SUM_GRID_BITS
-
     sizes = np.bincount(lanes, minlength=n)
     return None if n and int(sizes.max()) >= 1 << (52 - SUM_GRID_BITS) else sizes
 
@@ -1955,8 +1509,6 @@ def _lane_sizes(lanes: np.ndarray, n: int) -> Optional[np.ndarray]:
 def _grid_integers(values: np.ndarray, bound: Fraction) -> tuple[np.ndarray, int]:
     """Each value clamped and rounded toward zero onto the sum's grid 2**k, as the float
     integers y (NaN as 0; all 0 for a bound <= 0), and k: the value's share is y * 2**k."""
-    from ..primitives.bags import sum_grid
-
     if bound <= 0:
         return np.zeros(values.shape), 0
     k, inv, lim = sum_grid(Fraction(bound))
@@ -1979,206 +1531,19 @@ def _lane_sums(values: np.ndarray, lanes: np.ndarray, n: int, bound: Fraction) -
     return Lanes.of_sums(sums, sizes == 0)
 
 
-def _b_sum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    from ..primitives.bags import _numbers
-
-    (b,) = args
-    if type(b) is not LaneBag:
-        return NotImplemented
-    out = _lane_sums(_numbers(b.selected()), b.lanes, ev.n, node.info["bound"])
-    return NotImplemented if out is None else out
-
-
-def _b_vsum(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    from ..primitives.vectors import clip_rows
-
-    c, f, b = args
-    lb = product(ev, b)
-    if has_lanes(c) or lb is None:
-        return NotImplemented
-    size, bound = node.info["size"], node.info["bound"]
-    if not len(lb.rows):  # every lane's bag is empty: the reference gives 0s without calling f
-        if not size:
-            return Lanes([()] * ev.n)
-        return tuple(Lanes.of_ratios(Ratios.of_scaled(np.zeros(ev.n), 0)) for _ in range(size))
-    rows = lane_rows(ev, f, lb, size)
-    if rows is None:
-        return NotImplemented
-    if not size:
-        return Lanes([()] * ev.n)
-    if _lane_sizes(lb.lanes, ev.n) is None:
-        return NotImplemented
-    # the clipped rows on the sum's grid, all coordinates at once (elementwise: the same floats
-    # as coordinate by coordinate), then each coordinate's lane sums by one bincount
-    y, k = _grid_integers(clip_rows(rows, float(bound)), bound)
-    # each coordinate a Fraction in every lane (0 for an empty lane, as the reference gives it):
-    # the vectors as a tuple of coordinates, each held as exact ratios
-    return tuple(Lanes.of_ratios(Ratios.of_scaled(np.bincount(lb.lanes, weights=y[:, i], minlength=ev.n), k))
-                 for i in range(size))
-
-
-def _b_vector(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    """vadd, vsub, vscale on lanes where every coordinate's operation has a float operand (the
-    released values of a gradient step): the float operations the scalar runs make (Python mixes
-    an exact operand into a float operation as float(x); `vscale` multiplies as `_mul` does,
-    0 * x = 0, after as_float), on numpy arrays of the same floats: the same IEEE results.  Any
-    lane whose two operands are exact needs exact arithmetic: NotImplemented (once per lane)."""
-    from ..primitives.arith import _mul
-
-    a, b = args
-    scale = prim.name == "vscale"
-    right = _vector_columns(b, ev.n, strict=not scale)
-    if right is None:
-        return NotImplemented
-    if scale:
-        k = _number_column(a, ev.n, strict=False)
-        if k is None or not all(_float_operand(k[1], rf) for _, rf in right):
-            return NotImplemented
-        if not right:
-            return ()
-        # every coordinate at once (a d x n matrix): the same elementwise IEEE operations
-        out = _mul(k[0][None, :], np.stack([xv for xv, _ in right]))
-    else:
-        left = _vector_columns(a, ev.n, strict=True)
-        if left is None or len(left) != len(right):
-            return NotImplemented
-        if not all(_float_operand(lf, rf) for (_, lf), (_, rf) in zip(left, right)):
-            return NotImplemented
-        if not right:
-            return ()
-        op = np.add if prim.name == "vadd" else np.subtract
-        with np.errstate(invalid="ignore", over="ignore"):
-            out = op(np.stack([xv for xv, _ in left]), np.stack([yv for yv, _ in right]))
-    return tuple(Lanes.of_floats(row) for row in np.asarray(out, dtype=np.float64))
-
-
-def _b_clip(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    """clip lo hi x with public bounds a float holds exactly, on lanes of exact x: where float(x)
-    lies strictly between the bounds, so does x (correct rounding is monotone and keeps the
-    bounds), and the exact fold min(max(x, lo), hi) gives x itself; every other lane (near or
-    past a bound, NaN) runs the exact fold."""
-
-    lo, hi, x = args
-    if has_lanes(lo) or has_lanes(hi):  # public constants (the checker's rule), never lane values
-        return NotImplemented
-    if type(x) is Lanes and x._data is None:
-        return _clip_ratios(lo, hi, x.ratios, ev.n)  # type: ignore[arg-type]
-    bounds = [_exact_floats(v, 1) for v in (lo, hi)]
-    exact = [_exact_args(v, 1) for v in (lo, hi)]
-    if type(x) is not Lanes or type(x.data) is not list or any(b is None for b in bounds + exact):
-        return NotImplemented
-    flo, fhi = float(bounds[0][0]), float(bounds[1][0])
-    elo, ehi = exact[0][0], exact[1][0]  # type: ignore[index]
-    fold = prim.fold
-    out = []
-    for v in x.data:
-        if type(v) is Fraction and flo < as_float(v) < fhi:
-            out.append(v)
-            continue
-        q = exact_arg(v)
-        if q is None:
-            return NotImplemented
-        out.append(fold(elo, ehi, q))
-    return Lanes(out)
-
-
-def _clip_ratios(lo: Any, hi: Any, x: Ratios, n: int) -> Any:
-    """The fold min(max(x, lo), hi) on exact ratios: lo where lo > x, then hi where hi < that
-    (Python's max and min keep their first argument on ties), all Fractions."""
-    bounds = [Ratios.constant(exact_arg(v), n) if exact_arg(v) is not None else None for v in (lo, hi)]
-    if bounds[0] is None or bounds[1] is None:
-        return NotImplemented  # an infinite or non-numeric bound: the exact fold
-    low, high = bounds
-    m = x.pick(low.compare(operator.gt, x), low)
-    return Lanes.of_ratios(m.pick(high.compare(operator.lt, m), high))
-
-
-def _b_vec(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    """vec x: the scalar run's tuple(x) for a tuple (of lane values: the lanes' tuples), (x,) for
-    a number."""
-    (x,) = args
-    if type(x) is tuple:
-        return x
-    if type(x) is Lanes and (x._data is None or all(type(v) in _NUMBER for v in x.values())):
-        return (x,)
-    return NotImplemented
-
-
-def _b_vget(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
-    """vget i v with a public index: the i-th coordinate of every lane's vector (a vector is a
-    tuple, of lane values or not, or lanes of tuples), as the scalar run's v[i - 1]."""
-    i, v = args
-    if has_lanes(i) or type(i) not in (int, Fraction):
-        return NotImplemented
-    k = int(i) - 1
-    if type(v) is tuple and 0 <= k < len(v):
-        return v[k]
-    if type(v) is Lanes and type(v.data) is list and all(type(x) is tuple and 0 <= k < len(x) for x in v.data):
-        return Lanes([x[k] for x in v.data])
-    return NotImplemented
-
-
-def _float_operand(lf: Any, rf: Any) -> bool:
-    """Whether every lane's operation has a float operand (flags: arrays, or True for all)."""
-    return lf is True or rf is True or bool((lf | rf).all())
-
-
-def _vector_columns(v: Any, n: int, strict: bool) -> Optional[list[tuple[np.ndarray, Any]]]:
-    """A vector lane value (a tuple of numbers or of lane values, or lanes of tuples) as its
-    coordinates, each `_number_column`; None when the lanes' vectors are not numbers of one length."""
-    if type(v) is Lanes:
-        rows = v.data
-        if type(rows) is not list or not rows or not all(type(r) is tuple and len(r) == len(rows[0]) for r in rows):
-            return None
-        v = tuple(Lanes(list(c)) for c in zip(*rows))
-    if type(v) is not tuple:
-        return None
-    cols = [_number_column(c, n, strict) for c in v]
-    return None if any(c is None for c in cols) else cols  # type: ignore[return-value]
-
-
-def _number_column(v: Any, n: int, strict: bool) -> Optional[tuple[np.ndarray, Any]]:
-    """(the values as floats, which lanes hold a float: a boolean array, or True for every lane)
-    for lanes or a constant of numbers (not booleans).  An exact value becomes float(x), as
-    Python mixes it into a float operation (None when that overflows), or with strict=False
-    as_float's saturating float."""
-    if type(v) is Lanes:
-        if v._data is None:  # exact rationals
-            r = v.ratios
-            try:
-                vals = r.quotients() if strict else r.floats()  # type: ignore[union-attr]
-            except OverflowError:
-                return None
-            return vals, np.zeros(n, dtype=bool)
-        if v.floats is not None:
-            return v.floats, True
-        d = v.data
-        if isinstance(d, np.ndarray):  # int64 lanes (below 2**61): exact, converted as float(x) is
-            return (d.astype(np.float64), np.zeros(n, dtype=bool)) if d.dtype == np.int64 else None
-        kinds = set(map(type, d))
-        if kinds == {float}:
-            return np.asarray(d, dtype=np.float64), np.ones(n, dtype=bool)
-        if not d or not kinds <= {float, int, Fraction}:
-            return None
-        try:
-            vals = [x if type(x) is float else (float(x) if strict else as_float(x)) for x in d]
-        except OverflowError:
-            return None
-        return np.asarray(vals, dtype=np.float64), np.array([type(x) is float for x in d])
-    if type(v) not in _NUMBER or has_lanes(v):
-        return None
-    try:
-        x = v if type(v) is float else (float(v) if strict else as_float(v))
-    except OverflowError:
-        return None
-    return np.full(n, x, dtype=np.float64), np.full(n, type(v) is float)
-
-
-_SPECIAL = {name: _b_numeric for name in ("add", "sub", "max", "min", "mul", "div", "neg", "abs", *_CMP_OPS)}
-_SPECIAL.update({"part": _b_structural, "values": _b_structural, "count": _b_count, "groupby": _b_groupby,
-                 "filter": _b_filter, "split": _b_filter, "map": _b_map, "sum": _b_sum, "vsum": _b_vsum,
-                 "vadd": _b_vector, "vsub": _b_vector, "vscale": _b_vector, "vget": _b_vget, "vec": _b_vec,
-                 "clip": _b_clip, "pmap": _b_pmap})
+def mechanism_on_lanes(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
+    """The batched evaluator of every mechanism (registered in kernels/mechanisms.py): only the
+    auditor's sampler evaluates one on lane values (a fuzzy evaluation; anywhere else
+    NotBatchable).  When only its input (a number or a tuple) differs between lanes, one
+    `PerRunMechanism` the auditor draws for all lanes at once; otherwise one distribution per
+    lane."""
+    if not ev.fuzzy:
+        raise NotBatchable("a mechanism on lane values")
+    if type(args[-1]) is not Closure and not any(has_lanes(a) for a in args[:-1]):
+        first = Interpreter.call_prim(ev, prim, node, [lane_view(a, 0) for a in args])
+        if getattr(_unlocated(first), "per_run", None) is not None:
+            return PerRunMechanism(_unlocated(first), args[-1], ev.n, lambda: ev._per_lane(prim, node, args))
+    return ev._per_lane(prim, node, args)  # one distribution per lane
 
 
 # ---- entry points: pmap and selection scores ---------------------------------------------------------
@@ -2189,10 +1554,10 @@ def batching(ctx: Any) -> bool:
 
 
 def _run(ctx: Any, fn: Any, arg: Any, n: int) -> Optional[Any]:
-    return _run_on(ctx.interp.state, fn, arg, n)
+    return run_on_lanes(ctx.interp.state, fn, arg, n)
 
 
-def _run_on(state: Any, fn: Any, arg: Any, n: int) -> Optional[Any]:
+def run_on_lanes(state: Any, fn: Any, arg: Any, n: int) -> Optional[Any]:
     """fn applied to the lane value `arg` on a lane evaluator; None when not batchable (or on
     any error: the caller's one-run-per-input path then reproduces the real behaviour)."""
     depth, calls, fallbacks = state.depth, state.row_calls, state.fallbacks

@@ -41,13 +41,11 @@ from ..checking import ir as I
 from ..primitives.arith import fold_mul
 from ..primitives.registry import Primitive, lookup
 
-# LAZY_BAG_PRIMITIVES: primitives that take a table (their runtimes receive lazy bags), never in
-# a public function's code.
-from .interpreter import (BAG_ONLY, LAZY_BAG_PRIMITIVES, _NOT_EXACT, _WHOLE, SMALL_WHOLES, CompiledBind, RunFailure,
-                          _immutable, _whole_by_slots, call_with_context, field_of, fold_exact, shared_const,
-                          small_wholes, whole_fraction)
+from .numbers import (_NOT_EXACT, _WHOLE, SMALL_WHOLES, _immutable, _whole_by_slots, fold_exact, shared_const,
+                      small_wholes, whole_fraction)
+from .state import CompiledBind, RunFailure, call_with_context
 from .node_memo import NodeMemo
-from .values import Closure, Returned, materialise
+from .values import Closure, Returned, field_of, materialise
 
 # The code lives on the objects it translates, exactly as long as the checked program: it refers
 # to the program's nodes, so a weak table would keep them forever (runtime/node_memo.py).
@@ -473,7 +471,7 @@ class _Body:
         prim = lookup(node.name)
         if prim is None or prim.run is None:
             raise NotCompilable(f"primitive {node.name}")
-        if prim.needs_context or node.name in LAZY_BAG_PRIMITIVES:
+        if prim.needs_context or prim.lazy_bags:  # a table or the run: never in a public function's code
             if not self.m.effects:
                 raise NotCompilable(f"primitive {node.name}")
             return self._effect_prim(prim, node, [self.expr(a, scope) for a in node.args])
@@ -537,11 +535,11 @@ class _Body:
         its decisions made here: they depend only on the primitive, and compiled code runs
         only with exact arithmetic and no engine (`Interpreter.call_body`)."""
         listed = "[" + ", ".join(args) + "]"
-        if node.name in BAG_ONLY and prim.fold is None:  # lazy bags, partitions and keys, as they are
+        if prim.bag_only:  # lazy bags, partitions and keys, as they are
             return self.let(f"{self.m.glob(prim.run)}({', '.join(args)})")
         if not prim.needs_context:
             return self.let(f"it.call_prim({self.m.glob(prim)}, {self.m.glob(node)}, {listed})")
-        if node.name not in LAZY_BAG_PRIMITIVES:  # plain values for everything else
+        if not prim.lazy_bags:  # plain values for everything else
             listed = "[" + ", ".join(f"_mat({a})" for a in args) + "]"
         return self.let(f"_ctx_call(it, {self.m.glob(prim)}, {self.m.glob(node)}, {listed})")
 

@@ -74,26 +74,46 @@ class Located(Distribution):
         return self.inner.sample(self.ctx)
 
 
-_DIST_TYPES: tuple[type, ...] = (Distribution,)
+class MechanismDistribution(Distribution):
+    """A mechanism applied to its inputs, not yet sampled (runtime/kernels/mechanisms.py):
+    `sample(ctx)` draws fresh noise and records the release through `ctx.record_release`.  Its
+    repr never shows the inputs."""
 
+    __slots__ = ("name", "_draw", "batch", "per_run")
 
-def distribution_types() -> tuple[type, ...]:
-    """Our base class, plus the mechanisms' own class (which does not derive from it)."""
-    global _DIST_TYPES
-    if len(_DIST_TYPES) == 1:
-        from ..primitives import mechanisms
+    def __init__(self, name: str, draw: Callable[[Any], Any],
+                 batch: Optional[Callable[[Any, int], list]] = None,
+                 per_run: Optional[tuple[Any, Any, Callable[[list, Any], Optional[list]]]] = None):
+        self.name = name
+        self._draw = draw
+        # batch(rng, n): n independent draws at once, vectorised (AUDITING ONLY: the auditor's
+        # batched program sampler, fuzzpy/audit/batched.py; never used to release anything).
+        self.batch = batch
+        # per_run = (plan, input, draw_runs): draw_runs(inputs, rng) draws once for each of
+        # `inputs` (one per run, or ExactColumns; each released with the calibration `plan`
+        # names), vectorised: a list of the releases, or for tuple releases a tuple of columns
+        # (coordinate j's list over the runs; float64 arrays for ExactColumns inputs); None when
+        # it cannot.  AUDITING ONLY, like batch: runs whose mechanisms have equal plans and differ
+        # only by their inputs are drawn together.
+        self.per_run = per_run
 
-        extra = getattr(mechanisms, "Distribution", None)
-        if isinstance(extra, type) and not issubclass(extra, Distribution):
-            _DIST_TYPES = (Distribution, extra)
-        else:
-            _DIST_TYPES = (Distribution, Distribution)
-    return _DIST_TYPES
+    def sample(self, ctx: Any) -> Any:
+        return self._draw(ctx)
+
+    def __repr__(self) -> str:
+        return f"<distribution {self.name}>"
 
 
 def is_distribution(v: Any) -> bool:
     # Not duck typing on `.sample`: DataFrame.sample exists and must never be called.
-    return isinstance(v, _DIST_TYPES if len(_DIST_TYPES) == 2 else distribution_types())
+    return isinstance(v, Distribution)
+
+
+def field_of(value: Any, name: str) -> Any:
+    """A record's field: a dict at run time, or a record constant ((name, value), ...)."""
+    if isinstance(value, tuple):
+        return dict(value)[name]
+    return value[name]
 
 
 # ---- releases ----------------------------------------------------------------------------------

@@ -19,11 +19,14 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 import pandas as pd
 
-from ..checking import ir as I
 from .. import limits
-from .interpreter import Interpreter, RunFailure, RunState, as_float, field_of
+from ..checking import ir as I
+from ..primitives.registry import lookup
+from .evaluator import Interpreter
 from .node_memo import NodeMemo
-from .values import Bag, Closure, Frame, MaskedBag, bag_from_rows, bag_rows, column_labels, nrows
+from .numbers import as_float
+from .state import RunFailure, RunState
+from .values import Bag, Closure, Frame, MaskedBag, bag_from_rows, bag_rows, column_labels, field_of, nrows
 
 
 class NotVectorisable(Exception):
@@ -111,7 +114,7 @@ def has_vec(v: Any) -> bool:
 # ---- applying a row function to a bag ------------------------------------------------------------
 
 def row_function(state: RunState, fn: Any) -> Callable[[Bag], Frame]:
-    """`ctx.vectorised(fn)`: bag -> one result per row (a Series, or a DataFrame for records
+    """A row function as a function of a whole bag: bag -> one result per row (a Series, or a DataFrame for records
     and tuples), with a fresh RangeIndex, in the bag's row order."""
     if not isinstance(fn, Closure) or fn.body is None or not fn.params:
         raise RunFailure("internal error: a row function has no code")
@@ -205,7 +208,7 @@ def to_frame(out: Any, n: int) -> Frame:
 # rule Vector: a row function's vectors as one float matrix
 def number_matrix(out: Any, n: int, size: int) -> Optional[np.ndarray]:
     """The float matrix (n x size) that building the frame (`to_frame`) and reading it as
-    numbers (`primitives.vectors._row_matrix`) give for a tuple of `size` number columns (float,
+    numbers (`row_matrix`) give for a tuple of `size` number columns (float,
     int or bool arrays of length n, or such numbers: each column's values converted to float64
     as the frame's `to_numpy` converts them), without building the frame; None for anything
     else."""
@@ -224,6 +227,24 @@ def number_matrix(out: Any, n: int, size: int) -> Optional[np.ndarray]:
         else:
             return None
     return matrix
+
+
+def row_matrix(frame: Any, n: int) -> Any:
+    """A row function's vectors as a float matrix (rows x n); NaN where a row has no vector."""
+    if isinstance(frame, pd.DataFrame) and frame.shape[1] == n:
+        if all(isinstance(t, np.dtype) and t.kind in "fiub" for t in frame.dtypes):
+            # numbers already (the usual case): to_numeric would give every column back as it is
+            return frame.to_numpy(dtype=np.float64)
+        return frame.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    rows = list(frame) if isinstance(frame, pd.Series) else []
+    out = np.full((len(rows), n), np.nan)
+    for i, row in enumerate(rows):  # the per-row fallback with failed rows (None): rare
+        if isinstance(row, tuple) and len(row) == n:
+            try:
+                out[i] = [float(x) for x in row]
+            except (TypeError, ValueError, OverflowError):
+                pass
+    return out
 
 
 def _series(v: Any, n: int) -> pd.Series:
@@ -320,8 +341,6 @@ def _operations_only(inst: I.Instance) -> bool:
 
 
 def _operations(node: Any) -> bool:
-    from ..primitives.registry import lookup
-
     t = type(node)
     if t is I.IConst or t is I.IVar:
         return True

@@ -196,8 +196,8 @@ def test_bin_and_clip_on_columns_are_their_formulas_whatever_the_dtype():
     a float32 column, scalars), ints included: their quotient is a new float array."""
     import numpy as np
 
-    from fuzzpy.primitives.arith import _clip_run
-    from fuzzpy.primitives.binning import _run_bin
+    from fuzzpy.runtime.kernels.arith import clip as _clip_run
+    from fuzzpy.runtime.kernels.binning import bin_of as _run_bin
 
     inputs = [np.array([0.3, 2.9999, 3.0, -5.0, np.nan, np.inf, -np.inf, 1e308]), np.array([5, 15, 27, -3]),
               np.array([5, 15, 27], dtype=np.int8), np.array([True, False]), np.array([0.3, 7.5], dtype=np.float32),

@@ -315,6 +315,8 @@ def test_randomized_response_on_a_fractionally_moving_input_is_charged_its_true_
 
 
 def test_every_mechanism_is_declared_once_with_runtime_and_reference():
+    from fuzzpy.runtime import kernels  # noqa: F401 - registers the evaluators (`p.run`)
+
     mechs = {n: p for n, p in all_primitives().items() if p.is_mechanism}
     assert set(mechs) == {"laplace", "exponential", "noisy_max", "above_threshold", "randomized_response",
                           "gaussian"}

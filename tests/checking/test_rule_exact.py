@@ -221,7 +221,7 @@ def test_the_exact_sum_moves_by_at_most_the_bound_on_adversarial_floats():
     values, 2^18 + 5 rows: several chunks), and the order of the rows does not matter."""
     import numpy as np
 
-    from fuzzpy.primitives.bags import _bounded_sum
+    from fuzzpy.runtime.sums import bounded_sum as _bounded_sum
 
     bound = F(2**30)
     base = np.array([2.0**30] * 3 + [1.0] * (2**18 + 5) + [np.nan, np.inf, -np.inf, 5e-324, -2.0**30, 0.1])

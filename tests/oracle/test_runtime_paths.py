@@ -83,19 +83,21 @@ def _frames(report, rows):
 def test_the_paths_agree_on_a_batched_program_and_a_broken_batch_count_is_seen(monkeypatch):
     import fuzzpy.runtime.batch as B
     from fuzzpy.checking.program import check_source
+    from fuzzpy.primitives.registry import lookup
 
     report = check_source(PARTS, "parts.fz")
     assert report.ok
     tables = _frames(report, [(30.0, 1), (40.0, 1), (50.0, 3)])
     counted = []
-    real = B._SPECIAL["count"]
+    count = lookup("count")
+    real = count.batched
 
     def spy(*a):
         out = real(*a)
         counted.append(out is not NotImplemented)
         return out
 
-    monkeypatch.setitem(B._SPECIAL, "count", spy)
+    monkeypatch.setattr(count, "batched", spy)
     fast = run_with(report.entry_instance, tables, 5, 5.0, **FAST)
     ref = run_with(report.entry_instance, tables, 5, 5.0, **REFERENCE)
     assert any(counted)  # the fast run really counted the parts batched
@@ -105,7 +107,7 @@ def test_the_paths_agree_on_a_batched_program_and_a_broken_batch_count_is_seen(m
         out = real(*a)
         return out if out is NotImplemented else B.Lanes(out.data + 1)
 
-    monkeypatch.setitem(B._SPECIAL, "count", off_by_one)
+    monkeypatch.setattr(count, "batched", off_by_one)
     broken = run_with(report.entry_instance, tables, 5, 5.0, **FAST)
     assert broken.status == "ok" and not broken.same_as(ref)
     assert broken.releases[0][1] == ref.releases[0][1] + 6  # one more row in each of the 6 parts

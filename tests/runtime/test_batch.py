@@ -14,9 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import fuzzpy.runtime.kernels.arith as KA
+import fuzzpy.runtime.kernels.bags as KB
+import fuzzpy.runtime.kernels.partitions as KP
+import fuzzpy.runtime.kernels.vectors as KV
 from fuzzpy.checking.program import check_file, check_source
 from fuzzpy.runtime.data import load_table
-from fuzzpy.runtime.interpreter import Context, Interpreter, RunState, run_program
+from fuzzpy.runtime.interpreter import Interpreter, RunState, run_program
+from fuzzpy.runtime.state import Context
 from fuzzpy.runtime.samplers import RandomSource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,9 +73,9 @@ def test_the_decision_tree_batches_its_qualities_and_scores(adult_tables, monkey
         return out
 
     monkeypatch.setattr(B, "_run", spy)
-    monkeypatch.setattr(B, "FLAT_PAIRS", flat_pairs)
+    monkeypatch.setattr(KP, "FLAT_PAIRS", flat_pairs)
     merged, flat = [], []
-    real_call, real_flat = B.LaneEvaluator._one_call, B._lanes_of_partitions
+    real_call, real_flat = B.LaneEvaluator._one_call, KP._lanes_of_partitions
 
     def spy_call(self, env, branches, js, which, idx):
         merged.append(len(js))
@@ -81,7 +86,7 @@ def test_the_decision_tree_batches_its_qualities_and_scores(adult_tables, monkey
         flat.append((len(partitions), out is not None))
         return out
 
-    real_blocks = B._groupby_blocks
+    real_blocks = KP._groupby_blocks
     blocks = []
 
     def spy_blocks(lb, full, keys):
@@ -89,8 +94,8 @@ def test_the_decision_tree_batches_its_qualities_and_scores(adult_tables, monkey
         return real_blocks(lb, full, keys)
 
     monkeypatch.setattr(B.LaneEvaluator, "_one_call", spy_call)
-    monkeypatch.setattr(B, "_lanes_of_partitions", spy_flat)
-    monkeypatch.setattr(B, "_groupby_blocks", spy_blocks)
+    monkeypatch.setattr(KP, "_lanes_of_partitions", spy_flat)
+    monkeypatch.setattr(KP, "_groupby_blocks", spy_blocks)
     report = check_file(ROOT / "examples" / "decision_tree.fz", params={"depth": "2", "B": "10"})
     batched, unbatched = both(report, adult_tables(report), seed=1)
     assert batched == unbatched and len(batched[0]) > 10  # the same tree, value for value
@@ -322,7 +327,7 @@ def test_branches_calling_one_function_are_one_call_over_their_lanes(compiled_la
     import fuzzpy.runtime.batch as B
 
     merged, flat, runs = [], [], []
-    real_call, real_flat, real_run = B.LaneEvaluator._one_call, B._lanes_of_partitions, B._run
+    real_call, real_flat, real_run = B.LaneEvaluator._one_call, KP._lanes_of_partitions, B._run
 
     def spy_call(self, env, branches, js, which, idx):
         merged.append(len(js))
@@ -339,7 +344,7 @@ def test_branches_calling_one_function_are_one_call_over_their_lanes(compiled_la
         return out
 
     monkeypatch.setattr(B.LaneEvaluator, "_one_call", spy_call)
-    monkeypatch.setattr(B, "_lanes_of_partitions", spy_flat)
+    monkeypatch.setattr(KP, "_lanes_of_partitions", spy_flat)
     monkeypatch.setattr(B, "_run", spy_run)
     monkeypatch.setattr(B, "COMPILED_LANES", compiled_lanes)
     report = check_source(PROGRAMS["one call for the branches"], "t.fz")
@@ -359,7 +364,7 @@ def test_small_programs_release_the_same_values_batched_or_not(name, nan, monkey
     import fuzzpy.runtime.batch as B
 
     runs, thresholds = set(), []
-    real_run, real_thresholds = B._run, B._thresholds
+    real_run, real_thresholds = B._run, KB._thresholds
 
     def run(ctx, fn, arg, n):
         out = real_run(ctx, fn, arg, n)
@@ -399,7 +404,7 @@ def test_small_programs_release_the_same_values_batched_or_not(name, nan, monkey
 
     monkeypatch.setattr(B.Lanes, "of_ratios", staticmethod(of_ratios))
     monkeypatch.setattr(B, "_run", run)
-    monkeypatch.setattr(B, "_thresholds", split)
+    monkeypatch.setattr(KB, "_thresholds", split)
     monkeypatch.setattr(B.LaneEvaluator, "_split", lane_split)
     monkeypatch.setattr(B.LaneEvaluator, "_split_chain", lane_chain)
     monkeypatch.setattr(B, "lane_rows", lane_rows)
@@ -479,7 +484,8 @@ def test_threshold_counts_of_whole_numbers_without_a_sort_match_a_direct_count(s
 
 
 def test_integer_lanes_keep_the_exact_types_and_guard_overflow():
-    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_arith
+    from fuzzpy.runtime.batch import LaneEvaluator, Lanes
+    from fuzzpy.runtime.kernels.arith import _b_arith
 
     class P:
         def __init__(self, name):
@@ -571,7 +577,7 @@ def test_lane_sums_are_the_bounded_sum_of_each_lane(bound, empty_lane):
     """One bincount per lane bag gives, lane by lane, the value and type `sum` gives that lane's
     rows alone: clamping, the grid, NaN as 0, infinities clamped, empty lanes 0.0.  With no empty
     lane the sums are kept as exact ratios; read back, they are the same Fractions and floats."""
-    from fuzzpy.primitives.bags import _bounded_sum
+    from fuzzpy.runtime.sums import bounded_sum as _bounded_sum
     from fuzzpy.runtime.batch import _lane_sums
 
     rng = np.random.default_rng(7)
@@ -658,7 +664,8 @@ def test_vector_arithmetic_on_float_lanes_is_the_scalar_runs_arithmetic(name):
     import math
 
     from fuzzpy.primitives.registry import lookup
-    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_vector, unlane
+    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, unlane
+    from fuzzpy.runtime.kernels.vectors import _b_vector
 
     rng = np.random.default_rng(3)
     pool = [0.0, -0.0, 1.5, -2.25, math.inf, -math.inf, math.nan, 1e308, 3e-310]
@@ -700,7 +707,8 @@ def test_comparisons_of_released_floats_are_the_exact_comparisons():
     import math
 
     from fuzzpy.primitives.registry import lookup
-    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_compare, unlane
+    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, unlane
+    from fuzzpy.runtime.kernels.arith import _b_compare
 
     n = 12
     ev = LaneEvaluator(RunState(RandomSource.seeded(0)), n)
@@ -722,7 +730,8 @@ def test_clip_on_exact_lanes_is_the_exact_fold():
     import math
 
     from fuzzpy.primitives.registry import lookup
-    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_clip, unlane
+    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, unlane
+    from fuzzpy.runtime.kernels.arith import _b_clip
 
     eps = Fraction(1, 10**30)
     xs = [Fraction(5, 3), Fraction(0), eps, -eps, Fraction(10) - eps, Fraction(10) + eps, Fraction(10),
@@ -743,7 +752,7 @@ def test_lane_floats_are_as_float():
     """Lane values become the floats a row function sees: as_float's nearest float, saturating
     at the float range (huge Fractions and ints), the same sign of zero."""
     from fuzzpy.runtime.batch import Lanes, _lane_columns
-    from fuzzpy.runtime.interpreter import as_float
+    from fuzzpy.runtime.numbers import as_float
 
     values = [Fraction(1, 3), Fraction(-10**400, 7), Fraction(10**400), 10**400, -(10**400), 7, 0, -0.0, 2.5,
               Fraction(2**1023) * 2 - 1, Fraction(1, 10**400)]
@@ -763,8 +772,9 @@ def test_float_lanes_keep_their_array_and_read_as_the_list_reads():
 
     import fuzzpy.runtime.batch as B
     from fuzzpy.audit.batched import _input_ratios, _released
-    from fuzzpy.runtime.batch import (Lanes, _exact_floats, _lane_columns, _number_column, _ratios,
-                                      select_lanes)
+    from fuzzpy.runtime.batch import Lanes, _lane_columns, select_lanes
+    from fuzzpy.runtime.kernels.arith import _exact_floats, _ratios
+    from fuzzpy.runtime.kernels.vectors import _number_column
 
     def bits(xs):
         return [struct.pack("<d", x) for x in xs]
@@ -817,7 +827,8 @@ def test_vector_arithmetic_chained_on_float_lanes_is_the_scalar_runs_arithmetic(
     import math
 
     from fuzzpy.primitives.registry import lookup
-    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_vector, unlane
+    from fuzzpy.runtime.batch import LaneEvaluator, Lanes, unlane
+    from fuzzpy.runtime.kernels.vectors import _b_vector
 
     rng = np.random.default_rng(8)
     n = 50
@@ -892,14 +903,14 @@ def test_an_operation_on_the_same_lane_objects_is_computed_once_per_node(name, m
         return counted
 
     for fn in ("_b_arith", "_b_compare", "_b_exact"):
-        monkeypatch.setattr(B, fn, spy(getattr(B, fn)))
+        monkeypatch.setattr(KA, fn, spy(getattr(KA, fn)))
     lanes = B.Lanes.of_floats(x)
-    first = B._b_numeric(ev, prim, node, [lanes, one])
+    first = KA._b_numeric(ev, prim, node, [lanes, one])
     k = len(computed)
-    assert k > 0 and B._b_numeric(ev, prim, node, [lanes, one]) is first and len(computed) == k
-    again = B._b_numeric(ev, prim, node, [B.Lanes.of_floats(x.copy()), one])
+    assert k > 0 and KA._b_numeric(ev, prim, node, [lanes, one]) is first and len(computed) == k
+    again = KA._b_numeric(ev, prim, node, [B.Lanes.of_floats(x.copy()), one])
     assert again is not first and len(computed) == 2 * k
-    assert B._b_numeric(ev, prim, other, [lanes, one]) is not first and len(computed) == 3 * k
+    assert KA._b_numeric(ev, prim, other, [lanes, one]) is not first and len(computed) == 3 * k
     for i, got in enumerate(B.unlane(first, n)):
         want = Interpreter.call_prim(ev, prim, node, [float(x[i]), one])
         assert type(got) is type(want) and got == want
@@ -933,7 +944,7 @@ def test_a_vsum_over_empty_bags_is_zero_in_every_lane_without_running_its_row_fu
     ev = B.LaneEvaluator(RunState(RandomSource.seeded(0)), 4)
     empty = B.LaneBag(frame(rows=3), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 4)
     node = type("Node", (), {"info": {"size": 2, "bound": Fraction(1)}})()
-    out = B._b_vsum(ev, None, node, [Fraction(1), B.Closure({}, ["r"], None), empty])
+    out = KV._b_vsum(ev, None, node, [Fraction(1), B.Closure({}, ["r"], None), empty])
     assert [B.unlane(c, 4) for c in out] == [[Fraction(0)] * 4] * 2
     assert all(type(v) is Fraction for c in out for v in B.unlane(c, 4)) and pairs == []
 
@@ -992,7 +1003,7 @@ def test_generated_score_chains_release_the_same_values_batched_or_not(seed, mon
     source, rng = _chain_program(seed)
     report = check_source(source, "t.fz")
     assert report.ok, (source, report.diagnostics)
-    monkeypatch.setattr(B, "FLAT_PAIRS", rng.choice([B.FLAT_PAIRS, 30]))
+    monkeypatch.setattr(KP, "FLAT_PAIRS", rng.choice([KP.FLAT_PAIRS, 30]))
     for table_seed in (seed, seed + 100):
         batched, unbatched = both(report, {"db": frame(seed=table_seed, nan=bool(table_seed % 2))}, seed)
         assert batched == unbatched, source
@@ -1075,7 +1086,7 @@ def test_generated_score_chains_reach_the_merged_paths(monkeypatch):
     import fuzzpy.runtime.batch as B
 
     seen = {"batched": 0, "one call": 0, "flat": 0, "blocks": 0, "gathered": 0}
-    real_call, real_flat, real_run = B.LaneEvaluator._one_call, B._lanes_of_partitions, B._run
+    real_call, real_flat, real_run = B.LaneEvaluator._one_call, KP._lanes_of_partitions, B._run
 
     def spy_call(self, *args):
         seen["one call"] += 1
@@ -1094,7 +1105,7 @@ def test_generated_score_chains_reach_the_merged_paths(monkeypatch):
         return out
 
     monkeypatch.setattr(B.LaneEvaluator, "_one_call", spy_call)
-    monkeypatch.setattr(B, "_lanes_of_partitions", spy_flat)
+    monkeypatch.setattr(KP, "_lanes_of_partitions", spy_flat)
     monkeypatch.setattr(B, "_run", spy_run)
     for seed in CHAIN_SEEDS:
         report = check_source(_chain_program(seed)[0], "t.fz")
@@ -1128,7 +1139,7 @@ def test_partitions_of_one_bag_are_flattened_as_blocks(nan, one_pass, monkeypatc
     import fuzzpy.runtime.batch as B
 
     kinds, grouped = [], []
-    real_flat, real_blocks = B._lanes_of_partitions, B._groupby_blocks
+    real_flat, real_blocks = KP._lanes_of_partitions, KP._groupby_blocks
 
     def spy_flat(partitions):
         out = real_flat(partitions)
@@ -1139,9 +1150,9 @@ def test_partitions_of_one_bag_are_flattened_as_blocks(nan, one_pass, monkeypatc
         grouped.append(len(lb.blocks[1]))
         return real_blocks(lb, full, keys)
 
-    monkeypatch.setattr(B, "_lanes_of_partitions", spy_flat)
-    monkeypatch.setattr(B, "_groupby_blocks", spy_blocks)
-    monkeypatch.setattr(B, "ONE_PASS_PAIRS", one_pass)
+    monkeypatch.setattr(KP, "_lanes_of_partitions", spy_flat)
+    monkeypatch.setattr(KP, "_groupby_blocks", spy_blocks)
+    monkeypatch.setattr(KP, "ONE_PASS_PAIRS", one_pass)
     report = check_source(BLOCKS_PROGRAM, "t.fz")
     assert report.ok, report.diagnostics
     for seed in range(4):
@@ -1157,9 +1168,11 @@ def test_a_lane_bag_of_blocks_reads_as_its_pairs(one_pass, monkeypatch):
     gathered: block by block, in row order within a block (the blocks grouped in one bincount
     or in one each)."""
     import fuzzpy.runtime.batch as B
-    from fuzzpy.runtime.batch import LaneBag, _b_count, _groupby_blocks
+    from fuzzpy.runtime.batch import LaneBag
+    from fuzzpy.runtime.kernels.bags import _b_count
+    from fuzzpy.runtime.kernels.partitions import _groupby_blocks
 
-    monkeypatch.setattr(B, "ONE_PASS_PAIRS", one_pass)
+    monkeypatch.setattr(KP, "ONE_PASS_PAIRS", one_pass)
 
     rng = np.random.default_rng(4)
     base = pd.DataFrame({"x": np.arange(50)})
@@ -1190,9 +1203,10 @@ def test_a_lane_bag_of_blocks_reads_as_its_pairs(one_pass, monkeypatch):
 def test_blocks_with_more_cells_than_int16_holds_are_counted_exactly(one_pass, monkeypatch):
     """Many parts over a few rows: (lane, key) cells past 2^15 are counted in a wider type."""
     import fuzzpy.runtime.batch as B
-    from fuzzpy.runtime.batch import LaneBag, _groupby_blocks
+    from fuzzpy.runtime.batch import LaneBag
+    from fuzzpy.runtime.kernels.partitions import _groupby_blocks
 
-    monkeypatch.setattr(B, "ONE_PASS_PAIRS", one_pass)
+    monkeypatch.setattr(KP, "ONE_PASS_PAIRS", one_pass)
     rng = np.random.default_rng(7)
     base = pd.DataFrame({"x": np.arange(40)})
     rows = np.arange(0, 40, 2)
@@ -1212,8 +1226,8 @@ def test_threshold_floats_are_the_floats_a_row_function_compares():
     """_threshold_floats gives as_float of every candidate, bit for bit: Fractions rounded as
     float() rounds them (huge ones saturating, tiny ones to subnormals or zero), ints, floats,
     numpy numbers; a bool or anything else is not a threshold."""
-    from fuzzpy.runtime.batch import _threshold_floats
-    from fuzzpy.runtime.interpreter import as_float
+    from fuzzpy.runtime.kernels.bags import _threshold_floats
+    from fuzzpy.runtime.numbers import as_float
 
     vals = [Fraction(1, 3), Fraction(-2, 7), Fraction(10**400, 3), Fraction(-(10**400), 7), Fraction(1, 10**400),
             Fraction(3, 2**1074 * 4), Fraction(2**53 + 1), Fraction(10**17 + 1, 10), 5, -(10**400), 2**53 + 1,

@@ -300,7 +300,7 @@ def test_a_compiled_binary_fold_is_the_interpreters_fold():
     import itertools
 
     from fuzzpy.primitives.registry import lookup
-    from fuzzpy.runtime.interpreter import fold_exact
+    from fuzzpy.runtime.numbers import fold_exact
 
     values = [F(0), F(3), F(-7), F(2**70), F(1, 3), F(-5, 2), 0, 4, -2**65, 0.5, -0.0, float("inf"),
               float("nan"), 2.0**60, "a", "b", True, False]
@@ -324,7 +324,7 @@ def test_the_inline_cases_of_a_compiled_fold_are_the_interpreters_fold():
     import itertools
 
     from fuzzpy.primitives.registry import lookup
-    from fuzzpy.runtime.interpreter import fold_exact, small_wholes, whole_fraction
+    from fuzzpy.runtime.numbers import fold_exact, small_wholes, whole_fraction
 
     # whole numbers on both sides of the small table's bound (4096), as sums and products
     values = [F(0), F(3), F(-7), F(2**70), F(-(2**70)), F(1, 3), F(-5, 2), F(64), F(2048), F(4093), F(4096), 0, 4,
@@ -457,7 +457,7 @@ def test_every_function_is_compiled_with_effects_and_public_ones_alone_without()
 def test_a_compiled_function_with_effects_walks_no_step_of_its_body(monkeypatch):
     entry = check("sample p = pair db 1; return p", "fuzzy (num, num)", EFFECTS)
     steps = []
-    from fuzzpy.runtime.interpreter import _dispatch_table
+    from fuzzpy.runtime.evaluator import _dispatch_table
 
     for name in ("e_ISample", "e_ILet", "e_IReturn", "e_IPrim", "e_ILambda"):
         orig = getattr(Interpreter, name)

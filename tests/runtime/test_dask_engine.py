@@ -282,7 +282,7 @@ def test_a_dask_run_is_charged_once_per_dataset(tmp_path, scheduler, adult_parqu
 # ---- what a worker may see ----------------------------------------------------------------------------
 
 def test_a_captured_table_never_travels_to_a_worker():
-    from fuzzpy.runtime.engines.dask_engine import DaskBag, TableUsedOnWorker
+    from fuzzpy.runtime.engines.dask_tables import DaskBag, TableUsedOnWorker
 
     bag = DaskBag(engine=None, frame=pd.DataFrame({"age": [1, 2, 3]}))  # type: ignore[arg-type]
     shipped = pickle.loads(pickle.dumps({"db": bag}))["db"]
@@ -354,7 +354,7 @@ def _engine_table(scheduler: str, files: list[Path], persist: bool = False):
 
 
 def _count(engine, bag) -> int:
-    from fuzzpy.runtime.engines.dask_engine import _p_count
+    from fuzzpy.runtime.kernels.bags import _p_count
 
     return sum(engine.partials(bag.frame, _p_count))
 

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import fuzzpy
-from fuzzpy.primitives.estimates import first_selected, interval_text, ratio_interval
+from fuzzpy.runtime.kernels.estimates import first_selected, interval_text, ratio_interval
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()

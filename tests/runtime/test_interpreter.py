@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fuzzpy.checking.program import check_source
-from fuzzpy.primitives.bags import _bounded_sum
+from fuzzpy.runtime.sums import bounded_sum as _bounded_sum
 from fuzzpy.runtime.data import load_table
 from fuzzpy.runtime.interpreter import RunFailure, RunState, evaluate_entry, run_program
 from fuzzpy.runtime.samplers import RandomSource
@@ -354,14 +354,13 @@ def test_vectorised_equals_row_by_row(tmp_path_factory, rows, which):
 
 
 def test_lazy_bags_read_only_the_columns_they_use(db):
-    from fuzzpy.runtime.interpreter import Context, Interpreter
     from fuzzpy.runtime.values import Closure
+    from fuzzpy.runtime.vectorize import row_function
 
     filtered = MaskedBag(db, db["x"].to_numpy() > 1)
-    ctx = Context(Interpreter(RunState(RandomSource.seeded(0))), {}, None)
     inst = instance("return (map (fun r -> r.y + 1) db)", ret="fuzzy (bag int)")
     fn = inst.body.value.args[0]  # the ILambda given to map
-    out = ctx.vectorised(Closure({}, fn.params, fn.body))(filtered)
+    out = row_function(RunState(RandomSource.seeded(0)), Closure({}, fn.params, fn.body))(filtered)
     assert list(out) == [1.0, 4.0, 6.0, 3.0, 5.0]
     assert list(filtered._columns) == ["y"]
 
@@ -427,7 +426,7 @@ def test_run_program_reuses_its_worker_thread_and_runs_concurrent_callers_apart(
 
 def _generic_fold(fold, args):
     """fold_exact's general path, written out: every argument made exact, then the fold."""
-    from fuzzpy.runtime.interpreter import exact_arg
+    from fuzzpy.runtime.numbers import exact_arg
 
     return fold(*[exact_arg(a) for a in args])
 
@@ -450,7 +449,7 @@ def test_fold_on_two_exact_numbers_is_the_general_fold(name, a, b):
     value and the type the general path gives, for every binary scalar primitive of the
     registry's arithmetic, min/max and comparisons."""
     from fuzzpy.primitives.registry import lookup
-    from fuzzpy.runtime.interpreter import fold_exact
+    from fuzzpy.runtime.numbers import fold_exact
 
     fold = lookup(name).fold
     got, want = fold_exact(fold, [a, b]), _generic_fold(fold, [a, b])
@@ -466,7 +465,7 @@ def test_whole_fraction_is_the_constructors_fraction(n):
     import pickle
     import platform
 
-    from fuzzpy.runtime.interpreter import _whole_by_slots, whole_fraction
+    from fuzzpy.runtime.numbers import _whole_by_slots, whole_fraction
 
     if platform.python_implementation() == "CPython":  # 3.10 to 3.13: the direct build is in use
         assert whole_fraction is _whole_by_slots
@@ -482,7 +481,7 @@ def test_whole_fraction_is_the_constructors_fraction(n):
 def test_whole_fractions_are_the_fractions_of_the_ints(ints):
     """whole_fractions: small counts from one shared table, anything else made; either way the
     Fractions equal to the ints, in lowest terms (denominator 1), hashing as Fraction(v)."""
-    from fuzzpy.runtime.interpreter import whole_fractions
+    from fuzzpy.runtime.numbers import whole_fractions
 
     got = whole_fractions(np.array(ints, dtype=np.int64))
     assert [type(g) for g in got] == [F] * len(ints) and got == [F(v) for v in ints]
@@ -500,7 +499,7 @@ def _same(x, y) -> bool:
 
 def test_fold_keeps_booleans_strings_and_floats_on_the_general_path():
     from fuzzpy.primitives.registry import lookup
-    from fuzzpy.runtime.interpreter import fold_exact
+    from fuzzpy.runtime.numbers import fold_exact
 
     for name, a, b in [("eq", True, 1), ("eq", "a", "a"), ("add", 0.5, 1), ("max", F(1), 2.5),
                        ("lt", True, F(2)), ("add", float("inf"), 3)]:
@@ -510,16 +509,21 @@ def test_fold_keeps_booleans_strings_and_floats_on_the_general_path():
 
 
 def test_bag_only_primitives_are_the_lazy_ones_without_context_fold_or_vectors():
-    """call_prim runs these on their arguments as they are (no as_float): the list must be the
-    registry's lazy-bag primitives that take no context, have no fold and no vectors, and their
-    declared arguments bags, partitions and strings (never numbers, which as_float converts)."""
-    from fuzzpy.primitives.registry import lookup
-    from fuzzpy.runtime.interpreter import BAG_ONLY, LAZY_BAG_PRIMITIVES
-
-    derived = {name for name in LAZY_BAG_PRIMITIVES
-               if not lookup(name).needs_context and lookup(name).fold is None and not lookup(name).structured}
-    assert BAG_ONLY == derived
+    """call_prim runs these on their arguments as they are (no as_float): they must be the
+    primitives whose reference takes lazy bags, no context, and that have no fold and no vectors,
+    and their declared arguments bags, partitions and strings (never numbers, which as_float
+    converts)."""
     import re
+
+    from fuzzpy.primitives.registry import all_primitives, lookup
+
+    lazy = {n for n, p in all_primitives().items() if p.lazy_bags}
+    assert lazy == {"count", "filter", "map", "sum", "union", "split", "groupby", "part", "values", "pmap", "each",
+                    "vsum"}
+    BAG_ONLY = {n for n, p in all_primitives().items() if p.bag_only}
+    derived = {name for name in lazy
+               if not lookup(name).needs_context and lookup(name).fold is None and not lookup(name).structured}
+    assert BAG_ONLY == derived == {"count", "part", "values", "union"}
 
     for name in BAG_ONLY:
         prim = lookup(name)

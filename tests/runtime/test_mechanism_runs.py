@@ -11,8 +11,10 @@ from scipy import stats
 
 from conftest import check
 from fuzzpy.checking import ir as I
-from fuzzpy.primitives.mechanisms import Accuracy, Distribution, selection_accuracy, svt_accuracy
+from fuzzpy.primitives.mechanisms import Accuracy, selection_accuracy, svt_accuracy
 from fuzzpy.primitives.registry import lookup
+from fuzzpy.runtime import kernels  # noqa: F401 - registers the mechanisms' evaluators
+from fuzzpy.runtime.values import MechanismDistribution
 from fuzzpy.runtime.noise import RandomSource
 
 T = 'schema T { x : num[0, 10], k : cat{"a", "b", "c"}, flag : bool }\n'
@@ -29,9 +31,6 @@ class FakeRun:
 
     def call(self, fn, *args):
         return fn(*args)
-
-    def vectorised(self, fn):
-        return fn
 
     def record_release(self, mechanism, value, epsilon, scale, accuracy, **extra):
         self.releases.append(dict(mechanism=mechanism, value=value, epsilon=epsilon, scale=scale,
@@ -61,7 +60,7 @@ def checked_info(body: str, ret: str, name: str) -> dict:
 def run(name: str, info: dict, *args, seed: int = 0):
     ctx = FakeRun(info, seed)
     dist = lookup(name).run(ctx, *args)
-    assert isinstance(dist, Distribution)
+    assert isinstance(dist, MechanismDistribution)
     return ctx, dist
 
 

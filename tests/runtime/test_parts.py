@@ -284,16 +284,17 @@ def test_values_hands_the_parts_on_unmaterialised_and_they_count_the_same(monkey
 @pytest.mark.parametrize("of_a_part", [False, True])
 def test_parts_are_counted_once_and_only_when_a_size_is_asked_for(monkeypatch, of_a_part):
     """A whole table's parts, and the parts of a part (a tree's node) alike."""
-    import fuzzpy.primitives.partitions as P
-    from fuzzpy.primitives.partitions import _run_groupby
-    from fuzzpy.runtime.interpreter import Context, Interpreter
+    import fuzzpy.runtime.kernels.partitions as P
+    from fuzzpy.runtime.kernels.partitions import _groupby as _run_groupby
+    from fuzzpy.runtime.evaluator import Interpreter
+    from fuzzpy.runtime.state import Context
     from fuzzpy.runtime.values import MaskedBag
 
     entry = check('function main (db : bag T) : fuzzy num { byk db (fun ps -> laplace 1 (count (part ps "a"))) }')
     groupby = next(n for n in I.reachable(entry) if isinstance(n, I.IPrim) and n.name == "groupby")
     key = groupby.args[0]
     calls = []
-    name = "_own_counts" if of_a_part else "_group_counts"
+    name = "_own_counts" if of_a_part else "group_counts"
     real = getattr(P, name)
     monkeypatch.setattr(P, name, lambda *a: calls.append(1) or real(*a))
     ctx = Context(Interpreter(RunState(RandomSource.seeded(0))), groupby.info, None)
@@ -310,7 +311,7 @@ def test_a_parts_rows_are_its_rows_in_order_whichever_part_is_asked_first(k):
     """_Grouped.part_rows: the first part asked by one comparison, the others from one stable sort
     of the codes; each part's rows ascending, rows in no part (-1) in none; rows given, or read
     from the bag and the remembered codes when first asked for."""
-    from fuzzpy.primitives.partitions import _Grouped
+    from fuzzpy.runtime.kernels.partitions import _Grouped
     from fuzzpy.runtime.values import MaskedBag
 
     rng = np.random.default_rng(k)
@@ -337,7 +338,7 @@ def test_sibling_cells_are_each_parts_own_group_counts(seed):
     another key: rows in no part, or with no value of the other key (-1), counted in no cell;
     `complete` (no -1 on either side) skips that test and counts the same.  Cells in int16 when
     they fit, in intp beyond (seed 4: 2^15 cells and more)."""
-    from fuzzpy.primitives.partitions import _Grouped, _own_counts
+    from fuzzpy.runtime.kernels.partitions import _Grouped, _own_counts
     from fuzzpy.runtime.values import MaskedBag
 
     rng = np.random.default_rng(seed)
@@ -365,7 +366,7 @@ def test_the_parts_of_a_part_are_counted_from_their_siblings_and_read_no_rows(mo
     rows without reading them: the sizes of its parts come from one pass over its siblings'
     rows (`_Grouped.cells`), no part's rows are selected, and the partition's codes and rows,
     read later, are the part's own.  The releases are the reference path's."""
-    import fuzzpy.primitives.partitions as P
+    import fuzzpy.runtime.kernels.partitions as P
 
     entry = check("""function leaf (g : bag T) : fuzzy (num, num) {
         laplace 1 (count (part (byk g (fun ps -> ps)) "a"), count (part (byk g (fun ps -> ps)) "b")) }
@@ -379,7 +380,8 @@ def test_the_parts_of_a_part_are_counted_from_their_siblings_and_read_no_rows(mo
     assert batched[:2] == run(entry, batch=False)[:2]
     # a part's partition directly: sized before anything of the part is read; its codes and rows,
     # read when asked for, are the part's own
-    from fuzzpy.runtime.interpreter import Context, Interpreter
+    from fuzzpy.runtime.evaluator import Interpreter
+    from fuzzpy.runtime.state import Context
 
     def grouping(column):
         node = next(n for n in I.reachable(entry) if isinstance(n, I.IPrim) and n.name == "groupby"
@@ -388,13 +390,13 @@ def test_the_parts_of_a_part_are_counted_from_their_siblings_and_read_no_rows(mo
         return ctx, Closure({}, node.args[0].params, node.args[0].body)
 
     (ctx_x, key_x), (ctx_k, key_k) = grouping("x"), grouping("k")
-    outer = P._run_groupby(ctx_x, key_x, DB)  # bins of x: 0, 1, 2, 0, 1, 2
+    outer = P._groupby(ctx_x, key_x, DB)  # bins of x: 0, 1, 2, 0, 1, 2
     part = outer["1"]  # rows 1 and 4: k = "b", "a"
-    inner = P._run_groupby(ctx_k, key_k, part)
+    inner = P._groupby(ctx_k, key_k, part)
     assert [len(p) for p in inner.values()] == [1, 1, 0]
     assert inner._grouped is not None and part._rows is None  # sized without reading the part
     assert np.array_equal(inner.rows, [1, 4]) and np.array_equal(inner.codes, [1, 0])
-    sibling = P._run_groupby(ctx_k, key_k, outer["2"])  # rows 2 and 5: k = "a", "b"
+    sibling = P._groupby(ctx_k, key_k, outer["2"])  # rows 2 and 5: k = "a", "b"
     assert [len(p) for p in sibling.values()] == [1, 1, 0]
     family = part.family[0]
     assert family is outer["2"].family[0] and len(family._cells) == 1  # one pass for both parts
@@ -493,11 +495,11 @@ def test_partitions_with_and_without_rows_in_no_part_flatten_to_the_reference(se
         lambda cls, keys, make, *rest, **kw: flags.append(kw.get("complete")) or real(cls, keys, make, *rest, **kw)))
     import fuzzpy.runtime.noise as N
 
-    import fuzzpy.runtime.batch as B
+    import fuzzpy.runtime.kernels.partitions as KP
 
     flattened = []
-    real_flat = B._lanes_of_partitions
-    monkeypatch.setattr(B, "_lanes_of_partitions", lambda ps: flattened.append(len(ps) == 3) or real_flat(ps))
+    real_flat = KP._lanes_of_partitions
+    monkeypatch.setattr(KP, "_lanes_of_partitions", lambda ps: flattened.append(len(ps) == 3) or real_flat(ps))
     scores = []
     real_select = N.exponential_mechanism
     monkeypatch.setattr(N, "exponential_mechanism", lambda s, *a: scores.append(list(s)) or real_select(s, *a))
@@ -533,7 +535,7 @@ def test_int_codes_are_each_keys_position_and_small():
 
     import numpy as np
 
-    from fuzzpy.primitives.partitions import int_codes
+    from fuzzpy.runtime.kernels.partitions import int_codes
 
     def reference(x, lo, k):
         if not math.isfinite(x):

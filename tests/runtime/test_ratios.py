@@ -12,8 +12,10 @@ import pytest
 
 from fuzzpy.primitives.registry import lookup
 from fuzzpy.runtime import ratios as R
-from fuzzpy.runtime.batch import LaneEvaluator, Lanes, _b_numeric, select_lanes, unlane
-from fuzzpy.runtime.interpreter import Interpreter, RunState, as_float
+from fuzzpy.runtime.batch import LaneEvaluator, Lanes, select_lanes, unlane
+from fuzzpy.runtime.kernels.arith import _b_numeric
+from fuzzpy.runtime.interpreter import Interpreter, RunState
+from fuzzpy.runtime.numbers import as_float
 from fuzzpy.runtime.noise import _grid_split, _grid_split_ratios, _grid_split_scaled, laplace_release_runs
 from fuzzpy.runtime.ratios import ExactColumns, Ratios
 from fuzzpy.runtime.samplers import RandomSource
@@ -119,7 +121,7 @@ def test_float_products_keep_zero_times_anything_as_zero():
     """`_mul` on float arrays (row functions, vscale on released floats): 0 * x is +0.0 for every
     x, infinities and NaN included, and any other product is IEEE's, bit for bit, whether or not
     an operand holds a zero (the product without zeros is returned as it is)."""
-    from fuzzpy.primitives.arith import _mul
+    from fuzzpy.runtime.kernels.arith import mul as _mul
 
     vals = [0.0, -0.0, 1.0, -2.5, math.inf, -math.inf, math.nan, 5e-324, 1e308, -1e-300]
     xs = np.array([a for a in vals for _ in vals])
@@ -222,7 +224,7 @@ def test_laplace_runs_of_ratios_draw_as_runs_of_values(epsilon):
 def test_clip_on_ratio_lanes_is_the_exact_fold():
     """clip lo hi x on lanes held as ratios: min(max(x, lo), hi) by exact comparisons, at and
     past either bound, float and Fraction bounds, lo > hi; an infinite bound keeps the fold."""
-    from fuzzpy.runtime.batch import _b_clip
+    from fuzzpy.runtime.kernels.arith import _b_clip
 
     xs = [Fraction(5, 3), Fraction(0), Fraction(1, 10**30), Fraction(-1, 10**30), Fraction(10), Fraction(10**40, 3),
           Fraction(-7, 2), Fraction(1, 4)]
@@ -315,7 +317,7 @@ def test_vector_arithmetic_on_ratio_and_int_lanes_is_the_scalar_runs(name):
     other is released floats: the scalar runs' floats lane by lane; an exact operand too large
     for a float leaves vadd and vsub to the scalar runs (they would raise), while vscale
     saturates as as_float does."""
-    from fuzzpy.runtime.batch import _b_vector
+    from fuzzpy.runtime.kernels.vectors import _b_vector
 
     n = 5
     ev = LaneEvaluator(RunState(RandomSource.seeded(0)), n)

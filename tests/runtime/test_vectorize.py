@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from fuzzpy.checking.program import check_source
-from fuzzpy.primitives.partitions import category_codes
+from fuzzpy.runtime.kernels.partitions import category_codes
 from fuzzpy.runtime.data import load_table
 from fuzzpy.runtime.interpreter import RunState, run_program
 from fuzzpy.runtime.samplers import RandomSource
@@ -153,7 +153,7 @@ def test_category_codes_follow_the_declared_keys():
 
 @pytest.mark.parametrize("k", [3, 40])
 def test_group_counts_ignore_rows_without_a_key(k):
-    from fuzzpy.primitives.partitions import _group_counts
+    from fuzzpy.runtime.kernels.partitions import group_counts as _group_counts
 
     codes = np.array([0, 1, -1, 1, k - 1, -1, 0, 0], dtype=np.int8)
     expected = [3, 2] + [0] * (k - 3) + [1]
@@ -161,8 +161,9 @@ def test_group_counts_ignore_rows_without_a_key(k):
 
 
 def test_groupby_of_a_filtered_bag_never_materialises_rows(db):
-    from fuzzpy.primitives.partitions import _run_groupby
-    from fuzzpy.runtime.interpreter import Context, Interpreter
+    from fuzzpy.runtime.kernels.partitions import _groupby as _run_groupby
+    from fuzzpy.runtime.evaluator import Interpreter
+    from fuzzpy.runtime.state import Context
     from fuzzpy.runtime.values import Closure
 
     report = check_source(SCHEMA + 'function main (db : bag T) : fuzzy (parts {"a", "b"} num) '

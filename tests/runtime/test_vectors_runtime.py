@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from check_and_run import check, make_tables
-from fuzzpy.primitives.vectors import _tangent_factor, clip_exact, clip_rows
+from fuzzpy.primitives.vectors import _tangent_factor, clip_exact
+from fuzzpy.runtime.kernels.vectors import clip_rows
 from fuzzpy.runtime.interpreter import run_program
 from fuzzpy.runtime.samplers import RandomSource
 
@@ -164,7 +165,7 @@ def test_row_matrix_reads_number_columns_directly_and_coerces_the_others():
 
     import pandas as pd
 
-    from fuzzpy.primitives.vectors import _row_matrix
+    from fuzzpy.runtime.vectorize import row_matrix as _row_matrix
 
     floats = [0.0, -0.0, math.nan, math.inf, -math.inf, 5e-324, 1.5]
     numbers = pd.DataFrame({0: floats, 1: [1, -2, 3, 0, 7, 2**53 + 1, -5], 2: [True, False] * 3 + [True]})
@@ -188,7 +189,7 @@ def test_number_columns_become_the_matrix_the_frame_gives():
 
     import pandas as pd
 
-    from fuzzpy.primitives.vectors import _row_matrix
+    from fuzzpy.runtime.vectorize import row_matrix as _row_matrix
     from fuzzpy.runtime.vectorize import Vec, number_matrix, to_frame
 
     n = 7

@@ -104,7 +104,7 @@ def test_checking_longer_than_the_limit_is_refused_without_reading_or_charging(t
 
 
 def test_a_served_table_keeps_its_group_codes_across_runs(tmp_path, monkeypatch):
-    from fuzzpy.primitives import partitions
+    from fuzzpy.runtime.kernels import partitions
 
     store = SqliteStore(tmp_path / "l.sqlite")
     (tmp_path / "a.fz").write_text(ADULT_SCHEMA)

@@ -6,7 +6,7 @@ from fractions import Fraction as F
 
 import numpy as np
 
-from fuzzpy.primitives.library import _exp_run
+from fuzzpy.runtime.kernels.library import exp as _exp_run
 from fuzzpy.primitives.registry import lookup
 from stdlib_support import mechanisms, probe, probe_type, run, load_rows
 

@@ -15,6 +15,7 @@ from typing import Any
 ENGINES = ("pandas", "dask")
 
 
+# rule Engines
 class Engine:
     """What the interpreter needs from an engine other than pandas."""
 
@@ -32,6 +33,7 @@ class RemoteBag:
         return "<bag>"
 
 
+# rule Engines
 def engine_of(tables: dict[str, Any]) -> Any:
     """The engine holding the run's tables, or None for plain pandas tables."""
     for v in tables.values():

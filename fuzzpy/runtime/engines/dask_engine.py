@@ -1,198 +1,50 @@
 """The Dask engine: a checked program over a partitioned table on a `dask.distributed` cluster.
 
 The interpreter runs on the client exactly as with pandas; only the entry point's tables are
-different.  Each is a `DaskBag`: a lazy Dask DataFrame whose partitions are conformed to the
-schema by the pandas engine's own code (`runtime/data.load_frame`, one partition at a time).
-The bag primitives below build lazy per-partition steps (filter, map, split, groupby parts) or
-compute an aggregate: every partition returns an exact partial result (an int count, the exact
-`Fraction` total of `sum` and `vsum` on the fixed grid of `bags._bounded_sum`, per-key counts)
-and the client adds the partials as Python ints and Fractions.  Integer addition is exact and
-associative, so the total is the same number as the pandas engine's, whatever the partitioning
-or the order in which partitions finish: the mechanisms then draw the same noise from the same
-seed (docs/scale.md).  Noise is only ever drawn on the client; a task the cluster recomputes
-(after a worker died) returns the same exact partial.
+different.  Each is a `DaskBag` (dask_tables.py): a lazy Dask DataFrame whose partitions are
+conformed to the schema by the pandas engine's own code (`runtime/data.load_frame`, one
+partition at a time).  A bag primitive given such a table runs its Dask evaluator, registered
+with its other evaluators (runtime/kernels/): lazy per-partition steps (filter, map, split,
+groupby parts), or an aggregate where every partition returns an exact partial result (an int
+count, the exact `Fraction` total of `sum` and `vsum` on the fixed grid of runtime/sums.py,
+per-key counts) and the client adds the partials as Python ints and Fractions.  Integer
+addition is exact and associative, so the total is the same number as the pandas engine's,
+whatever the partitioning or the order in which partitions finish: the mechanisms then draw
+the same noise from the same seed (docs/scale.md).  Noise is only ever drawn on the client; a
+task the cluster recomputes (after a worker died) returns the same exact partial.
 
-Primitives that take a table and are not implemented here are refused by name (E2101): before
-the charge when the program's code calls them at all (`unsupported_primitives`), and at run
-time as a backstop.  Nothing ever collects a whole table into this process.
+Primitives that take a table and have no Dask evaluator (registered dask=Refused(reason)) are
+refused by name (E2101): before the charge when the program's code calls them at all
+(`unsupported_primitives`), and at run time as a backstop.  Nothing ever collects a whole table
+into this process.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import glob
 import hashlib
-import threading
-import uuid
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import numpy as np
 import pandas as pd
 
 from ...checking import ir as I
 from ...diagnostics import Diagnostic, FuzzError, error
-from ..interpreter import Context, RunFailure, RunState
-from ..values import Closure, holds
-from . import Engine, RemoteBag
+from ...primitives.registry import PASSES_TABLES, Refused, all_primitives
+from .. import kernels  # noqa: F401 - every primitive's Dask evaluator (or refusal), read from its declaration
+from ..state import Context
+from ..values import holds
+from . import Engine
+from .dask_tables import KEPT, DaskBag, DaskRunFailure, TableUsedOnWorker, captured_table
 
-# Primitives with a Dask implementation (below), and those that only pass parts around.
-DASK_PRIMITIVES = frozenset({"count", "filter", "map", "sum", "split", "groupby", "vsum", "union"})
-PASS_THROUGH = frozenset({"part", "pmap", "each", "values", "keys"})
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data", ".test")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 _SILENT = 100  # above logging.CRITICAL: nothing is logged
 _HIDDEN = ("no details are shown because they could depend on the data")
-_KEPT = "the epsilon charged for this run stays spent: values may have been released before the failure"
-
-
-class DaskRunFailure(RunFailure):
-    """A failure of the Dask run whose message is fixed by the program or the engine."""
-
-    def __init__(self, code: str, message: str, span: Any = None, *notes: str):
-        FuzzError.__init__(self, Diagnostic(code, message, span, list(notes)))
-
-
-class TableUsedOnWorker(Exception):
-    """A row function touched a table it captured: not available on a worker."""
-
-
-_TOUCHED = threading.local()  # per worker thread: did the row function being run touch a table?
 
 
 Keep = Optional[frozenset]  # the columns a table keeps (runtime/columns.py); None: all
-
-
-def _touch(*args: Any, **kw: Any) -> Any:
-    # The row-by-row fallback turns a failing row into a missing value: the flag survives that,
-    # and `_rows` raises after the fact, so the run stops instead of computing something else.
-    _TOUCHED.flag = True
-    raise TableUsedOnWorker()
-
-
-class _Unavailable:
-    """What a captured `DaskBag` becomes when a row function is shipped to a worker."""
-
-    __len__ = __iter__ = __getitem__ = _touch
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _touch()
-
-
-@dataclasses.dataclass(eq=False)
-class _Groups:
-    """The parts of one `groupby`: their sizes are counted in one pass, on first use."""
-
-    engine: "DaskEngine"
-    frame: Any
-    key: "_Shipped"
-    info: dict
-    vectorise: bool
-    _counts: Optional[list[int]] = None
-
-    def count(self, i: int) -> int:
-        if self._counts is None:
-            k = len(self.info["keys"])
-            partials = self.engine.partials(self.frame, _p_group_counts, self.key, self.info, self.vectorise)
-            total = [0] * k
-            for p in partials:
-                total = [t + int(c) for t, c in zip(total, p)]
-            self._counts = total
-        return self._counts[i]
-
-
-class DaskBag(RemoteBag):
-    """A table on the cluster: a lazy Dask DataFrame (records, tuples) or Series (scalars)."""
-
-    __slots__ = ("engine", "frame", "group", "part")
-
-    def __init__(self, engine: "DaskEngine", frame: Any, group: Optional[_Groups] = None, part: int = -1):
-        self.engine, self.frame, self.group, self.part = engine, frame, group, part
-
-    def __reduce__(self) -> Any:  # shipped inside a row function's environment: never its rows
-        return (_Unavailable, ())
-
-    # Reached only from a row function running on a worker that shares this process (an
-    # in-process cluster): the same refusal as `_Unavailable`.
-    __len__ = __iter__ = __getitem__ = _touch
-
-
-class _Shipped:
-    """A row function sent to the workers, with a cheap token (its environment is never hashed)."""
-
-    def __init__(self, fn: Closure):
-        self.fn = fn
-        self.token = uuid.uuid4().hex
-
-    def __dask_tokenize__(self) -> str:
-        return self.token
-
-
-# ---- per-partition steps (run on the workers) ----------------------------------------------------
-
-def _rows(part: Any, fn: _Shipped, vectorise: bool) -> Any:
-    from ..vectorize import apply_rows
-
-    _TOUCHED.flag = False
-    out = apply_rows(RunState(rng=None, vectorise=vectorise), fn.fn, part.reset_index(drop=True))
-    if _TOUCHED.flag:
-        raise TableUsedOnWorker()
-    return out
-
-
-def _take(part: Any, keep: np.ndarray) -> Any:
-    return part.reset_index(drop=True).iloc[np.flatnonzero(keep)].reset_index(drop=True)
-
-
-def _p_select(part: Any, fn: _Shipped, vectorise: bool, negate: bool) -> Any:
-    from ...primitives.bags import _truth
-
-    keep = _truth(_rows(part, fn, vectorise))
-    return _take(part, ~keep if negate else keep)
-
-
-def _p_map(part: Any, fn: _Shipped, vectorise: bool) -> Any:
-    return _rows(part, fn, vectorise)
-
-
-def _codes(part: Any, fn: _Shipped, info: dict, vectorise: bool) -> np.ndarray:
-    from ...primitives.partitions import key_codes
-
-    return np.asarray(key_codes(_rows(part, fn, vectorise), info))
-
-
-def _p_part(part: Any, fn: _Shipped, info: dict, vectorise: bool, i: int) -> Any:
-    return _take(part, _codes(part, fn, info, vectorise) == i)
-
-
-def _p_group_counts(part: Any, fn: _Shipped, info: dict, vectorise: bool) -> list[int]:
-    from ...primitives.partitions import _group_counts
-
-    return [int(c) for c in _group_counts(_codes(part, fn, info, vectorise), len(info["keys"]))]
-
-
-def _p_count(part: Any) -> int:
-    return len(part)
-
-
-def _p_sum(part: Any, bound: Fraction) -> Any:
-    from ...primitives.bags import _bounded_sum, _numbers
-
-    return _bounded_sum(_numbers(part.reset_index(drop=True)), bound)
-
-
-def _p_vsum(part: Any, fn: _Shipped, vectorise: bool, n: int, bound: Fraction) -> tuple:
-    from ...primitives.bags import _bounded_sum
-    from ...primitives.vectors import _row_matrix, clip_rows
-
-    if len(part) == 0:
-        return tuple(Fraction(0) for _ in range(n))
-    matrix = clip_rows(_row_matrix(_rows(part, fn, vectorise), n), float(bound))
-    return tuple(Fraction(_bounded_sum(matrix[:, i], bound)) for i in range(n))
 
 
 # ---- reading: every partition computed from one hashed read of its whole file --------------------
@@ -206,6 +58,7 @@ def _diagnostics(exc: FuzzError) -> list[tuple[str, str]]:
     return [(d.code, d.message) for d in exc.diagnostics]
 
 
+# rule Engines
 def _read_bytes(path: str, table: str) -> tuple[bytes, str]:
     """The file's bytes (one read: only a regular file, as the pandas engine opens it) and the
     identity of exactly those bytes."""
@@ -244,6 +97,7 @@ def _p_footer(path: str, table: str) -> Any:
         return [("E0502", f"{where} is not a readable Parquet file")]
 
 
+# rule Engines
 def _p_group(piece: tuple[str, int], schema: Any, table: str, kept: Keep = None) -> tuple[pd.DataFrame, str]:
     """One row group (-1: the whole file, for a file without any) conformed by the pandas engine's
     own rules (`load_arrow`), parsed from one read of the whole file, and the identity of the
@@ -266,6 +120,7 @@ def _conformed_group(raw: bytes, group: int, schema: Any, table: str, kept: Keep
     return load_arrow(data, schema, table=table, keep=kept)
 
 
+# rule Engines
 def _p_group_again(piece: tuple[str, int, str], schema: Any, table: str, kept: Keep = None) -> pd.DataFrame:
     """A later pass over a row group: the file is read again, and must be the file that was
     charged (its identity the same), else the run stops instead of giving a value."""
@@ -284,6 +139,7 @@ def _p_csv(path: str, schema: Any, table: str, header: bool, kept: Keep = None) 
     return load_identified(path, schema, table=table, header=header, keep=kept)
 
 
+# rule Engines
 def _p_csv_again(piece: tuple[str, str], schema: Any, table: str, header: bool,
                  kept: Keep = None) -> pd.DataFrame:
     """A later pass over a CSV file: read, hashed and conformed again; a file that is not the one
@@ -323,6 +179,7 @@ def _summary(result: tuple[Any, Any, Any]) -> tuple[Any, Any]:
     return result[1], result[2]
 
 
+# rule Engines
 def _partition(result: tuple[Any, Any, Any], charged: str) -> Any:
     """A kept partition.  If Dask recomputed it (its worker died), it was read again from disk:
     it must come from the bytes that were charged."""
@@ -389,10 +246,10 @@ class DaskEngine(Engine):
         try:
             return list(self.client.gather(self.client.compute(tasks)))
         except TableUsedOnWorker:
-            raise _captured_table() from None
+            raise captured_table() from None
         except DataChanged:
             raise DaskRunFailure("E2107", "a data file changed during the run: it is not the file that was checked "
-                                          "and charged", None, _KEPT) from None
+                                          "and charged", None, KEPT) from None
         except (OSError, TimeoutError) as exc:
             raise _cluster_failure() from exc
         except Exception as exc:  # noqa: BLE001
@@ -400,23 +257,24 @@ class DaskEngine(Engine):
                 raise _cluster_failure() from None
             raise
 
-    def bag(self, frame: Any, group: Optional[_Groups] = None, part: int = -1) -> DaskBag:
+    def bag(self, frame: Any, group: Optional[Any] = None, part: int = -1) -> DaskBag:
         return DaskBag(self, frame, group, part)
 
     # -- the interpreter's hook ------------------------------------------------------------------
 
     def call_prim(self, interp: Any, prim: Any, node: Any, args: list[Any]) -> Any:
-        if prim.name in PASS_THROUGH or not any(holds(a, DaskBag) for a in args):
+        dask = prim.dask  # the primitive's own evaluator here (runtime/kernels/), or what stands in for it
+        if dask is PASSES_TABLES or not any(holds(a, DaskBag) for a in args):
             return NotImplemented
-        impl = _IMPLS.get(prim.name)
-        if impl is None:
+        if not callable(dask):  # NO_TABLE given a table anyway, or Refused
             raise DaskRunFailure("E2101", f"primitive {prim.name} cannot run on the Dask engine (it takes a table); "
-                                          "run the program with --engine pandas", node.span, _KEPT)
+                                          "run the program with --engine pandas", node.span, KEPT)
         ctx = Context(interp, node.info, node.span)
-        return impl(self, ctx, interp.state.vectorise, *args)
+        return dask(self, ctx, interp.state.vectorise, *args)
 
     # -- tables ------------------------------------------------------------------------------------
 
+    # rule Engines
     def open_table(self, files: list[str], schema: Any, table: str, persist: bool = False,
                    header: bool = False) -> tuple[DaskBag, str]:
         """The table of `files` conformed to `schema`, and its identity on the ledger.
@@ -504,6 +362,7 @@ class DaskEngine(Engine):
             raise
 
 
+# rule Engines
 def _agreed(pieces: list[tuple[str, int]], identities: list[str], table: str) -> dict[str, str]:
     """Each file's identity, from its partitions' reads: they must agree (a file that changed
     between two of them is refused, uncharged)."""
@@ -549,118 +408,24 @@ def _is_cluster_error(exc: BaseException) -> bool:
                             concurrent.futures.CancelledError))
 
 
-def _captured_table() -> DaskRunFailure:
-    return DaskRunFailure("E2102", "a row function reads a table it captured from outside the row "
-                                   "(count db inside fun r -> ...): the Dask engine cannot run it", None, _KEPT)
-
-
 def _cluster_failure() -> DaskRunFailure:
     return DaskRunFailure("E2104", "the Dask cluster failed during the run (a worker died or the scheduler became "
-                                   "unreachable)", None, _KEPT)
-
-
-# ---- the bag primitives on Dask ----------------------------------------------------------------------
-
-def _need_bag(prim: str, v: Any, span: Any) -> DaskBag:
-    if not isinstance(v, DaskBag):
-        raise DaskRunFailure("E2101", f"primitive {prim} got a table of the Dask engine together with one of "
-                                      "another engine", span, _KEPT)
-    return v
-
-
-def _d_count(eng: DaskEngine, ctx: Any, vec: bool, b: Any) -> int:
-    b = _need_bag("count", b, ctx.span)
-    if b.group is not None:
-        return b.group.count(b.part)
-    return sum(int(n) for n in eng.partials(b.frame, _p_count))
-
-
-def _d_filter(eng: DaskEngine, ctx: Any, vec: bool, p: Closure, b: Any) -> DaskBag:
-    b = _need_bag("filter", b, ctx.span)
-    return eng.bag(b.frame.map_partitions(_p_select, _Shipped(p), vec, False, meta=b.frame._meta))
-
-
-def _d_split(eng: DaskEngine, ctx: Any, vec: bool, p: Closure, b: Any) -> tuple[DaskBag, DaskBag]:
-    b = _need_bag("split", b, ctx.span)
-    fn = _Shipped(p)
-    return (eng.bag(b.frame.map_partitions(_p_select, fn, vec, False, meta=b.frame._meta)),
-            eng.bag(b.frame.map_partitions(_p_select, fn, vec, True, meta=b.frame._meta)))
-
-
-def _d_map(eng: DaskEngine, ctx: Any, vec: bool, f: Closure, b: Any) -> DaskBag:
-    b = _need_bag("map", b, ctx.span)
-    fn = _Shipped(f)
-    try:  # the result's kind (Series or frame, dtypes) from the row function on dask's sample rows
-        meta = _p_map(b.frame._meta_nonempty, fn, vec).iloc[:0]
-    except TableUsedOnWorker:
-        raise _captured_table() from None
-    except Exception:  # noqa: BLE001 - on an empty frame instead
-        meta = _p_map(b.frame._meta, fn, vec)
-    return eng.bag(b.frame.map_partitions(_p_map, fn, vec, meta=meta))
-
-
-def _d_sum(eng: DaskEngine, ctx: Any, vec: bool, b: Any) -> Any:
-    b = _need_bag("sum", b, ctx.span)
-    partials = eng.partials(b.frame, _p_sum, ctx.info["bound"])
-    exact = [p for p in partials if isinstance(p, Fraction)]
-    # bags._bounded_sum gives the float 0.0 for no rows: so does the pandas engine's whole table.
-    return sum(exact, Fraction(0)) if exact else 0.0
-
-
-def _d_vsum(eng: DaskEngine, ctx: Any, vec: bool, c: Any, f: Closure, b: Any) -> tuple:
-    b = _need_bag("vsum", b, ctx.span)
-    n, bound = ctx.info["size"], ctx.info["bound"]
-    total = [Fraction(0)] * n
-    for p in eng.partials(b.frame, _p_vsum, _Shipped(f), vec, n, bound):
-        total = [t + Fraction(x) for t, x in zip(total, p)]
-    return tuple(total)
-
-
-def _d_groupby(eng: DaskEngine, ctx: Any, vec: bool, key: Closure, b: Any) -> dict:
-    b = _need_bag("groupby", b, ctx.span)
-    fn = _Shipped(key)
-    info = dict(ctx.info)
-    groups = _Groups(eng, b.frame, fn, info, vec)
-    meta = b.frame._meta
-    return {k: eng.bag(b.frame.map_partitions(_p_part, fn, info, vec, i, meta=meta), groups, i)
-            for i, k in enumerate(info["keys"])}
-
-
-def _d_union(eng: DaskEngine, ctx: Any, vec: bool, a: Any, b: Any) -> DaskBag:
-    import dask.dataframe as dd
-
-    a, b = _need_bag("union", a, ctx.span), _need_bag("union", b, ctx.span)
-    fa, fb = a.frame, b.frame
-    if isinstance(fa._meta, pd.DataFrame) and isinstance(fb._meta, pd.DataFrame) and eng.columns is not None:
-        # A column the program never reads may be in one side only (left out of a table, built
-        # by a `map`): only the columns it reads are joined.
-        fa, fb = (f[[c for c in f.columns if c in eng.columns]] for f in (fa, fb))
-    if isinstance(fa._meta, pd.DataFrame) != isinstance(fb._meta, pd.DataFrame) or (
-            isinstance(fa._meta, pd.DataFrame) and list(fa.columns) != list(fb.columns)):
-        raise DaskRunFailure("E2101", "primitive union cannot run on the Dask engine for tables whose rows are "
-                                      "stored differently; run the program with --engine pandas", ctx.span, _KEPT)
-    return eng.bag(dd.concat([fa, fb]))
-
-
-_IMPLS: dict[str, Callable[..., Any]] = {
-    "count": _d_count, "filter": _d_filter, "map": _d_map, "sum": _d_sum, "split": _d_split,
-    "groupby": _d_groupby, "vsum": _d_vsum, "union": _d_union,
-}
+                                   "unreachable)", None, KEPT)
 
 
 # ---- what a program needs (checked before the charge) ---------------------------------------------
 
-def table_primitives() -> frozenset[str]:
-    """Primitives that may receive a table (from their signatures in the registry)."""
-    from ...primitives.registry import all_primitives
+def refused_primitives() -> frozenset[str]:
+    """Primitives that take a table and have no Dask evaluator: registered with
+    dask=Refused(reason) (runtime/kernels/)."""
+    return frozenset(n for n, p in all_primitives().items() if isinstance(p.dask, Refused))
 
-    return frozenset(n for n, p in all_primitives().items() if "bag" in p.signature or "parts" in p.signature)
 
-
+# rule Engines
 def unsupported_primitives(instance: I.Instance) -> list[str]:
     """Primitives the program's code calls that may take a table and have no Dask implementation
     (an over-approximation: the call may never receive a table; refusing it costs nothing)."""
-    refused = table_primitives() - DASK_PRIMITIVES - PASS_THROUGH
+    refused = refused_primitives()
     return sorted({n.name for n in I.reachable(instance) if isinstance(n, I.IPrim) and n.name in refused})
 
 

@@ -1,0 +1,112 @@
+"""Tables on a Dask cluster, as the primitives' Dask evaluators (runtime/kernels/) see them.
+
+A `DaskBag` is a lazy Dask DataFrame (or Series) of the engine (dask_engine.py); its rows never
+come to this process.  A row function travels to the workers as `Shipped` and runs there on one
+partition at a time (`rows_of`), with the pandas engine's own column evaluator.  A table it
+captured from outside the row cannot travel with it: it arrives as a stand-in that stops the run
+(`TableUsedOnWorker`).  Every failure a Dask run shows is a `DaskRunFailure`, whose message is
+fixed by the program or the engine.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any, Optional
+
+import numpy as np
+
+from ...diagnostics import Diagnostic, FuzzError
+from ..state import RunFailure, RunState
+from ..values import Closure
+from ..vectorize import apply_rows
+from . import RemoteBag
+
+KEPT = "the epsilon charged for this run stays spent: values may have been released before the failure"
+
+
+class DaskRunFailure(RunFailure):
+    """A failure of the Dask run whose message is fixed by the program or the engine."""
+
+    def __init__(self, code: str, message: str, span: Any = None, *notes: str):
+        FuzzError.__init__(self, Diagnostic(code, message, span, list(notes)))
+
+
+class TableUsedOnWorker(Exception):
+    """A row function touched a table it captured: not available on a worker."""
+
+
+_TOUCHED = threading.local()  # per worker thread: did the row function being run touch a table?
+
+
+def _touch(*args: Any, **kw: Any) -> Any:
+    # The row-by-row fallback turns a failing row into a missing value: the flag survives that,
+    # and `rows_of` raises after the fact, so the run stops instead of computing something else.
+    _TOUCHED.flag = True
+    raise TableUsedOnWorker()
+
+
+class _Unavailable:
+    """What a captured `DaskBag` becomes when a row function is shipped to a worker."""
+
+    __len__ = __iter__ = __getitem__ = _touch
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _touch()
+
+
+class DaskBag(RemoteBag):
+    """A table on the cluster: a lazy Dask DataFrame (records, tuples) or Series (scalars).  A
+    part of a `groupby` knows its group (kernels/partitions.py) and its index there."""
+
+    __slots__ = ("engine", "frame", "group", "part")
+
+    def __init__(self, engine: Any, frame: Any, group: Optional[Any] = None, part: int = -1):
+        self.engine, self.frame, self.group, self.part = engine, frame, group, part
+
+    def __reduce__(self) -> Any:  # shipped inside a row function's environment: never its rows
+        return (_Unavailable, ())
+
+    # Reached only from a row function running on a worker that shares this process (an
+    # in-process cluster): the same refusal as `_Unavailable`.
+    __len__ = __iter__ = __getitem__ = _touch
+
+
+class Shipped:
+    """A row function sent to the workers, with a cheap token (its environment is never hashed)."""
+
+    def __init__(self, fn: Closure):
+        self.fn = fn
+        self.token = uuid.uuid4().hex
+
+    def __dask_tokenize__(self) -> str:
+        return self.token
+
+
+def rows_of(part: Any, fn: Shipped, vectorise: bool) -> Any:
+    """The row function's result on every row of one partition (on a worker)."""
+    _TOUCHED.flag = False
+    out = apply_rows(RunState(rng=None, vectorise=vectorise), fn.fn, part.reset_index(drop=True))
+    if _TOUCHED.flag:
+        raise TableUsedOnWorker()
+    return out
+
+
+def take_rows(part: Any, keep: np.ndarray) -> Any:
+    """The rows of one partition where `keep` holds, with a fresh index."""
+    return part.reset_index(drop=True).iloc[np.flatnonzero(keep)].reset_index(drop=True)
+
+
+def need_bag(prim: str, v: Any, span: Any) -> DaskBag:
+    """`v` as a table of this engine; a table of another engine stops the run (E2101)."""
+    if not isinstance(v, DaskBag):
+        raise DaskRunFailure("E2101", f"primitive {prim} got a table of the Dask engine together with one of "
+                                      "another engine", span, KEPT)
+    return v
+
+
+def captured_table() -> DaskRunFailure:
+    return DaskRunFailure("E2102", "a row function reads a table it captured from outside the row "
+                                   "(count db inside fun r -> ...): the Dask engine cannot run it", None, KEPT)
