@@ -62,7 +62,7 @@ class HandTree:
     privacy split and samplers; parts are index arrays."""
 
     def __init__(self, report, df):
-        from fuzzpy.checking.types import Cat, Num
+        from fuzzpy.typesystem.types import Cat, Num
 
         schema = report.schemas["Adult"]
         self.attrs = list(report.params["attrs"])

@@ -49,7 +49,7 @@ class Features:
 
     @classmethod
     def of(cls, report) -> "Features":
-        from fuzzpy.checking.types import Num
+        from fuzzpy.typesystem.types import Num
 
         schema = report.schemas["Adult"]
         attrs = tuple(report.params["attrs"])
@@ -87,8 +87,8 @@ class Features:
 def load(features: Features, data: Path):
     """adult.data and adult.test, conformed by fuzzpy's loader (adult.test's labels end with a
     period: they are read as declared categories and the period dropped)."""
-    from fuzzpy.checking.types import Cat
     from fuzzpy.runtime.data import load_table
+    from fuzzpy.typesystem.types import Cat
 
     train = load_table(data / "adult.data", features.schema, table="db")
     income = features.schema.column("income")

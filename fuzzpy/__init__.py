@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
 
 _API = ("check", "run", "Report", "Result", "Released", "Accuracy", "Estimate", "Spending", "Mechanism", "FuzzpyError")
 __all__ = [*_API, "load_ipython_extension", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # one place (version.py), read only when asked for
+        from .version import __version__
+
+        return __version__
     if name in _API:
         from . import api
 

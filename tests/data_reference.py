@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from fuzzpy.checking.types import MISSING_POLICIES, Bool, Cat, Column, Num, Schema, Str
+from fuzzpy.typesystem.types import MISSING_POLICIES, Bool, Cat, Column, Num, Schema, Str
 from fuzzpy.diagnostics import Diagnostic, FuzzError, error
 from fuzzpy.runtime.files import HashingReader, NotARegularFile, open_regular
 

@@ -21,14 +21,14 @@ epsilon at a delta that `claims.claimed_epsilon` gives for the rho the checker p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, is_dataclass, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from fractions import Fraction
 from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ..checking import ir as I
 from ..diagnostics import Diagnostic, FuzzError
+from ..typesystem import ir as I
 from .search import Pair, Sampler
 
 SCHEMA = 'schema T { x : num[0, 10], k : cat{"a", "b", "c"} }\n'

@@ -25,9 +25,11 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..checking.types import Bool, Cat, Column, Num, Schema, Str
-from ..runtime.data import MISSING_MARKERS
-from ..runtime.data import float_bounds  # the loader's own rule for what a number may be
+from ..runtime.data import (
+    MISSING_MARKERS,
+    float_bounds,  # the loader's own rule for what a number may be
+)
+from ..typesystem.types import Bool, Cat, Column, Num, Schema, Str
 from .search import Pair
 
 Row = tuple[Any, ...]           # one value per schema column, in order

@@ -35,14 +35,18 @@ import numpy as np
 import pandas as pd
 
 from .. import limits
-from ..checking import ir as I
 from ..diagnostics import FuzzError
-from ..primitives.registry import Primitive
 from ..limits import RECURSION_LIMIT, STACK_BYTES
-from ..runtime.interpreter import Interpreter, RunFailure, RunState  # the runtime, with every primitive's kernels
+from ..primitives.registry import Primitive
+from ..runtime.interpreter import (  # the runtime, with every primitive's kernels
+    Interpreter,
+    RunFailure,
+    RunState,
+)
 from ..runtime.numbers import exact_scalar
 from ..runtime.state import Context
 from ..runtime.values import Distribution, is_distribution, materialise
+from ..typesystem import ir as I
 
 INF = math.inf
 

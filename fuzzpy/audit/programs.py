@@ -16,9 +16,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..checking.sens import INF
-from ..checking.types import Schema
 from ..diagnostics import Diagnostic, FuzzError
+from ..typesystem.sens import INF
+from ..typesystem.types import Schema
 from .neighbours import Tables, string_literals, table_pairs
 from .search import Pair, Sampler
 

@@ -8,13 +8,29 @@ from __future__ import annotations
 from ..diagnostics import Span
 from ..primitives.registry import NOCONST, Arg, Result, lookup  # noqa: F401
 from ..syntax import ast as A
-from . import ir as I
-from .effects import ARGS, FAIL, r_presence, r_union
+from ..typesystem import ir as I
+from ..typesystem.effects import ARGS, FAIL, r_presence, r_union
+from ..typesystem.quadratic import UNKNOWN
+from ..typesystem.sens import (
+    INF,
+    ONE,
+    ZERO,
+    Dist,
+    c_mul,
+    d_add,
+    d_inf,
+    fmt_coef,
+    is_const,
+)
+from ..typesystem.types import (
+    Fun,
+    Type,
+    chain_sensitivity,
+    holds_choices,
+    holds_fuzzy,
+    is_subtype,
+)
 from .helpers import _cover, _rename_args, _spine
-from .sens import ONE, ZERO, Dist, d_add, d_inf, fmt_coef, is_const
-from .quadratic import UNKNOWN
-from .sens import INF, c_mul
-from .types import Fun, Type, chain_sensitivity, holds_choices, holds_fuzzy, is_subtype
 from .values import Env, FnT, FnValue, Opaque, Partial, TopFn, Val, fn_params
 
 

@@ -74,7 +74,7 @@ def _user_key(folder: Path) -> Optional[bytes]:
 def code_fingerprint() -> str:
     """A hash of fuzzpy's own source (every .py and .lark file of the package): a changed
     checker, even at the same version number, never reuses an entry."""
-    from .. import __version__
+    from ..version import __version__
 
     package = Path(__file__).resolve().parents[1]
     h = hashlib.sha256(__version__.encode())

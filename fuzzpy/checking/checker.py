@@ -38,19 +38,44 @@ from ..diagnostics import Diagnostic, FuzzError, Span
 from ..hints import hint, private_divisor_hint
 from ..primitives.registry import NOCONST, Arg, Instantiated, lookup
 from ..syntax import ast as A
-from . import ir as I
+from ..typesystem import ir as I
+from ..typesystem.effects import ARGS, r_base, r_union
+from ..typesystem.quadratic import base_of, is_inventory, lift, linear_part, pop_quad
+from ..typesystem.sens import (
+    INF,
+    ONE,
+    ZERO,
+    Coef,
+    ConstraintStore,
+    Dist,
+    NonLinear,
+    c_add,
+    d_add,
+    d_scale,
+    is_const,
+)
+from ..typesystem.types import Bag, Record, Type, Unit, holds_tables
 from .applications import ApplicationRules
 from .counting import CountRules
 from .expressions import ExpressionRules
-from .helpers import (infinite_part, _branch_choice, _cover, _fn_identity, _free_vars, _has_tvar,  # noqa: F401 - re-exported
-                      _hashable, _integral_type, _pattern_names, _rename_args, _spine, _widen, apply_scale)
-from .effects import ARGS, r_base, r_union
+from .helpers import (  # noqa: F401 - re-exported
+    _branch_choice,
+    _cover,
+    _fn_identity,
+    _free_vars,
+    _has_tvar,
+    _hashable,
+    _integral_type,
+    _pattern_names,
+    _rename_args,
+    _spine,
+    _widen,
+    apply_scale,
+    infinite_part,
+)
 from .instances import WIDEN_SPECULATIVE, InstanceRules, Summary, _Active  # noqa: F401
 from .patterns import PatternRules
 from .records import MechanismRecord  # noqa: F401 - re-exported
-from .quadratic import base_of, is_inventory, lift, linear_part, pop_quad
-from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Dist, NonLinear, c_add, d_add, d_scale, is_const
-from .types import Bag, Record, Type, Unit, holds_tables
 from .typeexpr import TypeResolver
 from .values import Env, FnT, TopFn, Val
 

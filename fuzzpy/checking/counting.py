@@ -23,10 +23,10 @@ from .. import limits
 from ..diagnostics import FuzzError, Span
 from ..primitives.registry import NOCONST
 from ..syntax import ast as A
-from .effects import FAIL, r_union
+from ..typesystem.effects import FAIL, r_union
+from ..typesystem.sens import INF, ONE, ZERO, Coef, ConstraintStore, Lin, is_const
+from ..typesystem.types import Num
 from .helpers import _free_vars, _pattern_names, _spine
-from .sens import INF, ONE, ZERO, Coef, ConstraintStore, Lin, is_const
-from .types import Num
 from .values import TopFn, Val
 
 # Levels a counted recursion may have: each costs one step of exact arithmetic on its summary.
@@ -258,7 +258,7 @@ class CountRules:
         self._count_depth(summary, state, base, depth, span)
 
     def _substitute(self, summary, values: dict) -> None:
-        from .sens import d_substitute, substitute
+        from ..typesystem.sens import d_substitute, substitute
 
         for s in self.unsolved + [summary]:
             s.coefs = [substitute(c, values) for c in s.coefs]

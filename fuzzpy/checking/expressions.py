@@ -17,14 +17,30 @@ from ..diagnostics import Span
 from ..hints import PRIVATE_DIVISOR
 from ..primitives.registry import NOCONST, OPERATORS
 from ..syntax import ast as A
-from . import ir as I
-from .effects import FAIL, r_base, r_presence, r_union
+from ..typesystem import ir as I
+from ..typesystem.effects import FAIL, r_base, r_presence, r_union
+from ..typesystem.sens import ONE, Dist, d_add, d_inf
+from ..typesystem.types import (
+    BOOL,
+    STRING,
+    UNIT,
+    Bool,
+    Fun,
+    Fuzzy,
+    Hole,
+    ListT,
+    Num,
+    Parts,
+    Record,
+    SumT,
+    Tensor,
+    Type,
+    With,
+    is_subtype,
+    join_types,
+)
 from .helpers import _branch_choice, _free_vars
-from .sens import ONE, Dist, d_add, d_inf
-from .types import (BOOL, STRING, UNIT, Bool, Fun, Fuzzy, Hole, ListT, Num, Parts, Record, SumT, Tensor, Type, With,
-                    is_subtype, join_types)
 from .values import Closure, Env, FnT, Opaque, Val
-
 
 _RULES: dict[type, Any] = {}  # AST node class -> its rule (the `x_<Node>` method)
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Optional
 
-from .sens import INF, is_const
-from .types import Num
+from ..typesystem.sens import INF, is_const
+from ..typesystem.types import Num
 
 MAX_DEGREE = 3          # highest degree tried in each parameter
 SWEEP_POINTS = MAX_DEGREE + 2

@@ -11,9 +11,22 @@ from typing import Any, Optional
 from ..diagnostics import Span
 from ..primitives.registry import NOCONST
 from ..syntax import ast as A
-from . import ir as I
-from .sens import INF, Coef, Dist, Lin, d_scale
-from .types import Bag, Bool, Cat, Hole, Num, Parts, Seq, Str, TVar, Type, Unit, components
+from ..typesystem import ir as I
+from ..typesystem.sens import INF, Coef, Dist, Lin, d_scale
+from ..typesystem.types import (
+    Bag,
+    Bool,
+    Cat,
+    Hole,
+    Num,
+    Parts,
+    Seq,
+    Str,
+    TVar,
+    Type,
+    Unit,
+    components,
+)
 from .values import FnValue, Opaque, TopFn, Val
 
 

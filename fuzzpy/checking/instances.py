@@ -24,14 +24,54 @@ from ..hints import in_stdlib, nested_fuzzy_hint, shown_span
 from ..primitives.registry import NOCONST, lookup
 from ..solving.lp import Unsolvable, solve_least
 from ..syntax import ast as A
-from . import ir as I
-from .effects import FAIL, r_base, r_normal, r_presence, r_union
-from .quadratic import (CHANNELS, UNKNOWN, base_of, channel_of, is_inventory, is_shadow, laplace_channel, pop_quad,
-                        shadow)
-from .helpers import _fn_identity, _has_hole, _has_tvar, _hashable, _widen, apply_scale, infinite_part
-from .sens import (INF, ONE, ZERO, Coef, ConstraintStore, Dist, c_add, d_add, d_substitute, fmt_coef, is_const,
-                   substitute)
-from .types import MAX_TYPE_SIZE, Fun, Fuzzy, ListT, Num, Type, holds_choices, holds_tables, is_subtype, type_size
+from ..typesystem import ir as I
+from ..typesystem.effects import FAIL, r_base, r_normal, r_presence, r_union
+from ..typesystem.quadratic import (
+    CHANNELS,
+    UNKNOWN,
+    base_of,
+    channel_of,
+    is_inventory,
+    is_shadow,
+    laplace_channel,
+    pop_quad,
+    shadow,
+)
+from ..typesystem.sens import (
+    INF,
+    ONE,
+    ZERO,
+    Coef,
+    ConstraintStore,
+    Dist,
+    c_add,
+    d_add,
+    d_substitute,
+    fmt_coef,
+    is_const,
+    substitute,
+)
+from ..typesystem.types import (
+    MAX_TYPE_SIZE,
+    Fun,
+    Fuzzy,
+    ListT,
+    Num,
+    Type,
+    holds_choices,
+    holds_tables,
+    is_subtype,
+    type_size,
+)
+from .helpers import (
+    _fn_identity,
+    _has_hole,
+    _has_tvar,
+    _hashable,
+    _widen,
+    apply_scale,
+    infinite_part,
+)
 from .typeexpr import bind_tvars, match_type, subst_tvars
 from .values import Closure, Env, FnT, FnValue, Opaque, Partial, TopFn, Val
 
@@ -71,7 +111,7 @@ class Summary:
     frame: Optional[Env] = None     # the scope of its parameters
     since: int = 0                  # splits made before its body was checked
     # Rule Rho: each parameter's shadow coefficients (channel -> r: rho <= r * d^2), mapped onto
-    # the argument by `lift` at each call (checking/quadratic.py).
+    # the argument by `lift` at each call (typesystem/quadratic.py).
     quad: list[dict] = field(default_factory=list)
 
 

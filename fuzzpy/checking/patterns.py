@@ -8,9 +8,9 @@ from typing import Any
 
 from ..primitives.registry import NOCONST
 from ..syntax import ast as A
-from . import ir as I
-from .sens import Dist
-from .types import Tensor, With
+from ..typesystem import ir as I
+from ..typesystem.sens import Dist
+from ..typesystem.types import Tensor, With
 from .values import Val
 
 

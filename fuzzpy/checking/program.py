@@ -8,26 +8,27 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..diagnostics import Diagnostic, FuzzError, Span
 from ..hints import drop_cascades, private_divisor_hint, shown_span
 from ..primitives.registry import NOCONST
 from ..syntax import ast as A
 from ..syntax.loader import load_program, read_source
-from . import ir as I
+from ..typesystem import ir as I
+from ..typesystem.effects import FAIL
+from ..typesystem.sens import INF, fmt_coef, is_const
+from ..typesystem.types import Bool, Cat, Column, Fun, Fuzzy, Num, Schema, Str, Type, is_subtype
 from .records import MechanismRecord
-from .effects import FAIL
-from .sens import INF, fmt_coef, is_const
 from .typeexpr import TypeResolver
-from .types import Bool, Cat, Column, Fun, Fuzzy, Num, Schema, Str, Type, is_subtype
 from .values import FnT, TopFn, Val
 
-from ..limits import MAX_GROWTH, RECURSION_LIMIT, STACK_BYTES
+if TYPE_CHECKING:
+    from .checker import Checker
 
+from ..limits import MAX_GROWTH, RECURSION_LIMIT, STACK_BYTES
 
 # The report's classes live in reports.py (reading a cached report imports no checker); re-exported.
 from .reports import CheckReport, FunctionReport, InputReport  # noqa: E402,F401
@@ -78,9 +79,8 @@ def check_source(source: str, file: str = "<input>", params: dict[str, str] | No
 
 def _check(source: str, file: str, params: dict[str, str], entry: str | None,
            overlays: dict[str, str] | None, virtual: dict[str, str] | None = None) -> CheckReport:
-    import sys
-
     import gc
+    import sys
 
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))  # safe: this thread has a large stack
@@ -289,7 +289,7 @@ class _ProgramChecker:
 
     def param_value(self, name: str, d: A.ParamDecl, expr: A.Expr, scratch: Checker,
                     resolver: TypeResolver) -> Val:
-        from .types import ListT
+        from ..typesystem.types import ListT
 
         v = scratch.expr(expr, scratch.globals)
         if not v.is_const:
@@ -459,7 +459,7 @@ def _inventory(quad: dict) -> Optional[tuple]:
     release on it was not counted (the unknown mark) or a count is not a finite number."""
     import math
 
-    from .quadratic import UNKNOWN, is_inventory
+    from ..typesystem.quadratic import UNKNOWN, is_inventory
 
     out = []
     for ch, c in quad.items():
@@ -521,7 +521,7 @@ def _malformed_param(name: str, d: A.ParamDecl, text: str, exc: FuzzError, resol
 
 
 def _example_literal(t: Any) -> str:
-    from .types import Bool, ListT, Str
+    from ..typesystem.types import Bool, ListT, Str
 
     if isinstance(t, Num):
         return f"--param NAME={t.lo if t.lo is not None else (1 if t.integer else 0.5)}"

@@ -12,12 +12,12 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..diagnostics import Diagnostic, Span
+from ..typesystem.sens import INF
 from .records import MechanismRecord
-from .sens import INF
 
 if TYPE_CHECKING:  # annotations only: importing them would import the checker's types
-    from . import ir as I
-    from .types import Schema, Type
+    from ..typesystem import ir as I
+    from ..typesystem.types import Schema, Type
 
 
 @dataclass
@@ -91,7 +91,7 @@ class CheckReport:
 
     def table_schema(self, inp: "InputReport") -> Optional[Schema]:
         """The schema a private input reads (`bag Schema`), or None for another type."""
-        from .types import Bag, Record
+        from ..typesystem.types import Bag, Record
 
         t = inp.semantic
         name = t.elem.name if isinstance(t, Bag) and isinstance(t.elem, Record) else None

@@ -6,8 +6,28 @@ from fractions import Fraction
 
 from ..diagnostics import Diagnostic, FuzzError
 from ..syntax import ast as A
-from .types import (MAX_VECTOR_SIZE, BOOL, STRING, UNIT, Bag, Cat, Fun, Fuzzy, ListT, Num, Parts, Record, Schema, Seq, SumT,
-                    Tensor, TVar, Type, Vector, With)
+from ..typesystem.types import (
+    BOOL,
+    MAX_VECTOR_SIZE,
+    STRING,
+    UNIT,
+    Bag,
+    Cat,
+    Fun,
+    Fuzzy,
+    ListT,
+    Num,
+    Parts,
+    Record,
+    Schema,
+    Seq,
+    SumT,
+    Tensor,
+    TVar,
+    Type,
+    Vector,
+    With,
+)
 
 
 class TypeResolver:
@@ -112,7 +132,7 @@ def bind_tvars(pattern: Type, actual: Type, binding: dict) -> bool:
     """Like `match_type`, but a type variable met several times is bound to the join of what it
     meets (an empty list's element type `_` joins with anything): the type an instance's
     parameters give it (rule Instance)."""
-    from .types import join_types
+    from ..typesystem.types import join_types
 
     if isinstance(pattern, TVar):
         if pattern.name in binding:

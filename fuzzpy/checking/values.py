@@ -7,9 +7,9 @@ from typing import Any, Optional
 
 from ..primitives.registry import NOCONST
 from ..syntax import ast as A
-from .ir import IR
-from .sens import Dist
-from .types import Fun, Type, memoise_hash
+from ..typesystem.ir import IR
+from ..typesystem.sens import Dist
+from ..typesystem.types import Fun, Type, memoise_hash
 
 
 @memoise_hash

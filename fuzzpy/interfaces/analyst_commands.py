@@ -34,7 +34,7 @@ Each run's --budget limits that run; a dataset's total is capped with fuzzpy led
 
 def _version(value: bool) -> None:
     if value:
-        from .. import __version__
+        from ..version import __version__
 
         typer.echo(f"fuzzpy {__version__}")
         raise typer.Exit(0)
@@ -95,9 +95,9 @@ def data_check(
     """
     from ..checking.program import check_file
     from ..diagnostics import FuzzError
+    from ..pipeline.tables import match_data, table_inputs
     from ..runtime.data import inspect_table
     from .cli import EXIT_OK, exit_code_for, parse_params, print_diagnostics
-    from ..pipeline.tables import match_data, table_inputs
 
     report = check_file(program, parse_params(param), entry)
     if not report.ok:

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Optional
 
 from ..checking.reports import CheckReport
-from ..checking.sens import INF
 from ..diagnostics import Diagnostic
 from ..render.locations import relative_span
 from ..render.numbers import scientific
 from ..render.numbers import show as fmt_coef
 from ..render.report import input_cost
+from ..typesystem.sens import INF
 from .guarantee import guarantee
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Optional, Protocol
 
-from ..checking.sens import INF
 from ..ledger.identity import program_hash
+from ..typesystem.sens import INF
 from .guarantee import proven_loss
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Optional
 
-from ..checking.sens import INF
+from ..typesystem.sens import INF
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,23 @@ from __future__ import annotations
 import operator
 from fractions import Fraction
 
-from ..checking import ir as I
-from ..checking.sens import INF, ONE, ZERO, d_add, d_inf, d_scale
-from ..checking.effects import FAIL
-from ..checking.types import BOOL, Bool, Cat, Fuzzy, ListT, Num, Record, Str, SumT, Tensor, With
 from ..hints import PRIVATE_DIVISOR, hint
+from ..typesystem import ir as I
+from ..typesystem.effects import FAIL
+from ..typesystem.sens import INF, ONE, ZERO, d_add, d_inf, d_scale
+from ..typesystem.types import (
+    BOOL,
+    Bool,
+    Cat,
+    Fuzzy,
+    ListT,
+    Num,
+    Record,
+    Str,
+    SumT,
+    Tensor,
+    With,
+)
 from .declarations import NOCONST, Arg, Result, primitive
 
 _REF_FUZZ = "Reed & Pierce, Distance Makes the Types Grow Stronger (ICFP 2010), section 3"
@@ -220,7 +232,7 @@ def _comparable(ctx, op: str, a: Arg, b: Arg) -> None:
 def _equality_type(t) -> bool:
     """Types whose equality is a plain value comparison (never one of tables or functions,
     whose comparison could succeed or fail depending on the rows)."""
-    from ..checking.types import Hole, Unit, components
+    from ..typesystem.types import Hole, Unit, components
 
     if isinstance(t, (Num, Bool, Str, Cat, Unit, Hole)):
         return True
@@ -435,7 +447,7 @@ primitive("max", ("x", "y"), "num -o num -o num", "max x y: the larger of two nu
            "(L1) pair: |min - min'| + |max - max'| <= |x - x'| + |y - y'|.",
            category="numeric", vectorised=True)
 def _cswap(ctx, args, span):
-    from ..checking.types import Tensor
+    from ..typesystem.types import Tensor
 
     (p,) = args
     t = p.type

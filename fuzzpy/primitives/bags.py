@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..checking.sens import d_add, d_inf, d_scale
-from ..checking.types import Bag, Bool, Num, Tensor, Type, holds_tables, join_types
+from ..typesystem.sens import d_add, d_inf, d_scale
+from ..typesystem.types import Bag, Bool, Num, Tensor, Type, holds_tables, join_types
 from .declarations import Arg, Result, primitive
 
 _REF_FUZZ = "Reed & Pierce, ICFP 2010, section 4 (bag primitives)"

@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from ..checking import ir as I
-from ..checking.sens import d_inf
-from ..checking.types import Num
+from ..typesystem import ir as I
+from ..typesystem.sens import d_inf
+from ..typesystem.types import Num
 from .declarations import Arg, Result, primitive
 
 _WHY = ("floor is not Lipschitz (x and x + 1/1000 can lie in different bins), so the rule charges infinity on "

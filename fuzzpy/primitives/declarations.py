@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Optional, Protocol
 
-from ..checking.ir import IR, ILambda
-from ..checking.sens import Coef, Dist
-from ..checking.types import Type
 from ..diagnostics import Span
+from ..typesystem.ir import IR, ILambda
+from ..typesystem.sens import Coef, Dist
+from ..typesystem.types import Type
 
 
 class _NoConst:
@@ -54,7 +54,7 @@ class Result:
     info: dict = field(default_factory=dict)
     ir_args: Optional[list[IR]] = None  # replaces the argument IR (e.g. functions -> code)
     parts: Optional[list[Dist]] = None  # per-component distances (splits, partitions)
-    risk: Dist = field(default_factory=dict)  # a failure risk of the primitive's own (checking/effects.py)
+    risk: Dist = field(default_factory=dict)  # a failure risk of the primitive's own (typesystem/effects.py)
 
 
 @dataclass
@@ -65,7 +65,7 @@ class Instantiated:
     param_coefs: list[Coef]  # sensitivity in each parameter
     captured: Dist           # distance of what the function captured from its context
     code: ILambda
-    risk: Dist = field(default_factory=dict)  # on what applying it may fail (checking/effects.py)
+    risk: Dist = field(default_factory=dict)  # on what applying it may fail (typesystem/effects.py)
     grows: Any = 0       # rows it may add, per row of what it is applied to (rule Growth)
     depth: int = 0       # calls an application nests, and when drawn (rule Unroll)
     draw_depth: int = 0

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..checking.types import ListT, Num
+from ..typesystem.types import ListT, Num
 from .declarations import Result, primitive
 
 

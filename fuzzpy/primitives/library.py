@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..checking.sens import d_inf
-from ..checking.types import Num
+from ..typesystem.sens import d_inf
+from ..typesystem.types import Num
 from .declarations import Result, primitive
 
 

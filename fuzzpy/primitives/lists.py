@@ -18,9 +18,9 @@ from fractions import Fraction
 from typing import Any
 
 from .. import limits
-from ..checking.effects import FAIL
-from ..checking.sens import ONE
-from ..checking.types import Cat, ListT, Num, Str
+from ..typesystem.effects import FAIL
+from ..typesystem.sens import ONE
+from ..typesystem.types import Cat, ListT, Num, Str
 from .declarations import Arg, Result, primitive
 
 _WHY_PUBLIC = ("A value at distance 0 is the same on every pair of neighbouring tables (invariant I1 with "

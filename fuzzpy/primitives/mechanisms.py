@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Optional
 
-from ..checking.quadratic import inventory_of_release, linear_part, zcdp_of_pure
-from ..checking.sens import INF, Dist, d_add, d_scale, is_const
-from ..checking.types import BOOL, Bool, Fuzzy, ListT, Num, Tensor, Type, Vector
 from ..hints import hint
+from ..typesystem.quadratic import inventory_of_release, linear_part, zcdp_of_pure
+from ..typesystem.sens import INF, Dist, d_add, d_scale, is_const
+from ..typesystem.types import BOOL, Bool, Fuzzy, ListT, Num, Tensor, Type, Vector
 from .declarations import Arg, Instantiated, Result, primitive
 from .grid import grid_bits
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..checking.sens import d_add, d_scale
-from ..checking.types import Bag, Cat, ListT, Num, Seq, Str
+from ..typesystem.sens import d_add, d_scale
+from ..typesystem.types import Bag, Cat, ListT, Num, Seq, Str
 from .bags import elem_type, row_function
 from .declarations import Result, primitive
 from .lists import is_public, sortable

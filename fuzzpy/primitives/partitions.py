@@ -10,8 +10,8 @@ fuzzpy/runtime/kernels/partitions.py.
 
 from __future__ import annotations
 
-from ..checking.sens import d_add, d_inf
-from ..checking.types import Bag, Cat, Fuzzy, ListT, Num, Parts, Tensor
+from ..typesystem.sens import d_add, d_inf
+from ..typesystem.types import Bag, Cat, Fuzzy, ListT, Num, Parts, Tensor
 from .bags import elem_type, row_function
 from .declarations import Result, primitive
 

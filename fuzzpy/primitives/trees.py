@@ -8,7 +8,7 @@ schema would silently mislabel the tree.
 
 from __future__ import annotations
 
-from ..checking.types import STRING, ListT, Parts
+from ..typesystem.types import STRING, ListT, Parts
 from .declarations import Result, primitive
 
 

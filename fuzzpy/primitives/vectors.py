@@ -21,10 +21,10 @@ import operator
 from fractions import Fraction
 from typing import Any
 
-from ..checking.effects import FAIL
-from ..checking.quadratic import linear_part
-from ..checking.sens import ONE, d_add, d_inf, d_scale
-from ..checking.types import Num, Tensor, Vector
+from ..typesystem.effects import FAIL
+from ..typesystem.quadratic import linear_part
+from ..typesystem.sens import ONE, d_add, d_inf, d_scale
+from ..typesystem.types import Num, Tensor, Vector
 from .bags import elem_type, row_function
 from .declarations import Arg, Result, primitive
 
@@ -175,7 +175,7 @@ def _vec(ctx, args, span):
 
 
 def _max_size() -> int:
-    from ..checking.types import MAX_VECTOR_SIZE
+    from ..typesystem.types import MAX_VECTOR_SIZE
 
     return MAX_VECTOR_SIZE
 

@@ -15,7 +15,7 @@ from decimal import Context, Decimal
 from fractions import Fraction
 from typing import Any, Optional
 
-from ..checking.sens import INF, fmt_coef
+from ..typesystem.sens import INF, fmt_coef
 
 _DECIMAL = Context(prec=8, Emax=10**9, Emin=-10**9)
 

@@ -156,7 +156,7 @@ def _num_text(x: Any, decimals: Optional[int]) -> str:
 
 def value_text(v: Any, t: Any = None, decimals: Optional[int] = None) -> str:
     """A released or post-processed value in fuzzpy's notation, guided by its type when known."""
-    from ..checking import types as T
+    from ..typesystem import types as T
 
     v = plain(v)
     if isinstance(t, T.Fuzzy):
@@ -181,7 +181,7 @@ def value_text(v: Any, t: Any = None, decimals: Optional[int] = None) -> str:
 
 
 def _tuple_text(v: tuple, t: Any, decimals: Optional[int]) -> str:
-    from ..checking import types as T
+    from ..typesystem import types as T
 
     if isinstance(t, T.SumT) and len(v) == 2 and v[0] in ("inl", "inr"):
         return f"{v[0]} {value_text(v[1], t.left if v[0] == 'inl' else t.right, decimals)}"
@@ -212,7 +212,7 @@ def _is_bag(v: Any) -> bool:
 
 
 def value_json(v: Any, t: Any = None) -> Any:
-    from ..checking import types as T
+    from ..typesystem import types as T
 
     v = plain(v)
     if isinstance(t, T.Fuzzy):

@@ -6,9 +6,9 @@ from fractions import Fraction
 from typing import Any
 
 from ..checking.reports import CheckReport
-from ..checking.sens import INF
 from ..diagnostics import render
 from ..hints import shown_span
+from ..typesystem.sens import INF
 from .numbers import dumps, json_number
 from .numbers import show as fmt_coef
 from .printed import Printed

@@ -16,8 +16,8 @@ from typing import Any, Optional
 from urllib.parse import quote
 
 from ..checking.program import CheckReport
-from ..checking.sens import INF
 from ..diagnostics import CODES, Diagnostic, Span, note_line
+from ..typesystem.sens import INF
 from .numbers import json_number
 from .numbers import show as fmt_coef
 

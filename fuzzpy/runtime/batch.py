@@ -41,18 +41,46 @@ import numpy as np
 import pandas as pd
 
 from .. import limits
-from ..checking import ir as I
 from ..primitives.registry import PER_LANE, lookup
+from ..typesystem import ir as I
 from . import compiled
 from .evaluator import Interpreter
-from .numbers import _NOT_EXACT, as_float, exact_arg, fold_exact, whole_fraction, whole_fractions
-from .state import Bind, bind
 from .node_memo import NodeMemo
+from .numbers import (
+    _NOT_EXACT,
+    as_float,
+    exact_arg,
+    fold_exact,
+    whole_fraction,
+    whole_fractions,
+)
 from .ratios import Ratios
+from .state import Bind, bind
 from .sums import SUM_GRID_BITS, sum_grid
-from .values import (Closure, EachDistribution, Located, MaskedBag, MechanismDistribution, Partition, Returned,
-                     field_of, is_bag, is_distribution, restrict)
-from .vectorize import RowView, Vec, VectorEvaluator, apply_rows, has_vec, number_matrix, row_matrix, row_value, to_frame
+from .values import (
+    Closure,
+    EachDistribution,
+    Located,
+    MaskedBag,
+    MechanismDistribution,
+    Partition,
+    Returned,
+    field_of,
+    is_bag,
+    is_distribution,
+    restrict,
+)
+from .vectorize import (
+    RowView,
+    Vec,
+    VectorEvaluator,
+    apply_rows,
+    has_vec,
+    number_matrix,
+    row_matrix,
+    row_value,
+    to_frame,
+)
 
 # Integer lanes stay int64 while every operand is below this (a sum or difference of two such
 # values cannot overflow; products are checked separately).

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..checking import ir as I
+from ..typesystem import ir as I
 
 
 # rule Columns kept: every field name the IR reads, or None (every column)

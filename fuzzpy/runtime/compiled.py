@@ -37,14 +37,22 @@ from fractions import Fraction
 from typing import Any, Callable, Optional
 
 from .. import limits
-from ..checking import ir as I
 from ..primitives.arith import fold_mul
 from ..primitives.registry import Primitive, lookup
-
-from .numbers import (_NOT_EXACT, _WHOLE, SMALL_WHOLES, _immutable, _whole_by_slots, fold_exact, shared_const,
-                      small_wholes, whole_fraction)
-from .state import CompiledBind, RunFailure, call_with_context
+from ..typesystem import ir as I
 from .node_memo import NodeMemo
+from .numbers import (
+    _NOT_EXACT,
+    _WHOLE,
+    SMALL_WHOLES,
+    _immutable,
+    _whole_by_slots,
+    fold_exact,
+    shared_const,
+    small_wholes,
+    whole_fraction,
+)
+from .state import CompiledBind, RunFailure, call_with_context
 from .values import Closure, Returned, field_of, materialise
 
 # The code lives on the objects it translates, exactly as long as the checked program: it refers

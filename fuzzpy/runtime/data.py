@@ -31,9 +31,17 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from fuzzpy.checking.types import MISSING_POLICIES, Bool, Cat, Column, Num, Schema, Str
 from fuzzpy.diagnostics import Diagnostic, FuzzError, error
 from fuzzpy.runtime.files import HashingReader, NotARegularFile, open_regular
+from fuzzpy.typesystem.types import (
+    MISSING_POLICIES,
+    Bool,
+    Cat,
+    Column,
+    Num,
+    Schema,
+    Str,
+)
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data", ".test")
 PARQUET_SUFFIXES = (".parquet", ".pq")

@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from .. import limits
-from ..checking import ir as I
 from ..primitives.registry import Primitive, lookup
+from ..typesystem import ir as I
 from . import compiled
 from .numbers import _NOT_EXACT, as_float, fold_exact, shared_const
 from .state import Bind, Context, RunFailure, RunState, bind, call_with_context

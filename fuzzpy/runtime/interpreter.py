@@ -16,10 +16,10 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ..checking import ir as I
 from ..limits import RECURSION_LIMIT, STACK_BYTES
-from .engines import engine_of
+from ..typesystem import ir as I
 from . import kernels  # noqa: F401 - registers every primitive's evaluators
+from .engines import engine_of
 from .evaluator import Interpreter
 from .state import RunFailure, RunState
 from .values import ReleaseRecord, is_distribution, materialise

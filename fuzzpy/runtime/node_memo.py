@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..checking import ir as I
+from ..typesystem import ir as I
 
 
 class NodeMemo:

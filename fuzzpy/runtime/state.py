@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Optional
 
-from ..checking import ir as I
 from ..diagnostics import Diagnostic, FuzzError, Span
 from ..primitives.registry import Primitive
+from ..typesystem import ir as I
 from .values import Distribution, Located, ReleaseRecord, is_distribution
 
 

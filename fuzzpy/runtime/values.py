@@ -20,8 +20,8 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..checking.ir import IR
 from ..diagnostics import Span
+from ..typesystem.ir import IR
 
 BETA = Fraction(1, 20)  # accuracy statements are at 95% confidence
 

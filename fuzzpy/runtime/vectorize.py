@@ -20,13 +20,23 @@ import numpy as np
 import pandas as pd
 
 from .. import limits
-from ..checking import ir as I
 from ..primitives.registry import lookup
+from ..typesystem import ir as I
 from .evaluator import Interpreter
 from .node_memo import NodeMemo
 from .numbers import as_float
 from .state import RunFailure, RunState
-from .values import Bag, Closure, Frame, MaskedBag, bag_from_rows, bag_rows, column_labels, field_of, nrows
+from .values import (
+    Bag,
+    Closure,
+    Frame,
+    MaskedBag,
+    bag_from_rows,
+    bag_rows,
+    column_labels,
+    field_of,
+    nrows,
+)
 
 
 class NotVectorisable(Exception):

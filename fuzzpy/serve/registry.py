@@ -21,9 +21,17 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Optional
 
-from ..checking.types import Bool, Cat, Num, Schema, Str
 from ..diagnostics import error, render
-from .store import ROLES, AnalystRecord, DatasetRecord, Store, analyst_key, dataset_key, now
+from ..typesystem.types import Bool, Cat, Num, Schema, Str
+from .store import (
+    ROLES,
+    AnalystRecord,
+    DatasetRecord,
+    Store,
+    analyst_key,
+    dataset_key,
+    now,
+)
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 TOKEN_PREFIX = "fzp_"

@@ -17,7 +17,7 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 
-from ..checking.sens import INF, Coef, Lin
+from ..typesystem.sens import INF, Coef, Lin
 
 Constraint = tuple[Coef, Coef]
 # pulp >= 3.3 builds variables through the problem (`add_variable`); pyproject pins that.

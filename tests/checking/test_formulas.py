@@ -14,7 +14,7 @@ import sympy
 
 from fuzzpy.checking.formulas import candidates, derive
 from fuzzpy.checking.program import check_source
-from fuzzpy.checking.types import Num
+from fuzzpy.typesystem.types import Num
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,10 +6,10 @@ from dataclasses import fields, is_dataclass
 from fractions import Fraction as F
 
 import pytest
-
 from conftest import check, codes, eps, fn_type
-from fuzzpy.checking import ir as I
+
 from fuzzpy.primitives.registry import all_primitives
+from fuzzpy.typesystem import ir as I
 
 INF = float("inf")
 T = 'schema T { x : num[0, 10], k : cat{"a", "b", "c"}, flag : bool }\n'

@@ -16,12 +16,22 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
+from check_and_run import (
+    ROW_A,
+    ROW_B,
+    check,
+    codes,
+    make_tables,
+    moved,
+    refused_report,
+    run,
+    run_result,
+    same_release,
+)
 
-from check_and_run import (ROW_A, ROW_B, check, codes, make_tables, moved, refused_report, run,
-                           run_result, same_release)
 from fuzzpy.audit.oracle import run_identity
-from fuzzpy.checking.sens import INF
 from fuzzpy.primitives.registry import lookup
+from fuzzpy.typesystem.sens import INF
 
 
 @pytest.fixture

@@ -13,10 +13,22 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
+from check_and_run import (
+    ROW_A,
+    ROW_B,
+    assert_rejected,
+    check,
+    codes,
+    diags,
+    exactly,
+    make_tables,
+    outcome,
+    refused_report,
+    run_result,
+    violations,
+)
 
-from check_and_run import (ROW_A, ROW_B, assert_rejected, check, codes, diags, exactly, make_tables, outcome,
-                           refused_report, run_result, violations)
-from fuzzpy.checking.sens import INF
+from fuzzpy.typesystem.sens import INF
 
 
 @pytest.fixture

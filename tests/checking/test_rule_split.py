@@ -13,12 +13,21 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
+from check_and_run import (
+    ROW_A,
+    assert_accepted_exactly,
+    assert_rejected,
+    check,
+    codes,
+    make_tables,
+    outcome,
+    run,
+    same_release,
+)
 
-from check_and_run import (ROW_A, assert_accepted_exactly, assert_rejected, check, codes, make_tables, outcome,
-                           run, same_release)
 from fuzzpy.checking.program import check_source
-from fuzzpy.checking.sens import INF
 from fuzzpy.runtime.data import load_table
+from fuzzpy.typesystem.sens import INF
 
 
 @pytest.fixture

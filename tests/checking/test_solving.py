@@ -2,9 +2,10 @@
 
 from fractions import Fraction as F
 
-from fuzzpy.checking.sens import INF, Lin
-from fuzzpy.solving import lp
 from conftest import check, fn_type
+
+from fuzzpy.solving import lp
+from fuzzpy.typesystem.sens import INF, Lin
 
 u = Lin.unknown
 

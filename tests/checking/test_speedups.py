@@ -10,11 +10,23 @@ import subprocess
 import sys
 from fractions import Fraction
 
-from fuzzpy.checking.sens import INF, ONE, ZERO, Lin, c_add, c_mul, d_scale, is_inf
-from fuzzpy.checking.types import (MAX_TYPE_SIZE, Bag, Cat, Column, Fun, ListT, Num, Record, Schema, Tensor,
-                                   holds_tables, type_size)
 from fuzzpy.diagnostics import Span
 from fuzzpy.syntax import parser
+from fuzzpy.typesystem.sens import INF, ONE, ZERO, Lin, c_add, c_mul, d_scale, is_inf
+from fuzzpy.typesystem.types import (
+    MAX_TYPE_SIZE,
+    Bag,
+    Cat,
+    Column,
+    Fun,
+    ListT,
+    Num,
+    Record,
+    Schema,
+    Tensor,
+    holds_tables,
+    type_size,
+)
 
 ROW = Record((("age", Num(Fraction(0), Fraction(90))), ("sex", Cat(("M", "F")))), name="P")
 
@@ -34,7 +46,7 @@ def test_kept_hash_is_the_structural_hash_and_not_pickled() -> None:
 _PICKLE_TYPES = """
 import pickle, sys
 from fractions import Fraction
-from fuzzpy.checking.types import Bag, Cat, Num, Record
+from fuzzpy.typesystem.types import Bag, Cat, Num, Record
 keys = [Cat(("a", "b")), Bag(Record((("k", Cat(("x", "y"))), ("v", Num(Fraction(0), Fraction(1)))), name="T"))]
 if sys.argv[1] == "write":
     for k in keys:

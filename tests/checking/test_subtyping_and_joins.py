@@ -9,10 +9,31 @@ import itertools
 from fractions import Fraction as F
 
 import pytest
-
-from fuzzpy.checking.types import (BOOL, INF, INT, NUM, STRING, Bag, Cat, Fun, Fuzzy, Hole, ListT, Num, Parts,
-                                   Record, Seq, SumT, Tensor, Vector, With, is_subtype, join_types)
 from check_and_run import check, refused
+
+from fuzzpy.typesystem.types import (
+    BOOL,
+    INF,
+    INT,
+    NUM,
+    STRING,
+    Bag,
+    Cat,
+    Fun,
+    Fuzzy,
+    Hole,
+    ListT,
+    Num,
+    Parts,
+    Record,
+    Seq,
+    SumT,
+    Tensor,
+    Vector,
+    With,
+    is_subtype,
+    join_types,
+)
 
 MAIN = "function main (db : bag T) : fuzzy num "
 

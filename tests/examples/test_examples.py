@@ -163,7 +163,7 @@ def test_every_example_checks_at_exactly_the_documented_epsilon():
     epsilon equals the one examples/README.md documents, which is its true loss; no documented
     epsilon was found below the checker's or below the truth."""
     from fuzzpy.checking.program import check_file
-    from fuzzpy.checking.sens import INF
+    from fuzzpy.typesystem.sens import INF
 
     documented = _readme_table()
     examples = {p.stem for p in EXAMPLES.glob("*.fz")}

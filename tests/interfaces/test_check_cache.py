@@ -116,7 +116,7 @@ def test_every_input_of_the_answer_misses_the_cache(project, monkeypatch, change
     elif change == "version":
         import fuzzpy
 
-        monkeypatch.setattr(fuzzpy, "__version__", "99.0")
+        monkeypatch.setattr(fuzzpy.version, "__version__", "99.0")
         cache.code_fingerprint.cache_clear()
     elif change == "library":
         monkeypatch.setattr(cache, "LIBRARIES", cache.LIBRARIES + ("json",))

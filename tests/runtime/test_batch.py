@@ -21,8 +21,8 @@ import fuzzpy.runtime.kernels.vectors as KV
 from fuzzpy.checking.program import check_file, check_source
 from fuzzpy.runtime.data import load_table
 from fuzzpy.runtime.interpreter import Interpreter, RunState, run_program
-from fuzzpy.runtime.state import Context
 from fuzzpy.runtime.samplers import RandomSource
+from fuzzpy.runtime.state import Context
 
 ROOT = Path(__file__).resolve().parents[2]
 ADULT = ROOT / "examples" / "data" / "adult_sample.csv"
@@ -577,8 +577,8 @@ def test_lane_sums_are_the_bounded_sum_of_each_lane(bound, empty_lane):
     """One bincount per lane bag gives, lane by lane, the value and type `sum` gives that lane's
     rows alone: clamping, the grid, NaN as 0, infinities clamped, empty lanes 0.0.  With no empty
     lane the sums are kept as exact ratios; read back, they are the same Fractions and floats."""
-    from fuzzpy.runtime.sums import bounded_sum as _bounded_sum
     from fuzzpy.runtime.batch import _lane_sums
+    from fuzzpy.runtime.sums import bounded_sum as _bounded_sum
 
     rng = np.random.default_rng(7)
     x = rng.normal(0, 3, 500) * rng.choice([1e-12, 1, 1e6], 500)
@@ -884,8 +884,8 @@ def test_an_operation_on_the_same_lane_objects_is_computed_once_per_node(name, m
     import math
 
     import fuzzpy.runtime.batch as B
-    from fuzzpy.checking import ir as I
     from fuzzpy.primitives.registry import lookup
+    from fuzzpy.typesystem import ir as I
 
     rng = np.random.default_rng(3)
     n = 40

@@ -16,7 +16,6 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from fuzzpy.checking import ir as I
 from fuzzpy.checking.program import check_file, check_source
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.pipeline.tables import table_inputs
@@ -24,6 +23,7 @@ from fuzzpy.runtime.columns import columns_read
 from fuzzpy.runtime.data import load_table
 from fuzzpy.runtime.interpreter import run_program
 from fuzzpy.runtime.samplers import RandomSource
+from fuzzpy.typesystem import ir as I
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

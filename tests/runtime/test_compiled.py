@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 from fuzzpy import limits
-from fuzzpy.checking import ir as I
 from fuzzpy.checking.program import check_source
 from fuzzpy.runtime import compiled as C
 from fuzzpy.runtime.interpreter import Interpreter, RunFailure, RunState, evaluate_entry
 from fuzzpy.runtime.samplers import RandomSource
+from fuzzpy.typesystem import ir as I
 
 SCHEMA = "schema T { x : num[0, 10], k : cat{\"a\", \"b\"} }\n"
 DB = pd.DataFrame({"x": [1.5, 7.0, 10.0, 0.0], "k": pd.Categorical(["a", "b", "a", "b"], ["a", "b"])})
@@ -527,7 +527,7 @@ def test_function_values_applied_by_the_scalar_evaluator_run_their_compiled_bodi
 
 
 def test_a_body_reads_its_free_names_from_the_captured_environment_or_is_walked():
-    from fuzzpy.checking.ir import IPrim, IVar
+    from fuzzpy.typesystem.ir import IPrim, IVar
 
     body = IPrim("add", [IVar("x"), IVar("y")], {})
     code, free = C.body_function(body, ("x",))

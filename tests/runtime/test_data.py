@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fuzzpy.checking.program import check_source
-from fuzzpy.checking.types import BOOL, STRING, Cat, Column, Num, Schema
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.runtime.data import load_table, load_tables
+from fuzzpy.typesystem.types import BOOL, STRING, Cat, Column, Num, Schema
 
 REPO = Path(__file__).resolve().parents[2]
 ADULT = Path("/work/shared/data/adult/adult.data")

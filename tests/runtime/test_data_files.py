@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fuzzpy.checking.types import STRING, Column, Num, Schema
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.interfaces.cli import app
+from fuzzpy.ledger import dataset_identity
 from fuzzpy.runtime import files
 from fuzzpy.runtime.data import MAX_ROW_BYTES, load_identified, load_table
-from fuzzpy.ledger import dataset_identity
+from fuzzpy.typesystem.types import STRING, Column, Num, Schema
 
 TWO = Schema("t", (Column("a", Num(F(0), F(100))), Column("b", Num(F(0), F(100)))))
 TEXT = Schema("t", (Column("a", Num(F(0), F(100))), Column("b", STRING)))

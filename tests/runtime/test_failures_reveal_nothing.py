@@ -14,12 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from check_and_run import ROW_A, ROW_B, check, codes, make_tables, outcome, run
 from cli_runs import cli_subprocess, data, fz, prog, write
+
 from fuzzpy.diagnostics import FuzzError
-from fuzzpy.runtime.data import load_table
 from fuzzpy.ledger import Ledger
+from fuzzpy.runtime.data import load_table
 
 
 @pytest.fixture(autouse=True)
@@ -163,7 +163,7 @@ def test_an_unparsable_cell_is_a_format_error_that_names_no_row(tmp_path):
     not an int"), seen by the curator who runs the program; it names no row, value or count, and
     spends nothing.  The review's point stands (an analyst-written schema could probe it), so
     docs/data.md tells curators to review load errors before passing them on."""
-    from fuzzpy.checking.types import Column, Num, Schema
+    from fuzzpy.typesystem.types import Column, Num, Schema
 
     schema = Schema("t", (Column("x", Num(None, None, True)),))
     (tmp_path / "a.csv").write_text("x\n1\n2\n")

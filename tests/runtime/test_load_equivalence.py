@@ -22,9 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fuzzpy.checking.types import BOOL, STRING, Cat, Column, Num, Schema
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.runtime import data
+from fuzzpy.typesystem.types import BOOL, STRING, Cat, Column, Num, Schema
 
 NUM_TYPES = {
     "int[1,5]": Num(F(1), F(5), integer=True),

@@ -7,15 +7,15 @@ from dataclasses import fields, is_dataclass
 from fractions import Fraction as F
 
 import pytest
+from conftest import check
 from scipy import stats
 
-from conftest import check
-from fuzzpy.checking import ir as I
 from fuzzpy.primitives.mechanisms import Accuracy, selection_accuracy, svt_accuracy
 from fuzzpy.primitives.registry import lookup
 from fuzzpy.runtime import kernels  # noqa: F401 - registers the mechanisms' evaluators
-from fuzzpy.runtime.values import MechanismDistribution
 from fuzzpy.runtime.noise import RandomSource
+from fuzzpy.runtime.values import MechanismDistribution
+from fuzzpy.typesystem import ir as I
 
 T = 'schema T { x : num[0, 10], k : cat{"a", "b", "c"}, flag : bool }\n'
 

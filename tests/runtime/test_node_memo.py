@@ -6,9 +6,9 @@ import gc
 import pickle
 import weakref
 
-from fuzzpy.checking import ir as I
 from fuzzpy.runtime import batch
 from fuzzpy.runtime.node_memo import NodeMemo
+from fuzzpy.typesystem import ir as I
 
 
 def _node() -> I.IR:

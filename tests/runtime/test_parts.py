@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fuzzpy.checking import ir as I
 from fuzzpy.checking.program import check_source
 from fuzzpy.runtime.batch import constant_identity, structure
 from fuzzpy.runtime.interpreter import RunState, evaluate_entry
 from fuzzpy.runtime.samplers import RandomSource
 from fuzzpy.runtime.values import Closure
+from fuzzpy.typesystem import ir as I
 
 SCHEMA = 'schema T { x : num[0, 10], y : num[0, 10], k : cat{"a", "b", "c"} }\n'
 DB = pd.DataFrame({"x": [1.0, 7.0, 10.0, 0.0, 4.0, 9.0], "y": [2.0, 2.0, 3.0, 9.0, 5.0, 1.0],
@@ -285,8 +285,8 @@ def test_values_hands_the_parts_on_unmaterialised_and_they_count_the_same(monkey
 def test_parts_are_counted_once_and_only_when_a_size_is_asked_for(monkeypatch, of_a_part):
     """A whole table's parts, and the parts of a part (a tree's node) alike."""
     import fuzzpy.runtime.kernels.partitions as P
-    from fuzzpy.runtime.kernels.partitions import _groupby as _run_groupby
     from fuzzpy.runtime.evaluator import Interpreter
+    from fuzzpy.runtime.kernels.partitions import _groupby as _run_groupby
     from fuzzpy.runtime.state import Context
     from fuzzpy.runtime.values import MaskedBag
 
@@ -493,9 +493,8 @@ def test_partitions_with_and_without_rows_in_no_part_flatten_to_the_reference(se
     real = Partition.lazy.__func__
     monkeypatch.setattr(Partition, "lazy", classmethod(
         lambda cls, keys, make, *rest, **kw: flags.append(kw.get("complete")) or real(cls, keys, make, *rest, **kw)))
-    import fuzzpy.runtime.noise as N
-
     import fuzzpy.runtime.kernels.partitions as KP
+    import fuzzpy.runtime.noise as N
 
     flattened = []
     real_flat = KP._lanes_of_partitions

@@ -12,9 +12,9 @@ from typing import Any, Optional
 from ...checking.checker import Checker, MechanismRecord
 from ...checking.program import CheckReport, FunctionReport
 from ...diagnostics import Diagnostic, Span
-from ...syntax import ast as A
-from ...checking.sens import INF, is_const
 from ...render.numbers import show as fmt_coef
+from ...syntax import ast as A
+from ...typesystem.sens import INF, is_const
 
 log = logging.getLogger("fuzzpy.lsp")
 
@@ -215,8 +215,8 @@ def _render_distance(checker: Checker, value: Any) -> str:
 def render_call_cost(checker: Checker, cod: Any, dist: Any) -> str:
     """What one call costs, in the caller's inputs: a release's epsilon (the distance of a fuzzy
     value is its privacy loss) and rho (zCDP, Gaussian releases), else how far its result moves."""
-    from ...checking.quadratic import base_of, channel_of, is_shadow
-    from ...checking.types import holds_fuzzy
+    from ...typesystem.quadratic import base_of, channel_of, is_shadow
+    from ...typesystem.types import holds_fuzzy
 
     linear = [(s, c) for s, c in dist.items() if not is_shadow(s) and c != 0]
     rho = [(base_of(k), c) for k, c in dist.items() if is_shadow(k) and channel_of(k) == "g" and c != 0]

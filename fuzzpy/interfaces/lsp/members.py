@@ -16,9 +16,9 @@ from bisect import bisect_right
 from fractions import Fraction
 from typing import Any, Iterable, Optional
 
-from ...checking.types import Record, Schema, Tensor, Type, With
-from ...syntax import ast as A
 from ...render.numbers import show as fmt_coef
+from ...syntax import ast as A
+from ...typesystem.types import Record, Schema, Tensor, Type, With
 from .analysis import Analysis
 from .navigation import _DECL_NAME, _contains, _local_at
 

@@ -29,14 +29,20 @@ from typing import Any, Callable, Optional
 
 import pandas as pd
 
-from ...checking import ir as I
 from ...diagnostics import Diagnostic, FuzzError, error
 from ...primitives.registry import PASSES_TABLES, Refused, all_primitives
+from ...typesystem import ir as I
 from .. import kernels  # noqa: F401 - every primitive's Dask evaluator (or refusal), read from its declaration
 from ..state import Context
 from ..values import holds
 from . import Engine
-from .dask_tables import KEPT, DaskBag, DaskRunFailure, TableUsedOnWorker, captured_table
+from .dask_tables import (
+    KEPT,
+    DaskBag,
+    DaskRunFailure,
+    TableUsedOnWorker,
+    captured_table,
+)
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data", ".test")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -398,11 +404,11 @@ def _from_map(fn: Callable[..., Any], pieces: list[Any], meta: pd.DataFrame, **k
 
 
 def _is_cluster_error(exc: BaseException) -> bool:
-    from distributed.comm.core import CommClosedError
-    from distributed.scheduler import KilledWorker
-
     import asyncio
     import concurrent.futures
+
+    from distributed.comm.core import CommClosedError
+    from distributed.scheduler import KilledWorker
 
     return isinstance(exc, (KilledWorker, CommClosedError, asyncio.CancelledError,
                             concurrent.futures.CancelledError))

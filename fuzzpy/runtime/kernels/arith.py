@@ -17,9 +17,17 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ...checking import ir as I
 from ...primitives.registry import NO_TABLE, PER_LANE, kernel
-from ..batch import _CMP_OPS, _FLOAT_EXACT_INT, _INT_SAFE, LaneEvaluator, Lanes, exact_args, has_lanes
+from ...typesystem import ir as I
+from ..batch import (
+    _CMP_OPS,
+    _FLOAT_EXACT_INT,
+    _INT_SAFE,
+    LaneEvaluator,
+    Lanes,
+    exact_args,
+    has_lanes,
+)
 from ..numbers import as_float, exact_arg
 from ..ratios import Ratios
 from ..vectorize import remembered

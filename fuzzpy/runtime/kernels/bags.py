@@ -15,12 +15,30 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from ...checking import ir as I
 from ...primitives.registry import PER_LANE, kernel
+from ...typesystem import ir as I
 from .. import batch
-from ..batch import _FLOAT_EXACT_INT, LaneBag, LaneEvaluator, Lanes, ThresholdBags, _lane_sums, _read_names, has_lanes
-from ..engines.dask_tables import (KEPT, DaskBag, DaskRunFailure, Shipped, TableUsedOnWorker, captured_table, need_bag,
-                                   rows_of, take_rows)
+from ..batch import (
+    _FLOAT_EXACT_INT,
+    LaneBag,
+    LaneEvaluator,
+    Lanes,
+    ThresholdBags,
+    _lane_sums,
+    _read_names,
+    has_lanes,
+)
+from ..engines.dask_tables import (
+    KEPT,
+    DaskBag,
+    DaskRunFailure,
+    Shipped,
+    TableUsedOnWorker,
+    captured_table,
+    need_bag,
+    rows_of,
+    take_rows,
+)
 from ..numbers import as_float
 from ..sums import bounded_sum
 from ..values import Closure, MaskedBag, bag_from_rows, bag_rows, materialise, restrict

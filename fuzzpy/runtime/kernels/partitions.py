@@ -18,8 +18,8 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from ...checking import ir as I
 from ...primitives.registry import PASSES_TABLES, kernel
+from ...typesystem import ir as I
 from .. import batch
 from ..batch import LaneBag, LaneEvaluator, Lanes, NotBatchable, has_lanes, unlane
 from ..engines.dask_tables import Shipped, need_bag, rows_of, take_rows

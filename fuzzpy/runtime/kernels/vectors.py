@@ -15,9 +15,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ...checking import ir as I
 from ...primitives.registry import NO_TABLE, PER_LANE, kernel
 from ...primitives.vectors import clip_exact, exact_times, is_exact
+from ...typesystem import ir as I
 from .. import batch
 from ..batch import LaneEvaluator, Lanes, _grid_integers, _lane_sizes, has_lanes
 from ..engines.dask_tables import Shipped, need_bag, rows_of

@@ -13,7 +13,6 @@ from typing import Any, Iterator, Optional
 
 from ..diagnostics import Span
 
-
 # Attributes whose names start with this are what the runtime derives from a node or an
 # instance (its compiled code, the names it reads, its structure: runtime/node_memo.py), kept on
 # the object so that they live as long as the program: not part of the checked program, and

@@ -27,7 +27,6 @@ exact group-privacy factor a^2.
 from __future__ import annotations
 
 from fractions import Fraction
-
 from typing import Optional
 
 from .sens import INF, ONE, ZERO, Coef, Dist, c_add, c_mul, is_const
