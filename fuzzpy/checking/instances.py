@@ -470,7 +470,10 @@ class InstanceRules:
             if a.fn is not None and not isinstance(t, Fun):
                 bindings[p.name] = Val(a.type, a.dist, I.IVar(p.name), a.const, a.fn)
             elif isinstance(t, Fun):
-                bindings[p.name] = Val(t, {sym: ONE}, I.IVar(p.name), NOCONST, Opaque(t))
+                # Its symbol is how far the function moves (what it captured); one that captures
+                # nothing private does not move (the key says so), and charges its releases nothing
+                # more than its arguments' (rule Rho).
+                bindings[p.name] = Val(t, {} if _public(a) else {sym: ONE}, I.IVar(p.name), NOCONST, Opaque(t))
             elif _public(a):  # a released value: the same on neighbouring inputs (the key says so)
                 bindings[p.name] = Val(t, {}, I.IVar(p.name))
             else:
@@ -700,9 +703,12 @@ class _Rebinder:
 
 
 def _public(a: Val) -> bool:
-    """A public value that is not a constant (a released value, a public candidate): an instance
-    checked for it treats the parameter as public and is never used for a private argument."""
-    return not a.dist and not a.is_const and a.fn is None
+    """A public value that is not a constant (a released value, a public candidate), or a function
+    of a declared type that captures nothing private: an instance checked for it treats the
+    parameter as public and is never used for a private argument."""
+    if a.fn is not None:
+        return isinstance(a.fn, Opaque) and not a.dist
+    return not a.dist and not a.is_const
 
 
 def _candidates(args: list[Val], param_types: list[Type]) -> frozenset:

@@ -172,16 +172,12 @@ def test_a_partial_application_applied_again_is_charged_its_whole_chain():
     assert zcdp_of_pure(src) == (2, 2)
 
 
-@pytest.mark.xfail(strict=True, reason="rule Rho gap: _join_fn recomputes chain from the joined type (1, not 2), "
-                   "so the second application is charged 1/2 in channel z instead of 1")
 def test_joined_partial_applications_keep_their_chain():
     src = (f"function app {CURRIED} (t : bag T) (c : bool) : fuzzy num {{ let g = if c then f t else f t; g t }}\n"
            + MAIN + f"{{ sample z = laplace 1 0; app {LAMBDA} db (z > 0) }}")
     assert zcdp_of_pure(src) == (2, 2)
 
 
-@pytest.mark.xfail(strict=True, reason="rule Rho gap: a parameter of a declared function type is checked as a "
-                   "function with its own type's chain (1), whatever the argument's chain (2)")
 def test_a_partial_application_given_to_a_declared_parameter_keeps_its_chain():
     src = ("function use (g : bag T -o fuzzy num) (t : bag T) : fuzzy num { g t }\n"
            f"function app {CURRIED} (t : bag T) : fuzzy num {{ use (f t) t }}\n"
