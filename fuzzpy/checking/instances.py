@@ -171,6 +171,7 @@ class InstanceRules:
             return arg.type
         return declared
 
+    # rule Instance: the function, its parameter types, constants, function values and public arguments
     def instance_key(self, fn: FnValue, types: list[Type], args: list[Val]):
         # Closures are keyed by the object itself (identity hash), which also keeps it alive:
         # an id() could be reused by a later closure and return a wrong cached instance.
@@ -461,6 +462,7 @@ class InstanceRules:
                 self.store.require(c, assumed[sym], "recursive call")
         return list(a.coefs), [dict(q) for q in a.quad], dict(a.captured), dict(a.risk), dict(a.growth)
 
+    # rule Instance: the body checked with a symbol per parameter (none for a public argument)
     def _check_body(self, fn, params, param_types, args, summary: Summary):
         env = self.globals if isinstance(fn, TopFn) else fn.env
         bindings, symbols = {}, []
@@ -702,6 +704,7 @@ class _Rebinder:
         return out
 
 
+# rule Instance: an argument whose parameter is checked as public (the key records it)
 def _public(a: Val) -> bool:
     """A public value that is not a constant (a released value, a public candidate), or a function
     of a declared type that captures nothing private: an instance checked for it treats the

@@ -1,7 +1,8 @@
 """Rules Subtyping and Join (docs/soundness.md): `T <: U` holds in the documented cases only, the
 join of two types is an upper bound of both, and programs see both where values of one type are
-used as another (ascriptions, arguments, branches, lists).  The known gap in rule Rho (a partial
-application of a curried declared function loses its chain) is kept as expected failures."""
+used as another (ascriptions, arguments, branches, lists).  A partial application of a curried
+declared function joined at a branch, or given to a declared parameter, keeps the whole cost of its
+release in rule Rho (more such programs: test_rule_rho_chain.py)."""
 
 from __future__ import annotations
 
@@ -152,7 +153,7 @@ def test_a_function_of_a_declared_type_is_a_subtype_by_its_sensitivity():
             + MAIN + "{ return 0 }", "E0202", "expected num -o num")
 
 
-# ---- the known gap: a partial application's chain -------------------------------------------------
+# ---- rule Rho across joins and declared parameters: a partial application keeps its whole release ---
 
 CURRIED = "(f : bag T -o bag T -o fuzzy num)"
 LAMBDA = "(fun a b -> laplace 1 (count a + count b))"
