@@ -11,9 +11,9 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
+from red_team_support import ROW_A, ROW_B, check, make_tables, refused
 
 from fuzzpy.audit.oracle import call_loss, distance, run_identity
-from red_team_support import ROW_A, ROW_B, check, make_tables, refused
 
 MAIN = "function main (db : bag T) : fuzzy num "
 MAIN2 = "function main (db : bag T) (db2 : bag T) : fuzzy num "
@@ -187,9 +187,9 @@ def test_a_parameter_whose_function_captures_a_gaussian_cost_counts_its_symbol()
      + MAIN + "{ app (fun a b -> laplace 1 (2 * count a + count b)) db }", (3, F(9, 2))),
     # each over a partition: parallel composition
     ("function per (g : bag T -o fuzzy num) (t : bag T) { each g (groupby (fun r -> r.k) t) }\n"
-     "function main (db : bag T) { per (fun p -> laplace 1 (count p)) db }", (1, F(1, 2))),
+     + "function main (db : bag T) { per (fun p -> laplace 1 (count p)) db }", (1, F(1, 2))),
     (f"function app {CURRIED} (t : bag T) {{ each (fun p -> f p p) (groupby (fun r -> r.k) t) }}\n"
-     f"function main (db : bag T) {{ app {LAMBDA} db }}", (2, 2)),
+     + f"function main (db : bag T) {{ app {LAMBDA} db }}", (2, 2)),
     # functions given a declared type in main
     (MAIN + "{ let g = ((fun a -> laplace 1 (count a)) : bag T -o fuzzy num); sample u = g db; "
             "sample v = g (filter (fun r -> r.flag) db); return u + v }", (2, 1)),
