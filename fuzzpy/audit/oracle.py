@@ -451,7 +451,7 @@ def _classify(box: dict[str, Any], alive: bool) -> Outcome:
 
 # ---- comparing two runs ---------------------------------------------------------------------------
 
-def compare(a: Outcome, b: Outcome, epsilon: Any, rho: Any = 0) -> list[Violation]:
+def compare(a: Outcome, b: Outcome, epsilon: Any, rho: Any = 0, rho_pure: Any = None) -> list[Violation]:
     """What a sound checker guarantees about runs A and B of one program on neighbouring tables,
     B replaying A's releases; `epsilon` is the proven epsilon of the table that changed, `rho`
     the proven zCDP rho of its Gaussian releases."""
@@ -469,6 +469,7 @@ def compare(a: Outcome, b: Outcome, epsilon: Any, rho: Any = 0) -> list[Violatio
                              + ("" if same_sites else " (at different sites)")))
     total: Any = Fraction(0)
     rho_total: Any = Fraction(0)
+    pure_total: Any = Fraction(0)
     over: list[str] = []
     for k in range(common):
         x, y = a.calls[k], b.calls[k]
@@ -492,6 +493,9 @@ def compare(a: Outcome, b: Outcome, epsilon: Any, rho: Any = 0) -> list[Violatio
             over.append(f"call {k + 1} ({x.mechanism} at {x.where}): moved {_num(delta)}, proven sensitivity "
                         f"{_num(x.sensitivity)}")
         total = total + call_loss(x, delta)
+        pure_total = pure_total + call_loss(x, delta) ** 2 / 2
+    if rho_pure is not None and pure_total > rho_pure:
+        out.append(Violation("rho", f"observed pure zCDP {_num(pure_total)} > proven rho_pure {_num(rho_pure)}"))
     if total > epsilon:
         out.append(Violation("loss", f"observed privacy loss {_num(total)} > proven epsilon {_num(epsilon)}"
                              + ("; " + "; ".join(over[:3]) if over else ""), len(over)))
@@ -530,7 +534,7 @@ class PairResult:
 
 
 def audit_pair(instance: I.Instance, epsilon: Any, tables_a: dict[str, Any], tables_b: dict[str, Any],
-               timeout: float = 5.0, rho: Any = 0) -> PairResult:
+               timeout: float = 5.0, rho: Any = 0, rho_pure: Any = None) -> PairResult:
     """Run A (recording) and B (replaying A) and compare.  A run that times out while the other
     does not is retried with four times the time, so a slow machine is not taken for a
     data-dependent failure; a pair whose A run still times out cannot be replayed."""
@@ -542,4 +546,4 @@ def audit_pair(instance: I.Instance, epsilon: Any, tables_a: dict[str, Any], tab
     b = run_identity(instance, tables_b, replay=a.calls, timeout=timeout)
     if b.status == "timeout":
         b = run_identity(instance, tables_b, replay=a.calls, timeout=4 * timeout)
-    return PairResult(a, b, compare(a, b, epsilon, rho))
+    return PairResult(a, b, compare(a, b, epsilon, rho, rho_pure))

@@ -10,26 +10,9 @@ from ..primitives.registry import NOCONST, Arg, Result, lookup  # noqa: F401
 from ..syntax import ast as A
 from ..typesystem import ir as I
 from ..typesystem.effects import ARGS, FAIL, r_presence, r_union
-from ..typesystem.quadratic import UNKNOWN
-from ..typesystem.sens import (
-    INF,
-    ONE,
-    ZERO,
-    Dist,
-    c_mul,
-    d_add,
-    d_inf,
-    fmt_coef,
-    is_const,
-)
-from ..typesystem.types import (
-    Fun,
-    Type,
-    chain_sensitivity,
-    holds_choices,
-    holds_fuzzy,
-    is_subtype,
-)
+from ..typesystem.quadratic import UNKNOWN, without_channel, zcdp_of_pure
+from ..typesystem.sens import ONE, ZERO, Dist, NonLinear, d_add, d_inf, fmt_coef, is_const
+from ..typesystem.types import Fun, Type, holds_choices, holds_fuzzy, is_subtype
 from .helpers import _cover, _rename_args, _spine
 from .values import Env, FnT, FnValue, Opaque, Partial, TopFn, Val, fn_params
 
@@ -114,19 +97,21 @@ class ApplicationRules:
         return f
 
     # rule Declared: an application costs what it captured plus s times the argument
+    # rule Rho: the last application charges the whole release in channel z
     def _apply_opaque(self, f: Val, fn: Opaque, arg: Val, span: Span) -> Val:
         t = fn.type
         arg = self.coerce(arg, t.dom, span)
         dist = d_add(self._scale(t.sens, arg.dist, span, apply=True), f.dist)
-        chain = fn.chain if fn.chain is not None else chain_sensitivity(t)
         if holds_fuzzy(t.cod):
-            # Rule Rho: its releases are (sum_i s_i d_i)-DP in all, hence (sum_i s_i d_i)^2/2-zCDP,
-            # which Cauchy-Schwarz splits into (chain * s_i / 2) * d_i^2 per argument.
-            dist = d_add(dist, self.lift({"z": c_mul(chain, t.sens) / 2 if c_mul(chain, t.sens) != INF else INF},
-                                         arg.dist, span))
             # Rule Inventory: what it releases is not counted; its argument's symbols are marked.
             dist = d_add(dist, self.lift({UNKNOWN: ONE}, arg.dist, span))
-        fn_out = Opaque(t.cod, fn.depth, fn.draw_depth, fn.complete, chain) if isinstance(t.cod, Fun) else None
+        # Rule Rho: nothing is released before the last argument is given, and then every pure
+        # release the result holds is, in all, (its ordinary distance)-DP: that bound replaces
+        # the channel-z entries the function value and the argument brought.
+        dist = without_channel(dist, "z")
+        if holds_fuzzy(t.cod) and not isinstance(t.cod, Fun):
+            dist = d_add(dist, self._zcdp_of_result(dist, span))
+        fn_out = Opaque(t.cod, fn.depth, fn.draw_depth, fn.complete) if isinstance(t.cod, Fun) else None
         self.note_depth(fn.depth, fn.draw_depth)  # rule Unroll: the calls it nests, where it is applied
         # A function of a declared type completes (to_opaque checks it) within the depth it carries;
         # one whose depth is unknown may exceed the runtime's limits.
@@ -136,6 +121,18 @@ class ApplicationRules:
         own = {} if fn.complete else {FAIL: ONE}
         return Val(t.cod, dist, I.IApply(f.ir, [const_ir(arg)], span=span), NOCONST, fn_out,
                    risk=r_union(f.risk, evaluated_risk(arg), own))
+
+    # rule Rho: an epsilon-DP result is epsilon^2/2-zCDP
+    def _zcdp_of_result(self, dist: Dist, span: Span) -> Dist:
+        """The channel-z entries of a result whose pure releases are, in all, as far apart as its
+        ordinary distance says (Cauchy-Schwarz over its symbols, quadratic.zcdp_of_pure)."""
+        try:
+            return zcdp_of_pure(dist)
+        except NonLinear:
+            raise self.fail("E0304", "cannot bound the zCDP cost of the releases of a function of a declared type "
+                            "here: how far it moves depends on the sensitivity of a recursive function that is "
+                            "not solved yet", span, "annotate the recursive function's parameters with their "
+                            "sensitivity, or apply the function outside the recursion")
 
     def _apply_full(self, f: Val, fn: FnValue, args: list[Val], span: Span) -> Val:
         if isinstance(fn, Partial):
@@ -218,7 +215,9 @@ class ApplicationRules:
         # One that may fail whatever it is given (FAIL alone) is `complete` no more: each
         # application carries FAIL.
         fn = Opaque(t, inst.depth, inst.draw_depth, complete=FAIL not in inst.risk)
-        return Val(t, inst.captured, code, NOCONST, fn, risk=dict(v.risk))
+        # Rule Rho: its releases are charged in channel z, whole, where it is last applied
+        # (_apply_opaque); a cost of what it captured kept here would count them twice.
+        return Val(t, without_channel(inst.captured, "z"), code, NOCONST, fn, risk=dict(v.risk))
 
 
 def evaluated_risk(v: Val) -> Dist:

@@ -182,7 +182,7 @@ class ExpressionRules:
             raise self.fail("E0202", f"the branches have different types: {a.type} and {b.type}", span)
         return t
 
-    # rule Join: two functions of a declared type as one (its chain is the known gap)
+    # rule Join: two functions of a declared type as one
     def _join_fn(self, a: Val, b: Val):
         if isinstance(a.fn, Opaque) and isinstance(b.fn, Opaque):
             return Opaque(join_types(a.fn.type, b.fn.type), max(a.fn.depth, b.fn.depth),  # type: ignore[arg-type]

@@ -211,6 +211,7 @@ class InstanceRules:
             return arg.type
         return declared
 
+    # rule Instance: the function, its parameter types, constants, function values and public arguments
     def instance_key(self, fn: FnValue, types: list[Type], args: list[Val]):
         # Closures are keyed by the object itself (identity hash), which also keeps it alive:
         # an id() could be reused by a later closure and return a wrong cached instance.
@@ -501,6 +502,7 @@ class InstanceRules:
                 self.store.require(c, assumed[sym], "recursive call")
         return list(a.coefs), [dict(q) for q in a.quad], dict(a.captured), dict(a.risk), dict(a.growth)
 
+    # rule Instance: the body checked with a symbol per parameter (none for a public argument)
     def _check_body(self, fn, params, param_types, args, summary: Summary):
         env = self.globals if isinstance(fn, TopFn) else fn.env
         bindings, symbols = {}, []
@@ -510,7 +512,10 @@ class InstanceRules:
             if a.fn is not None and not isinstance(t, Fun):
                 bindings[p.name] = Val(a.type, a.dist, I.IVar(p.name), a.const, a.fn)
             elif isinstance(t, Fun):
-                bindings[p.name] = Val(t, {sym: ONE}, I.IVar(p.name), NOCONST, Opaque(t))
+                # Its symbol is how far the function moves (what it captured); one that captures
+                # nothing private does not move (the key says so), and charges its releases nothing
+                # more than its arguments' (rule Rho).
+                bindings[p.name] = Val(t, {} if _public(a) else {sym: ONE}, I.IVar(p.name), NOCONST, Opaque(t))
             elif _public(a):  # a released value: the same on neighbouring inputs (the key says so)
                 bindings[p.name] = Val(t, {}, I.IVar(p.name))
             else:
@@ -740,10 +745,14 @@ class _Rebinder:
         return out
 
 
+# rule Instance: an argument whose parameter is checked as public (the key records it)
 def _public(a: Val) -> bool:
-    """A public value that is not a constant (a released value, a public candidate): an instance
-    checked for it treats the parameter as public and is never used for a private argument."""
-    return not a.dist and not a.is_const and a.fn is None
+    """A public value that is not a constant (a released value, a public candidate), or a function
+    of a declared type that captures nothing private: an instance checked for it treats the
+    parameter as public and is never used for a private argument."""
+    if a.fn is not None:
+        return isinstance(a.fn, Opaque) and not a.dist
+    return not a.dist and not a.is_const
 
 
 def _candidates(args: list[Val], param_types: list[Type]) -> frozenset:

@@ -76,7 +76,6 @@ class Opaque(FnValue):
     depth: int = 0
     draw_depth: int = 0
     complete: bool = True
-    chain: Any = None  # rule Rho: the sum of the sensitivities of its whole curried type (None: its own)
 
 
 def fn_params(fn: FnValue) -> int:

@@ -152,6 +152,12 @@ def inventory_of_release(eps: Optional[Fraction], moves: Dist) -> Dist:
     return {shadow(u, UNKNOWN): ONE for u in moves}
 
 
+# rule Rho: a value's entries in one channel, left out where a bound of the whole replaces them
+def without_channel(d: Dist, ch: str) -> Dist:
+    """d without its shadow entries of channel `ch` (its other entries as they are)."""
+    return {k: c for k, c in d.items() if not (is_shadow(k) and channel_of(k) == ch)}
+
+
 # rule Rho: a pure release's channel-z cost
 def zcdp_of_pure(cost: Dist) -> Dist:
     """The "z" channel of a pure release whose linear cost is `cost` (eps_s per unit of d_s):
@@ -159,5 +165,5 @@ def zcdp_of_pure(cost: Dist) -> Dist:
     return lift({"z": Fraction(1, 2)}, cost)
 
 __all__ = ["CHANNELS", "shadow", "is_shadow", "base_of", "channel_of", "linear_part", "quadratic_part",
-           "pop_quad", "lift", "zcdp_of_pure", "UNKNOWN", "laplace_channel", "is_inventory",
+           "pop_quad", "lift", "zcdp_of_pure", "without_channel", "UNKNOWN", "laplace_channel", "is_inventory",
            "inventory_of_release"]

@@ -493,17 +493,6 @@ def holds_fuzzy(t: Type) -> bool:
     return parts is not None and any(holds_fuzzy(p) for p in parts)
 
 
-def chain_sensitivity(t: Type):
-    """The sum of the sensitivities along a curried function type A1 -o[s1] ... An -o[sn] B."""
-    from .sens import c_add
-
-    total = Fraction(0)
-    while isinstance(t, Fun):
-        total = c_add(total, t.sens)
-        t = t.cod
-    return total
-
-
 def holds_choices(t: Type) -> bool:
     """Can a branch choose on a value of this type directly (`if` on a bool, `case` on a sum or a
     list's shape), rather than through a comparison whose distance is already infinite?"""

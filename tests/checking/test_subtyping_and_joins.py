@@ -1,7 +1,8 @@
 """Rules Subtyping and Join (docs/soundness.md): `T <: U` holds in the documented cases only, the
 join of two types is an upper bound of both, and programs see both where values of one type are
-used as another (ascriptions, arguments, branches, lists).  The known gap in rule Rho (a partial
-application of a curried declared function loses its chain) is kept as expected failures."""
+used as another (ascriptions, arguments, branches, lists).  A partial application of a curried
+declared function joined at a branch, or given to a declared parameter, keeps the whole cost of its
+release in rule Rho (more such programs: test_rule_rho_chain.py)."""
 
 from __future__ import annotations
 
@@ -173,7 +174,7 @@ def test_a_function_of_a_declared_type_is_a_subtype_by_its_sensitivity():
             + MAIN + "{ return 0 }", "E0202", "expected num -o num")
 
 
-# ---- the known gap: a partial application's chain -------------------------------------------------
+# ---- rule Rho across joins and declared parameters: a partial application keeps its whole release ---
 
 CURRIED = "(f : bag T -o bag T -o fuzzy num)"
 LAMBDA = "(fun a b -> laplace 1 (count a + count b))"
@@ -193,16 +194,12 @@ def test_a_partial_application_applied_again_is_charged_its_whole_chain():
     assert zcdp_of_pure(src) == (2, 2)
 
 
-@pytest.mark.xfail(strict=True, reason="rule Rho gap: _join_fn recomputes chain from the joined type (1, not 2), "
-                   "so the second application is charged 1/2 in channel z instead of 1")
 def test_joined_partial_applications_keep_their_chain():
     src = (f"function app {CURRIED} (t : bag T) (c : bool) : fuzzy num {{ let g = if c then f t else f t; g t }}\n"
            + MAIN + f"{{ sample z = laplace 1 0; app {LAMBDA} db (z > 0) }}")
     assert zcdp_of_pure(src) == (2, 2)
 
 
-@pytest.mark.xfail(strict=True, reason="rule Rho gap: a parameter of a declared function type is checked as a "
-                   "function with its own type's chain (1), whatever the argument's chain (2)")
 def test_a_partial_application_given_to_a_declared_parameter_keeps_its_chain():
     src = ("function use (g : bag T -o fuzzy num) (t : bag T) : fuzzy num { g t }\n"
            f"function app {CURRIED} (t : bag T) : fuzzy num {{ use (f t) t }}\n"

@@ -5,8 +5,9 @@ entry point `main`.  Helpers come from shapes that exercise what a checker can g
 (recursion over public and released counters, over private values, over constant lists and list
 patterns, closures handed to recursive and non-recursive higher-order functions, type variables,
 partitions, sequences of releases, partial applications, function values given a declared
-sensitivity, closures returned through two functions, branches on discrete parameters around a
-recursion that may not finish), with their bodies and arguments filled in by a typed
+sensitivity, curried functions of a declared type that release, partially applied and completed
+through lets, branches, declared parameters and returns, closures returned through two functions,
+branches on discrete parameters around a recursion that may not finish), with their bodies and arguments filled in by a typed
 expression generator that covers the rest of the language (let and tuple patterns, with-pairs,
 records, sums and case, lists, bag primitives, partitions, clip, arithmetic, comparisons, every
 mechanism).  `main` is a sequence of lets and samples ending in a distribution.
@@ -30,10 +31,11 @@ KEYS = {"sex": ['"M"', '"F"'], "n": [f'"{i}"' for i in range(6)]}
 EPSILONS = ["1", "0.5", "2", "0.1"]
 # A program's theme: "any" leaves everything to chance; the others put one shape a checker can
 # get wrong (a closure used once per iteration, a loop of releases, a type-variable return, a
-# list recursion, a release inside a helper, a discarded hazard) at the heart of main.
+# list recursion, a release inside a helper, a discarded hazard, a curried function of a declared
+# type partially applied) at the heart of main.
 THEMES = [(5, "any"), (2, "fold"), (1, "loop"), (1, "longloop"), (2, "tvar"), (1, "lfold"), (1, "genrec"),
-          (1, "mechfn"), (2, "discard")]
-THEME_SHAPES = {"fold", "loop", "longloop", "tvar", "lfold", "genrec", "mechfn"}
+          (1, "mechfn"), (2, "discard"), (1, "curried")]
+THEME_SHAPES = {"fold", "loop", "longloop", "tvar", "lfold", "genrec", "mechfn", "curried"}
 SMALL = ["0", "1", "2", "3", "5", "10", "100"]
 # Counters that run past the checker's unrolling (256 nested instances) as well as small ones.
 LONG_COUNTS = ["260", "300", "400", "1000"]
@@ -640,7 +642,8 @@ class ProgramGen:
 
     def helper(self) -> None:
         shape = weighted(self.ch, [(3, "fold"), (3, "loop"), (2, "tvar"), (2, "deep"), (2, "lfold"), (2, "hof"),
-                                   (2, "plain"), (1, "cdf"), (1, "bagloop"), (2, "genrec"), (1, "mechfn")])
+                                   (2, "plain"), (1, "cdf"), (1, "bagloop"), (2, "genrec"), (1, "mechfn"),
+                                   (1, "curried")])
         getattr(self, "make_" + shape)()
 
     def counter(self, env: list[Var], d: int, released: int = 1) -> str:
@@ -886,6 +889,83 @@ class ProgramGen:
             return f"{name} {paren(g.bag(env, d) if takes_bag else g.num(env, d))}"
 
         self.helpers.append(Helper(name, "fuzzy", call, takes_bag))
+
+    def make_curried(self) -> None:
+        """`function cu (f : bag P -o bag P [-o bag P] -o fuzzy num) (t : bag P) (c : bool) : fuzzy num`,
+        whose body gives f its first argument and completes it later: at once, through a let, joined
+        at a branch with another partial application or a function of another cost, given to a
+        declared parameter (once, twice, or two of them), returned by a function, or partially
+        applied twice.  What main gives for f captures nothing, captures the table, releases twice,
+        or is a partial application of a top-level function.  Rule Rho charges each release whole
+        where its last argument is given, however the partial application got there."""
+        ch = self.ch
+        name = self.fresh("cu")
+        arity = weighted(ch, [(4, 2), (1, 3)])
+        rest = " ".join(["t"] * (arity - 1))       # the arguments after the first
+        ftype = " -o ".join(["bag P"] * arity) + " -o fuzzy num"
+        gtype = " -o ".join(["bag P"] * (arity - 1)) + " -o fuzzy num"  # after one argument
+        e = self.eps()
+        shape = pick(ch, ["direct", "bound", "join", "join_other", "param", "param_twice", "params",
+                          "returned", "twice"])
+        if shape == "direct":
+            body = f"f t {rest}"
+        elif shape == "bound":
+            body = f"let g = f t; g {rest}"
+        elif shape == "join":
+            body = f"let g = if c then f t else f (filter (fun r -> r.ok) t); g {rest}"
+        elif shape == "join_other":
+            ps = " ".join(["u", "v"][:arity - 1])
+            counts = " + ".join(f"count {p}" for p in ps.split())
+            other = pick(ch, [f"laplace {e} ({counts})", f"laplace {e} ({counts} + count t)"])
+            body = f"let g = if c then f t else ((fun {ps} -> {other}) : {gtype}); g {rest}"
+        elif shape in ("param", "param_twice", "params"):
+            us = self.fresh("us")
+            us_rest = " ".join(["u"] * (arity - 1))
+            if shape == "params":
+                self.decls.append(f"function {us} (g : {gtype}) (h : {gtype}) (u : bag P) : fuzzy num "
+                                  f"{{ sample a = g {us_rest}; sample b = h {us_rest}; return (a + b) }}")
+                body = f"{us} (f t) (f t) t"
+            else:
+                inner = f"g {us_rest}" if shape == "param" else f"sample a = g {us_rest}; g {us_rest}"
+                self.decls.append(f"function {us} (g : {gtype}) (u : bag P) : fuzzy num {{ {inner} }}")
+                body = f"{us} (f t) t"
+        elif shape == "returned":
+            mk = self.fresh("mk")
+            self.decls.append(f"function {mk} (f : {ftype}) (t : bag P) : {gtype} {{ f t }}")
+            body = f"({mk} f t) {rest}"
+        elif shape == "twice" and arity == 3:
+            body = "let g = f t; let h = g t; h t"
+        else:
+            body = f"sample a = f t {rest}; f t {rest}"
+        self.decls.append(f"function {name} (f : {ftype}) (t : bag P) (c : bool) : fuzzy num {{ {body} }}")
+
+        def call(g: "ProgramGen", env: list[Var], d: int) -> str:
+            return (f"{name} {paren(g.curried_fn(env, d, arity))} {paren(g.bag(env, d))} "
+                    f"{paren(g.boolean(env, d - 1, public=True))}")
+
+        self.helpers.append(Helper(name, "fuzzy", call, True))
+
+    def curried_fn(self, env: list[Var], d: int, arity: int) -> str:
+        """A function of `arity` bags that releases, for a curried declared type: capturing nothing,
+        capturing private data, releasing twice, or a partial application of a top-level function."""
+        ch = self.ch
+        ps = ["a", "b", "x"][:arity]
+        counts = " + ".join(f"count {p}" for p in ps)
+        e = pick(ch, ["1", "0.5", "0.1"]) if not coin(ch, 10) else "2"  # 2 exceeds the declared 1 (E0301)
+        kind = pick(ch, ["plain", "captures", "twice", "partial"])
+        if kind == "captures" and self.has_bag(env):
+            return f"fun {' '.join(ps)} -> laplace {e} ({counts} + {paren(self.private_num(env, d - 1))})"
+        if kind == "twice":
+            return (f"fun {' '.join(ps)} -> sample y = laplace {e} (count {ps[0]}); "
+                    f"laplace {e} ({' + '.join(f'count {p}' for p in ps[1:])} + y)")
+        if kind == "partial":
+            key = f"rel{arity}"
+            if key not in self.made:
+                name = self.made[key] = self.fresh("rel")
+                self.decls.append(f"function {name} (e : num) {' '.join(f'({p} : bag P)' for p in ps)} : fuzzy num "
+                                  f"{{ laplace e ({counts}) }}")
+            return f"{self.made[key]} {e}"
+        return f"fun {' '.join(ps)} -> laplace {e} ({counts})"
 
     # ---- function values of the rarer kinds, and the helpers they need (made lazily, once) ------------
 

@@ -174,7 +174,7 @@ def run_case(case: Case, timeout: float = TIMEOUT) -> CaseResult:
         result = CaseResult("accepted", epsilon=report.epsilon)
         schemas = {inp.name: report.table_schema(inp) for inp in report.inputs}
         result.schemas = schemas
-        eps = {inp.name: (inp.epsilon, inp.rho_gauss) for inp in report.inputs}
+        eps = {inp.name: (inp.epsilon, inp.rho_gauss, inp.rho_pure) for inp in report.inputs}
         inputs = [inp.name for inp in report.inputs]
         done: list[tuple[Tables, PairResult]] = []
         for spec in case.pairs:
@@ -190,9 +190,9 @@ def run_case(case: Case, timeout: float = TIMEOUT) -> CaseResult:
 
 
 def _audit(report: Any, eps: dict, schemas: dict, tables: Tables, timeout: float, result: CaseResult) -> PairResult:
-    epsilon, rho = eps[tables.changed]
+    epsilon, rho, rho_pure = eps[tables.changed]
     pr = audit_pair(report.entry_instance, epsilon, tables.frames(schemas, "a"),
-                    tables.frames(schemas, "b"), timeout, rho)
+                    tables.frames(schemas, "b"), timeout, rho, rho_pure)
     result.pairs += 1
     result.timeouts += (pr.a.status == "timeout") + (pr.b.status == "timeout")
     for o in (pr.a, pr.b):

@@ -64,6 +64,7 @@ CONSTRUCTS = {
     "union": r"union ",
     "filter": r"filter \(fun r",
     "sum of a bag": r"sum \(map",
+    "curried function of a declared type": r"function cu\d+ \(f : bag P -o bag P",
     "sorted window": r"(head|slice) \d",
     "clip": r"clip ",
     "each": r"each \(fun p",
