@@ -37,7 +37,6 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np

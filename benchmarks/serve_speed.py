@@ -30,8 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.serve.helpers import (ADULT_CSV, ADULT_SCHEMA, COUNT_PROGRAM, Analyst, body,  # noqa: E402
-                                 start_server, write_config)
+from tests.serve.helpers import ADULT_CSV, ADULT_SCHEMA, COUNT_PROGRAM, Analyst, body, start_server, write_config  # noqa: E402
 
 
 def throughput(server, token: str, path: str, payload: dict, requests: int, clients: int) -> float:

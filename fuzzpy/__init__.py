@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 _API = ("check", "run", "Report", "Result", "Released", "Accuracy", "Estimate", "Spending", "Mechanism", "FuzzpyError")
 __all__ = [*_API, "load_ipython_extension", "__version__"]
 

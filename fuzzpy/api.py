@@ -249,7 +249,8 @@ class Result:
 
         rows = [{"label": r.label, "key": "/".join(r.keys) or None, "value": r.value,
                  "epsilon": None if r.epsilon is None else float(r.epsilon),
-                 "rho": None if r.rho is None else float(r.rho), "mechanism": r.mechanism, "low": r.accuracy.interval[0] if r.accuracy and r.accuracy.interval else None,
+                 "rho": None if r.rho is None else float(r.rho), "mechanism": r.mechanism,
+                 "low": r.accuracy.interval[0] if r.accuracy and r.accuracy.interval else None,
                  "high": r.accuracy.interval[1] if r.accuracy and r.accuracy.interval else None,
                  "accuracy": r.accuracy.words if r.accuracy else None} for r in self.releases]
         rows += [{"label": e.label, "key": "/".join(e.keys) or None, "value": e.value, "epsilon": 0.0, "rho": None,
@@ -334,7 +335,8 @@ def _result(raw: Any, outcome: Any) -> Result:
         releases.append(Released(name, tuple(r.keys), _python(r.value), None if gaussian else _exact(r.epsilon),
                                  r.mechanism, acc, location(r, raw.file),
                                  _exact(r.extra.get("rho", 0)) if gaussian else None))
-    return Result(_python(result.value), releases, _exact(raw.guarantee.epsilon), _exact(raw.budget), _spending(outcome),
+    return Result(_python(result.value), releases, _exact(raw.guarantee.epsilon), _exact(raw.budget),
+                  _spending(outcome),
                   outcome.seeded is not None, _estimates(raw, getattr(result, "estimates", [])))
 
 
@@ -364,4 +366,5 @@ def _python(v: Any) -> Any:
     return v
 
 
-__all__ = ["check", "run", "Report", "Result", "Released", "Accuracy", "Estimate", "Spending", "Mechanism", "FuzzpyError"]
+__all__ = ["check", "run", "Report", "Result", "Released", "Accuracy", "Estimate", "Spending", "Mechanism",
+           "FuzzpyError"]

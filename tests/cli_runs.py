@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from check_and_run import HEADER, T
 from typer.testing import CliRunner
 
-from check_and_run import HEADER, T
 from fuzzpy.interfaces.cli import app
 
 CLI = "from fuzzpy.interfaces.cli import main; main()"

@@ -3,8 +3,7 @@ Renyi DP and Gaussian DP for what the checker proves. Pure mathematics: imports 
 rest of fuzzpy, so the checker, the report and the ledger can all use it.
 See docs/privacy-notions.md."""
 
-from .convert import (Conversion, EpsilonCap, RhoCap, compose, epsilon_at_delta, fits, rho_of,
-                      spent)
+from .convert import Conversion, EpsilonCap, RhoCap, compose, epsilon_at_delta, fits, rho_of, spent
 from .gaussian import MIN_GRID_SIGMA, discrete_gaussian_slack, gdp_delta_float, gdp_delta_upper
 from .loss import ProvenLoss
 from .pld import LatticePld, laplace_grid, laplace_pld, rr_pld

@@ -17,7 +17,7 @@ from functools import lru_cache
 import mpmath
 
 from ._num import CERT_DPS, CERT_MARGIN, EPS_DENOMINATOR, ceil_fraction, check_delta, mpf
-from .gaussian import (DiscreteGaussianSlack, discrete_gaussian_slack, gdp_delta_float)
+from .gaussian import DiscreteGaussianSlack, discrete_gaussian_slack, gdp_delta_float
 from .loss import Inventory, ProvenLoss
 from .pld import LatticePld, inventory_pld, laplace_pld, rr_pld
 from .rdp import zcdp_epsilon

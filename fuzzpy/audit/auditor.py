@@ -198,7 +198,6 @@ def _delta(delta: Any, default: Optional[Fraction]) -> Fraction:
 def mechanism_names() -> list[str]:
     """Every registry mechanism with an audit target (tests/audit checks which ones lack one)."""
     from ..primitives.registry import all_primitives
-
     from .mechanisms import get_target
 
     return [p.name for p in all_primitives().values() if p.is_mechanism and get_target(p.name) is not None]

@@ -29,8 +29,17 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..runtime.batch import (LaneEvaluator, Lanes, LaneSplit, NotBatchable, PerRunMechanism, _transpose, compact,
-                             lane_view, unlane)
+from ..runtime.batch import (
+    LaneEvaluator,
+    Lanes,
+    LaneSplit,
+    NotBatchable,
+    PerRunMechanism,
+    _transpose,
+    compact,
+    lane_view,
+    unlane,
+)
 from .outputs import Rows, row_shape
 
 

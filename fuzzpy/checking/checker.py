@@ -30,7 +30,6 @@ mixed in from the modules next to it:
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Optional
 

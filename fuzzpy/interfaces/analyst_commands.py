@@ -8,7 +8,7 @@ owner's terminal (stdout)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import List
 
 import typer
 

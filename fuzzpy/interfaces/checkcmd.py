@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..diagnostics import Diagnostic, FuzzError, render
-from ..render.exits import (EXIT_BUDGET, EXIT_OK, EXIT_PROGRAM, EXIT_RUNTIME, EXIT_USAGE,  # noqa: F401 - shared
-                            exit_code_for, internal_error)
+from ..render.exits import EXIT_BUDGET, EXIT_OK, EXIT_PROGRAM, EXIT_RUNTIME, EXIT_USAGE, exit_code_for, internal_error  # noqa: F401 - shared
 
 
 def echo(text: str, err: bool = False) -> None:

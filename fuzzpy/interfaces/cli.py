@@ -12,13 +12,27 @@ from typing import List, Optional
 
 import typer
 
-from ..diagnostics import Diagnostic, FuzzError, render
-
 # The body of `fuzzpy check` and the helpers other commands share live in checkcmd, which imports
 # no typer: the `fuzzpy` script runs a plain `fuzzpy check` there without loading this module.
-from .checkcmd import (EXIT_BUDGET, EXIT_OK, EXIT_PROGRAM, EXIT_RUNTIME, EXIT_USAGE,  # noqa: F401 - re-exported
-                       collect_files, entry_for, exit_code_for, guard, internal_error, parse_budget, parse_delta,
-                       parse_params, parse_rho, print_diagnostics, run_check, usage_error)
+from .checkcmd import (  # noqa: F401 - re-exported
+    EXIT_BUDGET,
+    EXIT_OK,
+    EXIT_PROGRAM,
+    EXIT_RUNTIME,
+    EXIT_USAGE,
+    collect_files,
+    entry_for,
+    exit_code_for,
+    guard,
+    internal_error,
+    parse_budget,
+    parse_delta,
+    parse_params,
+    parse_rho,
+    print_diagnostics,
+    run_check,
+    usage_error,
+)
 from .checkcmd import echo_err as _echo_err  # noqa: F401 - re-exported
 from .checkcmd import silence_stdout as _silence_stdout  # noqa: F401 - re-exported
 from .checkcmd import thread_excepthook as _thread_excepthook
@@ -40,8 +54,10 @@ def check(
     fmt: str = typer.Option("text", "--format", help="text, json or sarif."),
     param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
-    server: Optional[str] = typer.Option(None, "--server", help="Check against a curator service's published schema (URL)."),
-    dataset: List[str] = typer.Option([], "--dataset", help="With --server: dataset NAME, or PARAMETER=NAME (repeatable)."),
+    server: Optional[str] = typer.Option(None, "--server",
+                                          help="Check against a curator service's published schema (URL)."),
+    dataset: List[str] = typer.Option([], "--dataset",
+                                         help="With --server: dataset NAME, or PARAMETER=NAME (repeatable)."),
     formula: Optional[str] = typer.Option(None, "--formula", help="Also show the costs as formulas of the numeric "
                                           "params: text or latex (docs/formulas.md)."),
     formula_timeout: float = typer.Option(10.0, "--formula-timeout", help="Seconds to derive formulas in."),

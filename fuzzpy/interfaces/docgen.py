@@ -15,7 +15,8 @@ from ..hints import HINTS
 from ..primitives.registry import all_primitives
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-CATEGORIES = ["arithmetic", "comparison", "boolean", "numeric", "bag", "partition", "ordered", "list", "mechanism", "other"]
+CATEGORIES = ["arithmetic", "comparison", "boolean", "numeric", "bag", "partition", "ordered", "list", "mechanism",
+              "other"]
 
 
 def primitives_markdown() -> str:
@@ -49,12 +50,14 @@ def errors_markdown() -> str:
               "Some mistakes are recognised and the error says how to fix them, in a note that starts with",
               "`help:` (in the text output `= help: ...`; in JSON, SARIF and the editor the same line among the",
               "notes). Generated from `fuzzpy/hints.py`.", "", "| code | when | help |", "| --- | --- | --- |"]
-    lines += [f"| {h.code} | {h.when} | {h.text.replace('{line}', 'N').replace('|', chr(92) + '|')} |" for h in HINTS.values()]
+    lines += [f"| {h.code} | {h.when} | {h.text.replace('{line}', 'N').replace('|', chr(92) + '|')} |"
+              for h in HINTS.values()]
     return "\n".join(lines) + "\n"
 
 
 def outputs() -> dict[Path, str]:
-    from .textmate import PATH as TEXTMATE, grammar_json
+    from .textmate import PATH as TEXTMATE
+    from .textmate import grammar_json
 
     return {DOCS / "primitives.md": primitives_markdown(), DOCS / "errors.md": errors_markdown(),
             TEXTMATE: grammar_json()}

@@ -16,9 +16,17 @@ from typing import Annotated, Any, NoReturn, Optional
 import typer
 
 from fuzzpy.diagnostics import FuzzError, error, render
+from fuzzpy.ledger import (
+    Entry,
+    Ledger,
+    dataset_identity,
+    default_ledger_path,
+    describe_cap,
+    format_exact,
+    restore_ledger,
+    short_id,
+)
 from fuzzpy.ledger.caps import parse_cap
-from fuzzpy.ledger import (Entry, Ledger, dataset_identity, default_ledger_path,
-                           describe_cap, format_exact, restore_ledger, short_id)
 from fuzzpy.ledger.guard import check_no_lost_ledger
 
 EXIT_USAGE = 2

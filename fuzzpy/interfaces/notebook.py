@@ -9,7 +9,6 @@ import shlex
 from typing import Any
 
 
-
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="%%fuzzpy", add_help=False)
     p.add_argument("--data", action="append", default=[], help="NAME=VARIABLE: a DataFrame for the table NAME")

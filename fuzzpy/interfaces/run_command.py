@@ -43,8 +43,10 @@ def run(
                                           help="Ledger file (default: $FUZZPY_LEDGER or ~/.fuzzpy/ledger.sqlite)."),
     fmt: str = typer.Option("text", "--format", help="text, json or csv (one row per released value)."),
     entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
-    server: Optional[str] = typer.Option(None, "--server", help="Run on a curator service (URL) instead of local data."),
-    dataset: List[str] = typer.Option([], "--dataset", help="With --server: dataset NAME, or PARAMETER=NAME (repeatable)."),
+    server: Optional[str] = typer.Option(None, "--server",
+                                          help="Run on a curator service (URL) instead of local data."),
+    dataset: List[str] = typer.Option([], "--dataset",
+                                         help="With --server: dataset NAME, or PARAMETER=NAME (repeatable)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the released numbers with their accuracy "
                                                              "as error bars into this PNG (needs matplotlib)."),
     header: bool = typer.Option(False, "--header", help="Text data files start with a header naming every declared "

@@ -24,7 +24,8 @@ analyst_app = typer.Typer(name="analyst", no_args_is_help=True, pretty_exception
                           help="Give analysts tokens and caps for the curator service.")
 
 _CONFIG_HELP = "Curator configuration (default: $FUZZPY_CURATOR_CONFIG, else ./curator.toml if present)."
-_LEDGER_HELP = "Ledger: a SQLite file or a postgresql:// address (default: the configuration's, else the default ledger)."
+_LEDGER_HELP = ("Ledger: a SQLite file or a postgresql:// address (default: the configuration's, else the default "
+                "ledger).")
 
 
 def register(app: typer.Typer) -> None:
@@ -102,8 +103,7 @@ def _apply_config(cfg, store) -> None:
     """Register the configuration's datasets and analysts.  A dataset already registered with
     the same file and schema is not re-registered: if its file changed, it stays refused until
     the curator runs `fuzzpy dataset add` (a restart does not bless a changed file)."""
-    from ..serve.registry import (add_analyst, read_schema_file, register_dataset, same_registration,
-                                  set_dataset_cap)
+    from ..serve.registry import add_analyst, read_schema_file, register_dataset, same_registration, set_dataset_cap
 
     for d in cfg.datasets:
         schema, source = read_schema_file(d.schema, d.schema_name)
@@ -126,7 +126,8 @@ def dataset_add(name: str = typer.Argument(..., help="The dataset's name (its id
                 delta: Optional[str] = typer.Option(None, "--delta", help="With --cap: the delta the epsilon cap holds "
                                                                           "at (default 0: pure epsilon)."),
                 rho: Optional[str] = typer.Option(None, "--rho", help="A total in zCDP rho instead of --cap."),
-                schema_name: Optional[str] = typer.Option(None, "--schema-name", help="Which schema, if the file has several."),
+                schema_name: Optional[str] = typer.Option(None, "--schema-name",
+                                                           help="Which schema, if the file has several."),
                 config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_HELP),
                 ledger: Optional[str] = typer.Option(None, "--ledger", help=_LEDGER_HELP)) -> None:
     """Register (or register again) a dataset: validate the file against the schema, record its hash, set its cap
@@ -185,7 +186,8 @@ def dataset_schema(name: str = typer.Argument(..., help="The dataset's name."),
 def analyst_add(name: str = typer.Argument(..., help="The analyst's name."),
                 cap: List[str] = typer.Option([], "--cap", help="DATASET=AMOUNT: the analyst's cap on a dataset, in "
                                                                 "the dataset's notion (repeatable)."),
-                curator: bool = typer.Option(False, "--curator", help="A curator token: sees every analyst's spending."),
+                curator: bool = typer.Option(False, "--curator",
+                                             help="A curator token: sees every analyst's spending."),
                 new_token: bool = typer.Option(False, "--new-token", help="Replace an existing analyst's token."),
                 config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_HELP),
                 ledger: Optional[str] = typer.Option(None, "--ledger", help=_LEDGER_HELP)) -> None:

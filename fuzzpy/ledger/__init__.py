@@ -9,8 +9,17 @@ PostgreSQL for a service of several processes.  Both compare caps with histories
 from .amounts import format_exact, parse_amount
 from .caps import Usage, describe_cap
 from .identity import dataset_identity, program_hash, short_id
-from .sqlite import (BUSY_TIMEOUT_S, ENV_VAR, FINISH_STATUSES, Entry, Ledger, Restored, default_ledger_path,
-                     open_ledger, restore_ledger)
+from .sqlite import (
+                     BUSY_TIMEOUT_S,
+                     ENV_VAR,
+                     FINISH_STATUSES,
+                     Entry,
+                     Ledger,
+                     Restored,
+                     default_ledger_path,
+                     open_ledger,
+                     restore_ledger,
+)
 
 __all__ = ["BUSY_TIMEOUT_S", "ENV_VAR", "FINISH_STATUSES", "Entry", "Ledger", "Usage", "dataset_identity",
            "default_ledger_path", "describe_cap", "format_exact", "open_ledger", "parse_amount",

@@ -20,8 +20,18 @@ from typing import Any, Callable, Optional, TypeVar
 
 from ..diagnostics import error
 from .amounts import check_amount
-from .caps import (History, Usage, cap_from_row, cap_row, charge_notion, check_account, check_charge,
-                   loss_from_json, loss_json, usage)
+from .caps import (
+    History,
+    Usage,
+    cap_from_row,
+    cap_row,
+    charge_notion,
+    check_account,
+    check_charge,
+    loss_from_json,
+    loss_json,
+    usage,
+)
 from .sqlite import FINISH_STATUSES, Entry
 
 T = TypeVar("T")

@@ -37,9 +37,23 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ..diagnostics import FuzzError, error
 from .amounts import check_amount
-from .caps import (History, Usage, cap_amount, cap_from_row, cap_row, charge_notion, check_account, check_charge, loss_from_json,
-                   loss_json, usage)
-from .files import exists as _exists, fsync_file as _fsync, new_temp as _new_temp, sync_folder as _sync_folder
+from .caps import (
+    History,
+    Usage,
+    cap_amount,
+    cap_from_row,
+    cap_row,
+    charge_notion,
+    check_account,
+    check_charge,
+    loss_from_json,
+    loss_json,
+    usage,
+)
+from .files import exists as _exists
+from .files import fsync_file as _fsync
+from .files import new_temp as _new_temp
+from .files import sync_folder as _sync_folder
 from .guard import LedgerState, check_ledger, check_no_lost_ledger, read_guard, write_guard
 from .identity import short_id, why
 

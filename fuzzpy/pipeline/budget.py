@@ -127,7 +127,8 @@ def needs_delta(report: CheckReport) -> Diagnostic:
     """A program with a Gaussian release is not pure epsilon-DP: a pure budget cannot admit it."""
     fn = next((f for f in report.functions if f.name == report.entry), None)
     gauss = [m for m in report.mechanisms if m.name == "gaussian"]
-    notes = [f"gaussian at {relative_span(m.span, report.file)} costs rho {fmt_coef(m.extra.get('rho', 0))} in zCDP" for m in gauss[:5]]
+    notes = [f"gaussian at {relative_span(m.span, report.file)} costs rho {fmt_coef(m.extra.get('rho', 0))} in zCDP"
+             for m in gauss[:5]]
     words = getattr(report, "wording", COMMAND_LINE)
     notes.append(f"its guarantee is rho-zCDP with rho = {fmt_coef(report.rho)}; an epsilon budget needs it "
                  f"stated as (epsilon, delta): give a delta ({words.delta}, or a '# fuzzpy: delta 1e-6' line), "

@@ -17,8 +17,15 @@ from ..diagnostics import Diagnostic, render
 from ..render.labels import estimate_labels, estimate_location, labels, location
 from ..render.numbers import dumps, show
 from ..render.printed import Printed
-from ..render.released import (ESTIMATES_HEADING, estimate_json, estimate_text, release_json, release_text,
-                               value_json, value_text)
+from ..render.released import (
+    ESTIMATES_HEADING,
+    estimate_json,
+    estimate_text,
+    release_json,
+    release_text,
+    value_json,
+    value_text,
+)
 from ..render.report import exact, number, report_json, report_text
 from .session import Outcome
 
@@ -184,7 +191,8 @@ def _spending_entry(use: Any, shown: str) -> dict:
 def estimates_json(outcome: Outcome, estimates: list) -> list[dict]:
     report = outcome.report
     names = estimate_labels(estimates, report.file, report.sources)
-    return [estimate_json(e, name, estimate_location(e, report.file), labels(list(e.sources), report.file, report.sources))
+    return [estimate_json(e, name, estimate_location(e, report.file),
+                          labels(list(e.sources), report.file, report.sources))
             for e, name in zip(estimates, names)]
 
 
@@ -217,7 +225,8 @@ def releases_csv(outcome: Outcome, releases: list, estimates: Optional[list] = N
         acc = js["accuracy"] or {}
         value = js["value"]
         low = high = ""
-        if acc.get("what", "").startswith("|noise|") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        additive = acc.get("what", "").startswith("|noise|")
+        if additive and isinstance(value, (int, float)) and not isinstance(value, bool):
             low, high = value - acc["bound"], value + acc["bound"]
         w.writerow([js["label"], "/".join(rel.keys), value if not isinstance(value, (list, dict)) else dumps(value),
                     "" if js["epsilon"] is None else js["epsilon"], js.get("rho", ""), low, high,

@@ -384,11 +384,11 @@ def _clip(ctx, args, span):
     if Fraction(lo.const) > Fraction(hi.const):
         raise ctx.fail("E0213", "clip: lower bound is above upper bound", span)
     t = _num(ctx, x, "clip")
-    l, h = Fraction(lo.const), Fraction(hi.const)
+    low, high = Fraction(lo.const), Fraction(hi.const)
     if x.is_const:
-        v = min(max(Fraction(x.const), l), h)
+        v = min(max(Fraction(x.const), low), high)
         return Result(_const_type(v, t.integer), {}, v)
-    return Result(Num(l, h, t.integer and lo.type.integer and hi.type.integer), x.dist)
+    return Result(Num(low, high, t.integer and lo.type.integer and hi.type.integer), x.dist)
 
 
 @primitive("abs", ("x",), "num -o num", "Absolute value.", "||x| - |x'|| <= |x - x'|.",

@@ -49,7 +49,8 @@ def _number(ctx, arg, name: str, what: str) -> None:
 
 # ---- mean_estimate ------------------------------------------------------------------------------
 
-@primitive("mean_estimate", ("lo", "hi", "s", "n"), "(lo : num) -> (hi : num) -> num -> num -> num[lo, hi]   (public arguments only)",
+@primitive("mean_estimate", ("lo", "hi", "s", "n"),
+           "(lo : num) -> (hi : num) -> num -> num -> num[lo, hi]   (public arguments only)",
            "mean_estimate lo hi s n: the mean s / n of a released clipped sum s and a released count n, "
            "clamped into [lo, hi] (the midpoint when n < 1). Post-processing of released values: the run "
            "shows it with a 95% interval for the exact mean, from the two releases' accuracy.",
@@ -59,13 +60,13 @@ def _number(ctx, arg, name: str, what: str) -> None:
            category="numeric")
 def _mean_estimate(ctx, args, span):
     lo, hi, s, n = args
-    l, h = _constant(ctx, lo, "mean_estimate", "lower bound"), _constant(ctx, hi, "mean_estimate", "upper bound")
-    if l > h:
+    low, high = _constant(ctx, lo, "mean_estimate", "lower bound"), _constant(ctx, hi, "mean_estimate", "upper bound")
+    if low > high:
         raise ctx.fail("E0213", "mean_estimate: lower bound is above upper bound", span)
     for arg, what in ((s, "sum"), (n, "count")):
         _number(ctx, arg, "mean_estimate", what)
         _public(ctx, arg, "mean_estimate", what)
-    return Result(Num(l, h, False), {})  # the type `clip lo hi (s / n)` had before
+    return Result(Num(low, high, False), {})  # the type `clip lo hi (s / n)` had before
 
 
 # ---- rank_estimate ------------------------------------------------------------------------------
@@ -87,7 +88,8 @@ def _rank_estimate(ctx, args, span):
 
 # ---- chosen_bound -------------------------------------------------------------------------------
 
-@primitive("chosen_bound", ("slack", "cands", "answers"), "(slack : num) -> list num -> list bool -> num   (public arguments only)",
+@primitive("chosen_bound", ("slack", "cands", "answers"),
+           "(slack : num) -> list num -> list bool -> num   (public arguments only)",
            "chosen_bound slack cands answers: the first candidate bound answered true (the last candidate if "
            "none), for the answers of stdlib/adaptive.fz bound_answers with this slack; the run shows the "
            "bound as a value, with what the sparse vector says about the number of values above it.",

@@ -226,8 +226,8 @@ def gaussian_cost(ctx, rho: Fraction, dist: Dist, sens: Fraction, span) -> Dist:
 @primitive("gaussian", ("rho", "x"), "(rho : num) -> num -o fuzzy num   (costs rho in zCDP)",
            "gaussian rho x: x plus Gaussian noise of standard deviation S/sqrt(2 rho), where S is the "
            "L2 sensitivity the checker proved for x (a number, a vector vec[n], or a tensor tuple of "
-           "numbers whose L1 sensitivity bounds the L2 one). Costs rho in zCDP; not pure epsilon: a program that uses it "
-           "is reported in rho and in (epsilon, delta) at a delta you give.",
+           "numbers whose L1 sensitivity bounds the L2 one). Costs rho in zCDP; not pure epsilon: a program that "
+           "uses it is reported in rho and in (epsilon, delta) at a delta you give.",
            "Bun & Steinke 2016 (Concentrated Differential Privacy), Proposition 1.6: Gaussian noise of "
            "variance S^2/(2 rho) on a query of L2 sensitivity S is rho-zCDP; group privacy at distance k "
            "costs k^2 rho (their Proposition 1.9), which the checker's quadratic costs carry (rule Rho in "

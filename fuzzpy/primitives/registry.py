@@ -19,8 +19,19 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from .declarations import (NOCONST, OPERATORS, REGISTRY, Arg, Instantiated, Primitive, Result, Rule, RuleContext,
-                           RunContext, primitive)
+from .declarations import (
+    NOCONST,
+    OPERATORS,
+    REGISTRY,
+    Arg,
+    Instantiated,
+    Primitive,
+    Result,
+    Rule,
+    RuleContext,
+    RunContext,
+    primitive,
+)
 
 __all__ = ["NOCONST", "NO_TABLE", "OPERATORS", "PASSES_TABLES", "PER_LANE", "REGISTRY", "Arg", "Instantiated",
            "Primitive", "Refused", "Result", "Rule", "RuleContext", "RunContext", "StandIn", "all_primitives", "kernel",
@@ -127,5 +138,17 @@ def _load() -> None:
         if not _loaded:
             # Imported on the first lookup, not with this module: a check answered from the
             # cache, or a command that never checks, reads no primitive.
-            from . import arith, bags, binning, estimates, library, lists, mechanisms, ordered, partitions, trees, vectors  # noqa: F401
+            from . import (  # noqa: F401
+                arith,
+                bags,
+                binning,
+                estimates,
+                library,
+                lists,
+                mechanisms,
+                ordered,
+                partitions,
+                trees,
+                vectors,
+            )
             _loaded = True

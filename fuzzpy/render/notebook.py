@@ -19,6 +19,13 @@ def _num(x: Any) -> str:
     return f"{x:.6g}"
 
 
+def _cost(item: Any) -> str:
+    """A mechanism's or release's own cost in its own notion: epsilon, or rho for a Gaussian one."""
+    if getattr(item, "rho", None) is not None and item.epsilon is None:
+        return f"rho {_cell(show(item.rho))}"
+    return f"epsilon {_cell(show(item.epsilon))}"
+
+
 def report_html(report: Any) -> str:
     """A check report: verdict, epsilon per input, mechanisms, errors."""
     if not report.ok:
@@ -29,27 +36,29 @@ def report_html(report: Any) -> str:
     if report.budget is not None:
         head += f" (budget {_cell(show(report.budget))})"
     inputs = ", ".join(f"{_cell(n)}: {_cell(show(e))}" for n, e in report.per_input.items())
-    rows = "".join(f"<tr><td>{_cell(m.name)}</td><td><code>{_cell(m.location)}</code></td><td>{_cell(show(m.sensitivity))}"
-                   f"</td><td>{_cell(show(m.epsilon))}</td><td>{_cell(show(m.scale))}</td></tr>" for m in report.mechanisms)
-    table = ("<table><tr><th>mechanism</th><th>where</th><th>sensitivity</th><th>epsilon</th><th>noise scale</th></tr>"
+    rows = "".join(f"<tr><td>{_cell(m.name)}</td><td><code>{_cell(m.location)}</code></td>"
+                   f"<td>{_cell(show(m.sensitivity))}</td><td>{_cost(m)}</td><td>{_cell(show(m.scale))}</td></tr>"
+                   for m in report.mechanisms)
+    table = ("<table><tr><th>mechanism</th><th>where</th><th>sensitivity</th><th>cost</th><th>noise scale</th></tr>"
              f"{rows}</table>") if rows else ""
     return f"<div>{head}<br>per input: {inputs}{table}</div>"
 
 
 def result_html(result: Any) -> str:
-    """A run: every release with its value, epsilon and accuracy interval, then the spending."""
+    """A run: every release with its value, its cost (epsilon, or rho for a Gaussian release) and
+    accuracy interval, then the spending."""
     rows = []
     for r in result.releases:
         acc = r.accuracy
         interval = f"[{_num(acc.interval[0])}, {_num(acc.interval[1])}]" if acc and acc.interval else ""
-        rows.append(f"<tr><td>{_cell(r.label)}</td><td>{_num(r.value)}</td><td>{_cell(show(r.epsilon))}</td>"
+        rows.append(f"<tr><td>{_cell(r.label)}</td><td>{_num(r.value)}</td><td>{_cost(r)}</td>"
                     f"<td>{interval}</td><td>{_cell(acc.words if acc else '')}</td>"
                     f"<td><code>{_cell(r.location or '')}</code></td></tr>")
     for e in getattr(result, "estimates", []):
         interval = f"[{_num(e.interval[0])}, {_num(e.interval[1])}]" if e.interval else ""
         rows.append(f"<tr><td>{_cell(e.label)}</td><td>{_num(e.value)}</td><td>0 (estimate)</td>"
                     f"<td>{interval}</td><td>{_cell(e.words)}</td><td><code>{_cell(e.location or '')}</code></td></tr>")
-    table = ("<table><tr><th>release</th><th>value</th><th>epsilon</th><th>95% interval</th><th>accuracy</th>"
+    table = ("<table><tr><th>release</th><th>value</th><th>cost</th><th>95% interval</th><th>accuracy</th>"
              f"<th>where</th></tr>{''.join(rows)}</table>")
     head = f"<b>fuzzpy run</b>: epsilon {_cell(show(result.epsilon))} of budget {_cell(show(result.budget))}"
     if result.seeded:

@@ -95,7 +95,8 @@ def release_json(r: Any, sources: dict[str, str]) -> dict:
     notion, amount = release_cost(r)
     pure = notion == "epsilon"  # a Gaussian release has no epsilon of its own: its cost is its rho
     return {"name": r.name, "keys": list(r.keys), "mechanism": r.mechanism, "location": loc,
-            "source": source_text(r.span, sources), "notion": notion, "cost": number(amount), "cost_exact": exact(amount),
+            "source": source_text(r.span, sources), "notion": notion, "cost": number(amount),
+            "cost_exact": exact(amount),
             "epsilon": number(r.epsilon) if pure else None, "epsilon_exact": exact(r.epsilon) if pure else None,
             **({} if pure else {"rho": number(amount), "rho_exact": exact(amount)}),
             "scale": number(r.scale), "scale_exact": exact(r.scale),

@@ -43,7 +43,6 @@ import pandas as pd
 from .. import limits
 from ..primitives.registry import PER_LANE, lookup
 from ..typesystem import ir as I
-from . import compiled
 from .evaluator import Interpreter
 from .node_memo import NodeMemo
 from .numbers import (
@@ -1578,7 +1577,8 @@ def mechanism_on_lanes(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[A
 
 def batching(ctx: Any) -> bool:
     interp = getattr(ctx, "interp", None)
-    return interp is not None and getattr(interp.state, "batch", False) and interp.exact and type(interp) in (Interpreter, LaneEvaluator)
+    return (interp is not None and getattr(interp.state, "batch", False) and interp.exact
+            and type(interp) in (Interpreter, LaneEvaluator))
 
 
 def _run(ctx: Any, fn: Any, arg: Any, n: int) -> Optional[Any]:

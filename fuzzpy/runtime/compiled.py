@@ -684,7 +684,8 @@ class _Body:
             inner = self.bind(let.pattern, self.expr(let.bound, inner), inner)
         operands = [self.expr(a, inner) for a in fold.pre]
         # one operand as itself (a cons's head, a sum's term), several as a tuple
-        self.emit(f"{pre}.append({operands[0] if len(operands) == 1 else '(' + ''.join(o + ', ' for o in operands) + ')'})")
+        item = operands[0] if len(operands) == 1 else "(" + "".join(o + ", " for o in operands) + ")"
+        self.emit(f"{pre}.append({item})")
         self.emit(f"if st.depth >= _limits.CALL_DEPTH: raise _too_deep({span})")
         self.emit("st.depth += 1")
         self.emit(f"{i} += 1")

@@ -73,9 +73,10 @@ __all__ = [
 
 # The grid step is at most 2**-GRID_BITS of the noise scale, so rounding to it is invisible
 # next to the noise, and the tuple overhead (n-1)/2**m is at most the same fraction.
-from .grid import GRID_BITS, ceil_log2 as _ceil_log2, grid_bits as _grid_bits  # noqa: F401 (re-exported)
-from .grid import gaussian_grid_bits as _gaussian_grid_bits, gaussian_shift_bound as _gaussian_shift_bound
-
+from .grid import GRID_BITS  # noqa: F401 (re-exported)
+from .grid import gaussian_grid_bits as _gaussian_grid_bits
+from .grid import gaussian_shift_bound as _gaussian_shift_bound
+from .grid import grid_bits as _grid_bits
 
 # --- argument checks (defence in depth: the checker already enforces these) ----------------
 

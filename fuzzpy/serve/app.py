@@ -114,7 +114,8 @@ def create_app(service: Service, audit: Optional[AuditLog] = None, pool: Any = N
     def note_program(request: Request, body: ProgramBody) -> ProgramRequest:
         req = body.to_request()
         request.state.audit.update(datasets=req.datasets, file=req.file[:100], entry=req.entry[:100],
-                                   program_sha256=hashlib.sha256(req.program.encode("utf-8", "surrogatepass")).hexdigest())
+                                   program_sha256=hashlib.sha256(req.program.encode("utf-8", "surrogatepass"))
+                                   .hexdigest())
         return req
 
     @app.get(f"{API}/openapi.json", summary="This API's OpenAPI description")

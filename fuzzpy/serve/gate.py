@@ -78,9 +78,9 @@ class Gate:
         except Exception as exc:  # noqa: BLE001 - never a traceback, never details: they could quote data
             record.update(code="E0901", internal=type(exc).__name__)
             if "status" not in sent:
-                await _answer(tracked, 500, [Diagnostic("E0901", f"internal error in the service ({type(exc).__name__});"
-                                                                 " no details are shown, because they could contain "
-                                                                 "private data")])
+                await _answer(tracked, 500, [Diagnostic(
+                    "E0901", f"internal error in the service ({type(exc).__name__}); no details are shown, because "
+                             "they could contain private data")])
         finally:
             client = scope.get("client")
             self.audit.write(request=uuid.uuid4().hex[:12], client=client[0] if client else None,

@@ -63,7 +63,8 @@ def read_schema_file(path: Path, schema_name: Optional[str] = None) -> tuple[Sch
     names = sorted(report.schemas)
     if schema_name is None:
         if len(names) != 1:
-            raise error("E1017", f"the schema file {path} declares {len(names)} schemas ({', '.join(names) or 'none'}); "
+            declared = ", ".join(names) or "none"
+            raise error("E1017", f"the schema file {path} declares {len(names)} schemas ({declared}); "
                                  "name one with --schema-name")
         schema_name = names[0]
     if schema_name not in report.schemas:

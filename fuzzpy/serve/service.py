@@ -161,7 +161,8 @@ class Service:
                 if parse_exact(req.budget) < 0:
                     raise ValueError
             except ValueError:
-                raise RequestError(400, "E1006", f"budget must be a non-negative number, not {req.budget[:30]!r}") from None
+                raise RequestError(400, "E1006",
+                                   f"budget must be a non-negative number, not {req.budget[:30]!r}") from None
         if req.delta is not None:
             from ..exact import parse_delta
 
@@ -266,7 +267,8 @@ class Service:
             raise RequestError(503, "E1015", "every run slot is busy; try again later")
         try:
             session = Session(check=lambda: self.checked(who, req, for_run=True),
-                              tables=DatasetTables(self, who, list(req.datasets)), charger=lambda: AccountCharger(self, who),
+                              tables=DatasetTables(self, who, list(req.datasets)),
+                              charger=lambda: AccountCharger(self, who),
                               label=f"{who.name}: {Path(req.file).name}:{req.entry}", params=dict(req.params),
                               wait=self.wait_for_run)
             outcome = session.execute()
@@ -377,11 +379,14 @@ class Service:
         for rec in self.store.datasets():
             entry = {"dataset": rec.name, "data": rec.data_path, "identity": rec.identity,
                      "registered_at": rec.registered_at, **self.account(dataset_key(rec.name))}
-            entry["analysts"] = [{"analyst": a.name, **{k: v for k, v in self.account(analyst_key(a.name, rec.name)).items()
-                                                        if k != "runs"}}
+            entry["analysts"] = [{"analyst": a.name, **_without_runs(self.account(analyst_key(a.name, rec.name)))}
                                  for a in analysts if self.store.cap(analyst_key(a.name, rec.name)) is not None]
             out.append(entry)
         return {"ledger": self.store.where, "datasets": out}
+
+
+def _without_runs(account: dict) -> dict:
+    return {k: v for k, v in account.items() if k != "runs"}
 
 
 def envelope(shown: Any, fmt: str, report: Any) -> dict:
@@ -490,8 +495,8 @@ def notion_refusals(report: Any, req: ProgramRequest, caps: dict[str, Any]) -> l
 def import_problems(source: str, file: str) -> list[Diagnostic]:
     """A served program may import the standard library only: any other path would be read
     from the server's disk (E1012).  Checked before anything is read."""
-    from ..syntax import ast as A
     from ..stdlib_location import STDLIB
+    from ..syntax import ast as A
     from ..syntax.loader import resolve_import
     from ..syntax.parser import parse_module
 

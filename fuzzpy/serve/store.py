@@ -140,8 +140,8 @@ class SqliteStore:
         db = getattr(self._local, "db", None)
         if db is None:
             # mode=rw: never creates a file (a deleted ledger must be refused, not replaced)
-            db = sqlite3.connect(f"{self.path.as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                 check_same_thread=False)
+            db = sqlite3.connect(f"{self.path.as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S,
+                                 isolation_level=None, check_same_thread=False)
             self._local.db = db
             with self._all_lock:
                 self._all.append(db)

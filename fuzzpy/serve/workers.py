@@ -290,7 +290,8 @@ class WorkerPool:
             status, diag = reply.payload
             raise RequestError(status, diag["code"], diag["message"], *diag.get("notes", []))
         if reply.kind == "fuzz":
-            raise FuzzError([Diagnostic(d["code"], d["message"], None, list(d.get("notes", []))) for d in reply.payload])
+            raise FuzzError([Diagnostic(d["code"], d["message"], None, list(d.get("notes", [])))
+                             for d in reply.payload])
         if reply.kind == "internal":
             raise RequestError(500, "E0901", f"internal error in the service ({reply.payload[0]}); no details are "
                                              "shown, because they could contain private data")

@@ -5,8 +5,8 @@ sensitivity annotations of recursive functions, and maxima of non-constant coeff
 of them are monotone, so the least solution is the componentwise minimum.  When plain
 iteration from zero reaches a fixpoint within a few rounds, that fixpoint is the exact least
 solution and no solver is needed (most recursive functions: PuLP is not even imported).
-Otherwise we minimise the sum of unknowns with PuLP (HiGHS in-process when available).  The float optimum is only a hint:
-it is turned into fractions and *certified* by checking every constraint exactly; a violated
+Otherwise we minimise the sum of unknowns with PuLP (HiGHS in-process when available).  The float optimum is
+only a hint: it is turned into fractions and *certified* by checking every constraint exactly; a violated
 constraint lifts its unknown (never lowers anything), so an accepted value is always a valid,
 sound annotation.  Systems are cached by their canonical form, so an unchanged function is
 never re-solved.  This is the least solution of docs/soundness.md, rule Recursion.

@@ -8,7 +8,6 @@ The standard library is found where fuzzpy/stdlib_location.py says.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 

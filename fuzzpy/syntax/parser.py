@@ -41,7 +41,8 @@ def _lark() -> Lark:
     from ..cachedir import private_folder
 
     folder = private_folder("grammar")
-    cache: bool | str = False if folder is None else str(folder / f"fuzzpy-{sys.version_info[0]}.{sys.version_info[1]}.lark")
+    tables = f"fuzzpy-{sys.version_info[0]}.{sys.version_info[1]}.lark"
+    cache: bool | str = False if folder is None else str(folder / tables)
     return Lark(GRAMMAR.read_text(), parser="lalr", lexer="contextual", propagate_positions=False,
                 transformer=_BUILDER, cache=cache, maybe_placeholders=False, keep_all_tokens=True)
 

@@ -371,8 +371,8 @@ def join_types(a: Type, b: Type) -> Type | None:
         items = [join_types(x, y) for x, y in zip(a.items, b.items)]
         return None if any(i is None for i in items) else type(a)(tuple(items))
     if isinstance(a, SumT) and isinstance(b, SumT):
-        l, r = join_types(a.left, b.left), join_types(a.right, b.right)
-        return None if l is None or r is None else SumT(l, r)
+        left, right = join_types(a.left, b.left), join_types(a.right, b.right)
+        return None if left is None or right is None else SumT(left, right)
     if isinstance(a, Record) and isinstance(b, Record):
         if [n for n, _ in a.fields] != [n for n, _ in b.fields]:
             return None

@@ -7,10 +7,10 @@ import sys
 from fractions import Fraction as F
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from fuzzpy.accounting import (EpsilonCap, ProvenLoss, RhoCap, compose, epsilon_at_delta, fits,
-                               rho_of, spent)
+from fuzzpy.accounting import EpsilonCap, ProvenLoss, RhoCap, compose, epsilon_at_delta, fits, rho_of, spent
 
 G1 = ProvenLoss.gaussian_releases(1, 1, grid_sigma=4096)
 

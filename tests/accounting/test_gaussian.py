@@ -17,7 +17,8 @@ def _hockey_integral(mu, eps):
         mu, eps = mpmath.mpf(mu), mpmath.mpf(eps)
         # p >= e^eps q  <=>  x <= mu/2 - eps/mu
         cut = mu / 2 - eps / mu
-        f = lambda x: mpmath.npdf(x) - mpmath.exp(eps) * mpmath.npdf(x, mu)
+        def f(x):
+            return mpmath.npdf(x) - mpmath.exp(eps) * mpmath.npdf(x, mu)
         return mpmath.quad(f, [-mpmath.inf, cut - 5, cut])
 
 

@@ -8,7 +8,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from fuzzpy.accounting import (ProvenLoss, epsilon_at_delta, laplace_grid, laplace_pld, rr_pld)
+from fuzzpy.accounting import ProvenLoss, epsilon_at_delta, laplace_grid, laplace_pld, rr_pld
 from fuzzpy.runtime.grid import grid_bits
 
 
@@ -25,7 +25,8 @@ def _release_law(eps, y, window):
     a = 2 * x / (2 + x)
     q = math.exp(-a)
     fl, f = math.floor(y), y - math.floor(y)
-    p = lambda z: (1 - q) / (1 + q) * np.exp(-a * np.abs(z))
+    def p(z):
+        return (1 - q) / (1 + q) * np.exp(-a * np.abs(z))
     return (1 - f) * p(window - fl) + f * p(window - fl - 1)
 
 

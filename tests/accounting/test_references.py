@@ -6,8 +6,7 @@ from fractions import Fraction as F
 import mpmath
 import pytest
 
-from fuzzpy.accounting import (ProvenLoss, epsilon_at_delta, gdp_delta_upper, laplace_rdp,
-                               rdp_epsilon, zcdp_epsilon)
+from fuzzpy.accounting import ProvenLoss, epsilon_at_delta, gdp_delta_upper, laplace_rdp, rdp_epsilon, zcdp_epsilon
 from fuzzpy.accounting.convert import _gauss_part
 
 DELTA = F(1, 10**5)

@@ -7,8 +7,17 @@ from fractions import Fraction
 
 import numpy as np
 
-from fuzzpy.audit.events import (CellEvent, IntervalEvent, ProjectionEvent, ThresholdEvent, counts, lattice_codes,
-                                 lattice_text, propose, rank)
+from fuzzpy.audit.events import (
+    CellEvent,
+    IntervalEvent,
+    ProjectionEvent,
+    ThresholdEvent,
+    counts,
+    lattice_codes,
+    lattice_text,
+    propose,
+    rank,
+)
 from fuzzpy.audit.outputs import concat, encode, stable_key
 
 
@@ -38,7 +47,8 @@ def test_lattice_codes_tell_naive_laplace_apart():
     rng = np.random.default_rng(0)
     a = rng.laplace(0, 2, 200_000)
     b = 1 + rng.laplace(0, 2, 200_000)
-    odd = lambda y: (lattice_codes(y) % 16 == 0) & (y > 0) & (y < 0.5)   # tz = 0: an odd multiple of the ulp
+    def odd(y):
+        return (lattice_codes(y) % 16 == 0) & (y > 0) & (y < 0.5)   # tz = 0: an odd multiple of the ulp
     assert odd(b).sum() == 0
     assert 0.05 < odd(a).mean() < 0.07  # about half of P(0 < L < 1/2) = 0.5 (1 - e^-0.25) / 2
     assert lattice_text(int(lattice_codes(np.array([0.3]))[0])) == "[0.25, 0.5), an odd multiple of the ulp"

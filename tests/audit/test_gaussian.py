@@ -7,8 +7,8 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-
 from conftest import check
+
 from fuzzpy.audit.auditor import NO_VIOLATION, audit_mechanism, audit_program, audit_target
 from fuzzpy.audit.claims import claimed_epsilon
 from fuzzpy.audit.events import ProjectionEvent

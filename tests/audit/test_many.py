@@ -21,7 +21,6 @@ from fuzzpy.audit.programs import _lane_table, program_pairs, program_sampler
 from fuzzpy.audit.search import AuditConfig, _Run
 from fuzzpy.checking.program import check_file, check_source
 from fuzzpy.runtime.samplers import RandomSource, SharedRuns, runs_draw, shared_copies
-
 from tests.audit.test_batched import PROGRAMS, SCHEMA, _same_law
 
 ROOT = Path(__file__).resolve().parents[2]

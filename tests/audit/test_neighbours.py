@@ -6,10 +6,17 @@ from fractions import Fraction
 
 import numpy as np
 import pandas as pd
-
 from conftest import check
-from fuzzpy.audit.neighbours import (base_tables, candidate_rows, column_values, edge_rows, make_frame,
-                                     row_moves, string_literals)
+
+from fuzzpy.audit.neighbours import (
+    base_tables,
+    candidate_rows,
+    column_values,
+    edge_rows,
+    make_frame,
+    row_moves,
+    string_literals,
+)
 from fuzzpy.audit.programs import program_pairs
 from fuzzpy.runtime.data import load_table
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-
 from conftest import check
+
 from fuzzpy.audit.auditor import NO_VIOLATION, audit_program
 from fuzzpy.diagnostics import FuzzError
 

@@ -8,8 +8,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fuzzpy.audit.stats import (cp_lower, cp_upper, epsilon_lower_bound, expected_bound, per_bound_alpha,
-                                point_estimate, samples_needed, samples_needed_support)
+from fuzzpy.audit.stats import (
+    cp_lower,
+    cp_upper,
+    epsilon_lower_bound,
+    expected_bound,
+    per_bound_alpha,
+    point_estimate,
+    samples_needed,
+    samples_needed_support,
+)
 
 
 def test_closed_forms_at_the_ends():

@@ -8,9 +8,9 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-
 from check_and_run import T
 from cli_runs import fz, write
+
 from fuzzpy.checking.program import check_source
 
 ONE_COLUMN = 'schema T { x : num[0, 1] }\n'

@@ -8,9 +8,8 @@ in the eq/ne primitives (fuzzpy/primitives/arith.py); these tests try to get aro
 from __future__ import annotations
 
 import pytest
-from typer.testing import CliRunner
-
 from conftest import check, codes, eps
+from typer.testing import CliRunner
 
 SCHEMA = ('schema A { sex : cat{"Male", "Female"}, race : cat{"White", "Black", "Other"}, '
           "age : num[0, 100], name : string }\n")

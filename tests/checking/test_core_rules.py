@@ -4,7 +4,6 @@ rejected with a specific error."""
 from fractions import Fraction as F
 
 import pytest
-
 from conftest import check, codes, eps, fn_type
 
 T = 'schema T { x : num[0, 10], k : cat{"a", "b", "c"}, flag : bool }\n'

@@ -7,8 +7,8 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
+from check_and_run import ROW_A, ROW_B, check, make_tables, refused, run
 
-from check_and_run import ROW_A, ROW_B, check, codes, make_tables, refused, run
 from fuzzpy import limits
 from fuzzpy.audit.oracle import audit_pair
 

@@ -8,8 +8,7 @@ import time
 from fractions import Fraction as F
 
 import pytest
-
-from check_and_run import HEADER, ROW_A, ROW_B, T, check, codes, make_tables, outcome, refused
+from check_and_run import ROW_A, ROW_B, check, make_tables, outcome, refused
 
 
 @pytest.fixture

@@ -7,8 +7,7 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-
-from check_and_run import T, check, codes, refused
+from check_and_run import check, codes, refused
 
 MAIN = "function main (db : bag T) : fuzzy num "
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-
 from check_and_run import check
 
 MAIN = "function main (db : bag T) : fuzzy num "

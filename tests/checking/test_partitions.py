@@ -4,7 +4,6 @@ from fractions import Fraction as F
 
 import pandas as pd
 import pytest
-
 from conftest import check, codes, eps
 
 EDU = ["Bachelors", "Some-college", "11th", "HS-grad", "Prof-school", "Assoc-acdm", "Assoc-voc", "9th",

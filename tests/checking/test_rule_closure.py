@@ -11,7 +11,6 @@ pinned as it is today.  Unsound acceptances are shown with the soundness oracle
 from __future__ import annotations
 
 import pytest
-
 from check_and_run import ROW_A, check, codes, diags, exactly, make_tables, refused_report, violations
 
 

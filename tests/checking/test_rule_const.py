@@ -11,7 +11,6 @@ RandomSource.seeded (tests only).
 from __future__ import annotations
 
 import pytest
-
 from check_and_run import ROW_A, T, assert_rejected, audit, check, codes, make_tables, outcome, run_result
 from cpu_limited import finishes
 

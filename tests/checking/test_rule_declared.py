@@ -14,9 +14,22 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
+from check_and_run import (
+    ROW_A,
+    assert_accepted_exactly,
+    assert_rejected,
+    audit,
+    check,
+    codes,
+    diags,
+    exactly,
+    kinds,
+    make_tables,
+    refused_report,
+    run,
+    violations,
+)
 
-from check_and_run import (ROW_A, assert_accepted_exactly, assert_rejected, audit, check, codes, diags, exactly,
-                           kinds, make_tables, refused_report, run, violations)
 from fuzzpy.audit.oracle import call_depth
 
 

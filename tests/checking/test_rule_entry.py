@@ -10,7 +10,6 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-
 from check_and_run import assert_accepted_exactly
 
 ACCEPTED = {

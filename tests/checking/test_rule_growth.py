@@ -9,7 +9,6 @@ declared type is in test_rule_declared.py).
 from __future__ import annotations
 
 import pytest
-
 from check_and_run import check, refused_report
 
 MAIN = "function main (db : bag T) : fuzzy num "

@@ -16,9 +16,21 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
+from check_and_run import (
+    ROW_A,
+    ROW_B,
+    assert_accepted_exactly,
+    assert_rejected,
+    audit,
+    check,
+    exactly,
+    kinds,
+    make_tables,
+    outcome,
+    refused_report,
+    violations,
+)
 
-from check_and_run import (ROW_A, ROW_B, assert_accepted_exactly, assert_rejected, audit, check, exactly, kinds,
-                           make_tables, outcome, refused_report, violations)
 from fuzzpy.audit.oracle import call_depth
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-
 from check_and_run import ROW_A, assert_accepted_exactly, assert_rejected, check, make_tables, run_result
 
 

@@ -8,7 +8,6 @@ one row (unbounded DP); runs use RandomSource.seeded (tests only).
 from __future__ import annotations
 
 import pytest
-
 from check_and_run import HEADER, ROW_A, T, check, codes, make_tables, outcome
 
 

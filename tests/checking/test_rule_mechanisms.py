@@ -14,8 +14,8 @@ from fractions import Fraction as F
 from pathlib import Path
 
 import pytest
-
 from check_and_run import ROW_A, ROW_B, assert_accepted_exactly, assert_rejected, check, codes, make_tables
+
 from fuzzpy.checking.program import check_source
 from fuzzpy.runtime.data import load_table
 from fuzzpy.runtime.interpreter import run_program

@@ -13,9 +13,17 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-
-from check_and_run import (ROW_A, ROW_B, assert_accepted_exactly, assert_rejected, check, codes, make_tables,
-                           outcome, refused_report)
+from check_and_run import (
+    ROW_A,
+    ROW_B,
+    assert_accepted_exactly,
+    assert_rejected,
+    check,
+    codes,
+    make_tables,
+    outcome,
+    refused_report,
+)
 
 
 @pytest.fixture

@@ -15,9 +15,20 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
+from check_and_run import (
+    ROW_A,
+    ROW_B,
+    assert_accepted_exactly,
+    assert_rejected,
+    audit,
+    check,
+    make_tables,
+    moved,
+    outcome,
+    refused_report,
+    run_result,
+)
 
-from check_and_run import (ROW_A, ROW_B, assert_accepted_exactly, assert_rejected, audit, check, make_tables,
-                           moved, outcome, refused_report, run_result)
 from fuzzpy import limits
 from fuzzpy.checking.program import check_source
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-
 from check_and_run import ROW_A, assert_accepted_exactly, check, make_tables, outcome, refused_report
 
 

@@ -15,9 +15,8 @@ from fractions import Fraction as F
 from pathlib import Path
 
 import pytest
+from check_and_run import ROW_A, assert_accepted_exactly, audit, exactly, make_tables, refused_report, violations
 
-from check_and_run import (ROW_A, assert_accepted_exactly, audit, exactly, make_tables, refused_report,
-                           violations)
 from fuzzpy.audit.oracle import call_depth
 
 

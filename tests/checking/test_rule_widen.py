@@ -13,7 +13,6 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-
 from check_and_run import ROW_A, assert_accepted_exactly, check, codes, exactly, make_tables, moved, refused_report
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
+from check_and_run import check, refused
 
-from check_and_run import check, codes, refused
 from fuzzpy.primitives.vectors import sqrt_upper
 
 VMAIN = "function main (db : bag T) : fuzzy vec[2] "

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from fractions import Fraction as F
 
-import pytest
-
 from fuzzpy.checking.instances import WIDEN_BREADTH
 from fuzzpy.checking.program import check_source
 

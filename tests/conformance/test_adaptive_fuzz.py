@@ -11,9 +11,9 @@ two releases on one number (a sequential composition) would cost 2.8."""
 from fractions import Fraction as F
 
 import pytest
-
 from conformance_cases import PROGRAMS, cases
 from conformance_support import assert_conforms
+
 from fuzzpy.checking.program import check_file
 from fuzzpy.pipeline.budget import apply_budget
 

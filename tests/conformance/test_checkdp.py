@@ -14,9 +14,9 @@ data: infinite (E0302), and dividing by a private number has unbounded sensitivi
 from fractions import Fraction as F
 
 import pytest
-
 from conformance_cases import PROGRAMS, cases
 from conformance_support import assert_conforms, mechanisms
+
 from fuzzpy.checking.program import check_file
 
 CORRECT = [c for c in cases("CheckDP") if c.kind == "epsilon"]

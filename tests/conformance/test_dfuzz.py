@@ -5,9 +5,9 @@ the true loss), k-means (3 i eps) and IDC (2 i eps), each at several parameter v
 from fractions import Fraction as F
 
 import pytest
-
 from conformance_cases import PROGRAMS, cases, plist, pnum
 from conformance_support import assert_conforms, mechanisms
+
 from fuzzpy.checking.program import check_file, check_source
 
 

@@ -4,9 +4,9 @@ and z = 2x + y is 4-sensitive; Laplace on z is calibrated to 4."""
 from fractions import Fraction as F
 
 import pytest
-
 from conformance_cases import PROGRAMS, cases
 from conformance_support import assert_conforms, mechanisms
+
 from fuzzpy.checking.program import check_file
 
 

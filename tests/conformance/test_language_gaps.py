@@ -5,8 +5,6 @@ docs/conformance.md, "Gaps found"."""
 
 from fractions import Fraction as F
 
-import pytest
-
 from fuzzpy.checking.program import check_source
 
 T = "schema T { x : num[0, 10] }\n"

@@ -5,9 +5,9 @@ buckets at eps = 1 costs 100, and MWEM costs 2 eps per round."""
 from fractions import Fraction as F
 
 import pytest
-
 from conformance_cases import PROGRAMS, cases, plist, pnum
 from conformance_support import assert_conforms, mechanisms
+
 from fuzzpy.checking.program import check_file
 
 

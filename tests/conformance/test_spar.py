@@ -10,9 +10,9 @@ checked below; neither is faked."""
 from fractions import Fraction as F
 
 import pytest
-
 from conformance_cases import PROGRAMS, cases, plist
 from conformance_support import assert_conforms
+
 from fuzzpy.checking.program import check_file, check_source
 from fuzzpy.runtime.interpreter import RunState, evaluate_entry
 from fuzzpy.runtime.samplers import RandomSource

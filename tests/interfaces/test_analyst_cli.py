@@ -8,7 +8,6 @@ import io
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from fuzzpy import __version__

@@ -9,9 +9,9 @@ from fractions import Fraction as F
 from pathlib import Path
 
 import pytest
-
 from cli_runs import fz
 from cpu_limited import finishes
+
 from fuzzpy.checking.program import check_source
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-
 from check_and_run import ROW_A, T
 from cli_runs import cli_subprocess, data, fz, prog, write
 

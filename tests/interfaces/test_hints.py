@@ -9,9 +9,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import check
 from typer.testing import CliRunner
 
-from conftest import check
 from fuzzpy.diagnostics import HELP, render
 from fuzzpy.hints import HINTS
 from fuzzpy.interfaces.cli import app

@@ -18,8 +18,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from fuzzpy.checking.program import check_source
-from fuzzpy.pipeline import budget as R
 from fuzzpy.interfaces.lsp import IncrementalChecker, Settings, make_executor, word_at
+from fuzzpy.pipeline import budget as R
 
 HANG_GUARD = 60  # seconds before a missing notification fails the test (not a speed assertion)
 

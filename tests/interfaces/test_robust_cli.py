@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fuzzpy.render import numbers as N
 from fuzzpy.interfaces.cli import app, run_app
 from fuzzpy.ledger import Ledger
+from fuzzpy.render import numbers as N
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from fuzzpy.checking.program import check_file
 from fuzzpy.interfaces.cli import app
-from fuzzpy.runtime.data import load_table
 from fuzzpy.ledger import Ledger, dataset_identity
+from fuzzpy.runtime.data import load_table
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "data" / "adult_sample.csv"

@@ -29,7 +29,7 @@ from fuzzpy.runtime.columns import columns_read
 from fuzzpy.runtime.data import load_table
 from fuzzpy.runtime.engines.dask_engine import DaskEngine, unsupported_primitives
 
-from .runtime_diff import FAST, DiffResult, Difference, run_with
+from .runtime_diff import FAST, Difference, DiffResult, run_with
 from .support import TIMEOUT, Case, pair_tables
 
 COMPUTATIONS = 40  # cluster computations one Dask run may make

@@ -23,8 +23,19 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .choices import RandomChooser, ReplayChooser
-from .support import (DEPTH_LIMIT, FOUND, TIMEOUT, Case, CaseResult, Stats, describe_finding, draw_case,
-                      finding_kind, run_case, save_finding)
+from .support import (
+    DEPTH_LIMIT,
+    FOUND,
+    TIMEOUT,
+    Case,
+    CaseResult,
+    Stats,
+    describe_finding,
+    draw_case,
+    finding_kind,
+    run_case,
+    save_finding,
+)
 
 EXAMPLES_PER_KIND = 2  # violations kept per kind and theme and per chunk, for shrinking and display
 

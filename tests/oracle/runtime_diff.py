@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from fuzzpy.audit.oracle import OracleTimeout, _WORKER, call_depth, canonical
+from fuzzpy.audit.oracle import _WORKER, OracleTimeout, call_depth, canonical
 from fuzzpy.checking.program import check_source
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.runtime.interpreter import RECURSION_LIMIT, RunState, evaluate_entry

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzzpy.audit.oracle import (Call, Outcome, audit_pair, call_depth, compare, distance,
-                                 first_trues, run_identity)
+from fuzzpy.audit.oracle import Call, Outcome, audit_pair, call_depth, compare, distance, first_trues, run_identity
 from fuzzpy.checking.program import check_file, check_source
 
 from .choices import RandomChooser, ReplayChooser

@@ -20,8 +20,21 @@ import pytest
 from hypothesis import given
 
 from .choices import RandomChooser
-from .runtime_diff import (COMBINATIONS, FAST, PATHS, REFERENCE, combination, describe_paths, diff_case,
-                           draw_diff_case, draw_paths, number_of, parse_paths, paths_option, run_with)
+from .runtime_diff import (
+    COMBINATIONS,
+    FAST,
+    PATHS,
+    REFERENCE,
+    combination,
+    describe_paths,
+    diff_case,
+    draw_diff_case,
+    draw_paths,
+    number_of,
+    parse_paths,
+    paths_option,
+    run_with,
+)
 from .strategies import diff_cases, oracle_settings
 
 N_PROGRAMS = int(os.environ.get("FUZZPY_RUNTIME_DIFF_EXAMPLES", "250"))

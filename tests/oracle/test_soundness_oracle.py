@@ -23,8 +23,17 @@ from fuzzpy.checking.program import check_source
 from .choices import RandomChooser
 from .generator import Program, generate
 from .strategies import cases, oracle_settings
-from .support import (DEPTH_LIMIT, FOUND, SESSION_STATS, Case, PairSpec, copies_tables, describe_finding,
-                      pair_tables, run_case)
+from .support import (
+    DEPTH_LIMIT,
+    FOUND,
+    SESSION_STATS,
+    Case,
+    PairSpec,
+    copies_tables,
+    describe_finding,
+    pair_tables,
+    run_case,
+)
 
 N_PROGRAMS = int(os.environ.get("FUZZPY_ORACLE_EXAMPLES", "1000"))
 

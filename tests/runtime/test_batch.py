@@ -998,7 +998,6 @@ CHAIN_SEEDS = range(60)
 
 @pytest.mark.parametrize("seed", CHAIN_SEEDS)
 def test_generated_score_chains_release_the_same_values_batched_or_not(seed, monkeypatch):
-    import fuzzpy.runtime.batch as B
 
     source, rng = _chain_program(seed)
     report = check_source(source, "t.fz")
@@ -1136,7 +1135,6 @@ def test_partitions_of_one_bag_are_flattened_as_blocks(nan, one_pass, monkeypatc
     (`LaneBag.of_blocks`): grouping it is a bincount per block, and counting, filtering and
     reading its groups give what the gathered pairs give.  With a key that leaves rows out (NaN
     in x: `bin 3 r.x` has no part for them) the pairs are gathered as before."""
-    import fuzzpy.runtime.batch as B
 
     kinds, grouped = [], []
     real_flat, real_blocks = KP._lanes_of_partitions, KP._groupby_blocks
@@ -1167,7 +1165,6 @@ def test_a_lane_bag_of_blocks_reads_as_its_pairs(one_pass, monkeypatch):
     """rows, lanes, counts and the groups of `_groupby_blocks` are those of the same pairs
     gathered: block by block, in row order within a block (the blocks grouped in one bincount
     or in one each)."""
-    import fuzzpy.runtime.batch as B
     from fuzzpy.runtime.batch import LaneBag
     from fuzzpy.runtime.kernels.bags import _b_count
     from fuzzpy.runtime.kernels.partitions import _groupby_blocks
@@ -1202,7 +1199,6 @@ def test_a_lane_bag_of_blocks_reads_as_its_pairs(one_pass, monkeypatch):
 @pytest.mark.parametrize("one_pass", [1 << 16, 0])
 def test_blocks_with_more_cells_than_int16_holds_are_counted_exactly(one_pass, monkeypatch):
     """Many parts over a few rows: (lane, key) cells past 2^15 are counted in a wider type."""
-    import fuzzpy.runtime.batch as B
     from fuzzpy.runtime.batch import LaneBag
     from fuzzpy.runtime.kernels.partitions import _groupby_blocks
 

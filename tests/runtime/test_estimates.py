@@ -122,7 +122,7 @@ def test_csv_json_and_text_show_the_estimates(table, tmp_path):
     assert rows[4]["epsilon"] == "0" and float(rows[4]["low"]) == api.estimates[0].interval[0]
     text = runner.invoke(app, base).stdout
     assert "estimated from the releases (post-processing, no further cost):" in text
-    assert f"  m[a] = " in text and "from m.sum[a] and m.count[a])" in text
+    assert "  m[a] = " in text and "from m.sum[a] and m.count[a])" in text
     assert "<td>m[b]</td>" in api._repr_html_()
     frame = api.to_frame()
     assert list(frame["mechanism"])[-2:] == ["estimate: mean"] * 2 and list(frame["epsilon"])[-2:] == [0, 0]

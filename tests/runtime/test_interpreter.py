@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fuzzpy.checking.program import check_source
-from fuzzpy.runtime.sums import bounded_sum as _bounded_sum
 from fuzzpy.runtime.data import load_table
 from fuzzpy.runtime.interpreter import RunFailure, RunState, evaluate_entry, run_program
 from fuzzpy.runtime.samplers import RandomSource
+from fuzzpy.runtime.sums import bounded_sum as _bounded_sum
 from fuzzpy.runtime.values import MaskedBag
 
 SCHEMA = '''schema T { x : num[0, 10], y : int[0, 5], k : cat{"a", "b", "c"}, s : string, f : bool }

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from fuzzpy.checking.program import check_file, check_source
-from fuzzpy.runtime.kernels import partitions
 from fuzzpy.runtime.data import load_table
 from fuzzpy.runtime.interpreter import run_program
 from fuzzpy.runtime.kept import KeptCodes
+from fuzzpy.runtime.kernels import partitions
 from fuzzpy.runtime.samplers import RandomSource
 
 ROOT = Path(__file__).resolve().parents[2]

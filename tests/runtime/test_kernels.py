@@ -10,8 +10,17 @@ from fractions import Fraction
 import pytest
 
 from fuzzpy.checking.program import check_source
-from fuzzpy.primitives.registry import (NO_TABLE, PASSES_TABLES, PER_LANE, Refused, StandIn, all_primitives, kernel,
-                                        lookup, without_kernels)
+from fuzzpy.primitives.registry import (
+    NO_TABLE,
+    PASSES_TABLES,
+    PER_LANE,
+    Refused,
+    StandIn,
+    all_primitives,
+    kernel,
+    lookup,
+    without_kernels,
+)
 from fuzzpy.runtime import batch, kernels  # noqa: F401 - registers every primitive's evaluators
 from fuzzpy.runtime.engines import dask_engine
 

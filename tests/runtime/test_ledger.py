@@ -19,10 +19,17 @@ from typer.testing import CliRunner
 
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.interfaces.ledger_commands import ledger_app
+from fuzzpy.ledger import (
+    Ledger,
+    dataset_identity,
+    default_ledger_path,
+    format_exact,
+    open_ledger,
+    parse_amount,
+    program_hash,
+    short_id,
+)
 from fuzzpy.ledger.sqlite import SCHEMA_VERSION
-from fuzzpy.ledger import (Ledger, dataset_identity, default_ledger_path,
-                           format_exact, open_ledger, parse_amount, program_hash,
-                           short_id)
 
 DS = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32

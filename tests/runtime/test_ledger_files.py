@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 
 from fuzzpy.diagnostics import FuzzError
 from fuzzpy.interfaces.cli import app
-from fuzzpy.ledger.sqlite import SCHEMA_VERSION as L_SCHEMA
 from fuzzpy.ledger import Ledger, program_hash
+from fuzzpy.ledger.sqlite import SCHEMA_VERSION as L_SCHEMA
 
 DS = "sha256:" + "ab" * 32
 PROG = program_hash("main db = count db")

@@ -143,9 +143,10 @@ def test_a_real_run_draws_from_the_secure_source(tmp_path, monkeypatch):
     secure source."""
     import random
 
-    import fuzzpy.runtime.interpreter as interpreter
     from check_and_run import ROW_A
     from cli_runs import data, fz, prog
+
+    import fuzzpy.runtime.interpreter as interpreter
 
     monkeypatch.setenv("FUZZPY_LEDGER", str(tmp_path / "env-ledger.sqlite"))  # never ~/.fuzzpy
     seen = []

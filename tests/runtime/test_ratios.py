@@ -13,10 +13,10 @@ import pytest
 from fuzzpy.primitives.registry import lookup
 from fuzzpy.runtime import ratios as R
 from fuzzpy.runtime.batch import LaneEvaluator, Lanes, select_lanes, unlane
-from fuzzpy.runtime.kernels.arith import _b_numeric
 from fuzzpy.runtime.interpreter import Interpreter, RunState
-from fuzzpy.runtime.numbers import as_float
+from fuzzpy.runtime.kernels.arith import _b_numeric
 from fuzzpy.runtime.noise import _grid_split, _grid_split_ratios, _grid_split_scaled, laplace_release_runs
+from fuzzpy.runtime.numbers import as_float
 from fuzzpy.runtime.ratios import ExactColumns, Ratios
 from fuzzpy.runtime.samplers import RandomSource
 

@@ -15,9 +15,9 @@ import sqlite3
 from fractions import Fraction as F
 
 import pytest
-
 from check_and_run import ROW_A, ROW_B, T
 from cli_runs import data, fz, prog, write
+
 from fuzzpy.ledger import Ledger, dataset_identity, program_hash
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from check_and_run import ROW_A, ROW_B
 from cli_runs import data, fz, prog
+
 from fuzzpy.ledger import dataset_identity
 
 

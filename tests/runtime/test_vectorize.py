@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from fuzzpy.checking.program import check_source
-from fuzzpy.runtime.kernels.partitions import category_codes
 from fuzzpy.runtime.data import load_table
 from fuzzpy.runtime.interpreter import RunState, run_program
+from fuzzpy.runtime.kernels.partitions import category_codes
 from fuzzpy.runtime.samplers import RandomSource
 from fuzzpy.runtime.values import MaskedBag, bag_from_rows, bag_rows
 from fuzzpy.runtime.vectorize import NotVectorisable, Vec, to_frame, where
@@ -161,8 +161,8 @@ def test_group_counts_ignore_rows_without_a_key(k):
 
 
 def test_groupby_of_a_filtered_bag_never_materialises_rows(db):
-    from fuzzpy.runtime.kernels.partitions import _groupby as _run_groupby
     from fuzzpy.runtime.evaluator import Interpreter
+    from fuzzpy.runtime.kernels.partitions import _groupby as _run_groupby
     from fuzzpy.runtime.state import Context
     from fuzzpy.runtime.values import Closure
 

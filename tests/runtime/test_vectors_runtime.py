@@ -9,11 +9,11 @@ from fractions import Fraction as F
 
 import numpy as np
 import pytest
-
 from check_and_run import check, make_tables
+
 from fuzzpy.primitives.vectors import _tangent_factor, clip_exact
-from fuzzpy.runtime.kernels.vectors import clip_rows
 from fuzzpy.runtime.interpreter import run_program
+from fuzzpy.runtime.kernels.vectors import clip_rows
 from fuzzpy.runtime.samplers import RandomSource
 
 
@@ -189,8 +189,8 @@ def test_number_columns_become_the_matrix_the_frame_gives():
 
     import pandas as pd
 
-    from fuzzpy.runtime.vectorize import row_matrix as _row_matrix
     from fuzzpy.runtime.vectorize import Vec, number_matrix, to_frame
+    from fuzzpy.runtime.vectorize import row_matrix as _row_matrix
 
     n = 7
     floats = np.array([0.0, -0.0, math.nan, math.inf, -math.inf, 5e-324, 1.5])

@@ -47,8 +47,9 @@ def postgres():
     if prefix:
         shutil.chown(folder, "postgres", "postgres")
     data, port = folder / "data", free_port()
-    run = lambda *args: subprocess.run([*prefix, *map(str, args)], check=True, capture_output=True, text=True,
-                                       timeout=120)
+    def run(*args):
+        return subprocess.run([*prefix, *map(str, args)], check=True, capture_output=True, text=True,
+                                           timeout=120)
     run(bindir / "initdb", "-D", data, "-U", "fuzzpy", "--auth=trust", "-E", "UTF8", "--no-sync")
     run(bindir / "pg_ctl", "-D", data, "-l", folder / "server.log", "-w", "-t", "60", "start", "-o",
         f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200")

@@ -19,8 +19,21 @@ import pytest
 
 from fuzzpy.interfaces.cli import run_app
 
-from .helpers import (ADULT_CSV, ADULT_SCHEMA, COUNT_PROGRAM, EXAMPLES, POINTS_CSV, POINTS_SCHEMA, Analyst, body, served_text,
-                      codes, fuzzpy_cli, start_server, write_config)
+from .helpers import (
+    ADULT_CSV,
+    ADULT_SCHEMA,
+    COUNT_PROGRAM,
+    EXAMPLES,
+    POINTS_CSV,
+    POINTS_SCHEMA,
+    Analyst,
+    body,
+    codes,
+    fuzzpy_cli,
+    served_text,
+    start_server,
+    write_config,
+)
 
 ALICE = Analyst("alice", caps={"adult": "50", "points": "10", "secret": "1", "adult_dp": "50", "points_dp": "10"})
 BOB = Analyst("bob", caps={"adult": "0.3"})

@@ -15,7 +15,7 @@ from fuzzpy.serve.registry import add_analyst, find_analyst, hash_token, registe
 from fuzzpy.serve.service import ProgramRequest, RequestError, Service
 from fuzzpy.serve.store import SqliteStore
 
-from .helpers import ADULT_CSV, ADULT_SCHEMA, COUNT_PROGRAM, ROOT, fuzzpy_cli, served_text
+from .helpers import ADULT_CSV, ADULT_SCHEMA, ROOT, fuzzpy_cli, served_text
 
 
 def schema(text: str):

@@ -7,7 +7,6 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-
 from stdlib_support import mechanisms, probe, probe_type
 
 INF = float("inf")

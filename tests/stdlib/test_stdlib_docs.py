@@ -8,7 +8,6 @@ import re
 from fractions import Fraction
 
 import pytest
-
 from stdlib_support import ROOT, ROW, STDLIB, probe
 
 DOC = ROOT / "docs" / "stdlib.md"

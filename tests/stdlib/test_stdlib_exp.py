@@ -5,12 +5,11 @@ import math
 from fractions import Fraction as F
 
 import numpy as np
-
-from fuzzpy.runtime.kernels.library import exp as _exp_run
-from fuzzpy.primitives.registry import lookup
-from stdlib_support import mechanisms, probe, probe_type, run, load_rows
-
 from conftest import check, codes
+from stdlib_support import load_rows, mechanisms, probe, probe_type, run
+
+from fuzzpy.primitives.registry import lookup
+from fuzzpy.runtime.kernels.library import exp as _exp_run
 
 
 def test_exp_is_unbounded_in_private_inputs_and_positive():

@@ -6,10 +6,9 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
+from stdlib_support import IMPORTS, ROW, errors, load_rows, probe, rows, run
 
-from stdlib_support import errors, load_rows, mechanisms, probe, rows, run
 from fuzzpy.checking.program import check_source
-from stdlib_support import IMPORTS, ROW
 
 
 def _gauss(report):

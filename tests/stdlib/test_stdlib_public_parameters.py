@@ -11,9 +11,9 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
+from stdlib_support import IMPORTS, ROOT, ROW
 
 from fuzzpy.checking.program import check_source
-from stdlib_support import IMPORTS, ROOT, ROW
 
 XS = "(map (fun r -> r.x) db)"
 PTS = "(map (fun r -> (r.x, r.y)) db)"

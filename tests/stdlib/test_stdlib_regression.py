@@ -8,10 +8,10 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
+from stdlib_support import IMPORTS, ROW, errors, load_rows, rows, run
 
 from fuzzpy.checking.program import check_source
 from fuzzpy.primitives.vectors import sqrt_upper
-from stdlib_support import IMPORTS, ROW, errors, load_rows, rows, run
 
 FEATURES = {
     1: "vec (r.x / 100)",

@@ -8,7 +8,6 @@ import math
 from fractions import Fraction as F
 
 import pytest
-
 from stdlib_support import load_rows, rows, run
 
 BIG = 10000  # epsilon: noise scales are S / 10000

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from check_and_run import T
+
 from fuzzpy.checking.program import check_source
 from fuzzpy.diagnostics import render
 

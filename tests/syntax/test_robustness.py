@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import random
 
+from conftest import check, codes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import check, codes
 
 GOOD = '''schema T { x : num[0, 10], k : cat{"a", "b"} }
 param e : num = 0.5;

@@ -11,15 +11,14 @@ from typing import Optional
 from ...checking.checker import MechanismRecord
 from ...checking.program import CheckReport
 from ...primitives.registry import all_primitives
-from ...syntax import ast as A
 from ...render.numbers import show as fmt_coef
 from ...render.numbers import to_float
 from ...render.report import guarantee_text
+from ...syntax import ast as A
 from .analysis import Analysis, Binding, CallRecord
 from .incremental import _unique_by
 from .members import hover_field
 from .navigation import _contains, _local_at
-
 
 # ---- hover text ---------------------------------------------------------------------------------
 

@@ -36,11 +36,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
-from ...checking.program import CheckReport, check_source
-from ...checking.program import pragma_budget, pragma_delta  # the one reading of the pragmas
-from ...pipeline.budget import apply_budget
+from ...checking.program import CheckReport, check_source, pragma_budget, pragma_delta  # the one reading of the pragmas
 from ...diagnostics import Diagnostic, Span
 from ...hints import drop_cascades
+from ...limits import STACK_BYTES
+from ...pipeline.budget import apply_budget
 from ...syntax import ast as A
 from ...syntax.loader import load_program
 from ...syntax.parser import MAX_SOURCE_BYTES, parse_chunk, split_chunks
@@ -50,7 +50,6 @@ SYNTHETIC_ENTRY = "__fuzzpy_lsp_entry__"
 FULL_FACTOR = 1.5   # re-run changed units unless that costs more than 1.5 full checks
 RUN_OVERHEAD = 3    # fixed cost of one check run, in "functions"
 CACHE_ENTRIES = 5_000
-from ...limits import STACK_BYTES
 
 
 @dataclass

@@ -327,7 +327,8 @@ class DaskEngine(Engine):
         footers = self.client.gather(self.client.map(_p_footer, files, table=table, pure=False))
         bad = [d for info in footers if isinstance(info, list) for d in info]
         if bad:
-            raise FuzzError([Diagnostic(c, m, None, ["nothing was charged"]) for c, m in dict.fromkeys(map(tuple, bad))])
+            raise FuzzError([Diagnostic(c, m, None, ["nothing was charged"])
+                             for c, m in dict.fromkeys(map(tuple, bad))])
         pieces = []
         for f, (groups, present) in zip(files, footers):
             missing = [n for n in names if n not in present]

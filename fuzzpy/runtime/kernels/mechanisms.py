@@ -19,9 +19,18 @@ from ...primitives.mechanisms import BETA, Accuracy, rr_flip_upper, selection_ac
 from ...primitives.registry import NO_TABLE, kernel
 from .. import batch as lanes
 from .. import noise
-from ..noise import (_is_scalar, above_threshold, above_threshold_batch, gaussian_release, gaussian_release_batch,
-                     gaussian_release_runs, laplace_release, laplace_release_batch, laplace_release_runs,
-                     randomized_response)
+from ..noise import (
+    _is_scalar,
+    above_threshold,
+    above_threshold_batch,
+    gaussian_release,
+    gaussian_release_batch,
+    gaussian_release_runs,
+    laplace_release,
+    laplace_release_batch,
+    laplace_release_runs,
+    randomized_response,
+)
 from ..ratios import ExactColumns
 from ..state import RunFailure
 from ..values import MechanismDistribution
