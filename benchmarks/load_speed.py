@@ -2,7 +2,7 @@
 
     python benchmarks/load_speed.py [--rows 1000000] [--repeat 3] [--dir /tmp/fuzzpy-load]
                                     [--queries count,sum,...] [--formats csv,parquet]
-                                    [--code DIR]
+                                    [--code DIR] [--minimal]
 
 UCI Adult is replicated to `--rows` rows (written once into `--dir`, as CSV with a header and as
 Parquet).  For each of six queries, two commands run as separate processes, interleaved:
@@ -14,16 +14,19 @@ query and format: the best wall time of each, and the ratio fuzzpy / pandas (goa
 busy machine, and the one-minute load average after the runs.  `--code DIR` adds a third
 command, interleaved with the other two: the same `fuzzpy run` importing fuzzpy from DIR (another
 checkout, say `git worktree add DIR HEAD~1`), to compare two versions in one session; its time and
-its ratio to pandas are printed as well.
+its ratio to pandas are printed as well.  `--minimal` declares only the columns each query
+reads (the program's schema, and the pandas script's `columns=`/`usecols=`), so both sides may
+skip the rest of the file; the peak memory (maximum resident set) of each process is printed too.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
+import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,6 +38,11 @@ from run_speed import ADULT, SCHEMA  # noqa: E402  (the Adult schema and data, s
 COLUMNS = ("age workclass fnlwgt education education_num marital_status occupation relationship race sex "
            "capital_gain capital_loss hours_per_week native_country income").split()
 AGES = list(range(17, 91))
+
+# Each declared column's type in the Adult schema, and the columns each query reads (--minimal).
+COLUMN_TYPES = dict(re.findall(r"(\w+) : (cat\{[^}]*\}|\w+\[[^\]]*\]|string)", SCHEMA))
+READS = {"count": ["age"], "sum": ["capital_gain"], "mean": ["age"], "histogram": ["race"],
+         "crosstab": ["sex", "income"], "median": ["age"]}
 
 # name -> (fuzzpy main's result type and body, the pandas statement computing `value`)
 QUERIES = {
@@ -64,17 +72,24 @@ function imbalance (db : bag Adult) (c : num) : num {
 """
 
 
-def program(name: str) -> str:
+def program(name: str, minimal: bool = False) -> str:
     result, body, _ = QUERIES[name]
     header = 'import "stdlib/stats.fz";\n' if name in ("mean", "histogram", "crosstab") else ""
     extra = IMBALANCE if name == "median" else ""
     typed = f" : {result}" if result else ""
-    return f"{header}{SCHEMA}{extra}\nfunction main (db : bag Adult){typed} {{ {body} }}\n"
+    return f"{header}{schema(name) if minimal else SCHEMA}{extra}\nfunction main (db : bag Adult){typed} {{ {body} }}\n"
 
 
-def script(name: str, path: Path) -> str:
-    read = (f"pd.read_parquet({str(path)!r})" if path.suffix == ".parquet"
-            else f"pd.read_csv({str(path)!r}, skipinitialspace=True)")
+def schema(name: str) -> str:
+    """The Adult schema with only the columns query `name` reads."""
+    columns = ", ".join(f"{c} : {COLUMN_TYPES[c]}" for c in READS[name])
+    return f"schema Adult {{ {columns} }}\nparam eps : num = 0.1;\n"
+
+
+def script(name: str, path: Path, minimal: bool = False) -> str:
+    cols = READS[name] if minimal else None
+    read = (f"pd.read_parquet({str(path)!r}, columns={cols!r})" if path.suffix == ".parquet"
+            else f"pd.read_csv({str(path)!r}, skipinitialspace=True, usecols={cols!r})")
     return ("import numpy as np, pandas as pd\n"
             f"df = {read}\nrng = np.random.default_rng(1)\neps = 0.1\n"
             f"{QUERIES[name][2]}\nprint(value)\n")
@@ -91,19 +106,21 @@ def make_data(folder: Path, rows: int) -> dict[str, Path]:
     return {"csv": csv, "parquet": parquet}
 
 
-def timed(cmd: list[str], where: Path, code: Path | None = None) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system) of one child process (importing fuzzpy from `code`).
-    It runs in `where` (the data folder): `python -m` puts its working folder first on the path,
-    so a checkout as working folder would shadow `code`."""
+def timed(cmd: list[str], where: Path, code: Path | None = None) -> tuple[float, float, float]:
+    """Wall and CPU seconds (user + system) and peak memory (MB) of one child process (importing
+    fuzzpy from `code`).  It runs in `where` (the data folder): `python -m` puts its working
+    folder first on the path, so a checkout as working folder would shadow `code`."""
     env = None if code is None else {**os.environ, "PYTHONPATH": str(code)}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=where)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=where)
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own usage, its peak memory too
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{err.read().decode(errors='replace')}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -114,30 +131,41 @@ def main() -> None:
     ap.add_argument("--queries", default=",".join(QUERIES))
     ap.add_argument("--formats", default="csv,parquet")
     ap.add_argument("--code", type=Path, default=None, help="another fuzzpy checkout, timed too")
+    ap.add_argument("--minimal", action="store_true", help="declare and read only the columns each query reads")
+    ap.add_argument("--make-data-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.make_data_only:
+        make_data(args.dir, args.rows)
+        return
     code = None if args.code is None else args.code.resolve()
-    files = make_data(args.dir, args.rows)
+    # The data is made in a child: a child forked from a process holding the replicated table
+    # would count that table in its own peak memory.
+    subprocess.run([sys.executable, __file__, "--make-data-only", "--rows", str(args.rows), "--dir", str(args.dir)],
+                   check=True)
+    files = {"csv": args.dir / f"adult_{args.rows}.csv", "parquet": args.dir / f"adult_{args.rows}.parquet"}
     print(f"{args.rows:,} rows; best of {args.repeat} interleaved runs; whole processes")
     other = "" if code is None else f" {'--code s':>9} {'ratio':>6} {'cpu ratio':>10}"
-    print(f"{'query':<10} {'file':<8} {'fuzzpy s':>9} {'pandas s':>9} {'ratio':>6} {'cpu ratio':>10}{other} {'load':>5}")
+    print(f"{'query':<10} {'file':<8} {'fuzzpy s':>9} {'pandas s':>9} {'ratio':>6} {'cpu ratio':>10}{other} "
+          f"{'fuzzpy MB':>10} {'pandas MB':>10} {'mem ratio':>10} {'load':>5}")
     for name in args.queries.split(","):
         prog = args.dir / f"{name}.fz"
-        prog.write_text(program(name))
+        prog.write_text(program(name, args.minimal))
         for fmt in args.formats.split(","):
             data = files[fmt]
             ours = [sys.executable, "-m", "fuzzpy", "run", str(prog), "--data", str(data), "--seed", "1",
                     "--param", "eps=0.1", "--budget", "1", "--format", "json"]
-            theirs = [sys.executable, "-c", script(name, data)]
+            theirs = [sys.executable, "-c", script(name, data, args.minimal)]
             runs = [(timed(ours, args.dir), timed(theirs, args.dir),
-                     timed(ours, args.dir, code) if code else (0.0, 0.0))
+                     timed(ours, args.dir, code) if code else (0.0, 0.0, 0.0))
                     for _ in range(args.repeat)]
             fw, fc = min(r[0][0] for r in runs), min(r[0][1] for r in runs)
             pw, pc = min(r[1][0] for r in runs), min(r[1][1] for r in runs)
             ow, oc = min(r[2][0] for r in runs), min(r[2][1] for r in runs)
+            fm, pm = min(r[0][2] for r in runs), min(r[1][2] for r in runs)
             load = os.getloadavg()[0]  # the machine may be shared: read the ratios
             other = "" if code is None else f" {ow:9.2f} {ow / pw:6.2f} {oc / pc:10.2f}"
-            print(f"{name:<10} {fmt:<8} {fw:9.2f} {pw:9.2f} {fw / pw:6.2f} {fc / pc:10.2f}{other} {load:5.1f}",
-                  flush=True)
+            print(f"{name:<10} {fmt:<8} {fw:9.2f} {pw:9.2f} {fw / pw:6.2f} {fc / pc:10.2f}{other} "
+                  f"{fm:10.0f} {pm:10.0f} {fm / pm:10.2f} {load:5.1f}", flush=True)
 
 
 if __name__ == "__main__":
