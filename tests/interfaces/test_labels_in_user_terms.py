@@ -1,0 +1,64 @@
+"""Labels in the user's terms: a bin's key shows the interval it stands for, each component of a
+crosstab's key has its own CSV / DataFrame column named after the field the key function read."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pandas as pd
+from typer.testing import CliRunner
+
+import fuzzpy
+from fuzzpy.interfaces.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+EX = ROOT / "examples"
+DATA = EX / "data" / "adult_sample.csv"
+runner = CliRunner()
+
+BINNED = f"""import "{EX / 'schemas' / 'adult.fz'}"
+param eps : num = 0.5;
+function main (db : bag Adult) {{
+  each (fun g -> sample h = laplace eps (count g); return h) (groupby (fun r -> bin 10 r.age) db)
+}}
+"""
+
+
+def fz(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_a_bin_key_is_labelled_by_its_interval(tmp_path):
+    prog = tmp_path / "binned.fz"
+    prog.write_text(BINNED)
+    res = fz("run", prog, "--data", DATA, "--budget", 1, "--seed", 1, "--format", "csv")
+    assert res.exit_code == 0, res.stderr
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert [r["label"] for r in rows] == [f"h[[{10 * k}, {10 * k + 10})]" for k in range(1, 10)]
+    assert [r["age"] for r in rows] == [f"[{10 * k}, {10 * k + 10})" for k in range(1, 10)]
+
+
+def test_the_bins_result_keeps_the_programs_keys(tmp_path):
+    prog = tmp_path / "binned.fz"
+    prog.write_text(BINNED)
+    result = fuzzpy.run(prog, data=pd.read_csv(DATA), budget=1, seed=1)
+    assert list(result.value) == [str(k) for k in range(1, 10)]
+
+
+def test_a_crosstab_has_one_csv_column_per_key_component():
+    res = fz("run", EX / "cookbook" / "crosstab.fz", "--data", DATA, "--budget", 1, "--seed", 1, "--format", "csv")
+    assert res.exit_code == 0, res.stderr
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert list(rows[0])[:3] == ["label", "sex", "income"]
+    assert [(r["label"], r["sex"], r["income"]) for r in rows] == [
+        ("table[Male, <=50K]", "Male", "<=50K"), ("table[Male, >50K]", "Male", ">50K"),
+        ("table[Female, <=50K]", "Female", "<=50K"), ("table[Female, >50K]", "Female", ">50K")]
+
+
+def test_the_data_frame_has_the_same_key_columns_as_the_csv():
+    result = fuzzpy.run(EX / "cookbook" / "crosstab.fz", data=pd.read_csv(DATA), budget=1, seed=1)
+    frame = result.to_frame()
+    assert list(frame.columns)[:3] == ["label", "sex", "income"]
+    assert list(frame["sex"]) == ["Male", "Male", "Female", "Female"]
