@@ -14,7 +14,7 @@ import math
 from typing import Any, Optional
 
 from ..diagnostics import Diagnostic, render
-from ..render.labels import estimate_labels, estimate_location, key_cells, key_columns, labels, location
+from ..render.labels import base_label, estimate_labels, estimate_location, key_cells, key_columns, labels, location
 from ..render.numbers import dumps, show
 from ..render.printed import Printed
 from ..render.released import (
@@ -203,15 +203,20 @@ def estimates_text(outcome: Outcome, estimates: list) -> list[str]:
 
 def release_rows(outcome: Outcome) -> list[dict]:
     """One row per released value and per estimate (label, key, value, epsilon, low, high, ...),
-    with the values as numbers: what `--plot` draws."""
+    with the values as numbers: what `--plot` draws.  Each row also says what it is (`kind`: an
+    estimate's kind, "quantile" for a release stated in ranks, else "release"), its name without
+    the keys, its key columns, and a quantile's statement (`rank`: the JSON accuracy)."""
     releases, estimates = outcome.result.releases, getattr(outcome.result, "estimates", [])
     rows = list(csv.DictReader(io.StringIO(releases_csv(outcome, releases, estimates))))
-    values = [js["value"] for js in releases_json(outcome, releases)] + \
-        [js["value"] for js in estimates_json(outcome, estimates)]
-    for row, value in zip(rows, values):
-        row["value"] = value
-        row["low"] = float(row["low"]) if row["low"] else ""
-        row["high"] = float(row["high"]) if row["high"] else ""
+    report = outcome.report
+    rel_js, est_js = releases_json(outcome, releases), estimates_json(outcome, estimates)
+    names = [base_label(r, report.file, report.sources) for r in releases] + \
+        [base_label(e.sources[0], report.file, report.sources) for e in estimates]
+    for row, js, name in zip(rows, rel_js + est_js, names):
+        rank = (js.get("accuracy") or {}) if "quantile" in (js.get("accuracy") or {}) else None
+        row.update(value=js["value"], name=name, keys=js["key_columns"], rank=rank,
+                   kind=js.get("kind") or ("quantile" if rank else "release"),
+                   low=float(row["low"]) if row["low"] else "", high=float(row["high"]) if row["high"] else "")
     return rows
 
 
