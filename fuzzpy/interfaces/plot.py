@@ -33,6 +33,7 @@ class Panel:
     ylabel: str
     notes: list[str] = field(default_factory=list)   # per value, written beside it (a quantile's rank accuracy)
     grid: list[Optional[tuple[float, float]]] = field(default_factory=list)  # a quantile's neighbouring candidates
+    positions: list[float] = field(default_factory=list)  # x of each value on a numeric axis (a CDF's boundaries)
 
 
 @dataclass
@@ -77,11 +78,13 @@ def _means(rows: list[dict]) -> list[Panel]:
 
 
 def _cdf(rows: list[dict]) -> list[Panel]:
+    """The boundary of each total is its key (`< 30`): the x axis is the boundaries' scale."""
     panels = []
     for name, group in _by_name(rows):
-        panels.append(Panel([_tick(r) for r in group], [float(r["value"]) for r in group],
-                            [_interval(r) for r in group], _key_axis(group) or "boundary",
-                            f"{name}: cumulative count"))
+        ticks = [_tick(r).removeprefix("< ") for r in group]
+        panels.append(Panel(ticks, [float(r["value"]) for r in group], [_interval(r) for r in group],
+                            "boundary", f"{name}: number of values below the boundary",
+                            positions=[float(t) for t in ticks]))
     return panels
 
 
@@ -173,13 +176,16 @@ def _draw_means(ax: Any, panel: Panel) -> None:
 
 
 def _draw_cdf(ax: Any, panel: Panel) -> None:
-    xs = range(len(panel.values))
+    xs = panel.positions
     lows = [iv[0] if iv else v for v, iv in zip(panel.values, panel.intervals)]
     highs = [iv[1] if iv else v for v, iv in zip(panel.values, panel.intervals)]
     ax.fill_between(xs, lows, highs, color="#4c72b0", alpha=0.25, label="95% band")
     ax.plot(xs, panel.values, "o-", color="#4c72b0", label="cumulative count")
     ax.legend(fontsize=7, loc="upper left")
-    _labels(ax, panel)
+    ax.set_ylim(bottom=min(0.0, *lows))
+    ax.set_xticks(xs, panel.ticks, fontsize=8)
+    ax.set_xlabel(panel.xlabel, fontsize=8)
+    ax.set_ylabel(panel.ylabel, fontsize=8)
 
 
 def _draw_quantiles(ax: Any, panel: Panel) -> None:

@@ -14,7 +14,16 @@ import math
 from typing import Any, Optional
 
 from ..diagnostics import Diagnostic, render
-from ..render.labels import base_label, estimate_labels, estimate_location, key_cells, key_columns, labels, location
+from ..render.labels import (
+    base_label,
+    estimate_keys,
+    estimate_labels,
+    estimate_location,
+    key_cells,
+    key_columns,
+    labels,
+    location,
+)
 from ..render.numbers import dumps, show
 from ..render.printed import Printed
 from ..render.released import (
@@ -193,7 +202,7 @@ def estimates_json(outcome: Outcome, estimates: list) -> list[dict]:
     names = estimate_labels(estimates, report.file, report.sources)
     return [{**estimate_json(e, name, estimate_location(e, report.file),
                              labels(list(e.sources), report.file, report.sources)),
-             "key_columns": dict(key_cells(e.sources[0].keys))}
+             "key_columns": dict(key_cells(estimate_keys(e)))}
             for e, name in zip(estimates, names)]
 
 

@@ -34,7 +34,11 @@ def release_span(r: Any, program: str) -> Any:
 
 
 def _keys(r: Any) -> str:
-    return "".join(f"[{key_text(k)}]" for k in r.keys)
+    return _keys_text(r.keys)
+
+
+def _keys_text(keys: tuple) -> str:
+    return "".join(f"[{key_text(k)}]" for k in keys)
 
 
 def key_text(key: str) -> str:
@@ -100,8 +104,14 @@ def labels(releases: list, program: str, sources: dict[str, str]) -> list[str]:
 def estimate_labels(estimates: list, program: str, sources: dict[str, str]) -> list[str]:
     """An estimate is named after the release(s) it is computed from (`means[Female]` for the
     releases `means.sum[Female]` and `means.count[Female]`, `b.bound` for the answers `b.answers`)."""
-    return _numbered([base_label(e.sources[0], program, sources) + e.suffix + _keys(e.sources[0])
+    return _numbered([base_label(e.sources[0], program, sources) + e.suffix + _keys_text(estimate_keys(e))
                       for e in estimates])
+
+
+def estimate_keys(e: Any) -> tuple:
+    """An estimate's keys: its own (a CDF value's boundary), else those of its first source."""
+    own = getattr(e, "keys", None)
+    return e.sources[0].keys if own is None else own
 
 
 def estimate_location(e: Any, program: str) -> Optional[str]:

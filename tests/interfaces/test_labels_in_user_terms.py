@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 import fuzzpy
@@ -62,3 +64,29 @@ def test_the_data_frame_has_the_same_key_columns_as_the_csv():
     frame = result.to_frame()
     assert list(frame.columns)[:3] == ["label", "sex", "income"]
     assert list(frame["sex"]) == ["Male", "Male", "Female", "Female"]
+
+
+def test_a_cdfs_counts_are_labelled_by_their_intervals_and_its_totals_by_their_boundary():
+    res = fz("run", EX / "cookbook" / "cdf.fz", "--data", DATA, "--budget", 1, "--seed", 1, "--format", "csv")
+    assert res.exit_code == 0, res.stderr
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert [r["label"] for r in rows] == [
+        "below[(-inf, 30)]", "below[[30, 40)]", "below[[40, 50)]", "below[[50, 60)]", "below[[60, 70)]",
+        "below[[70, 80)]", "below[[80, inf)]",
+        "below[< 30]", "below[< 40]", "below[< 50]", "below[< 60]", "below[< 70]", "below[< 80]"]
+    assert rows[1]["interval"] == "[30, 40)" and rows[8]["interval"] == "< 40"
+
+
+def test_a_cdfs_cumulative_counts_have_a_band_from_the_counts_accuracy():
+    result = fuzzpy.run(EX / "cookbook" / "cdf.fz", data=pd.read_csv(DATA), budget=1, seed=1)
+    totals = [e for e in result.estimates if e.kind == "cumulative"]
+    assert [e.value for e in totals] == pytest.approx(list(result.value))
+    running = 0.0
+    for k, (e, count) in enumerate(zip(totals, result.releases), start=1):
+        running += count.value
+        low, high = e.interval
+        half = (high - low) / 2
+        assert low < e.value < high and e.value == pytest.approx(running)
+        # each count within its bound at 0.05 / 6 (Laplace, scale 2): the k-th total within k of them
+        assert k * 2 * math.log(6 / 0.05) <= half == pytest.approx(k * 2 * math.log(6 / 0.05), rel=1e-3)
+        assert "95% band (all 6 at once)" in e.words

@@ -82,3 +82,15 @@ def test_releases_of_different_names_get_their_own_axes(tmp_path, monkeypatch):
 def test_a_run_without_numbers_has_nothing_to_plot():
     with pytest.raises(plot.FuzzError, match="released no numbers"):
         plot.chart_of([{"label": "top", "value": ["Sales"], "low": "", "high": ""}], "t")
+
+
+def test_a_cdf_is_drawn_as_cumulative_counts_over_the_boundaries_with_a_band(tmp_path, monkeypatch):
+    chart = drawn(EX / "cookbook" / "cdf.fz", tmp_path / "d.png", monkeypatch)
+    assert chart.kind == "cdf"
+    (panel,) = chart.panels
+    assert panel.positions == [30, 40, 50, 60, 70, 80] and panel.xlabel == "boundary"
+    assert panel.ylabel == "below: number of values below the boundary"
+    assert panel.values == sorted(panel.values)
+    widths = [high - low for low, high in panel.intervals]
+    assert widths == sorted(widths) and widths[0] > 0  # the k-th total carries k noises
+    picture(tmp_path / "d.png")
