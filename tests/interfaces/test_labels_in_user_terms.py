@@ -90,3 +90,13 @@ def test_a_cdfs_cumulative_counts_have_a_band_from_the_counts_accuracy():
         # each count within its bound at 0.05 / 6 (Laplace, scale 2): the k-th total within k of them
         assert k * 2 * math.log(6 / 0.05) <= half == pytest.approx(k * 2 * math.log(6 / 0.05), rel=1e-3)
         assert "95% band (all 6 at once)" in e.words
+
+
+def test_the_quickstarts_mean_is_an_estimate_named_after_its_two_releases():
+    res = fz("run", EX / "quickstart.fz", "--data", DATA, "--budget", 1, "--seed", 1)
+    assert res.exit_code == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert any(line.startswith("  n = 1860.9  (epsilon 0.1; within +-29.96") for line in lines)
+    assert any(line.startswith("  total = 73107  (epsilon 0.1; within +-2697") for line in lines)
+    (mean,) = [line for line in lines if line.startswith("  total / n = ")]
+    assert "(95% interval [36.77, 41.91] for the mean of the values clipped to [17, 90]; from total and n)" in mean

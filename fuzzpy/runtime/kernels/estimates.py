@@ -81,11 +81,14 @@ def _mean_estimate(ctx, lo, hi, s, n):
     else:
         low, high = box
         words = f"{_pct(1 - BETA)} interval {interval_text(low, high)} for {what}"
-    if rs is rn:
+    suffix = ""
+    if rs is not rn and rs.user_name and rn.user_name:  # released by the user's own samples: `total / n`
+        suffix = f" / {rn.user_name}"
+    elif rs is rn:
         rs.role = "sum and count"
     else:
         rs.role, rn.role = "sum", "count"
-    ctx.record_estimate(EstimateRecord("mean", value, low, high, BETA, words, sources, "",
+    ctx.record_estimate(EstimateRecord("mean", value, low, high, BETA, words, sources, suffix,
                                        box is not None))
     return value
 
