@@ -220,7 +220,7 @@ def release_rows(outcome: Outcome) -> list[dict]:
     report = outcome.report
     rel_js, est_js = releases_json(outcome, releases), estimates_json(outcome, estimates)
     names = [base_label(r, report.file, report.sources) for r in releases] + \
-        [base_label(e.sources[0], report.file, report.sources) for e in estimates]
+        [base_label(e.sources[0], report.file, report.sources) + e.suffix for e in estimates]
     for row, js, name in zip(rows, rel_js + est_js, names):
         rank = (js.get("accuracy") or {}) if "quantile" in (js.get("accuracy") or {}) else None
         row.update(value=js["value"], name=name, keys=js["key_columns"], rank=rank,

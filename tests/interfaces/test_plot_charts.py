@@ -73,10 +73,22 @@ def test_a_crosstab_is_drawn_with_its_key_columns_on_the_axis(tmp_path, monkeypa
 
 
 def test_releases_of_different_names_get_their_own_axes(tmp_path, monkeypatch):
-    chart = drawn(EX / "quickstart.fz", tmp_path / "s.png", monkeypatch)
-    assert [p.ylabel for p in chart.panels] == ["n (released)", "total (released)"]
+    chart = drawn(EX / "cookbook" / "counts.fz", tmp_path / "s.png", monkeypatch)
+    assert chart.kind == "bars"
+    assert [p.ylabel for p in chart.panels] == ["seniors (released)", "rich_women (released)",
+                                                "long_weeks (released)"]
     height, _ = picture(tmp_path / "s.png")
-    assert height > 500  # two panels, one above the other
+    assert height > 800  # three panels, one above the other
+
+
+def test_the_quickstarts_mean_is_drawn_with_its_interval(tmp_path, monkeypatch):
+    chart = drawn(EX / "quickstart.fz", tmp_path / "q.png", monkeypatch)
+    assert chart.kind == "means"
+    (panel,) = chart.panels
+    assert panel.ylabel == "total / n: the mean of the values clipped to [17, 90]"
+    ((low, high),) = panel.intervals
+    assert 17 < low < panel.values[0] < high < 90
+    picture(tmp_path / "q.png")
 
 
 def test_a_run_without_numbers_has_nothing_to_plot():
