@@ -13,6 +13,7 @@ released (pipeline/output.py `release_rows`).  matplotlib is an optional extra: 
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -102,9 +103,23 @@ def _quantiles(rows: list[dict]) -> list[Panel]:
                   "", notes, grid)]
 
 
+def _ticks(group: list[dict]) -> list[str]:
+    """Each value's key, or its whole label when keys repeat (the rounds of k-means: `n #2[0]`)."""
+    ticks = [_tick(r) for r in group]
+    return [_short(t) for t in (ticks if len(set(ticks)) == len(ticks) else [r["label"] for r in group])]
+
+
 def _bars(rows: list[dict]) -> list[Panel]:
-    return [Panel([_tick(r) for r in group], [float(r["value"]) for r in group], [_interval(r) for r in group],
-                  _key_axis(group), f"{name} (released)") for name, group in _by_name(rows)][:MAX_PANELS]
+    """A value without an interval (an exponential mechanism's choice) is noted with its statement."""
+    return [Panel(_ticks(group), [float(r["value"]) for r in group], [_interval(r) for r in group],
+                  _key_axis(group), f"{_short(name, 28)} (released)",
+                  [r.get("accuracy") or "" if _interval(r) is None else "" for r in group])
+            for name, group in _by_name(rows)][:MAX_PANELS]
+
+
+def _short(name: str, width: int = 40) -> str:
+    """A name that fits an axis: a long one (the source of an unnamed call) cut with an ellipsis."""
+    return name if len(name) <= width else name[:width - 3] + "..."
 
 
 def _by_name(rows: list[dict]) -> list[tuple[str, list[dict]]]:
@@ -137,21 +152,23 @@ def plot_releases(rows: list[dict], path: Path, title: str) -> Chart:
     except ImportError:
         raise FuzzError(Diagnostic("E0701", "--plot needs matplotlib: pip install 'fuzzpy[plot]'")) from None
     chart = chart_of(rows, title)
-    width = 7.0 if chart.kind == "quantiles" else max(4.5, max(0.55 * len(p.values) + 2.5 for p in chart.panels))
-    fig, axes = plt.subplots(len(chart.panels), 1, figsize=(width, 3.4 * len(chart.panels)), squeeze=False)
+    wide = chart.kind == "quantiles" or any(n for p in chart.panels for n in p.notes)
+    width = 7.0 if wide else max(4.5, max(0.55 * len(p.values) + 2.5 for p in chart.panels))
+    fig, axes = plt.subplots(len(chart.panels), 1, figsize=(width, 3.4 * len(chart.panels)), squeeze=False,
+                             layout="constrained")  # room for the two-line title and a panel's note
     draw = {"means": _draw_means, "cdf": _draw_cdf, "quantiles": _draw_quantiles, "bars": _draw_bars}[chart.kind]
     for ax, panel in zip(axes[:, 0], chart.panels):
         draw(ax, panel)
         ax.grid(axis="y" if chart.kind != "quantiles" else "x", alpha=0.3)
     fig.suptitle(f"{title}\n{_CAPTIONS[chart.kind]}", fontsize=9)
-    fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return chart
 
 
 _CAPTIONS = {"means": "means with their 95% intervals", "cdf": "cumulative counts with their 95% band",
-             "quantiles": "quantiles with their accuracy in ranks", "bars": "released values with their 95% intervals"}
+             "quantiles": "quantiles with their accuracy in ranks",
+             "bars": "released values with their 95% intervals (where they state one)"}
 
 
 def _errors(panel: Panel) -> list[list[float]]:
@@ -163,7 +180,7 @@ def _labels(ax: Any, panel: Panel) -> None:
     ax.set_xticks(range(len(panel.ticks)), panel.ticks, rotation=0 if len(panel.ticks) <= 4 else 45,
                   ha="center" if len(panel.ticks) <= 4 else "right", fontsize=8)
     ax.set_xlabel(panel.xlabel, fontsize=8)
-    ax.set_ylabel(panel.ylabel, fontsize=8)
+    ax.set_ylabel(textwrap.fill(panel.ylabel, 34), fontsize=8)
 
 
 def _draw_means(ax: Any, panel: Panel) -> None:
@@ -185,7 +202,7 @@ def _draw_cdf(ax: Any, panel: Panel) -> None:
     ax.set_ylim(bottom=min(0.0, *lows))
     ax.set_xticks(xs, panel.ticks, fontsize=8)
     ax.set_xlabel(panel.xlabel, fontsize=8)
-    ax.set_ylabel(panel.ylabel, fontsize=8)
+    ax.set_ylabel(textwrap.fill(panel.ylabel, 34), fontsize=8)
 
 
 def _draw_quantiles(ax: Any, panel: Panel) -> None:
@@ -204,5 +221,11 @@ def _draw_quantiles(ax: Any, panel: Panel) -> None:
 
 
 def _draw_bars(ax: Any, panel: Panel) -> None:
-    ax.bar(range(len(panel.values)), panel.values, yerr=_errors(panel), capsize=3, color="#4c72b0")
+    if any(iv is None for iv in panel.intervals):  # no interval to draw: the values as points, with their statement
+        ax.plot(range(len(panel.values)), panel.values, "o", color="#4c72b0")
+        notes = sorted({n for n in panel.notes if n})
+        if notes:
+            ax.set_title("no interval: " + "; ".join(notes)[:160], fontsize=7, wrap=True)
+    else:
+        ax.bar(range(len(panel.values)), panel.values, yerr=_errors(panel), capsize=3, color="#4c72b0")
     _labels(ax, panel)
