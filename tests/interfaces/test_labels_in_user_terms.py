@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from pathlib import Path
 
@@ -100,3 +101,16 @@ def test_the_quickstarts_mean_is_an_estimate_named_after_its_two_releases():
     assert any(line.startswith("  total = 73107  (epsilon 0.1; within +-2697") for line in lines)
     (mean,) = [line for line in lines if line.startswith("  total / n = ")]
     assert "(95% interval [36.77, 41.91] for the mean of the values clipped to [17, 90]; from total and n)" in mean
+
+
+def test_every_surface_shows_a_bin_as_its_interval(tmp_path):
+    prog = tmp_path / "binned.fz"
+    prog.write_text(BINNED)
+    result = fuzzpy.run(prog, data=pd.read_csv(DATA), budget=1, seed=1)
+    assert result.releases[0].label == "h[[10, 20)]"
+    frame = result.to_frame()
+    assert list(frame["age"])[:2] == ["[10, 20)", "[20, 30)"]
+    assert "h[[10, 20)]" in result._repr_html_()
+    res = fz("run", prog, "--data", DATA, "--budget", 1, "--seed", 1, "--format", "json")
+    rel = json.loads(res.stdout)["releases"][0]
+    assert rel["label"] == "h[[10, 20)]" and rel["key_columns"] == {"age": "[10, 20)"} and rel["keys"] == ["1"]
