@@ -242,21 +242,28 @@ class Result:
     estimates: list[Estimate] = field(default_factory=list)
 
     def to_frame(self) -> Any:
-        """One row per released value (label, keys, value, its cost: epsilon for a pure release,
-        rho for a Gaussian one, accuracy), then one per estimate (mechanism "estimate: KIND",
-        epsilon 0: it costs nothing more)."""
+        """One row per released value (label, its key columns, value, its cost: epsilon for a pure
+        release, rho for a Gaussian one, accuracy), then one per estimate (mechanism "estimate:
+        KIND", epsilon 0: it costs nothing more).  Each component of a key has its own column,
+        named after the field the key function read (`sex`, `income`), as in `--format csv`."""
         import pandas as pd
 
-        rows = [{"label": r.label, "key": "/".join(r.keys) or None, "value": r.value,
-                 "epsilon": None if r.epsilon is None else float(r.epsilon),
+        from .render.labels import key_cells, key_columns
+
+        cells = [dict(key_cells(x.keys)) for x in [*self.releases, *self.estimates]]
+        keys = key_columns(cells)
+        rows = [{"label": r.label, "value": r.value, "epsilon": None if r.epsilon is None else float(r.epsilon),
                  "rho": None if r.rho is None else float(r.rho), "mechanism": r.mechanism,
                  "low": r.accuracy.interval[0] if r.accuracy and r.accuracy.interval else None,
                  "high": r.accuracy.interval[1] if r.accuracy and r.accuracy.interval else None,
                  "accuracy": r.accuracy.words if r.accuracy else None} for r in self.releases]
-        rows += [{"label": e.label, "key": "/".join(e.keys) or None, "value": e.value, "epsilon": 0.0, "rho": None,
-                  "mechanism": f"estimate: {e.kind}", "low": e.interval[0] if e.interval else None,
-                  "high": e.interval[1] if e.interval else None, "accuracy": e.words} for e in self.estimates]
-        return pd.DataFrame(rows)
+        rows += [{"label": e.label, "value": e.value, "epsilon": 0.0, "rho": None, "mechanism": f"estimate: {e.kind}",
+                  "low": e.interval[0] if e.interval else None, "high": e.interval[1] if e.interval else None,
+                  "accuracy": e.words} for e in self.estimates]
+        for row, cell in zip(rows, cells):
+            row.update({c: cell.get(c) for c in keys})
+        columns = ["label", *keys, "value", "epsilon", "rho", "mechanism", "low", "high", "accuracy"]
+        return pd.DataFrame(rows, columns=columns)
 
     @property
     def table(self) -> Any:

@@ -14,7 +14,16 @@ import math
 from typing import Any, Optional
 
 from ..diagnostics import Diagnostic, render
-from ..render.labels import estimate_labels, estimate_location, labels, location
+from ..render.labels import (
+    base_label,
+    estimate_keys,
+    estimate_labels,
+    estimate_location,
+    key_cells,
+    key_columns,
+    labels,
+    location,
+)
 from ..render.numbers import dumps, show
 from ..render.printed import Printed
 from ..render.released import (
@@ -191,8 +200,9 @@ def _spending_entry(use: Any, shown: str) -> dict:
 def estimates_json(outcome: Outcome, estimates: list) -> list[dict]:
     report = outcome.report
     names = estimate_labels(estimates, report.file, report.sources)
-    return [estimate_json(e, name, estimate_location(e, report.file),
-                          labels(list(e.sources), report.file, report.sources))
+    return [{**estimate_json(e, name, estimate_location(e, report.file),
+                             labels(list(e.sources), report.file, report.sources)),
+             "key_columns": dict(key_cells(estimate_keys(e)))}
             for e, name in zip(estimates, names)]
 
 
@@ -202,37 +212,47 @@ def estimates_text(outcome: Outcome, estimates: list) -> list[str]:
 
 def release_rows(outcome: Outcome) -> list[dict]:
     """One row per released value and per estimate (label, key, value, epsilon, low, high, ...),
-    with the values as numbers: what `--plot` draws."""
+    with the values as numbers: what `--plot` draws.  Each row also says what it is (`kind`: an
+    estimate's kind, "quantile" for a release stated in ranks, else "release"), its name without
+    the keys, its key columns, and a quantile's statement (`rank`: the JSON accuracy)."""
     releases, estimates = outcome.result.releases, getattr(outcome.result, "estimates", [])
     rows = list(csv.DictReader(io.StringIO(releases_csv(outcome, releases, estimates))))
-    values = [js["value"] for js in releases_json(outcome, releases)] + \
-        [js["value"] for js in estimates_json(outcome, estimates)]
-    for row, value in zip(rows, values):
-        row["value"] = value
-        row["low"] = float(row["low"]) if row["low"] else ""
-        row["high"] = float(row["high"]) if row["high"] else ""
+    report = outcome.report
+    rel_js, est_js = releases_json(outcome, releases), estimates_json(outcome, estimates)
+    names = [base_label(r, report.file, report.sources) for r in releases] + \
+        [base_label(e.sources[0], report.file, report.sources) + e.suffix for e in estimates]
+    for row, js, name in zip(rows, rel_js + est_js, names):
+        rank = (js.get("accuracy") or {}) if "quantile" in (js.get("accuracy") or {}) else None
+        row.update(value=js["value"], name=name, keys=js["key_columns"], rank=rank,
+                   kind=js.get("kind") or ("quantile" if rank else "release"),
+                   low=float(row["low"]) if row["low"] else "", high=float(row["high"]) if row["high"] else "")
     return rows
 
 
 def releases_csv(outcome: Outcome, releases: list, estimates: Optional[list] = None) -> str:
-    """label,key,value,epsilon,rho,low,high,accuracy,where: one row per released value, its cost
-    in its own notion (epsilon for a pure release, rho for a Gaussian one), then one per estimate
-    (epsilon 0: computed from the releases, it costs nothing more)."""
+    """label, the key columns, value, epsilon, rho, low, high, accuracy, where: one row per
+    released value, its cost in its own notion (epsilon for a pure release, rho for a Gaussian
+    one), then one per estimate (epsilon 0: computed from the releases, it costs nothing more).
+    Each component of a key has its own column, named after the field the key function read
+    (`sex`, `income`; `key` when it read none; render/labels.py)."""
+    rel_js, est_js = releases_json(outcome, releases), estimates_json(outcome, estimates or [])
+    columns = key_columns([js["key_columns"] for js in rel_js + est_js])
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["label", "key", "value", "epsilon", "rho", "low", "high", "accuracy", "where"])
-    for rel, js in zip(releases, releases_json(outcome, releases)):
+    w.writerow(["label", *columns, "value", "epsilon", "rho", "low", "high", "accuracy", "where"])
+    for js in rel_js:
         acc = js["accuracy"] or {}
         value = js["value"]
         low = high = ""
         additive = acc.get("what", "").startswith("|noise|")
         if additive and isinstance(value, (int, float)) and not isinstance(value, bool):
             low, high = value - acc["bound"], value + acc["bound"]
-        w.writerow([js["label"], "/".join(rel.keys), value if not isinstance(value, (list, dict)) else dumps(value),
+        w.writerow([js["label"], *(js["key_columns"].get(c, "") for c in columns),
+                    value if not isinstance(value, (list, dict)) else dumps(value),
                     "" if js["epsilon"] is None else js["epsilon"], js.get("rho", ""), low, high,
                     acc.get("words", ""), js["where"] or ""])
-    for js in estimates_json(outcome, estimates or []):
-        w.writerow([js["label"], "/".join(js["keys"]), js["value"], 0, "",
+    for js in est_js:
+        w.writerow([js["label"], *(js["key_columns"].get(c, "") for c in columns), js["value"], 0, "",
                     "" if js["low"] is None else js["low"], "" if js["high"] is None else js["high"],
                     js["words"], js["where"] or ""])
     return buf.getvalue()
@@ -248,7 +268,8 @@ def releases_text(outcome: Outcome, releases: list) -> list[str]:
 def releases_json(outcome: Outcome, releases: list) -> list[dict]:
     report = outcome.report
     names = labels(releases, report.file, report.sources)
-    return [{**release_json(r, report.sources), "label": name, "where": location(r, report.file)}
+    return [{**release_json(r, report.sources), "label": name, "where": location(r, report.file),
+             "key_columns": dict(key_cells(r.keys))}
             for r, name in zip(releases, names)]
 
 

@@ -14,7 +14,9 @@ statements imply:
 * `rank_estimate q c`: a quantile chosen by the exponential mechanism; its accuracy restated in
   ranks, with the neighbouring candidates (an interval in the data's units would need the data);
 * `chosen_bound slack cands answers`: the clip bound a sparse vector chose, as a value, with
-  what its answers say about the number of values above it.
+  what its answers say about the number of values above it;
+* `cumulative_estimate bounds cs`: the running totals of released interval counts (a CDF), each
+  with an interval for the number of values below its boundary (all at once: a 95% band).
 
 Nothing here reads private data: the values, bounds and candidates are all public, so what is
 shown is post-processing of the releases (no further privacy cost)."""
@@ -108,3 +110,25 @@ def _chosen_bound(ctx, args, span):
         raise ctx.fail("E0202", f"the candidates of chosen_bound must be numbers, but this is {cands.type}",
                        cands.span)
     return Result(Num(), {})
+
+
+# ---- cumulative_estimate ------------------------------------------------------------------------
+
+@primitive("cumulative_estimate", ("bounds", "cs"), "(bounds : list num) -> list num -> list num   "
+           "(public arguments only)",
+           "cumulative_estimate bounds cs: the running totals c1, c1 + c2, ... of the first len(bounds) released "
+           "counts cs of the intervals (-inf, b1), [b1, b2), ...: the number of values below each boundary. "
+           "Post-processing of released values: the run shows each with a 95% band (all at once) from the "
+           "counts' accuracy.",
+           "Post-processing: both arguments are public, the totals are sums of released values (Dwork & Roth "
+           "2014, Proposition 2.1). The band: each of the k counts within its bound at beta / k (union bound), "
+           "so the j-th total within the sum of the first j bounds, for every j at once (docs/runtime.md).",
+           category="numeric")
+def _cumulative_estimate(ctx, args, span):
+    bounds, cs = args
+    for arg, what in ((bounds, "boundaries"), (cs, "counts")):
+        if not isinstance(arg.type, ListT) or not isinstance(arg.type.elem, Num):
+            raise ctx.fail("E0202", f"the {what} of cumulative_estimate must be a list of numbers, but this is "
+                           f"{arg.type}", arg.span)
+        _public(ctx, arg, "cumulative_estimate", what)
+    return Result(ListT(Num()), {})

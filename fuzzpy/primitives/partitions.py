@@ -10,6 +10,10 @@ fuzzpy/runtime/kernels/partitions.py.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
+from ..typesystem import ir as I
+from ..typesystem.keys import Reading
 from ..typesystem.sens import d_add, d_inf
 from ..typesystem.types import Bag, Cat, Fuzzy, ListT, Num, Parts, Tensor
 from .bags import elem_type, row_function
@@ -33,8 +37,47 @@ def _groupby(ctx, args, span):
     elem = elem_type(ctx, b, "groupby")
     inst, captured = row_function(ctx, key, elem, span)
     keys, info = _key_domain(ctx, inst.cod, key.span)
+    readings = key_readings(inst.code)
+    if len(readings) == len(info.get("product", [info])):  # how the run labels its releases (typesystem/keys.py)
+        info["readings"] = tuple(readings)
     parts = ctx.split(d_add(b.dist, captured), list(keys))
     return Result(Parts(keys, Bag(elem)), d_add(*parts), ir_args=[inst.code, b.ir], parts=parts, info=info)
+
+
+def key_readings(code: I.IR) -> list[Reading]:
+    """The reading of each component of a key function's result, where its code shows one:
+    `r.sex` is the column sex, `bin 10 r.age` the column age in bins of width 10."""
+    body = _result_of(code)
+    items = body.items if isinstance(body, I.ITuple) else [body]
+    return [_reading(item) for item in items]
+
+
+def _result_of(code: I.IR, depth: int = 0) -> I.IR:
+    """The expression a function's code returns, through lambdas, applications and lets."""
+    while depth < 50:
+        depth += 1
+        if isinstance(code, I.ILambda):
+            code = code.body
+        elif isinstance(code, I.IApply) and code.body is not None:
+            code = code.body
+        elif isinstance(code, I.ICall) and code.instance.body is not None:
+            code = code.instance.body
+        elif isinstance(code, I.ILet):
+            code = code.body
+        else:
+            break
+    return code
+
+
+def _reading(item: I.IR) -> Reading:
+    item = _result_of(item)
+    width = None
+    if isinstance(item, I.IPrim) and item.name == "bin" and all(isinstance(a, I.IConst) for a in item.args[:2]):
+        width = Fraction(item.args[0].value) / Fraction(item.args[1].value)
+        item = _result_of(item.args[2])
+    elif isinstance(item, I.IPrim) and item.name == "floor":
+        item = _result_of(item.args[0])
+    return (item.name if isinstance(item, I.IField) else None), width
 
 
 def _key_domain(ctx, t, span) -> tuple[tuple[str, ...], dict]:

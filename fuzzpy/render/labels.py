@@ -8,6 +8,7 @@ name (the rounds of top_k) are numbered."""
 from __future__ import annotations
 
 from collections import Counter
+from fractions import Fraction
 from typing import Any, Optional
 
 from .locations import relative_span
@@ -33,7 +34,60 @@ def release_span(r: Any, program: str) -> Any:
 
 
 def _keys(r: Any) -> str:
-    return "".join(f"[{k}]" for k in r.keys)
+    return _keys_text(r.keys)
+
+
+def _keys_text(keys: tuple) -> str:
+    return "".join(f"[{key_text(k)}]" for k in keys)
+
+
+def key_text(key: str) -> str:
+    """A partition key as a person reads it: a bin as the interval it stands for (`[10, 20)` for
+    the key "1" of `bin 10 r.age`), a crosstab's cell as its components (`Male, [10, 20)`)."""
+    parts = getattr(key, "parts", None)
+    if parts is None:
+        return key
+    return ", ".join(component_text(p, iv) for p, iv in zip(parts, key.intervals))
+
+
+def component_text(part: str, interval: Any) -> str:
+    if interval is None:
+        return part
+    low, high = interval
+    return ("(-inf" if low is None else f"[{_edge(low)}") + ", " + ("inf)" if high is None else f"{_edge(high)})")
+
+
+def _edge(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else f"{float(x):g}"
+
+
+def key_cells(keys: tuple) -> list[tuple[str, str]]:
+    """(column, value) for each component of a release's keys, in order: the column is the field
+    the key function read (`sex`, `age`), else `key`; a repeated name gets a number (`key 2`)."""
+    cells: list[tuple[str, str]] = []
+    for key in keys:
+        parts = getattr(key, "parts", None)
+        if parts is None:
+            cells.append(("key", key))
+            continue
+        for part, column, interval in zip(parts, key.columns, key.intervals):
+            cells.append((column or "key", component_text(part, interval)))
+    seen: Counter = Counter()
+    out = []
+    for column, value in cells:
+        seen[column] += 1
+        out.append((column if seen[column] == 1 else f"{column} {seen[column]}", value))
+    return out
+
+
+def key_columns(rows: list[dict]) -> list[str]:
+    """The key columns of a table of releases (each row's `dict(key_cells(keys))`): every column,
+    in order of first use; `key` alone when no release has a key."""
+    columns: dict[str, None] = {}
+    for row in rows:
+        for column in row:
+            columns.setdefault(column)
+    return list(columns) or ["key"]
 
 
 def _role(r: Any) -> str:
@@ -50,8 +104,14 @@ def labels(releases: list, program: str, sources: dict[str, str]) -> list[str]:
 def estimate_labels(estimates: list, program: str, sources: dict[str, str]) -> list[str]:
     """An estimate is named after the release(s) it is computed from (`means[Female]` for the
     releases `means.sum[Female]` and `means.count[Female]`, `b.bound` for the answers `b.answers`)."""
-    return _numbered([base_label(e.sources[0], program, sources) + e.suffix + _keys(e.sources[0])
+    return _numbered([base_label(e.sources[0], program, sources) + e.suffix + _keys_text(estimate_keys(e))
                       for e in estimates])
+
+
+def estimate_keys(e: Any) -> tuple:
+    """An estimate's keys: its own (a CDF value's boundary), else those of its first source."""
+    own = getattr(e, "keys", None)
+    return e.sources[0].keys if own is None else own
 
 
 def estimate_location(e: Any, program: str) -> Optional[str]:

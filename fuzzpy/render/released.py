@@ -9,6 +9,7 @@ import math
 from fractions import Fraction
 from typing import Any, Optional
 
+from .labels import estimate_keys
 from .numbers import show, to_float
 from .report import exact, number
 
@@ -131,7 +132,7 @@ def estimate_json(e: Any, label: str, where: Optional[str], source_labels: list[
                 f = math.nextafter(f, -math.inf)
         return f
 
-    return {"label": label, "kind": e.kind, "keys": list(e.sources[0].keys), "value": value_json(e.value),
+    return {"label": label, "kind": e.kind, "keys": list(estimate_keys(e)), "value": value_json(e.value),
             "low": num(e.low, False), "high": num(e.high, True), "beta": to_float(e.beta), "bounded": e.bounded,
             "words": e.words, "from": source_labels, "where": where}
 
@@ -143,7 +144,8 @@ def estimate_text(js: dict) -> str:
         decimals = max(0, min(10, 2 - math.floor(math.log10(half))))
     value = _num_text(js["value"], decimals) if isinstance(js["value"], (int, float)) else value_text(js["value"])
     where = f"  [{js['where'].rsplit(':', 1)[0]}]" if js["where"] else ""
-    return f"{js['label']} = {value}  ({js['words']}; from {' and '.join(js['from'])}){where}"
+    sources = " and ".join(js["from"]) if len(js["from"]) <= 2 else f"{js['from'][0]} .. {js['from'][-1]}"  # a CDF
+    return f"{js['label']} = {value}  ({js['words']}; from {sources}){where}"
 
 
 def _num_text(x: Any, decimals: Optional[int]) -> str:

@@ -144,7 +144,7 @@ class EstimateRecord:
     `low`/`high`: an interval holding the exact (noise-free) quantity with probability at least
     1 - beta, or None when there is none; `words`: the statement for people."""
 
-    kind: str                         # "mean", "clip bound"
+    kind: str                         # "mean", "clip bound", "cumulative"
     value: Any
     low: Any
     high: Any
@@ -153,6 +153,7 @@ class EstimateRecord:
     sources: tuple = ()               # the ReleaseRecords it is computed from
     suffix: str = ""                  # appended to its sources' name in its label (".bound")
     bounded: bool = True              # False: the noise bounds nothing (low/high are then the clip range)
+    keys: Optional[tuple] = None      # its own keys (a CDF value's boundary); None: its first source's
 
 
 # ---- bags ----------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def test_csv_spending_and_plot(tmp_path):
              "--format", "csv", "--plot", png)
     assert res.exit_code == 0, res.stderr
     rows = list(csv.DictReader(io.StringIO(res.stdout)))
-    assert len(rows) == 16 and rows[0]["label"] == "n[Bachelors]" and rows[0]["key"] == "Bachelors"
+    assert len(rows) == 16 and rows[0]["label"] == "n[Bachelors]" and rows[0]["education"] == "Bachelors"
     for r in rows:
         assert float(r["low"]) < float(r["value"]) < float(r["high"]) and r["epsilon"] == "0.5"
     assert "has spent 0.5 in total; it has no cap" in res.stderr

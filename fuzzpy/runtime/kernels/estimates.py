@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any, Optional
 
 from ...primitives.registry import NO_TABLE, PER_LANE, kernel, lookup
+from ...typesystem.keys import plain_key
 from ..numbers import exact_scalar, fold_exact
 from ..values import EstimateRecord
 
@@ -80,11 +81,14 @@ def _mean_estimate(ctx, lo, hi, s, n):
     else:
         low, high = box
         words = f"{_pct(1 - BETA)} interval {interval_text(low, high)} for {what}"
-    if rs is rn:
+    suffix = ""
+    if rs is not rn and rs.user_name and rn.user_name:  # released by the user's own samples: `total / n`
+        suffix = f" / {rn.user_name}"
+    elif rs is rn:
         rs.role = "sum and count"
     else:
         rs.role, rn.role = "sum", "count"
-    ctx.record_estimate(EstimateRecord("mean", value, low, high, BETA, words, sources, "",
+    ctx.record_estimate(EstimateRecord("mean", value, low, high, BETA, words, sources, suffix,
                                        box is not None))
     return value
 
@@ -180,6 +184,51 @@ def _chosen_bound(ctx, slack, cands, answers):
     return value
 
 
+def running_totals(bounds: Any, cs: Any) -> tuple:
+    """stdlib/lists.fz `prefix_sums` of the first len(bounds) counts, with the interpreter's exact
+    folds (the values the standard library computed before this primitive existed)."""
+    add = lookup("add").fold
+    totals, acc = [], Fraction(0)
+    for c in list(cs)[:len(bounds)]:
+        acc = fold_exact(add, [acc, c])
+        totals.append(acc)
+    return tuple(totals)
+
+
+def _cumulative_estimate(ctx, bounds, cs):
+    bounds, cs = tuple(bounds), tuple(cs)
+    totals = running_totals(bounds, cs)
+    find = getattr(ctx, "release_of", None)
+    counts = cs[:len(bounds)]
+    recs = [find(c, ADDITIVE, len(cs)) if find else None for c in counts]
+    edges = [_exact(b) for b in bounds]
+    exact = [_exact(c) for c in counts]
+    if (not totals or None in recs or None in edges or None in exact or len(set(map(id, recs))) < len(recs)
+            or any(a >= b for a, b in zip(edges, edges[1:])) or any("bound_at" not in r.extra for r in recs)):
+        return totals  # not distinct released counts of increasing intervals: no statement
+    share = BETA / len(recs)  # every count within its bound at once (union bound)
+    errors = [Fraction(r.extra["bound_at"](share)) for r in recs]
+    above = find(cs[len(bounds)], ADDITIVE, len(cs)) if len(cs) > len(bounds) else None
+    for i, r in enumerate(recs):
+        r.keys = (*r.keys, plain_key(interval_label(edges[i - 1] if i else None, edges[i]), "interval"))
+    if above is not None and above not in recs:  # the count above the last boundary, not in the totals
+        above.keys = (*above.keys, plain_key(f"[{_fmt(edges[-1])}, inf)", "interval"))
+    err, total = Fraction(0), Fraction(0)
+    for i, (edge, value) in enumerate(zip(edges, totals)):
+        err, total = err + errors[i], total + exact[i]
+        words = (f"{_pct(1 - BETA)} band (all {len(edges)} at once): {interval_text(total - err, total + err)} for "
+                 f"the number of values below {_fmt(edge)}")
+        ctx.record_estimate(EstimateRecord("cumulative", value, total - err, total + err, BETA, words,
+                                           tuple(recs[:i + 1]), "", True, (plain_key(f"< {_fmt(edge)}", "interval"),)))
+    return totals
+
+
+def interval_label(low: Optional[Fraction], high: Fraction) -> str:
+    """[low, high) as the key of an interval count (`(-inf, 30)` for the first)."""
+    return f"{'(-inf' if low is None else '[' + _fmt(low)}, {_fmt(high)})"
+
+
 kernel("mean_estimate", reference=_mean_estimate, context=True, batched=PER_LANE, dask=NO_TABLE)
 kernel("rank_estimate", reference=_rank_estimate, context=True, batched=PER_LANE, dask=NO_TABLE)
 kernel("chosen_bound", reference=_chosen_bound, context=True, batched=PER_LANE, dask=NO_TABLE)
+kernel("cumulative_estimate", reference=_cumulative_estimate, context=True, batched=PER_LANE, dask=NO_TABLE)

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ...primitives.registry import PASSES_TABLES, kernel
 from ...typesystem import ir as I
+from ...typesystem.keys import part_keys
 from .. import batch
 from ..batch import LaneBag, LaneEvaluator, Lanes, NotBatchable, has_lanes, unlane
 from ..engines.dask_tables import Shipped, need_bag, rows_of, take_rows
@@ -175,8 +176,24 @@ def _info_identity(info: dict):
 _INFO_IDENTITY: dict = {}  # id(info) -> (info, its identity): info dicts are not weakly referenceable
 
 
+def labelled_keys(info: dict) -> tuple:
+    """The groupby's keys as the parts are keyed: `PartKey`s, which label the releases made on
+    the parts (typesystem/keys.py); made once per checked groupby."""
+    hit = _LABELLED.get(id(info))
+    if hit is not None and hit[0] is info:
+        return hit[1]
+    keys = part_keys(info)
+    if len(_LABELLED) >= MEMO_ENTRIES:
+        _LABELLED.clear()
+    _LABELLED[id(info)] = (info, keys)
+    return keys
+
+
+_LABELLED: dict = {}  # id(info) -> (info, its keys)
+
+
 def _groupby(ctx, key, b):
-    keys = tuple(ctx.info["keys"])
+    keys = labelled_keys(ctx.info)
     k = len(keys)
     part = b if isinstance(b, MaskedBag) else None
     base = part.base if part is not None else b
@@ -333,7 +350,7 @@ def _b_groupby(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> 
     lb = batch.product(ev, b)
     if lb is None:
         return NotImplemented
-    keys = tuple(node.info["keys"])
+    keys = labelled_keys(node.info)
     full, complete = (None, False) if has_lanes(key) else remembered_key_codes(Context(ev, node.info, node.span),
                                                                               key, lb.base)
     if full is not None and lb.blocks is not None and complete:
@@ -524,11 +541,12 @@ class _Groups:
 def _d_groupby(eng: Any, ctx: Any, vec: bool, key: Closure, b: Any) -> dict:
     b = need_bag("groupby", b, ctx.span)
     fn = Shipped(key)
+    keys = labelled_keys(ctx.info)
     info = dict(ctx.info)
     groups = _Groups(eng, b.frame, fn, info, vec)
     meta = b.frame._meta
     return {k: eng.bag(b.frame.map_partitions(_p_part, fn, info, vec, i, meta=meta), groups, i)
-            for i, k in enumerate(info["keys"])}
+            for i, k in enumerate(keys)}
 
 
 kernel("groupby", reference=_groupby, context=True, lazy_bags=True, batched=_b_groupby, dask=_d_groupby)
