@@ -29,6 +29,7 @@ class Guarantee:
     epsilon: Any               # the stated epsilon (at `delta` when given); None: needs a delta
     method: str                # how `epsilon` was obtained
     is_pure: bool              # no Gaussian release
+    refused: tuple = ()        # (tighter method, why it could not be used), from the accountant
 
     @property
     def stated_delta(self) -> Fraction:
@@ -50,7 +51,7 @@ def guarantee(report: Any, delta: Optional[Fraction]) -> Guarantee:
     conv = epsilon_at_delta(proven_loss(report), delta)
     if is_pure and pure_eps <= conv.epsilon:
         return Guarantee(pure_eps, rho, delta, pure_eps, "pure", True)
-    return Guarantee(pure_eps, rho, delta, conv.epsilon, conv.method, is_pure)
+    return Guarantee(pure_eps, rho, delta, conv.epsilon, conv.method, is_pure, conv.refused)
 
 
 # rule Inventory: the inventory of pure releases goes to the accountant
