@@ -66,7 +66,8 @@ def proven_loss(report: Any) -> Any:
         # InputReport.rho keeps the pure part at most epsilon^2/2 (an epsilon-DP part is
         # epsilon^2/2-zCDP whatever the z channel's Cauchy-Schwarz bound says).
         try:  # the accountant refuses an inventory worth more than epsilon: then it is not used
-            loss = ProvenLoss(inp.epsilon, inp.rho - inp.rho_gauss, inp.rho_gauss, laplace=inp.laplace)
+            loss = ProvenLoss(inp.epsilon, inp.rho - inp.rho_gauss, inp.rho_gauss, laplace=inp.laplace,
+                              pure=inp.pure if inp.laplace is None else None)
         except ValueError:
             loss = ProvenLoss(inp.epsilon, inp.rho - inp.rho_gauss, inp.rho_gauss)
         total = total.add(loss)
