@@ -7,7 +7,7 @@ column holds figures recorded with dp-accounting 0.6.0 (PLDAccountant,
 value_discretization_interval=1e-4, continuous Gaussian noise); give the Python of a virtual
 environment that has it to recompute them:
 
-    python benchmarks/accounting_vs_pld.py [--reference-python /path/to/venv/bin/python]
+    python benchmarks/accounting_vs_pld.py [--reference-python /path/to/venv/bin/python] [--subsampled]
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ RECORDED = {
 # 100 pure releases of epsilon 0.1 composed optimally: the exact binomial formula of Kairouz, Oh &
 # Viswanath 2015 (Theorem 3.3) for 100 randomized responses, solved at 40 digits
 PURE_REFERENCE = 4.306791372516507
+# Poisson-subsampled Gaussian (rate, noise multiplier, steps) -> dp-accounting 0.6.0's epsilon at 1e-5
+SUBSAMPLED = {
+    (0.01, 1.1, 100): 0.5497650958602305,
+    (0.01, 1.1, 1000): 1.5153702481094293,
+    (0.01, 1.1, 10000): 5.192620123878041,
+}
 
 _REFERENCE_SCRIPT = """
 import json, sys
@@ -67,6 +73,8 @@ def gaussian_loss(sigma: int, count: int) -> ProvenLoss:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference-python", help="a Python with dp-accounting 0.6.0 installed")
+    parser.add_argument("--subsampled", action="store_true",
+                        help="also the Poisson-subsampled Gaussian (minutes: 10,000-fold convolutions)")
     args = parser.parse_args()
     refs = references(args.reference_python)
     print(f"{'releases':>24s} {'fuzzpy':>12s} {'reference':>14s} {'ratio':>9s}  conversion (time)")
@@ -77,6 +85,15 @@ def main() -> None:
         name = f"{count} x Gaussian sigma {sigma}"
         print(f"{name:>24s} {float(conv.epsilon):12.6f} {ref:14.6f} {float(conv.epsilon) / ref:9.6f}  "
               f"{conv.method} ({took:.2f} s)")
+    if args.subsampled:
+        from fuzzpy.accounting.subsampled import subsampled_gaussian_epsilon_float
+
+        for (q, z, steps), ref in SUBSAMPLED.items():
+            t = time.perf_counter()
+            eps = subsampled_gaussian_epsilon_float(q, 1 / z, 0.0, steps, float(DELTA))
+            name = f"{steps} x Poisson {q} z {z}"
+            print(f"{name:>24s} {eps:12.6f} {ref:14.6f} {eps / ref:9.6f}  subsampled PLD, h 1e-5 "
+                  f"({time.perf_counter() - t:.0f} s)")
     conv = epsilon_at_delta(ProvenLoss(F(10), F(1, 2), pure=((F(1, 10), 100),)), DELTA)
     print(f"{'100 x pure epsilon 0.1':>24s} {float(conv.epsilon):12.6f} {PURE_REFERENCE:14.6f} "
           f"{float(conv.epsilon) / PURE_REFERENCE:9.6f}  {conv.method}")
