@@ -17,7 +17,7 @@ from functools import lru_cache
 import mpmath
 
 from ._num import CERT_DPS, CERT_MARGIN, EPS_DENOMINATOR, ceil_fraction, check_delta, mpf
-from .gaussian import DiscreteGaussianSlack, discrete_gaussian_slack, gdp_delta_float
+from .gaussian import MIN_GRID_SIGMA, DiscreteGaussianSlack, discrete_gaussian_slack, gdp_delta_float
 from .loss import Inventory, ProvenLoss
 from .pld import LatticePld, inventory_pld, laplace_pld, rr_pld
 from .rdp import zcdp_epsilon
@@ -25,12 +25,14 @@ from .rdp import zcdp_epsilon
 
 @dataclass(frozen=True)
 class Conversion:
-    """epsilon at delta, the method that gave it, and every valid bound that was computed."""
+    """epsilon at delta, the method that gave it, every valid bound that was computed, and the
+    tighter methods that could not be used, each with the reason."""
 
     epsilon: Fraction | float
     method: str
     delta: Fraction
     candidates: tuple[tuple[str, Fraction | float], ...] = ()
+    refused: tuple[tuple[str, str], ...] = ()  # (tighter method, why it could not be used)
 
 
 def rho_of(loss: ProvenLoss) -> Fraction:
@@ -85,44 +87,66 @@ def _slack(sigma: Fraction, budget: Fraction, delta: Fraction) -> DiscreteGaussi
     return discrete_gaussian_slack(sigma, float(budget) * (1 + 1e-15), float(delta))
 
 
-def _gauss_part(loss: ProvenLoss, delta: Fraction) -> tuple[float, float] | None:
-    """(mu, flag) of the Gaussian part when its GDP domination is available, (0, 0) when there is
-    no Gaussian release, None when only zCDP may be used for it."""
+@dataclass(frozen=True)
+class _GaussPart:
+    """The Gaussian part of a loss as the scaled pair (e^log_c N(mu, 1), N(0, 1)) (its curve is
+    e^log_c delta_mu(eps - log_c)); mu = 0 when there is no Gaussian release."""
+
+    mu: float
+    log_c: float
+
+    def scaled(self, inner: Callable[[float], float]) -> Callable[[float], float]:
+        """The curve of (pair whose curve is `inner`) composed with the scale: c * inner(e - ln c),
+        rounded up (the scale's float exp carries a relative margin)."""
+        if self.log_c == 0:
+            return inner
+        c = math.exp(self.log_c) * (1 + 1e-12)
+        return lambda e: min(1.0, c * inner(e - self.log_c))
+
+
+_NO_GAUSS = _GaussPart(0.0, 0.0)
+
+
+def _gauss_part(loss: ProvenLoss, delta: Fraction) -> _GaussPart | str:
+    """The Gaussian part's scaled GDP pair when its domination is proven, else why not (then
+    only the zCDP conversion may be used for it)."""
     if loss.gauss_rho == 0:
-        return 0.0, 0.0
+        return _NO_GAUSS
     if loss.gauss_grid_sigma is None:
-        return None
-    slack = _slack(loss.gauss_grid_sigma, 2 * loss.gauss_rho, delta)
+        return "the grid sigma of the Gaussian releases is not known"
+    if loss.gauss_grid_sigma < MIN_GRID_SIGMA:
+        return f"the grid sigma of a Gaussian release, {float(loss.gauss_grid_sigma):.4g}, is below {MIN_GRID_SIGMA}"
+    budget = 2 * loss.gauss_rho
+    slack = _slack(loss.gauss_grid_sigma, budget, delta)
     if slack is None:
-        return None
-    mu = slack.kappa * math.sqrt(float(2 * loss.gauss_rho)) * (1 + 1e-15)
-    return mu, slack.flag
+        return "no certified scale for this budget of Gaussian releases"
+    mu = slack.kappa * math.sqrt(float(budget)) * (1 + 1e-15)
+    return _GaussPart(mu, slack.log_scale(float(budget) * (1 + 1e-15)))
 
 
-def _flagged(flag: float, inner: Callable[[float], float]) -> Callable[[float], float]:
-    return lambda e: flag + (1 - flag) * min(1.0, inner(e))
-
-
-def _pure_gdp(eps_p: Fraction, mu: float, flag: float, delta: Fraction) -> Fraction | float:
-    """RR(eps_p) (dominates every eps_p-DP part) composed with flagged mu-GDP."""
-    e = float(eps_p)
+def _pure_gdp(eps_p: Fraction, gauss: _GaussPart, delta: Fraction) -> Fraction | float:
+    """RR(eps_p) (dominates every eps_p-DP part) composed with the scaled mu-GDP pair."""
+    e, mu, log_c = float(eps_p), gauss.mu, gauss.log_c
     p = 1 / (1 + math.exp(-e))
 
-    def upper(x: float) -> float:
-        return flag + (1 - flag) * (p * gdp_delta_float(mu, x - e)
-                                    + (1 - p) * gdp_delta_float(mu, x + e)) * (1 + 1e-9)
+    def inner(x: float) -> float:
+        return (p * gdp_delta_float(mu, x - e) + (1 - p) * gdp_delta_float(mu, x + e)) * (1 + 1e-9)
+
+    upper = gauss.scaled(inner)
 
     def cert(eps: Fraction) -> bool:
         with mpmath.workdps(CERT_DPS):
-            m, ep, x = mpmath.mpf(mu), mpf(eps_p), mpf(eps)
+            m, ep = mpmath.mpf(mu), mpf(eps_p)
+            lc = mpmath.mpf(log_c)
+            x = mpf(eps) - lc
             pp = 1 / (1 + mpmath.exp(-ep))
 
             def d(t: mpmath.mpf) -> mpmath.mpf:
                 return mpmath.ncdf(-t / m + m / 2) - mpmath.exp(t) * mpmath.ncdf(-t / m - m / 2)
-            value = mpmath.mpf(flag) + (1 - mpmath.mpf(flag)) * (pp * d(x - ep) + (1 - pp) * d(x + ep))
+            value = mpmath.exp(lc) * (pp * d(x - ep) + (1 - pp) * d(x + ep))
             return value + CERT_MARGIN <= mpf(delta)
 
-    start = e + mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / float(delta)))
+    start = e + log_c + mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / float(delta)))
     return _certify(upper, delta, start, cert)
 
 
@@ -131,48 +155,49 @@ def _inventory(kind: str, entries: Inventory) -> LatticePld:
     return inventory_pld(entries, laplace_pld if kind == "laplace" else rr_pld)
 
 
-def _pld_gdp(kind: str, entries: Inventory, mu: float, flag: float,
-             delta: Fraction) -> Fraction | float:
+def _pld_gdp(kind: str, entries: Inventory, gauss: _GaussPart, delta: Fraction) -> Fraction | float:
     pld = _inventory(kind, entries)
+    mu = gauss.mu
     inner = (lambda e: pld.delta_with_gaussian(e, mu)) if mu > 0 else pld.delta_pure
-    upper = _flagged(flag, inner)
+    upper = gauss.scaled(inner)
     total = float(sum(e * c for e, c in entries))
-    start = min(total, 1.0) + mu * mu / 2 + (mu + math.sqrt(total)) * math.sqrt(
+    start = min(total, 1.0) + gauss.log_c + mu * mu / 2 + (mu + math.sqrt(total)) * math.sqrt(
         2 * math.log(1 / float(delta)))
     return _certify(upper, delta, start)
 
 
 def epsilon_at_delta(loss: ProvenLoss, delta: Fraction | float) -> Conversion:
-    """The smallest certified epsilon at `delta` among the bounds valid for `loss`.
+    """The smallest certified epsilon at `delta` among the bounds valid for `loss`, with the
+    tighter bounds that could not be used and why (`Conversion.refused`).
 
     delta must be in (0, 1) (ValueError otherwise: with delta = 0, use `loss.epsilon`, which is
     the answer when `loss.is_pure()` and infinity otherwise)."""
     d = check_delta(delta)
     cands: list[tuple[str, Fraction | float]] = []
+    refused: list[tuple[str, str]] = []
     if loss.is_pure():
         cands.append(("pure epsilon", loss.epsilon))
     cands.append(("zCDP (rho = pure_rho + gauss_rho)", zcdp_epsilon(rho_of(loss), d)))
     gauss = _gauss_part(loss, d)
-    if gauss is not None:
-        mu, flag = gauss
-        if flag < float(d):
-            if loss.epsilon not in (0, math.inf) and not loss.is_pure():
-                cands.append(("pure epsilon (randomized response) with GDP",
-                              _pure_gdp(Fraction(loss.epsilon), mu, flag, d)))
-            if loss.laplace is not None and loss.epsilon != 0:
-                cands.append(("discrete Laplace PLD" + (" with GDP" if mu else ""),
-                              _pld_gdp("laplace", loss.laplace, mu, flag, d)))
-            if loss.pure is not None and loss.epsilon != 0:
-                cands.append(("optimal composition (KOV)" + (" with GDP" if mu else ""),
-                              _pld_gdp("pure", loss.pure, mu, flag, d)))
-            if loss.epsilon == 0 and mu > 0:
-                cands.append(("analytic Gaussian (GDP)", _gdp_only(mu, flag, d)))
+    if isinstance(gauss, str):
+        refused.append(("analytic Gaussian (GDP)", gauss))
+    else:
+        with_gdp = " with GDP" if gauss.mu else ""
+        if loss.epsilon not in (0, math.inf) and not loss.is_pure():
+            cands.append(("pure epsilon (randomized response) with GDP",
+                          _pure_gdp(Fraction(loss.epsilon), gauss, d)))
+        if loss.laplace is not None and loss.epsilon != 0:
+            cands.append(("discrete Laplace PLD" + with_gdp, _pld_gdp("laplace", loss.laplace, gauss, d)))
+        if loss.pure is not None and loss.epsilon != 0:
+            cands.append(("optimal composition (KOV)" + with_gdp, _pld_gdp("pure", loss.pure, gauss, d)))
+        if loss.pure is None and loss.epsilon not in (0, math.inf):
+            refused.append(("optimal composition (KOV)", "not every pure release could be counted (a release "
+                            "on an input used more than once, on several inputs, or by a function of a "
+                            "declared type)"))
+        if loss.epsilon == 0 and gauss.mu > 0:
+            cands.append(("analytic Gaussian (GDP)", _pure_gdp(Fraction(0), gauss, d)))
     method, eps = min(cands, key=lambda c: c[1])
-    return Conversion(eps, method, d, tuple(cands))
-
-
-def _gdp_only(mu: float, flag: float, delta: Fraction) -> Fraction | float:
-    return _pure_gdp(Fraction(0), mu, flag, delta)
+    return Conversion(eps, method, d, tuple(cands), tuple(refused))
 
 
 def delta_at_epsilon_gdp(mu: Fraction, epsilon: Fraction) -> mpmath.mpf:

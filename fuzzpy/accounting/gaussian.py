@@ -6,9 +6,10 @@
     delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2).
 
 `DiscreteGaussianSlack` turns a lower bound on the grid sigma of fuzzpy's discrete Gaussian
-releases into (kappa, flag): a budget of releases with sum of mu_i^2 = B is dominated by
-"with probability flag reveal everything, otherwise a (kappa * sqrt(B))-GDP release". The proof
-is in docs/privacy-notions.md ("Is the discrete Gaussian GDP?")."""
+releases into (kappa, gamma): a budget of releases with sum of mu_i^2 = B, however many and
+however chosen, is dominated by the scaled pair (e^(gamma B) N(kappa sqrt(B), 1), N(0, 1)), whose
+curve is e^(gamma B) delta_{kappa sqrt(B)}(eps - gamma B). The proof is in
+docs/privacy-notions.md ("Is the discrete Gaussian GDP?")."""
 
 from __future__ import annotations
 
@@ -74,15 +75,20 @@ MIN_GRID_SIGMA = 64
 
 @dataclass(frozen=True)
 class DiscreteGaussianSlack:
-    """Every discrete Gaussian release with grid sigma >= sigma_min, as a budget B = sum mu_i^2,
-    is dominated by the pair "flag with probability `flag`, else N(0,1) vs N(kappa sqrt(B), 1)".
-
-    kappa = sqrt(1 + lam^2); flag = 1 - exp(-c2 * B). Fields are floats computed with outward
+    """Every budget B = sum mu_i^2 of discrete Gaussian releases with grid sigma >= sigma_min is
+    dominated by the *scaled* Gaussian pair (e^(gamma B) N(kappa sqrt(B), 1), N(0, 1)): its
+    hockey-stick divergence at e^eps is at most e^(gamma B) delta_{kappa sqrt(B)}(eps - gamma B)
+    for every real eps (docs/privacy-notions.md, Theorem DG and "From the theorem to a bound that
+    composes"). kappa = sqrt(1 + lam^2); gamma = beta + lam^2/2. Fields are floats with outward
     rounding margins (see `discrete_gaussian_slack`)."""
 
     lam: float
     kappa: float
-    flag: float
+    gamma: float
+
+    def log_scale(self, budget: float) -> float:
+        """ln c = gamma * B, the log of the scale of the pair for the budget B (rounded up)."""
+        return self.gamma * budget * (1 + 1e-12)
 
 
 def _eta(tau2: float) -> float:
@@ -91,47 +97,39 @@ def _eta(tau2: float) -> float:
     return 2 * r / (1 - r)
 
 
-def _slack_for(lam: float, sigma_min: float, budget: float) -> DiscreteGaussianSlack | None:
-    """The slack of docs/privacy-notions.md, Theorem DG, for one choice of lambda."""
+def _slack_for(lam: float, sigma_min: float) -> DiscreteGaussianSlack | None:
+    """The slack of docs/privacy-notions.md, Theorem DG, for one choice of lambda: the release
+    of squared shift mu^2 costs ln c <= mu^2 (beta + lam^2/2), beta = sigma_min^2 eta(sigma_min)."""
     tau2 = sigma_min**2 * lam**2 / (1 + lam**2)
     if 2 * math.pi**2 * tau2 < 2:  # sigma^2 eta(sigma) must be decreasing from sigma_min on
         return None
-    beta = sigma_min**2 * _eta(tau2)           # ln C <= mu^2 * beta   (n <= K^2 = mu^2 sigma^2)
-    gamma1 = beta + lam**2 / 2                 # ln(C e^a) <= mu^2 * gamma1
-    if budget * gamma1 > 1:
-        return None
-    grow = math.exp(budget * gamma1)
-    c0 = gamma1 * grow + grow * lam**2 / 2     # xi0 <= mu^2 * c0
+    beta = sigma_min**2 * _eta(tau2)           # ln (1+eta)^n <= mu^2 * beta   (n <= K^2 = mu^2 sigma^2)
+    gamma = beta + lam**2 / 2                  # ln((1+eta)^n e^a) <= mu^2 * gamma
     kappa = math.sqrt(1 + lam**2)
-    floor = 2 * special.ndtr(-kappa * math.sqrt(budget) / 2)  # 1 - delta_G(0) at the largest mu
-    if floor <= 0:
-        return None
-    c1 = c0 / floor
-    if c1 * budget >= 0.5:
-        return None
-    c2 = c1 / (1 - c1 * budget)
-    flag = -math.expm1(-c2 * budget)
     # outward margins for the float arithmetic above (a few ulps each, taken as 1e-12 relative)
-    return DiscreteGaussianSlack(lam, kappa * (1 + 1e-12), flag * (1 + 1e-12) + 1e-300)
+    return DiscreteGaussianSlack(lam, kappa * (1 + 1e-12), gamma * (1 + 1e-12) + 1e-300)
 
 
 def discrete_gaussian_slack(sigma_min: Fraction | float, budget: float,
                             delta: float) -> DiscreteGaussianSlack | None:
     """The best domination (over a grid of lambdas) of a budget B = sum mu_i^2 = 2 rho of
     discrete Gaussian releases whose grid sigma is at least sigma_min, for use at `delta`:
-    lambda trades the flag (about lambda^2 B) against kappa = sqrt(1 + lambda^2). The choice
-    is the one with the smallest float estimate of epsilon at delta; any choice is sound.
-    None when sigma_min < MIN_GRID_SIGMA or no lambda leaves a flag below delta / 2."""
+    lambda trades the scale (ln c = gamma B, gamma about lambda^2/2) against
+    kappa = sqrt(1 + lambda^2). The choice is the one with the smallest float estimate of epsilon
+    at delta; any choice is sound. None when sigma_min < MIN_GRID_SIGMA."""
     s = float(sigma_min)
     if s < MIN_GRID_SIGMA or budget <= 0:
         return None
     best: tuple[float, DiscreteGaussianSlack] | None = None
-    for k in range(0, 121):
-        cand = _slack_for(0.5 * 10 ** (-0.05 * k), s, budget)
-        if cand is None or cand.flag >= delta / 2:
+    for k in range(0, 161):
+        cand = _slack_for(0.5 * 10 ** (-0.05 * k), s)
+        if cand is None:
+            continue
+        log_c = cand.log_scale(budget)
+        if log_c > 50:
             continue
         mu = cand.kappa * math.sqrt(budget)
-        score = gdp_epsilon_float(mu, (delta - cand.flag) / (1 - cand.flag))
+        score = log_c + gdp_epsilon_float(mu, delta * math.exp(-log_c))
         if best is None or score < best[0]:
             best = (score, cand)
     return None if best is None else best[1]

@@ -35,6 +35,7 @@ from ..typesystem.quadratic import (
     is_shadow,
     laplace_channel,
     pop_quad,
+    pure_channel,
     shadow,
 )
 from ..typesystem.sens import (
@@ -74,6 +75,10 @@ from .helpers import (
 )
 from .typeexpr import bind_tvars, match_type, subst_tvars
 from .values import Closure, Env, FnT, FnValue, Opaque, Partial, TopFn, Val
+
+# Rule Inventory: the pure mechanisms whose releases a recursion may count (laplace in its own
+# channel, the others in the pure channel of their epsilon).
+_COUNTED = frozenset({"laplace", "noisy_max", "exponential", "above_threshold", "randomized_response"})
 
 # Speculative levels (under branches on values that are not constants) of one function's chain
 # of nested instances before its changing numeric constants are forgotten (rule Widen).
@@ -343,8 +348,9 @@ class InstanceRules:
         return out
 
     def _laplace_channels(self, decl: A.FunDecl) -> tuple[str, ...]:
-        """The inventory channels of the `laplace` calls whose epsilon is a public constant, in
-        the function and the top-level functions it names (rule Inventory)."""
+        """The inventory channels of the `laplace` calls (and of the other pure mechanisms) whose
+        epsilon is a public constant, in the function and the top-level functions it names (rule
+        Inventory)."""
         from .helpers import _spine
 
         found: set[str] = set()
@@ -356,11 +362,11 @@ class InstanceRules:
                 head, args = _spine(node)
                 # Only a literal or a name (a program parameter): evaluating anything else here,
                 # in the middle of an assumption, could check other instances.
-                if isinstance(head, A.Var) and head.name == "laplace" and args and \
+                if isinstance(head, A.Var) and head.name in _COUNTED and args and \
                         isinstance(args[0], (A.Lit, A.Var)):
                     eps = self._public_constant(args[0])
                     if eps is not None and eps > 0:
-                        found.add(laplace_channel(eps))
+                        found.add(laplace_channel(eps) if head.name == "laplace" else pure_channel(eps))
             if isinstance(node, A.Var):
                 f = self.functions.get(node.name)
                 if f is not None and node.name not in seen:

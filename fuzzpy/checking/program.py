@@ -382,7 +382,8 @@ class _ProgramChecker:
                 rho_g, rho_z = (q.get(ch, Fraction(0)) for ch in ("g", "z"))
                 self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t,
                                                       rho_g if is_const(rho_g) else INF,
-                                                      rho_z if is_const(rho_z) else INF, _inventory(q)))
+                                                      rho_z if is_const(rho_z) else INF, _inventory(q),
+                                                      _inventory(q, pure=True)))
             self.check_closed(decl, summary)
             self.check_bounded(decl, summary, first_origin)
             self.check_completes(decl, summary)
@@ -454,12 +455,14 @@ class _ProgramChecker:
                  "whatever the data"])))
 
 
-def _inventory(quad: dict) -> Optional[tuple]:
-    """Rule Inventory: the counted Laplace releases of one entry parameter, or None when a pure
-    release on it was not counted (the unknown mark) or a count is not a finite number."""
+def _inventory(quad: dict, pure: bool = False) -> Optional[tuple]:
+    """Rule Inventory: the counted Laplace releases of one entry parameter (with `pure`: all its
+    counted pure releases, scalar Laplace or not), or None when a pure release on it was not
+    counted (the unknown mark) or a count is not a finite number; without `pure`, also None when
+    a release is not a scalar Laplace one."""
     import math
 
-    from ..typesystem.quadratic import UNKNOWN, is_inventory
+    from ..typesystem.quadratic import PURE_PREFIX, UNKNOWN, is_inventory
 
     out = []
     for ch, c in quad.items():
@@ -467,7 +470,12 @@ def _inventory(quad: dict) -> Optional[tuple]:
             continue
         if ch == UNKNOWN or not is_const(c) or c == INF:
             return None
-        out.append((Fraction(ch[2:]), math.ceil(Fraction(c))))
+        if ch.startswith(PURE_PREFIX):
+            if not pure:
+                return None
+            out.append((Fraction(ch[len(PURE_PREFIX):]), math.ceil(Fraction(c))))
+        else:
+            out.append((Fraction(ch[2:]), math.ceil(Fraction(c))))
     return tuple(sorted(out))
 
 

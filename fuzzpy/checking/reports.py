@@ -43,6 +43,9 @@ class InputReport:
     # Rule Inventory: its pure releases as ((epsilon, most releases), ...), every one a scalar
     # Laplace release whose input moves by at most its sensitivity; None when not known.
     laplace: Any = None
+    # Rule Inventory: every pure release, whatever its mechanism, as ((epsilon, most releases), ...),
+    # each eps-DP when the input moves by 1; None when not known.
+    pure: Any = None
 
     @property
     def is_pure(self) -> bool:

@@ -29,6 +29,7 @@ class Guarantee:
     epsilon: Any               # the stated epsilon (at `delta` when given); None: needs a delta
     method: str                # how `epsilon` was obtained
     is_pure: bool              # no Gaussian release
+    refused: tuple = ()        # (tighter method, why it could not be used), from the accountant
 
     @property
     def stated_delta(self) -> Fraction:
@@ -50,7 +51,7 @@ def guarantee(report: Any, delta: Optional[Fraction]) -> Guarantee:
     conv = epsilon_at_delta(proven_loss(report), delta)
     if is_pure and pure_eps <= conv.epsilon:
         return Guarantee(pure_eps, rho, delta, pure_eps, "pure", True)
-    return Guarantee(pure_eps, rho, delta, conv.epsilon, conv.method, is_pure)
+    return Guarantee(pure_eps, rho, delta, conv.epsilon, conv.method, is_pure, conv.refused)
 
 
 # rule Inventory: the inventory of pure releases goes to the accountant
@@ -65,7 +66,8 @@ def proven_loss(report: Any) -> Any:
         # InputReport.rho keeps the pure part at most epsilon^2/2 (an epsilon-DP part is
         # epsilon^2/2-zCDP whatever the z channel's Cauchy-Schwarz bound says).
         try:  # the accountant refuses an inventory worth more than epsilon: then it is not used
-            loss = ProvenLoss(inp.epsilon, inp.rho - inp.rho_gauss, inp.rho_gauss, laplace=inp.laplace)
+            loss = ProvenLoss(inp.epsilon, inp.rho - inp.rho_gauss, inp.rho_gauss, laplace=inp.laplace,
+                              pure=inp.pure if inp.laplace is None else None)
         except ValueError:
             loss = ProvenLoss(inp.epsilon, inp.rho - inp.rho_gauss, inp.rho_gauss)
         total = total.add(loss)

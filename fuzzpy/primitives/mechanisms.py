@@ -116,10 +116,11 @@ def pure_release(cost: Dist, laplace_eps: Optional[Fraction] = None, moves: Opti
     """The distance of a pure-epsilon release: its linear cost, plus the same release seen in zCDP
     (the "z" shadow channel, rule Rho) for programs that also make Gaussian releases, plus its
     entry in the inventory (rule Inventory): counted as one scalar Laplace release of
-    `laplace_eps` when it is one, on its input's `moves`; otherwise its symbols are marked."""
+    `laplace_eps` when it is one, on its input's `moves`; else as one release of its cost when
+    that is on one symbol; otherwise its symbols are marked."""
     if not cost:
         return {}
-    entry = inventory_of_release(laplace_eps, moves if moves is not None else cost)
+    entry = inventory_of_release(laplace_eps, moves if moves is not None else cost, cost)
     return d_add(cost, zcdp_of_pure(cost), entry)
 
 

@@ -81,7 +81,8 @@ def _privacy_json(report: CheckReport) -> dict:
             "pure": report.is_pure,
             "pure_epsilon": number(report.epsilon), "pure_epsilon_exact": exact(report.epsilon),
             "rho": number(report.rho), "rho_exact": exact(report.rho),
-            "conversion": g.method if g is not None else ("pure" if report.is_pure else "needs delta")}
+            "conversion": g.method if g is not None else ("pure" if report.is_pure else "needs delta"),
+            **({"conversion_refused": [{"method": m, "reason": why} for m, why in g.refused]} if g is not None else {})}
 
 
 def _extra(extra: dict) -> dict:
@@ -150,7 +151,8 @@ def guarantee_head(report: CheckReport) -> str:
         return f"epsilon = {fmt_coef(report.epsilon)}, delta = 0"
     if g is None or g.epsilon is None:
         return f"rho = {fmt_coef(report.rho)} (zCDP); give a delta to state it as (epsilon, delta)"
-    return (f"epsilon = {fmt_coef(g.epsilon)}, delta = {fmt_coef(g.delta)} ({g.method}); "
+    refused = "".join(f"; {m} refused: {why}" for m, why in g.refused)
+    return (f"epsilon = {fmt_coef(g.epsilon)}, delta = {fmt_coef(g.delta)} ({g.method}{refused}); "
             f"rho = {fmt_coef(report.rho)} (zCDP)")
 
 

@@ -36,11 +36,19 @@ CHANNELS = ("g", "z")
 # that epsilon whose input moves by at most its calibrated sensitivity when the symbol moves by
 # at most 1; "L?" marks a symbol on which a pure release is not counted (the inventory is then
 # unknown).  They are not quadratic: they follow their own substitution rule (`lift`).
+# Channel "LP:<eps>" counts any other pure release that is eps-DP when the symbol moves by at most 1
+# (noisy max, exponential, sparse vector, vector Laplace, randomized response): the accountant
+# composes those by randomized-response domination, the scalar Laplace ones by their own PLD.
 UNKNOWN = "L?"
+PURE_PREFIX = "LP:"
 
 
 def laplace_channel(eps: Fraction) -> str:
     return f"L:{eps}"
+
+
+def pure_channel(eps: Fraction) -> str:
+    return f"{PURE_PREFIX}{eps}"
 
 
 def is_inventory(ch: str) -> bool:
@@ -139,16 +147,22 @@ def _move_inventory(ch: str, count: Coef, moves: Dist) -> Dist:
     return {shadow(u, UNKNOWN): count for u in moves}
 
 
-# rule Inventory: one count for a scalar Laplace release on one symbol, else marks
-def inventory_of_release(eps: Optional[Fraction], moves: Dist) -> Dist:
+# rule Inventory: one count for a pure release on one symbol, else marks
+def inventory_of_release(eps: Optional[Fraction], moves: Dist, cost: Optional[Dist] = None) -> Dist:
     """The inventory entries of one pure release whose input moves by `moves` (its linear
-    distance): one count of `eps` on its only symbol when it is a scalar Laplace release on one
-    symbol with a finite coefficient (which is at most its sensitivity S, the largest
-    coefficient); otherwise every symbol it depends on is marked unknown."""
+    distance) and whose linear cost is `cost`: one count of `eps` on its only symbol when it is a
+    scalar Laplace release (`eps` given) on one symbol with a finite coefficient (which is at most
+    its sensitivity S, the largest coefficient); otherwise, when its cost is c per unit of one
+    symbol (c finite), it is c-DP when that symbol moves by 1: one count of c in the pure channel;
+    otherwise every symbol it depends on is marked unknown."""
     if eps is not None and len(moves) == 1:
         (u, a), = moves.items()
         if is_const(a) and a != INF:
             return {shadow(u, laplace_channel(eps)): ONE}
+    if eps is None and cost is not None and len(cost) == 1:
+        (u, c), = cost.items()
+        if is_const(c) and c != INF and c > 0:
+            return {shadow(u, pure_channel(Fraction(c))): ONE}
     return {shadow(u, UNKNOWN): ONE for u in moves}
 
 
@@ -166,4 +180,4 @@ def zcdp_of_pure(cost: Dist) -> Dist:
 
 __all__ = ["CHANNELS", "shadow", "is_shadow", "base_of", "channel_of", "linear_part", "quadratic_part",
            "pop_quad", "lift", "zcdp_of_pure", "without_channel", "UNKNOWN", "laplace_channel", "is_inventory",
-           "inventory_of_release"]
+           "inventory_of_release", "pure_channel", "PURE_PREFIX"]

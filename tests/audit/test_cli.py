@@ -96,9 +96,9 @@ def test_gaussian_mechanism_audit_as_json():
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert (out["delta_exact"], out["rho_exact"], out["violation"]) == ("1/1000000", "1/20", False)
-    # The accountant's certified epsilon (rho 0.05 at delta 1e-6: the continuous Gaussian's 1.36767
+    # The accountant's certified epsilon (rho 0.05 at delta 1e-6: the continuous Gaussian's 1.3675714751
     # plus the discrete Gaussian's slack; the RDP conversion alone would claim 1.47159).
-    assert 1.36767 <= out["claimed_epsilon"] <= 1.36767 * 1.01
+    assert 1.36757147 <= out["claimed_epsilon"] <= 1.36757147 * 1.01
     assert 0 < out["lower_bound"] < out["claimed_epsilon"]
     assert out["witness"]["delta"] == 1e-6 and out["witness"]["ratio"].startswith("(P[")
 
@@ -122,7 +122,7 @@ def test_gaussian_program_audit_text(tmp_path, monkeypatch):
     args = ("audit", str(prog), "--samples", "1000", "--seed", "2", "--max-pairs", "3")
     res = invoke(*args, "--delta", "1e-5")
     assert res.exit_code == 0, res.output
-    assert "claimed epsilon:     4.38197 (rounded up) at delta 1e-05 (from rho 1/2 (0.5) zCDP)" in res.stdout
+    assert "claimed epsilon:     4.37718 (rounded up) at delta 1e-05 (from rho 1/2 (0.5) zCDP)" in res.stdout
     assert "on epsilon at delta 1e-05" in res.stdout and "verdict: no violation found" in res.stdout
     # Without a delta: a usage error that says why, before anything is sampled.
     res = invoke(*args)

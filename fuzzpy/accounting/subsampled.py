@@ -1,0 +1,111 @@
+"""Poisson-subsampled Gaussian releases: their privacy-loss distribution, certified.
+
+A release on a Poisson sample (each row kept independently with a public rate q, drawn fresh by
+the runtime) of a Gaussian release dominated by the pair T = (T1, T0), T1 = c N(mu, 1) (a measure
+of mass c = e^(gamma mu^2) >= 1: the discrete Gaussian's scaled pair, docs/privacy-notions.md) and
+T0 = N(0, 1), is dominated by
+
+    remove (the larger table first):  ((1 - q) T0 + q T1,  T0)
+    add    (the smaller table first): (T1,  (1 - q) T1 + q T0)
+
+(docs/privacy-notions.md, "Poisson subsampling"). Both pairs' losses are monotone in x, so their
+PLDs are the measure of x-intervals between the points where the loss crosses the lattice; every
+loss is rounded up to the lattice and the top tail goes to +infinity, which only raises delta.
+A composition of `count` such releases (adaptive: each pair is fixed) is the `count`-fold
+convolution; epsilon is the larger of the two directions'."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+from scipy import special
+
+from .pld import LatticePld
+
+_U = 2.0**-53
+# mass above this tail probability (per release, relative) is kept on the lattice; the rest of the
+# top tail goes to +infinity (it then counts fully in delta)
+_TOP_TAIL = 1e-16
+
+
+def _ndtr_between(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Phi(b) - Phi(a) for a <= b, computed on the side of the smaller tail (no cancellation
+    against 1), and the larger of the two tail values (each is within a few ulps of it)."""
+    upper = a >= 0
+    ta, tb = special.ndtr(-a), special.ndtr(b)
+    diff = np.where(upper, ta - special.ndtr(-b), tb - special.ndtr(a))
+    return diff, np.where(upper, ta, tb)
+
+
+def _interval_masses(edges: np.ndarray, mus: tuple[float, ...],
+                     weights: tuple[float, ...]) -> tuple[np.ndarray, float]:
+    """Masses of sum_j weights[j] N(mus[j], 1) on (edges[i-1], edges[i]] (edges[0] = -inf), and a
+    bound on the sum of their float errors."""
+    out = np.zeros(len(edges))
+    err = 0.0
+    lo = np.concatenate(([-np.inf], edges[:-1]))
+    for m, w in zip(mus, weights):
+        diff, tail = _ndtr_between(lo - m, edges - m)
+        out += w * np.clip(diff, 0.0, None)
+        err += 8 * _U * w * float(tail.sum())  # two Phi values and a difference, a few ulps each
+    return out, err * (1 + 1e-6) + 8 * _U * len(edges) * sum(weights) * 1e-3
+
+
+def subsampled_gaussian_pld(q: float, mu: float, log_c: float, h: Fraction, remove: bool) -> LatticePld:
+    """The PLD (on lattice h, losses rounded up) of one Poisson-subsampled release dominated by the
+    scaled pair (e^log_c N(mu, 1), N(0, 1)), in the `remove` or the add direction."""
+    c = math.exp(log_c) * (1 + 1e-12)
+    hf = float(h)
+    if remove:
+        # loss(x) = log(1 - q + q c e^(mu x - mu^2/2)) under (1 - q) N(0) + q c N(mu), increasing
+        low = math.log1p(-q)
+        x_top = mu + float(-special.ndtri(_TOP_TAIL))
+        top = math.log(1 - q + q * c * math.exp(mu * x_top - mu * mu / 2))
+        i0, i1 = math.ceil(low / hf), math.ceil(top / hf)
+        levels = np.arange(i0, i1 + 1) * hf
+        arg = (np.expm1(levels) + q) / (q * c)
+        with np.errstate(divide="ignore"):
+            edges = (np.log(np.where(arg > 0, arg, 0.0)) + mu * mu / 2) / mu
+        mus, weights = (0.0, mu), (1 - q, q * c)
+    else:
+        # loss(x) = -log(1 - q + (q / c) e^-(mu x - mu^2/2)) under c N(mu), increasing to -log(1-q)
+        high = -math.log1p(-q)
+        x_bottom = mu - float(-special.ndtri(1e-30))
+        low = -math.log(1 - q + q / c * math.exp(-(mu * x_bottom - mu * mu / 2)))
+        i0, i1 = math.ceil(low / hf), math.ceil(high / hf)
+        levels = np.arange(i0, i1 + 1) * hf
+        arg = (np.expm1(-levels) + q) * c / q
+        with np.errstate(divide="ignore"):
+            edges = (mu * mu / 2 - np.log(np.where(arg > 0, arg, np.inf))) / mu
+        mus, weights = (mu,), (c,)
+    # each edge moved down by a relative margin: the interval ending at edges[i] then has losses
+    # <= levels[i] despite the float error of the edge
+    edges = np.where(np.isfinite(edges), edges - (np.abs(edges) + 1) * 1e-12, edges)
+    edges[-1] = np.inf if not remove else edges[-1]
+    masses, err = _interval_masses(edges, mus, weights)
+    total = sum(weights)
+    # the top tail's mass, rounded up by the masses' error and the float sum's
+    above = max(total - float(masses.sum()), 0.0) + err + 64 * _U * total if remove else 0.0
+    return LatticePld(h, i0, masses, above, err)
+
+
+def subsampled_gaussian_epsilon_float(q: float, mu: float, log_c: float, count: int, delta: float,
+                                      h: Fraction = Fraction(1, 10**6)) -> float:
+    """The smallest epsilon (a float search on the certified curve) with delta(epsilon) <= delta
+    for `count` composed releases, the larger of the two directions."""
+    out = 0.0
+    for remove in (True, False):
+        pld = subsampled_gaussian_pld(q, mu, log_c, h, remove).self_compose(count)
+        lo, hi = 0.0, 1.0
+        while pld.delta_pure(hi) > delta:
+            lo, hi = hi, 2 * hi
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if pld.delta_pure(mid) > delta:
+                lo = mid
+            else:
+                hi = mid
+        out = max(out, hi)
+    return out
