@@ -10,19 +10,24 @@ each kind, the kinds in turn: a typo or its fix in a function nobody calls, the 
 ratios to the baseline: one full `check_source` of the same file in this process.  Last, a burst
 of keystrokes (debouncing).
 
-    python benchmarks/lsp_latency.py [--functions 100] [--edits 20] [--opens 5] [--pause 0.05]
+    python benchmarks/lsp_latency.py [--functions 100] [--edits 20] [--opens 5] [--pause 0.05] [--code DIR]
+
+`--code DIR` runs the server on another checkout's fuzzpy (the baseline of a change: run both in
+turn in one session).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 from lsprotocol import types as T
 from pygls.lsp.client import LanguageClient
@@ -58,12 +63,15 @@ class Session:
         self.client = LanguageClient("lsp-latency", "1")
         self.published: dict[int, float] = {}
         self.versions: list[int] = []
+        self.first_published: dict[str, float] = {}  # per document: its first diagnostics
         self.logs: list[str] = []
         self.event = asyncio.Event()
 
         @self.client.feature(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def on_publish(params: T.PublishDiagnosticsParams) -> None:
-            self.published[params.version] = time.perf_counter()
+            now = time.perf_counter()
+            self.first_published.setdefault(params.uri, now)
+            self.published[params.version] = now
             self.versions.append(params.version)
             self.event.set()
 
@@ -72,9 +80,12 @@ class Session:
             self.logs.append(params.message)
             self.event.set()
 
-    async def start(self, server_log: bool) -> None:
+    async def start(self, server_log: bool, code: Optional[str]) -> None:
         level = "info" if server_log else "warning"
-        await self.client.start_io(sys.executable, "-m", "fuzzpy.interfaces.cli", "lsp", "--log-level", level)
+        env = None
+        if code is not None:  # the server imports fuzzpy from another checkout
+            env = {**os.environ, "PYTHONPATH": str(Path(code).resolve())}
+        await self.client.start_io(sys.executable, "-m", "fuzzpy.interfaces.cli", "lsp", "--log-level", level, env=env)
         self.stderr_task = asyncio.create_task(self.drain_stderr(server_log))
         await self.client.initialize_async(T.InitializeParams(capabilities=T.ClientCapabilities()))
         self.client.initialized(T.InitializedParams())
@@ -105,7 +116,8 @@ class Session:
 EDIT_KINDS = ("in a function nobody calls", "in a function main calls", "a param's value", "insert a line")
 
 
-async def measure(functions: int, edits: int, opens: int, pause: float, server_log: bool) -> None:
+async def measure(functions: int, edits: int, opens: int, pause: float, server_log: bool,
+                  code: Optional[str]) -> None:
     text = generate(functions)
     folder = Path(tempfile.mkdtemp(prefix="fuzzpy-lsp-bench-"))
     path = folder / "big.fz"
@@ -116,7 +128,7 @@ async def measure(functions: int, edits: int, opens: int, pause: float, server_l
           f"{pause * 1000:.0f} ms between an edit's diagnostics and the next edit")
 
     s = Session()
-    await s.start(server_log)
+    await s.start(server_log, code)
     opened = await measure_opens(s, folder, text, opens)
     t0 = time.perf_counter()
     s.client.text_document_did_open(T.DidOpenTextDocumentParams(
@@ -186,12 +198,11 @@ async def measure_opens(s: Session, folder: Path, text: str, opens: int) -> list
         copy = folder / f"open{k}.fz"
         copy.write_text(text)
         uri = from_fs_path(str(copy))
-        before = len(s.versions)
         t0 = time.perf_counter()
         s.client.text_document_did_open(T.DidOpenTextDocumentParams(
             T.TextDocumentItem(uri=uri, language_id="fuzzpy", version=1, text=text)))
-        await s.until(lambda: len(s.versions) > before)
-        times.append(1000 * (time.perf_counter() - t0))
+        await s.until(lambda: uri in s.first_published)
+        times.append(1000 * (s.first_published[uri] - t0))
         label = "the server's first file" if k == 0 else f"file {k + 1}"
         print(f"open ({label}): first diagnostics after {times[-1]:.0f} ms")
         await s.until(lambda: s.ready_count() == k + 1, timeout=300)
@@ -249,9 +260,10 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=20, help="edits of each kind")
     parser.add_argument("--opens", type=int, default=5, help="files opened (each a new path)")
     parser.add_argument("--pause", type=float, default=0.05, help="seconds between an edit's diagnostics and the next")
+    parser.add_argument("--code", help="run the server with fuzzpy imported from this checkout (compare versions)")
     parser.add_argument("--server-log", action="store_true", help="show the server's own check times")
     args = parser.parse_args()
-    asyncio.run(measure(args.functions, args.edits, args.opens, args.pause, args.server_log))
+    asyncio.run(measure(args.functions, args.edits, args.opens, args.pause, args.server_log, args.code))
 
 
 if __name__ == "__main__":
