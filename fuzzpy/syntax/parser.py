@@ -492,13 +492,17 @@ def _spans_within(value: object, first: int, last: int) -> bool:
     return True
 
 
+_LEAVES = frozenset({str, int, bool, float, Fraction, type(None)})  # immutable, and hold no span
+
+
 def _moved(value: object, lines: int) -> object:
     """A copy of a parsed value (nodes, lists, tuples) with every span `lines` lines further down;
     the leaves (names, numbers) are immutable and shared."""
+    if type(value) in _LEAVES:
+        return value
     if isinstance(value, A.Node):
         copy = object.__new__(type(value))
-        for name, v in vars(value).items():
-            object.__setattr__(copy, name, _moved(v, lines))
+        copy.__dict__ = {name: _moved(v, lines) for name, v in vars(value).items()}
         return copy
     if isinstance(value, Span):
         return Span(value.file, value.line + lines, value.col, value.end_line + lines, value.end_col)
