@@ -3,9 +3,9 @@
 Starts the real server (`python -m fuzzpy.interfaces.cli lsp`) and talks to it over stdio with
 pygls' client, the way an editor does.  It opens `--opens` copies of a generated 1,000-line
 program at new paths (time to first diagnostics), then, on one of them, makes `--edits` edits of
-each kind, the kinds in turn: a typo or its fix in a function nobody calls, the same in a function
-`main` calls, a new value of the declared param `eps`, and a new line inserted above a function
-(which moves every later one).  Each is timed from sending `didChange` to receiving
+each kind, one kind after another: a typo or its fix in a function nobody calls, the same in a
+function `main` calls, a new value of the declared param `eps`, and a new line inserted above a
+function (which moves every later one).  Each is timed from sending `didChange` to receiving
 `publishDiagnostics` for that version; the script prints each kind's median and p90, and their
 ratios to the baseline: one full `check_source` of the same file in this process.  Last, a burst
 of keystrokes (debouncing).
@@ -155,8 +155,11 @@ async def measure(functions: int, edits: int, opens: int, pause: float, server_l
     called = int(functions * CALLED_BY_MAIN)
     samples: dict[str, list[float]] = {"open a file (first diagnostics)": opened}
     samples.update({kind: [] for kind in EDIT_KINDS})
-    for round_ in range(edits):  # the kinds in turn, so that the machine's load weighs on all alike
-        for kind in EDIT_KINDS:
+    # One kind after another, in this order: the edits inside functions keep the server's cache
+    # filled (each is answered by re-checking what it affects), while each new param value, and
+    # most inserted lines, leave no function's result reusable (a full check).
+    for kind in EDIT_KINDS:
+        for round_ in range(edits):
             samples[kind].append(await edit(edited(current, kind, round_, functions, called)))
 
     for kind, xs in samples.items():
