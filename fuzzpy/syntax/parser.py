@@ -8,6 +8,7 @@ language server can re-parse only the chunks an edit touched (`parse_chunk` is m
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import re
 import sys
@@ -492,6 +493,11 @@ def _spans_within(value: object, first: int, last: int) -> bool:
     return True
 
 
+@lru_cache(maxsize=None)
+def _fields_of(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 _LEAVES = frozenset({str, int, bool, float, Fraction, type(None)})  # immutable, and hold no span
 
 
@@ -500,9 +506,10 @@ def _moved(value: object, lines: int) -> object:
     the leaves (names, numbers) are immutable and shared."""
     if type(value) in _LEAVES:
         return value
-    if isinstance(value, A.Node):
+    if isinstance(value, A.Node):  # its declared fields only: whatever a later stage kept on the node stays there
+        attrs = vars(value)
         copy = object.__new__(type(value))
-        copy.__dict__ = {name: _moved(v, lines) for name, v in vars(value).items()}
+        copy.__dict__ = {name: _moved(attrs[name], lines) for name in _fields_of(type(value)) if name in attrs}
         return copy
     if isinstance(value, Span):
         return Span(value.file, value.line + lines, value.col, value.end_line + lines, value.end_col)
