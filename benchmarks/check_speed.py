@@ -6,8 +6,9 @@ Generates programs of ordinary code (arithmetic, lets, branches, row functions, 
 mechanisms, a recursive function) of 1,000 and 10,000 lines.  In-process figures are given
 against lark alone parsing the same text, timed in the same rounds (lark, parse, check, in turn:
 the machine's load weighs on all three alike); each figure is the fastest of its rounds, each
-ratio the median of the rounds' ratios.  Shell figures (start-up, the check cache) are given
-against `python -c pass` and `python -c "import pandas"` run in turn with them.
+ratio the median of the rounds' ratios.  Shell figures (start-up, the check cache, a 50-line
+file that imports three standard-library files) are given against `python -c pass`,
+`python -c "import lark"` and `python -c "import pandas"` run in turn with them.
 `--code DIR` imports fuzzpy from DIR (another checkout) instead: run it in turn with the current
 code to compare two versions in one session.  docs/performance.md has the figures of one run.
 """
@@ -53,6 +54,9 @@ function sumto{i} (xs : list num) : num {{
   case xs of {{ [] => 0 | h :: t => h + sumto{i} t }}
 }}
 """
+
+
+STDLIB_IMPORTS = 'import "stdlib/stats.fz"\nimport "stdlib/bags.fz"\nimport "stdlib/ml.fz"\n'
 
 
 def program(lines: int) -> str:
@@ -146,6 +150,8 @@ def startup_and_cache(rounds: int) -> None:
         env["FUZZPY_CACHE_DIR"] = str(tmp_path / "cache")
         small = tmp_path / "small.fz"
         small.write_text(program(50))
+        with_stdlib = tmp_path / "with_stdlib.fz"  # 50 lines that import three standard-library files
+        with_stdlib.write_text(STDLIB_IMPORTS + program(47))
         big = tmp_path / "big.fz"
         big.write_text(program(10000))
         proj = tmp_path / "project"
@@ -155,6 +161,8 @@ def startup_and_cache(rounds: int) -> None:
         commands = {
             "python -c pass": [py, "-c", "pass"],
             "python -c 'import pandas'": [py, "-c", "import pandas"],
+            "python -c 'import lark'": [py, "-c", "import lark"],
+            "check 50 lines importing the stdlib (--no-cache)": fz + ["check", "--no-cache", str(with_stdlib)],
             "check 50 lines, through typer (--no-cache)": [py, "-c", "from fuzzpy.interfaces.cli import main; main()",
                                                             "check", "--no-cache", str(small)],
             "check 50 lines (--no-cache)": fz + ["check", "--no-cache", str(small)],
@@ -168,10 +176,11 @@ def startup_and_cache(rounds: int) -> None:
             subprocess.run(cmd, capture_output=True, env=env, check=True)
         medians = interleaved(commands, env, rounds)
         medians.update(interleaved(cold, env, 1))
-    base, pandas = medians["python -c pass"], medians["python -c 'import pandas'"]
+    base, pandas, lark = medians["python -c pass"], medians["python -c 'import pandas'"], medians["python -c 'import lark'"]
     print(f"\nfrom the shell, median of {rounds} interleaved rounds (cold checks: 1 round):")
     for name, t in medians.items():
-        print(f"  {name:<46} {t * 1000:7.0f} ms   {t / pandas:5.2f} x import pandas   {t / base:6.1f} x python -c pass")
+        print(f"  {name:<50} {t * 1000:7.0f} ms   {t / pandas:5.2f} x import pandas   {t / lark:5.2f} x import lark"
+              f"   {t / base:6.1f} x python -c pass")
 
 
 def main() -> None:

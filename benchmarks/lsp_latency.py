@@ -1,25 +1,33 @@
 """Time from an edit to its diagnostics in the fuzzpy language server, on a 1,000-line program.
 
 Starts the real server (`python -m fuzzpy.interfaces.cli lsp`) and talks to it over stdio with
-pygls' client, the way an editor does.  It opens a generated 1,000-line program, lets the server
-fill its cache, then makes ~20 edits one at a time (each breaks or repairs one name in one
-function, so the line count stays the same) and measures, for each, the time from sending
-`didChange` to receiving `publishDiagnostics` for that version.  It also reports edits that
-insert a line, a burst of keystrokes (debouncing), and the baseline: one full `check_source`
-of the same file in-process.
+pygls' client, the way an editor does.  It opens `--opens` copies of a generated 1,000-line
+program at new paths (time to first diagnostics), then, on one of them, makes `--edits` edits of
+each kind, one kind after another: a typo or its fix in a function nobody calls, the same in a
+function `main` calls, a new value of the declared param `eps`, and a new line inserted above a
+function (which moves every later one).  Each is timed from sending `didChange` to receiving
+`publishDiagnostics` for that version; the script prints each kind's median and p90, and their
+ratios to the baseline: one full `check_source` of the same file in this process.  Last, a burst
+of keystrokes (debouncing).
 
-    python benchmarks/lsp_latency.py [--functions 100] [--edits 20]
+    python benchmarks/lsp_latency.py [--functions 100] [--edits 20] [--opens 5] [--pause 0.05] [--code DIR]
+
+`--code DIR` runs the server on another checkout's fuzzpy (the baseline of a change: run both in
+turn in one session).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import re
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 from lsprotocol import types as T
 from pygls.lsp.client import LanguageClient
@@ -55,12 +63,15 @@ class Session:
         self.client = LanguageClient("lsp-latency", "1")
         self.published: dict[int, float] = {}
         self.versions: list[int] = []
+        self.first_published: dict[str, float] = {}  # per document: its first diagnostics
         self.logs: list[str] = []
         self.event = asyncio.Event()
 
         @self.client.feature(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def on_publish(params: T.PublishDiagnosticsParams) -> None:
-            self.published[params.version] = time.perf_counter()
+            now = time.perf_counter()
+            self.first_published.setdefault(params.uri, now)
+            self.published[params.version] = now
             self.versions.append(params.version)
             self.event.set()
 
@@ -69,9 +80,12 @@ class Session:
             self.logs.append(params.message)
             self.event.set()
 
-    async def start(self, server_log: bool) -> None:
+    async def start(self, server_log: bool, code: Optional[str]) -> None:
         level = "info" if server_log else "warning"
-        await self.client.start_io(sys.executable, "-m", "fuzzpy.interfaces.cli", "lsp", "--log-level", level)
+        env = None
+        if code is not None:  # the server imports fuzzpy from another checkout
+            env = {**os.environ, "PYTHONPATH": str(Path(code).resolve())}
+        await self.client.start_io(sys.executable, "-m", "fuzzpy.interfaces.cli", "lsp", "--log-level", level, env=env)
         self.stderr_task = asyncio.create_task(self.drain_stderr(server_log))
         await self.client.initialize_async(T.InitializeParams(capabilities=T.ClientCapabilities()))
         self.client.initialized(T.InitializedParams())
@@ -99,23 +113,28 @@ class Session:
         await self.client.stop()
 
 
-async def measure(functions: int, edits: int, server_log: bool) -> None:
+EDIT_KINDS = ("in a function nobody calls", "in a function main calls", "a param's value", "insert a line")
+
+
+async def measure(functions: int, edits: int, opens: int, pause: float, server_log: bool,
+                  code: Optional[str]) -> None:
     text = generate(functions)
     folder = Path(tempfile.mkdtemp(prefix="fuzzpy-lsp-bench-"))
     path = folder / "big.fz"
     path.write_text(text)
     uri = from_fs_path(str(path))
     print(f"program: {text.count(chr(10))} lines, {functions} functions + main "
-          f"(main calls {int(functions * CALLED_BY_MAIN)} of them)")
+          f"(main calls {int(functions * CALLED_BY_MAIN)} of them); {edits} edits of each kind, "
+          f"{pause * 1000:.0f} ms between an edit's diagnostics and the next edit")
 
     s = Session()
-    await s.start(server_log)
+    await s.start(server_log, code)
+    opened = await measure_opens(s, folder, text, opens)
     t0 = time.perf_counter()
     s.client.text_document_did_open(T.DidOpenTextDocumentParams(
         T.TextDocumentItem(uri=uri, language_id="fuzzpy", version=1, text=text)))
     await s.until(lambda: 1 in s.published)
-    print(f"open: first diagnostics after {1000 * (s.published[1] - t0):.0f} ms")
-    await s.until(lambda: s.ready_count() == 1)
+    await s.until(lambda: s.ready_count() == opens + 1)
     print(f"open: cache filled in the background after {1000 * (time.perf_counter() - t0):.0f} ms")
 
     version = 1
@@ -130,50 +149,82 @@ async def measure(functions: int, edits: int, server_log: bool) -> None:
             T.VersionedTextDocumentIdentifier(uri=uri, version=version),
             [T.TextDocumentContentChangeWholeDocument(text=new_text)]))
         await s.until(lambda: version in s.published)
-        await asyncio.sleep(0.05)  # a pause between keystrokes, as a person would make
+        await asyncio.sleep(pause)  # a pause between keystrokes, as a person would make
         return 1000 * (s.published[version] - sent)
 
     called = int(functions * CALLED_BY_MAIN)
-    samples: dict[str, list[float]] = {"function main calls": [], "function nobody calls": [], "main": []}
-    targets = [i * functions // (edits // 2) for i in range(edits // 2)]
-    for i in targets:
-        kind = "function main calls" if i < called else "function nobody calls"
-        name = f"function q{i} "
-        start = current.index(name)
-        end = current.index("let n = count adults;", start)
-        broken = current[:end] + "let n = count adutls;" + current[end + len("let n = count adults;"):]
-        samples[kind].append(await edit(broken))   # a typo: one E0201
-        samples[kind].append(await edit(current.replace("count adutls", "count adults")))  # and its fix
-    for _ in range(2):
-        samples["main"].append(await edit(current.replace("  return r0\n", "  return r1\n")))
-        samples["main"].append(await edit(current.replace("  return r1\n", "  return r0\n")))
+    samples: dict[str, list[float]] = {"open a file (first diagnostics)": opened}
+    samples.update({kind: [] for kind in EDIT_KINDS})
+    # One kind after another, in this order: the edits inside functions keep the server's cache
+    # filled (each is answered by re-checking what it affects), while each new param value, and
+    # most inserted lines, leave no function's result reusable (a full check).
+    for kind in EDIT_KINDS:
+        for round_ in range(edits):
+            samples[kind].append(await edit(edited(current, kind, round_, functions, called)))
 
-    everything = [x for xs in samples.values() for x in xs]
-    print(f"\nedit -> diagnostics over {len(everything)} edits: median {statistics.median(everything):.1f} ms, "
-          f"p90 {_pct(everything, 0.9):.1f} ms, max {max(everything):.1f} ms")
     for kind, xs in samples.items():
-        if xs:
-            print(f"  edit in {kind:<22} n={len(xs):>2}  median {statistics.median(xs):6.1f} ms  "
-                  f"max {max(xs):6.1f} ms")
+        print(f"  {kind:<34} n={len(xs):>3}  median {statistics.median(xs):7.1f} ms  p90 {_pct(xs, 0.9):7.1f} ms  "
+              f"max {max(xs):7.1f} ms")
+    await measure_burst(s, uri, current, version)
+    await s.stop()
+    full = baseline(text, str(path))
+    print("ratios to a plain full check of the file (p90 of the kind / the full check's median; under 1: faster "
+          "than checking everything, which is what every edit would cost without the server's caches):")
+    for kind, xs in samples.items():
+        print(f"  {kind:<34} median x{statistics.median(xs) / full:5.2f}   p90 x{_pct(xs, 0.9) / full:5.2f}")
 
-    ready = s.ready_count()
-    inserts = []
-    for i in (functions // 2, functions - 1):
-        anchor = current.index(f"function q{i} ")
-        inserts.append(await edit(current[:anchor] + "\n" + current[anchor:]))
-    print(f"  insert a line (shifts later functions) n={len(inserts)}  "
-          f"median {statistics.median(inserts):6.1f} ms  max {max(inserts):6.1f} ms")
 
-    await s.until(lambda: s.ready_count() > ready, timeout=300)  # the cache refilled after the inserts
+def edited(text: str, kind: str, round_: int, functions: int, called: int) -> str:
+    """The text after one edit of `kind`; each round edits another function, and a param's
+    value never goes back to an earlier one (no edit is answered by an earlier version's result)."""
+    if kind == "a param's value":
+        old = re.search(r"param eps : num = ([0-9.]+);", text)
+        return text.replace(old.group(0), f"param eps : num = {0.01 + 0.0001 * (round_ + 1):.4f};")  # type: ignore[union-attr]
+    if kind == "insert a line":
+        anchor = text.index(f"function q{(round_ * 37 + 11) % functions} ")
+        return text[:anchor] + "\n" + text[anchor:]
+    pool = range(called) if kind == "in a function main calls" else range(called, functions)
+    i = pool[(round_ // 2 * 7) % len(pool)]  # a typo in one round, its fix (an undo) in the next
+    start = text.index(f"function q{i} ")
+    good, bad = "let n = count adults;", "let n = count adutls;"
+    end = text.index("let n = count ", start)
+    line_end = text.index("\n", end)
+    now = text[end:line_end]
+    return text[:end] + (bad if now == good else good) + text[line_end:]  # a typo (one E0201), or its fix
+
+
+async def measure_opens(s: Session, folder: Path, text: str, opens: int) -> list[float]:
+    """Open `opens` copies of the program at new paths (nothing cached for them), one at a time,
+    each closed once its diagnostics and its background cache fill are done."""
+    times = []
+    for k in range(opens):
+        copy = folder / f"open{k}.fz"
+        copy.write_text(text)
+        uri = from_fs_path(str(copy))
+        t0 = time.perf_counter()
+        s.client.text_document_did_open(T.DidOpenTextDocumentParams(
+            T.TextDocumentItem(uri=uri, language_id="fuzzpy", version=1, text=text)))
+        await s.until(lambda: uri in s.first_published)
+        times.append(1000 * (s.first_published[uri] - t0))
+        label = "the server's first file" if k == 0 else f"file {k + 1}"
+        print(f"open ({label}): first diagnostics after {times[-1]:.0f} ms")
+        await s.until(lambda: s.ready_count() == k + 1, timeout=300)
+        s.client.text_document_did_close(T.DidCloseTextDocumentParams(T.TextDocumentIdentifier(uri=uri)))
+    return times
+
+
+async def measure_burst(s: Session, uri: str, current: str, version: int) -> None:
+    """Five keystrokes 5 ms apart: the server should publish only the last version."""
     before = len(s.versions)
     first = version + 1
     burst_sent = 0.0
-    start = current.index("let n = count adults;", current.index("function q3 "))
+    start = current.index("let n = count ", current.index("function q3 "))
+    line_end = current.index("\n", start)
     word = "hours"
     for k in range(1, len(word) + 1):  # `count adults` becomes `count hours`, one key every 5 ms
         version += 1
         burst_sent = time.perf_counter()
-        typed = current[:start] + f"let n = count {word[:k]};" + current[start + len("let n = count adults;"):]
+        typed = current[:start] + f"let n = count {word[:k]};" + current[line_end:]
         s.client.text_document_did_change(T.DidChangeTextDocumentParams(
             T.VersionedTextDocumentIdentifier(uri=uri, version=version),
             [T.TextDocumentContentChangeWholeDocument(text=typed)]))
@@ -182,10 +233,6 @@ async def measure(functions: int, edits: int, server_log: bool) -> None:
     published = [v for v in s.versions[before:] if v >= first]
     print(f"  burst: {len(word)} keystrokes 5 ms apart -> {len(published)} publication(s) (versions {published}); "
           f"the last {1000 * (s.published[version] - burst_sent):.1f} ms after the last keystroke")
-    await s.stop()
-    full = baseline(text, str(path))
-    print(f"ratio: a plain full check costs {full / statistics.median(everything):.1f}x the median edit-to-diagnostics "
-          f"time (which also includes the server's debounce and the stdio round trip)")
 
 
 def baseline(text: str, file: str) -> float:
@@ -213,10 +260,13 @@ def _pct(xs: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--functions", type=int, default=100)
-    parser.add_argument("--edits", type=int, default=20)
+    parser.add_argument("--edits", type=int, default=20, help="edits of each kind")
+    parser.add_argument("--opens", type=int, default=5, help="files opened (each a new path)")
+    parser.add_argument("--pause", type=float, default=0.05, help="seconds between an edit's diagnostics and the next")
+    parser.add_argument("--code", help="run the server with fuzzpy imported from this checkout (compare versions)")
     parser.add_argument("--server-log", action="store_true", help="show the server's own check times")
     args = parser.parse_args()
-    asyncio.run(measure(args.functions, args.edits, args.server_log))
+    asyncio.run(measure(args.functions, args.edits, args.opens, args.pause, args.server_log, args.code))
 
 
 if __name__ == "__main__":

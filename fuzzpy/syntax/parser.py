@@ -8,6 +8,7 @@ language server can re-parse only the chunks an edit touched (`parse_chunk` is m
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import re
 import sys
@@ -430,12 +431,18 @@ def split_chunks(source: str) -> list[tuple[int, str]]:
 
 @lru_cache(maxsize=4096)
 def parse_chunk(file: str, first_line: int, text: str) -> tuple[tuple[A.Decl, ...], tuple[Diagnostic, ...]]:
-    """Parse one declaration chunk; positions are made file-absolute by padding with newlines."""
+    """Parse one declaration chunk; positions are made file-absolute by padding with newlines.
+    The same text parsed at another line is not parsed again: its tree is copied with every
+    span moved (a line inserted above a function must not re-parse every later chunk)."""
+    moved = _moved_parse(file, first_line, text)
+    if moved is not None:
+        return moved, ()
     padded = "\n" * (first_line - 1) + text
     try:
         with _PARSE_LOCK:
             _BUILDER.file = file
             decls = _lark().parse(padded)
+        _remember_parse(file, first_line, text, tuple(decls))
         return tuple(decls), ()
     except FuzzError as e:
         return (), tuple(e.diagnostics)
@@ -448,6 +455,69 @@ def parse_chunk(file: str, first_line: int, text: str) -> tuple[tuple[A.Decl, ..
     except RecursionError:
         span = Span.point(file, first_line, 1)
         return (), (Diagnostic("E0107", "expression nested too deeply to parse", span),)
+
+
+# (file, text) -> (first line, decls) of chunks that parsed and whose every span lies inside the
+# chunk's own lines.  Padding with newlines moves every position lark sees by whole lines and
+# leaves columns alone, so the tree of the same text at another line is this one with every span's
+# lines moved by the difference.  A tree holding a span outside its lines (the builder's
+# `Span.point(file, 1, 1)` for a rule with no children) is not remembered, since that span would
+# not move: those chunks are parsed again.
+_PARSED_TEXTS: dict[tuple[str, str], tuple[int, tuple[A.Decl, ...]]] = {}
+_PARSED_TEXTS_MAX = 4096
+
+
+def _moved_parse(file: str, first_line: int, text: str) -> tuple[A.Decl, ...] | None:
+    found = _PARSED_TEXTS.get((file, text))
+    if found is None:
+        return None
+    line, decls = found
+    return tuple(_moved(d, first_line - line) for d in decls)
+
+
+def _remember_parse(file: str, first_line: int, text: str, decls: tuple[A.Decl, ...]) -> None:
+    if first_line <= 1 or not _spans_within(decls, first_line, first_line + text.count("\n")):
+        return
+    if len(_PARSED_TEXTS) >= _PARSED_TEXTS_MAX:
+        _PARSED_TEXTS.clear()
+    _PARSED_TEXTS[(file, text)] = (first_line, decls)
+
+
+def _spans_within(value: object, first: int, last: int) -> bool:
+    if isinstance(value, Span):
+        return first <= value.line <= value.end_line <= last
+    if isinstance(value, A.Node):
+        return all(_spans_within(v, first, last) for v in vars(value).values())
+    if isinstance(value, (list, tuple)):
+        return all(_spans_within(v, first, last) for v in value)
+    return True
+
+
+@lru_cache(maxsize=None)
+def _fields_of(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+_LEAVES = frozenset({str, int, bool, float, Fraction, type(None)})  # immutable, and hold no span
+
+
+def _moved(value: object, lines: int) -> object:
+    """A copy of a parsed value (nodes, lists, tuples) with every span `lines` lines further down;
+    the leaves (names, numbers) are immutable and shared."""
+    if type(value) in _LEAVES:
+        return value
+    if isinstance(value, A.Node):  # its declared fields only: whatever a later stage kept on the node stays there
+        attrs = vars(value)
+        copy = object.__new__(type(value))
+        copy.__dict__ = {name: _moved(attrs[name], lines) for name in _fields_of(type(value)) if name in attrs}
+        return copy
+    if isinstance(value, Span):
+        return Span(value.file, value.line + lines, value.col, value.end_line + lines, value.end_col)
+    if isinstance(value, list):
+        return [_moved(v, lines) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_moved(v, lines) for v in value)
+    return value
 
 
 def _syntax_diagnostic(file: str, e: UnexpectedInput, text: str) -> Diagnostic:

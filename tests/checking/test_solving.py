@@ -33,6 +33,33 @@ def test_divergent_recursion_is_infinite():
     assert values["s"] == INF
 
 
+DIVERGENT_SYSTEMS = [
+    [(lin(1, ("s", 1)), u("s"))],                                      # s >= 1 + s
+    [(lin(1, ("s", 2)), u("s")), (u("s"), u("t"))],                     # s >= 1 + 2s, t >= s
+    [(u("a"), u("b")), (lin(F(1, 100), ("b", 1), ("a", 1)), u("b"))],   # b >= a, b >= 1/100 + a + b
+    [(F(3), lin(1))],                                                   # 3 <= 1, no unknown at all
+]
+
+
+def test_a_row_no_finite_values_satisfy_gives_the_lp_solvers_answer_without_it(monkeypatch):
+    for system in DIVERGENT_SYSTEMS:
+        names = sorted({n for a, b in system for c in (a, b) if isinstance(c, Lin) for n, _ in c.terms})
+        key, _ = lp._canonical(system, names)
+        assert any(lp._clearly_unsatisfiable(a, b) for a, b in key)
+        assert lp._lp_guess(list(key), len(names), set()) is None  # what the solver says: infeasible
+    monkeypatch.setattr(lp, "_lp_guess", lambda *a: (_ for _ in ()).throw(AssertionError("solver called")))
+    lp._solve_canonical.cache_clear()
+    assert lp.solve_least([(lin(1, ("s", 2)), u("s"))], ["s"]) == {"s": INF}
+
+
+def test_a_row_that_some_values_satisfy_or_within_the_margin_still_goes_to_the_solver():
+    for a, b in [(lin(1, ("s", F(1, 2))), u("s")),          # s >= 1 + s/2: s = 2
+                 (lin(1, ("s", 1)), lin(0, ("s", 1), ("t", 1))),  # 1 + s <= s + t: t = 1
+                 (lin(F(1, 10**6), ("s", 1)), u("s"))]:     # violated by less than the margin
+        key, _ = lp._canonical([(a, b)], ["s", "t"])
+        assert not any(lp._clearly_unsatisfiable(x, y) for x, y in key)
+
+
 def test_infinity_propagates_through_constraints():
     values = lp.solve_least([(INF, u("a")), (lin(0, ("a", 1)), u("b")), (F(2), u("c"))], ["a", "b", "c"])
     assert values == {"a": INF, "b": INF, "c": 2}

@@ -99,7 +99,7 @@ class IncrementalChecker:
         self.max_entries = max_entries
         self.full_factor = full_factor
         self.lock = threading.Lock()
-        self.names_used: dict[tuple[int, str], frozenset] = {}  # per chunk text: names it mentions
+        self.names_used: dict[str, frozenset] = {}  # per chunk text: names it mentions
 
     # -- public
 
@@ -171,7 +171,7 @@ class IncrementalChecker:
                      entry_mode, reason)
 
     def _names_of(self, chunk: _Chunk) -> frozenset:
-        key = (chunk.first_line, chunk.text)
+        key = chunk.text  # the names a function mentions do not depend on where it sits
         names = self.names_used.get(key)
         if names is None:
             if len(self.names_used) > self.max_entries:
