@@ -231,6 +231,7 @@ def public_delta(ctx, arg: Arg, prim: str) -> Fraction:
     return value
 
 
+# rule Partition selection: the threshold, certified
 def selection_threshold(eps: Fraction, delta: Fraction, m: int, sens: Fraction) -> int:
     """The smallest whole T with (m s) * P[Z >= T - s] <= delta, Z discrete Laplace of scale
     m s / eps (q = exp(-eps/(m s)); P[Z >= j] = q^j / (1 + q) for j >= 1): a key that only the
