@@ -137,10 +137,28 @@ def test_dask_bounds_rows_and_selects_keys_like_pandas(tmp_path, dask_scheduler)
         table.iloc[i::3].to_parquet(data / f"part-{i}.parquet", index=False)
     prog = tmp_path / "p.fz"
     prog.write_text(SCHEMA + "function main (t : bag F) { sample n = laplace " + EXACT + " (count (bound_rows 2 t)); "
-                    "sample ks = select_keys 2 0.000001 3 (fun r -> r.dest) t; return (n, ks) }\n")
+                    "sample ks = select_keys 2 0.000001 3 (fun r -> r.dest) t; sample u = laplace " + EXACT + " (count "
+                    "(bound_rows 1 (union (filter (fun r -> r.n >= 1) t) t))); return (n, ks, u) }\n")
     r = CliRunner().invoke(app, ["run", str(prog), "--engine", "dask", "--scheduler", dask_scheduler, "--data",
-                                 str(data), "--budget", "2000000", "--delta", "1e-5", "--seed", "1", "--format", "json"],
+                                 str(data), "--budget", "3000000", "--delta", "1e-5", "--seed", "1", "--format", "json"],
                            catch_exceptions=False)
     assert r.exit_code == 0, r.output
-    n, keys = json.loads(r.stdout)["result"]
-    assert round(n) == 2 * 80 and keys == ["D0", "D1", "D2"]
+    n, keys, u = json.loads(r.stdout)["result"]
+    assert round(n) == 2 * 80 and keys == ["D0", "D1", "D2"] and round(u) == 80
+
+
+@pytest.mark.parametrize("body, refused", [
+    ("laplace 1 (count (bound_rows 2 (map (fun r -> r) t)))", "map"),
+    ("each (fun g -> laplace 1 (count g)) (bound_groups 1 1 (fun r -> r.origin) t)", "bound_groups"),
+])
+def test_dask_refuses_what_it_does_not_run_on_a_table_with_a_unit_before_reading(body, refused, tmp_path):
+    from typer.testing import CliRunner
+
+    from fuzzpy.interfaces.cli import app
+
+    prog = tmp_path / "p.fz"
+    prog.write_text(SCHEMA + "function main (t : bag F) { " + body + " }\n")
+    r = CliRunner().invoke(app, ["run", str(prog), "--engine", "dask", "--data", str(tmp_path / "nowhere"),
+                                 "--budget", "10", "--ledger", str(tmp_path / "l.sqlite")], catch_exceptions=False)
+    assert r.exit_code == 4 and "E2101" in r.output and f"primitive {refused}" in r.output, r.output
+    assert not (tmp_path / "l.sqlite").exists()
