@@ -29,6 +29,7 @@ import pandas as pd
 
 from ...primitives.mechanisms import BETA, Accuracy
 from ...primitives.registry import PER_LANE, kernel
+from .. import batch as lanes
 from ..samplers import sample_bernoulli_exp, sample_discrete_laplace
 from ..state import RunFailure
 from ..unit_rows import UnitRows
@@ -98,7 +99,7 @@ def unit_codes(units: Any) -> np.ndarray:
     return np.asarray(codes, dtype=np.int64)
 
 
-def _rows_and_units(t: Any) -> tuple[Any, np.ndarray]:
+def rows_and_units(t: Any) -> tuple[Any, np.ndarray]:
     """The rows of a table, and each row's unit code (a table without a unit: each row its own)."""
     if isinstance(t, UnitRows):
         return t.rows, unit_codes(t.units)
@@ -153,7 +154,7 @@ def _released_list(keys: Any, span: Any) -> tuple:
 # ---- the primitives on pandas ---------------------------------------------------------------------
 
 def _bound_rows(ctx, k, t):
-    rows, units = _rows_and_units(t)
+    rows, units = rows_and_units(t)
     return restrict(rows, keep_at_most(units, int(ctx.info["k"]), ctx.rng))
 
 
@@ -188,7 +189,7 @@ def bounded_parts(rows: Any, units: np.ndarray, part: np.ndarray, m: int, c: int
 
 
 def _bound_groups(ctx, m, c, key, t):
-    rows, units = _rows_and_units(t)
+    rows, units = rows_and_units(t)
     part = np.asarray(key_codes(row_function(ctx.interp.state, key)(rows), ctx.info), dtype=np.int64)
     keys = tuple(ctx.info["keys"])
     return partition_of(rows, bounded_parts(rows, units, part, int(ctx.info["m"]), int(ctx.info["c"]), ctx.rng),
@@ -197,7 +198,7 @@ def _bound_groups(ctx, m, c, key, t):
 
 def _bound_groups_in(ctx, keys, m, c, key, t):
     keys = _released_list(keys, ctx.span)
-    rows, units = _rows_and_units(t)
+    rows, units = rows_and_units(t)
     part = _listed_codes(row_function(ctx.interp.state, key)(rows), ctx.info["key_kind"], keys)
     return partition_of(rows, bounded_parts(rows, units, part, int(ctx.info["m"]), int(ctx.info["c"]), ctx.rng),
                         keys)
@@ -250,7 +251,7 @@ def selection_accuracy(info: dict) -> Accuracy:
 
 def _select_keys(ctx, eps, delta, m, key, t):
     info = dict(ctx.info)
-    rows, units = _rows_and_units(t)
+    rows, units = rows_and_units(t)
     codes, names = key_strings(row_function(ctx.interp.state, key)(rows), info["key_kind"])
     counts = unit_key_counts(units, codes, len(names), int(info["m"]), ctx.rng)
     return _selection_release(ctx, info, dict(zip(names, counts.tolist())))
@@ -368,4 +369,6 @@ kernel("bound_groups_in", reference=_bound_groups_in, context=True, lazy_bags=Tr
 kernel("groupby_in", reference=_groupby_in, context=True, lazy_bags=True, batched=PER_LANE,
        dask=_refused_on_dask("groupby_in gives the parts of one table, which the Dask engine keeps only for "
                              "groupby; bound_rows and select_keys run there"))
-kernel("select_keys", reference=_select_keys, context=True, lazy_bags=True, batched=PER_LANE, dask=_d_select_keys)
+# a mechanism: on lane values, as every other one (only the auditor's sampler evaluates it there)
+kernel("select_keys", reference=_select_keys, context=True, lazy_bags=True, batched=lanes.mechanism_on_lanes,
+       dask=_d_select_keys)
