@@ -162,3 +162,15 @@ def test_dask_refuses_what_it_does_not_run_on_a_table_with_a_unit_before_reading
                                  "--budget", "10", "--ledger", str(tmp_path / "l.sqlite")], catch_exceptions=False)
     assert r.exit_code == 4 and "E2101" in r.output and f"primitive {refused}" in r.output, r.output
     assert not (tmp_path / "l.sqlite").exists()
+
+
+def test_the_stdlib_one_liner_selects_keys_then_counts_per_key():
+    from fuzzpy.checking.program import check_source
+
+    table = flights({f"P{i}": 3 for i in range(60)})
+    src = ('import "stdlib/groups.fz"\n' + SCHEMA + "function main (t : bag F) { unit_keyed_counts 2 0.000001 "
+           + EXACT + " 3 1 (fun r -> r.dest) t }\n")
+    report = check_source(src, "k.fz")
+    assert report.ok and report.approx_delta == pytest.approx(1e-6)
+    out = run_program(report.entry_instance, {"t": table}, RandomSource.seeded(1)).value
+    assert {k: round(v) for k, v in out.items()} == {"D0": 60, "D1": 60, "D2": 60}
