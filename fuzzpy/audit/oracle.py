@@ -243,7 +243,13 @@ class IdentityRelease(Distribution):
 
 
 class _NoNoise:
-    """The run state's random source: a mechanism that escaped the oracle would draw noise."""
+    """The run state's random source: a mechanism that escaped the oracle would draw noise.
+    Only the contribution bounds' random bits are given (`randbytes`, which no noise sampler
+    uses): all zero, so each unit keeps its first rows and first groups in row order, a choice
+    that depends on the unit's own rows only, which rules Bound rows and Bounded groups cover."""
+
+    def randbytes(self, n: int) -> bytes:
+        return bytes(n)
 
     def __getattr__(self, name: str) -> Any:
         raise OracleError("a mechanism drew real noise during an oracle run")

@@ -55,3 +55,16 @@ def test_an_understated_sensitivity_of_a_selection_is_found():
     extra = [("Z", "BOS"), ("Z", "SFO")]
     pr = audit_pair(report.entry_instance, report.epsilon, {"t": planes(BASE)}, {"t": planes(BASE + extra)})
     assert any(v.kind == "loss" for v in pr.violations), pr.violations
+
+
+def test_the_bounds_run_under_the_oracle_and_keep_within_their_proof():
+    # the oracle's choice per unit is its first rows (all random bits zero): one the rules cover
+    body = ("sample n = laplace 1 (count (bound_rows 2 t)); "
+            "sample h = each (fun g -> laplace 1 (count g)) "
+            '(bound_groups_in ["BOS", "SFO", "LAX", "ORD"] 2 1 (fun r -> r.dest) t); return (n, h)')
+    report = checked(UNITS, "F", body)
+    extra = [("Z", "BOS"), ("Z", "SFO"), ("Z", "ORD"), ("Z", "ORD"), ("Z", "BOS")]
+    pr = audit_pair(report.entry_instance, report.epsilon, {"t": planes(BASE)}, {"t": planes(BASE + extra)})
+    assert pr.violations == [] and pr.a.status == "ok"
+    assert [c.observed for c in pr.a.calls][0] == 2 + 1 + 2  # A: 2, B: 1, C: 2 rows kept
+    assert distance("laplace", pr.a.calls[0].observed, pr.b.calls[0].observed) == 2
