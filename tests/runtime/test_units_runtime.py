@@ -168,7 +168,7 @@ def test_the_stdlib_one_liner_selects_keys_then_counts_per_key():
     from fuzzpy.checking.program import check_source
 
     table = flights({f"P{i}": 3 for i in range(60)})
-    src = ('import "stdlib/groups.fz"\n' + SCHEMA + "function main (t : bag F) { unit_keyed_counts 2 0.000001 "
+    src = ('import "stdlib/units.fz"\n' + SCHEMA + "function main (t : bag F) { unit_keyed_counts 2 0.000001 "
            + EXACT + " 3 1 (fun r -> r.dest) t }\n")
     report = check_source(src, "k.fz")
     assert report.ok and report.approx_delta == pytest.approx(1e-6)
