@@ -50,6 +50,9 @@ CODES: dict[str, str] = {
     "E0312": "noise scale beyond the supported range",
     "E0313": "Gaussian release whose cost cannot be accounted here",
     "E0314": "approximate differential privacy needs a delta",
+    "E0330": "rows of a table with a privacy unit read before its contributions are bounded",
+    "E0331": "tables with different privacy units combined",
+    "E0332": "partition selection whose input moves by more than one unit",
     # E04xx: budget
     "E0401": "privacy budget exceeded",
     "E0402": "invalid budget",

@@ -35,9 +35,12 @@ class Conversion:
     refused: tuple[tuple[str, str], ...] = ()  # (tighter method, why it could not be used)
 
 
-def rho_of(loss: ProvenLoss) -> Fraction:
+def rho_of(loss: ProvenLoss) -> Fraction | float:
     """The zCDP rho of the whole loss: pure releases count eps^2/2 (Bun & Steinke 2016,
-    Proposition 3.3), the discrete Gaussians their mu^2/2 (Canonne, Kamath & Steinke 2020)."""
+    Proposition 3.3), the discrete Gaussians their mu^2/2 (Canonne, Kamath & Steinke 2020).
+    Infinite with a partition selection: no zCDP bound covers its delta."""
+    if loss.delta:
+        return math.inf
     return loss.pure_rho + loss.gauss_rho
 
 
@@ -171,8 +174,14 @@ def epsilon_at_delta(loss: ProvenLoss, delta: Fraction | float) -> Conversion:
     tighter bounds that could not be used and why (`Conversion.refused`).
 
     delta must be in (0, 1) (ValueError otherwise: with delta = 0, use `loss.epsilon`, which is
-    the answer when `loss.is_pure()` and infinity otherwise)."""
+    the answer when `loss.is_pure()` and infinity otherwise).
+
+    A loss with partition selections (`loss.delta` > 0) is (eps + Delta/(1 - Delta), delta)-DP
+    where eps is the conversion of its releases without their bad events at delta - Delta
+    (docs/privacy-notions.md, "Partition selection"); infinite when delta <= Delta."""
     d = check_delta(delta)
+    if loss.delta:
+        return _with_selection(loss, d)
     cands: list[tuple[str, Fraction | float]] = []
     refused: list[tuple[str, str]] = []
     if loss.is_pure():
@@ -198,6 +207,25 @@ def epsilon_at_delta(loss: ProvenLoss, delta: Fraction | float) -> Conversion:
             cands.append(("analytic Gaussian (GDP)", _pure_gdp(Fraction(0), gauss, d)))
     method, eps = min(cands, key=lambda c: c[1])
     return Conversion(eps, method, d, tuple(cands), tuple(refused))
+
+
+# rule Partition selection: the releases' conversion at delta - Delta, plus Delta/(1 - Delta)
+def _with_selection(loss: ProvenLoss, delta: Fraction) -> Conversion:
+    """The good part (every release, partition selections by their epsilon) converted at the
+    delta left after the partition selections' Delta, and ln(1/(1 - Delta)) <= Delta/(1 - Delta)
+    added to epsilon (the larger table's good part is its law given no bad event)."""
+    big = loss.delta
+    rest = delta - big
+    what = "partition selection"
+    if rest <= 0:
+        return Conversion(math.inf, f"{what}: delta not above its delta {float(big):.3g}", delta)
+    extra = ceil_fraction(float(big / (1 - big)) * (1 + 1e-12))  # >= Delta/(1 - Delta) >= ln(1/(1 - Delta))
+    while extra < big / (1 - big):
+        extra += Fraction(1, EPS_DENOMINATOR)
+    inner_conv = epsilon_at_delta(loss.without_delta(), rest)
+    eps = inner_conv.epsilon if inner_conv.epsilon == math.inf else inner_conv.epsilon + extra
+    cands = tuple((f"{name} + {what}", e if e == math.inf else e + extra) for name, e in inner_conv.candidates)
+    return Conversion(eps, f"{inner_conv.method} + {what}", delta, cands, inner_conv.refused)
 
 
 def delta_at_epsilon_gdp(mu: Fraction, epsilon: Fraction) -> mpmath.mpf:

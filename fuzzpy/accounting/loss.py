@@ -49,6 +49,10 @@ class ProvenLoss:
     - gauss_grid_sigma: a lower bound on the grid sigma (sigma_g, in grid steps) of every
       discrete Gaussian release; the GDP conversion needs it (see docs/privacy-notions.md).
       None: unknown, the Gaussian part then converts through zCDP only.
+    - delta: the total probability of the bad events of approximate releases (partition
+      selection): releases that are, but for an event of that probability on the larger of two
+      neighbouring tables, pure and counted in `epsilon` (docs/privacy-notions.md, "Partition
+      selection"). 0 when there is none.
     """
 
     epsilon: Fraction | float = Fraction(0)
@@ -57,6 +61,7 @@ class ProvenLoss:
     laplace: Inventory | None = None
     pure: Inventory | None = None
     gauss_grid_sigma: Fraction | None = field(default=None)
+    delta: Fraction = Fraction(0)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -70,6 +75,9 @@ class ProvenLoss:
         set_(self, "pure", pure)
         if self.gauss_grid_sigma is not None:
             set_(self, "gauss_grid_sigma", as_fraction(self.gauss_grid_sigma, "gauss_grid_sigma"))
+        set_(self, "delta", as_fraction(self.delta, "delta"))
+        if not 0 <= self.delta < 1:
+            raise ValueError("delta must be in [0, 1)")
         if self.epsilon != math.inf and self.pure_rho > self.epsilon ** 2 / 2:
             raise ValueError("pure_rho must be at most epsilon^2/2")
         for name, inv in (("laplace", self.laplace), ("pure", self.pure)):
@@ -111,26 +119,36 @@ class ProvenLoss:
         grid = None if not sig or any(s is None for s in sig) else min(sig)
         eps = math.inf if math.inf in (self.epsilon, other.epsilon) \
             else self.epsilon + other.epsilon
+        delta = min(self.delta + other.delta, Fraction(1) - Fraction(1, 10**30))  # below 1: unusable anyway
         return ProvenLoss(eps, self.pure_rho + other.pure_rho, self.gauss_rho + other.gauss_rho,
-                          merge("laplace"), merge("pure"), grid)
+                          merge("laplace"), merge("pure"), grid, delta)
 
     def __add__(self, other: "ProvenLoss") -> "ProvenLoss":
         return self.add(other)
 
     def is_pure(self) -> bool:
-        """True when there is no Gaussian release (the guarantee is pure epsilon)."""
-        return self.gauss_rho == 0
+        """True when there is no Gaussian release and no partition selection (the guarantee is
+        pure epsilon)."""
+        return self.gauss_rho == 0 and self.delta == 0
+
+    def without_delta(self) -> "ProvenLoss":
+        """The same releases with their bad events taken out (what the accountant composes)."""
+        return ProvenLoss(self.epsilon, self.pure_rho, self.gauss_rho, self.laplace, self.pure,
+                          self.gauss_grid_sigma)
 
     # -- serialisation for the ledger --------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, exact (fractions as "p/q" strings)."""
         def inv(x: Inventory | None) -> list[list[Any]] | None:
             return None if x is None else [[str(e), c] for e, c in x]
-        return {"epsilon": "inf" if self.epsilon == math.inf else str(self.epsilon),
-                "pure_rho": str(self.pure_rho), "gauss_rho": str(self.gauss_rho),
-                "laplace": inv(self.laplace), "pure": inv(self.pure),
-                "gauss_grid_sigma": None if self.gauss_grid_sigma is None
-                else str(self.gauss_grid_sigma)}
+        out = {"epsilon": "inf" if self.epsilon == math.inf else str(self.epsilon),
+               "pure_rho": str(self.pure_rho), "gauss_rho": str(self.gauss_rho),
+               "laplace": inv(self.laplace), "pure": inv(self.pure),
+               "gauss_grid_sigma": None if self.gauss_grid_sigma is None
+               else str(self.gauss_grid_sigma)}
+        if self.delta:  # only then: a record without partition selection is as it always was
+            out["delta"] = str(self.delta)
+        return out
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> "ProvenLoss":
@@ -140,4 +158,4 @@ class ProvenLoss:
         grid = data.get("gauss_grid_sigma")
         return ProvenLoss(eps, Fraction(data["pure_rho"]), Fraction(data["gauss_rho"]),
                           inv(data.get("laplace")), inv(data.get("pure")),
-                          None if grid is None else Fraction(grid))
+                          None if grid is None else Fraction(grid), Fraction(data.get("delta", "0")))

@@ -45,6 +45,7 @@ from ..runtime.interpreter import (  # the runtime, with every primitive's kerne
 )
 from ..runtime.numbers import exact_scalar
 from ..runtime.state import Context
+from ..runtime.unit_rows import attach_units
 from ..runtime.values import Distribution, is_distribution, materialise
 from ..typesystem import ir as I
 
@@ -121,9 +122,23 @@ def number_distance(a: Any, b: Any) -> Any:
     return INF
 
 
+@dataclass(frozen=True)
+class UnitCounts:
+    """The input of a partition selection: each key's number of units (each unit counted in at
+    most m of its keys), as sorted (key, count) pairs."""
+
+    m: int
+    counts: tuple
+
+
 def distance(mechanism: str, a: Any, b: Any) -> Any:
     """How far the input of one call moved: L1 over a Laplace tuple, the largest move over the
-    scores of a selection or sparse-vector call, 0 or 1 for a bool."""
+    scores of a selection or sparse-vector call, 0 or 1 for a bool; for a partition selection,
+    the L1 move of its counts over all keys divided by m (its calibration: units, each in at
+    most m keys)."""
+    if isinstance(a, UnitCounts) and isinstance(b, UnitCounts):
+        ca, cb = dict(a.counts), dict(b.counts)
+        return Fraction(sum(abs(ca.get(k, 0) - cb.get(k, 0)) for k in set(ca) | set(cb)), a.m)
     if isinstance(a, bool) or isinstance(b, bool):
         return Fraction(0) if a == b else Fraction(1)
     if isinstance(a, tuple) or isinstance(b, tuple):
@@ -228,7 +243,13 @@ class IdentityRelease(Distribution):
 
 
 class _NoNoise:
-    """The run state's random source: a mechanism that escaped the oracle would draw noise."""
+    """The run state's random source: a mechanism that escaped the oracle would draw noise.
+    Only the contribution bounds' random bits are given (`randbytes`, which no noise sampler
+    uses): all zero, so each unit keeps its first rows and first groups in row order, a choice
+    that depends on the unit's own rows only, which rules Bound rows and Bounded groups cover."""
+
+    def randbytes(self, n: int) -> bytes:
+        return bytes(n)
 
     def __getattr__(self, name: str) -> Any:
         raise OracleError("a mechanism drew real noise during an oracle run")
@@ -301,8 +322,27 @@ def _sparse_vector(ctx: Context, name: str, args: list[Any]) -> tuple[Any, Any]:
     return scores, first_trues(scores, Fraction(ctx.info["threshold"]), int(ctx.info["cutoff"]))
 
 
+# rule Partition selection: each key's units, each unit in its first m keys (a choice that depends
+# only on the unit's own rows, as the runtime's random one does); the identity releases every key
+def _partition_selection(ctx: Context, name: str, args: list[Any]) -> tuple[Any, Any]:
+    from ..runtime.kernels.units import key_strings, rows_and_units
+    from ..runtime.vectorize import row_function
+
+    rows, units = rows_and_units(args[4])
+    codes, names = key_strings(row_function(ctx.interp.state, args[3])(rows), ctx.info["key_kind"])
+    m = int(ctx.info["m"])
+    pairs = sorted({(int(u), names[int(c)]) for u, c in zip(units, codes) if u >= 0 and c >= 0})
+    kept: dict[int, int] = {}
+    counts: dict[str, int] = {}
+    for unit, key in pairs:
+        if kept.get(unit, 0) < m:
+            kept[unit] = kept.get(unit, 0) + 1
+            counts[key] = counts.get(key, 0) + 1
+    return UnitCounts(m, tuple(sorted(counts.items()))), tuple(sorted(counts))
+
+
 IDENTITY = {"laplace": _additive, "gaussian": _additive, "randomized_response": _coin, "exponential": _selection,
-            "noisy_max": _selection, "above_threshold": _sparse_vector}
+            "noisy_max": _selection, "above_threshold": _sparse_vector, "select_keys": _partition_selection}
 
 
 def _order_key(score: Any) -> Any:
@@ -354,7 +394,8 @@ def run_identity(instance: I.Instance, tables: dict[str, Any], *, replay: Option
                 warnings.simplefilter("ignore")
                 interp = OracleInterpreter(RunState(_NoNoise()), recorder, start + timeout)
                 interp_box.append(interp)
-                value = interp.eval(instance.body, {p: tables[p] for p in instance.params})  # type: ignore[arg-type]
+                units = attach_units(tables, getattr(instance, "units", None) or {})  # rule Units
+                value = interp.eval(instance.body, {p: units[p] for p in instance.params})  # type: ignore[arg-type]
                 result = interp.draw(value) if is_distribution(value) else value
                 box["result"] = canonical(result)
         except BaseException as exc:  # classified by the caller's thread

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from ..diagnostics import Span
 from ..primitives.registry import NOCONST, Arg, Result, lookup  # noqa: F401
+from ..primitives.units import refuse_units
 from ..syntax import ast as A
 from ..typesystem import ir as I
 from ..typesystem.effects import ARGS, FAIL, r_presence, r_union
-from ..typesystem.quadratic import UNKNOWN, without_channel, zcdp_of_pure
+from ..typesystem.quadratic import DELTA, UNKNOWN, without_channel, zcdp_of_pure
 from ..typesystem.sens import ONE, ZERO, Dist, NonLinear, d_add, d_inf, fmt_coef, is_const
 from ..typesystem.types import Fun, Type, holds_choices, holds_fuzzy, is_subtype
 from .helpers import _cover, _rename_args, _spine
@@ -44,6 +45,8 @@ class ApplicationRules:
         prim = lookup(name)
         assert prim is not None
         args = [Arg(v.type, v.dist, v.const, v.ir.span or span, const_ir(v), v.fn, v.parts) for v in vals]
+        if not prim.units:
+            refuse_units(self, name, args)  # rule Units
         applied: Dist = {}
         if any(v.fn is not None for v in vals):
             res, applied = self._rule_applying_functions(prim, args, vals, span)
@@ -179,6 +182,10 @@ class ApplicationRules:
         inst = self.instantiate(arg, doms, span, record=False, quadratic=True)
         # Rule Rho: the zCDP of its pure releases is bounded by the type's epsilon (applications
         # charge it, _apply_opaque); a Gaussian release's cost the type cannot state.
+        if any(DELTA in q for q in inst.quad):  # rule Partition selection
+            raise self.fail("E0332", f"a function given the type {t} cannot select keys from its arguments: a "
+                            "declared type states a linear cost, and a partition selection also costs a delta", span,
+                            "leave the function's type undeclared, so that each application is checked")
         if any("g" in q for q in inst.quad):
             raise self.fail("E0313", f"a function given the type {t} cannot make Gaussian releases on its "
                             "arguments: a declared type states a linear cost, and a Gaussian release's cost grows "

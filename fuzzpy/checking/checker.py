@@ -39,7 +39,7 @@ from ..primitives.registry import NOCONST, Arg, Instantiated, lookup
 from ..syntax import ast as A
 from ..typesystem import ir as I
 from ..typesystem.effects import ARGS, r_base, r_union
-from ..typesystem.quadratic import base_of, is_inventory, lift, linear_part, pop_quad
+from ..typesystem.quadratic import base_of, is_count, lift, linear_part, pop_quad
 from ..typesystem.sens import (
     INF,
     ONE,
@@ -49,6 +49,7 @@ from ..typesystem.sens import (
     Dist,
     NonLinear,
     c_add,
+    c_mul,
     d_add,
     d_scale,
     is_const,
@@ -89,6 +90,9 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         self.store = ConstraintStore()
         self.splits: list[tuple[list[str], Dist]] = []
         self.split_of: dict[str, int] = {}  # part symbol -> index of its split
+        # split index -> (m, uniform): each part moves by at most parent/m; `uniform`: one symbol
+        # stands for every part (released keys), so its coefficient is every part's
+        self.split_spread: dict[int, tuple[int, bool]] = {}
         self.integral_syms: set[str] = set()  # symbols whose distances are whole numbers
         self.table_syms: set[str] = set()     # symbols of values that hold tables
         self.symbol_names: dict[str, str] = {}
@@ -136,16 +140,21 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         return sym in self.integral_syms
 
     # rule Split: fresh part symbols whose sum is at most the parent's distance
-    def split(self, parent: Dist, labels: list[str], types: Optional[list[Type]] = None) -> list[Dist]:
+    def split(self, parent: Dist, labels: list[str], types: Optional[list[Type]] = None,
+              spread: int = 1, uniform: bool = False) -> list[Dist]:
         """The distances of the parts of a value: fresh part symbols with sum(parts) <= parent.
         Each part also keeps the parent's infinite entries: a part of something that depends
         infinitely on an input (a branch on it may flip) does so too, and a finite part symbol
         alone would let a branch on the part look free.  `types` are the parts' types (bags by
-        default: primitives split tables)."""
+        default: primitives split tables).  With `spread` m, moreover each part moves by at most
+        parent/m (rule Bounded groups: a unit's rows in at most m groups, c in each).  `uniform`:
+        the one label stands for every part of a partition of released keys (rule Released keys)."""
         types = types or [Bag(Unit())] * len(labels)
         parts = [self.fresh_symbol(f"part[{label}]", t) for label, t in zip(labels, types)]
         for p in parts:
             self.split_of[p] = len(self.splits)
+        if spread > 1 or uniform:
+            self.split_spread[len(self.splits)] = (spread, uniform)
         self.splits.append((parts, dict(parent)))
         infinite = infinite_part(parent)
         return [{p: ONE, **infinite} for p in parts]
@@ -174,21 +183,36 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
             if not coefs and not any(quads):
                 continue
             pending |= {self.split_of[s] for s in map(base_of, parent) if self.split_of.get(s, -1) >= since}
+            spread, uniform = self.split_spread.get(j, (1, False))
             if coefs:
-                m: Coef = coefs[0]
-                for c in coefs[1:]:
-                    m = self.store.c_max(m, c)
-                out = d_add(out, self._scale(m, parent, None))
+                out = d_add(out, self._scale(self._parts_bound(coefs, 1 if uniform else spread), parent, None))
             for ch in sorted({ch for q in quads for ch in q}):
                 rs = [q[ch] for q in quads if ch in q]
                 # Rule Inventory: one row is in one part of a table, so the counts of the part that
-                # moves are the most; parts that may move together (a number's) add up.
-                together = is_inventory(ch) and not all(self.integral(p) for p in parts)
+                # moves are the most; parts that may move together (a number's) add up.  A unit
+                # is in up to `spread` parts (rule Bounded groups): its counts add up too.
+                together = is_count(ch) and (spread > 1 or not all(self.integral(p) for p in parts))
                 r: Coef = rs[0]
                 for c in rs[1:]:
                     r = c_add(r, c) if together else self.store.c_max(r, c)
+                if spread > 1 and not is_count(ch):  # rule Bounded groups: sum_k p_k^2 <= (L/m) L
+                    r = c_mul(r, Fraction(1, spread))
                 out = d_add(out, self.lift({ch: r}, parent, None))
         return out
+
+    # rule Bounded groups: the most sum_k c_k p_k can be when sum_k p_k <= L and each p_k <= L/m
+    def _parts_bound(self, coefs: list[Coef], spread: int) -> Coef:
+        """The factor f with sum_k c_k p_k <= f * parent, the exact optimum of the linear program
+        {sum_k p_k <= L, 0 <= p_k <= L/m}: the m largest coefficients, each on L/m (fractional
+        knapsack).  With m = 1, for one symbol standing for every part, or with a coefficient not
+        known yet: the largest coefficient, which is at least that optimum."""
+        m: Coef = coefs[0]
+        for c in coefs[1:]:
+            m = self.store.c_max(m, c)
+        if spread == 1 or not all(is_const(c) for c in coefs) or INF in coefs:
+            return m
+        top = sorted(coefs, reverse=True)[:spread]
+        return sum(top, ZERO) / spread
 
     def lift(self, quad: dict, arg: Dist, span: Optional[Span]) -> Dist:
         """Rule Rho: shadow coefficients of a symbol replaced by the expression `arg`."""

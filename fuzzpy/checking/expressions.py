@@ -304,7 +304,7 @@ class ExpressionRules:
             idx = [n for n, _ in v.type.fields].index(e.name)
             dist = v.parts[idx] if v.parts is not None else v.dist
             return Val(ft, dist, I.IField(v.ir, e.name, span=e.span), const, risk=v.risk)
-        if isinstance(v.type, Parts):
+        if isinstance(v.type, Parts):  # `part` refuses a partition of released keys
             return self.call_primitive_vals("part", [v, self.const_val(e.name, STRING)], e.span)
         raise self.fail("E0205", f"field access .{e.name} needs a record, but this is {v.type}", e.span)
 

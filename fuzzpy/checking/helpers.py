@@ -25,6 +25,7 @@ from ..typesystem.types import (
     TVar,
     Type,
     Unit,
+    UnitBag,
     components,
 )
 from .values import FnValue, Opaque, TopFn, Val
@@ -42,7 +43,7 @@ def _integral_type(t: Type) -> bool:
     """Values of these types are at whole-number (or infinite) distances from each other."""
     if isinstance(t, Num):
         return t.integer
-    if isinstance(t, (Bag, Seq, Parts, Bool, Str, Cat, Unit)):
+    if isinstance(t, (Bag, Seq, Parts, Bool, Str, Cat, Unit, UnitBag)):
         return True
     parts = components(t)
     return parts is not None and all(_integral_type(p) for p in parts)

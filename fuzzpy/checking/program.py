@@ -19,8 +19,9 @@ from ..syntax import ast as A
 from ..syntax.loader import load_program, read_source
 from ..typesystem import ir as I
 from ..typesystem.effects import FAIL
+from ..typesystem.quadratic import DELTA
 from ..typesystem.sens import INF, fmt_coef, is_const
-from ..typesystem.types import Bool, Cat, Column, Fun, Fuzzy, Num, Schema, Str, Type, is_subtype
+from ..typesystem.types import Bool, Cat, Column, Fun, Fuzzy, Num, Schema, Str, Type, UnitBag, is_subtype
 from .records import MechanismRecord
 from .typeexpr import TypeResolver
 from .values import FnT, TopFn, Val
@@ -232,7 +233,9 @@ class _ProgramChecker:
             if c.policy == "default":
                 default = self.column_default(c, t)
             columns.append(Column(c.name, t, c.policy, default))
-        return Schema(d.name, tuple(columns))
+        schema = Schema(d.name, tuple(columns), d.unit)
+        check_unit_column(schema, d)
+        return schema
 
     def column_default(self, c: A.ColumnDecl, t: Type) -> Any:
         v = c.default.value if c.default is not None else None
@@ -372,6 +375,8 @@ class _ProgramChecker:
                                             "(count db); return c"]))
             self.report.entry = decl.name
             self.report.entry_instance = summary.instance
+            if summary.instance is not None:  # rule Units: which tables count units, and by which column
+                summary.instance.units = {p.name: t.unit for p, t in zip(decl.params, types) if isinstance(t, UnitBag)}
             self.report.entry_type = summary.cod
             self.report.functions.append(FunctionReport(decl.name, decl.name_span,
                                                         _fun_type(types, summary.coefs, summary.cod, summary.quad),
@@ -379,11 +384,12 @@ class _ProgramChecker:
                                                         rhos=[q.get("g", 0) for q in summary.quad],
                                                         param_names=[p.name for p in decl.params]))
             for p, t, c, q in zip(decl.params, types, summary.coefs, summary.quad):
-                rho_g, rho_z = (q.get(ch, Fraction(0)) for ch in ("g", "z"))
+                rho_g, rho_z, delta = (q.get(ch, Fraction(0)) for ch in ("g", "z", DELTA))
                 self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t,
                                                       rho_g if is_const(rho_g) else INF,
                                                       rho_z if is_const(rho_z) else INF, _inventory(q),
-                                                      _inventory(q, pure=True)))
+                                                      _inventory(q, pure=True),
+                                                      delta if is_const(delta) else INF))
             self.check_closed(decl, summary)
             self.check_bounded(decl, summary, first_origin)
             self.check_completes(decl, summary)
@@ -397,6 +403,7 @@ class _ProgramChecker:
     # rule Entry: every table's coefficient finite (E0302)
     def check_bounded(self, decl: A.FunDecl, summary, first_origin: int) -> None:
         """An entry point with infinite epsilon is not differentially private: an error (E0302)."""
+        check_selection_delta(self.report, decl)
         unbounded = [i.name for i in self.report.inputs if INF in (i.epsilon, i.rho_gauss)]
         if not unbounded:
             return
@@ -548,3 +555,36 @@ def _caret_origin(origins: list, file: str, params: set[str]) -> Optional[tuple]
     None (the caret stays on the entry point's name) if there is none."""
     mine = [o for o in origins if o[0].file == file]
     return next((o for o in mine if params & set(o[2])), mine[0] if mine else None)
+
+
+# rule Units: the unit is a declared column whose values name individuals
+def check_unit_column(schema: Schema, d: A.SchemaDecl) -> None:
+    """A schema's privacy unit must be one of its columns, of a type whose values are compared
+    exactly (a string, an int or a category): its values name the individuals."""
+    if schema.unit is None:
+        return
+    column = schema.column(schema.unit)
+    if column is None:
+        raise FuzzError(Diagnostic("E0208", f"the privacy unit of schema {schema.name} is '{schema.unit}', which is "
+                                   "not one of its columns", getattr(d, "unit_span", None) or d.span,
+                                   ["declare the column that names the individual of each row, e.g. "
+                                    f"schema {schema.name} unit {schema.unit} {{ {schema.unit} : string, ... }}"]))
+    t = column.type
+    if not (isinstance(t, (Str, Cat)) or (isinstance(t, Num) and t.integer)):
+        raise FuzzError(Diagnostic("E0208", f"the privacy unit '{schema.unit}' has type {t}; a unit column must be "
+                                   "a string, an int or a category", getattr(d, "unit_span", None) or d.span))
+
+
+# rule Partition selection: a delta that would need group privacy is refused
+def check_selection_delta(report: CheckReport, decl: A.FunDecl) -> None:
+    """E0332 when a partition selection's input may move by more than one unit when a table
+    moves by one (its delta would grow faster than linearly: group privacy)."""
+    moved = [i.name for i in report.inputs if i.delta == INF]
+    if not moved:
+        return
+    sites = [f"select_keys at {shown_span(m.span)}" for m in report.mechanisms if m.name == "select_keys"][:3]
+    raise FuzzError(Diagnostic("E0332", f"{decl.name} selects keys from a table that moves by more than one unit "
+                               f"when {', '.join(moved)} moves by one", decl.name_span,
+                               [*sites, "give select_keys a table as it was loaded, filtered or mapped (not a "
+                                "union with itself, a bounded table or a part of a partition), so that one unit "
+                                "added or removed moves it by one unit"]))

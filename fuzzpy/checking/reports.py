@@ -46,19 +46,29 @@ class InputReport:
     # Rule Inventory: every pure release, whatever its mechanism, as ((epsilon, most releases), ...),
     # each eps-DP when the input moves by 1; None when not known.
     pure: Any = None
+    # Rule Partition selection: the total probability of the bad events of its partition
+    # selections (their delta) when it moves by one unit; their epsilon is among the pure releases.
+    delta: Any = Fraction(0)
 
     @property
     def is_pure(self) -> bool:
-        return self.rho_gauss == 0
+        return self.rho_gauss == 0 and self.delta == 0
 
     @property
-    def rho(self) -> Any:
-        """The zCDP rho of all releases (Fraction or INF).  The pure releases are epsilon-DP
-        together, hence epsilon^2/2-zCDP, when that is below their channel-z bound."""
+    def rho_releases(self) -> Any:
+        """The zCDP rho of all releases, partition selections counted by their epsilon (Fraction
+        or INF).  The pure releases are epsilon-DP together, hence epsilon^2/2-zCDP, when that is
+        below their channel-z bound."""
         if INF in (self.rho_gauss, self.rho_pure):
             return INF
         pure = self.rho_pure if self.epsilon == INF else min(self.rho_pure, self.epsilon ** 2 / 2)
         return self.rho_gauss + pure
+
+    @property
+    def rho(self) -> Any:
+        """The zCDP rho of the input: that of its releases, or INF when it has a partition
+        selection (whose delta no zCDP bound covers)."""
+        return INF if self.delta != 0 else self.rho_releases
 
 
 @dataclass
@@ -94,10 +104,10 @@ class CheckReport:
 
     def table_schema(self, inp: "InputReport") -> Optional[Schema]:
         """The schema a private input reads (`bag Schema`), or None for another type."""
-        from ..typesystem.types import Bag, Record
+        from ..typesystem.types import Bag, Record, UnitBag
 
         t = inp.semantic
-        name = t.elem.name if isinstance(t, Bag) and isinstance(t.elem, Record) else None
+        name = t.elem.name if isinstance(t, (Bag, UnitBag)) and isinstance(t.elem, Record) else None
         return self.schemas.get(name) if name is not None else None
 
     @property
@@ -111,6 +121,15 @@ class CheckReport:
         total: Any = Fraction(0)
         for inp in self.inputs:
             total = INF if inp.rho == INF or total == INF else total + inp.rho
+        return total
+
+    @property
+    def approx_delta(self) -> Any:
+        """The delta of the partition selections, summed over private inputs (rule Partition
+        selection): 0 when there is none."""
+        total: Any = Fraction(0)
+        for inp in self.inputs:
+            total = INF if inp.delta == INF or total == INF else total + inp.delta
         return total
 
     @property

@@ -25,6 +25,7 @@ from ..typesystem.types import (
     Tensor,
     TVar,
     Type,
+    UnitBag,
     Vector,
     With,
 )
@@ -79,6 +80,8 @@ class TypeResolver:
 
     def t_TWrap(self, t: A.TWrap) -> Type:
         inner = self.resolve(t.inner)
+        if t.kind == "bag" and isinstance(t.inner, A.TName):  # a table of a schema: in units if it has one
+            return self.schemas[t.inner.name].table_type()
         return {"bag": Bag, "fuzzy": Fuzzy, "list": ListT, "seq": Seq}[t.kind](inner)
 
     def t_TParts(self, t: A.TParts) -> Type:
@@ -111,7 +114,9 @@ def match_type(pattern: Type, actual: Type, binding: dict | None = None) -> bool
         return True
     if type(pattern) is not type(actual):
         return False
-    if isinstance(pattern, (Bag, ListT, Seq)):
+    if isinstance(pattern, UnitBag) and pattern.unit != actual.unit:  # type: ignore[attr-defined]
+        return False
+    if isinstance(pattern, (Bag, ListT, Seq, UnitBag)):
         return match_type(pattern.elem, actual.elem, binding)  # type: ignore[attr-defined]
     if isinstance(pattern, Fuzzy):
         return match_type(pattern.inner, actual.inner, binding)  # type: ignore[attr-defined]
@@ -145,7 +150,9 @@ def bind_tvars(pattern: Type, actual: Type, binding: dict) -> bool:
         return True
     if type(pattern) is not type(actual):
         return False
-    if isinstance(pattern, (Bag, ListT, Seq, Parts)):
+    if isinstance(pattern, UnitBag) and pattern.unit != actual.unit:  # type: ignore[attr-defined]
+        return False
+    if isinstance(pattern, (Bag, ListT, Seq, Parts, UnitBag)):
         return bind_tvars(pattern.elem, actual.elem, binding)  # type: ignore[attr-defined]
     if isinstance(pattern, Fuzzy):
         return bind_tvars(pattern.inner, actual.inner, binding)  # type: ignore[attr-defined]
@@ -163,10 +170,12 @@ def subst_tvars(t: Type, binding: dict) -> Type:
         return binding.get(t.name, t)
     if isinstance(t, (Bag, ListT, Seq)):
         return type(t)(subst_tvars(t.elem, binding))
+    if isinstance(t, UnitBag):
+        return UnitBag(subst_tvars(t.elem, binding), t.unit)
     if isinstance(t, Fuzzy):
         return Fuzzy(subst_tvars(t.inner, binding))
     if isinstance(t, Parts):
-        return Parts(t.keys, subst_tvars(t.elem, binding))
+        return Parts(t.keys, subst_tvars(t.elem, binding), t.released)
     if isinstance(t, (Tensor, With)):
         return type(t)(tuple(subst_tvars(i, binding) for i in t.items))
     if isinstance(t, SumT):

@@ -120,11 +120,18 @@ def check_charge(account: str, name: str, cap: Any, history: History, epsilon: F
 def notion_problem(cap: Any, delta: Fraction, rho: Fraction | None, loss: Any) -> str | None:
     """Why a run's notion does not fit the cap's (rule Notion), or None when it fits."""
     gaussian = (loss is not None and not loss.is_pure()) or (loss is None and rho is not None)
+    selects = loss is not None and getattr(loss, "delta", 0) > 0  # rule Partition selection
     if is_rho_cap(cap):
         if loss is None and rho is None and delta > 0:
             return "it is booked in (epsilon, delta) without a zCDP rho"
+        if selects:
+            return ("it selects keys (partition selection), whose delta no zCDP rho covers; a cap in epsilon at a "
+                    "delta admits it")
         return None
     if not cap.delta:
+        if selects:
+            return ("it selects keys (partition selection), which costs a delta, and a pure epsilon cap admits only "
+                    "pure epsilon runs (a cap at a delta, --delta, admits it)")
         if gaussian:
             return ("it makes Gaussian releases, and a pure epsilon cap admits only pure epsilon runs "
                     "(a cap at a delta, --delta, or in rho, --rho, admits them)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from ..checking.reports import CheckReport
 from ..diagnostics import Diagnostic
@@ -126,10 +126,12 @@ def _over(report: CheckReport, message: str) -> Diagnostic:
 def needs_delta(report: CheckReport) -> Diagnostic:
     """A program with a Gaussian release is not pure epsilon-DP: a pure budget cannot admit it."""
     fn = next((f for f in report.functions if f.name == report.entry), None)
+    words = getattr(report, "wording", COMMAND_LINE)
+    if report.approx_delta:  # rule Partition selection
+        return selection_needs_delta(report, fn, words)
     gauss = [m for m in report.mechanisms if m.name == "gaussian"]
     notes = [f"gaussian at {relative_span(m.span, report.file)} costs rho {fmt_coef(m.extra.get('rho', 0))} in zCDP"
              for m in gauss[:5]]
-    words = getattr(report, "wording", COMMAND_LINE)
     notes.append(f"its guarantee is rho-zCDP with rho = {fmt_coef(report.rho)}; an epsilon budget needs it "
                  f"stated as (epsilon, delta): give a delta ({words.delta}, or a '# fuzzpy: delta 1e-6' line), "
                  f"or budget it in zCDP with {words.rho}")
@@ -137,3 +139,13 @@ def needs_delta(report: CheckReport) -> Diagnostic:
                       f"epsilon budget needs a delta", fn.span if fn else None, notes)
 
 
+# rule Partition selection: its delta needs a delta budget above it
+def selection_needs_delta(report: CheckReport, fn: Any, words: Wording) -> Diagnostic:
+    """A program that selects keys is (epsilon, delta)-DP only: a pure budget cannot admit it."""
+    sites = [m for m in report.mechanisms if m.name == "select_keys"]
+    notes = [f"select_keys at {relative_span(m.span, report.file)} costs epsilon {fmt_coef(m.epsilon)} and delta "
+             f"{fmt_coef(m.extra.get('delta', 0))}" for m in sites[:5]]
+    notes.append(f"its partition selections spend delta {fmt_coef(report.approx_delta)}: give a larger delta "
+                 f"({words.delta}, or a '# fuzzpy: delta 1e-5' line) to state it as (epsilon, delta)")
+    return Diagnostic("E0314", f"{report.entry} selects keys (partition selection), which is not pure epsilon-DP: an "
+                      f"epsilon budget needs a delta", fn.span if fn else None, notes)

@@ -41,13 +41,16 @@ class Cost:
 def run_cost(report: Any) -> Cost:
     """The cost of a checked program whose guarantee fits its budgets."""
     g = report.guarantee
-    return Cost(g.epsilon, g.stated_delta, None if report.is_pure else report.rho, run_loss(report))
+    # A partition selection's delta has no zCDP rho (rule Partition selection): booked without one.
+    rho = None if report.is_pure or report.approx_delta else report.rho
+    return Cost(g.epsilon, g.stated_delta, rho, run_loss(report))
 
 
 def run_loss(report: Any) -> Any:
     """The run's ProvenLoss for the ledger's cap check (None when a figure is unbounded: such a
     program is refused before it is charged)."""
-    if INF in (report.epsilon, report.rho):
+    releases = sum((i.rho_releases for i in report.inputs), Fraction(0)) if report.inputs else Fraction(0)
+    if INF in (report.epsilon, releases, report.approx_delta):
         return None
     return proven_loss(report)
 

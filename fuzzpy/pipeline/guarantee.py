@@ -38,13 +38,15 @@ class Guarantee:
 
 
 def guarantee(report: Any, delta: Optional[Fraction]) -> Guarantee:
-    """The guarantee of a checked program (`report.ok`, with an entry point)."""
+    """The guarantee of a checked program (`report.ok`, with an entry point).  A program with
+    partition selections has no zCDP bound (its rho is infinite) but a certified (epsilon, delta)
+    at a delta above their delta (rule Partition selection)."""
     pure_eps, rho, is_pure = report.epsilon, report.rho, report.is_pure
     if is_pure and delta is None:
         return Guarantee(pure_eps, rho, None, pure_eps, "pure", True)
     if delta is None:
         return Guarantee(pure_eps, rho, None, None, "needs delta", False)
-    if INF in (pure_eps, rho):
+    if INF in (pure_eps, _releases_rho(report), report.approx_delta):
         return Guarantee(pure_eps, rho, delta, INF, "unbounded", is_pure)
     from ..accounting import epsilon_at_delta
 
@@ -63,16 +65,27 @@ def proven_loss(report: Any) -> Any:
 
     total = ProvenLoss(Fraction(0), Fraction(0), Fraction(0))
     for inp in report.inputs:
-        # InputReport.rho keeps the pure part at most epsilon^2/2 (an epsilon-DP part is
+        # InputReport.rho_releases keeps the pure part at most epsilon^2/2 (an epsilon-DP part is
         # epsilon^2/2-zCDP whatever the z channel's Cauchy-Schwarz bound says).
+        pure_rho = inp.rho_releases - inp.rho_gauss
+        delta = getattr(inp, "delta", Fraction(0))
         try:  # the accountant refuses an inventory worth more than epsilon: then it is not used
-            loss = ProvenLoss(inp.epsilon, inp.rho - inp.rho_gauss, inp.rho_gauss, laplace=inp.laplace,
-                              pure=inp.pure if inp.laplace is None else None)
+            loss = ProvenLoss(inp.epsilon, pure_rho, inp.rho_gauss, laplace=inp.laplace,
+                              pure=inp.pure if inp.laplace is None else None, delta=delta)
         except ValueError:
-            loss = ProvenLoss(inp.epsilon, inp.rho - inp.rho_gauss, inp.rho_gauss)
+            loss = ProvenLoss(inp.epsilon, pure_rho, inp.rho_gauss, delta=delta)
         total = total.add(loss)
     return ProvenLoss(total.epsilon, total.pure_rho, total.gauss_rho, total.laplace, total.pure,
-                      gauss_grid_sigma=gaussian_sites(report))
+                      gauss_grid_sigma=gaussian_sites(report), delta=total.delta)
+
+
+def _releases_rho(report: Any) -> Any:
+    """The zCDP rho of the releases of every input, partition selections by their epsilon."""
+    total: Any = Fraction(0)
+    for inp in report.inputs:
+        r = getattr(inp, "rho_releases", inp.rho)
+        total = INF if INF in (r, total) else total + r
+    return total
 
 
 def gaussian_sites(report: Any) -> Optional[Fraction]:

@@ -128,6 +128,10 @@ class Primitive:
     # It takes and gives tuples (vectors, primitives/vectors.py): exact on exact numbers, and on
     # tuples of columns in row functions (each component a column, runtime/vectorize.py).
     structured: bool = False
+    # It accepts tables with a privacy unit (rule Units): keeps each row with its unit (filter,
+    # map, union) or bounds what a unit contributes (primitives/units.py).  Every other primitive
+    # refuses them (E0330).
+    units: bool = False
     # ---- its evaluators: registered by the runtime (`kernel`); None until the runtime is loaded
     run: Optional[Callable[..., Any]] = None  # the reference evaluator
     needs_context: bool = False  # run(ctx, *args) instead of run(*args); see RunContext
@@ -156,14 +160,16 @@ OPERATORS: dict[str, str] = {
 
 def primitive(name: str, params: tuple[str, ...], signature: str, doc: str, justification: str, *,
               category: str, is_mechanism: bool = False, vectorised: bool = False,
-              fold: Optional[Callable[..., Any]] = None, structured: bool = False) -> Callable[[Rule], Rule]:
+              fold: Optional[Callable[..., Any]] = None, structured: bool = False,
+              units: bool = False) -> Callable[[Rule], Rule]:
     """Decorator declaring a primitive; the decorated function is its typing rule."""
 
     def register(rule: Rule) -> Rule:
         if name in REGISTRY:
             raise ValueError(f"primitive {name} declared twice")
         REGISTRY[name] = Primitive(name, params, signature, doc, justification, rule, category=category,
-                                   is_mechanism=is_mechanism, vectorised=vectorised, fold=fold, structured=structured)
+                                   is_mechanism=is_mechanism, vectorised=vectorised, fold=fold, structured=structured,
+                                   units=units)
         return rule
 
     return register

@@ -23,6 +23,7 @@ _REF = "PrivJail (seed 003) section 4.3 and appendix B; Spar distance variables"
 
 
 MAX_INT_KEYS = 100_000
+MAX_RELEASED_KEYS = 100_000  # a partition over released keys with more keys stops the run (E0604)
 
 
 @primitive("groupby", ("key", "b"), "('a -> cat K | int[lo, hi] | (K1, K2, ...)) -> bag 'a -o parts K (bag 'a)",
@@ -115,12 +116,20 @@ def _parts_type(ctx, arg, what):
 
 def _parts_dists(ctx, arg):
     """Per-key distances; a partition known only by its type gets fresh part variables
-    (its metric is the sum over parts, so they satisfy sum_k d_k <= d(whole))."""
+    (its metric is the sum over parts, so they satisfy sum_k d_k <= d(whole)).  The parts of
+    released keys have one variable standing for every part (rule Released keys)."""
     if arg.parts is not None:
         return arg.parts
+    labels = ["released"] if arg.type.released else list(arg.type.keys)
     if not arg.dist:
-        return [{} for _ in arg.type.keys]
-    return ctx.split(arg.dist, list(arg.type.keys), [arg.type.elem] * len(arg.type.keys))
+        return [{} for _ in labels]
+    return ctx.split(arg.dist, labels, [arg.type.elem] * len(labels), uniform=arg.type.released)
+
+
+def part_count(t: Parts) -> int:
+    """How many parts a partition has at most: its keys, or for released keys the most a run
+    accepts (rule Released keys)."""
+    return MAX_RELEASED_KEYS if t.released else len(t.keys)
 
 
 @primitive("part", ("ps", "key"), "parts K 'a -o string -> 'a",
@@ -130,6 +139,9 @@ def _parts_dists(ctx, arg):
 def _part(ctx, args, span):
     ps, key = args
     t = _parts_type(ctx, ps, "part")
+    if t.released:
+        raise ctx.fail("E0205", "part: the keys of this partition are released when the program runs, so no "
+                       "key can be named here", key.span, "use each or pmap, which treat every released key alike")
     if not key.is_const or key.const not in t.keys:
         raise ctx.fail("E0205", f"part: the key must be one of the declared keys {list(t.keys)}", key.span)
     i = t.keys.index(key.const)
@@ -138,7 +150,7 @@ def _part(ctx, args, span):
 
 def _per_part(ctx, f, ps, span, fuzzy: bool):
     t = _parts_type(ctx, ps, "each" if fuzzy else "pmap")
-    inst = ctx.instantiate(f, [t.elem], span, times=len(t.keys), quadratic=True)  # once per key
+    inst = ctx.instantiate(f, [t.elem], span, times=part_count(t), quadratic=True)  # once per key
     if fuzzy and not isinstance(inst.cod, Fuzzy):
         raise ctx.fail("E0202", f"each expects a function returning a distribution, but it returns {inst.cod}",
                        f.span, "use pmap for a function that releases nothing")
@@ -160,7 +172,8 @@ def _per_part(ctx, f, ps, span, fuzzy: bool):
 def _pmap(ctx, args, span):
     f, ps = args
     inst, parts = _per_part(ctx, f, ps, span, fuzzy=False)
-    return Result(Parts(ps.type.keys, inst.cod), d_add(*parts), ir_args=[inst.code, ps.ir], parts=parts)
+    return Result(Parts(ps.type.keys, inst.cod, ps.type.released), d_add(*parts), ir_args=[inst.code, ps.ir],
+                  parts=parts)
 
 
 @primitive("each", ("f", "ps"), "('a -o[s] fuzzy 'b) -> parts K 'a -o[s] fuzzy (parts K 'b)",
@@ -171,7 +184,8 @@ def _pmap(ctx, args, span):
 def _each(ctx, args, span):
     f, ps = args
     inst, parts = _per_part(ctx, f, ps, span, fuzzy=True)
-    return Result(Fuzzy(Parts(ps.type.keys, inst.cod.inner)), d_add(*parts), ir_args=[inst.code, ps.ir])
+    return Result(Fuzzy(Parts(ps.type.keys, inst.cod.inner, ps.type.released)), d_add(*parts),
+                  ir_args=[inst.code, ps.ir])
 
 
 @primitive("values", ("ps",), "parts K 'a -o list 'a",

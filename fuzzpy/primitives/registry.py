@@ -149,6 +149,7 @@ def _load() -> None:
                 ordered,
                 partitions,
                 trees,
+                units,
                 vectors,
             )
             _loaded = True

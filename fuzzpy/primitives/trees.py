@@ -25,4 +25,7 @@ def _keys(ctx, args, span):
     (ps,) = args
     if not isinstance(ps.type, Parts):
         raise ctx.fail("E0202", f"keys expects the parts of a partition, but this is {ps.type}", ps.span)
+    if ps.type.released:
+        raise ctx.fail("E0202", "keys: this partition's keys are released when the program runs; use the released "
+                       "list itself (the one given to groupby_in or bound_groups_in)", ps.span)
     return Result(ListT(STRING), {}, const=tuple(ps.type.keys))

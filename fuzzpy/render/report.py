@@ -82,7 +82,14 @@ def _privacy_json(report: CheckReport) -> dict:
             "pure_epsilon": number(report.epsilon), "pure_epsilon_exact": exact(report.epsilon),
             "rho": number(report.rho), "rho_exact": exact(report.rho),
             "conversion": g.method if g is not None else ("pure" if report.is_pure else "needs delta"),
-            **({"conversion_refused": [{"method": m, "reason": why} for m, why in g.refused]} if g is not None else {})}
+            **({"conversion_refused": [{"method": m, "reason": why} for m, why in g.refused]} if g is not None else {}),
+            **_selection_json(report)}
+
+
+def _selection_json(report: CheckReport) -> dict:
+    """Partition selection's delta (rule Partition selection): only for a program that has one."""
+    d = report.approx_delta
+    return {"selection_delta": number(d), "selection_delta_exact": exact(d)} if d else {}
 
 
 def _extra(extra: dict) -> dict:
@@ -149,9 +156,16 @@ def guarantee_head(report: CheckReport) -> str:
     g = report.guarantee
     if report.is_pure and (g is None or g.method == "pure"):
         return f"epsilon = {fmt_coef(report.epsilon)}, delta = 0"
+    selection = report.approx_delta
     if g is None or g.epsilon is None:
+        if selection:  # rule Partition selection: no zCDP bound
+            return (f"epsilon = {fmt_coef(report.epsilon)} and delta = {fmt_coef(selection)} from partition "
+                    "selection; give a larger delta to state it as (epsilon, delta)")
         return f"rho = {fmt_coef(report.rho)} (zCDP); give a delta to state it as (epsilon, delta)"
     refused = "".join(f"; {m} refused: {why}" for m, why in g.refused)
+    if selection:
+        return (f"epsilon = {fmt_coef(g.epsilon)}, delta = {fmt_coef(g.delta)} ({g.method}{refused}); of the delta, "
+                f"{fmt_coef(selection)} is partition selection's (no zCDP bound)")
     return (f"epsilon = {fmt_coef(g.epsilon)}, delta = {fmt_coef(g.delta)} ({g.method}{refused}); "
             f"rho = {fmt_coef(report.rho)} (zCDP)")
 
@@ -161,7 +175,12 @@ def per_input_text(report: CheckReport) -> str:
 
 
 def input_cost(i: Any) -> str:
-    """One private input's cost: its pure epsilon, or its rho when it has Gaussian releases."""
+    """One private input's cost: its pure epsilon, or its rho when it has Gaussian releases, and
+    the delta of its partition selections."""
+    if getattr(i, "delta", 0):
+        cost = fmt_coef(i.epsilon) if i.rho_gauss == 0 else f"epsilon {fmt_coef(i.epsilon)}, rho " \
+            f"{fmt_coef(i.rho_releases)}"
+        return f"{cost} + delta {fmt_coef(i.delta)}"
     return fmt_coef(i.epsilon) if i.is_pure else f"rho {fmt_coef(i.rho)}"
 
 

@@ -28,7 +28,7 @@ def columns_read(entry: Optional[I.Instance]) -> Optional[frozenset[str]]:
     (a whole-value comparison, or no checked program to look at)."""
     if entry is None:
         return None
-    names: set[str] = set()
+    names: set[str] = set(entry.units.values())  # rule Units: a unit's column is read by every bound
     for node in I.reachable(entry):
         if isinstance(node, I.IField):
             names.add(node.name)

@@ -22,6 +22,7 @@ from . import kernels  # noqa: F401 - registers every primitive's evaluators
 from .engines import engine_of
 from .evaluator import Interpreter
 from .state import RunFailure, RunState
+from .unit_rows import attach_units
 from .values import ReleaseRecord, is_distribution, materialise
 
 __all__ = ["RECURSION_LIMIT", "STACK_BYTES", "Interpreter", "RunFailure", "RunHandle", "RunResult", "RunState",
@@ -44,6 +45,7 @@ def evaluate_entry(instance: I.Instance, tables: dict[str, Any], state: RunState
         raise RunFailure(f"no input given for {', '.join(missing) or 'the entry point'}")
     if state.engine is None:
         state.engine = engine_of(tables)
+    tables = attach_units(tables, getattr(instance, "units", None) or {})  # rule Units
     interp = Interpreter(state)
     value = interp.call_body(instance, [tables[p] for p in instance.params])
     result = interp.draw(value) if is_distribution(value) else value

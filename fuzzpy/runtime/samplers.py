@@ -74,6 +74,13 @@ class RandomSource:
             raise ValueError("randbits needs k >= 0")
         return self._gen.getrandbits(k)
 
+    def randbytes(self, n: int) -> bytes:
+        """n uniform random bytes (os.urandom for the secure default): bulk bits for the random
+        choices of contribution bounds (runtime/kernels/units.py)."""
+        if n < 0:
+            raise ValueError("randbytes needs n >= 0")
+        return self._gen.randbytes(n)
+
     def randbelow(self, n: int) -> int:
         """A uniform integer in [0, n), by rejection on (n-1).bit_length() bits (exact)."""
         if n <= 0:

@@ -94,7 +94,7 @@ def published_schema(source: str) -> Schema:
 
 def schema_json(rec: DatasetRecord) -> dict:
     schema = published_schema(rec.schema_source)
-    return {"dataset": rec.name, "schema": rec.schema_name, "source": rec.schema_source,
+    return {"dataset": rec.name, "schema": rec.schema_name, "source": rec.schema_source, "unit": schema.unit,
             "columns": [{"name": c.name, "type": str(c.type), "on_invalid": c.on_invalid,
                          "default": None if c.default is None else str(c.default)} for c in schema.columns],
             "registered_at": rec.registered_at}
@@ -108,7 +108,7 @@ def schema_problems(program: Schema, registered: Schema) -> list[str]:
     numbers as numbers (`int` only over an `int` column), booleans as booleans, categories and
     strings as categories or strings.  Bounds, category sets and missing-value policies may
     differ: loading conforms the data to the program's declaration (docs/data.md)."""
-    problems = []
+    problems = _unit_problems(program, registered)
     for col in program.columns:
         have = registered.column(col.name)
         if have is None:
@@ -116,6 +116,22 @@ def schema_problems(program: Schema, registered: Schema) -> list[str]:
         elif not _reads_as(col.type, have.type):
             problems.append(f"column '{col.name}' is declared {col.type}, but the published schema has {have.type}")
     return problems
+
+
+# rule Units: the curator's unit is the one every program's guarantee is about
+def _unit_problems(program: Schema, registered: Schema) -> list[str]:
+    """A program must declare the published privacy unit, and no other: without it, its epsilon
+    would be per row on a dataset whose cap is per unit (one unit may have many rows); with a unit
+    the curator did not publish, per unit on a cap that is per row (removing one row changes a
+    unit's rows: two units' moves)."""
+    have, want = getattr(registered, "unit", None), getattr(program, "unit", None)
+    if have == want:
+        return []
+    if have is None:
+        return [f"the published schema {registered.name} has no privacy unit (one row is one individual); "
+                f"declare the schema without `unit {want}`"]
+    return [f"the published schema {registered.name} has the privacy unit {have}: declare it, "
+            f"schema {program.name} unit {have} {{ ... }}"]
 
 
 def _reads_as(want: Any, have: Any) -> bool:

@@ -291,6 +291,19 @@ class SchemaDecl(Decl):
     columns: list[ColumnDecl]
     name_span: Span = field(repr=False, default=None)  # type: ignore[assignment]
 
+    @property
+    def unit(self) -> Optional[str]:
+        return None
+
+
+@dataclass(eq=False)
+class UnitSchemaDecl(SchemaDecl):
+    """A schema that declares its privacy unit, the column naming the individual a row belongs to
+    (`schema Flight unit tailnum { ... }`; rule Units)."""
+
+    unit: Optional[str] = None  # type: ignore[assignment]
+    unit_span: Optional[Span] = field(repr=False, default=None)
+
 
 @dataclass(eq=False)
 class FunDecl(Decl):

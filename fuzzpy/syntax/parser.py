@@ -106,7 +106,15 @@ class _Builder(Transformer):
                            name_span=_tok_span(self.file, c[0]))
 
     def schema_decl(self, sp, c):
-        return A.SchemaDecl(sp, str(c[0]), list(c[1:]), name_span=_tok_span(self.file, c[0]))
+        unit = c[1] if len(c) > 1 and isinstance(c[1], tuple) else None
+        columns = list(c[2:] if unit else c[1:])
+        if unit is None:
+            return A.SchemaDecl(sp, str(c[0]), columns, name_span=_tok_span(self.file, c[0]))
+        return A.UnitSchemaDecl(sp, str(c[0]), columns, name_span=_tok_span(self.file, c[0]), unit=str(unit[1]),
+                                unit_span=_tok_span(self.file, unit[1]))
+
+    def schema_unit(self, sp, c):
+        return ("unit", c[0])
 
     def column(self, sp, c):
         policy, default = ("drop", None)

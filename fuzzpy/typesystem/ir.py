@@ -98,6 +98,9 @@ class Instance:
     params: list[str]
     body: Optional[IR] = None
     key: Any = None
+    # The entry point's tables with a privacy unit: parameter -> the unit's column (rule Units);
+    # the runtime keeps each row's unit beside it (runtime/unit_rows.py).
+    units: dict = field(default_factory=dict)
 
     def __getstate__(self) -> dict:
         return _without_runtime_cache(self.__dict__)

@@ -53,6 +53,17 @@ def pure_channel(eps: Fraction) -> str:
 
 def is_inventory(ch: str) -> bool:
     return ch.startswith("L")
+
+
+# The delta of approximate releases (partition selection, rule Partition selection): channel "D"
+# holds the total probability of their bad events when the symbol moves by at most 1.  Like the
+# inventory it is a count, not a quadratic cost; it follows its own substitution rule (`lift`).
+DELTA = "D"
+
+
+def is_count(ch: str) -> bool:
+    """Channels that count releases (the inventory, the delta) rather than bound a quadratic cost."""
+    return is_inventory(ch) or ch == DELTA
 _SEP = "\x00"  # never part of a symbol name
 
 
@@ -117,6 +128,9 @@ def lift(quad: dict[str, Coef], arg: Dist) -> Dist:
         if is_inventory(ch):
             out = _add(out, _move_inventory(ch, r, moves))
             continue
+        if ch == DELTA:
+            out = _add(out, _move_delta(r, moves))
+            continue
         factor = c_mul(r, total)  # raises NonLinear for two unknowns (the caller reports E0304)
         for u, a in moves.items():
             c = INF if factor == INF or a == INF else c_mul(factor, a)
@@ -145,6 +159,35 @@ def _move_inventory(ch: str, count: Coef, moves: Dist) -> Dist:
     # The mark's coefficient is only a presence; it is the count itself, so that an unknown count
     # of a recursion (0 once solved, say) marks nothing when it is 0.
     return {shadow(u, UNKNOWN): count for u in moves}
+
+
+# rule Partition selection: the delta moves to one symbol that moves the input by at most 1
+def _move_delta(delta: Coef, moves: Dist) -> Dist:
+    """The delta of approximate releases on a symbol replaced by `moves`: when it is one symbol u
+    moving by a <= 1 per unit of u, a unit move of u moves their inputs by at most one unit, and
+    the delta stays as it is, on u.  Otherwise the inputs may move by more than one unit, where
+    the delta of partition selection grows faster than linearly (group privacy): infinite, so
+    the program is refused (E0332) rather than charged a wrong delta."""
+    if len(moves) == 1:
+        (u, a), = moves.items()
+        if is_const(a) and a != INF and a <= 1:
+            return {shadow(u, DELTA): delta}
+    return {shadow(u, DELTA): INF for u in moves}
+
+
+# rule Partition selection: the delta of one release, on its one symbol
+def delta_of_release(delta: Fraction, moves: Dist) -> Dist:
+    """The delta entry of one partition selection calibrated to its input's sensitivity: on its
+    only symbol when its input has one, with a finite coefficient (at most the calibration, so a
+    unit move of the symbol keeps the bad events' probability within delta); with several
+    symbols, which may move together beyond the calibration, infinite (E0332)."""
+    if not moves:
+        return {}
+    if len(moves) == 1:
+        (u, a), = moves.items()
+        if is_const(a) and a != INF:
+            return {shadow(u, DELTA): delta}
+    return {shadow(u, DELTA): INF for u in moves}
 
 
 # rule Inventory: one count for a pure release on one symbol, else marks
@@ -178,6 +221,7 @@ def zcdp_of_pure(cost: Dist) -> Dist:
     (sum_s eps_s d_s)^2 / 2 <= (E/2) sum_s eps_s d_s^2 with E = sum_s eps_s (Cauchy-Schwarz)."""
     return lift({"z": Fraction(1, 2)}, cost)
 
-__all__ = ["CHANNELS", "shadow", "is_shadow", "base_of", "channel_of", "linear_part", "quadratic_part",
+__all__ = ["CHANNELS", "DELTA", "delta_of_release", "is_count",
+           "shadow", "is_shadow", "base_of", "channel_of", "linear_part", "quadratic_part",
            "pop_quad", "lift", "zcdp_of_pure", "without_channel", "UNKNOWN", "laplace_channel", "is_inventory",
            "inventory_of_release", "pure_channel", "PURE_PREFIX"]

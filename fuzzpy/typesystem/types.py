@@ -194,6 +194,21 @@ class Bag(Type):
 
 
 @dataclass(frozen=True)
+class UnitBag(Type):
+    """A table whose rows belong to individuals (its privacy unit: the column `unit` names the
+    individual of each row).  Its distance counts units: the number of units whose rows differ,
+    so neighbouring tables differ by all the rows of one unit.  Not a `Bag`: a primitive that
+    reads rows (count, sum, groupby, ...) does not accept it until contributions are bounded
+    (primitives/units.py; rule Units in docs/soundness.md)."""
+
+    elem: Type
+    unit: str
+
+    def __str__(self) -> str:
+        return f"bag {_paren(self.elem)} (unit {self.unit})"
+
+
+@dataclass(frozen=True)
 class ListT(Type):
     """A public-shape list: same length or infinitely far; elementwise distances add."""
 
@@ -222,8 +237,13 @@ class Parts(Type):
 
     keys: tuple[str, ...]
     elem: Type
+    # The keys are a list released by the run (partition selection), known only when it runs:
+    # `keys` is then empty, and every part is treated alike (rule Released keys).
+    released: bool = field(default=False, repr=False)
 
     def __str__(self) -> str:
+        if self.released:
+            return f"parts released {_paren(self.elem)}"
         keys = ", ".join('"' + k + '"' for k in self.keys)
         return f"parts {{{keys}}} {_paren(self.elem)}"
 
@@ -321,6 +341,7 @@ class Column:
 class Schema:
     name: str
     columns: tuple[Column, ...]
+    unit: str | None = field(default=None, repr=False)  # the privacy unit's column (rule Units), or None
 
     @property
     def row_type(self) -> Record:
@@ -339,6 +360,10 @@ class Schema:
             if c.name == name:
                 return c
         return None
+
+    def table_type(self) -> Type:
+        """The type of a table of this schema: a bag of its rows, counted in units when it has one."""
+        return UnitBag(self.row_type, self.unit) if self.unit else Bag(self.row_type)
 
 
 def components(t: Type) -> tuple[Type, ...] | None:
@@ -382,6 +407,9 @@ def join_types(a: Type, b: Type) -> Type | None:
         if isinstance(a, wrap) and isinstance(b, wrap):
             inner = join_types(_inner(a), _inner(b))
             return None if inner is None else wrap(inner)
+    if isinstance(a, UnitBag) and isinstance(b, UnitBag) and a.unit == b.unit:
+        inner = join_types(a.elem, b.elem)
+        return None if inner is None else UnitBag(inner, a.unit)
     if isinstance(a, Fun) and isinstance(b, Fun) and a.dom == b.dom:
         cod = join_types(a.cod, b.cod)
         return None if cod is None else Fun(a.dom, max(a.sens, b.sens), cod)
@@ -415,8 +443,10 @@ def is_subtype(a: Type, b: Type) -> bool:
     for wrap in (Bag, ListT, Fuzzy, Seq):
         if isinstance(a, wrap) and isinstance(b, wrap):
             return is_subtype(_inner(a), _inner(b))
+    if isinstance(a, UnitBag) and isinstance(b, UnitBag):
+        return a.unit == b.unit and is_subtype(a.elem, b.elem)
     if isinstance(a, Parts) and isinstance(b, Parts):
-        return a.keys == b.keys and is_subtype(a.elem, b.elem)
+        return a.keys == b.keys and a.released == b.released and is_subtype(a.elem, b.elem)
     if isinstance(a, Fun) and isinstance(b, Fun):
         return is_subtype(b.dom, a.dom) and a.sens <= b.sens and is_subtype(a.cod, b.cod)
     return False
@@ -472,7 +502,7 @@ def _size_step(x: Type, size, cap: int) -> int:
 
 def holds_tables(t: Type) -> bool:
     """Does a value of this type hold tables (whose rows rule Growth counts)?  Kept in the type."""
-    if isinstance(t, (Bag, Seq, Parts)):
+    if isinstance(t, (Bag, Seq, Parts, UnitBag)):
         return True
     known = t.__dict__.get("_tables")
     if known is None:
@@ -487,7 +517,7 @@ def holds_fuzzy(t: Type) -> bool:
         return True
     if isinstance(t, Fun):
         return holds_fuzzy(t.cod)
-    if isinstance(t, (Bag, Seq, Parts, ListT)):
+    if isinstance(t, (Bag, Seq, Parts, ListT, UnitBag)):
         return holds_fuzzy(t.elem)
     parts = components(t)
     return parts is not None and any(holds_fuzzy(p) for p in parts)
@@ -498,7 +528,21 @@ def holds_choices(t: Type) -> bool:
     list's shape), rather than through a comparison whose distance is already infinite?"""
     if isinstance(t, (Bool, SumT, ListT, TVar, Hole)):
         return True
-    if isinstance(t, (Bag, Seq, Parts)):  # a function given the container chooses on each element
+    if isinstance(t, (Bag, Seq, Parts, UnitBag)):  # a function given the container chooses on each element
         return holds_choices(t.elem)
     parts = components(t)
     return parts is not None and any(holds_choices(p) for p in parts)
+
+
+def holds_units(t: Type) -> bool:
+    """Does a value of this type hold a table with a privacy unit (rule Units)?"""
+    if isinstance(t, UnitBag):
+        return True
+    if isinstance(t, (Bag, Seq, Parts, ListT)):
+        return holds_units(t.elem)
+    if isinstance(t, Fuzzy):
+        return holds_units(t.inner)
+    if isinstance(t, Fun):
+        return holds_units(t.dom) or holds_units(t.cod)
+    parts = components(t)
+    return parts is not None and any(holds_units(p) for p in parts)

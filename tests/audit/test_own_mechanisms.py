@@ -19,8 +19,11 @@ def test_every_registry_mechanism_has_an_audit_target():
 
     assert set(mechanism_names()) == set(TARGETS)
     registry = {n for n, p in all_primitives().items() if p.is_mechanism}
-    # Every mechanism, the Gaussian one included (its claim is (epsilon, delta): tests/audit/test_gaussian.py).
-    assert registry == set(TARGETS)
+    # Every mechanism, the Gaussian one included (its claim is (epsilon, delta): tests/audit/test_gaussian.py),
+    # but partition selection: its claim is eps-DP except on a bad event of probability delta (1e-6 and
+    # below), which no affordable number of samples can see; its threshold is certified in interval
+    # arithmetic instead (tests/checking/test_rule_partition_selection.py).
+    assert registry - {"select_keys"} == set(TARGETS)
     assert set(mechanism_names()) >= {"laplace", "exponential", "noisy_max", "above_threshold",
                                       "randomized_response", "gaussian"}
 

@@ -2,6 +2,7 @@
 
     python -m tests.checking.report_guard write     # record the fixture (with the trusted code)
     python -m tests.checking.report_guard compare   # check every recorded input against it
+    python -m tests.checking.report_guard add       # record new inputs only, if every recorded one is identical
 
 A performance change to the checker (memoised hashes, integer fast paths, shared summaries) must
 leave every checked result as it was: epsilon and rho, each input's releases, every function's
@@ -103,6 +104,19 @@ def compute(names: set[str] | None = None) -> dict[str, dict]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["add"]:  # new inputs only: every recorded one must still be identical
+        expected = json.loads(FIXTURE.read_text())
+        got = compute()
+        bad = [k for k in expected if got.get(k) != expected[k]]
+        if bad:
+            print(f"{len(bad)} recorded reports differ; nothing added (first: {bad[0]})")
+            return 1
+        new = sorted(set(got) - set(expected))
+        expected.update({k: got[k] for k in new})
+        rows = [f"{json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in sorted(expected.items())]
+        FIXTURE.write_text("{\n" + ",\n".join(rows) + "\n}\n")
+        print(f"added {len(new)} new inputs: {', '.join(new)}")
+        return 0
     if argv[:1] == ["write"]:
         rows = [f"{json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in sorted(compute().items())]
         FIXTURE.write_text("{\n" + ",\n".join(rows) + "\n}\n")

@@ -319,10 +319,10 @@ def test_every_mechanism_is_declared_once_with_runtime_and_reference():
 
     mechs = {n: p for n, p in all_primitives().items() if p.is_mechanism}
     assert set(mechs) == {"laplace", "exponential", "noisy_max", "above_threshold", "randomized_response",
-                          "gaussian"}
+                          "gaussian", "select_keys"}
     for p in mechs.values():
         assert p.run is not None and p.needs_context and p.category == "mechanism"
-        assert any(str(year) in p.justification for year in (1965, 2006, 2007, 2014, 2016, 2017, 2020, 2021))
+        assert any(str(year) in p.justification for year in (1965, 2006, 2007, 2014, 2016, 2017, 2020, 2021, 2022))
 
 
 def test_randomized_response_charges_infinity_on_fractional_symbols():

@@ -66,6 +66,10 @@ GAUSSIAN = {
     "kmeans_gauss": (POINTS, F(1, 20), {("gaussian", F(143, 20))}),
 }
 
+# The examples with a privacy unit: example -> (data, checked epsilon, delta of its partition selections).
+FLIGHTS = EXAMPLES / "data" / "flights_sample.csv"
+UNITS = {"flights_delay": (FLIGHTS, F(2), F(1, 10**5))}
+
 runner = CliRunner()
 
 
@@ -119,7 +123,7 @@ def test_points_csv_is_what_its_script_makes(tmp_path):
 # ---- checked epsilons -------------------------------------------------------------------------------
 
 def test_every_example_is_covered():
-    assert {p.stem for p in EXAMPLES.glob("*.fz")} == set(EXPECTED) | set(GAUSSIAN)
+    assert {p.stem for p in EXAMPLES.glob("*.fz")} == set(EXPECTED) | set(GAUSSIAN) | set(UNITS)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -167,10 +171,11 @@ def test_every_example_checks_at_exactly_the_documented_epsilon():
 
     documented = _readme_table()
     examples = {p.stem for p in EXAMPLES.glob("*.fz")}
-    # zCDP (Gaussian) examples have a rho, not an epsilon: tests/examples checks theirs exactly
-    zcdp = {name for name in examples if not check_file(EXAMPLES / f"{name}.fz").is_pure}
-    assert zcdp == {"logistic_regression_gauss", "kmeans_gauss"}
-    assert set(documented) == examples - zcdp
+    # zCDP (Gaussian) examples have a rho, not an epsilon: tests/examples checks theirs exactly; so does
+    # it the epsilon and delta of the example with a partition selection (UNITS)
+    not_pure = {name for name in examples if not check_file(EXAMPLES / f"{name}.fz").is_pure}
+    assert not_pure == {"logistic_regression_gauss", "kmeans_gauss"} | set(UNITS)
+    assert set(documented) == examples - not_pure
     for name, epsilon in documented.items():
         r = check_file(EXAMPLES / f"{name}.fz")
         assert r.ok and r.epsilon == epsilon != INF, name
@@ -453,6 +458,54 @@ def test_decision_tree_on_the_full_adult_data_beats_the_majority_class():
     tree = bench.train_tree(report, train, seed=0)
     pred = np.array(bench.predict(tree, features.table(test)))
     assert (pred == test_labels).mean() > majority + 0.03
+
+
+# ---- privacy units: flights_delay.fz --------------------------------------------------------------------
+
+def test_flights_sample_is_what_its_script_makes():
+    import hashlib
+
+    assert hashlib.sha256(FLIGHTS.read_bytes()).hexdigest() in (EXAMPLES / "data" / "README.md").read_text()
+    flights = pd.read_csv(FLIGHTS)
+    assert len(flights) == 50408 and flights["tailnum"].nunique() == 600
+
+
+def test_flights_delay_checks_at_its_exact_epsilon_and_delta():
+    report = check("flights_delay")
+    _, eps, delta = UNITS["flights_delay"]
+    assert report.epsilon == eps and report.approx_delta == delta and not report.is_pure
+    assert report.inputs[0].type == "bag Flight (unit tailnum)"
+    assert {(m.name, m.sensitivity, m.epsilon) for m in report.mechanisms} == {
+        ("select_keys", 1, 1), ("laplace", 1, F(1, 10)), ("laplace", 120, F(3, 20))}
+
+
+def test_flights_delay_needs_a_delta_above_its_partition_selection():
+    args = ["run", str(EXAMPLES / "flights_delay.fz"), "--data", str(FLIGHTS), "--budget", "3", "--seed", "1"]
+    assert "E0314" in fuzzpy(args).stderr
+    assert "E0401" in fuzzpy(args + ["--delta", "1e-5"]).stderr
+
+
+def run_flights(seed: int = 1):
+    from fuzzpy.runtime.data import load_table
+    from fuzzpy.runtime.interpreter import run_program
+    from fuzzpy.runtime.samplers import RandomSource
+
+    report = check("flights_delay")
+    (schema,) = report.schemas.values()
+    table = load_table(FLIGHTS, schema, table="flights")
+    return table, run_program(report.entry_instance, {"flights": table}, RandomSource.seeded(seed))
+
+
+def test_flights_delay_releases_busy_destinations_with_bounded_counts():
+    table, run = run_flights()
+    selection, *releases = run.releases
+    dests = selection.value
+    planes = table.groupby("dest")["tailnum"].nunique()
+    assert set(dests) <= set(planes.index) and {"ATL", "ORD", "BOS"} & set(dests)
+    # a plane keeps at most c = 2 flights per destination: the bounded count is at most 2 per plane
+    assert set(run.value) == set(dests)
+    for dest, (n, _) in run.value.items():
+        assert n <= 2 * planes[dest] + 4 * 30, dest  # 4 times the count's 95% accuracy (+-29.96)
 
 
 # ---- examples/README.md: every command runs and prints what the README shows ------------------------

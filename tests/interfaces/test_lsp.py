@@ -453,3 +453,36 @@ def test_word_at_finds_identifiers():
     assert word_at("  sample c = laplace 0.1 x;", 15) == ("laplace", 13, 20)
     assert word_at("  sample c = laplace 0.1 x;", 20) == ("laplace", 13, 20)
     assert word_at("  (x)", 0) is None
+
+
+UNITS = textwrap.dedent("""\
+    schema Flight unit plane { plane : string, dest : string }
+    function main (t : bag Flight) {
+      sample ks = select_keys 1 0.000001 2 (fun r -> r.dest) t;
+      laplace 1 (count (bound_rows 3 t))
+    }
+    """)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_shows_the_privacy_unit_and_what_a_selection_costs(client: LanguageClient, tmp_path: Path):
+    uri = open_doc(client, tmp_path / "units.fz", UNITS)
+    assert await diagnostics_for(client, uri, 1) == []
+    doc = T.TextDocumentIdentifier(uri=uri)
+
+    schema = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(UNITS, "Flight", 1))))
+    assert "schema Flight unit plane {" in schema and "Privacy unit: `plane`" in schema and "bound_rows k t" in schema
+
+    table = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(UNITS, "(t :", 1))))
+    assert "bag Flight (unit plane)" in table
+
+    select = hover_text(await client.text_document_hover_async(
+        T.HoverParams(doc, position_of(UNITS, "select_keys", 2))))
+    assert "proven sensitivity 1, epsilon charged 1, noise scale 2, delta 0.000001" in select.replace("1e-06", "0.000001")
+    assert "each unit counted in at most 2 keys" in select
+
+    bound = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(UNITS, "bound_rows", 2))))
+    assert "bound_rows k t" in bound and "at most k rows" in bound
+
+    lap = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(UNITS, "laplace", 2))))
+    assert "proven sensitivity 3, epsilon charged 1, noise scale 3" in lap

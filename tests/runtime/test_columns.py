@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 SAMPLE = EXAMPLES / "data" / "adult_sample.csv"
 POINTS = EXAMPLES / "data" / "points.csv"
-DATA = {"kmeans": POINTS, "kmeans_gauss": POINTS}  # every other example runs on the Adult sample
+DATA = {"kmeans": POINTS, "kmeans_gauss": POINTS,  # every other example runs on the Adult sample
+        "flights_delay": EXAMPLES / "data" / "flights_sample.csv"}
 
 SCHEMA = 'schema T { x : num[0, 10], y : int[0, 5], k : cat{"a", "b"}, s : string, f : bool }\nparam eps : num = 1;\n'
 ROWS = "x,y,k,s,f\n1.5,0,a,foo,true\n7,3,b,,false\n10,5,a,foo,false\n0,1,b,baz,true\n4.25,2,a,qux,true\n"
@@ -107,6 +108,9 @@ GENERIC_REVIEWED = {
     "sort": "public scalars only", "exponential": "public candidates, a score function",
     "noisy_max": "public candidates, a score function", "above_threshold": "public queries, a score function",
     "rank_estimate": "public arguments only",
+    "bound_rows": "the unit column (columns_read adds every unit)", "bound_groups": "a key function and the unit",
+    "bound_groups_in": "a key function and the unit", "groupby_in": "a key function",
+    "select_keys": "a key function and the unit",
 }
 
 

@@ -38,6 +38,26 @@ def test_a_program_schema_fits_when_each_column_reads_the_same_way(declared, pro
     assert (found[0] if found else None) == problem or (problem and found[0].startswith(problem))
 
 
+PER_PLANE = schema("schema R unit plane { plane : string, n : num[0, 10] }")
+
+
+@pytest.mark.parametrize("declared,problem", [
+    ("schema P unit plane { plane : string, n : num[0, 10] }", None),
+    ("schema P unit plane { plane : cat{\"A\"} }", None),
+    ("schema P { plane : string, n : num[0, 10] }", "the published schema R has the privacy unit plane: declare it"),
+    ("schema P unit n { n : int[0, 10] }", "the published schema R has the privacy unit plane"),
+])
+def test_a_program_schema_declares_the_published_privacy_unit(declared, problem):
+    found = schema_problems(schema(declared), PER_PLANE)
+    assert (found[0] if found else None) == problem or (problem and found[0].startswith(problem)), found
+
+
+def test_a_program_cannot_declare_a_unit_the_curator_did_not_publish():
+    found = schema_problems(schema("schema P unit s { s : string }"), REGISTERED)
+    assert found == ["the published schema R has no privacy unit (one row is one individual); declare the schema "
+                     "without `unit s`"]
+
+
 def test_tokens_are_stored_hashed_and_matched_only_exactly(tmp_path):
     store = SqliteStore(tmp_path / "l.sqlite")
     token = add_analyst(store, "ann", caps={"d": Fraction(1)})

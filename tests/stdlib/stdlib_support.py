@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 STDLIB = ROOT / "stdlib"
 
 # The schema every probe and run uses (docs/stdlib.md shows the same one).
-ROW = 'schema Row { x : num[0, 100], y : num[0, 100], k : cat{"a", "b", "c", "d"}, flag : bool }\n'
-IMPORTS = "".join(f'import "stdlib/{name}.fz"\n' for name in ("bags", "lists", "stats", "groups", "select", "ml", "adaptive"))
+ROW = ('schema Row { x : num[0, 100], y : num[0, 100], k : cat{"a", "b", "c", "d"}, flag : bool }\n'
+       'schema Trip unit who { who : string, place : string, x : num[0, 100] }\n')  # a table with a privacy unit
+IMPORTS = "".join(f'import "stdlib/{name}.fz"\n' for name in ("bags", "lists", "stats", "groups", "select", "ml", "adaptive", "units"))
 DUMMY_MAIN = "function main (db : bag Row) : fuzzy num { laplace 1 (count db) }\n"
 
 

@@ -66,6 +66,10 @@ def hover_mechanisms(records: list[MechanismRecord]) -> str:
         cost = (f"rho {fmt_coef(m.extra.get('rho', 0))} (zCDP), noise standard deviation {fmt_coef(m.scale)}"
                 if m.name == "gaussian" else f"epsilon charged {fmt_coef(m.epsilon)}, noise scale {fmt_coef(m.scale)}")
         line = f"**{m.name}** (in `{m.function}`): proven sensitivity {fmt_coef(m.sensitivity)}, {cost}"
+        if m.name == "select_keys":  # rule Partition selection: its delta and the units a key needs
+            line += (f", delta {fmt_coef(m.extra.get('delta', 0))}; a key is released when its noisy count of "
+                     f"units reaches {m.extra.get('threshold')} (each unit counted in at most "
+                     f"{m.extra.get('groups')} keys)")
         if m.name == "laplace" and m.scale:
             line += f"; |error| <= {to_float(m.scale) * math.log(20):.4g} with probability 0.95"
         lines.append(line)
@@ -145,5 +149,12 @@ def _hover_declaration(analysis: Analysis, name: str) -> Optional[str]:
         if isinstance(d, A.SchemaDecl) and d.name == name:
             schema = analysis.report.schemas.get(name)
             cols = ", ".join(f"{c.name} : {c.type}" for c in schema.columns) if schema else ""
-            return _fence(f"schema {name} {{ {cols} }}")
+            unit = getattr(schema, "unit", None)
+            if unit is None:
+                return _fence(f"schema {name} {{ {cols} }}")
+            return _fence(f"schema {name} unit {unit} {{ {cols} }}") + (  # rule Units
+                f"\n\nPrivacy unit: `{unit}`. Neighbouring tables differ by all the rows of one {unit}; "
+                f"count, sum, groupby... refuse a table of `{name}` until each {unit}'s rows are bounded: "
+                f"`bound_rows k t` (a {unit} then moves k rows), `bound_groups m c key t` (m*c rows in all, "
+                f"c per group).")
     return None

@@ -248,7 +248,11 @@ class DaskEngine(Engine):
         """fn(partition, *args) for every partition, computed on the cluster, in partition order."""
         from dask import delayed
 
-        tasks = [delayed(fn, pure=False)(p, *args) for p in frame.to_delayed()]
+        return self.gathered([delayed(fn, pure=False)(p, *args) for p in frame.to_delayed()])
+
+    def gathered(self, tasks: list[Any]) -> list[Any]:
+        """The results of delayed tasks computed on the cluster, in order (a failure of the
+        cluster, or a changed data file, stops the run as for `partials`)."""
         try:
             return list(self.client.gather(self.client.compute(tasks)))
         except TableUsedOnWorker:
@@ -263,8 +267,8 @@ class DaskEngine(Engine):
                 raise _cluster_failure() from None
             raise
 
-    def bag(self, frame: Any, group: Optional[Any] = None, part: int = -1) -> DaskBag:
-        return DaskBag(self, frame, group, part)
+    def bag(self, frame: Any, group: Optional[Any] = None, part: int = -1, unit: Optional[str] = None) -> DaskBag:
+        return DaskBag(self, frame, group, part, unit)
 
     # -- the interpreter's hook ------------------------------------------------------------------
 
@@ -433,7 +437,9 @@ def unsupported_primitives(instance: I.Instance) -> list[str]:
     """Primitives the program's code calls that may take a table and have no Dask implementation
     (an over-approximation: the call may never receive a table; refusing it costs nothing)."""
     refused = refused_primitives()
-    return sorted({n.name for n in I.reachable(instance) if isinstance(n, I.IPrim) and n.name in refused})
+    # rule Units: a map of a table with a unit is refused too (its rows would lose their unit)
+    return sorted({n.name for n in I.reachable(instance) if isinstance(n, I.IPrim)
+                   and (n.name in refused or (n.name == "map" and n.info.get("unit")))})
 
 
 # ---- finding and checking the files ------------------------------------------------------------------

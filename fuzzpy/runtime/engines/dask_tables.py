@@ -59,12 +59,14 @@ class _Unavailable:
 
 class DaskBag(RemoteBag):
     """A table on the cluster: a lazy Dask DataFrame (records, tuples) or Series (scalars).  A
-    part of a `groupby` knows its group (kernels/partitions.py) and its index there."""
+    part of a `groupby` knows its group (kernels/partitions.py) and its index there.  A table
+    with a privacy unit names the frame's column that holds each row's unit (`unit`, rule Units)."""
 
-    __slots__ = ("engine", "frame", "group", "part")
+    __slots__ = ("engine", "frame", "group", "part", "unit")
 
-    def __init__(self, engine: Any, frame: Any, group: Optional[Any] = None, part: int = -1):
-        self.engine, self.frame, self.group, self.part = engine, frame, group, part
+    def __init__(self, engine: Any, frame: Any, group: Optional[Any] = None, part: int = -1,
+                 unit: Optional[str] = None):
+        self.engine, self.frame, self.group, self.part, self.unit = engine, frame, group, part, unit
 
     def __reduce__(self) -> Any:  # shipped inside a row function's environment: never its rows
         return (_Unavailable, ())

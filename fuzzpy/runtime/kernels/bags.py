@@ -41,6 +41,7 @@ from ..engines.dask_tables import (
 )
 from ..numbers import as_float
 from ..sums import bounded_sum
+from ..unit_rows import UnitRows, union_units
 from ..values import Closure, MaskedBag, bag_from_rows, bag_rows, materialise, restrict
 from ..vectorize import apply_rows, row_function
 
@@ -59,10 +60,14 @@ def _count(b):
 
 
 def _filter(ctx, p, b):
+    if isinstance(b, UnitRows):  # rule Units: each kept row keeps its unit
+        return b.keep(truth(row_function(ctx.interp.state, p)(b.rows)))
     return restrict(b, truth(row_function(ctx.interp.state, p)(b)))
 
 
 def _map(ctx, f, b):
+    if isinstance(b, UnitRows):  # rule Units: rows map one to one, in order, each beside its unit
+        return b.with_rows(row_function(ctx.interp.state, f)(b.rows))
     return row_function(ctx.interp.state, f)(b)
 
 
@@ -88,6 +93,8 @@ def _sum(ctx, b):
 
 
 def _union(a, b):
+    if isinstance(a, UnitRows) and isinstance(b, UnitRows):  # rule Units: the checker gave both one unit
+        return union_units(a, b, _union(a.rows, b.rows))
     # No shortcut for an empty side: how the result is stored (its column dtypes) must not
     # depend on whether a bag happens to be empty.
     a, b = materialise(a), materialise(b)
@@ -122,6 +129,8 @@ def _b_count(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> An
 
 def _b_filter(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     p, b = args
+    if isinstance(b, UnitRows):  # the reference, lane by lane
+        return NotImplemented
     if not has_lanes(b) and type(p) is Closure:  # a predicate reading a candidate threshold
         pair = _thresholds(ev, p, b)
         if pair is not None:
@@ -229,6 +238,8 @@ def _mentions(node: Any, names: set[str]) -> bool:
 
 def _b_map(ev: LaneEvaluator, prim: Any, node: I.IPrim, args: list[Any]) -> Any:
     f, b = args
+    if isinstance(b, UnitRows):  # the reference, lane by lane
+        return NotImplemented
     lb = batch.product(ev, b)
     out = batch.lane_rows(ev, f, lb) if lb is not None else None
     if out is None:
@@ -274,7 +285,7 @@ def _d_count(eng: Any, ctx: Any, vec: bool, b: Any) -> int:
 
 def _d_filter(eng: Any, ctx: Any, vec: bool, p: Closure, b: Any) -> DaskBag:
     b = need_bag("filter", b, ctx.span)
-    return eng.bag(b.frame.map_partitions(_p_select, Shipped(p), vec, False, meta=b.frame._meta))
+    return eng.bag(b.frame.map_partitions(_p_select, Shipped(p), vec, False, meta=b.frame._meta), unit=b.unit)
 
 
 def _d_split(eng: Any, ctx: Any, vec: bool, p: Closure, b: Any) -> tuple[DaskBag, DaskBag]:
@@ -286,6 +297,8 @@ def _d_split(eng: Any, ctx: Any, vec: bool, p: Closure, b: Any) -> tuple[DaskBag
 
 def _d_map(eng: Any, ctx: Any, vec: bool, f: Closure, b: Any) -> DaskBag:
     b = need_bag("map", b, ctx.span)
+    if b.unit is not None:  # refused before the charge too (dask_engine.unsupported_primitives)
+        raise DaskRunFailure("E2101", MAP_UNITS_REFUSED, ctx.span, KEPT)
     fn = Shipped(f)
     try:  # the result's kind (Series or frame, dtypes) from the row function on dask's sample rows
         meta = _p_map(b.frame._meta_nonempty, fn, vec).iloc[:0]
@@ -319,7 +332,13 @@ def _d_union(eng: Any, ctx: Any, vec: bool, a: Any, b: Any) -> DaskBag:
             isinstance(fa._meta, pd.DataFrame) and list(fa.columns) != list(fb.columns)):
         raise DaskRunFailure("E2101", "primitive union cannot run on the Dask engine for tables whose rows are "
                                       "stored differently; run the program with --engine pandas", ctx.span, KEPT)
-    return eng.bag(dd.concat([fa, fb]))
+    return eng.bag(dd.concat([fa, fb]), unit=a.unit)
+
+
+# rule Units: the Dask engine keeps a table's units as its column, which a map would lose
+MAP_UNITS_REFUSED = ("map cannot run on the Dask engine on a table with a privacy unit (its rows would lose their "
+                     "unit); bound the contributions first (bound_rows k t) and map the bounded rows, or run the "
+                     "program with --engine pandas")
 
 
 kernel("count", reference=_count, lazy_bags=True, batched=_b_count, dask=_d_count)
