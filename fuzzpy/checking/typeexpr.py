@@ -15,9 +15,11 @@ from ..typesystem.types import (
     Cat,
     Fun,
     Fuzzy,
+    KeyedBag,
     ListT,
     Num,
     Parts,
+    PublicSchema,
     Record,
     Schema,
     Seq,
@@ -77,8 +79,13 @@ class TypeResolver:
     def t_TSum(self, t: A.TSum) -> Type:
         return SumT(self.resolve(t.left), self.resolve(t.right))
 
+    # rule Public tables: `bag S` of a public schema S states the bounds S declares
     def t_TWrap(self, t: A.TWrap) -> Type:
         inner = self.resolve(t.inner)
+        if t.kind == "bag" and isinstance(t.inner, A.TName):
+            schema = self.schemas.get(t.inner.name)
+            if isinstance(schema, PublicSchema):  # a public table carries the keys its schema declares
+                return schema.table_type
         return {"bag": Bag, "fuzzy": Fuzzy, "list": ListT, "seq": Seq}[t.kind](inner)
 
     def t_TParts(self, t: A.TParts) -> Type:
@@ -109,7 +116,7 @@ def match_type(pattern: Type, actual: Type, binding: dict | None = None) -> bool
             return binding[pattern.name] == actual
         binding[pattern.name] = actual
         return True
-    if type(pattern) is not type(actual):
+    if type(pattern) is not type(actual) and not _bag_of_bounds(pattern, actual):
         return False
     if isinstance(pattern, (Bag, ListT, Seq)):
         return match_type(pattern.elem, actual.elem, binding)  # type: ignore[attr-defined]
@@ -143,7 +150,7 @@ def bind_tvars(pattern: Type, actual: Type, binding: dict) -> bool:
         else:
             binding[pattern.name] = actual
         return True
-    if type(pattern) is not type(actual):
+    if type(pattern) is not type(actual) and not _bag_of_bounds(pattern, actual):
         return False
     if isinstance(pattern, (Bag, ListT, Seq, Parts)):
         return bind_tvars(pattern.elem, actual.elem, binding)  # type: ignore[attr-defined]
@@ -155,6 +162,11 @@ def bind_tvars(pattern: Type, actual: Type, binding: dict) -> bool:
     if isinstance(pattern, SumT):
         return bind_tvars(pattern.left, actual.left, binding) and bind_tvars(pattern.right, actual.right, binding)  # type: ignore[attr-defined]
     return True
+
+
+def _bag_of_bounds(pattern: Type, actual: Type) -> bool:
+    """A bag with bounds on its keys (a public table, a truncated one) has the shape `bag T`."""
+    return type(pattern) is Bag and isinstance(actual, KeyedBag)
 
 
 def subst_tvars(t: Type, binding: dict) -> Type:

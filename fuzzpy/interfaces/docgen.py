@@ -15,8 +15,8 @@ from ..hints import HINTS
 from ..primitives.registry import all_primitives
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-CATEGORIES = ["arithmetic", "comparison", "boolean", "numeric", "bag", "partition", "ordered", "list", "mechanism",
-              "other"]
+CATEGORIES = ["arithmetic", "comparison", "boolean", "numeric", "bag", "partition", "join", "ordered", "list",
+              "mechanism", "other"]
 
 
 def primitives_markdown() -> str:

@@ -74,6 +74,11 @@ class RandomSource:
             raise ValueError("randbits needs k >= 0")
         return self._gen.getrandbits(k)
 
+    def secret(self) -> int:
+        """64 random bits that choose among equally good outcomes and are never released: which
+        rows a truncation keeps (runtime/kernels/joins.py)."""
+        return self.randbits(64)
+
     def randbelow(self, n: int) -> int:
         """A uniform integer in [0, n), by rejection on (n-1).bit_length() bits (exact)."""
         if n <= 0:

@@ -11,7 +11,20 @@ primitive was left without its kernels.
 from __future__ import annotations
 
 from ...primitives.registry import without_kernels
-from . import arith, bags, binning, estimates, library, lists, mechanisms, ordered, partitions, trees, vectors  # noqa: F401
+from . import (  # noqa: F401
+    arith,
+    bags,
+    binning,
+    estimates,
+    joins,
+    library,
+    lists,
+    mechanisms,
+    ordered,
+    partitions,
+    trees,
+    vectors,
+)
 
 _missing = without_kernels()
 if _missing:
