@@ -100,3 +100,41 @@ def test_fuzzpy_dataset_add_public(tmp_path):
                                       "--ledger", str(tmp_path / "l.sqlite")])
     assert result.exit_code == 0, result.output
     assert "dataset airlines registered" in result.output and "cap none" in result.output
+
+
+def test_the_join_examples_run_through_the_service_as_they_do_locally(tmp_path):
+    """delay_by_airline and seats_by_manufacturer with the flights schema inlined (a served program
+    imports only the standard library): the same epsilon and releases as a local run, charged on
+    the flights only."""
+    import json
+    import re
+
+    from fuzzpy.interfaces.cli import app
+
+    schemas = (ROOT / "examples" / "schemas" / "flights.fz").read_text()
+    store = SqliteStore(tmp_path / "ledger.sqlite")
+    for name in ("Flight", "Airline", "Plane"):
+        decl = re.search(rf"^(public )?schema {name} \{{.*?^\}}", schemas, re.S | re.M).group(0)
+        (tmp_path / f"{name}.fz").write_text(decl + "\n")
+    register_dataset(store, "flights", DATA / "flights_sample.csv", tmp_path / "Flight.fz", 10)
+    register_dataset(store, "airlines", DATA / "airlines.csv", tmp_path / "Airline.fz", None, public=True)
+    register_dataset(store, "planes", DATA / "planes.csv", tmp_path / "Plane.fz", None, public=True)
+    add_analyst(store, "ann", token_hash="0" * 64, caps={"flights": 5})
+    service = Service(store)
+    for example, public in (("delay_by_airline", "airlines"), ("seats_by_manufacturer", "planes")):
+        path = ROOT / "examples" / f"{example}.fz"
+        inline = re.sub(r"#[^\n]*", "", schemas).replace("\n", " ")  # on the import's one line
+        text = path.read_text().replace('import "schemas/flights.fz"', inline)
+        out = service.run(ann(service), ProgramRequest(text, f"examples/{example}.fz",
+                                                       ["flights=flights", f"{public}={public}"], {}, "main", "1",
+                                                       "json"))
+        assert out["exit_code"] == 0, out
+        local = CliRunner().invoke(app, ["run", str(path), "--data", f"flights={DATA / 'flights_sample.csv'}",
+                                         "--public", f"{public}={DATA / f'{public}.csv'}", "--budget", "1",
+                                         "--seed", "1", "--format", "json"])
+        mine, theirs = out["result"], json.loads(local.stdout)
+        assert mine["epsilon_exact"] == theirs["epsilon_exact"] == "1"
+        assert [r["label"] for r in mine["releases"]] == [r["label"] for r in theirs["releases"]]
+        assert [c["files"] for c in mine["ledger"]["charges"]] == [["flights"]]
+    assert store.entries(dataset_key("airlines")) == store.entries(dataset_key("planes")) == []
+    store.close()
