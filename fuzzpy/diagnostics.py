@@ -112,6 +112,10 @@ CODES: dict[str, str] = {
     "E2104": "Dask cluster failed during the run",
     "E2106": "Dask cluster unreachable or the Dask engine not installed",
     "E2107": "a data file changed during a Dask run",
+    # E23xx: joins and public tables (fuzzpy/primitives/joins.py, fuzzpy/pipeline/public.py)
+    "E2301": "tables joined have a column of the same name",
+    "E2302": "nothing bounds the rows per key of a joined table",
+    "E2303": "public table does not hold what its schema declares",
     # E18xx: estimates from released values (fuzzpy/primitives/estimates.py)
     "E1801": "an estimate is computed from released (public) values only",
     "E1802": "an estimate's bound or level must be a public constant",

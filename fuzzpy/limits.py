@@ -25,7 +25,7 @@ STACK_BYTES = 1024 * 1024 * 1024
 RECURSION_LIMIT = 1_000_000
 
 # A checked program builds no table with more than this many times the rows of its inputs
-# (E0311): `union` is the only primitive that adds rows, and the checker bounds every table by
+# (E0311): `union` and the joins are the primitives that add rows, and the checker bounds every table by
 # its distance coefficients (docs/soundness.md, "Growth").  The runtime needs memory for that
 # multiple of the loaded tables.
 MAX_GROWTH = 64
@@ -43,3 +43,8 @@ ROW_CALLS = 1_000_000
 # longer one is refused (E1502) when its arguments are constants, and fails the run (E0604) when
 # they are released values.
 MAX_LIST = 100_000
+
+# Rows per value of a key: the most a public schema may declare (`at most N per value`) and the
+# largest k of `truncate` (primitives/joins.py).  A join's result has at most that many times the
+# rows of its private side, within MAX_GROWTH.
+MAX_PER_KEY = 10_000

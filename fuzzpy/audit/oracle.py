@@ -246,10 +246,18 @@ class _NoNoise:
     """The run state's random source: a mechanism that escaped the oracle would draw noise.
     Only the contribution bounds' random bits are given (`randbytes`, which no noise sampler
     uses): all zero, so each unit keeps its first rows and first groups in row order, a choice
-    that depends on the unit's own rows only, which rules Bound rows and Bounded groups cover."""
+    that depends on the unit's own rows only, which rules Bound rows and Bounded groups cover.
+    The secret that chooses which rows a truncation keeps is given too (`secret`): the same in
+    both runs of a pair, as the proof of rule Truncate couples them."""
+
+    def __init__(self, secret: int = 0):
+        self._secret = secret
 
     def randbytes(self, n: int) -> bytes:
         return bytes(n)
+
+    def secret(self) -> int:
+        return self._secret
 
     def __getattr__(self, name: str) -> Any:
         raise OracleError("a mechanism drew real noise during an oracle run")
@@ -376,9 +384,10 @@ def call_depth(limit: int) -> Iterator[None]:
 
 
 def run_identity(instance: I.Instance, tables: dict[str, Any], *, replay: Optional[list[Call]] = None,
-                 timeout: float = 5.0) -> Outcome:
+                 timeout: float = 5.0, secret: int = 0) -> Outcome:
     """Run the entry point on `tables` with identity mechanisms; with `replay`, release the
-    recorded values instead.  Runs on a thread with a large stack, as `fuzzpy run` does."""
+    recorded values instead.  Runs on a thread with a large stack, as `fuzzpy run` does.
+    `secret`: what a truncation's choice of rows is keyed with."""
     recorder = Recorder(replay)
     box: dict[str, Any] = {}
     start = time.monotonic()
@@ -392,7 +401,7 @@ def run_identity(instance: I.Instance, tables: dict[str, Any], *, replay: Option
             sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))  # this thread has the stack for it
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                interp = OracleInterpreter(RunState(_NoNoise()), recorder, start + timeout)
+                interp = OracleInterpreter(RunState(_NoNoise(secret)), recorder, start + timeout)
                 interp_box.append(interp)
                 units = attach_units(tables, getattr(instance, "units", None) or {})  # rule Units
                 value = interp.eval(instance.body, {p: units[p] for p in instance.params})  # type: ignore[arg-type]
@@ -575,16 +584,17 @@ class PairResult:
 
 
 def audit_pair(instance: I.Instance, epsilon: Any, tables_a: dict[str, Any], tables_b: dict[str, Any],
-               timeout: float = 5.0, rho: Any = 0, rho_pure: Any = None) -> PairResult:
+               timeout: float = 5.0, rho: Any = 0, rho_pure: Any = None, secret: int = 0) -> PairResult:
     """Run A (recording) and B (replaying A) and compare.  A run that times out while the other
     does not is retried with four times the time, so a slow machine is not taken for a
-    data-dependent failure; a pair whose A run still times out cannot be replayed."""
-    a = run_identity(instance, tables_a, timeout=timeout)
+    data-dependent failure; a pair whose A run still times out cannot be replayed.  Both runs
+    truncate with the same `secret`."""
+    a = run_identity(instance, tables_a, timeout=timeout, secret=secret)
     if a.status == "timeout":
-        a = run_identity(instance, tables_a, timeout=4 * timeout)
+        a = run_identity(instance, tables_a, timeout=4 * timeout, secret=secret)
         if a.status == "timeout":
             return PairResult(a, Outcome("timeout"), [])
-    b = run_identity(instance, tables_b, replay=a.calls, timeout=timeout)
+    b = run_identity(instance, tables_b, replay=a.calls, timeout=timeout, secret=secret)
     if b.status == "timeout":
-        b = run_identity(instance, tables_b, replay=a.calls, timeout=4 * timeout)
+        b = run_identity(instance, tables_b, replay=a.calls, timeout=4 * timeout, secret=secret)
     return PairResult(a, b, compare(a, b, epsilon, rho, rho_pure))

@@ -54,6 +54,8 @@ class ApplicationRules:
             res = prim.rule(self, args, span)
         ir_args = res.ir_args if res.ir_args is not None else [a.ir for a in args]
         node = I.IPrim(name, ir_args, dict(res.info), span=span)
+        if I.EXPLAINED in res.info:  # a primitive that says why its result moves as it does (a join)
+            self._note_primitive(span, name, res)
         if res.const is not NOCONST:
             return Val(res.type, res.dist, I.IConst(res.const, span=span), res.const, None, res.parts)
         return Val(res.type, res.dist, node, res.const, None, res.parts,

@@ -382,6 +382,14 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         if hook is not None:
             hook(self, span, name, summary, dist)
 
+    def _note_primitive(self, span: Span, name: str, result: Any) -> None:
+        """Tool hook: when a tool (the language server's hover) has set `Checker.on_primitive`, tell
+        it each call of a primitive whose rule explains its result's distance (`info["explained"]`:
+        a join, a truncation), with that result.  Checking never depends on it."""
+        hook = getattr(Checker, "on_primitive", None)
+        if hook is not None:
+            hook(self, span, name, result)
+
     def describe(self, sym: str) -> str:
         return self.symbol_names.get(sym, sym)
 

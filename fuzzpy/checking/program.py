@@ -21,7 +21,7 @@ from ..typesystem import ir as I
 from ..typesystem.effects import FAIL
 from ..typesystem.quadratic import DELTA
 from ..typesystem.sens import INF, fmt_coef, is_const
-from ..typesystem.types import Bool, Cat, Column, Fun, Fuzzy, Num, Schema, Str, Type, UnitBag, is_subtype
+from ..typesystem.types import Bool, Cat, Column, Fun, Fuzzy, Num, PublicSchema, Schema, Str, Type, UnitBag, is_subtype
 from .records import MechanismRecord
 from .typeexpr import TypeResolver
 from .values import FnT, TopFn, Val
@@ -29,7 +29,7 @@ from .values import FnT, TopFn, Val
 if TYPE_CHECKING:
     from .checker import Checker
 
-from ..limits import MAX_GROWTH, RECURSION_LIMIT, STACK_BYTES
+from ..limits import MAX_GROWTH, MAX_PER_KEY, RECURSION_LIMIT, STACK_BYTES
 
 # The report's classes live in reports.py (reading a cached report imports no checker); re-exported.
 from .reports import CheckReport, FunctionReport, InputReport  # noqa: E402,F401
@@ -221,7 +221,10 @@ class _ProgramChecker:
     def build_schema(self, d: A.SchemaDecl, resolver: TypeResolver) -> Schema:
         columns = []
         names = set()
+        per_key = {}
         for c in d.columns:
+            if isinstance(c, A.KeyedColumnDecl):
+                per_key[c.name] = self.column_key(d, c)
             if c.name in names:
                 raise FuzzError(Diagnostic("E0206", f"column '{c.name}' is declared twice in schema {d.name}", c.span))
             names.add(c.name)
@@ -233,9 +236,24 @@ class _ProgramChecker:
             if c.policy == "default":
                 default = self.column_default(c, t)
             columns.append(Column(c.name, t, c.policy, default))
+        if isinstance(d, A.PublicSchemaDecl):
+            return PublicSchema(d.name, tuple(columns), per_key=tuple(sorted(per_key.items())))
         schema = Schema(d.name, tuple(columns), d.unit)
         check_unit_column(schema, d)
         return schema
+
+    def column_key(self, d: A.SchemaDecl, c: A.KeyedColumnDecl) -> int:
+        """The most rows of a public table that share one value of column c (`unique`: 1)."""
+        if not isinstance(d, A.PublicSchemaDecl):
+            raise FuzzError(Diagnostic("E0208", f"column '{c.name}' of schema {d.name} declares how many rows share "
+                                       "a value, but only a public schema may: a private table's rows are not "
+                                       "inspected", c.key_span,
+                                       ["declare the schema public (public schema Name { ... }) if its data is "
+                                        "public; truncate a private table instead (truncate k \"column\" table)"]))
+        if c.most.denominator != 1 or not 1 <= c.most <= MAX_PER_KEY:
+            raise FuzzError(Diagnostic("E0208", f"the rows per value of column '{c.name}' must be a whole number "
+                                       f"from 1 to {MAX_PER_KEY}", c.key_span))
+        return int(c.most)
 
     def column_default(self, c: A.ColumnDecl, t: Type) -> Any:
         v = c.default.value if c.default is not None else None
@@ -335,10 +353,12 @@ class _ProgramChecker:
                 return
             self.error(exc)
 
-    def generic_instance(self, decl: A.FunDecl):
+    def generic_instance(self, decl: A.FunDecl, public: frozenset[str] = frozenset()):
         types = [self.resolver.resolve(p.type) for p in decl.params]  # type: ignore[arg-type]
-        # Each parameter stands for any value, private ones included (a distance symbol of its own).
-        placeholders = [Val(t, {self.checker.fresh_symbol(p.name, t): Fraction(1)}, I.IVar(p.name), NOCONST)
+        # Each parameter stands for any value, private ones included (a distance symbol of its own);
+        # the entry point's `public` tables are public data (distance 0).
+        placeholders = [Val(t, {} if p.name in public else {self.checker.fresh_symbol(p.name, t): Fraction(1)},
+                            I.IVar(p.name), NOCONST)
                         for p, t in zip(decl.params, types)]
         for v, t in zip(placeholders, types):
             if isinstance(t, Fun):
@@ -367,7 +387,8 @@ class _ProgramChecker:
                 raise FuzzError(Diagnostic("E0212", f"parameter '{p.name}' of the entry point needs a type, "
                                            "e.g. (db : bag Adult)", p.span))
             first_origin = len(self.checker.inf_origins)
-            summary, types = self.generic_instance(decl)
+            public = self.public_tables(decl)
+            summary, types = self.generic_instance(decl, frozenset(public))
             if not isinstance(summary.cod, Fuzzy):
                 raise FuzzError(Diagnostic("E0202", f"the entry point {decl.name} must return a distribution "
                                            f"(fuzzy T), but it returns {summary.cod}", decl.name_span,
@@ -383,7 +404,10 @@ class _ProgramChecker:
                                                         coefs=list(summary.coefs),
                                                         rhos=[q.get("g", 0) for q in summary.quad],
                                                         param_names=[p.name for p in decl.params]))
+            self.report.public_tables = public
             for p, t, c, q in zip(decl.params, types, summary.coefs, summary.quad):
+                if p.name in public:
+                    continue  # public data: nothing to charge
                 rho_g, rho_z, delta = (q.get(ch, Fraction(0)) for ch in ("g", "z", DELTA))
                 self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t,
                                                       rho_g if is_const(rho_g) else INF,
@@ -399,6 +423,18 @@ class _ProgramChecker:
         finally:
             self.report.mechanisms = _unique(self.checker.mechanisms)
 
+
+    # rule Public tables: an entry parameter `bag S` of a public schema S is public data
+    def public_tables(self, decl: A.FunDecl) -> dict[str, PublicSchema]:
+        """The entry point's public tables: parameter name -> its public schema."""
+        out = {}
+        for p in decl.params:
+            t = p.type
+            if isinstance(t, A.TWrap) and t.kind == "bag" and isinstance(t.inner, A.TName):
+                schema = self.schemas.get(t.inner.name)
+                if isinstance(schema, PublicSchema):
+                    out[p.name] = schema
+        return out
 
     # rule Entry: every table's coefficient finite (E0302)
     def check_bounded(self, decl: A.FunDecl, summary, first_origin: int) -> None:

@@ -89,6 +89,7 @@ class CheckReport:
     lp_solves: int = 0
     instances: int = 0  # function instances checked (each a check of a body): the checker's work
     growth: Any = Fraction(1)  # the largest table the program builds, in multiples of its inputs' rows
+    public_tables: dict[str, Schema] = field(default_factory=dict)  # entry parameter -> its public schema
     pragma_budget: Optional[Fraction] = None
     budget: Optional[Fraction] = None  # the effective budget, set by the interface
     pragma_delta: Optional[Fraction] = None

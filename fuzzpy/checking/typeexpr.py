@@ -15,6 +15,7 @@ from ..typesystem.types import (
     Cat,
     Fun,
     Fuzzy,
+    KeyedBag,
     ListT,
     Num,
     Parts,
@@ -78,9 +79,11 @@ class TypeResolver:
     def t_TSum(self, t: A.TSum) -> Type:
         return SumT(self.resolve(t.left), self.resolve(t.right))
 
+    # rule Public tables: `bag S` of a public schema S states the bounds S declares
     def t_TWrap(self, t: A.TWrap) -> Type:
         inner = self.resolve(t.inner)
-        if t.kind == "bag" and isinstance(t.inner, A.TName):  # a table of a schema: in units if it has one
+        if t.kind == "bag" and isinstance(t.inner, A.TName) and t.inner.name in self.schemas:
+            # a table of a schema: in units if it has one; a public one with the keys it declares
             return self.schemas[t.inner.name].table_type()
         return {"bag": Bag, "fuzzy": Fuzzy, "list": ListT, "seq": Seq}[t.kind](inner)
 
@@ -112,7 +115,7 @@ def match_type(pattern: Type, actual: Type, binding: dict | None = None) -> bool
             return binding[pattern.name] == actual
         binding[pattern.name] = actual
         return True
-    if type(pattern) is not type(actual):
+    if type(pattern) is not type(actual) and not _bag_of_bounds(pattern, actual):
         return False
     if isinstance(pattern, UnitBag) and pattern.unit != actual.unit:  # type: ignore[attr-defined]
         return False
@@ -148,7 +151,7 @@ def bind_tvars(pattern: Type, actual: Type, binding: dict) -> bool:
         else:
             binding[pattern.name] = actual
         return True
-    if type(pattern) is not type(actual):
+    if type(pattern) is not type(actual) and not _bag_of_bounds(pattern, actual):
         return False
     if isinstance(pattern, UnitBag) and pattern.unit != actual.unit:  # type: ignore[attr-defined]
         return False
@@ -162,6 +165,11 @@ def bind_tvars(pattern: Type, actual: Type, binding: dict) -> bool:
     if isinstance(pattern, SumT):
         return bind_tvars(pattern.left, actual.left, binding) and bind_tvars(pattern.right, actual.right, binding)  # type: ignore[attr-defined]
     return True
+
+
+def _bag_of_bounds(pattern: Type, actual: Type) -> bool:
+    """A bag with bounds on its keys (a public table, a truncated one) has the shape `bag T`."""
+    return type(pattern) is Bag and isinstance(actual, KeyedBag)
 
 
 def subst_tvars(t: Type, binding: dict) -> Type:

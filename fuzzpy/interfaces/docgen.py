@@ -15,7 +15,7 @@ from ..hints import HINTS
 from ..primitives.registry import all_primitives
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-CATEGORIES = ["arithmetic", "comparison", "boolean", "numeric", "bag", "partition", "units", "ordered", "list",
+CATEGORIES = ["arithmetic", "comparison", "boolean", "numeric", "bag", "partition", "units", "join", "ordered", "list",
               "mechanism", "other"]
 
 

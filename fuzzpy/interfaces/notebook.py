@@ -12,6 +12,8 @@ from typing import Any
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="%%fuzzpy", add_help=False)
     p.add_argument("--data", action="append", default=[], help="NAME=VARIABLE: a DataFrame for the table NAME")
+    p.add_argument("--public", action="append", default=[],
+                   help="NAME=VARIABLE: a DataFrame for the public table NAME (not charged)")
     p.add_argument("--budget", default=None)
     p.add_argument("--param", action="append", default=[])
     p.add_argument("--ledger", default=None)
@@ -28,21 +30,32 @@ def fuzzpy_cell(line: str, cell: str, namespace: dict) -> Any:
     try:
         args = _parser().parse_args(shlex.split(line))
     except SystemExit:
-        raise FuzzpyError([Diagnostic("E0701", "usage: %%fuzzpy [--data NAME=VARIABLE] [--budget B] "
-                                      "[--param NAME=VALUE] [--ledger PATH] [--seed N] [--check]")]) from None
+        raise FuzzpyError([Diagnostic("E0701", "usage: %%fuzzpy [--data NAME=VARIABLE] [--public NAME=VARIABLE] "
+                                      "[--budget B] [--param NAME=VALUE] [--ledger PATH] [--seed N] "
+                                      "[--check]")]) from None
     params = dict(_pair(p, "--param") for p in args.param)
     report = check(cell, params=params, budget=args.budget)
     _display(report)
     if args.check or not args.data or not report.ok:
         report.raise_for_errors()
         return None
-    data = {}
-    for item in args.data:
-        name, var = _pair(item, "--data")
+    data = _frames(args.data, "--data", namespace, "table")
+    public = _frames(args.public, "--public", namespace, "public table")
+    return run(cell, data, budget=args.budget, params=params, ledger=args.ledger, seed=args.seed, public=public)
+
+
+def _frames(items: list[str], option: str, namespace: dict, what: str) -> dict[str, Any]:
+    """NAME=VARIABLE pairs: each name with the notebook variable's value."""
+    from ..api import FuzzpyError
+    from ..diagnostics import Diagnostic
+
+    out = {}
+    for item in items:
+        name, var = _pair(item, option)
         if var not in namespace:
-            raise FuzzpyError([Diagnostic("E0506", f"no variable '{var}' in the notebook for table '{name}'")])
-        data[name] = namespace[var]
-    return run(cell, data, budget=args.budget, params=params, ledger=args.ledger, seed=args.seed)
+            raise FuzzpyError([Diagnostic("E0506", f"no variable '{var}' in the notebook for {what} '{name}'")])
+        out[name] = namespace[var]
+    return out
 
 
 def _pair(item: str, option: str) -> tuple[str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, List, Optional
@@ -32,6 +32,9 @@ def run(
     program: Path = typer.Argument(..., help="The program (.fz) to run."),
     data: List[str] = typer.Option([], "--data", help="Data file for the private table (PATH), or NAME=PATH for "
                                                       "the entry parameter NAME (repeatable)."),
+    public: List[str] = typer.Option([], "--public", help="Data file for a public table: NAME=PATH for the entry "
+                                                          "parameter NAME of a public schema (repeatable; not "
+                                                          "charged)."),
     budget: Optional[str] = typer.Option(None, "--budget", help="Refuse to run if the program's epsilon exceeds this "
                                                                 "(default: the program's '# fuzzpy: budget' pragma)."),
     delta: Optional[str] = typer.Option(None, "--delta", help="State the guarantee as (epsilon, delta) at this "
@@ -69,13 +72,16 @@ def run(
     if (server is not None or dataset) and engine != "pandas":
         raise _usage("E0701", "--engine is for local data; with --server the curator decides how a program runs")
     if server is not None or dataset:
+        if public:
+            raise _usage("E0701", "with --server the curator's registered public tables are used: --public cannot "
+                                  "be given")
         raise typer.Exit(_run_remote(program, server, dataset, data, budget, param, seed, ledger, fmt, entry, delta))
     if seed is not None and ledger is not None:
         raise _usage("E0603", "--seed and --ledger cannot be used together: a seeded run is not private, so it is "
                      "never recorded in a ledger")
     opts = RunOptions(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry,
-                      parse_delta(delta), parse_rho(rho), plot, header)
-    tables: Any = FileTables(list(data), header)
+                      parse_delta(delta), parse_rho(rho), plot, header, list(public))
+    tables: Any = FileTables(list(data), header, list(public))
     if engine != "pandas" or scheduler is not None or workers is not None or threads is not None or persist:
         tables = _dask_tables(opts, engine, scheduler, workers, threads, persist)
     raise typer.Exit(run_local(opts, tables))
@@ -95,7 +101,8 @@ def _dask_tables(opts: "RunOptions", engine: str, scheduler: Optional[str], work
         raise _usage("E0701", "--workers and --threads-per-worker must be at least 1")
     from ..pipeline.dask_tables import DaskOptions, DaskTables
 
-    return DaskTables(list(opts.data), opts.header, DaskOptions(scheduler, workers, threads, persist))
+    return DaskTables(list(opts.data), opts.header, DaskOptions(scheduler, workers, threads, persist),
+                      public=list(opts.public))
 
 
 def _run_remote(program: Path, server: Optional[str], dataset: list[str], data: list[str], budget: Optional[str],
@@ -137,6 +144,7 @@ class RunOptions:
     rho: Optional[Fraction] = None
     plot: Optional[Path] = None
     header: bool = False  # text data files must start with a header naming every declared column
+    public: list[str] = field(default_factory=list)  # --public NAME=PATH
 
 
 def run_local(opts: RunOptions, tables: Any) -> int:

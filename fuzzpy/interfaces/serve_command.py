@@ -128,10 +128,13 @@ def dataset_add(name: str = typer.Argument(..., help="The dataset's name (its id
                 rho: Optional[str] = typer.Option(None, "--rho", help="A total in zCDP rho instead of --cap."),
                 schema_name: Optional[str] = typer.Option(None, "--schema-name",
                                                            help="Which schema, if the file has several."),
+                public: bool = typer.Option(False, "--public", help="A public table (its schema a `public schema`): "
+                                                                    "usable by every analyst, never charged, no cap."),
                 config: Optional[Path] = typer.Option(None, "--config", help=_CONFIG_HELP),
                 ledger: Optional[str] = typer.Option(None, "--ledger", help=_LEDGER_HELP)) -> None:
     """Register (or register again) a dataset: validate the file against the schema, record its hash, set its cap
-    in its privacy notion (pure epsilon, epsilon at --delta, or --rho)."""
+    in its privacy notion (pure epsilon, epsilon at --delta, or --rho). With --public, a public table: its declared
+    keys are verified, and it has no cap."""
     from ..ledger import describe_cap, format_exact
     from ..ledger.caps import parse_cap
     from ..serve.registry import register_dataset
@@ -139,7 +142,7 @@ def dataset_add(name: str = typer.Argument(..., help="The dataset's name (its id
     try:
         total_cap = parse_cap(cap, delta, rho, code="E1017") if (cap, delta, rho) != (None, None, None) else None
         _, store = _store(config, ledger)
-        rec = register_dataset(store, name, data, schema, total_cap, schema_name)
+        rec = register_dataset(store, name, data, schema, total_cap, schema_name, public)
         total = store.cap_of(f"dataset:{name}")
         store.close()
     except FuzzError as exc:

@@ -24,10 +24,11 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # The scope of each kind of keyword; a word the lark grammar gains later and that is not listed
 # here is still highlighted, as `keyword.other.fuzzpy`.
 KEYWORD_SCOPES = {
-    "keyword.declaration.fuzzpy": ("function", "schema", "param", "import"),
+    "keyword.declaration.fuzzpy": ("function", "public", "schema", "param", "import"),
     "keyword.control.fuzzpy": ("let", "sample", "if", "then", "else", "fun", "return", "case", "of"),
     "keyword.other.constructor.fuzzpy": ("inl", "inr"),
     "keyword.other.policy.fuzzpy": ("drop", "default"),
+    "keyword.other.key.fuzzpy": ("unique", "at", "most", "per", "value"),
     "storage.type.fuzzpy": ("num", "int", "bool", "string", "unit", "vec", "cat", "bag", "fuzzy", "list", "seq",
                             "parts"),
     "constant.language.fuzzpy": ("true", "false", "inf"),

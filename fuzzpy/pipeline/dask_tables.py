@@ -11,11 +11,12 @@ with the tables.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from ..diagnostics import Diagnostic, FuzzError, error
+from .public import load_public, match_public, parse_public
 from .session import Loaded
 from .tables import match_data, table_inputs
 
@@ -34,9 +35,11 @@ class DaskTables:
     header: bool = False
     dask: DaskOptions = None  # type: ignore[assignment]
     engine: Any = None
+    public: list[str] = field(default_factory=list)  # --public NAME=PATH: loaded on the client (public data)
 
     def match(self, report: Any) -> dict[str, Path]:
-        return match_data(self.data, table_inputs(report))
+        spec = match_data(self.data, table_inputs(report))
+        return {**spec, **match_public(parse_public(self.public), report)}
 
     def load(self, report: Any, spec: dict[str, Path], seeded: bool) -> Loaded:
         from ..runtime.columns import columns_read
@@ -52,12 +55,14 @@ class DaskTables:
                                         None, ["run the program with --engine pandas; nothing was read or charged"])
                              for name in refused])
         schemas = dict(table_inputs(report))
-        files = {name: D.data_files(str(path), name) for name, path in spec.items()}
+        # Public tables are small and not private: the client holds them, verified before the cluster starts.
+        public = load_public(report, spec, columns_read(report.entry_instance), self.header)
+        files = {name: D.data_files(str(path), name) for name, path in spec.items() if name in schemas}
         o = self.dask or DaskOptions()
         self.engine = D.DaskEngine.start(o.scheduler, o.workers, o.threads)
         self.engine.columns = columns_read(report.entry_instance)  # rule Columns kept
-        loaded = Loaded({}, {})
-        for name in spec:
+        loaded = Loaded(public, {})
+        for name in files:
             # The identity is the hash of the bytes the checking pass conformed, and no later pass
             # computes from other bytes (docs/scale.md).
             loaded.tables[name], identity = self.engine.open_table(files[name], schemas[name], name,

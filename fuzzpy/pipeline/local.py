@@ -15,19 +15,23 @@ from typing import Any, Optional
 
 from ..diagnostics import Diagnostic, FuzzError
 from .charge import charge
+from .public import load_public, match_public, parse_public
 from .session import Charge, Loaded
 from .tables import match_data, table_inputs
 
 
 @dataclass
 class FileTables:
-    """`--data PATH` or `--data NAME=PATH`: CSV or Parquet files loaded with pandas."""
+    """`--data PATH` or `--data NAME=PATH`: CSV or Parquet files loaded with pandas; `--public
+    NAME=PATH` for each public table (pipeline/public.py)."""
 
     data: list[str]
     header: bool = False  # text files start with a header naming every declared column
+    public: list[str] = field(default_factory=list)
 
     def match(self, report: Any) -> dict[str, Path]:
-        return match_data(self.data, table_inputs(report))
+        spec = match_data(self.data, table_inputs(report))
+        return {**spec, **match_public(parse_public(self.public), report)}
 
     def load(self, report: Any, spec: dict[str, Path], seeded: bool) -> Loaded:
         from ..runtime.columns import columns_read
@@ -35,8 +39,11 @@ class FileTables:
 
         schemas = dict(table_inputs(report))
         keep = columns_read(report.entry_instance)  # rule Columns kept: only what the program can read
-        loaded = Loaded({}, {})
+        # Public tables first: what their schemas declare is verified before a private row is read.
+        loaded = Loaded(load_public(report, spec, keep, self.header), {})
         for name, path in spec.items():
+            if name not in schemas:
+                continue  # a public table, loaded above
             try:
                 loaded.tables[name], identity = load_identified(path, schemas[name], table=name, header=self.header,
                                                                 keep=keep)
@@ -57,13 +64,27 @@ class FileTables:
 @dataclass
 class FrameTables:
     """The Python API's data: a DataFrame (a program with one table) or a mapping from the entry
-    point's table parameters to DataFrames.  Refusals name tables and types, never a value."""
+    point's table parameters to DataFrames; `public`, a mapping from its public tables to
+    DataFrames.  Refusals name tables and types, never a value."""
 
     data: Any
+    public: Any = None
+
+    def _public_frames(self, report: Any) -> dict[str, Any]:
+        import pandas as pd
+
+        given = dict(self.public or {})
+        frames = match_public(given, report, "public={{'{name}': df}}")
+        bad = [Diagnostic("E0502", f"the data for public table '{n}' is a {type(f).__name__}, not a pandas DataFrame")
+               for n, f in frames.items() if not isinstance(f, pd.DataFrame)]
+        if bad:
+            raise FuzzError(bad)
+        return frames
 
     def match(self, report: Any) -> dict[str, Any]:
         import pandas as pd
 
+        self._public_frames(report)  # refused at the arguments stage, like the private tables
         inputs = [name for name, _ in table_inputs(report)]
         frames = self._frames(inputs, pd)
         diags = [Diagnostic("E0507", f"data given for unknown table '{n}'; the entry point's tables: "
@@ -97,7 +118,7 @@ class FrameTables:
         from ..runtime.data import load_frame
 
         keep = columns_read(report.entry_instance)  # rule Columns kept
-        loaded = Loaded({}, {})
+        loaded = Loaded(load_public(report, self._public_frames(report), keep), {})
         for name, schema in table_inputs(report):
             loaded.tables[name] = load_frame(spec[name], schema, table=name, keep=keep)
             loaded.accounts[name] = frame_identity(spec[name])

@@ -143,6 +143,7 @@ def _load() -> None:
                 bags,
                 binning,
                 estimates,
+                joins,
                 library,
                 lists,
                 mechanisms,

@@ -51,11 +51,29 @@ def report_json(report: CheckReport) -> dict:
                         "scale": number(m.scale), "scale_exact": exact(m.scale), **_extra(m.extra)}
                        for m in report.mechanisms],
         "params": {k: _plain(v) for k, v in report.params.items()},
+        **_public_json(report),
         "diagnostics": [d.to_json() for d in report.diagnostics],
         "timings_ms": {k: round(v * 1000, 3) for k, v in report.timings.items()},
         "lp_solves": report.lp_solves,
         **_formulas_json(report),
     }
+
+
+def _public_json(report: CheckReport) -> dict:
+    """The public tables (not charged) and the bounds their schemas declare: absent when there are none."""
+    if not report.public_tables:
+        return {}
+    return {"public_tables": [{"name": name, "schema": s.name, "keys": {c: m for c, m in s.per_key}}
+                              for name, s in report.public_tables.items()]}
+
+
+def public_tables_text(report: CheckReport) -> str:
+    """`public tables: airlines (Airline: unique carrier)`: the entry point's public data, not charged."""
+    shown = []
+    for name, s in report.public_tables.items():
+        facts = "; ".join(f"unique {c}" if m == 1 else f"at most {m} per {c}" for c, m in s.per_key)
+        shown.append(f"{name} ({s.name}{': ' + facts if facts else ''})")
+    return "public tables (not charged): " + ", ".join(shown)
 
 
 def _formulas_json(report: CheckReport) -> dict:
@@ -126,6 +144,8 @@ def report_text(report: CheckReport) -> Printed:
             shown.out(f"  {f.name.ljust(width)} : {f.type}")
     if report.entry and report.ok:
         shown.out(privacy_line(report))
+        if report.public_tables:
+            shown.out(public_tables_text(report))
         if report.budget is not None:
             shown.out(f"budget: {fmt_coef(report.budget)} (within budget)")
         if report.rho_budget is not None:

@@ -1,7 +1,8 @@
 """The columns a checked program can read: only those are kept in memory after loading.
 
-A program observes a row in two ways only: by a field access `r.name` (an `IField` in the checked
-IR), or whole, by an equality `==` / `!=` on a compound value (a record, or a tuple, list or sum
+A program observes a row in three ways only: by a field access `r.name` (an `IField` in the checked
+IR), by naming a column to a primitive that reads it (a join's and a truncation's keys,
+`ir.READS_COLUMNS`), or whole, by an equality `==` / `!=` on a compound value (a record, or a tuple, list or sum
 that may hold one). Every other primitive that takes rows (count, filter, map, split, groupby,
 union, sort_by, part, ...) looks at them through a function, that is through field accesses, or
 not at all. So a column whose name no field access in the program uses is never read, and can be
@@ -34,4 +35,6 @@ def columns_read(entry: Optional[I.Instance]) -> Optional[frozenset[str]]:
             names.add(node.name)
         elif isinstance(node, I.IPrim) and node.info.get(I.WHOLE_VALUES):
             return None
+        elif isinstance(node, I.IPrim):
+            names.update(node.info.get(I.READS_COLUMNS, ()))
     return frozenset(names)

@@ -81,6 +81,11 @@ class RandomSource:
             raise ValueError("randbytes needs n >= 0")
         return self._gen.randbytes(n)
 
+    def secret(self) -> int:
+        """64 random bits that choose among equally good outcomes and are never released: which
+        rows a truncation keeps (runtime/kernels/joins.py)."""
+        return self.randbits(64)
+
     def randbelow(self, n: int) -> int:
         """A uniform integer in [0, n), by rejection on (n-1).bit_length() bits (exact)."""
         if n <= 0:

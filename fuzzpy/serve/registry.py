@@ -146,14 +146,26 @@ def _reads_as(want: Any, have: Any) -> bool:
 
 # ---- datasets -----------------------------------------------------------------------------------
 
+def is_public_table(rec: DatasetRecord) -> bool:
+    """Whether a registered dataset is a public table: its published schema is a `public schema`."""
+    from ..typesystem.types import PublicSchema
+
+    return isinstance(published_schema(rec.schema_source), PublicSchema)
+
+
 def register_dataset(store: Store, name: str, data: Path, schema_file: Path, cap: Any,
-                     schema_name: Optional[str] = None) -> DatasetRecord:
-    """Validate and record a dataset; set its total cap when one is given (`set_dataset_cap`)."""
+                     schema_name: Optional[str] = None, public: bool = False) -> DatasetRecord:
+    """Validate and record a dataset; set its total cap when one is given (`set_dataset_cap`).
+    `public`: a public table (its schema a `public schema`, no cap, never charged), whose declared
+    keys are verified now, and again on every run that joins with it."""
     from ..runtime.data import load_identified
+    from ..typesystem.types import PublicSchema
 
     check_name(name, "dataset")
     schema, source = read_schema_file(schema_file, schema_name)
     data = Path(data).expanduser().resolve()
+    if public or isinstance(schema, PublicSchema):
+        return _register_public(store, name, data, schema, source, cap, public)
     if cap is None and store.cap(dataset_key(name)) is None:
         raise error("E1017", f"dataset {name} has no cap yet: give one with --cap (or --rho)")
     if cap is not None:
@@ -165,6 +177,29 @@ def register_dataset(store: Store, name: str, data: Path, schema_file: Path, cap
     store.put_dataset(rec)
     if cap is not None:
         set_dataset_cap(store, name, cap)
+    return rec
+
+
+def _register_public(store: Store, name: str, data: Path, schema: Any, source: str, cap: Any,
+                     public: bool) -> DatasetRecord:
+    from ..pipeline.public import verify_keys
+    from ..runtime.data import load_identified
+    from ..typesystem.types import PublicSchema
+
+    if not public:
+        raise error("E1017", f"schema {schema.name} is a public schema: register its table with --public")
+    if not isinstance(schema, PublicSchema):
+        raise error("E1017", f"--public needs a public schema (public schema {schema.name} {{ ... }}); "
+                             f"{schema.name} is the schema of a private table")
+    if cap is not None:
+        raise error("E1017", "a public table has no cap: it is never charged")
+    old = store.dataset(name)
+    if old is not None and not is_public_table(old):
+        raise error("E1017", f"dataset {name} is registered as a private dataset; a public table needs another name")
+    frame, identity = load_identified(data, schema, table=name)
+    verify_keys(frame, schema, name)  # the curator's own file: told now, not at an analyst's run
+    rec = DatasetRecord(name, str(data), schema.name, source, identity, now())
+    store.put_dataset(rec)
     return rec
 
 

@@ -28,10 +28,11 @@ from typing import Any, Optional
 from ..diagnostics import Diagnostic, FuzzError, error
 from ..ledger import describe_cap, format_exact
 from ..ledger.caps import CapRefusal, notion_problem
+from ..pipeline.public import load_public, match_public, public_inputs
 from ..pipeline.session import KEPT_NOTE, Charge, Loaded, Session
 from ..pipeline.tables import match_data, table_inputs
 from .config import Limits
-from .registry import find_analyst, published_schema, schema_json, schema_problems
+from .registry import find_analyst, is_public_table, published_schema, schema_json, schema_problems
 from .store import AnalystRecord, DatasetRecord, Store, analyst_key, dataset_key
 
 TABLE_CACHE = 16  # conformed tables kept in memory, by (file identity, program schema)
@@ -134,6 +135,20 @@ class Service:
             raise RequestError(404, "E1004", f"no dataset named {str(name)[:70]!r} is available to you")
         return rec
 
+    def public_table_for(self, who: AnalystRecord, name: str) -> DatasetRecord:
+        """A registered public table (`fuzzpy dataset add --public`): public data, usable by every
+        analyst and never charged.  A private dataset named as one gets the answer of a dataset
+        that does not exist, so no name of a private dataset is confirmed."""
+        rec = self.store.dataset(name) if isinstance(name, str) else None
+        if rec is None or not is_public_table(rec):
+            raise RequestError(404, "E1004", f"no public table named {str(name)[:70]!r} is available to you")
+        return rec
+
+    def usable(self, who: AnalystRecord, name: str) -> DatasetRecord:
+        """A dataset the analyst may name: a registered public table, or a dataset granted to them."""
+        rec = self.store.dataset(name) if isinstance(name, str) else None
+        return rec if rec is not None and is_public_table(rec) else self.dataset_for(who, name)
+
     def require_curator(self, who: AnalystRecord) -> None:
         if who.role != "curator":
             raise RequestError(403, "E1003", "only the curator can see every analyst's spending")
@@ -169,7 +184,7 @@ class Service:
         if not req.datasets:
             raise RequestError(400, "E1006", "name the dataset to use: dataset = NAME (or PARAMETER=NAME)")
         for item in req.datasets:
-            self.dataset_for(who, item.partition("=")[2] if "=" in item else item)
+            self.usable(who, item.partition("=")[2] if "=" in item else item)
         if req.budget is not None:
             from ..exact import parse_exact
 
@@ -204,11 +219,15 @@ class Service:
         if report.entry is None or report.guarantee is None:  # not well-typed: nothing more to say
             return report
         try:
-            spec = match_data(list(req.datasets), table_inputs(report))
+            private, public = split_datasets(list(req.datasets), report)
+            spec = match_data(private, table_inputs(report))
+            match_public(public, report, PUBLIC_HOW)
         except FuzzError as exc:
             if not for_run:  # a run reports these at its "arguments" stage, as `fuzzpy run` does
                 report.diagnostics.extend(exc.diagnostics)
             return report
+        for name in public.values():
+            self.public_table_for(who, name)
         schemas = dict(table_inputs(report))
         for param, dataset in spec.items():
             rec = self.dataset_for(who, str(dataset))
@@ -222,7 +241,8 @@ class Service:
     def dataset_caps(self, who: AnalystRecord, req: ProgramRequest) -> dict[str, Any]:
         """The cap of every dataset the request names (its notion is the curator's choice)."""
         names = [item.partition("=")[2] if "=" in item else item for item in req.datasets]
-        return {name: self.store.cap_of(dataset_key(self.dataset_for(who, name).name)) for name in names}
+        return {name: self.store.cap_of(dataset_key(rec.name)) for name in names
+                if not is_public_table(rec := self.usable(who, name))}  # a public table has no cap
 
     def _timed_check(self, req: ProgramRequest, caps: dict[str, Any]) -> Any:
         """check_source in a thread, waited for at most check_seconds.  A check that overruns
@@ -535,6 +555,23 @@ def import_problems(source: str, file: str) -> list[Diagnostic]:
 
 # ---- the served run: where its tables come from, which accounts it is charged on ----------------
 
+PUBLIC_HOW = "dataset = [\"{name}=PUBLIC_TABLE\", ...] (a table registered with fuzzpy dataset add --public)"
+
+
+def split_datasets(items: list[str], report: Any) -> tuple[list[str], dict[str, str]]:
+    """A request's datasets for the program's private tables (as given), and its registered
+    public tables by entry parameter (PARAMETER=NAME for each public table of the entry point)."""
+    public_params = public_inputs(report)
+    private, public = [], {}
+    for item in items:
+        param, sep, name = item.partition("=")
+        if sep and param in public_params:
+            public[param] = name
+        else:
+            private.append(item)
+    return private, public
+
+
 @dataclass
 class DatasetTables:
     """The registered datasets a request names, conformed to the program's schemas (cached)."""
@@ -544,17 +581,25 @@ class DatasetTables:
     datasets: list[str]
 
     def match(self, report: Any) -> dict[str, Any]:
-        return match_data(list(self.datasets), table_inputs(report))
+        private, public = split_datasets(list(self.datasets), report)
+        return {**match_data(private, table_inputs(report)), **match_public(public, report, PUBLIC_HOW)}
 
     def load(self, report: Any, spec: dict[str, Any], seeded: bool) -> Loaded:
         schemas = dict(table_inputs(report))
-        loaded = Loaded({}, {})
+        # Public tables first: what their schemas declare is verified before a private row is read.
+        loaded = Loaded(load_public(report, spec, None, read=self._public_frame), {})
         for param, dataset in spec.items():
+            if param not in schemas:
+                continue  # a public table, loaded above
             rec = self.service.dataset_for(self.who, str(dataset))
             loaded.tables[param], loaded.kept[param] = self.service.table(rec, schemas[param])
             loaded.accounts[param] = rec.name
             loaded.shown[param] = rec.name
         return loaded
+
+    def _public_frame(self, param: str, name: Any, schema: Any, keep: Any) -> Any:
+        frame, _ = self.service.table(self.service.public_table_for(self.who, str(name)), schema)
+        return frame
 
     def close(self) -> None:
         pass

@@ -306,6 +306,20 @@ class UnitSchemaDecl(SchemaDecl):
 
 
 @dataclass(eq=False)
+class KeyedColumnDecl(ColumnDecl):
+    """A column of a public schema declaring how many rows may share one of its values
+    (`unique`: 1; `at most N per value`: N)."""
+
+    most: Fraction = Fraction(1)
+    key_span: Span = field(repr=False, default=None)  # type: ignore[assignment]
+
+
+@dataclass(eq=False)
+class PublicSchemaDecl(SchemaDecl):
+    """`public schema Name { ... }`: the schema of a public table."""
+
+
+@dataclass(eq=False)
 class FunDecl(Decl):
     name: str
     params: list[Param]

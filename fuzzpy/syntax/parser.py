@@ -27,7 +27,7 @@ from . import ast as A
 GRAMMAR = Path(__file__).with_name("grammar.lark")
 MAX_SOURCE_BYTES = 5_000_000
 MAX_LITERAL_DIGITS = 400
-_DECL_START = re.compile(r"^(function|schema|param|import)\b", re.M)
+_DECL_START = re.compile(r"^(function|schema|public\s+schema|param|import)\b", re.M)
 
 
 _PARSE_LOCK = threading.Lock()
@@ -116,11 +116,24 @@ class _Builder(Transformer):
     def schema_unit(self, sp, c):
         return ("unit", c[0])
 
+    def public_schema_decl(self, sp, c):
+        return A.PublicSchemaDecl(sp, str(c[0]), list(c[1:]), name_span=_tok_span(self.file, c[0]))
+
     def column(self, sp, c):
         policy, default = ("drop", None)
-        if len(c) > 2:
-            policy, default = c[2]
+        key = next((x for x in c[2:] if x[0] == "key"), None)
+        for x in c[2:]:
+            if x[0] != "key":
+                policy, default = x
+        if key is not None:
+            return A.KeyedColumnDecl(sp, str(c[0]), c[1], policy, default, key[1], key[2])
         return A.ColumnDecl(sp, str(c[0]), c[1], policy, default)
+
+    def key_unique(self, sp, c):
+        return ("key", Fraction(1), sp)
+
+    def key_at_most(self, sp, c):
+        return ("key", _number(c[0], self.file), sp)
 
     def policy_drop(self, sp, c):
         return ("drop", None)

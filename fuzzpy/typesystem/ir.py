@@ -89,6 +89,14 @@ class IPrim(IR):
 # every field of a record it meets, so the runtime keeps every column (runtime/columns.py).
 WHOLE_VALUES = "whole_values"
 
+# `IPrim.info` entry of a primitive that reads columns by name, without a field access in the IR
+# (a join's keys): the names it reads (runtime/columns.py keeps them).
+READS_COLUMNS = "reads_columns"
+
+# `IPrim.info` entry of a primitive whose rule says, in words, why its result moves as it does and
+# where its factors come from (a join, a truncation): shown by the language server at the call.
+EXPLAINED = "explained"
+
 
 @dataclass(eq=False)
 class Instance:

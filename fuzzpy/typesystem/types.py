@@ -193,6 +193,47 @@ class Bag(Type):
         return f"bag {_paren(self.elem)}"
 
 
+# rule Public tables: a bag type with bounds on its keys (invariant I6)
+@dataclass(frozen=True)
+class KeyedBag(Bag):
+    """A bag known to hold at most `most` rows for each value of some of its columns:
+    `per_key` is ((column, most), ...), sorted by column.  A public table's declared keys
+    (`unique`, `at most N per value`), verified when it is loaded, or a truncated table
+    (`truncate`).  Only rules that keep or drop rows keep it; a value of it is a value of
+    `bag elem` (rule Subtyping), never the other way round."""
+
+    per_key: tuple[tuple[str, int], ...] = ()
+    # Where each bound comes from, for people (hover): not part of the type.
+    origin: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
+
+    def most(self, column: str) -> int | None:
+        """The most rows sharing one value of `column`, or None when nothing bounds it."""
+        return dict(self.per_key).get(column)
+
+    def __str__(self) -> str:
+        facts = "; ".join(f"unique {c}" if m == 1 else f"at most {m} per {c}" for c, m in self.per_key)
+        return f"bag {_paren(self.elem)} ({facts})" if facts else super().__str__()
+
+
+def keyed_bag(elem: Type, per_key: dict[str, int], origin: dict[str, str] | None = None) -> Bag:
+    """`bag elem`, with the bounds `per_key` (column -> most rows per value) when there are any;
+    `origin`: where each comes from (column -> text, shown in hover)."""
+    if not per_key:
+        return Bag(elem)
+    why = tuple(sorted((c, w) for c, w in (origin or {}).items() if c in per_key))
+    return KeyedBag(elem, tuple(sorted(per_key.items())), why)
+
+
+def per_key_of(t: Type) -> dict[str, int]:
+    """The bounds a bag's type states: column -> most rows sharing one value."""
+    return dict(t.per_key) if isinstance(t, KeyedBag) else {}
+
+
+def origin_of(t: Type) -> dict[str, str]:
+    """Where the bounds of a bag's type come from: column -> text."""
+    return dict(t.origin) if isinstance(t, KeyedBag) else {}
+
+
 @dataclass(frozen=True)
 class UnitBag(Type):
     """A table whose rows belong to individuals (its privacy unit: the column `unit` names the
@@ -366,6 +407,21 @@ class Schema:
         return UnitBag(self.row_type, self.unit) if self.unit else Bag(self.row_type)
 
 
+@dataclass(frozen=True)
+class PublicSchema(Schema):
+    """The schema of a public table (`public schema`): its data is not private and is not charged;
+    `per_key` are the bounds it declares, ((column, most rows per value), ...), which loading
+    verifies before anything is charged (docs/data.md, "Public tables")."""
+
+    per_key: tuple[tuple[str, int], ...] = ()
+
+    def table_type(self) -> Type:
+        """`bag Name` for this schema: its rows, with the bounds it declares (a public table has
+        no privacy unit: its rows are not private)."""
+        return keyed_bag(self.row_type, dict(self.per_key),
+                         {c: f"declared in public schema {self.name}" for c, _ in self.per_key})
+
+
 def components(t: Type) -> tuple[Type, ...] | None:
     """The component types of a structured value (tuple items, record fields, sum sides, list
     elements), or None for a type that is not a plain structure of values."""
@@ -406,6 +462,9 @@ def join_types(a: Type, b: Type) -> Type | None:
     for wrap in (Bag, ListT, Fuzzy, Seq):
         if isinstance(a, wrap) and isinstance(b, wrap):
             inner = join_types(_inner(a), _inner(b))
+            if inner is not None and wrap is Bag:  # the bounds both state, the larger of each
+                pa, pb = per_key_of(a), per_key_of(b)
+                return keyed_bag(inner, {c: max(m, pb[c]) for c, m in pa.items() if c in pb})
             return None if inner is None else wrap(inner)
     if isinstance(a, UnitBag) and isinstance(b, UnitBag) and a.unit == b.unit:
         inner = join_types(a.elem, b.elem)
@@ -440,6 +499,10 @@ def is_subtype(a: Type, b: Type) -> bool:
             is_subtype(x, y) for (_, x), (_, y) in zip(a.fields, b.fields))
     if isinstance(a, Cat) and isinstance(b, Cat):
         return set(a.values) <= set(b.values)
+    if isinstance(b, KeyedBag):  # every bound b states, a states at least as tightly
+        pa = per_key_of(a)
+        return isinstance(a, Bag) and is_subtype(a.elem, b.elem) and all(
+            c in pa and pa[c] <= m for c, m in b.per_key)
     for wrap in (Bag, ListT, Fuzzy, Seq):
         if isinstance(a, wrap) and isinstance(b, wrap):
             return is_subtype(_inner(a), _inner(b))

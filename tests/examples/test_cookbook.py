@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 ROOT = Path(__file__).resolve().parents[2]
 COOKBOOK = ROOT / "docs" / "cookbook.md"
 TOPICS = ["counts with filters", "grouped means", "quantiles", "a crosstab", "top-k", "regression",
-          "adaptive clipping", "a cdf", "the sparse vector", "a decision tree", "privacy units"]
+          "adaptive clipping", "a cdf", "the sparse vector", "a decision tree", "privacy units",
+          "a join with a public table", "a join of two private tables"]
 BLOCK = re.compile(r"```bash\n(?P<cmd>[^`]*)```\n\n```text\n(?P<out>[^`]*)```")
 runner = CliRunner()
 
@@ -50,13 +51,14 @@ def run(cmd: str, ledger: Path) -> str:
     return result.stdout
 
 
-def test_the_cookbook_has_the_eleven_recipes():
+def test_the_cookbook_has_the_thirteen_recipes():
     titles = [t.split(". ", 1)[1].lower() for t, *_ in recipes()]
-    assert len(titles) == 11
+    assert len(titles) == 13
     for topic, title in zip(TOPICS, titles):
         assert topic in title, (topic, title)
     for _, _, cmd, _ in recipes():  # reproducible outputs: seeded, and from the shipped data
-        assert " --seed " in cmd and ("examples/data/adult_sample.csv" in cmd or "examples/data/flights_sample.csv" in cmd)
+        assert " --seed " in cmd and ("examples/data/adult_sample.csv" in cmd
+                                      or "examples/data/flights_sample.csv" in cmd)
 
 
 @pytest.fixture(scope="module")

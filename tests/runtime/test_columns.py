@@ -31,6 +31,8 @@ SAMPLE = EXAMPLES / "data" / "adult_sample.csv"
 POINTS = EXAMPLES / "data" / "points.csv"
 DATA = {"kmeans": POINTS, "kmeans_gauss": POINTS,  # every other example runs on the Adult sample
         "flights_delay": EXAMPLES / "data" / "flights_sample.csv"}
+FLIGHTS = {"flights": EXAMPLES / "data" / "flights_sample.csv", "airlines": EXAMPLES / "data" / "airlines.csv",
+           "planes": EXAMPLES / "data" / "planes.csv"}  # the join examples' tables, by entry parameter
 
 SCHEMA = 'schema T { x : num[0, 10], y : int[0, 5], k : cat{"a", "b"}, s : string, f : bool }\nparam eps : num = 1;\n'
 ROWS = "x,y,k,s,f\n1.5,0,a,foo,true\n7,3,b,,false\n10,5,a,foo,false\n0,1,b,baz,true\n4.25,2,a,qux,true\n"
@@ -111,7 +113,19 @@ GENERIC_REVIEWED = {
     "bound_rows": "the unit column (columns_read adds every unit)", "bound_groups": "a key function and the unit",
     "bound_groups_in": "a key function and the unit", "groupby_in": "a key function",
     "select_keys": "a key function and the unit",
+    "truncate": "its key, named (READS_COLUMNS); the priorities hash whatever columns are kept, any serve",
+    "join_public": "its keys, named (READS_COLUMNS)", "join_private": "its keys, named (READS_COLUMNS)",
 }
+
+
+def test_the_keys_a_join_or_truncation_names_are_kept() -> None:
+    report = check_source("""schema F { tail : string, delay : num[0, 10], extra : num }
+public schema P { tail2 : string unique, seats : int[0, 9], other : num }
+function main (f : bag F) (p : bag P) : fuzzy num {
+  laplace 1 (count (join_public "tail" "tail2" (truncate 2 "tail" f) p)) }
+""", "t.fz")
+    assert report.ok, [d.message for d in report.diagnostics]
+    assert columns_read(report.entry_instance) == {"tail", "tail2"}
 
 
 def test_every_generic_primitive_was_reviewed_for_the_columns_it_reads() -> None:
@@ -208,13 +222,15 @@ def test_each_example_releases_the_same_values_from_the_columns_it_reads(name: s
     report = check_file(EXAMPLES / f"{name}.fz")
     assert report.ok
     keep = columns_read(report.entry_instance)
-    ((param, schema),) = table_inputs(report)
-    assert keep is not None and keep <= {c.name for c in schema.columns}
-    data = DATA.get(name, SAMPLE)
-    whole, kept = load_table(data, schema, table=param), load_table(data, schema, table=param, keep=keep)
-    assert list(kept.columns) == [c for c in whole.columns if c in keep]
+    schemas = dict(table_inputs(report)) | dict(report.public_tables)
+    assert keep is not None and keep <= {c.name for s in schemas.values() for c in s.columns}
+    files = {p: FLIGHTS.get(p, DATA.get(name, SAMPLE)) for p in schemas}
+    whole = {p: load_table(files[p], s, table=p) for p, s in schemas.items()}
+    kept = {p: load_table(files[p], s, table=p, keep=keep) for p, s in schemas.items()}
+    for p in schemas:
+        assert list(kept[p].columns) == [c for c in whole[p].columns if c in keep]
     for seed in (0, 1):
-        outs = [run_program(report.entry_instance, {param: t}, RandomSource.seeded(seed)).value for t in (whole, kept)]
+        outs = [run_program(report.entry_instance, t, RandomSource.seeded(seed)).value for t in (whole, kept)]
         assert _same(outs[0], outs[1]), (name, seed)
 
 

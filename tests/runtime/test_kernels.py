@@ -85,7 +85,8 @@ def test_the_dask_refusals_are_the_registered_ones_and_the_tables_the_engine_had
                                                            "bound_groups_in", "groupby_in"}
     # what the engine's tables said before the kernels: table primitives, less those it implemented
     # and those that only pass parts around
-    implemented = {"count", "filter", "map", "sum", "split", "groupby", "vsum", "union", "bound_rows", "select_keys"}
+    implemented = {"count", "filter", "map", "sum", "split", "groupby", "vsum", "union", "bound_rows", "select_keys",
+                   "truncate", "join_public", "join_private"}
     passed_on = {"part", "pmap", "each", "values", "keys"}
     assert {n for n, p in all_primitives().items() if callable(p.dask)} == implemented
     assert {n for n, p in all_primitives().items() if p.dask is PASSES_TABLES} == passed_on

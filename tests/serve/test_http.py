@@ -92,7 +92,12 @@ def _local(capsys, *args):
     return code, out, err
 
 
-@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.fz")))
+# The join examples read the flights tables, public ones among them: tests/serve/test_public_tables.py
+# runs them through the service.
+FLIGHTS_EXAMPLES = {"delay_by_airline.fz", "seats_by_manufacturer.fz", "seats_by_manufacturer_private.fz"}
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.fz") if p.name not in FLIGHTS_EXAMPLES))
 def test_every_example_checks_and_runs_through_the_service_as_it_does_locally(server, capsys, example):
     path = EXAMPLES / example
     dataset, data = ("points", "points.csv") if example.startswith("kmeans") else ("adult", "adult_sample.csv")

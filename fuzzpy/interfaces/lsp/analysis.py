@@ -203,6 +203,18 @@ class _BindingRecorder:
             pass
 
 
+    def primitive(self, checker: Checker, span: Span, name: str, result: Any) -> None:
+        """A join or truncation: its stability, where its factors come from, and its result's
+        distance in the caller's inputs (shown as a call)."""
+        if self.items is None or span is None or not all(is_const(c) for c in result.dist.values()):
+            return
+        try:
+            cost = f"{result.info['explained']}; {render_call_cost(checker, result.type, result.dist)}"
+            self.calls.append(CallRecord(span, name, str(result.type), cost))
+        except Exception:  # noqa: BLE001 - hover data is best effort, never breaks a check
+            pass
+
+
 def _render_distance(checker: Checker, value: Any) -> str:
     if value.fn is not None:
         return "a function: its sensitivity is in its type, or checked at each use"
@@ -238,3 +250,4 @@ def render_call_cost(checker: Checker, cod: Any, dist: Any) -> str:
 _RECORDER = _BindingRecorder()
 Checker.on_bind = _RECORDER  # type: ignore[attr-defined]
 Checker.on_call = _RECORDER.call  # type: ignore[attr-defined]
+Checker.on_primitive = _RECORDER.primitive  # type: ignore[attr-defined]

@@ -130,7 +130,8 @@ def _hover_text(analysis: Analysis, line: int, col: int, word: Optional[tuple[st
     calls = [c for c in analysis.calls if c.name == name and c.span.file == analysis.file
              and (c.span.line, c.span.col) == (line, start + 1)]
     if calls:
-        return hover_call(name, calls)
+        prim = hover_primitive(name)  # a join: its stability at this call, then what it is
+        return hover_call(name, calls) + (f"\n\n---\n\n{prim}" if prim else "")
     fn_text = hover_function(report, name)
     if fn_text is not None:
         return fn_text

@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     bags,
     binning,
     estimates,
+    joins,
     library,
     lists,
     mechanisms,
