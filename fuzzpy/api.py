@@ -273,21 +273,24 @@ class Result:
 
 def run(program: Program, data: Any, *, budget: Any = None, params: Optional[Mapping[str, Any]] = None,
         ledger: Union[str, Path, None] = None, entry: str = "main", seed: Optional[int] = None,
-        delta: Any = None, rho: Any = None) -> Result:
+        delta: Any = None, rho: Any = None, allow_empty: bool = False) -> Result:
     """Check `program`, charge its cost on the ledger, run it on `data` and return what it released.
 
     `data` is a DataFrame (a program with one table) or a mapping from the entry point's table
     parameters to DataFrames.  `budget` (epsilon, at `delta` for Gaussian releases) or `rho`
     (zCDP) limits this run, one of them is needed; each dataset's total is capped by the ledger
     (`fuzzpy ledger set-cap`).  `seed` is for tests only: reproducible noise, NOT private, and
-    nothing is charged."""
-    from .pipeline.local import FrameTables, LocalLedger, ledger_path
+    nothing is charged.  A table left without rows by conforming is refused before the charge
+    (E0509), unless `allow_empty` (docs/data.md, "Empty tables")."""
+    from dataclasses import replace
+
+    from .pipeline.local import FRAME_ADVICE, FrameTables, LocalLedger, ledger_path
     from .pipeline.session import Session
 
     report = check(program, params=params, budget=budget, entry=entry, delta=delta, rho=rho).raise_for_errors()
     raw = report.raw
     name = Path(raw.file).name if raw.file != "<cell>" else "notebook"
-    session = Session(check=lambda: raw, tables=FrameTables(data),
+    session = Session(check=lambda: raw, tables=FrameTables(data, replace(FRAME_ADVICE, allowed=allow_empty)),
                       charger=None if seed is not None else (lambda: LocalLedger(_ledger(ledger_path, ledger))),
                       label=f"{name}:{raw.entry}", params={k: str(v) for k, v in (params or {}).items()}, seed=seed,
                       needs_budget="a run needs a budget: pass budget=B (or rho=R)")

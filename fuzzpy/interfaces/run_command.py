@@ -18,7 +18,7 @@ from typing import Any, List, Optional
 import typer
 
 from ..diagnostics import Diagnostic, render
-from ..pipeline.local import FileTables
+from ..pipeline.local import EmptyAdvice, FileTables
 from ..render.exits import EXIT_USAGE
 
 PROGRESS_AFTER_S = 2.0
@@ -60,6 +60,9 @@ def run(
                                                                              "local worker."),
     persist: bool = typer.Option(False, "--persist", help="With --engine dask: keep the conformed table on the "
                                                           "workers between passes (spilled to their disks)."),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help="Run even when a table has no rows after loading "
+                                                                  "(its releases are then noise alone); without "
+                                                                  "it such a run is refused before the charge."),
 ) -> None:
     """Check a program, charge its epsilon, run it over the data and print the released values."""
     from .checkcmd import parse_budget, parse_delta, parse_params, parse_rho
@@ -74,8 +77,8 @@ def run(
         raise _usage("E0603", "--seed and --ledger cannot be used together: a seeded run is not private, so it is "
                      "never recorded in a ledger")
     opts = RunOptions(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry,
-                      parse_delta(delta), parse_rho(rho), plot, header)
-    tables: Any = FileTables(list(data), header)
+                      parse_delta(delta), parse_rho(rho), plot, header, allow_empty)
+    tables: Any = FileTables(list(data), header, EmptyAdvice(allow_empty))
     if engine != "pandas" or scheduler is not None or workers is not None or threads is not None or persist:
         tables = _dask_tables(opts, engine, scheduler, workers, threads, persist)
     raise typer.Exit(run_local(opts, tables))
@@ -95,7 +98,8 @@ def _dask_tables(opts: "RunOptions", engine: str, scheduler: Optional[str], work
         raise _usage("E0701", "--workers and --threads-per-worker must be at least 1")
     from ..pipeline.dask_tables import DaskOptions, DaskTables
 
-    return DaskTables(list(opts.data), opts.header, DaskOptions(scheduler, workers, threads, persist))
+    return DaskTables(list(opts.data), opts.header, DaskOptions(scheduler, workers, threads, persist),
+                      empty=EmptyAdvice(opts.allow_empty))
 
 
 def _run_remote(program: Path, server: Optional[str], dataset: list[str], data: list[str], budget: Optional[str],
@@ -137,6 +141,7 @@ class RunOptions:
     rho: Optional[Fraction] = None
     plot: Optional[Path] = None
     header: bool = False  # text data files must start with a header naming every declared column
+    allow_empty: bool = False  # run even on a table left without rows by loading
 
 
 def run_local(opts: RunOptions, tables: Any) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..diagnostics import Diagnostic, FuzzError, error
+from .local import EmptyAdvice, refuse_empty
 from .session import Loaded
 from .tables import match_data, table_inputs
 
@@ -34,6 +35,7 @@ class DaskTables:
     header: bool = False
     dask: DaskOptions = None  # type: ignore[assignment]
     engine: Any = None
+    empty: EmptyAdvice = EmptyAdvice()  # a table left without rows is refused unless allowed
 
     def match(self, report: Any) -> dict[str, Path]:
         return match_data(self.data, table_inputs(report))
@@ -65,6 +67,7 @@ class DaskTables:
             loaded.shown[name] = str(spec[name])
             if not seeded:
                 loaded.accounts[name] = identity
+        refuse_empty(loaded, report, self.empty, [name for name in spec if name in self.engine.empty])
         return loaded
 
     def close(self) -> None:

@@ -19,12 +19,59 @@ from .session import Charge, Loaded
 from .tables import match_data, table_inputs
 
 
+# rule Empty tables: the holder of the data is told, before the charge, that a table is empty
+def refuse_empty(loaded: Loaded, report: Any, advice: "EmptyAdvice", empty: Optional[list[str]] = None) -> None:
+    """E0509 for each table that loading left without a row (an empty file, or every row dropped
+    by a column's policy; `empty` names them, default: the tables of length 0), unless
+    `advice.allowed`.  Only for runs on the holder's own data (files, DataFrames): the refusal
+    depends on the data, so it is shown to no one else (docs/data.md, "Empty tables"); it says
+    neither how many rows were read nor which column dropped them."""
+    if advice.allowed:
+        return
+    if empty is None:
+        empty = [name for name, table in loaded.tables.items() if len(table) == 0]
+    schemas = dict(table_inputs(report))
+    diags = [_empty_table(name, loaded.shown.get(name, name), schemas[name].name, report.file, advice)
+             for name in empty]
+    if diags:
+        raise FuzzError(diags)
+
+
+def _empty_table(name: str, source: str, schema: str, program: str, advice: "EmptyAdvice") -> Diagnostic:
+    return Diagnostic(
+        "E0509", f"table '{name}' is empty after loading {advice.source.format(source=source)} against schema "
+                 f"{schema}: it has no rows, or a column's policy dropped every row (missing or undeclared values)",
+        None, [advice.inspect.format(source=source, program=program),
+               "nothing was charged or released (a run would release noise alone); " + advice.run_anyway,
+               "this refusal is for the data's holder: it depends on the data (docs/data.md, \"Empty tables\")"])
+
+
+@dataclass(frozen=True)
+class EmptyAdvice:
+    """How an interface tells the data's holder to inspect an empty table, or to run on it anyway."""
+
+    allowed: bool = False
+    source: str = "{source}"
+    inspect: str = ("see which column drops the rows (counts for the data's holder only): "
+                    "fuzzpy data check --data {source} {program}")
+    run_anyway: str = "to run on an empty table anyway, pass --allow-empty"
+
+
+FRAME_ADVICE = EmptyAdvice(
+    source="the DataFrame for {source}",
+    inspect="compare the DataFrame's values with the schema's categories (a label spelled differently, such as "
+            "'<=50K.' for '<=50K', drops every row); fuzzpy.runtime.data.inspect_table(frame, schema) counts the "
+            "rows each column drops",
+    run_anyway="to run on an empty table anyway, pass allow_empty=True")
+
+
 @dataclass
 class FileTables:
     """`--data PATH` or `--data NAME=PATH`: CSV or Parquet files loaded with pandas."""
 
     data: list[str]
     header: bool = False  # text files start with a header naming every declared column
+    empty: EmptyAdvice = EmptyAdvice()  # a table left without rows is refused unless allowed
 
     def match(self, report: Any) -> dict[str, Path]:
         return match_data(self.data, table_inputs(report))
@@ -48,6 +95,7 @@ class FileTables:
             loaded.shown[name] = str(path)
             if not seeded:
                 loaded.accounts[name] = identity
+        refuse_empty(loaded, report, self.empty)
         return loaded
 
     def close(self) -> None:
@@ -60,6 +108,7 @@ class FrameTables:
     point's table parameters to DataFrames.  Refusals name tables and types, never a value."""
 
     data: Any
+    empty: EmptyAdvice = FRAME_ADVICE  # a table left without rows is refused unless allowed
 
     def match(self, report: Any) -> dict[str, Any]:
         import pandas as pd
@@ -102,6 +151,7 @@ class FrameTables:
             loaded.tables[name] = load_frame(spec[name], schema, table=name, keep=keep)
             loaded.accounts[name] = frame_identity(spec[name])
             loaded.shown[name] = name
+        refuse_empty(loaded, report, self.empty)
         return loaded
 
     def close(self) -> None:
