@@ -221,12 +221,14 @@ class Spending:
     """A dataset's total spent on the ledger after this run, and its cap (None: no cap).
 
     `spent` is in the notion of the cap (`notion`: "pure epsilon", "epsilon at delta D" or
-    "zCDP rho"; docs/ledger.md); without a cap, the sum of the epsilons charged."""
+    "zCDP rho"; docs/ledger.md); without a cap, the sum of the epsilons charged.  `default_cap`:
+    the cap is the default one the dataset's first run set (docs/ledger.md, "The default cap")."""
 
     dataset: str
     spent: Any
     cap: Optional[Fraction]
     notion: Optional[str] = None
+    default_cap: bool = False
 
 
 @dataclass
@@ -314,7 +316,7 @@ def _spending(outcome: Any) -> list[Spending]:
         cap = use.cap
         amount = None if cap is None else (cap.rho if hasattr(cap, "rho") else cap.epsilon)
         for shown in charge.shown:
-            out.append(Spending(shown, use.spent, amount, None if cap is None else describe_cap(cap)))
+            out.append(Spending(shown, use.spent, amount, None if cap is None else describe_cap(cap), use.default))
     return out
 
 

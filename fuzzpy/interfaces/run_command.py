@@ -73,6 +73,8 @@ def run(
         raise _usage("E0701", "--engine is for local data; with --server the curator decides how a program runs")
     if server is not None or dataset:
         raise typer.Exit(_run_remote(program, server, dataset, data, budget, param, seed, ledger, fmt, entry, delta))
+    if plot is not None:
+        _check_plot_available()
     if seed is not None and ledger is not None:
         raise _usage("E0603", "--seed and --ledger cannot be used together: a seeded run is not private, so it is "
                      "never recorded in a ledger")
@@ -82,6 +84,15 @@ def run(
     if engine != "pandas" or scheduler is not None or workers is not None or threads is not None or persist:
         tables = _dask_tables(opts, engine, scheduler, workers, threads, persist)
     raise typer.Exit(run_local(opts, tables))
+
+
+def _check_plot_available() -> None:
+    """`--plot` needs matplotlib: checked before anything is read or charged, not after the run."""
+    try:
+        import matplotlib  # noqa: F401 - only whether it imports
+    except ImportError:
+        raise _usage("E0701", "--plot needs matplotlib, which is not installed: pip install 'fuzzpy[plot]' "
+                              "(nothing was read or charged)") from None
 
 
 def _dask_tables(opts: "RunOptions", engine: str, scheduler: Optional[str], workers: Optional[int],
@@ -96,8 +107,9 @@ def _dask_tables(opts: "RunOptions", engine: str, scheduler: Optional[str], work
                               "cluster is the scheduler's")
     if any(n is not None and n < 1 for n in (workers, threads)):
         raise _usage("E0701", "--workers and --threads-per-worker must be at least 1")
-    from ..pipeline.dask_tables import DaskOptions, DaskTables
+    from ..pipeline.dask_tables import DaskOptions, DaskTables, require_dask
 
+    require_dask()
     return DaskTables(list(opts.data), opts.header, DaskOptions(scheduler, workers, threads, persist),
                       empty=EmptyAdvice(opts.allow_empty))
 

@@ -42,6 +42,7 @@ class Usage:
     epsilon_sum: Fraction       # the sum of the recorded epsilons (basic composition)
     delta_sum: Fraction         # the sum of the recorded deltas that goes with it
     rho: Fraction | float       # the history's zCDP rho; math.inf if a run has none
+    default: bool = False       # the cap is the default one a local run set (`default_cap`), not one set on purpose
 
 
 class History:
@@ -55,10 +56,12 @@ class History:
         self.booked: list[tuple[Fraction, Fraction, Fraction | None]] = []
         self.epsilon_sum = Fraction(0)
         self.delta_sum = Fraction(0)
+        self.max_delta = Fraction(0)  # the largest delta a run was stated at (0: every run pure)
 
     def add(self, epsilon: Fraction, delta: Fraction, rho: Fraction | None, loss: Any) -> None:
         self.epsilon_sum += epsilon
         self.delta_sum += delta
+        self.max_delta = max(self.max_delta, Fraction(delta))
         if loss is not None:
             self.losses.append(_as_charged(loss))
         elif delta == 0:
@@ -70,7 +73,7 @@ class History:
         """This history with one more run (the history itself is unchanged)."""
         out = History()
         out.losses, out.booked = list(self.losses), list(self.booked)
-        out.epsilon_sum, out.delta_sum = self.epsilon_sum, self.delta_sum
+        out.epsilon_sum, out.delta_sum, out.max_delta = self.epsilon_sum, self.delta_sum, self.max_delta
         out.add(epsilon, delta, rho, loss)
         return out
 
@@ -216,6 +219,26 @@ def _pure_loss(epsilon: Fraction) -> Any:
     if epsilon == 0:
         return ProvenLoss()
     return ProvenLoss(epsilon, epsilon * epsilon / 2, Fraction(0), None, ((epsilon, 1),))
+
+
+# ---- the default cap ----------------------------------------------------------------------------
+
+DEFAULT_CAP = Fraction(10)  # epsilon: far above one analysis, about where published deployments stop
+
+
+# rule Default cap: spending never grows without a cap
+def default_cap(history: History, delta: Fraction) -> Any:
+    """The cap a local run sets on a dataset that has none (docs/ledger.md, "The default cap"):
+    epsilon DEFAULT_CAP, in the notion of the history with this run, which stays the dataset's
+    unit: pure epsilon when every run is pure, else epsilon at the largest delta a run was stated
+    at.  Whoever wants another amount or notion sets one on purpose (`fuzzpy ledger set-cap`)."""
+    from ..accounting import EpsilonCap
+
+    return EpsilonCap(DEFAULT_CAP, max(history.max_delta, Fraction(delta)))
+
+
+DEFAULT_CAP_NOTE = ("this is the dataset's default cap, set by its first run (docs/ledger.md, \"The default cap\"): "
+                    "to spend more, or in another notion, set its cap on purpose with `fuzzpy ledger set-cap`")
 
 
 # ---- caps and charges as stored ---------------------------------------------------------------

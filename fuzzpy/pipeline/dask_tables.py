@@ -21,6 +21,18 @@ from .session import Loaded
 from .tables import match_data, table_inputs
 
 
+def require_dask() -> None:
+    """E2106, saying what to install, unless the Dask engine's extra is installed: checked before
+    anything is read or charged (a missing module would otherwise surface as an internal error)."""
+    try:
+        import dask.dataframe  # noqa: F401 - only whether they import
+        import distributed  # noqa: F401
+    except ImportError:
+        raise FuzzError(Diagnostic("E2106", "the Dask engine is not installed (it needs dask and distributed)", None,
+                                   ["install it with: pip install 'fuzzpy[dask]'", "nothing was read or charged"])) \
+            from None
+
+
 @dataclass
 class DaskOptions:
     scheduler: Optional[str] = None  # an existing cluster's scheduler address; else a local cluster

@@ -187,10 +187,15 @@ class LocalLedger:
         return str(self.path)
 
     def charge(self, report: Any, loaded: Loaded, label: str, params: dict[str, str]) -> list[Charge]:
+        """Book the run; a dataset without a cap gets its default one (docs/ledger.md, "The
+        default cap"), and the ledger records the files each dataset was seen as."""
+        from ..ledger.caps import default_cap
+
         datasets = list(dict.fromkeys(loaded.accounts.values()))
         shown = {d: tuple(loaded.shown[n] for n, dd in loaded.accounts.items() if dd == d) for d in datasets}
         ids = charge(self.book, datasets, report, params, label,
-                     {d: "dataset " + ", ".join(files) for d, files in shown.items()})
+                     {d: "dataset " + ", ".join(files) for d, files in shown.items()},
+                     default_cap=default_cap, seen_as=shown)
         return [Charge(d, i, shown[d]) for d, i in zip(datasets, ids)]
 
     def finish(self, charges: list[Charge], status: str) -> None:

@@ -65,7 +65,8 @@ def test_run_releases_with_accuracy_and_charges_first(df, tmp_path):
     assert n.location == "<cell>:4:14"
     assert res.value == (res.releases[0].value, res.releases[1].value)
     assert spent(ledger) == [F(3, 4)]
-    assert [(s.dataset, s.spent, s.cap) for s in res.spending] == [("db", F(3, 4), None)]
+    assert [(s.dataset, s.spent, s.cap, s.notion, s.default_cap) for s in res.spending] == \
+        [("db", F(3, 4), F(10), "pure epsilon", True)]  # the default cap, set by this first run
     frame = res.to_frame()
     assert list(frame["label"]) == ["n", "s"] and list(frame["epsilon"]) == [0.5, 0.25]
 
