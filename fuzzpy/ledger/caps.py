@@ -46,34 +46,43 @@ class Usage:
 
 
 class History:
-    """An account's charges, split into what the accountant composes (`losses`: runs with a
-    recorded ProvenLoss, and pure runs without one) and the runs booked only as (epsilon,
-    delta) with delta > 0 (`booked`, from schema-2 ledgers or callers that pass no loss),
-    which count exactly as they were booked, by basic composition."""
+    """An account's charges, split into what the accountant composes (`total`: the sequential
+    composition of the runs with a recorded ProvenLoss and of the pure runs without one, kept as
+    it grows, so one more run costs one composition step, not one per earlier run) and the runs
+    booked only as (epsilon, delta) with delta > 0 (`booked`, from schema-2 ledgers or callers
+    that pass no loss), which count exactly as they were booked, by basic composition.
+    `last_id` is the id of the last charge read into it (the ledgers read only newer ones)."""
 
     def __init__(self) -> None:
-        self.losses: list[Any] = []
+        from ..accounting import ProvenLoss
+
+        self.total = ProvenLoss()
         self.booked: list[tuple[Fraction, Fraction, Fraction | None]] = []
         self.epsilon_sum = Fraction(0)
         self.delta_sum = Fraction(0)
         self.max_delta = Fraction(0)  # the largest delta a run was stated at (0: every run pure)
+        self.last_id = 0
 
     def add(self, epsilon: Fraction, delta: Fraction, rho: Fraction | None, loss: Any) -> None:
         self.epsilon_sum += epsilon
         self.delta_sum += delta
         self.max_delta = max(self.max_delta, Fraction(delta))
         if loss is not None:
-            self.losses.append(_as_charged(loss))
+            self.total = self.total.add(_as_charged(loss))
         elif delta == 0:
-            self.losses.append(_pure_loss(epsilon))
+            self.total = self.total.add(_pure_loss(epsilon))
         else:
             self.booked.append((epsilon, delta, rho))
 
+    def copy(self) -> "History":
+        out = History()
+        out.total, out.booked, out.last_id = self.total, list(self.booked), self.last_id
+        out.epsilon_sum, out.delta_sum, out.max_delta = self.epsilon_sum, self.delta_sum, self.max_delta
+        return out
+
     def plus(self, epsilon: Fraction, delta: Fraction, rho: Fraction | None, loss: Any) -> "History":
         """This history with one more run (the history itself is unchanged)."""
-        out = History()
-        out.losses, out.booked = list(self.losses), list(self.booked)
-        out.epsilon_sum, out.delta_sum, out.max_delta = self.epsilon_sum, self.delta_sum, self.max_delta
+        out = self.copy()
         out.add(epsilon, delta, rho, loss)
         return out
 
@@ -167,9 +176,9 @@ def _unbounded_why(cap: Any, before: Usage) -> str:
 def usage(cap: Any, history: History) -> Usage:
     """Spending in every notion; against the cap, what `fuzzpy.accounting.spent` says of the
     composed losses, plus the booked runs by basic composition (docs/ledger.md)."""
-    from ..accounting import compose, rho_of
+    from ..accounting import rho_of
 
-    total = compose(history.losses)
+    total = history.total
     booked_rho = [r for _, _, r in history.booked]
     rho: Fraction | float = math.inf if None in booked_rho else \
         rho_of(total) + sum(booked_rho, Fraction(0))  # type: ignore[arg-type]
@@ -184,13 +193,13 @@ def _epsilon_spent(history: History, cap: Any) -> Fraction | float:
     """The epsilon at the cap's delta of the whole history.  Booked runs (eps_i, delta_i) take
     sum eps_i and sum delta_i; the composed losses are converted once at the delta left over
     (basic composition of the two parts: valid however the runs were interleaved)."""
-    from ..accounting import EpsilonCap, compose, spent
+    from ..accounting import EpsilonCap, spent
 
     booked_eps = sum((e for e, _, _ in history.booked), Fraction(0))
     rest = cap.delta - sum((d for _, d, _ in history.booked), Fraction(0))
     if rest < 0:
         return math.inf
-    total = compose(history.losses)
+    total = history.total
     if total.epsilon == 0 and total.gauss_rho == 0:
         converted: Fraction | float = Fraction(0)  # nothing released (the GDP search needs mu > 0)
     else:

@@ -80,6 +80,8 @@ class PostgresLedger:
         self._local = threading.local()
         self._all: list = []
         self._all_lock = threading.Lock()
+        self._histories: dict[str, History] = {}  # per account: its charges composed so far
+        self._histories_lock = threading.Lock()
 
         def create(cur: Any) -> None:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
@@ -136,13 +138,24 @@ class PostgresLedger:
         return cap
 
     def _history(self, cur: Any, key: str) -> History:
-        cur.execute("SELECT epsilon, delta, rho, loss FROM fuzzpy_charges WHERE dataset = %s", (key,))
-        history = History()
-        for eps, delta, rho, loss in cur.fetchall():
+        """The account's charges composed, reading only those newer than the ones composed so far:
+        an account's rows are inserted under its advisory lock and committed before it is released,
+        so its ids grow in commit order and no older row can appear later."""
+        with self._histories_lock:
+            known = self._histories.get(key)
+        history = known.copy() if known is not None else History()
+        cur.execute("SELECT id, epsilon, delta, rho, loss FROM fuzzpy_charges WHERE dataset = %s AND id > %s "
+                    "ORDER BY id", (key, history.last_id))
+        for charge_id, eps, delta, rho, loss in cur.fetchall():
             history.add(_amount(eps, self.where), Fraction(0) if delta is None else _amount(delta, self.where),
                         None if rho is None else _amount(rho, self.where),
                         None if loss is None else _loss(loss, self.where))
-        return history
+            history.last_id = int(charge_id)
+        with self._histories_lock:
+            mine = self._histories.get(key)
+            if mine is None or mine.last_id < history.last_id:
+                self._histories[key] = history
+        return history.copy()
 
     def cap_of(self, key: str) -> Any:
         """The account's cap as an `EpsilonCap` or a `RhoCap`; None: no cap."""

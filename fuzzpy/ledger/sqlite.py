@@ -167,6 +167,7 @@ class Ledger:
     def __init__(self, path: Path, create: bool = True, readonly: bool = False) -> None:
         self.path = Path(path)
         self.readonly = readonly
+        self._histories: dict[str, History] = {}  # per dataset: its charges composed so far
         if _exists(self.path):
             self._check_existing()
         else:
@@ -546,17 +547,25 @@ class Ledger:
         return cap
 
     def _history(self, dataset: str) -> History:
-        """Every charge on `dataset` in the form the cap check composes (docs/ledger.md)."""
-        columns = {1: "epsilon, NULL, NULL, NULL", 2: "epsilon, delta, rho, NULL"}.get(
-            self._version, "epsilon, delta, rho, loss")
-        rows = self._db.execute(f"SELECT {columns} FROM charges WHERE dataset = ?", (dataset,))
-        history = History()
-        for eps, delta, rho, loss in rows:
+        """Every charge on `dataset` in the form the cap check composes (docs/ledger.md).
+
+        Charges are only ever appended, with growing ids (one writer at a time: BEGIN IMMEDIATE),
+        so the history composed so far is kept and only newer charges are read and added: a
+        long-lived ledger (the curator service's) pays for one charge, not for every earlier one."""
+        columns = {1: "id, epsilon, NULL, NULL, NULL", 2: "id, epsilon, delta, rho, NULL"}.get(
+            self._version, "id, epsilon, delta, rho, loss")
+        known = self._histories.get(dataset)
+        history = known.copy() if known is not None else History()
+        rows = self._db.execute(f"SELECT {columns} FROM charges WHERE dataset = ? AND id > ? ORDER BY id",
+                                (dataset, history.last_id))
+        for charge_id, eps, delta, rho, loss in rows:
             history.add(self._stored_amount(eps),
                         Fraction(0) if delta is None else self._stored_amount(delta),
                         None if rho is None else self._stored_amount(rho),
                         None if loss is None else self._stored_loss(loss))
-        return history
+            history.last_id = charge_id
+        self._histories[dataset] = history
+        return history.copy()
 
     def _stored_amount(self, text: object) -> Fraction:
         try:

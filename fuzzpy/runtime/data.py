@@ -32,7 +32,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from fuzzpy.diagnostics import Diagnostic, FuzzError, error
-from fuzzpy.runtime.files import HashingReader, NotARegularFile, open_regular
+from fuzzpy.runtime.files import BackgroundIdentity, HashingReader, NotARegularFile, open_regular, read_whole
 from fuzzpy.typesystem.types import (
     MISSING_POLICIES,
     Bool,
@@ -188,8 +188,7 @@ def _read_raw(path: Path, schema: Schema, name: str, header: bool) -> _Read:
         try:
             if kind == "parquet":
                 fh.seek(0)
-                stream = HashingReader(fh)
-                return _Read(_read_parquet(stream, path, schema, name), stream.identity(), False)
+                return _read_parquet_identified(fh, path, schema, name)
             return _read_csv(fh, path, head, tail, schema, name, header)
         except OSError:
             raise error("E0502", f"data file '{path}' for table '{name}' cannot be read") from None
@@ -680,12 +679,23 @@ def _header_missing(missing: list[str], schema: Schema, table: str, path: Path) 
                  "after stripping spaces, and case matters")
 
 
-def _read_parquet(stream: HashingReader, path: Path, schema: Schema, table: str) -> _Raw:
-    """Parquet needs random access: the file is read into memory once (and hashed)."""
+def _read_parquet_identified(fh: BinaryIO, path: Path, schema: Schema, table: str) -> _Read:
+    """Parquet needs random access: the file is read into memory once, and hashed on another
+    thread while its declared columns are decoded from the same bytes."""
+    snapshot = read_whole(fh)
+    hashing = BackgroundIdentity(snapshot)
+    try:
+        raw = _read_parquet(snapshot, path, schema, table)
+    finally:
+        identity = hashing.result()
+    return _Read(raw, identity, False)
+
+
+def _read_parquet(snapshot: bytearray, path: Path, schema: Schema, table: str) -> _Raw:
     names = [c.name for c in schema.columns]
     unreadable = error("E0502", f"data file '{path}' for table '{table}' is not a readable "
                                 "Parquet file")
-    f = pa.BufferReader(stream.read())
+    f = pa.BufferReader(pa.py_buffer(snapshot))
     try:
         file_schema = pq.read_schema(f)
         in_file = list(file_schema.names)

@@ -4,7 +4,8 @@ A FIFO, a terminal or another character device given as `--data` (or a link to o
 a read block forever, or never end.  `open_regular` looks at what the name points to before
 opening it, opens without blocking, and checks the open descriptor again, so a name swapped in
 between cannot slip through.  Used for hashing a dataset (fuzzpy/ledger) and for loading it
-(runtime/data.py), which hashes the bytes as it parses them (`HashingReader`).
+(runtime/data.py), which hashes the bytes as it parses them (`HashingReader`), or, for a file
+parsed from a snapshot in memory, on another thread while it parses (`BackgroundIdentity`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import io
 import os
 import re
 import stat
+import threading
 from pathlib import Path
 from typing import BinaryIO
 
@@ -79,4 +81,34 @@ class HashingReader(io.RawIOBase):
         """The identity of the whole file (whatever the parser left unread is read now)."""
         while chunk := self._raw.read(1 << 20):
             self._digest.update(chunk)
+        return identity(self._digest)
+
+
+def read_whole(raw: BinaryIO) -> bytearray:
+    """Every byte of an open file from where it stands, in one buffer sized from the file's
+    length (a file that needs random access, such as Parquet, is parsed from this snapshot, so
+    the bytes hashed are the bytes parsed even if the file changes meanwhile)."""
+    size = max(os.fstat(raw.fileno()).st_size - raw.tell(), 0)
+    buffer = bytearray(size)
+    with memoryview(buffer) as view:
+        filled = 0
+        while filled < size and (got := raw.readinto(view[filled:])):
+            filled += got
+    del buffer[filled:]  # the file shrank while it was read
+    buffer += raw.read()  # or grew
+    return buffer
+
+
+class BackgroundIdentity:
+    """The identity of a snapshot, hashed on another thread while this one parses the same
+    bytes: hashlib lets go of the interpreter lock on large buffers, so on two cores hashing
+    costs no time of its own."""
+
+    def __init__(self, data: bytearray) -> None:
+        self._digest = hashlib.sha256()
+        self._thread = threading.Thread(target=self._digest.update, args=(data,), daemon=True)
+        self._thread.start()
+
+    def result(self) -> str:
+        self._thread.join()
         return identity(self._digest)

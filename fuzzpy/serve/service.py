@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -34,6 +35,7 @@ from .registry import find_analyst, published_schema, schema_json, schema_proble
 from .store import AnalystRecord, DatasetRecord, Store, analyst_key, dataset_key
 
 TABLE_CACHE = 16  # conformed tables kept in memory, by (file identity, program schema)
+ANALYSTS_TTL_S = 1.0  # how long the registered analysts read for authentication are reused
 
 
 class RequestError(Exception):
@@ -91,6 +93,7 @@ class Service:
         self._tables: OrderedDict = OrderedDict()
         self._fingerprints: dict[str, tuple] = {}
         self._lock = threading.Lock()
+        self._analyst_cache: Optional[tuple[float, list[AnalystRecord]]] = None
 
     # ---- who and what ------------------------------------------------------------------------
 
@@ -99,10 +102,23 @@ class Service:
         if scheme.lower() != "bearer" or not token.strip():
             raise RequestError(401, "E1001", "this service needs an access token: send the header "
                                              "'Authorization: Bearer TOKEN'")
-        found = find_analyst(self.store.analysts(), token.strip())
+        found = find_analyst(self._analysts(), token.strip())
         if found is None:
             raise RequestError(401, "E1002", "the access token is not recognised")
         return found
+
+    def _analysts(self) -> list[AnalystRecord]:
+        """The registered analysts, read from the store at most every ANALYSTS_TTL_S: a flood of
+        requests must not cost a store query each (an analyst added, changed or removed with the
+        commands takes effect within that time)."""
+        now = time.monotonic()
+        with self._lock:
+            if self._analyst_cache is not None and now - self._analyst_cache[0] < ANALYSTS_TTL_S:
+                return self._analyst_cache[1]
+        records = self.store.analysts()
+        with self._lock:
+            self._analyst_cache = (now, records)
+        return records
 
     def granted(self, who: AnalystRecord) -> list[DatasetRecord]:
         """A curator uses every dataset; an analyst those the curator gave them a cap on."""
