@@ -235,7 +235,7 @@ def _pure_loss(epsilon: Fraction) -> Any:
 DEFAULT_CAP = Fraction(10)  # epsilon: far above one analysis, about where published deployments stop
 
 
-# rule Default cap: spending never grows without a cap
+# The default cap (docs/ledger.md): spending never grows without a cap
 def default_cap(history: History, delta: Fraction) -> Any:
     """The cap a local run sets on a dataset that has none (docs/ledger.md, "The default cap"):
     epsilon DEFAULT_CAP, in the notion of the history with this run, which stays the dataset's

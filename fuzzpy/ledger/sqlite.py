@@ -630,7 +630,7 @@ class Ledger:
                           "that path: release nothing")
         return ids
 
-    # rule Default cap
+    # the default cap (docs/ledger.md)
     def _check_cap(self, dataset: str, name: str, epsilon: Fraction, delta: Fraction, rho: Fraction | None,
                    loss: Any, default_cap: Callable[[History, Fraction], Any] | None) -> None:
         """In the charge's transaction: the cap check, after giving an uncapped dataset its

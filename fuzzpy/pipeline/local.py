@@ -19,7 +19,7 @@ from .session import Charge, Loaded
 from .tables import match_data, table_inputs
 
 
-# rule Empty tables: the holder of the data is told, before the charge, that a table is empty
+# Empty tables (docs/data.md): the holder of the data is told, before the charge, that a table is empty
 def refuse_empty(loaded: Loaded, report: Any, advice: "EmptyAdvice", empty: Optional[list[str]] = None) -> None:
     """E0509 for each table that loading left without a row (an empty file, or every row dropped
     by a column's policy; `empty` names them, default: the tables of length 0), unless

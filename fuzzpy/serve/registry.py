@@ -122,7 +122,7 @@ def schema_problems(program: Schema, registered: Schema) -> list[str]:
     return problems
 
 
-# rule Empty tables: a program that cannot read any published value is refused from the schemas alone
+# Empty tables (docs/data.md): a program that cannot read any published value is refused from the schemas alone
 def _no_shared_category(want: Any, have: Any) -> bool:
     """Both are categories and no declared value of the program's is declared by the published
     schema: no row the curator's schema accepts has a value the program reads."""
@@ -156,7 +156,7 @@ def register_dataset(store: Store, name: str, data: Path, schema_file: Path, cap
     # The curator's own file: its errors are shown to the curator.  The identity is the hash of
     # exactly the bytes that were validated.
     frame, identity = load_identified(data, schema, table=name)
-    if len(frame) == 0:  # rule Empty tables: the curator holds the data, so the curator is told
+    if len(frame) == 0:  # Empty tables (docs/data.md): the curator holds the data, so the curator is told
         raise error("E1017", f"dataset {name} would be empty: {data} has no rows, or the schema's missing-value "
                              "policies drop every row", None,
                     f"fuzzpy data check --data {data} {schema_file} shows which column drops them")

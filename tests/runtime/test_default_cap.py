@@ -1,4 +1,4 @@
-"""Rule Default cap (docs/ledger.md, "The default cap"): spending on a dataset never grows without a cap,
+"""The default cap (docs/ledger.md, "The default cap"): spending on a dataset never grows without a cap,
 and is always shown in one unit per dataset.  A local run that charges a dataset without a cap gives
 it one, epsilon 10, in the notion of its history with that run (pure epsilon, or epsilon at the
 largest delta stated), in the transaction that books the charge; it stays the dataset's unit until

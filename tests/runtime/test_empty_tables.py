@@ -1,4 +1,4 @@
-"""Rule Empty tables (docs/data.md, "Empty tables"): a run on the holder's own data (files, DataFrames)
+"""Empty tables (docs/data.md, "Empty tables"): a run on the holder's own data (files, DataFrames)
 whose table is left without rows by loading is refused before the charge (E0509), so that noise about
 an empty table is never released silently; `--allow-empty` / `allow_empty=True` runs it on purpose.
 

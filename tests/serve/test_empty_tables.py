@@ -1,4 +1,4 @@
-"""Rule Empty tables on the curator service (docs/data.md, "Empty tables"): the analyst is not the data's
+"""Empty tables on the curator service (docs/data.md, "Empty tables"): the analyst is not the data's
 holder, so nothing the service tells an analyst may depend on whether a table is empty.  The curator is
 told instead, when registering (a dataset whose every row the published schema drops is refused), and a
 program whose categories share no value with the published schema's is refused from the two schemas

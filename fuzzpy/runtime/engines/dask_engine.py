@@ -182,7 +182,7 @@ def _p_checked_csv(path: str, schema: Any, table: str, keep: bool, header: bool,
 
 def _summary(result: tuple[Any, Any, Any, bool]) -> tuple[Any, Any, bool]:
     """(identity, problems, whether it has a row) of a checked partition: what travels to the
-    client (rule Empty tables: one bit per partition, for the data's holder)."""
+    client (docs/data.md, "Empty tables": one bit per partition, for the data's holder)."""
     return result[1], result[2], result[3]
 
 
@@ -206,7 +206,7 @@ class DaskEngine(Engine):
         # The columns the program reads (runtime/columns.py); None: every column.  Tables keep
         # only these, and `union` compares and joins only these.
         self.columns: Keep = None
-        self.empty: set[str] = set()  # the tables whose checking pass kept no row (rule Empty tables)
+        self.empty: set[str] = set()  # the tables whose checking pass kept no row (docs/data.md, "Empty tables")
 
     @classmethod
     def start(cls, scheduler: Optional[str] = None, workers: Optional[int] = None,
