@@ -233,17 +233,24 @@ def _pure_loss(epsilon: Fraction) -> Any:
 # ---- the default cap ----------------------------------------------------------------------------
 
 DEFAULT_CAP = Fraction(10)  # epsilon: far above one analysis, about where published deployments stop
+DEFAULT_RHO_CAP = Fraction(1)  # zCDP rho, for Gaussian runs stated at no delta: about epsilon 8.4 at delta 1e-6
 
 
-# The default cap (docs/ledger.md): spending never grows without a cap
-def default_cap(history: History, delta: Fraction) -> Any:
-    """The cap a local run sets on a dataset that has none (docs/ledger.md, "The default cap"):
-    epsilon DEFAULT_CAP, in the notion of the history with this run, which stays the dataset's
-    unit: pure epsilon when every run is pure, else epsilon at the largest delta a run was stated
-    at.  Whoever wants another amount or notion sets one on purpose (`fuzzpy ledger set-cap`)."""
-    from ..accounting import EpsilonCap
+def default_cap(history: History, delta: Fraction, rho: Fraction | None = None, loss: Any = None) -> Any:
+    """The cap a local run sets on a dataset that has none (docs/ledger.md, "The default cap"),
+    in the notion of the history with this run, which stays the dataset's unit: pure epsilon
+    DEFAULT_CAP when every run is pure; epsilon DEFAULT_CAP at the largest delta a run was
+    stated at, if any was; else (Gaussian runs budgeted in zCDP, at no delta) rho
+    DEFAULT_RHO_CAP.  Whoever wants another amount or notion sets one on purpose (`fuzzpy
+    ledger set-cap`)."""
+    from ..accounting import EpsilonCap, RhoCap
 
-    return EpsilonCap(DEFAULT_CAP, max(history.max_delta, Fraction(delta)))
+    largest = max(history.max_delta, Fraction(delta))
+    gaussian = (loss is not None and not loss.is_pure()) or (loss is None and rho is not None) or \
+        history.total.gauss_rho > 0
+    if gaussian and not largest:
+        return RhoCap(DEFAULT_RHO_CAP)
+    return EpsilonCap(DEFAULT_CAP, largest)
 
 
 DEFAULT_CAP_NOTE = ("this is the dataset's default cap, set by its first run (docs/ledger.md, \"The default cap\"): "

@@ -600,7 +600,7 @@ class Ledger:
     def charge_many(self, amounts: dict[str, Fraction], program_hash: str, label: str = "",
                     delta: Fraction = Fraction(0), rho: Fraction | None = None,
                     loss: Any = None, names: dict[str, str] | None = None,
-                    default_cap: Callable[[History, Fraction], Any] | None = None,
+                    default_cap: Callable[..., Any] | None = None,
                     seen_as: dict[str, tuple[str, ...]] | None = None) -> list[int]:
         """Book each dataset's run in ONE transaction: all charges or none (a run over several
         tables never books the first ones and then stops at a later dataset's cap).  The cap
@@ -632,13 +632,13 @@ class Ledger:
 
     # the default cap (docs/ledger.md)
     def _check_cap(self, dataset: str, name: str, epsilon: Fraction, delta: Fraction, rho: Fraction | None,
-                   loss: Any, default_cap: Callable[[History, Fraction], Any] | None) -> None:
+                   loss: Any, default_cap: Callable[..., Any] | None) -> None:
         """In the charge's transaction: the cap check, after giving an uncapped dataset its
         default cap when `default_cap` is given; a refusal under a default cap says so."""
         cap, history = self._cap(dataset), self._history(dataset)
         default = self._cap_origin(dataset) == "default"
         if cap is None and default_cap is not None:
-            cap, default = default_cap(history, delta), True
+            cap, default = default_cap(history, delta, rho, loss), True
             self._write_cap(dataset, cap_row(cap), None, "default")
         if cap is None:
             return

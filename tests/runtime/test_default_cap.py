@@ -175,3 +175,19 @@ def test_a_schema_4_ledger_is_read_as_it_is_and_upgraded_to_5(tmp_path):
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA user_version").fetchone() == (5,)
         assert raw.execute("SELECT origin FROM caps").fetchall() == [("set",)]
+
+
+def test_a_gaussian_charge_at_no_delta_gets_a_rho_default_cap(tmp_path):
+    """`fuzzpy run` always states a Gaussian run at a delta (the ledger books (epsilon, delta));
+    a library caller that books one in zCDP alone (delta 0, a rho) with the default cap gets it
+    in rho (DEFAULT_RHO_CAP), and a later pure run is counted in rho too."""
+    from fuzzpy.accounting import ProvenLoss, RhoCap
+    from fuzzpy.ledger.caps import DEFAULT_RHO_CAP, default_cap
+
+    with Ledger(tmp_path / "l.sqlite") as book:
+        book.charge_many({"dataset:d": F(0)}, program_hash("g"), "g", F(0), F(1, 8),
+                         ProvenLoss(gauss_rho=F(1, 8), laplace=()), default_cap=default_cap)
+        use = book.usage("dataset:d")
+        assert (use.cap, use.spent, use.default) == (RhoCap(DEFAULT_RHO_CAP), F(1, 8), True)
+        book.charge_many({"dataset:d": F(1, 2)}, program_hash("p"), "p", default_cap=default_cap)
+        assert book.usage("dataset:d").spent == F(1, 8) + F(1, 8)  # epsilon 1/2 pure: rho 1/8
