@@ -221,12 +221,14 @@ class Spending:
     """A dataset's total spent on the ledger after this run, and its cap (None: no cap).
 
     `spent` is in the notion of the cap (`notion`: "pure epsilon", "epsilon at delta D" or
-    "zCDP rho"; docs/ledger.md); without a cap, the sum of the epsilons charged."""
+    "zCDP rho"; docs/ledger.md); without a cap, the sum of the epsilons charged.  `default_cap`:
+    the cap is the default one the dataset's first run set (docs/ledger.md, "The default cap")."""
 
     dataset: str
     spent: Any
     cap: Optional[Fraction]
     notion: Optional[str] = None
+    default_cap: bool = False
 
 
 @dataclass
@@ -280,7 +282,8 @@ class Result:
 
 def run(program: Program, data: Any, *, budget: Any = None, params: Optional[Mapping[str, Any]] = None,
         ledger: Union[str, Path, None] = None, entry: str = "main", seed: Optional[int] = None,
-        delta: Any = None, rho: Any = None, public: Optional[Mapping[str, Any]] = None) -> Result:
+        delta: Any = None, rho: Any = None, public: Optional[Mapping[str, Any]] = None,
+        allow_empty: bool = False) -> Result:
     """Check `program`, charge its cost on the ledger, run it on `data` and return what it released.
 
     `data` is a DataFrame (a program with one table) or a mapping from the entry point's table
@@ -289,14 +292,18 @@ def run(program: Program, data: Any, *, budget: Any = None, params: Optional[Map
     never charged.  `budget` (epsilon, at `delta` for Gaussian releases) or `rho`
     (zCDP) limits this run, one of them is needed; each dataset's total is capped by the ledger
     (`fuzzpy ledger set-cap`).  `seed` is for tests only: reproducible noise, NOT private, and
-    nothing is charged."""
-    from .pipeline.local import FrameTables, LocalLedger, ledger_path
+    nothing is charged.  A table left without rows by conforming is refused before the charge
+    (E0509), unless `allow_empty` (docs/data.md, "Empty tables")."""
+    from dataclasses import replace
+
+    from .pipeline.local import FRAME_ADVICE, FrameTables, LocalLedger, ledger_path
     from .pipeline.session import Session
 
     report = check(program, params=params, budget=budget, entry=entry, delta=delta, rho=rho).raise_for_errors()
     raw = report.raw
     name = Path(raw.file).name if raw.file != "<cell>" else "notebook"
-    session = Session(check=lambda: raw, tables=FrameTables(data, public),
+    session = Session(check=lambda: raw,
+                      tables=FrameTables(data, public=public, empty=replace(FRAME_ADVICE, allowed=allow_empty)),
                       charger=None if seed is not None else (lambda: LocalLedger(_ledger(ledger_path, ledger))),
                       label=f"{name}:{raw.entry}", params={k: str(v) for k, v in (params or {}).items()}, seed=seed,
                       needs_budget="a run needs a budget: pass budget=B (or rho=R)")
@@ -320,7 +327,7 @@ def _spending(outcome: Any) -> list[Spending]:
         cap = use.cap
         amount = None if cap is None else (cap.rho if hasattr(cap, "rho") else cap.epsilon)
         for shown in charge.shown:
-            out.append(Spending(shown, use.spent, amount, None if cap is None else describe_cap(cap)))
+            out.append(Spending(shown, use.spent, amount, None if cap is None else describe_cap(cap), use.default))
     return out
 
 

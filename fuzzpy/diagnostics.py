@@ -65,6 +65,7 @@ CODES: dict[str, str] = {
     "E0506": "no data given for a table",
     "E0507": "data given for an unknown table",
     "E0508": "row of a data file too long",
+    "E0509": "table empty after loading (for the data's holder)",
     # E06xx: runs and the ledger (fuzzpy/ledger)
     "E0601": "ledger cap exceeded",
     "E0602": "ledger unavailable",

@@ -40,14 +40,27 @@ def test_the_loader_finds_the_repository_stdlib_in_a_clone(monkeypatch, tmp_path
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def wheel_build(tmp_path_factory) -> tuple[Path, str]:
+    """The wheel, and what its build printed (verbose: setuptools' warnings included)."""
     out = tmp_path_factory.mktemp("wheel")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(out), str(ROOT)],
                           capture_output=True, text=True, timeout=HANG_GUARD)
     if done.returncode != 0:
         pytest.fail(f"pip wheel failed:\n{done.stdout}\n{done.stderr}")
     (path,) = out.glob("fuzzpy-*.whl")
-    return path
+    return path, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(wheel_build) -> Path:
+    return wheel_build[0]
+
+
+def test_the_wheel_builds_without_deprecation_warnings(wheel_build):
+    """Issue 38: `project.license` as a table is deprecated (setuptools stops taking it in
+    February 2027); the SPDX string form builds without a warning."""
+    assert "DeprecationWarning" not in wheel_build[1], wheel_build[1][-3000:]
+    assert re.search(r'^license = "MIT"$', (ROOT / "pyproject.toml").read_text(), re.M)
 
 
 def test_the_wheel_ships_the_grammar_and_the_whole_stdlib(wheel):

@@ -5,6 +5,8 @@ function's body for given arguments is in instances.py."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from ..diagnostics import Span
 from ..primitives.registry import NOCONST, Arg, Result, lookup  # noqa: F401
 from ..primitives.units import refuse_units
@@ -160,13 +162,28 @@ class ApplicationRules:
         return Val(summary.cod, dist, node, NOCONST, fn_out, risk=risk)
 
     # rule Subtyping: an argument must be a subtype of its parameter's declared type
-    def coerce(self, v: Val, t: Type, span: Span) -> Val:
-        """Check that v can be passed where t is expected (giving function values a Fun type)."""
+    def coerce(self, v: Val, t: Type, span: Span, target: str | None = None) -> Val:
+        """Check that v can be passed where t is expected (giving function values a Fun type).
+        `target` names where it goes ("parameter n of loop") in the error."""
         if isinstance(v.type, FnT) and isinstance(t, Fun):
             return self.to_opaque(v, t, span)
         if not is_subtype(v.type, t):
-            raise self.fail("E0202", f"expected {t}, but this argument is {v.type}", v.ir.span or span)
+            where = f" for {target}" if target else ""
+            raise self.fail("E0202", f"expected {t}{where}, but this argument is {v.type}", v.ir.span or span,
+                            *self._declared_param_fix(v, t))
         return v
+
+    def _declared_param_fix(self, v: Val, t: Type) -> list[str]:
+        """When the argument is a program parameter (the checker's globals) declared with another
+        type than the one expected (`param iters : num = 9` passed as an int), the declaration
+        that fixes it."""
+        if v.const is NOCONST or not isinstance(v.ir, I.IConst):
+            return []
+        names = [name for name, g in self.globals.vars.items() if g.const == v.const and g.type == v.type]
+        if len(names) != 1:  # not a parameter, or not one we can name for sure
+            return []
+        value = v.const if not isinstance(v.const, Fraction) or v.const.denominator != 1 else v.const.numerator
+        return [f"if this is the parameter '{names[0]}', declare it as {t}: `param {names[0]} : {t} = {value}`"]
 
     def to_opaque(self, v: Val, t: Fun, span: Span) -> Val:
         """Give a function value the declared type t; a function of n parameters can stand for a

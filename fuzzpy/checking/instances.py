@@ -158,7 +158,9 @@ class InstanceRules:
             raise self.fail("E0306", f"the arguments of {name} have types of more than {MAX_TYPE_SIZE} parts",
                             span, "a recursion whose argument types grow at each call (a tuple of the argument, "
                             "say) cannot be checked; give the parameter a declared type")
-        args = [self.coerce(a, t, span) if not isinstance(t, FnT) else a for a, t in zip(args, param_types)]
+        fname = fn.decl.name if isinstance(fn, TopFn) else "this function"
+        args = [self.coerce(a, t, span, f"parameter {p.name} of {fname}") if not isinstance(t, FnT) else a
+                for a, t, p in zip(args, param_types, params)]
         key = self.instance_key(fn, param_types, args)
         if key in self.instances:
             return self.instances[key], args

@@ -120,7 +120,8 @@ def data_check(
             what = "dropped" if e.policy == "drop" else "set to the default"
             typer.echo(f"  {e.column}: {e.affected} row(s) missing, unparsable or undeclared -> {what}")
         if rows and not kept:
-            typer.echo("  warning: every row was dropped; a run would spend budget on noise alone "
+            typer.echo("  warning: every row was dropped; fuzzpy run refuses such a table before the charge "
+                       "(E0509) unless given --allow-empty, and would release noise alone "
                        "(check the categories' spelling, e.g. labels ending in '.')")
     raise typer.Exit(EXIT_OK)
 

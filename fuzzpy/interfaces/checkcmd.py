@@ -169,10 +169,11 @@ _CHECK = _FastOptions({"--budget": "budget", "--delta": "delta", "--rho": "rho",
 # as importing pandas); anything else (--help, --server, --engine...) goes to the full command line.
 _RUN = _FastOptions({"--budget": "budget", "--delta": "delta", "--rho": "rho", "--format": "fmt", "--entry": "entry",
                      "--seed": "seed", "--ledger": "ledger", "--plot": "plot"},
-                    {"--data": "data", "--public": "public", "--param": "param"}, {"--header": ("header", True)},
+                    {"--data": "data", "--public": "public", "--param": "param"},
+                    {"--header": ("header", True), "--allow-empty": ("allow_empty", True)},
                     {"seed": int, "ledger": Path, "plot": Path})
-_RUN_DEFAULTS = {"data": [], "public": [], "param": [], "header": False, "budget": None, "delta": None, "rho": None,
-                 "seed": None, "ledger": None, "fmt": "text", "entry": "main", "plot": None}
+_RUN_DEFAULTS = {"data": [], "public": [], "param": [], "header": False, "allow_empty": False, "budget": None,
+                 "delta": None, "rho": None, "seed": None, "ledger": None, "fmt": "text", "entry": "main", "plot": None}
 
 
 def _fast_parse(argv: list[str], command: str,

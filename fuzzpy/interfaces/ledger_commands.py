@@ -26,7 +26,7 @@ from fuzzpy.ledger import (
     restore_ledger,
     short_id,
 )
-from fuzzpy.ledger.caps import parse_cap
+from fuzzpy.ledger.caps import cap_amount, parse_cap
 from fuzzpy.ledger.guard import check_no_lost_ledger
 
 EXIT_USAGE = 2
@@ -51,10 +51,24 @@ DataOpt = Annotated[Optional[Path], typer.Option(
 # Commands
 
 
+SHOW_LEGEND = [
+    "cap, spent and remaining are in the dataset's notion, its cap's (pure epsilon, epsilon at a delta, or zCDP "
+    "rho); a default cap was set by the dataset's first run: raise it on purpose with fuzzpy ledger set-cap",
+    "runs' deltas: the sum of the deltas its runs were stated at (their basic composition, whatever the cap)",
+    "rho: the zCDP rho of all its runs composed (inf when a run has none); id: the dataset's identity, for --dataset",
+]
+
+
 @ledger_app.command("show")
 def show(ledger: LedgerOpt = None, dataset: DatasetOpt = None, data: DataOpt = None,
          fmt: Annotated[str, typer.Option("--format", help="text or json")] = "text") -> None:
-    """Print, per dataset, the cap, what was spent and what remains, then every run."""
+    """Print, per dataset (named by the files runs showed it as), its cap, what was spent and what
+    remains, then every run.
+
+    cap, spent and remaining are in the dataset's notion (its cap's: pure epsilon, epsilon at a
+    delta, or zCDP rho); "runs' deltas" is the sum of the deltas its runs were stated at (basic
+    composition, whatever the cap); "rho" is the zCDP rho of all its runs composed; "id" is the
+    dataset's identity (the hash of its bytes), which --dataset accepts."""
     try:
         if fmt not in ("text", "json"):
             raise error("E0605", f"invalid --format {fmt!r}: expected text or json")
@@ -101,15 +115,21 @@ def set_cap(cap: Annotated[Optional[str], typer.Option(
         if label is None and data is not None:
             label = data.name
         with Ledger(_ledger_path(ledger)) as book:
+            before = book.usage(ident)
             book.set_cap(ident, new_cap, label)
             use = book.usage(ident)
-            name = _name(ident, book.cap_label(ident))
+            name = ", ".join(_shown_name(ident, book.names_of(ident), book.cap_label(ident))) + f" ({short_id(ident)})"
     except FuzzError as exc:
         _fail(exc)
     amount = new_cap.rho if _is_rho(new_cap) else new_cap.epsilon
-    notion = "" if not (_is_rho(new_cap) or new_cap.delta) else f" ({describe_cap(new_cap)})"
-    typer.echo(f"cap of {name} set to {format_exact(amount)}{notion}: spent "
+    typer.echo(f"cap of {name} set to {format_exact(amount)} ({describe_cap(new_cap)}): spent "
                f"{_amount(use.spent)}, remaining {format_exact(use.remaining)}")
+    if before.cap is not None:
+        kind = "default cap" if before.default else "cap"
+        old = f"{kind} {_amount(cap_amount(before.cap))} ({describe_cap(before.cap)})"
+        changed = "" if describe_cap(before.cap) == describe_cap(new_cap) else \
+            f"; what was spent is now stated in {describe_cap(new_cap)} (it was {_amount(before.spent)})"
+        typer.echo(f"it replaces the {old}{changed}")
     if use.spent > amount:
         typer.echo(f"warning: {_amount(use.spent)} was already spent, more than the new cap; "
                    "every further run on this dataset will be refused", err=True)
@@ -202,7 +222,9 @@ def _report(book: Ledger, dataset: str) -> dict:
     return {
         "dataset": dataset,
         "short": short_id(dataset),
+        "names": _shown_name(dataset, book.names_of(dataset), book.cap_label(dataset)),
         "label": label,
+        "default_cap": use.default,
         "cap": None if cap is None else format_exact(cap.rho if _is_rho(cap) else cap.epsilon),
         "notion": None if cap is None else ("rho" if _is_rho(cap) else "epsilon"),
         "cap_delta": None if cap is None or _is_rho(cap) else format_exact(cap.delta),
@@ -224,12 +246,23 @@ def _amount(value: Fraction | float) -> str:
     return "inf" if value == float("inf") else format_exact(Fraction(value))
 
 
+def _shown_name(dataset: str, names: list[str], cap_label: str | None) -> list[str]:
+    """How `show` names a dataset: the files runs showed it as; an account the service names by
+    name (`dataset:adult`) as it is; a dataset from before names were recorded by its cap's label
+    (the file `set-cap --data` read), else by its short id."""
+    if names:
+        return names
+    if not dataset.startswith("sha256:"):
+        return [dataset]
+    return [cap_label] if cap_label else [short_id(dataset)]
+
+
 def _notion_cell(report: dict) -> str:
     if report["notion"] is None:
-        return "-"
+        return "- (no cap)"
     if report["notion"] == "rho":
-        return "rho"
-    return f"epsilon@delta={report['cap_delta']}" if Fraction(report["cap_delta"]) else "pure-epsilon"
+        return "zCDP rho"
+    return f"epsilon at delta {report['cap_delta']}" if Fraction(report["cap_delta"]) else "pure epsilon"
 
 
 def _run(entry: Entry) -> dict:
@@ -240,22 +273,19 @@ def _run(entry: Entry) -> dict:
             "status": entry.status, "label": entry.label}
 
 
-def _name(dataset: str, label: str | None) -> str:
-    return f"{short_id(dataset)} ({label})" if label else short_id(dataset)
-
-
 def _render_text(path: Path, reports: list[dict]) -> str:
     lines = [f"ledger {path}", ""]
     if not reports:
         return "\n".join(lines + ["nothing recorded yet"])
-    summary = [["dataset", "cap", "spent", "remaining", "notion", "runs' deltas", "rho"]]
+    summary = [["dataset", "notion", "cap", "spent", "remaining", "runs' deltas", "rho", "id"]]
     for r in reports:
-        summary.append([_name(r["dataset"], r["label"]), r["cap"] or "none", r["spent"],
+        cap = "none" if r["cap"] is None else r["cap"] + (" (default)" if r["default_cap"] else "")
+        summary.append([", ".join(r["names"]), _notion_cell(r), cap, r["spent"],
                         r["remaining"] if r["remaining"] is not None else "no cap",
-                        _notion_cell(r), r["delta_sum"], r["rho"]])
-    lines += _table(summary)
+                        r["delta_sum"], r["rho"], r["short"]])
+    lines += _table(summary) + [""] + SHOW_LEGEND
     for r in reports:
-        lines += ["", f"runs on {_name(r['dataset'], r['label'])}"]
+        lines += ["", f"runs on {', '.join(r['names'])} ({r['short']})"]
         if not r["runs"]:
             lines.append("  (none)")
             continue

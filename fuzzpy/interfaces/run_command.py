@@ -18,7 +18,7 @@ from typing import Any, List, Optional
 import typer
 
 from ..diagnostics import Diagnostic, render
-from ..pipeline.local import FileTables
+from ..pipeline.local import EmptyAdvice, FileTables
 from ..render.exits import EXIT_USAGE
 
 PROGRESS_AFTER_S = 2.0
@@ -63,6 +63,9 @@ def run(
                                                                              "local worker."),
     persist: bool = typer.Option(False, "--persist", help="With --engine dask: keep the conformed table on the "
                                                           "workers between passes (spilled to their disks)."),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help="Run even when a table has no rows after loading "
+                                                                  "(its releases are then noise alone); without "
+                                                                  "it such a run is refused before the charge."),
 ) -> None:
     """Check a program, charge its epsilon, run it over the data and print the released values."""
     from .checkcmd import parse_budget, parse_delta, parse_params, parse_rho
@@ -76,15 +79,26 @@ def run(
             raise _usage("E0701", "with --server the curator's registered public tables are used: --public cannot "
                                   "be given")
         raise typer.Exit(_run_remote(program, server, dataset, data, budget, param, seed, ledger, fmt, entry, delta))
+    if plot is not None:
+        _check_plot_available()
     if seed is not None and ledger is not None:
         raise _usage("E0603", "--seed and --ledger cannot be used together: a seeded run is not private, so it is "
                      "never recorded in a ledger")
     opts = RunOptions(program, data, parse_budget(budget), parse_params(param), seed, ledger, fmt, entry,
-                      parse_delta(delta), parse_rho(rho), plot, header, list(public))
-    tables: Any = FileTables(list(data), header, list(public))
+                      parse_delta(delta), parse_rho(rho), plot, header, list(public), allow_empty)
+    tables: Any = FileTables(list(data), header, list(public), EmptyAdvice(allow_empty))
     if engine != "pandas" or scheduler is not None or workers is not None or threads is not None or persist:
         tables = _dask_tables(opts, engine, scheduler, workers, threads, persist)
     raise typer.Exit(run_local(opts, tables))
+
+
+def _check_plot_available() -> None:
+    """`--plot` needs matplotlib: checked before anything is read or charged, not after the run."""
+    try:
+        import matplotlib  # noqa: F401 - only whether it imports
+    except ImportError:
+        raise _usage("E0701", "--plot needs matplotlib, which is not installed: pip install 'fuzzpy[plot]' "
+                              "(nothing was read or charged)") from None
 
 
 def _dask_tables(opts: "RunOptions", engine: str, scheduler: Optional[str], workers: Optional[int],
@@ -99,10 +113,11 @@ def _dask_tables(opts: "RunOptions", engine: str, scheduler: Optional[str], work
                               "cluster is the scheduler's")
     if any(n is not None and n < 1 for n in (workers, threads)):
         raise _usage("E0701", "--workers and --threads-per-worker must be at least 1")
-    from ..pipeline.dask_tables import DaskOptions, DaskTables
+    from ..pipeline.dask_tables import DaskOptions, DaskTables, require_dask
 
+    require_dask()
     return DaskTables(list(opts.data), opts.header, DaskOptions(scheduler, workers, threads, persist),
-                      public=list(opts.public))
+                      public=list(opts.public), empty=EmptyAdvice(opts.allow_empty))
 
 
 def _run_remote(program: Path, server: Optional[str], dataset: list[str], data: list[str], budget: Optional[str],
@@ -145,6 +160,7 @@ class RunOptions:
     plot: Optional[Path] = None
     header: bool = False  # text data files must start with a header naming every declared column
     public: list[str] = field(default_factory=list)  # --public NAME=PATH
+    allow_empty: bool = False  # run even on a table left without rows by loading
 
 
 def run_local(opts: RunOptions, tables: Any) -> int:

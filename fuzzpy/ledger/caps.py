@@ -42,6 +42,7 @@ class Usage:
     epsilon_sum: Fraction       # the sum of the recorded epsilons (basic composition)
     delta_sum: Fraction         # the sum of the recorded deltas that goes with it
     rho: Fraction | float       # the history's zCDP rho; math.inf if a run has none
+    default: bool = False       # the cap is the default one a local run set (`default_cap`), not one set on purpose
 
 
 class History:
@@ -59,11 +60,13 @@ class History:
         self.booked: list[tuple[Fraction, Fraction, Fraction | None]] = []
         self.epsilon_sum = Fraction(0)
         self.delta_sum = Fraction(0)
+        self.max_delta = Fraction(0)  # the largest delta a run was stated at (0: every run pure)
         self.last_id = 0
 
     def add(self, epsilon: Fraction, delta: Fraction, rho: Fraction | None, loss: Any) -> None:
         self.epsilon_sum += epsilon
         self.delta_sum += delta
+        self.max_delta = max(self.max_delta, Fraction(delta))
         if loss is not None:
             self.total = self.total.add(_as_charged(loss))
         elif delta == 0:
@@ -74,7 +77,7 @@ class History:
     def copy(self) -> "History":
         out = History()
         out.total, out.booked, out.last_id = self.total, list(self.booked), self.last_id
-        out.epsilon_sum, out.delta_sum = self.epsilon_sum, self.delta_sum
+        out.epsilon_sum, out.delta_sum, out.max_delta = self.epsilon_sum, self.delta_sum, self.max_delta
         return out
 
     def plus(self, epsilon: Fraction, delta: Fraction, rho: Fraction | None, loss: Any) -> "History":
@@ -232,6 +235,33 @@ def _pure_loss(epsilon: Fraction) -> Any:
     if epsilon == 0:
         return ProvenLoss()
     return ProvenLoss(epsilon, epsilon * epsilon / 2, Fraction(0), None, ((epsilon, 1),))
+
+
+# ---- the default cap ----------------------------------------------------------------------------
+
+DEFAULT_CAP = Fraction(10)  # epsilon: far above one analysis, about where published deployments stop
+DEFAULT_RHO_CAP = Fraction(1)  # zCDP rho, for Gaussian runs stated at no delta: about epsilon 8.4 at delta 1e-6
+
+
+def default_cap(history: History, delta: Fraction, rho: Fraction | None = None, loss: Any = None) -> Any:
+    """The cap a local run sets on a dataset that has none (docs/ledger.md, "The default cap"),
+    in the notion of the history with this run, which stays the dataset's unit: pure epsilon
+    DEFAULT_CAP when every run is pure; epsilon DEFAULT_CAP at the largest delta a run was
+    stated at, if any was; else (Gaussian runs budgeted in zCDP, at no delta) rho
+    DEFAULT_RHO_CAP.  Whoever wants another amount or notion sets one on purpose (`fuzzpy
+    ledger set-cap`)."""
+    from ..accounting import EpsilonCap, RhoCap
+
+    largest = max(history.max_delta, Fraction(delta))
+    gaussian = (loss is not None and not loss.is_pure()) or (loss is None and rho is not None) or \
+        history.total.gauss_rho > 0
+    if gaussian and not largest:
+        return RhoCap(DEFAULT_RHO_CAP)
+    return EpsilonCap(DEFAULT_CAP, largest)
+
+
+DEFAULT_CAP_NOTE = ("this is the dataset's default cap, set by its first run (docs/ledger.md, \"The default cap\"): "
+                    "to spend more, or in another notion, set its cap on purpose with `fuzzpy ledger set-cap`")
 
 
 # ---- caps and charges as stored ---------------------------------------------------------------

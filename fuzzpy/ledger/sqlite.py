@@ -29,7 +29,7 @@ import sqlite3
 import stat
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
@@ -38,6 +38,8 @@ from typing import Any, Callable, Iterator, TypeVar
 from ..diagnostics import FuzzError, error
 from .amounts import check_amount
 from .caps import (
+    DEFAULT_CAP_NOTE,
+    CapRefusal,
     History,
     Usage,
     cap_amount,
@@ -60,19 +62,23 @@ from .identity import short_id, why
 T = TypeVar("T")
 
 ENV_VAR = "FUZZPY_LEDGER"
-SCHEMA_VERSION = 4  # 2: charges record the delta and rho of runs stated in (epsilon, delta)
+SCHEMA_VERSION = 5  # 2: charges record the delta and rho of runs stated in (epsilon, delta)
 #                    3: charges record their ProvenLoss; caps have a notion (epsilon at a delta, or rho)
 #                    4: ledger_meta holds the ledger's id and its number of cap changes (guard.py)
+#                    5: caps record their origin (a default cap, or one set); dataset_names records
+#                       the files (or names) each dataset was seen as
 BUSY_TIMEOUT_S = 30.0  # how long a run waits for another process's charge before giving up
 FINISH_STATUSES = ("released", "failed")
 
 _CAPS_COLUMNS_V1 = ("dataset", "cap", "label", "set_at")
-_CAPS_COLUMNS = _CAPS_COLUMNS_V1 + ("notion", "delta")
+_CAPS_COLUMNS_V3 = _CAPS_COLUMNS_V1 + ("notion", "delta")
+_CAPS_COLUMNS = _CAPS_COLUMNS_V3 + ("origin",)
 _CHARGES_COLUMNS_V1 = ("id", "dataset", "label", "program_hash", "epsilon", "status",
                        "started_at", "finished_at")
 _CHARGES_COLUMNS_V2 = _CHARGES_COLUMNS_V1 + ("delta", "rho")
 _CHARGES_COLUMNS = _CHARGES_COLUMNS_V2 + ("loss",)
 _META_COLUMNS = ("key", "value")
+_NAMES_COLUMNS = ("dataset", "name", "first_seen")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS caps (
     dataset TEXT PRIMARY KEY,
@@ -80,7 +86,8 @@ CREATE TABLE IF NOT EXISTS caps (
     label   TEXT,
     set_at  TEXT NOT NULL,
     notion  TEXT NOT NULL DEFAULT 'epsilon',
-    delta   TEXT
+    delta   TEXT,
+    origin  TEXT NOT NULL DEFAULT 'set'
 );
 CREATE TABLE IF NOT EXISTS charges (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -99,6 +106,12 @@ CREATE INDEX IF NOT EXISTS charges_by_dataset ON charges (dataset);
 CREATE TABLE IF NOT EXISTS ledger_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS dataset_names (
+    dataset    TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    first_seen TEXT NOT NULL,
+    PRIMARY KEY (dataset, name)
 );
 """
 
@@ -337,10 +350,12 @@ class Ledger:
 
     def _check_schema(self) -> None:
         charges = {1: _CHARGES_COLUMNS_V1, 2: _CHARGES_COLUMNS_V2}.get(self._version, _CHARGES_COLUMNS)
-        caps = _CAPS_COLUMNS_V1 if self._version < 3 else _CAPS_COLUMNS
+        caps = _CAPS_COLUMNS_V1 if self._version < 3 else _CAPS_COLUMNS_V3 if self._version < 5 else _CAPS_COLUMNS
         tables = [("caps", caps), ("charges", charges)]
         if self._version >= 4:
             tables.append(("ledger_meta", _META_COLUMNS))
+        if self._version >= 5:
+            tables.append(("dataset_names", _NAMES_COLUMNS))
         for table, expected in tables:
             rows = self._db.execute(f"PRAGMA table_info({table})").fetchall()
             if tuple(r[1] for r in rows) != expected:
@@ -433,33 +448,42 @@ class Ledger:
     def set_cap(self, dataset: str, cap: Any, label: str | None = None) -> None:
         """Set (or replace) the cap of `dataset`: an `EpsilonCap(epsilon, delta)` (delta 0: a
         pure epsilon cap), a `RhoCap(rho)`, or an exact number, meaning a pure epsilon cap.
-        A None label keeps the old one."""
-        amount, notion, delta = cap_row(cap)
+        A None label keeps the old one.  The cap is one set on purpose (it replaces a default)."""
         check_account(dataset)
+        row = cap_row(cap)
+
+        def record() -> None:
+            self._check_same_file("the cap was not set")
+            self._write_cap(dataset, row, label, "set")
+
+        self._transaction(record)
+        self._after_write("the cap was set in the file opened, which is no longer the ledger at that path")
+
+    def _write_cap(self, dataset: str, row: tuple[str, str, str | None], label: str | None, origin: str) -> None:
+        """In a write transaction: store a cap (`caps.cap_row`) and count the change (guard.py)."""
+        amount, notion, delta = row
         if self._version < 3 and (notion != "epsilon" or delta is not None):
             raise error("E0602", f"the ledger {self.path} must be upgraded before it records a cap in "
                                  "another notion than pure epsilon")
         if self._version < 3:  # defensive: a writable ledger is upgraded when opened
-            sql, args = ("INSERT INTO caps (dataset, cap, label, set_at) VALUES (?, ?, ?, ?) "
-                         "ON CONFLICT(dataset) DO UPDATE SET cap = excluded.cap, "
-                         "label = COALESCE(excluded.label, caps.label), set_at = excluded.set_at",
-                         (dataset, amount, label, _now()))
+            self._db.execute("INSERT INTO caps (dataset, cap, label, set_at) VALUES (?, ?, ?, ?) "
+                             "ON CONFLICT(dataset) DO UPDATE SET cap = excluded.cap, "
+                             "label = COALESCE(excluded.label, caps.label), set_at = excluded.set_at",
+                             (dataset, amount, label, _now()))
+        elif self._version < 5:
+            self._db.execute("INSERT INTO caps (dataset, cap, label, set_at, notion, delta) VALUES (?, ?, ?, ?, ?, ?) "
+                             "ON CONFLICT(dataset) DO UPDATE SET cap = excluded.cap, "
+                             "label = COALESCE(excluded.label, caps.label), set_at = excluded.set_at, "
+                             "notion = excluded.notion, delta = excluded.delta",
+                             (dataset, amount, label, _now(), notion, delta))
         else:
-            sql, args = ("INSERT INTO caps (dataset, cap, label, set_at, notion, delta) "
-                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(dataset) DO UPDATE SET "
-                         "cap = excluded.cap, label = COALESCE(excluded.label, caps.label), "
-                         "set_at = excluded.set_at, notion = excluded.notion, delta = excluded.delta",
-                         (dataset, amount, label, _now(), notion, delta))
-
-        def record() -> None:
-            self._check_same_file("the cap was not set")
-            self._db.execute(sql, args)
-            if self._version >= 4:
-                self._db.execute("UPDATE ledger_meta SET value = CAST(value AS INTEGER) + 1 "
-                                 "WHERE key = 'cap_changes'")
-
-        self._transaction(record)
-        self._after_write("the cap was set in the file opened, which is no longer the ledger at that path")
+            self._db.execute("INSERT INTO caps (dataset, cap, label, set_at, notion, delta, origin) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(dataset) DO UPDATE SET cap = excluded.cap, "
+                             "label = COALESCE(excluded.label, caps.label), set_at = excluded.set_at, "
+                             "notion = excluded.notion, delta = excluded.delta, origin = excluded.origin",
+                             (dataset, amount, label, _now(), notion, delta, origin))
+        if self._version >= 4:
+            self._db.execute("UPDATE ledger_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'cap_changes'")
 
     def cap(self, dataset: str) -> Fraction | None:
         """The cap's amount (an epsilon or a rho: see `cap_of` for its notion); None: no cap."""
@@ -487,9 +511,25 @@ class Ledger:
 
     def usage(self, dataset: str) -> Usage:
         """The dataset's cap and what was spent, in the cap's notion and in the others."""
-        cap, history = self._transaction(lambda: (self._cap(dataset), self._history(dataset)),
-                                         write=False)
-        return usage(cap, history)
+        cap, history, origin = self._transaction(
+            lambda: (self._cap(dataset), self._history(dataset), self._cap_origin(dataset)), write=False)
+        return replace(usage(cap, history), default=origin == "default")
+
+    def _cap_origin(self, dataset: str) -> str | None:
+        """"set" or "default" (schema 5; an older ledger's caps were all set), None without a cap."""
+        if self._version < 5:
+            return None
+        row = self._db.execute("SELECT origin FROM caps WHERE dataset = ?", (dataset,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def names_of(self, dataset: str) -> list[str]:
+        """The files (or names) runs showed `dataset` as, in the order first seen (schema 5)."""
+        if self._version < 5:
+            return []
+        rows = self._transaction(lambda: self._db.execute(
+            "SELECT name FROM dataset_names WHERE dataset = ? ORDER BY first_seen, rowid", (dataset,)).fetchall(),
+            write=False)
+        return [r[0] for r in rows]
 
     def _cap(self, dataset: str) -> Any:
         if self._version < 3:
@@ -559,12 +599,17 @@ class Ledger:
 
     def charge_many(self, amounts: dict[str, Fraction], program_hash: str, label: str = "",
                     delta: Fraction = Fraction(0), rho: Fraction | None = None,
-                    loss: Any = None, names: dict[str, str] | None = None) -> list[int]:
+                    loss: Any = None, names: dict[str, str] | None = None,
+                    default_cap: Callable[..., Any] | None = None,
+                    seen_as: dict[str, tuple[str, ...]] | None = None) -> list[int]:
         """Book each dataset's run in ONE transaction: all charges or none (a run over several
         tables never books the first ones and then stops at a later dataset's cap).  The cap
         check (`caps.check_charge`: the run's notion, then the history plus this run, composed)
         reads the history inside the same write transaction, so concurrent runs are checked one
-        after another.  `names` names the datasets in refusals (default: their short hash)."""
+        after another.  `names` names the datasets in refusals (default: their short hash).
+        `default_cap` (a local run: `caps.default_cap`) gives a dataset without a cap its first
+        one, stored with the charge (or not at all when the run is refused); `seen_as` records
+        the files each dataset was shown as (`names_of`)."""
         for dataset in amounts:
             check_account(dataset)
         checked = {d: check_amount(e, "epsilon") for d, e in amounts.items()}
@@ -574,10 +619,9 @@ class Ledger:
         def book() -> list[int]:
             self._check_same_file("nothing was charged")
             for dataset, epsilon in checked.items():
-                cap = self._cap(dataset)
-                if cap is not None:
-                    name = (names or {}).get(dataset) or f"dataset {short_id(dataset)}…"
-                    check_charge(dataset, name, cap, self._history(dataset), epsilon, Fraction(delta), rho, loss)
+                name = (names or {}).get(dataset) or f"dataset {short_id(dataset)}…"
+                self._check_cap(dataset, name, epsilon, Fraction(delta), rho, loss, default_cap)
+                self._record_names(dataset, (seen_as or {}).get(dataset, ()))
             return [self._insert(dataset, label, program_hash, epsilon, notion, stored_loss)
                     for dataset, epsilon in checked.items()]
 
@@ -585,6 +629,31 @@ class Ledger:
         self._after_write("the charge was booked in the file opened, which is no longer the ledger at "
                           "that path: release nothing")
         return ids
+
+    # the default cap (docs/ledger.md)
+    def _check_cap(self, dataset: str, name: str, epsilon: Fraction, delta: Fraction, rho: Fraction | None,
+                   loss: Any, default_cap: Callable[..., Any] | None) -> None:
+        """In the charge's transaction: the cap check, after giving an uncapped dataset its
+        default cap when `default_cap` is given; a refusal under a default cap says so."""
+        cap, history = self._cap(dataset), self._history(dataset)
+        default = self._cap_origin(dataset) == "default"
+        if cap is None and default_cap is not None:
+            cap, default = default_cap(history, delta, rho, loss), True
+            self._write_cap(dataset, cap_row(cap), None, "default")
+        if cap is None:
+            return
+        try:
+            check_charge(dataset, name, cap, history, epsilon, delta, rho, loss)
+        except CapRefusal as exc:
+            if default:
+                for diag in exc.diagnostics:
+                    diag.notes.append(DEFAULT_CAP_NOTE)
+            raise
+
+    def _record_names(self, dataset: str, shown: tuple[str, ...]) -> None:
+        if self._version >= 5:
+            self._db.executemany("INSERT OR IGNORE INTO dataset_names (dataset, name, first_seen) VALUES (?, ?, ?)",
+                                 [(dataset, n, _now()) for n in dict.fromkeys(shown) if n])
 
     def _insert(self, dataset: str, label: str, program_hash: str, epsilon: Fraction,
                 notion: tuple[str | None, str | None], loss: str | None) -> int:
@@ -844,7 +913,8 @@ def _upgrade_schema(db: sqlite3.Connection) -> int:
     of a schema-1 ledger is).  Schema 2 -> 3: add each charge's ProvenLoss (NULL for the old
     rows: docs/ledger.md says how they count) and each cap's notion ('epsilon', with a NULL
     delta: every older cap was a pure epsilon cap).  Schema 3 -> 4: the ledger_meta table, with
-    a new id for the ledger and its caps counted as one change each."""
+    a new id for the ledger and its caps counted as one change each.  Schema 4 -> 5: each cap's
+    origin ('set': every older cap was set on purpose) and the dataset_names table (empty)."""
     current = int(db.execute("PRAGMA user_version").fetchone()[0])
     if current >= SCHEMA_VERSION:  # another process upgraded it first
         return current
@@ -855,8 +925,12 @@ def _upgrade_schema(db: sqlite3.Connection) -> int:
         db.execute("ALTER TABLE charges ADD COLUMN loss TEXT")
         db.execute("ALTER TABLE caps ADD COLUMN notion TEXT NOT NULL DEFAULT 'epsilon'")
         db.execute("ALTER TABLE caps ADD COLUMN delta TEXT")
-    db.execute("CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    _add_meta(db, cap_changes=int(db.execute("SELECT count(*) FROM caps").fetchone()[0]))
+    if current < 4:
+        db.execute("CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        _add_meta(db, cap_changes=int(db.execute("SELECT count(*) FROM caps").fetchone()[0]))
+    db.execute("ALTER TABLE caps ADD COLUMN origin TEXT NOT NULL DEFAULT 'set'")
+    db.execute("CREATE TABLE dataset_names (dataset TEXT NOT NULL, name TEXT NOT NULL, first_seen TEXT NOT NULL, "
+               "PRIMARY KEY (dataset, name))")
     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     return SCHEMA_VERSION
 

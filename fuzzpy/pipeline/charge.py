@@ -63,13 +63,14 @@ def program_source(report: Any) -> str:
 
 # rule Notion: every run is booked with its whole loss
 def charge(book: Book, accounts: Iterable[str], report: Any, params: Optional[dict[str, str]], label: str,
-           names: Optional[dict[str, str]] = None) -> list[int]:
+           names: Optional[dict[str, str]] = None, **book_options: Any) -> list[int]:
     """Book the run on every distinct account, all or none; the ids of the charges, in order.
 
     Every account is charged the program's total cost: one person may appear in several tables,
     so the loss of any one of them is at most the total (docs/ledger.md).  `names` names the
-    accounts in refusals."""
+    accounts in refusals; `book_options` go to the book's `charge_many` (the local ledger's
+    default cap and the files each dataset was seen as)."""
     cost = run_cost(report)
     amounts = {account: cost.epsilon for account in dict.fromkeys(accounts)}
     return book.charge_many(amounts, program_hash(program_source(report), params), label,
-                            cost.delta, cost.rho, cost.loss, names)
+                            cost.delta, cost.rho, cost.loss, names, **book_options)

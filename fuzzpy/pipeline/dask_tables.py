@@ -16,9 +16,22 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..diagnostics import Diagnostic, FuzzError, error
+from .local import EmptyAdvice, refuse_empty
 from .public import load_public, match_public, parse_public
 from .session import Loaded
 from .tables import match_data, table_inputs
+
+
+def require_dask() -> None:
+    """E2106, saying what to install, unless the Dask engine's extra is installed: checked before
+    anything is read or charged (a missing module would otherwise surface as an internal error)."""
+    try:
+        import dask.dataframe  # noqa: F401 - only whether they import
+        import distributed  # noqa: F401
+    except ImportError:
+        raise FuzzError(Diagnostic("E2106", "the Dask engine is not installed (it needs dask and distributed)", None,
+                                   ["install it with: pip install 'fuzzpy[dask]'", "nothing was read or charged"])) \
+            from None
 
 
 @dataclass
@@ -36,6 +49,7 @@ class DaskTables:
     dask: DaskOptions = None  # type: ignore[assignment]
     engine: Any = None
     public: list[str] = field(default_factory=list)  # --public NAME=PATH: loaded on the client (public data)
+    empty: EmptyAdvice = EmptyAdvice()  # a table left without rows is refused unless allowed
 
     def match(self, report: Any) -> dict[str, Path]:
         spec = match_data(self.data, table_inputs(report))
@@ -70,6 +84,7 @@ class DaskTables:
             loaded.shown[name] = str(spec[name])
             if not seeded:
                 loaded.accounts[name] = identity
+        refuse_empty(loaded, report, self.empty, [name for name in spec if name in self.engine.empty])
         return loaded
 
     def close(self) -> None:

@@ -20,6 +20,52 @@ from .session import Charge, Loaded
 from .tables import match_data, table_inputs
 
 
+# Empty tables (docs/data.md): the holder of the data is told, before the charge, that a table is empty
+def refuse_empty(loaded: Loaded, report: Any, advice: "EmptyAdvice", empty: Optional[list[str]] = None) -> None:
+    """E0509 for each table that loading left without a row (an empty file, or every row dropped
+    by a column's policy; `empty` names them, default: the tables of length 0), unless
+    `advice.allowed`.  Only for runs on the holder's own data (files, DataFrames): the refusal
+    depends on the data, so it is shown to no one else (docs/data.md, "Empty tables"); it says
+    neither how many rows were read nor which column dropped them."""
+    if advice.allowed:
+        return
+    schemas = dict(table_inputs(report))  # the private tables (a public one is not the holder's secret)
+    if empty is None:
+        empty = [name for name, table in loaded.tables.items() if name in schemas and len(table) == 0]
+    diags = [_empty_table(name, loaded.shown.get(name, name), schemas[name].name, report.file, advice)
+             for name in empty if name in schemas]
+    if diags:
+        raise FuzzError(diags)
+
+
+def _empty_table(name: str, source: str, schema: str, program: str, advice: "EmptyAdvice") -> Diagnostic:
+    return Diagnostic(
+        "E0509", f"table '{name}' is empty after loading {advice.source.format(source=source)} against schema "
+                 f"{schema}: it has no rows, or a column's policy dropped every row (missing or undeclared values)",
+        None, [advice.inspect.format(source=source, program=program),
+               "nothing was charged or released (a run would release noise alone); " + advice.run_anyway,
+               "this refusal is for the data's holder: it depends on the data (docs/data.md, \"Empty tables\")"])
+
+
+@dataclass(frozen=True)
+class EmptyAdvice:
+    """How an interface tells the data's holder to inspect an empty table, or to run on it anyway."""
+
+    allowed: bool = False
+    source: str = "{source}"
+    inspect: str = ("see which column drops the rows (counts for the data's holder only): "
+                    "fuzzpy data check --data {source} {program}")
+    run_anyway: str = "to run on an empty table anyway, pass --allow-empty"
+
+
+FRAME_ADVICE = EmptyAdvice(
+    source="the DataFrame for {source}",
+    inspect="compare the DataFrame's values with the schema's categories (a label spelled differently, such as "
+            "'<=50K.' for '<=50K', drops every row); fuzzpy.runtime.data.inspect_table(frame, schema) counts the "
+            "rows each column drops",
+    run_anyway="to run on an empty table anyway, pass allow_empty=True")
+
+
 @dataclass
 class FileTables:
     """`--data PATH` or `--data NAME=PATH`: CSV or Parquet files loaded with pandas; `--public
@@ -28,6 +74,7 @@ class FileTables:
     data: list[str]
     header: bool = False  # text files start with a header naming every declared column
     public: list[str] = field(default_factory=list)
+    empty: EmptyAdvice = EmptyAdvice()  # a table left without rows is refused unless allowed
 
     def match(self, report: Any) -> dict[str, Path]:
         spec = match_data(self.data, table_inputs(report))
@@ -55,6 +102,7 @@ class FileTables:
             loaded.shown[name] = str(path)
             if not seeded:
                 loaded.accounts[name] = identity
+        refuse_empty(loaded, report, self.empty)
         return loaded
 
     def close(self) -> None:
@@ -69,6 +117,7 @@ class FrameTables:
 
     data: Any
     public: Any = None
+    empty: EmptyAdvice = FRAME_ADVICE  # a table left without rows is refused unless allowed
 
     def _public_frames(self, report: Any) -> dict[str, Any]:
         import pandas as pd
@@ -123,6 +172,7 @@ class FrameTables:
             loaded.tables[name] = load_frame(spec[name], schema, table=name, keep=keep)
             loaded.accounts[name] = frame_identity(spec[name])
             loaded.shown[name] = name
+        refuse_empty(loaded, report, self.empty)
         return loaded
 
     def close(self) -> None:
@@ -158,10 +208,15 @@ class LocalLedger:
         return str(self.path)
 
     def charge(self, report: Any, loaded: Loaded, label: str, params: dict[str, str]) -> list[Charge]:
+        """Book the run; a dataset without a cap gets its default one (docs/ledger.md, "The
+        default cap"), and the ledger records the files each dataset was seen as."""
+        from ..ledger.caps import default_cap
+
         datasets = list(dict.fromkeys(loaded.accounts.values()))
         shown = {d: tuple(loaded.shown[n] for n, dd in loaded.accounts.items() if dd == d) for d in datasets}
         ids = charge(self.book, datasets, report, params, label,
-                     {d: "dataset " + ", ".join(files) for d, files in shown.items()})
+                     {d: "dataset " + ", ".join(files) for d, files in shown.items()},
+                     default_cap=default_cap, seen_as=shown)
         return [Charge(d, i, shown[d]) for d, i in zip(datasets, ids)]
 
     def finish(self, charges: list[Charge], status: str) -> None:

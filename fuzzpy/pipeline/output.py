@@ -166,16 +166,29 @@ def _success(shown: Printed, outcome: Outcome, fmt: str) -> None:
 
 
 def spending_text(outcome: Outcome) -> list[str]:
-    """Each charged dataset's total spent and its cap, after this run (docs/ledger.md)."""
-    out = []
-    for entry in spending_json(outcome):
-        unit = {None: "", "epsilon": "", "rho": "rho "}[entry["notion"]]
-        if entry["cap_delta"] is not None:
-            unit = f"epsilon (at delta {entry['cap_delta']}) "
-        head = f"ledger: {entry['files']} has spent {unit}{entry['spent']} in total"
-        out.append(head + (f" of its cap {entry['cap']} ({entry['remaining']} left)" if entry["cap"] is not None
-                           else "; it has no cap (set one with fuzzpy ledger set-cap)"))
-    return out
+    """Each charged dataset's total spent and its cap after this run, in the cap's notion, which is
+    the dataset's one unit from its first run (docs/ledger.md, "The default cap")."""
+    return [_spending_line(entry, outcome.report) for entry in spending_json(outcome)]
+
+
+def _spending_line(entry: dict, report: Any) -> str:
+    if entry["cap"] is None:
+        return (f"ledger: {entry['files']} has spent {entry['spent']} in total (the sum of its runs' epsilons); "
+                "it has no cap (set one with fuzzpy ledger set-cap)")
+    if entry["notion"] == "rho":
+        unit = f"rho {entry['spent']} (zCDP)"
+    elif entry["cap_delta"] is not None:
+        unit = f"epsilon {entry['spent']} at delta {entry['cap_delta']}"
+    else:
+        unit = f"pure epsilon {entry['spent']}"
+    which = "default cap" if entry["default_cap"] else "cap"
+    left = f"{entry['remaining']} left" + ("; raise it on purpose with fuzzpy ledger set-cap" if entry["default_cap"]
+                                           else "")
+    line = f"ledger: {entry['files']} has spent {unit} in total, of its {which} {entry['cap']} ({left})"
+    if not report.is_pure and entry["cap_delta"] is None:  # a Gaussian run under a rho cap: its delta too
+        g = report.guarantee
+        line += f"; this run: rho {show(report.rho)}, epsilon {show(g.epsilon)} at delta {show(g.delta)}"
+    return line
 
 
 def spending_json(outcome: Outcome) -> list[dict]:
@@ -193,8 +206,8 @@ def _spending_entry(use: Any, shown: str) -> dict:
             "cap": None if cap is None else show(amount),
             "remaining": None if cap is None else show(use.remaining),
             "notion": None if cap is None else ("rho" if hasattr(cap, "rho") else "epsilon"),
-            "cap_delta": None if cap is None or hasattr(cap, "rho") or not cap.delta else show(cap.delta)}
-
+            "cap_delta": None if cap is None or hasattr(cap, "rho") or not cap.delta else show(cap.delta),
+            "default_cap": bool(getattr(use, "default", False))}
 
 
 def estimates_json(outcome: Outcome, estimates: list) -> list[dict]:

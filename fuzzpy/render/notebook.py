@@ -63,9 +63,17 @@ def result_html(result: Any) -> str:
     head = f"<b>fuzzpy run</b>: epsilon {_cell(show(result.epsilon))} of budget {_cell(show(result.budget))}"
     if result.seeded:
         head += " &mdash; <b>seeded test run: NOT private, nothing charged</b>"
-    spend = "".join(f"<br>ledger: {_cell(s.dataset)} has spent {_cell(show(s.spent))} in total; "
-                    + (f"cap {_cell(show(s.cap))}" if s.cap is not None else "no cap") for s in result.spending)
+    spend = "".join(_spending_html(s) for s in result.spending)
     return f"<div>{head}{table}result: <code>{_cell(_short(result.value))}</code>{spend}</div>"
+
+
+def _spending_html(s: Any) -> str:
+    """One dataset's total after the run, in its cap's notion (as `fuzzpy run` prints it)."""
+    if s.cap is None:
+        return f"<br>ledger: {_cell(s.dataset)} has spent {_cell(show(s.spent))} in total; no cap"
+    which = "default cap" if getattr(s, "default_cap", False) else "cap"
+    return (f"<br>ledger: {_cell(s.dataset)} has spent {_cell(s.notion)} {_cell(show(s.spent))} in total, "
+            f"of its {which} {_cell(show(s.cap))}")
 
 
 def _short(v: Any) -> str:

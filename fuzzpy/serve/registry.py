@@ -107,7 +107,8 @@ def schema_problems(program: Schema, registered: Schema) -> list[str]:
     loading can never fail on the data (a failure would tell something about the rows):
     numbers as numbers (`int` only over an `int` column), booleans as booleans, categories and
     strings as categories or strings.  Bounds, category sets and missing-value policies may
-    differ: loading conforms the data to the program's declaration (docs/data.md)."""
+    differ: loading conforms the data to the program's declaration (docs/data.md); but a
+    category set must share a value with the published one, else no row could be read."""
     problems = _unit_problems(program, registered)
     for col in program.columns:
         have = registered.column(col.name)
@@ -115,6 +116,9 @@ def schema_problems(program: Schema, registered: Schema) -> list[str]:
             problems.append(f"column '{col.name}' is not in the published schema {registered.name}")
         elif not _reads_as(col.type, have.type):
             problems.append(f"column '{col.name}' is declared {col.type}, but the published schema has {have.type}")
+        elif _no_shared_category(col.type, have.type):
+            problems.append(f"column '{col.name}' is declared {col.type}, which shares no value with the published "
+                            f"{have.type}: loading would drop every row (or set every value to the default)")
     return problems
 
 
@@ -132,6 +136,13 @@ def _unit_problems(program: Schema, registered: Schema) -> list[str]:
                 f"declare the schema without `unit {want}`"]
     return [f"the published schema {registered.name} has the privacy unit {have}: declare it, "
             f"schema {program.name} unit {have} {{ ... }}"]
+
+
+# Empty tables (docs/data.md): a program that cannot read any published value is refused from the schemas alone
+def _no_shared_category(want: Any, have: Any) -> bool:
+    """Both are categories and no declared value of the program's is declared by the published
+    schema: no row the curator's schema accepts has a value the program reads."""
+    return isinstance(want, Cat) and isinstance(have, Cat) and not set(want.values) & set(have.values)
 
 
 def _reads_as(want: Any, have: Any) -> bool:
@@ -172,7 +183,11 @@ def register_dataset(store: Store, name: str, data: Path, schema_file: Path, cap
         notion_change_problem(store, name, store.cap_of(dataset_key(name)), as_cap(cap))
     # The curator's own file: its errors are shown to the curator.  The identity is the hash of
     # exactly the bytes that were validated.
-    _, identity = load_identified(data, schema, table=name)
+    frame, identity = load_identified(data, schema, table=name)
+    if len(frame) == 0:  # Empty tables (docs/data.md): the curator holds the data, so the curator is told
+        raise error("E1017", f"dataset {name} would be empty: {data} has no rows, or the schema's missing-value "
+                             "policies drop every row", None,
+                    f"fuzzpy data check --data {data} {schema_file} shows which column drops them")
     rec = DatasetRecord(name, str(data), schema.name, source, identity, now())
     store.put_dataset(rec)
     if cap is not None:

@@ -258,3 +258,18 @@ def test_branch_max_compares_a_part_with_its_whole():
 def test_min_max_are_1_sensitive_in_each_argument():
     t = types("function f (x : num) (y : num) { max x y + min x 3 }")
     assert t["f"] == "num -o[2] num -o num"
+
+
+def test_a_mistyped_argument_names_the_parameter_and_the_declaration_that_fixes_it():
+    """Issue 38: `expected int, but this argument is num[9, 9]` named neither the parameter nor the
+    fix; the error says which parameter of which function, and how to declare the program's
+    parameter passed to it."""
+    src = T + "param iters : num = 9;\n" + \
+        "function loop (n : int) (db : bag T) : fuzzy num { laplace 1 (count db) }\n" + \
+        "function main (db : bag T) : fuzzy num { loop iters db }\n"
+    [d] = check(src).diagnostics
+    assert d.code == "E0202" and d.message == "expected int for parameter n of loop, but this argument is num[9, 9]"
+    assert d.notes == ["if this is the parameter 'iters', declare it as int: `param iters : int = 9`"]
+    assert check(src.replace("param iters : num = 9", "param iters : int = 9")).ok
+    [d] = check(src.replace("loop iters db", "loop 2.5 db")).diagnostics  # not a parameter: no declaration
+    assert d.message.startswith("expected int for parameter n of loop") and d.notes == []

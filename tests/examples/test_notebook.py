@@ -51,7 +51,7 @@ def test_the_example_notebook_runs(tmp_path, monkeypatch):
     assert "(Fraction(1, 5) ≈ 0.2, {'db': Fraction(1, 5) ≈ 0.2})" in _outputs(code[2])
     run_html = _outputs(code[3])
     assert "95% interval" in run_html and "epsilon 0.2 of budget 0.5" in run_html
-    assert "has spent 0.2 in total; no cap" in run_html
+    assert "has spent pure epsilon 0.2 in total, of its default cap 10" in run_html
     magic = _outputs(code[6])
     assert "epsilon = 0.5" in magic and "mean_age[Male]" in magic and "mean_age[Female]" in magic
     assert "Male" in _outputs(code[7]) and "Female" in _outputs(code[7])

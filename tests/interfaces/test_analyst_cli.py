@@ -64,11 +64,11 @@ def test_csv_spending_and_plot(tmp_path):
     assert len(rows) == 16 and rows[0]["label"] == "n[Bachelors]" and rows[0]["education"] == "Bachelors"
     for r in rows:
         assert float(r["low"]) < float(r["value"]) < float(r["high"]) and r["epsilon"] == "0.5"
-    assert "has spent 0.5 in total; it has no cap" in res.stderr
+    assert "has spent pure epsilon 0.5 in total, of its default cap 10 (9.5 left" in res.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     fz("ledger", "set-cap", "--data", DATA, "--cap", "2", "--ledger", ledger)
     res = fz("run", EX / "quickstart.fz", "--data", DATA, "--budget", "1", "--ledger", ledger)
-    assert "ledger: " in res.stdout and "has spent 0.7 in total of its cap 2 (1.3 left)" in res.stdout
+    assert "ledger: " in res.stdout and "has spent pure epsilon 0.7 in total, of its cap 2 (1.3 left)" in res.stdout
     res = fz("run", EX / "quickstart.fz", "--data", DATA, "--budget", "1", "--ledger", ledger, "--format", "json")
     assert json.loads(res.stdout)["spending"][0]["spent"] == "0.9"
 

@@ -65,7 +65,8 @@ def test_run_releases_with_accuracy_and_charges_first(df, tmp_path):
     assert n.location == "<cell>:4:14"
     assert res.value == (res.releases[0].value, res.releases[1].value)
     assert spent(ledger) == [F(3, 4)]
-    assert [(s.dataset, s.spent, s.cap) for s in res.spending] == [("db", F(3, 4), None)]
+    assert [(s.dataset, s.spent, s.cap, s.notion, s.default_cap) for s in res.spending] == \
+        [("db", F(3, 4), F(10), "pure epsilon", True)]  # the default cap, set by this first run
     frame = res.to_frame()
     assert list(frame["label"]) == ["n", "s"] and list(frame["epsilon"]) == [0.5, 0.25]
 
@@ -172,3 +173,19 @@ def test_data_that_is_no_dataframe_is_refused_by_type_without_quoting_it(data, t
     assert refused.value.codes[0] in ("E0502", "E0506", "E0507")
     assert "41" not in str(refused.value) and "[1" not in str(refused.value)
     assert not (tmp_path / "l.sqlite").exists()  # refused before the ledger is opened
+
+
+def test_docs_python_md_gives_the_signatures_of_check_and_run():
+    """Issue 38: docs/python.md's signatures of `check` and `run` name every parameter, with its
+    default, as the functions have them (`delta`, `rho`, `allow_empty` included)."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text().split())
+    for fn in (fuzzpy.check, fuzzpy.run):
+        [doc] = re.findall(rf"\* `{fn.__name__}\((.*?)\) -> \w+`", text)
+        documented = [p.strip() for p in doc.split(",") if p.strip() != "*"]
+        actual = [p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}".replace("'", '"')
+                  for p in inspect.signature(fn).parameters.values()]
+        assert documented == actual, fn.__name__

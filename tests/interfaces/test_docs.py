@@ -82,3 +82,13 @@ def test_the_readme_check_output_is_what_fuzzpy_check_prints(monkeypatch):
     monkeypatch.chdir(ROOT)
     res = CliRunner().invoke(app, ["check", "examples/quickstart.fz"])
     assert res.exit_code == 0 and res.stdout == block
+
+
+def test_the_readmes_fast_subset_uses_the_declared_slow_marker():
+    """Issue 38: the README gives the whole suite's time and a fast subset's command; the subset
+    leaves out the marker pyproject declares, which tests use."""
+    text = (ROOT / "README.md").read_text()
+    [marker] = re.findall(r'^python -m pytest -q -n 2 -m "not (\w+)"$', text, re.M)
+    assert f'markers = ["{marker}:' in (ROOT / "pyproject.toml").read_text()
+    assert f"the tests marked `{marker}`" in " ".join(text.split())
+    assert any(f"pytest.mark.{marker}" in p.read_text() for p in (ROOT / "tests").rglob("test_*.py"))

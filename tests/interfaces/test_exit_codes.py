@@ -140,3 +140,15 @@ def test_unreadable_programs_are_diagnostics(kind, tmp_path):
     res = fz("run", path, "--data", data(tmp_path, ROW_A), "--budget", "1", "--ledger", tmp_path / "l.sqlite",
              catch=True)
     assert isinstance(res.exception, SystemExit) and res.exit_code == 1 and "E0104" in res.stderr
+
+
+def test_an_unknown_param_is_a_usage_error(tmp_path):
+    """Issue 38: `--param NAME=V` for a parameter the program does not declare exits 2 (usage), as
+    a malformed --param does, in `check` and in `run` (before any data is read); a program whose
+    own error is E0211 alongside others still exits 1."""
+    good = write(tmp_path / "g.fz", "param eps : num = 1;\n" + GOOD)
+    assert fz("check", good, "--param", "epz=2", catch=True).exit_code == 2
+    res = fz("run", good, "--data", tmp_path / "absent.csv", "--budget", "1", "--param", "epz=2", catch=True)
+    assert res.exit_code == 2 and "E0211" in res.output and "did you mean eps?" in res.output
+    leak = write(tmp_path / "l.fz", LEAK)
+    assert fz("check", leak, "--param", "nope=1", catch=True).exit_code == 1

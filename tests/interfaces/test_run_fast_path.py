@@ -17,7 +17,8 @@ from fuzzpy.interfaces.cli import app
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = str(ROOT / "examples" / "quickstart.fz")
 SAMPLE = str(ROOT / "examples" / "data" / "adult_sample.csv")
-DEFAULTS = {"data": [], "public": [], "param": [], "header": False, "budget": None, "delta": None, "rho": None, "seed": None,
+DEFAULTS = {"data": [], "public": [], "param": [], "header": False, "allow_empty": False, "budget": None, "delta": None,
+            "rho": None, "seed": None,
             "ledger": None, "fmt": "text", "entry": "main", "plot": None}
 PROBE = ("import sys, runpy; sys.argv = ['fuzzpy'] + sys.argv[1:]\n"
          "try:\n    runpy.run_module('fuzzpy', run_name='__main__')\n"

@@ -140,3 +140,27 @@ def test_the_schema_rejects_what_sarif_forbids(programs: Path):
     log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] = 0
     with pytest.raises(jsonschema.ValidationError):
         validate(log)
+
+
+def test_the_readme_ci_recipe_passes_on_the_projects_examples(tmp_path):
+    """Issue 38: the README's CI recipe, run exactly as written on examples/ (in place of the
+    user's analyses/), exits 0 with a valid SARIF log that reports no error."""
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    [line] = re.findall(r"^- run: (fuzzpy check analyses/ .*) > fuzzpy\.sarif$", (root / "README.md").read_text(), re.M)
+    argv = shlex.split(line.replace("analyses/", "examples/"))
+    out = subprocess.run([sys.executable, "-m", "fuzzpy", *argv[1:]], cwd=root, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    log = json.loads(out.stdout)
+    jsonschema.validate(log, SCHEMA)
+    results = log["runs"][0]["results"]
+    assert not [r for r in results if r["level"] == "error"]
+    bounds = {Path(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]).name: r["properties"]
+              for r in results if r["ruleId"] == BOUND_RULE}
+    for gaussian in ("kmeans_gauss.fz", "logistic_regression_gauss.fz"):  # stated at the recipe's delta, in budget
+        assert bounds[gaussian]["deltaExact"] == "1/1000000" and bounds[gaussian]["epsilon"] <= 2, bounds[gaussian]

@@ -501,7 +501,7 @@ def test_cli_set_cap_and_show(tmp_path: Path, data_file: Path) -> None:
     ident = dataset_identity(data_file)
     result = invoke("set-cap", "--data", str(data_file), "--cap", "2.0", "--ledger", led)
     assert result.exit_code == 0, result.output
-    assert f"cap of {short_id(ident)} (adult.csv) set to 2.0" in result.stdout
+    assert f"cap of adult.csv ({short_id(ident)}) set to 2.0 (pure epsilon)" in result.stdout
     with Ledger(Path(led)) as book:
         done = book.charge(ident, F(1, 2), program_hash("p1"), "adult.csv")
         book.finish(done)
@@ -511,10 +511,12 @@ def test_cli_set_cap_and_show(tmp_path: Path, data_file: Path) -> None:
     text = invoke("show", "--ledger", led)
     assert text.exit_code == 0, text.output
     out = text.stdout
-    summary = next(line for line in out.splitlines() if line.startswith(short_id(ident)))
-    assert summary.split()[2:6] == ["2.0", "5/6", "7/6", "pure-epsilon"]  # cap, spent, remaining, notion
+    # named by the set-cap file (no run recorded a name); notion, cap, spent, remaining, ..., id
+    summary = next(line for line in out.splitlines() if line.startswith("adult.csv "))
+    assert summary.split()[1:6] == ["pure", "epsilon", "2.0", "5/6", "7/6"] and summary.endswith(short_id(ident))
     other = next(line for line in out.splitlines() if line.startswith(short_id(OTHER)))
-    assert other.split()[2:7] == ["none", "0.25", "no", "cap", "-"]
+    assert other.split()[1:8] == ["-", "(no", "cap)", "none", "0.25", "no", "cap"]
+    assert "runs' deltas: the sum of the deltas" in out and "rho: the zCDP rho of all its runs" in out
     assert short_id(program_hash("p1")) in out and "released" in out and "charged" in out
     assert ident not in out  # identities are shortened on screen
 
@@ -541,7 +543,7 @@ def test_cli_set_cap_by_dataset_id_and_warning(tmp_path: Path) -> None:
     result = invoke("set-cap", "--dataset", DS.upper().replace("SHA256", "sha256"),
                     "--cap", "1/3", "--label", "survey", "--ledger", led)
     assert result.exit_code == 0, result.output
-    assert "set to 1/3: spent 1.0, remaining 0.0" in result.stdout
+    assert "set to 1/3 (pure epsilon): spent 1.0, remaining 0.0" in result.stdout
     assert "warning:" in result.stderr and "refused" in result.stderr
     with Ledger(Path(led)) as book:
         assert book.cap(DS) == F(1, 3) and book.cap_label(DS) == "survey"

@@ -109,7 +109,7 @@ def test_a_schema_2_ledger_is_read_as_booked_and_upgraded_in_place(tmp_path: Pat
         assert last.loss == GAUSS_SMALL and last.delta == DELTA
     raw = sqlite3.connect(path)
     assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
-    assert [r[1] for r in raw.execute("PRAGMA table_info(caps)")][-2:] == ["notion", "delta"]
+    assert [r[1] for r in raw.execute("PRAGMA table_info(caps)")][-3:] == ["notion", "delta", "origin"]
     stored = raw.execute("SELECT loss FROM charges ORDER BY id DESC LIMIT 1").fetchone()[0]
     assert json.loads(stored) == GAUSS_SMALL.to_dict()  # the exact JSON of to_dict
     raw.close()
@@ -288,12 +288,13 @@ def test_cli_set_cap_in_rho_and_at_a_delta_and_show(tmp_path: Path, data_file: P
     ident = dataset_identity(data_file)
     res = ledger_cli("set-cap", "--data", data_file, "--rho", "0.5", "--ledger", led)
     assert res.exit_code == 0, res.output
-    assert f"cap of {short_id(ident)} (adult.csv) set to 0.5 (zCDP rho): spent 0.0, remaining 0.5" in res.stdout
+    assert f"cap of adult.csv ({short_id(ident)}) set to 0.5 (zCDP rho): spent 0.0, remaining 0.5" in res.stdout
     with Ledger(led) as book:
         assert book.cap_of(ident) == RhoCap(F(1, 2))
         book.charge(ident, F(3), PROG, "g", DELTA, F(1, 8), ProvenLoss(gauss_rho=F(1, 8), laplace=()))
     out = json.loads(ledger_cli("show", "--ledger", led, "--format", "json").stdout)
     [entry] = out["datasets"]
+    assert entry["names"] == ["adult.csv"] and entry["default_cap"] is False
     assert (entry["cap"], entry["notion"], entry["cap_delta"], entry["spent"], entry["remaining"],
             entry["epsilon_sum"], entry["delta_sum"], entry["rho"]) == \
         ("0.5", "rho", None, "0.125", "0.375", "3.0", "0.000001", "0.125")
@@ -304,11 +305,12 @@ def test_cli_set_cap_in_rho_and_at_a_delta_and_show(tmp_path: Path, data_file: P
     assert res.exit_code == 0, res.output
     assert "set to 2.0 (epsilon at delta 0.000001): spent " in res.stdout
     text = ledger_cli("show", "--ledger", led).stdout
-    summary = next(line for line in text.splitlines() if line.startswith(short_id(ident)))
+    summary = next(line for line in text.splitlines() if line.startswith("adult.csv "))
     cells = summary.split()
-    assert cells[2] == "2.0" and cells[5:] == ["epsilon@delta=0.000001", "0.000001", "0.125"]
+    assert cells[1:5] == ["epsilon", "at", "delta", "0.000001"] and cells[5] == "2.0"
+    assert cells[8:] == ["0.000001", "0.125", short_id(ident)]
     with Ledger(led) as book:
-        assert F(cells[3]) == book.spent(ident) == spent([ProvenLoss(gauss_rho=F(1, 8), laplace=())],
+        assert F(cells[6]) == book.spent(ident) == spent([ProvenLoss(gauss_rho=F(1, 8), laplace=())],
                                                          EpsilonCap(F(2), DELTA))
     js = json.loads(ledger_cli("show", "--ledger", led, "--format", "json").stdout)["datasets"][0]
     assert (js["notion"], js["cap_delta"]) == ("epsilon", "0.000001")

@@ -56,8 +56,8 @@ def test_the_json_output_has_no_data_dependent_metadata(tmp_path):
                         "rho_budget", "rho_budget_exact", "spending", "estimates"}
     assert out["estimates"] == []  # values computed from releases only (none here)
     # The ledger's totals: sums of epsilons charged by programs, not of anything in the data.
-    assert out["spending"] == [{"files": str(data(tmp_path, ROW_A)), "spent": "1", "cap": None, "remaining": None,
-                                "notion": None, "cap_delta": None}]
+    assert out["spending"] == [{"files": str(data(tmp_path, ROW_A)), "spent": "1", "cap": "10", "remaining": "9",
+                                "notion": "epsilon", "cap_delta": None, "default_cap": True}]
     (rel,) = out["releases"]
     assert set(rel) == {"name", "keys", "mechanism", "location", "source", "notion", "cost", "cost_exact", "epsilon",
                         "epsilon_exact", "scale", "scale_exact", "accuracy", "value", "label", "where",

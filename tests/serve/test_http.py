@@ -268,7 +268,7 @@ def test_a_served_program_imports_the_standard_library_only(server):
 
 
 def test_a_program_schema_must_read_the_published_schema_the_same_way(server):
-    fits = COUNT_PROGRAM.replace("{ age : num[17, 90] }", '{ age : num[0, 200], sex : string, workclass : cat{"X"} }')
+    fits = COUNT_PROGRAM.replace("{ age : num[17, 90] }", '{ age : num[0, 200], sex : string, workclass : cat{"Private", "X"} }')
     assert post(server, ALICE, "/v1/check", body(fits)).json()["exit_code"] == 0
     for schema, word in [("{ age : int[17, 90] }", "age"), ("{ salary : num[0, 1] }", "salary"),
                          ("{ age : num[17, 90], sex : bool }", "sex")]:

@@ -157,32 +157,33 @@ def _p_csv_again(piece: tuple[str, str], schema: Any, table: str, header: bool,
     return frame
 
 
-def _guarded(read: Callable[..., Any], keep: bool, *args: Any) -> tuple[Any, Any, Any]:
-    """(the partition if `keep`, its identity or None, None) when it conforms, else (None, None,
-    its data-free diagnostics or "internal")."""
+def _guarded(read: Callable[..., Any], keep: bool, *args: Any) -> tuple[Any, Any, Any, bool]:
+    """(the partition if `keep`, its identity or None, None, whether it has a row) when it
+    conforms, else (None, None, its data-free diagnostics or "internal", False)."""
     try:
         out = read(*args)
     except FuzzError as exc:
-        return None, None, _diagnostics(exc)
+        return None, None, _diagnostics(exc), False
     except Exception:  # noqa: BLE001 - its text could quote a cell
-        return None, None, "internal"
+        return None, None, "internal", False
     part, ident = out if isinstance(out, tuple) else (out, None)
-    return (part if keep else None), ident, None
+    return (part if keep else None), ident, None, len(part) > 0
 
 
 def _p_checked_group(piece: tuple[str, int], schema: Any, table: str, keep: bool,
-                     kept: Keep = None) -> tuple[Any, Any, Any]:
+                     kept: Keep = None) -> tuple[Any, Any, Any, bool]:
     return _guarded(_p_group, keep, piece, schema, table, kept)
 
 
 def _p_checked_csv(path: str, schema: Any, table: str, keep: bool, header: bool,
-                   kept: Keep = None) -> tuple[Any, Any, Any]:
+                   kept: Keep = None) -> tuple[Any, Any, Any, bool]:
     return _guarded(_p_csv, keep, path, schema, table, header, kept)
 
 
-def _summary(result: tuple[Any, Any, Any]) -> tuple[Any, Any]:
-    """(identity, problems) of a checked partition: what travels to the client."""
-    return result[1], result[2]
+def _summary(result: tuple[Any, Any, Any, bool]) -> tuple[Any, Any, bool]:
+    """(identity, problems, whether it has a row) of a checked partition: what travels to the
+    client (docs/data.md, "Empty tables": one bit per partition, for the data's holder)."""
+    return result[1], result[2], result[3]
 
 
 # rule Engines
@@ -205,6 +206,7 @@ class DaskEngine(Engine):
         # The columns the program reads (runtime/columns.py); None: every column.  Tables keep
         # only these, and `union` compares and joins only these.
         self.columns: Keep = None
+        self.empty: set[str] = set()  # the tables whose checking pass kept no row (docs/data.md, "Empty tables")
 
     @classmethod
     def start(cls, scheduler: Optional[str] = None, workers: Optional[int] = None,
@@ -350,7 +352,7 @@ class DaskEngine(Engine):
         partition (E2103: the reader's own text is never shown) stops the run, uncharged."""
         summaries = self.client.gather(self.client.map(_summary, checked, pure=False))
         diags: dict[tuple[str, str], None] = {}
-        for _, p in summaries:
+        for _, p, _ in summaries:
             if p == "internal":
                 raise error("E2103", f"the data files for table '{table}' could not be read (malformed file); "
                                      + _HIDDEN, None, "nothing was charged")
@@ -358,7 +360,9 @@ class DaskEngine(Engine):
                 diags[tuple(d)] = None
         if diags:
             raise FuzzError([Diagnostic(c, m, None, ["no budget has been spent"]) for c, m in diags])
-        return [ident for ident, _ in summaries]
+        if not any(rows for _, _, rows in summaries):
+            self.empty.add(table)
+        return [ident for ident, _, _ in summaries]
 
     @contextlib.contextmanager
     def _checking(self) -> Any:
