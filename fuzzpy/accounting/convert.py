@@ -119,6 +119,8 @@ def _gauss_part(loss: ProvenLoss, delta: Fraction) -> _GaussPart | str:
         return "the grid sigma of the Gaussian releases is not known"
     if loss.gauss_grid_sigma < MIN_GRID_SIGMA:
         return f"the grid sigma of a Gaussian release, {float(loss.gauss_grid_sigma):.4g}, is below {MIN_GRID_SIGMA}"
+    if mpf(delta) <= 2 * CERT_MARGIN:  # its certificate adds CERT_MARGIN to delta: it could never hold
+        return f"delta {float(delta):.3g} is below what the analytic certificate resolves ({float(2 * CERT_MARGIN):.0e})"
     budget = 2 * loss.gauss_rho
     slack = _slack(loss.gauss_grid_sigma, budget, delta)
     if slack is None:
@@ -130,6 +132,8 @@ def _gauss_part(loss: ProvenLoss, delta: Fraction) -> _GaussPart | str:
 def _pure_gdp(eps_p: Fraction, gauss: _GaussPart, delta: Fraction) -> Fraction | float:
     """RR(eps_p) (dominates every eps_p-DP part) composed with the scaled mu-GDP pair."""
     e, mu, log_c = float(eps_p), gauss.mu, gauss.log_c
+    if mpf(delta) <= 2 * CERT_MARGIN:  # the certificate below could never hold (see _gauss_part)
+        return math.inf
     p = 1 / (1 + math.exp(-e))
 
     def inner(x: float) -> float:

@@ -196,7 +196,7 @@ def rr_pld(epsilon: Fraction) -> LatticePld:
     Viswanath 2015; Murtagh & Vadhan 2016). Loss +eps with mass e^eps/(1+e^eps), else -eps."""
     e = float(epsilon)
     hi = 1 / (1 + math.exp(-e))
-    lo = 1 / (1 + math.exp(e))
+    lo = math.exp(-e) / (1 + math.exp(-e))  # = 1/(1 + e^eps), without overflowing for a large epsilon
     return LatticePld(epsilon, -1, np.array([lo, 0.0, hi]), 0.0, 1e-15)
 
 

@@ -116,3 +116,23 @@ def test_mixed_inventories_compose():
     assert conv.method == "discrete Laplace PLD with GDP"
     assert conv.epsilon < found["zCDP (rho = pure_rho + gauss_rho)"]
     assert conv.epsilon < found["pure epsilon (randomized response) with GDP"]
+
+
+def test_randomized_response_of_a_huge_epsilon_does_not_overflow():
+    """A pure release of epsilon 1e6 (a partition selection run at a large epsilon) composed in
+    the pure inventory: its randomized-response pair puts all its mass on +eps."""
+    pld = rr_pld(F(10**6))
+    assert pld.probs[0] == 0.0 and pld.probs[-1] == 1.0
+    assert rr_pld(F(1)).probs[0] == pytest.approx(1 / (1 + math.e))
+
+
+def test_a_delta_below_the_certificates_margin_is_refused_at_once_not_searched():
+    """At delta 1e-300 the analytic Gaussian certificate (which adds a 1e-30 margin to delta)
+    cannot hold: the accountant names it refused and answers by another conversion, at once
+    (it used to try 10,000 candidate epsilons in 40-digit arithmetic, two minutes of CPU)."""
+    from fuzzpy.accounting.convert import epsilon_at_delta as convert
+    loss = ProvenLoss(F(0), F(0), F(2), gauss_grid_sigma=F(1024))
+    conv = convert(loss, F(1, 10**300))
+    assert any(m == "analytic Gaussian (GDP)" and "below what the analytic certificate resolves" in why
+               for m, why in conv.refused)
+    assert conv.method.startswith("zCDP") and conv.epsilon < math.inf

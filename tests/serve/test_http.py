@@ -92,9 +92,10 @@ def _local(capsys, *args):
     return code, out, err
 
 
-# The join examples read the flights tables, public ones among them: tests/serve/test_public_tables.py
-# runs them through the service.
-FLIGHTS_EXAMPLES = {"delay_by_airline.fz", "seats_by_manufacturer.fz", "seats_by_manufacturer_private.fz"}
+# The flights examples read the flights tables (the join examples public ones among them):
+# tests/serve/test_public_tables.py and tests/serve/test_units.py run them through the service.
+FLIGHTS_EXAMPLES = {"delay_by_airline.fz", "seats_by_manufacturer.fz", "seats_by_manufacturer_private.fz",
+                    "flights_delay.fz"}
 
 
 @pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.fz") if p.name not in FLIGHTS_EXAMPLES))

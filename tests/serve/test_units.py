@@ -168,3 +168,38 @@ def test_the_curator_commands_register_and_list(tmp_path):
     missing = fuzzpy_cli("dataset", "add", "b", "--data", str(tmp_path / "none.csv"), "--schema",
                          str(tmp_path / "a.fz"), "--cap", "1", "--ledger", ledger)
     assert missing.returncode == 4 and "error[E0501]" in missing.stderr
+
+
+def test_the_privacy_unit_example_runs_through_the_service_as_it_does_locally(tmp_path):
+    """examples/flights_delay.fz (the plane as the unit, partition selection) on a dataset whose
+    published schema has the unit and whose cap is at a delta: the same epsilon and releases as a
+    local run, charged on the flights."""
+    import json
+    import re
+
+    from typer.testing import CliRunner
+
+    from fuzzpy.accounting import EpsilonCap
+    from fuzzpy.interfaces.cli import app
+
+    data = ROOT / "examples" / "data" / "flights_sample.csv"
+    schemas = (ROOT / "examples" / "schemas" / "flights.fz").read_text()
+    (tmp_path / "Flight.fz").write_text(re.search(r"^schema Flight .*?^\}", schemas, re.S | re.M).group(0) + "\n")
+    store = SqliteStore(tmp_path / "ledger.sqlite")
+    register_dataset(store, "flights", data, tmp_path / "Flight.fz", EpsilonCap(Fraction(10), Fraction(1, 10**6)))
+    add_analyst(store, "ann", token_hash="0" * 64, caps={"flights": Fraction(5)})
+    service = Service(store)
+    ann = next(a for a in service.store.analysts() if a.name == "ann")
+    path = ROOT / "examples" / "flights_delay.fz"
+    inline = re.sub(r"#[^\n]*", "", schemas).replace("\n", " ")  # on the import's one line
+    text = path.read_text().replace('import "schemas/flights.fz"', inline)
+    out = service.run(ann, ProgramRequest(text, "examples/flights_delay.fz", ["flights=flights"], {}, "main", "2",
+                                          "json", delta="1e-6"))
+    assert out["exit_code"] == 0, out
+    local = CliRunner().invoke(app, ["run", str(path), "--data", str(data), "--budget", "2", "--delta", "1e-6",
+                                     "--seed", "1", "--format", "json"])
+    mine, theirs = out["result"], json.loads(local.stdout)
+    assert mine["epsilon_exact"] == theirs["epsilon_exact"]
+    assert mine["releases"][0]["label"] == theirs["releases"][0]["label"] == "dests"
+    assert [c["files"] for c in mine["ledger"]["charges"]] == [["flights"]]
+    store.close()
