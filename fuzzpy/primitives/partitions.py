@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..diagnostics import FuzzError
 from ..typesystem import ir as I
 from ..typesystem.keys import Reading
 from ..typesystem.sens import d_add, d_inf
@@ -184,8 +185,21 @@ def _pmap(ctx, args, span):
 def _each(ctx, args, span):
     f, ps = args
     inst, parts = _per_part(ctx, f, ps, span, fuzzy=True)
+    together = _cost_together(ctx, parts, span)
     return Result(Fuzzy(Parts(ps.type.keys, inst.cod.inner, ps.type.released)), d_add(*parts),
-                  ir_args=[inst.code, ps.ir])
+                  ir_args=[inst.code, ps.ir], info={} if together is None else {"together": together})
+
+
+def _cost_together(ctx, parts: list, span) -> Fraction | None:
+    """The pure epsilon of all the parts' releases together, per unit of distance of the table
+    they come from (the parts eliminated: eps for a groupby, by parallel composition; eps*m*c for
+    bound_groups), so that each released line can state it; None when it is not one constant
+    (an unsolved recursion, an infinitely sensitive part, or no pure release)."""
+    try:
+        together = ctx.sensitivity(d_add(*parts), span)
+    except FuzzError:
+        return None
+    return together if together > 0 else None
 
 
 @primitive("values", ("ps",), "parts K 'a -o list 'a",

@@ -336,7 +336,7 @@ def _pmap(ctx, f, ps):
 
 
 def _each(ctx, f, ps):
-    return EachDistribution({k: ctx.call(f, part) for k, part in ps.items()})
+    return EachDistribution({k: ctx.call(f, part) for k, part in ps.items()}, ctx.info.get("together"))
 
 
 def _values(ps):
