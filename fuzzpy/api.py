@@ -249,9 +249,10 @@ class Result:
     def to_frame(self) -> Any:
         """One row per released value (label, its key columns, value, its cost: epsilon for a pure
         release, rho for a Gaussian one; for a release in an `each`, epsilon per group and
-        epsilon_together for all its groups, which is what adds up; accuracy), then one per estimate (mechanism "estimate:
-        KIND", epsilon 0: it costs nothing more).  Each component of a key has its own column,
-        named after the field the key function read (`sex`, `income`), as in `--format csv`."""
+        epsilon_together for all its groups, which is what adds up; accuracy), then one per
+        estimate (mechanism "estimate: KIND", epsilon 0: it costs nothing more).  Each component
+        of a key has its own column, named after the field the key function read (`sex`,
+        `income`), as in `--format csv`."""
         import pandas as pd
 
         from .render.labels import key_cells, key_columns

@@ -9,7 +9,7 @@ import pandas as pd
 
 from fuzzpy.runtime.interpreter import run_program
 from fuzzpy.runtime.samplers import RandomSource
-from tests.check_and_run import T, check
+from tests.check_and_run import check
 
 
 def _type_of(report, name: str) -> str:
