@@ -122,10 +122,11 @@ def release_json(r: Any, sources: dict[str, str]) -> dict:
 
 
 def _together_json(r: Any) -> dict:
-    """For a release in an `each`: the epsilon of all its groups together (what to add up)."""
+    """For a release in an `each`: the epsilon of all its groups together (what to add up); None
+    for any other."""
     together = cost_together(r)
     if together is None:
-        return {}
+        return {"together": None}  # every release has the same fields
     total, groups = together
     return {"together": {"groups": groups, "epsilon": number(total), "epsilon_exact": exact(total)}}
 
