@@ -196,6 +196,9 @@ class Released:
     accuracy: Optional[Accuracy]
     location: Optional[str]
     rho: Optional[Fraction] = None
+    # Released in an `each`: `epsilon` is per group; all `groups` of it cost `epsilon_together`.
+    epsilon_together: Optional[Fraction] = None
+    groups: Optional[int] = None
 
 
 @dataclass
@@ -245,9 +248,11 @@ class Result:
 
     def to_frame(self) -> Any:
         """One row per released value (label, its key columns, value, its cost: epsilon for a pure
-        release, rho for a Gaussian one, accuracy), then one per estimate (mechanism "estimate:
-        KIND", epsilon 0: it costs nothing more).  Each component of a key has its own column,
-        named after the field the key function read (`sex`, `income`), as in `--format csv`."""
+        release, rho for a Gaussian one; for a release in an `each`, epsilon per group and
+        epsilon_together for all its groups, which is what adds up; accuracy), then one per
+        estimate (mechanism "estimate: KIND", epsilon 0: it costs nothing more).  Each component
+        of a key has its own column, named after the field the key function read (`sex`,
+        `income`), as in `--format csv`."""
         import pandas as pd
 
         from .render.labels import key_cells, key_columns
@@ -255,6 +260,7 @@ class Result:
         cells = [dict(key_cells(x.keys)) for x in [*self.releases, *self.estimates]]
         keys = key_columns(cells)
         rows = [{"label": r.label, "value": r.value, "epsilon": None if r.epsilon is None else float(r.epsilon),
+                 "epsilon_together": None if r.epsilon_together is None else float(r.epsilon_together),
                  "rho": None if r.rho is None else float(r.rho), "mechanism": r.mechanism,
                  "low": r.accuracy.interval[0] if r.accuracy and r.accuracy.interval else None,
                  "high": r.accuracy.interval[1] if r.accuracy and r.accuracy.interval else None,
@@ -264,7 +270,8 @@ class Result:
                   "accuracy": e.words} for e in self.estimates]
         for row, cell in zip(rows, cells):
             row.update({c: cell.get(c) for c in keys})
-        columns = ["label", *keys, "value", "epsilon", "rho", "mechanism", "low", "high", "accuracy"]
+        columns = ["label", *keys, "value", "epsilon", "epsilon_together", "rho", "mechanism", "low", "high",
+                   "accuracy"]
         return pd.DataFrame(rows, columns=columns)
 
     @property
@@ -333,7 +340,7 @@ def _spending(outcome: Any) -> list[Spending]:
 
 def _result(raw: Any, outcome: Any) -> Result:
     from .render.labels import labels, location
-    from .render.released import accuracy_parts, accuracy_words, plain
+    from .render.released import accuracy_parts, accuracy_words, cost_together, plain
 
     result = outcome.result
     names = labels(result.releases, raw.file, raw.sources)
@@ -348,9 +355,12 @@ def _result(raw: Any, outcome: Any) -> Result:
                 interval = (value - bound, value + bound)
             acc = Accuracy(bound, beta or 0.0, what, accuracy_words(r.accuracy, r.value), interval)
         gaussian = r.mechanism == "gaussian"
+        together = cost_together(r)
         releases.append(Released(name, tuple(r.keys), _python(r.value), None if gaussian else _exact(r.epsilon),
                                  r.mechanism, acc, location(r, raw.file),
-                                 _exact(r.extra.get("rho", 0)) if gaussian else None))
+                                 _exact(r.extra.get("rho", 0)) if gaussian else None,
+                                 None if together is None else _exact(together[0]),
+                                 None if together is None else together[1]))
     return Result(_python(result.value), releases, _exact(raw.guarantee.epsilon), _exact(raw.budget),
                   _spending(outcome),
                   outcome.seeded is not None, _estimates(raw, getattr(result, "estimates", [])))

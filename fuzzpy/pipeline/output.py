@@ -243,16 +243,18 @@ def release_rows(outcome: Outcome) -> list[dict]:
 
 
 def releases_csv(outcome: Outcome, releases: list, estimates: Optional[list] = None) -> str:
-    """label, the key columns, value, epsilon, rho, low, high, accuracy, where: one row per
-    released value, its cost in its own notion (epsilon for a pure release, rho for a Gaussian
-    one), then one per estimate (epsilon 0: computed from the releases, it costs nothing more).
+    """label, the key columns, value, epsilon, epsilon_together, rho, low, high, accuracy, where:
+    one row per released value, its cost in its own notion (epsilon for a pure release, rho for a
+    Gaussian one; for a release in an `each`, epsilon is per group and epsilon_together the cost
+    of all its groups together, which is what adds up), then one per estimate (epsilon 0:
+    computed from the releases, it costs nothing more).
     Each component of a key has its own column, named after the field the key function read
     (`sex`, `income`; `key` when it read none; render/labels.py)."""
     rel_js, est_js = releases_json(outcome, releases), estimates_json(outcome, estimates or [])
     columns = key_columns([js["key_columns"] for js in rel_js + est_js])
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["label", *columns, "value", "epsilon", "rho", "low", "high", "accuracy", "where"])
+    w.writerow(["label", *columns, "value", "epsilon", "epsilon_together", "rho", "low", "high", "accuracy", "where"])
     for js in rel_js:
         acc = js["accuracy"] or {}
         value = js["value"]
@@ -262,10 +264,11 @@ def releases_csv(outcome: Outcome, releases: list, estimates: Optional[list] = N
             low, high = value - acc["bound"], value + acc["bound"]
         w.writerow([js["label"], *(js["key_columns"].get(c, "") for c in columns),
                     value if not isinstance(value, (list, dict)) else dumps(value),
-                    "" if js["epsilon"] is None else js["epsilon"], js.get("rho", ""), low, high,
+                    "" if js["epsilon"] is None else js["epsilon"], (js.get("together") or {}).get("epsilon", ""),
+                    js.get("rho", ""), low, high,
                     acc.get("words", ""), js["where"] or ""])
     for js in est_js:
-        w.writerow([js["label"], *(js["key_columns"].get(c, "") for c in columns), js["value"], 0, "",
+        w.writerow([js["label"], *(js["key_columns"].get(c, "") for c in columns), js["value"], 0, "", "",
                     "" if js["low"] is None else js["low"], "" if js["high"] is None else js["high"],
                     js["words"], js["where"] or ""])
     return buf.getvalue()

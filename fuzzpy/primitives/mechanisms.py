@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Any, Optional
 
 from ..hints import hint
+from ..typesystem import ir as I
 from ..typesystem.quadratic import inventory_of_release, linear_part, zcdp_of_pure
 from ..typesystem.sens import INF, Dist, d_add, d_scale, is_const
 from ..typesystem.types import BOOL, Bool, Fuzzy, ListT, Num, Tensor, Type, Vector
@@ -191,7 +192,9 @@ def _laplace(ctx, args, span):
     shape = _laplace_shape(ctx, x)
     sens, scale, cost = calibrate(ctx, "laplace", eps, x, span)
     scalar = eps if isinstance(shape, Num) else None  # a tuple's release is not a scalar Laplace pair
-    return Result(Fuzzy(shape), pure_release(cost, scalar, linear_part(x.dist)), info=_info(sens, eps, scale))
+    counts = isinstance(x.ir, I.IPrim) and x.ir.name == "count"  # for its label (render/labels.py)
+    return Result(Fuzzy(shape), pure_release(cost, scalar, linear_part(x.dist)),
+                  info=_info(sens, eps, scale, **({"counts": True} if counts else {})))
 
 
 # ---- gaussian (zCDP) ------------------------------------------------------------------------------

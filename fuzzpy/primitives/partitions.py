@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..diagnostics import FuzzError
 from ..typesystem import ir as I
 from ..typesystem.keys import Reading
 from ..typesystem.sens import d_add, d_inf
-from ..typesystem.types import Bag, Cat, Fuzzy, ListT, Num, Parts, Tensor
+from ..typesystem.types import Bag, Cat, Fuzzy, ListT, Num, Parts, Str, Tensor
 from .bags import elem_type, row_function
 from .declarations import Result, primitive
 
@@ -108,6 +109,28 @@ def _key_domain(ctx, t, span) -> tuple[tuple[str, ...], dict]:
                    "or make the key a bounded int, e.g. clip 0 3 (nearest p)")
 
 
+@primitive("values_of", ("key", "b"), "('a -> cat K | int[lo, hi]) -> bag 'a -o[0] list K",
+           "values_of key b: every value the schema declares for key, as a public list: a category's values "
+           "in declared order, or a bounded int's lo .. hi (e.g. the candidates of top_k: "
+           "top_k eps 3 (values_of (fun r -> r.occupation) db) (fun r -> r.occupation) db).",
+           "The list is read from the declared type of key at check time, never from the rows of b (the key "
+           "is not applied): a public constant, 0-sensitive in b. " + _REF,
+           category="partition")
+def _values_of(ctx, args, span):
+    key, b = args
+    elem = elem_type(ctx, b, "values_of")
+    inst, _ = row_function(ctx, key, elem, span)  # never applied: what it captures is not read
+    if isinstance(inst.cod, Tensor):
+        raise ctx.fail("E0307", f"values_of needs a key of one category or bounded int, but the key is {inst.cod}",
+                       key.span, "take the values of each component separately")
+    keys, info = _key_domain(ctx, inst.cod, key.span)
+    if isinstance(inst.cod, Cat):
+        return Result(ListT(Str()), {}, const=tuple(keys), info={"values": tuple(keys)})
+    lo, hi = info["int_lo"], info["int_lo"] + len(keys) - 1
+    values = tuple(range(lo, hi + 1))
+    return Result(ListT(Num(Fraction(lo), Fraction(hi), True)), {}, const=values, info={"values": values})
+
+
 def _parts_type(ctx, arg, what):
     if not isinstance(arg.type, Parts):
         raise ctx.fail("E0202", f"{what} expects the parts of a partition, but this is {arg.type}", arg.span)
@@ -184,8 +207,21 @@ def _pmap(ctx, args, span):
 def _each(ctx, args, span):
     f, ps = args
     inst, parts = _per_part(ctx, f, ps, span, fuzzy=True)
+    together = _cost_together(ctx, parts, span)
     return Result(Fuzzy(Parts(ps.type.keys, inst.cod.inner, ps.type.released)), d_add(*parts),
-                  ir_args=[inst.code, ps.ir])
+                  ir_args=[inst.code, ps.ir], info={} if together is None else {"together": together})
+
+
+def _cost_together(ctx, parts: list, span) -> Fraction | None:
+    """The pure epsilon of all the parts' releases together, per unit of distance of the table
+    they come from (the parts eliminated: eps for a groupby, by parallel composition; eps*m*c for
+    bound_groups), so that each released line can state it; None when it is not one constant
+    (an unsolved recursion, an infinitely sensitive part, or no pure release)."""
+    try:
+        together = ctx.sensitivity(d_add(*parts), span)
+    except FuzzError:
+        return None
+    return together if together > 0 else None
 
 
 @primitive("values", ("ps",), "parts K 'a -o list 'a",

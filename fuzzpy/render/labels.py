@@ -97,8 +97,19 @@ def _role(r: Any) -> str:
 
 def labels(releases: list, program: str, sources: dict[str, str]) -> list[str]:
     """Each release's label with its part in an estimate (`.sum`, `.count`) and its partition
-    keys; repeats numbered #1, #2, ... in order."""
-    return _numbered([base_label(r, program, sources) + _role(r) + _keys(r) for r in releases])
+    keys; repeats numbered #1, #2, ... in order.  A library function's noisy count of rows among
+    its other releases under one name (a regression's row count among its steps) is `.count`."""
+    bases = [base_label(r, program, sources) for r in releases]
+    mixed = {b for b, r in zip(bases, releases) if not _counts_rows(r, program)}
+    return _numbered([b + (".count" if b in mixed and _counts_rows(r, program) else _role(r)) + _keys(r)
+                      for b, r in zip(bases, releases)])
+
+
+def _counts_rows(r: Any, program: str) -> bool:
+    """A library's release of a count of rows, bound to a name of the user's program."""
+    extra = getattr(r, "extra", None) or {}
+    return bool(extra.get("counts")) and not getattr(r, "role", None) and bool(r.user_name) \
+        and not _own(r.span, program)
 
 
 def estimate_labels(estimates: list, program: str, sources: dict[str, str]) -> list[str]:

@@ -23,6 +23,10 @@ def _cost(item: Any) -> str:
     """A mechanism's or release's own cost in its own notion: epsilon, or rho for a Gaussian one."""
     if getattr(item, "rho", None) is not None and item.epsilon is None:
         return f"rho {_cell(show(item.rho))}"
+    together = getattr(item, "epsilon_together", None)
+    if together is not None:  # a release in an `each`: what adds up is the groups' cost together
+        return (f"epsilon {_cell(show(item.epsilon))} per group; the {item.groups} groups cost epsilon "
+                f"{_cell(show(together))} together")
     return f"epsilon {_cell(show(item.epsilon))}"
 
 

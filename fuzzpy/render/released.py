@@ -87,7 +87,20 @@ def release_cost(r: Any) -> tuple[str, Any]:
 
 def _cost_words(r: Any) -> str:
     notion, amount = release_cost(r)
-    return f"{notion} {show(amount)}"
+    together = cost_together(r)
+    if together is None:
+        return f"{notion} {show(amount)}"
+    total, groups = together
+    return f"{notion} {show(amount)} per group; the {groups} groups cost epsilon {show(total)} together"
+
+
+def cost_together(r: Any) -> Optional[tuple[Any, int]]:
+    """(epsilon, parts) of all the releases of the `each` a pure release was made in, taken
+    together, as the checker proved it: by parallel composition over a groupby's parts the
+    per-group epsilon; over bound_groups' parts m*c times it.  None outside an `each`."""
+    if release_cost(r)[0] != "epsilon":
+        return None
+    return r.extra.get("together")
 
 
 def release_json(r: Any, sources: dict[str, str]) -> dict:
@@ -100,11 +113,22 @@ def release_json(r: Any, sources: dict[str, str]) -> dict:
             "cost_exact": exact(amount),
             "epsilon": number(r.epsilon) if pure else None, "epsilon_exact": exact(r.epsilon) if pure else None,
             **({} if pure else {"rho": number(amount), "rho_exact": exact(amount)}),
+            **_together_json(r),
             "scale": number(r.scale), "scale_exact": exact(r.scale),
             "accuracy": None if bound is None else {"bound": bound, "beta": beta, "what": what,
                                                     "words": accuracy_words(r.accuracy, r.value),
                                                     **_rank_json(r.accuracy)},
             "value": value_json(r.value, None)}
+
+
+def _together_json(r: Any) -> dict:
+    """For a release in an `each`: the epsilon of all its groups together (what to add up); None
+    for any other."""
+    together = cost_together(r)
+    if together is None:
+        return {"together": None}  # every release has the same fields
+    total, groups = together
+    return {"together": {"groups": groups, "epsilon": number(total), "epsilon_exact": exact(total)}}
 
 
 def _rank_json(acc: Any) -> dict:

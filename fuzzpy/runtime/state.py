@@ -39,6 +39,7 @@ class RunState:
     batch: bool = True               # False: pmap and selection scores run once per part/candidate (tests)
     releases: list[ReleaseRecord] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)     # partition keys of the `each` being sampled
+    together: list = field(default_factory=list)     # per `each` being sampled: (its epsilon in all, its parts)
     no_vector: set[int] = field(default_factory=set)  # row functions known to need the fallback
     depth: int = 0                                    # function instances nested right now
     named: int = 0                                    # releases below this index have a name
@@ -80,6 +81,8 @@ class Context:
                        accuracy: Any, **extra: Any) -> None:
         state = self.interp.state
         site = state.sites[-1] if state.sites else self.site
+        if state.together and state.together[0] is not None:  # the outermost each: the whole histogram
+            extra["together"] = state.together[0]
         state.releases.append(ReleaseRecord(mechanism, self.span, _fraction(epsilon), _fraction(scale), accuracy,
                                             value, None, tuple(state.keys), extra, site))
 

@@ -493,18 +493,24 @@ class EachDistribution(Distribution):
     """`each f ps`: the per-part distributions, sampled in declared key order; the result maps
     every key to its released value."""
 
-    __slots__ = ("parts",)
+    __slots__ = ("parts", "together")
 
-    def __init__(self, parts: dict[str, Any]):
+    def __init__(self, parts: dict[str, Any], together: Optional[Fraction] = None):
         self.parts = parts
+        self.together = together  # the checker's epsilon of all parts' releases together, if one
 
     def sample(self, ctx: Any) -> Any:
         out = {}
-        keys = ctx.interp.state.keys  # the keys the releases made inside are labelled with
-        for key, dist in self.parts.items():
-            keys.append(key)
-            try:
-                out[key] = dist.sample(ctx) if is_distribution(dist) else dist
-            finally:
-                keys.pop()
+        state = ctx.interp.state
+        keys = state.keys  # the keys the releases made inside are labelled with
+        state.together.append(None if self.together is None else (self.together, len(self.parts)))
+        try:
+            for key, dist in self.parts.items():
+                keys.append(key)
+                try:
+                    out[key] = dist.sample(ctx) if is_distribution(dist) else dist
+                finally:
+                    keys.pop()
+        finally:
+            state.together.pop()
         return out

@@ -44,7 +44,8 @@ def _laplace(ctx, eps, x):
         n = len(rel.values) if isinstance(rel.values, tuple) else 1
         acc = _laplace_statement(rel, n)
         sctx.record_release("laplace", rel.values, info["charged"], rel.scale, acc,
-                            sensitivity=info["sensitivity"], bound_at=lambda beta: rel.accuracy(beta / n))
+                            sensitivity=info["sensitivity"], bound_at=lambda beta: rel.accuracy(beta / n),
+                            **({"counts": True} if info.get("counts") else {}))
         return rel.values
 
     def batch(rng, n):

@@ -18,7 +18,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from ...primitives.registry import PASSES_TABLES, kernel
+from ...primitives.registry import PASSES_TABLES, PER_LANE, kernel
 from ...typesystem import ir as I
 from ...typesystem.keys import part_keys
 from .. import batch
@@ -336,11 +336,16 @@ def _pmap(ctx, f, ps):
 
 
 def _each(ctx, f, ps):
-    return EachDistribution({k: ctx.call(f, part) for k, part in ps.items()})
+    return EachDistribution({k: ctx.call(f, part) for k, part in ps.items()}, ctx.info.get("together"))
 
 
 def _values(ps):
     return tuple(ps.values())
+
+
+def _values_of(ctx, key, b):
+    """The declared values, known at check time (the checker folds the call into a constant)."""
+    return tuple(ctx.info["values"])
 
 
 # ---- on lane values (runtime/batch.py) --------------------------------------------------------------
@@ -554,3 +559,4 @@ kernel("part", reference=_part, lazy_bags=True, batched=_b_structural, dask=PASS
 kernel("pmap", reference=_pmap, context=True, lazy_bags=True, batched=_b_pmap, dask=PASSES_TABLES)
 kernel("each", reference=_each, context=True, lazy_bags=True, batched=_b_each, dask=PASSES_TABLES)
 kernel("values", reference=_values, lazy_bags=True, batched=_b_structural, dask=PASSES_TABLES)
+kernel("values_of", reference=_values_of, context=True, lazy_bags=True, batched=PER_LANE, dask=PASSES_TABLES)
