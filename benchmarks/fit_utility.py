@@ -20,7 +20,6 @@ not more epsilon.
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -41,8 +40,12 @@ NAMES = ("intercept", "age", "education", "hours")
 
 
 def load_adult(path: Path) -> pd.DataFrame:
-    """The UCI file (no header, ', ' separators, test labels ending in '.') as a clean frame."""
-    df = pd.read_csv(path, header=None, names=COLUMNS, skipinitialspace=True, comment="|")
+    """The UCI file (no header, ', ' separators, test labels ending in '.'), or a CSV file with
+    the same columns and a header (examples/data/adult_sample.csv), as a clean frame."""
+    if path.suffix == ".csv":
+        df = pd.read_csv(path)
+    else:
+        df = pd.read_csv(path, header=None, names=COLUMNS, skipinitialspace=True, comment="|")
     df = df.dropna(subset=["income"])
     df["income"] = df["income"].str.rstrip(".")
     return df[["age", "education_num", "hours_per_week", "income"]].reset_index(drop=True)
@@ -82,6 +85,11 @@ def noise_free_descent(x: np.ndarray, y: np.ndarray, iters: int, step: float, c:
 
 def accuracy(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
     return float(((x @ w > 0) == (y == 1)).mean())
+
+
+def brier(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
+    """The mean squared error of the predicted probability (logistic_fit_checked's loss, noise-free)."""
+    return float(((1 / (1 + np.exp(-x @ w)) - y) ** 2).mean())
 
 
 def private_fits(fit: str, df: pd.DataFrame, eps: str, iters: int, step: str, seeds: int) -> list[np.ndarray]:
@@ -124,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     ref = {"logistic_fit": logistic_newton(x, y), "linear_fit": least_squares(x, y)}
     print(f"Adult: {len(train)} training rows; accuracy on {'the test file' if args.test else 'the training rows'}"
           f" ({len(yt)} rows); coefficients {NAMES}")
-    print(f"non-private logistic (Newton) {show(ref['logistic_fit'])}  accuracy {accuracy(ref['logistic_fit'], xt, yt):.4f}")
+    print(f"non-private logistic (Newton) {show(ref['logistic_fit'])}  accuracy {accuracy(ref['logistic_fit'], xt, yt):.4f}"
+          f"  Brier {brier(ref['logistic_fit'], x, y):.4f} (constant model {y.mean() * (1 - y.mean()):.4f}, w = 0 0.25)")
     print(f"non-private linear (least squares) {show(ref['linear_fit'])}")
     print(f"majority class accuracy {max(yt.mean(), 1 - yt.mean()):.4f}")
     for iters in (int(v) for v in args.iters.split(",")):
@@ -141,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                         f"  right signs {signs}/{len(ws)}")
                 if logistic:
                     accs = [accuracy(w, xt, yt) for w in ws]
-                    line += f"  accuracy mean {statistics.mean(accs):.4f} min {min(accs):.4f}"
+                    line += (f"  accuracy mean {statistics.mean(accs):.4f} min {min(accs):.4f}"
+                             f"  Brier mean {statistics.mean(brier(w, x, y) for w in ws):.4f}")
                 print(line, flush=True)
     return 0
 
