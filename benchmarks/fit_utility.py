@@ -5,7 +5,7 @@
 
 Model: income > 50K (logistic) or its 0/1 indicator (linear, least squares) on an intercept,
 age, years of education and hours per week, each scaled to [-1, 1] as in
-examples/cookbook/regression.fz.  The non-private references are numpy's: least squares, and
+examples/cookbook/regression.fz (`--fourth sex`: being male, 0 or 1, instead of the hours).  The non-private references are numpy's: least squares, and
 logistic regression by Newton's method (IRLS).  Every private fit is the fuzzpy program run
 through the interpreter (checked first: its epsilon must be the one asked for) with seeds
 0, 1, ...; seeded noise is for measurement only.  Printed per (iters, step): the mean private
@@ -32,11 +32,12 @@ COLUMNS = ["age", "workclass", "fnlwgt", "education", "education_num", "marital_
            "relationship", "race", "sex", "capital_gain", "capital_loss", "hours_per_week", "native_country",
            "income"]
 SCHEMA = ('schema Adult { age : num[17, 90], education_num : num[1, 16], hours_per_week : num[1, 99], '
-          'income : cat{"<=50K", ">50K"} }\n')
-FEATURES = ("(fun r -> vec (1, 2 * (r.age - 17) / 73 - 1, 2 * (r.education_num - 1) / 15 - 1, "
-            "2 * (r.hours_per_week - 1) / 98 - 1))")
+          'sex : cat{"Female", "Male"}, income : cat{"<=50K", ">50K"} }\n')
 LABEL = '(fun r -> if r.income == ">50K" then 1 else 0)'
-NAMES = ("intercept", "age", "education", "hours")
+# The fourth feature: hours per week scaled to [-1, 1] (the cookbook's), or being male as 0/1
+# (the model of the issue that found the non-convergence).
+FOURTH = {"hours": ("2 * (r.hours_per_week - 1) / 98 - 1", lambda df: 2 * (df.hours_per_week - 1) / 98 - 1),
+          "sex": ('if r.sex == "Male" then 1 else 0', lambda df: (df.sex == "Male").astype(float))}
 
 
 def load_adult(path: Path) -> pd.DataFrame:
@@ -48,12 +49,17 @@ def load_adult(path: Path) -> pd.DataFrame:
         df = pd.read_csv(path, header=None, names=COLUMNS, skipinitialspace=True, comment="|")
     df = df.dropna(subset=["income"])
     df["income"] = df["income"].str.rstrip(".")
-    return df[["age", "education_num", "hours_per_week", "income"]].reset_index(drop=True)
+    return df[["age", "education_num", "hours_per_week", "sex", "income"]].reset_index(drop=True)
 
 
-def design(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def features(fourth: str) -> str:
+    return ("(fun r -> vec (1, 2 * (r.age - 17) / 73 - 1, 2 * (r.education_num - 1) / 15 - 1, "
+            + FOURTH[fourth][0] + "))")
+
+
+def design(df: pd.DataFrame, fourth: str) -> tuple[np.ndarray, np.ndarray]:
     x = np.c_[np.ones(len(df)), 2 * (df.age - 17) / 73 - 1, 2 * (df.education_num - 1) / 15 - 1,
-              2 * (df.hours_per_week - 1) / 98 - 1]
+              FOURTH[fourth][1](df)]
     return x, (df.income == ">50K").to_numpy(dtype=float)
 
 
@@ -92,8 +98,9 @@ def brier(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
     return float(((1 / (1 + np.exp(-x @ w)) - y) ** 2).mean())
 
 
-def private_fits(fit: str, df: pd.DataFrame, eps: str, iters: int, step: str, seeds: int) -> list[np.ndarray]:
-    """The fuzzpy program `fit eps iters 1 step FEATURES LABEL 0 db`, checked then run per seed."""
+def private_fits(fit: str, df: pd.DataFrame, eps: str, iters: int, step: str, seeds: int,
+                 fourth: str) -> list[np.ndarray]:
+    """The fuzzpy program `fit eps iters 1 step features label 0 db`, checked then run per seed."""
     from fractions import Fraction
 
     from fuzzpy.checking.program import check_source
@@ -101,7 +108,7 @@ def private_fits(fit: str, df: pd.DataFrame, eps: str, iters: int, step: str, se
     from fuzzpy.runtime.samplers import RandomSource
 
     src = (SCHEMA + 'import "stdlib/ml.fz"\n'
-           + f"function main (db : bag Adult) : fuzzy vec[4] {{ {fit} ({eps}) {iters} 1 ({step}) {FEATURES} {LABEL} "
+           + f"function main (db : bag Adult) : fuzzy vec[4] {{ {fit} ({eps}) {iters} 1 ({step}) {features(fourth)} {LABEL} "
            + "(vec (0, 0, 0, 0)) db }\n")
     report = check_source(src, str(ROOT / "fit.fz"))
     assert report.ok, [d.message for d in report.diagnostics]
@@ -123,15 +130,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iters", default="9,40")
     ap.add_argument("--step", default="1,8")
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--fourth", choices=sorted(FOURTH), default="hours", help="the fourth feature")
     ap.add_argument("--noise-free", action="store_true", help="also print the noise-free descent")
     args = ap.parse_args(argv)
 
     train = load_adult(args.data)
-    x, y = design(train)
-    xt, yt = design(load_adult(args.test)) if args.test else (x, y)
+    x, y = design(train, args.fourth)
+    xt, yt = design(load_adult(args.test), args.fourth) if args.test else (x, y)
     ref = {"logistic_fit": logistic_newton(x, y), "linear_fit": least_squares(x, y)}
     print(f"Adult: {len(train)} training rows; accuracy on {'the test file' if args.test else 'the training rows'}"
-          f" ({len(yt)} rows); coefficients {NAMES}")
+          f" ({len(yt)} rows); coefficients (intercept, age, education, {args.fourth})")
     print(f"non-private logistic (Newton) {show(ref['logistic_fit'])}  accuracy {accuracy(ref['logistic_fit'], xt, yt):.4f}"
           f"  Brier {brier(ref['logistic_fit'], x, y):.4f} (constant model {y.mean() * (1 - y.mean()):.4f}, w = 0 0.25)")
     print(f"non-private linear (least squares) {show(ref['linear_fit'])}")
@@ -144,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                     w = noise_free_descent(x, y, iters, float(step), 1.0, logistic)
                     print(f"{fit} iters {iters} step {step} noise-free {show(w)}"
                           + (f"  accuracy {accuracy(w, xt, yt):.4f}" if logistic else ""))
-                ws = private_fits(fit, train, args.eps, iters, step, args.seeds)
+                ws = private_fits(fit, train, args.eps, iters, step, args.seeds, args.fourth)
                 signs = sum(bool(np.all(np.sign(w) == np.sign(ref[fit]))) for w in ws)
                 line = (f"{fit} eps {args.eps} iters {iters} step {step}: mean {show(np.mean(ws, axis=0))}"
                         f"  right signs {signs}/{len(ws)}")
