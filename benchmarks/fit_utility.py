@@ -118,6 +118,23 @@ def private_fits(fit: str, df: pd.DataFrame, eps: str, iters: int, step: str, se
             for s in range(seeds)]
 
 
+def ssp_fits(df: pd.DataFrame, eps: str, seeds: int) -> list[np.ndarray]:
+    """linear_fit_ssp on education scaled to [-1, 1] against the 0/1 label, checked then run per seed."""
+    from fractions import Fraction
+
+    from fuzzpy.checking.program import check_source
+    from fuzzpy.runtime.interpreter import run_program
+    from fuzzpy.runtime.samplers import RandomSource
+
+    src = (SCHEMA + 'import "stdlib/ml.fz"\n'
+           + f"function main (db : bag Adult) : fuzzy (num, num) {{ linear_fit_ssp ({eps}) "
+           + f"(fun r -> 2 * (r.education_num - 1) / 15 - 1) {LABEL} db }}\n")
+    report = check_source(src, str(ROOT / "ssp.fz"))
+    assert report.ok and report.epsilon == Fraction(eps), [d.message for d in report.diagnostics]
+    return [np.array([float(v) for v in run_program(report.entry_instance, {"db": df.copy()},
+                                                     RandomSource.seeded(s)).value]) for s in range(seeds)]
+
+
 def show(w: np.ndarray) -> str:
     return "(" + ", ".join(f"{v:+.3f}" for v in w) + ")"
 
@@ -161,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
                     line += (f"  accuracy mean {statistics.mean(accs):.4f} min {min(accs):.4f}"
                              f"  Brier mean {statistics.mean(brier(w, x, y) for w in ws):.4f}")
                 print(line, flush=True)
+    ref1 = least_squares(x[:, [0, 2]], y)
+    ws = ssp_fits(train, args.eps, args.seeds)
+    print(f"least squares on education alone {show(ref1)}; linear_fit_ssp eps {args.eps}: mean {show(np.mean(ws, axis=0))}"
+          f"  largest deviation {np.abs(np.array(ws) - ref1).max():.4f}")
     return 0
 
 
