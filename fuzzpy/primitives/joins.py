@@ -194,6 +194,7 @@ def _join_public(ctx, args, span):
                   info=join_info(col_a, col_t, shared, most_right=m, **{EXPLAINED: why}))
 
 
+# rule Unit join public: a table with a unit is never the public side
 def _public_side_without_unit(ctx, t: Arg) -> None:
     """The public side of join_public is public data: a table with a privacy unit is private."""
     if isinstance(t.type, UnitBag):
