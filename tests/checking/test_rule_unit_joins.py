@@ -132,3 +132,18 @@ def test_other_joins_of_a_unit_table_stay_refused_with_how_to_bound(body, words)
 def test_bounded_first_the_row_level_rules_apply_as_before():
     r = accepted('laplace 1 (count (join_public "maker" "maker" (bound_rows 2 f) m))')
     assert sensitivities(r) == [6], "bound_rows 2, then 3 rows per maker: 6 rows per unit"
+
+
+def test_a_join_of_two_unit_tables_on_their_unit_is_refused_with_why():
+    """Attack: join two tables on their unit, whose result rows per unit (all pairs) nothing bounds."""
+    d = refused('laplace 1 (count (bound_rows 1 (join_private "plane" "plane" f g)))', "E0330",
+                "join_private cannot take a table whose privacy unit is plane",
+                params="function main (f : bag F) (g : bag G) ")
+    assert any("a join of two tables on their plane is not accepted" in n for n in d.notes)
+    assert any("bound_rows k t first, then truncate and join" in n for n in d.notes)
+    assert any("join_public keeps the plane" in n for n in d.notes)
+
+
+def test_the_join_notes_are_only_for_joins():
+    d = refused("laplace 1 (count f)", "E0330", "count cannot take", params="function main (f : bag F) ")
+    assert not any("join" in n for n in d.notes)
