@@ -5,8 +5,11 @@ key columns (an inner join; a missing key matches nothing).  What one added row 
 result depends on how many rows of the *other* table share its key, so every rule here reads
 that number from the other table's type (`KeyedBag`, typesystem/types.py): a public table's
 declared keys (`unique`, `at most N per value`, verified when it is loaded), or the `k` of a
-`truncate`.  The rules, their invariants and proofs are in docs/soundness.md (rules Truncate,
-Table join and Public tables); the evaluators in fuzzpy/runtime/kernels/joins.py.
+`truncate`.  A table with a privacy unit may be join_public's first table: the result keeps the
+unit, at the table's distance in units (rule Unit join public); `truncate` and `join_private`
+refuse it (rule Units).  The rules, their invariants and proofs are in docs/soundness.md (rules
+Truncate, Table join, Public tables and Unit join public); the evaluators in
+fuzzpy/runtime/kernels/joins.py.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 A table whose schema declares a unit (`schema Flight unit tailnum { ... }`) has type
 `bag Flight (unit tailnum)` (types.UnitBag): its distance counts units, so neighbouring tables
 differ by all the rows of one unit, however many.  Only the primitives declared `units=True`
-accept it: `filter`, `map` and `union` keep each row with its unit (primitives/bags.py), and the
-primitives here bound what a unit contributes or release keys.  Every other primitive refuses it
+accept it: `filter`, `map` and `union` keep each row with its unit (primitives/bags.py), as does
+`join_public` of it with a public table (primitives/joins.py), and the primitives here bound what
+a unit contributes or release keys.  Every other primitive refuses it
 (E0330, `refuse_units`), with the way to bound it.
 
 * `bound_rows k t`: at most k rows per unit, a table without a unit at distance k per unit;
