@@ -5,8 +5,11 @@ key columns (an inner join; a missing key matches nothing).  What one added row 
 result depends on how many rows of the *other* table share its key, so every rule here reads
 that number from the other table's type (`KeyedBag`, typesystem/types.py): a public table's
 declared keys (`unique`, `at most N per value`, verified when it is loaded), or the `k` of a
-`truncate`.  The rules, their invariants and proofs are in docs/soundness.md (rules Truncate,
-Table join and Public tables); the evaluators in fuzzpy/runtime/kernels/joins.py.
+`truncate`.  A table with a privacy unit may be join_public's first table: the result keeps the
+unit, at the table's distance in units (rule Unit join public); `truncate` and `join_private`
+refuse it (rule Units).  The rules, their invariants and proofs are in docs/soundness.md (rules
+Truncate, Table join, Public tables and Unit join public); the evaluators in
+fuzzpy/runtime/kernels/joins.py.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Optional
 from ..limits import MAX_PER_KEY
 from ..typesystem.ir import EXPLAINED, READS_COLUMNS
 from ..typesystem.sens import d_add, d_inf, d_scale
-from ..typesystem.types import Bool, Cat, Num, Record, Str, Type, keyed_bag, origin_of, per_key_of
+from ..typesystem.types import Bool, Cat, Num, Record, Str, Type, UnitBag, keyed_bag, origin_of, per_key_of
 from .bags import elem_type
 from .declarations import Arg, Result, primitive
 
@@ -155,20 +158,26 @@ def _truncate(ctx, args, span):
     return Result(keyed_bag(elem, bounds, origin), d_scale(Fraction(2), b.dist), info=info)
 
 
-# rule Table join: m_b * d(a) + inf * d(t), m_b from the public table's declared keys
+# rule Table join: m_b * d(a) + inf * d(t), m_b from the public table's declared keys;
+# rule Unit join public: a table with a unit keeps it, at its own distance in units
 @primitive("join_public", ("key_a", "key_t", "a", "t"), "string -> string -> bag 'a -o[m] bag 'b -> bag ('a * 'b)",
            "join_public \"ka\" \"kt\" a t: every row of the table a paired with every row of the public table t "
            "whose column kt equals its column ka (an inner join). t's schema declares kt unique, or at most m "
            "rows per value; the result is m times as far as a (once, for a unique key). Columns from t keep "
-           "their declared domains, so a groupby on them composes in parallel.",
+           "their declared domains, so a groupby on them composes in parallel. When a has a privacy unit, each "
+           "result row keeps its row of a's unit: the result is a table with that unit, as far as a.",
            "One row added to a pairs with the rows of t sharing its key, at most m (declared, and verified when "
            "t is loaded, before anything is charged), so the result moves by at most m rows per row of a. t is "
            "read as public data: the result is infinitely far apart for tables t that differ, so a private "
-           "table given as t is refused (docs/soundness.md, rules Table join and Public tables). " + _REF,
-           category="join")
+           "table given as t is refused. With a privacy unit on a, the result's rows of one unit are the join "
+           "of that unit's rows of a alone, so a unit added, removed or changed in a adds, removes or changes "
+           "that one unit of the result: the distance in units is a's, whatever m (docs/soundness.md, rules "
+           "Table join, Public tables and Unit join public). " + _REF,
+           category="join", units=True)
 def _join_public(ctx, args, span):
     ka, kt, a, t = args
-    ea, et = elem_type(ctx, a, "join_public"), elem_type(ctx, t, "join_public")
+    _public_side_without_unit(ctx, t)
+    ea, et = elem_type(ctx, a, "join_public", units=True), elem_type(ctx, t, "join_public")
     col_a, ta = _column(ctx, ka, ea, a, "join_public")
     col_t, tt = _column(ctx, kt, et, t, "join_public")
     _same_kind(ctx, ta, tt, col_a, col_t, span, "join_public")
@@ -176,14 +185,45 @@ def _join_public(ctx, args, span):
     row, shared = _joined_row(ctx, ea, et, col_a, col_t, span, "join_public")
     ctx.note_infinite(t.span, t.dist, "join_public reads its second table as public data: a private table there "
                       "would be revealed (use join_private with truncated tables)")
-    dist = d_add(d_scale(Fraction(m), a.dist), d_inf(t.dist))
     ctx.note_growth(d_scale(Fraction(m), a.dist))  # at most m result rows per row of a
+    if isinstance(a.type, UnitBag):
+        return _unit_join_public(ctx, a, t, row, m, col_a, col_t, shared)
+    dist = d_add(d_scale(Fraction(m), a.dist), d_inf(t.dist))
     bounds = _result_bounds(a, t, None, m, row)
     why = (f"each row of the first table pairs with the public table's rows of its {col_t}, {_why(t, col_t, m)}: "
            f"the result moves by {m} row{'s' if m > 1 else ''} per row of the first table; the public table is "
            "public data")
     return Result(keyed_bag(row, bounds, _joined(span, bounds)), dist,
                   info=join_info(col_a, col_t, shared, most_right=m, **{EXPLAINED: why}))
+
+
+# rule Unit join public: a table with a unit is never the public side
+def _public_side_without_unit(ctx, t: Arg) -> None:
+    """The public side of join_public is public data: a table with a privacy unit is private."""
+    if isinstance(t.type, UnitBag):
+        raise ctx.fail("E0330", f"join_public reads its second table as public data, but this is a private table "
+                       f"whose privacy unit is {t.type.unit}", t.span,
+                       "give the table with the unit as join_public's first table, and a public table (of a "
+                       "`public schema`) as its second")
+
+
+# rule Unit join public: (J(A, t))_v = J(A_v, t), so the block distance does not grow
+def _unit_join_public(ctx, a: Arg, t: Arg, row: Record, m: int, col_a: str, col_t: str, shared: bool) -> Result:
+    """join_public of a table with a privacy unit: the result has a's unit, at a's distance in
+    units (and infinitely far in t, which must be public).  The unit column must be one of a's
+    columns, so that every engine finds each result row's unit in the row itself."""
+    unit = a.type.unit
+    if a.type.elem.field_type(unit) is None:  # a Record: join_public checked its key column
+        raise ctx.fail("E0330", f"join_public: the rows of the first table have no column '{unit}', their privacy "
+                       f"unit, so the joined rows would lose it", a.span,
+                       f"keep the column {unit} (under that name) in the rows of a map before the join, or bound "
+                       f"the contributions first (bound_rows k t) and join the row-level table")
+    dist = d_add(a.dist, d_inf(t.dist))
+    why = (f"each row of the first table pairs with the public table's rows of its {col_t}, {_why(t, col_t, m)}, and "
+           f"every result row keeps its row's {unit}: one {unit}'s rows of the result come from that {unit}'s rows "
+           f"alone, so the result moves by as many {unit}s as the first table; the public table is public data")
+    return Result(UnitBag(row, unit), dist,
+                  info=join_info(col_a, col_t, shared, most_right=m, unit=unit, **{EXPLAINED: why}))
 
 
 # rule Table join: m_b * d(a) + m_a * d(b), each m from the other side's type

@@ -3,8 +3,9 @@
 A table whose schema declares a unit (`schema Flight unit tailnum { ... }`) has type
 `bag Flight (unit tailnum)` (types.UnitBag): its distance counts units, so neighbouring tables
 differ by all the rows of one unit, however many.  Only the primitives declared `units=True`
-accept it: `filter`, `map` and `union` keep each row with its unit (primitives/bags.py), and the
-primitives here bound what a unit contributes or release keys.  Every other primitive refuses it
+accept it: `filter`, `map` and `union` keep each row with its unit (primitives/bags.py), as does
+`join_public` of it with a public table (primitives/joins.py), and the primitives here bound what
+a unit contributes or release keys.  Every other primitive refuses it
 (E0330, `refuse_units`), with the way to bound it.
 
 * `bound_rows k t`: at most k rows per unit, a table without a unit at distance k per unit;
@@ -68,7 +69,22 @@ def refuse_units(ctx, name: str, args: list[Arg]) -> None:
                            f"bound what each {unit} contributes first: bound_rows k t keeps at most k rows of each "
                            f"{unit} (a table without a unit, at distance k), bound_groups m c key t at most m groups "
                            f"and c rows per group of each {unit}",
-                           "filter, map and union keep the unit; select_keys releases the keys many units have")
+                           "filter, map and union keep the unit; select_keys releases the keys many units have",
+                           *_join_notes(name, unit))
+
+
+# rule Units: which joins keep a unit, and why the others need bounded rows
+_ROW_JOINS = ("join_private", "truncate")
+
+
+def _join_notes(name: str, unit: str) -> tuple[str, ...]:
+    if name not in _ROW_JOINS:
+        return ()
+    return (f"join_public keeps the {unit} of each row of its first table (a table with a unit joined with a "
+            f"public one); {name} needs a table without a unit: bound_rows k t first, then truncate and join the "
+            "bounded rows as any table without a unit",
+            f"a join of two tables on their {unit} is not accepted: one {unit}'s result rows are all pairs of its "
+            f"rows on both sides, so their number has no bound in the tables' sizes")
 
 
 def unit_table(ctx, arg: Arg, what: str) -> UnitBag:

@@ -23,6 +23,7 @@ import pandas as pd
 from ...primitives.joins import KEY_LEFT, KEY_RIGHT, SHARED_KEY
 from ...primitives.registry import PER_LANE, kernel
 from ..engines.dask_tables import DaskBag, take_rows
+from ..unit_rows import UnitRows
 from ..values import materialise, restrict
 
 _SPLITMIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
@@ -137,9 +138,31 @@ def _truncate(ctx: Any, k: Any, key: str, b: Any) -> Any:
     return restrict(frame, truncation_mask(frame, info["key"], info["k"], ctx.rng.secret()))
 
 
-def _join(ctx: Any, key_a: str, key_b: str, a: Any, b: Any) -> pd.DataFrame:
+def _join(ctx: Any, key_a: str, key_b: str, a: Any, b: Any) -> Any:
     info = ctx.info
+    if isinstance(a, UnitRows):
+        return _join_units(a, materialise(b), info[KEY_LEFT], info[KEY_RIGHT], info[SHARED_KEY])
     return join_frames(materialise(a), materialise(b), info[KEY_LEFT], info[KEY_RIGHT], info[SHARED_KEY])
+
+
+# rule Unit join public: every result row keeps the unit of its row of a
+def _join_units(a: UnitRows, b: pd.DataFrame, key_a: str, key_b: str, shared: bool) -> UnitRows:
+    """The join of a table with a unit: its rows joined as any frame's, each result row given the
+    unit a's rows carry beside them (not read from a column: a map may have rewritten it)."""
+    frame = materialise(a.rows)
+    position = _free_name(frame, b)
+    out = join_frames(frame.assign(**{position: np.arange(len(frame))}), b, key_a, key_b, shared)
+    rows = out[position].to_numpy(dtype=np.int64)
+    return UnitRows(out.drop(columns=[position]), a.units[rows])
+
+
+def _free_name(a: pd.DataFrame, b: pd.DataFrame) -> str:
+    """A column name neither frame has."""
+    taken = set(map(str, a.columns)) | set(map(str, b.columns))
+    name = "__row_of_a"
+    while name in taken:
+        name += "_"
+    return name
 
 
 # ---- on the Dask engine ----------------------------------------------------------------------------
@@ -171,7 +194,8 @@ def _d_join(eng: Any, ctx: Any, vec: bool, key_a: str, key_b: str, a: Any, b: An
         flipped = {"on": ka} if shared else {"left_on": kb, "right_on": ka}
         out = fb.merge(fa, how="inner", **flipped)
         out = out[list(fa.columns) + [c for c in fb.columns if not (shared and c == kb)]]
-    return eng.bag(out)
+    # rule Unit join public: a's unit column is one of the result's (the checker made sure of it)
+    return eng.bag(out, unit=a.unit if isinstance(a, DaskBag) else None)
 
 
 def _frame_of(side: Any, key: str) -> Any:
