@@ -120,7 +120,8 @@ def _gauss_part(loss: ProvenLoss, delta: Fraction) -> _GaussPart | str:
     if loss.gauss_grid_sigma < MIN_GRID_SIGMA:
         return f"the grid sigma of a Gaussian release, {float(loss.gauss_grid_sigma):.4g}, is below {MIN_GRID_SIGMA}"
     if mpf(delta) <= 2 * CERT_MARGIN:  # its certificate adds CERT_MARGIN to delta: it could never hold
-        return f"delta {float(delta):.3g} is below what the analytic certificate resolves ({float(2 * CERT_MARGIN):.0e})"
+        return (f"delta {float(delta):.3g} is below what the analytic certificate resolves "
+                f"({float(2 * CERT_MARGIN):.0e})")
     budget = 2 * loss.gauss_rho
     slack = _slack(loss.gauss_grid_sigma, budget, delta)
     if slack is None:
