@@ -61,5 +61,5 @@ def test_the_json_output_has_no_data_dependent_metadata(tmp_path):
     (rel,) = out["releases"]
     assert set(rel) == {"name", "keys", "mechanism", "location", "source", "notion", "cost", "cost_exact", "epsilon",
                         "epsilon_exact", "scale", "scale_exact", "accuracy", "value", "label", "where",
-                        "key_columns"}
+                        "key_columns", "together"}
     assert res.stderr == ""  # no progress line, no warning on a quick real run
