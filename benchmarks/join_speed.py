@@ -12,7 +12,7 @@ numbers and a public table of planes (one row per tail number):
   truncation (a random priority per row, the k smallest per key by a groupby rank) and a merge.
 
 Prints, for each, fuzzpy's and pandas' best time and peak memory (tracemalloc: numpy and pandas
-buffers included) and the ratios fuzzpy / pandas; the goal is at most 1.5 for both.  The brief's
+buffers included) and the ratios fuzzpy / pandas; the goal is at most 1.5 for both.  The goal's
 size is 10M rows (`--rows 10000000`, several GB of memory); the default is smaller.
 """
 

@@ -10,7 +10,7 @@ apart in max-divergence), and sampling adds privacy losses.
 
 Functions are checked per *instance*: a function whose parameters have no declared type, or
 whose arguments are public constants, is checked again for each distinct use (public
-parameters are instantiated before solving, as DESIGN.md asks for non-linear bounds).  A
+parameters are instantiated before solving, so that their bounds stay linear).  A
 recursive call with the same instance key gets unknown sensitivities, solved by the LP in
 `solving/lp.py` once the outermost recursive instance is complete.
 

@@ -29,7 +29,7 @@ CODE = ROOT / "fuzzpy"
 TABLE_TITLE = "## Where each rule is in the code"
 
 # Files that other work is rewriting while these tags are written: the code the table names there
-# is not tagged yet.  The lead tags it after merging that work, then removes the file from here.
+# is not tagged yet.  Whoever merges that work tags it, then removes the file from here.
 PENDING_TAGS: set[str] = set()
 
 HEADING = re.compile(r"^\*\*([^*\n]+?)\.?\*\*", re.M)
