@@ -227,6 +227,16 @@ def expect(done: subprocess.CompletedProcess, args: list[str], code: int = 0) ->
 # zCDP examples (Gaussian noise): run at delta 1e-6, where they are (0.83, 1e-6)- and
 # (1.37, 1e-6)-DP, under a budget of 2.
 ZCDP = {"logistic_regression_gauss", "kmeans_gauss"}
+# The flights examples: their tables (public ones with --public) and, for partition selection's
+# delta, a delta.
+FLIGHTS = "flights=examples/data/flights_sample.csv"
+FLIGHTS_RUNS = {
+    "delay_by_airline": ["--data", FLIGHTS, "--public", "airlines=examples/data/airlines.csv", "--budget", "1.0"],
+    "seats_by_manufacturer": ["--data", FLIGHTS, "--public", "planes=examples/data/planes.csv", "--budget", "1.0"],
+    "seats_by_manufacturer_private": ["--data", FLIGHTS, "--data", "planes=examples/data/planes.csv",
+                                      "--budget", "1.1"],
+    "flights_delay": ["--data", "examples/data/flights_sample.csv", "--budget", "2.0", "--delta", "1e-6"],
+}
 
 
 def check_examples(work: Path, env: dict) -> int:
@@ -239,6 +249,8 @@ def check_examples(work: Path, env: dict) -> int:
         runs = ["run", rel, "--data", data, "--budget", "1.0", "--seed", "1"]
         if program.stem in ZCDP:
             runs = ["run", rel, "--data", data, "--budget", "2.0", "--delta", "1e-6", "--seed", "1"]
+        if program.stem in FLIGHTS_RUNS:
+            runs = ["run", rel, *FLIGHTS_RUNS[program.stem], "--seed", "1"]
         commands = [(["check", rel], "text"), (["check", rel, "--format", "json"], "json"),
                     (["check", rel, "--format", "sarif"], "sarif"), (runs, "text"),
                     ([*runs, "--format", "json"], "json")]
