@@ -101,8 +101,27 @@ def labels(releases: list, program: str, sources: dict[str, str]) -> list[str]:
     its other releases under one name (a regression's row count among its steps) is `.count`."""
     bases = [base_label(r, program, sources) for r in releases]
     mixed = {b for b, r in zip(bases, releases) if not _counts_rows(r, program)}
-    return _numbered([b + (".count" if b in mixed and _counts_rows(r, program) else _role(r)) + _keys(r)
+    inner = _inner_names(bases, releases, program)
+    return _numbered([b + (".count" if b in mixed and _counts_rows(r, program)
+                           else _role(r) or inner.get(id(r), "")) + _keys(r)
                       for b, r in zip(bases, releases)])
+
+
+def _inner_names(bases: list[str], releases: list, program: str) -> dict[int, str]:
+    """`.gradient`, `.loss`: a library function's own name for each of its releases, when the
+    releases under one name of the user's program have several (a fit's steps and its loss)."""
+    names: dict[str, set] = {}
+    for b, r in zip(bases, releases):
+        if _library_named(r, program):
+            names.setdefault(b, set()).add(r.name)
+    return {id(r): f".{r.name}" for b, r in zip(bases, releases)
+            if _library_named(r, program) and len(names[b]) > 1}
+
+
+def _library_named(r: Any, program: str) -> bool:
+    """A release a library function named, bound to a name of the user's program."""
+    return bool(r.user_name) and bool(r.name) and r.name != "_" and not getattr(r, "role", None) \
+        and not _own(r.span, program)
 
 
 def _counts_rows(r: Any, program: str) -> bool:
