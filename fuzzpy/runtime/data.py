@@ -22,7 +22,7 @@ import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import BinaryIO, Callable, Collection, Iterable, NamedTuple, Union
+from typing import BinaryIO, Callable, Collection, Iterable, Iterator, Mapping, NamedTuple, Union
 
 import numpy as np
 import pandas as pd
@@ -67,7 +67,8 @@ _DELIMITERS = (",", ";", "\t")
 # text; other binary files are caught by the NUL-byte and UTF-8 checks.
 _BINARY_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd", b"\x89HDF")
 _TEXT = pa.dictionary(pa.int32(), pa.string())  # how CSV cells are read
-_Raw = dict[str, pa.ChunkedArray]  # declared column name -> raw column, all of one length
+# declared column name -> raw column, all of one length (a dict, or _ParquetColumns)
+_Raw = Mapping[str, pa.ChunkedArray]
 _FIX_NOTE = ("this is a statement about the file, not a privacy release: fix the file "
              "before running; no budget has been spent")
 
@@ -161,7 +162,7 @@ def inspect_table(source: str | Path | pd.DataFrame, schema: Schema, *, table: s
     plans = _plan_schema(schema, name)
     raw = _frame_raw(source, schema, name) if isinstance(source, pd.DataFrame) else \
         _read_raw(Path(source), schema, name, header).raw
-    rows = len(raw[plans[0].column.name])
+    rows = _row_count(raw, plans[0].column.name)
     drop = np.zeros(rows, dtype=bool)
     effects = []
     for plan in plans:
@@ -710,16 +711,46 @@ def _read_parquet(snapshot: bytearray, path: Path, schema: Schema, table: str) -
     dups = [n for n in names if in_file.count(n) > 1]
     if dups:
         raise error("E0505", f"data file '{path}' has column(s) {', '.join(dups)} more than once")
+    # Text columns dictionary-encoded as they are read (see _Distinct).
+    text = [n for n in names if pa.types.is_string(file_schema.field(n).type)
+            or pa.types.is_large_string(file_schema.field(n).type)]
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # Text columns dictionary-encoded as they are read (see _Distinct).
-            text = [n for n in names if pa.types.is_string(file_schema.field(n).type)
-                    or pa.types.is_large_string(file_schema.field(n).type)]
-            data = pq.read_table(f, columns=names, read_dictionary=text)
+        parquet = pq.ParquetFile(f, read_dictionary=text)
     except (pa.ArrowException, OSError, ValueError):
         raise unreadable from None
-    return {n: data.column(n) for n in names}
+    return _ParquetColumns(parquet, names, unreadable)
+
+
+class _ParquetColumns(Mapping[str, pa.ChunkedArray]):
+    """A Parquet file's declared columns, each decoded when it is asked for and not kept: the
+    conformance pass holds one column the program does not read at a time (its invalid cells
+    decide which rows go), never the whole table."""
+
+    def __init__(self, parquet: pq.ParquetFile, names: list[str], unreadable: FuzzError):
+        self._parquet, self._names, self._unreadable = parquet, names, unreadable
+        self.rows = parquet.metadata.num_rows
+
+    def __getitem__(self, name: str) -> pa.ChunkedArray:
+        if name not in self._names:
+            raise KeyError(name)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                data = self._parquet.read(columns=[name])
+        except (pa.ArrowException, OSError, ValueError):
+            raise self._unreadable from None
+        return data.column(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def _row_count(raw: _Raw, first: str) -> int:
+    rows = getattr(raw, "rows", None)
+    return len(raw[first]) if rows is None else rows
 
 
 def _empty_raw(schema: Schema) -> _Raw:
@@ -780,7 +811,7 @@ def _conform(raw: _Raw, plans: list[_Plan], table: str,
     The rows to keep are decided over all columns first (a row goes if any `drop` column has an
     invalid cell in it), then each column is gathered once; when no row goes, not at all.  With
     `keep_columns`, the others are parsed and checked alike but never gathered."""
-    rows = len(raw[plans[0].column.name])
+    rows = _row_count(raw, plans[0].column.name)
     drop: np.ndarray | None = None
     parsed = []
     for plan in plans:
@@ -790,13 +821,11 @@ def _conform(raw: _Raw, plans: list[_Plan], table: str,
             invalid = cells.row_invalid()
             if invalid is not None:
                 drop = invalid.copy() if drop is None else np.logical_or(drop, invalid, out=drop)
-        elif read:  # an unread column's filled values would never be used
-            cells = cells.filled(plan.default)
-        parsed.append(cells)
+        if read:  # an unread column's cells are let go at once: only its invalid ones mattered
+            parsed.append((plan, cells if plan.column.on_invalid == "drop" else cells.filled(plan.default)))
     keep = None if drop is None or not drop.any() else ~drop
     kept = rows if keep is None else int(np.count_nonzero(keep))
-    cols = {p.column.name: _finish(c, keep, p.column.type) for p, c in zip(plans, parsed)
-            if keep_columns is None or p.column.name in keep_columns}
+    cols = {p.column.name: _finish(c, keep, p.column.type) for p, c in parsed}
     # copy=False: the columns are fresh arrays; pandas keeps them as they are instead of
     # copying them into consolidated blocks.
     return pd.DataFrame(cols, index=pd.RangeIndex(kept), copy=False)
