@@ -741,6 +741,17 @@ class _ParquetColumns(Mapping[str, pa.ChunkedArray]):
             raise self._unreadable from None
         return data.column(name)
 
+    def row_groups(self, name: str) -> Iterator[pa.ChunkedArray]:
+        """Column `name`, one row group at a time, in order."""
+        for i in range(self._parquet.num_row_groups):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    data = self._parquet.read_row_group(i, columns=[name])
+            except (pa.ArrowException, OSError, ValueError):
+                raise self._unreadable from None
+            yield data.column(name)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
 
@@ -815,14 +826,19 @@ def _conform(raw: _Raw, plans: list[_Plan], table: str,
     drop: np.ndarray | None = None
     parsed = []
     for plan in plans:
-        read = keep_columns is None or plan.column.name in keep_columns
-        cells = (_parser(plan.column.type) if read else _parse_unread)(raw[plan.column.name], plan, table)
+        if keep_columns is not None and plan.column.name not in keep_columns:
+            invalid = _unread_invalid(raw, plan, table)  # its cells are let go: only these mattered
+            if invalid is not None and plan.column.on_invalid == "drop":
+                drop = invalid if drop is None else np.logical_or(drop, invalid, out=drop)
+            continue
+        cells = _parser(plan.column.type)(raw[plan.column.name], plan, table)
         if plan.column.on_invalid == "drop":
             invalid = cells.row_invalid()
             if invalid is not None:
                 drop = invalid.copy() if drop is None else np.logical_or(drop, invalid, out=drop)
-        if read:  # an unread column's cells are let go at once: only its invalid ones mattered
-            parsed.append((plan, cells if plan.column.on_invalid == "drop" else cells.filled(plan.default)))
+            parsed.append((plan, cells))
+        else:
+            parsed.append((plan, cells.filled(plan.default)))
     keep = None if drop is None or not drop.any() else ~drop
     kept = rows if keep is None else int(np.count_nonzero(keep))
     cols = {p.column.name: _finish(c, keep, p.column.type) for p, c in parsed}
@@ -1067,6 +1083,22 @@ def _parse_bool(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Cells:
 
 
 # rule Columns kept: an unread column still applies its missing-value policy
+def _unread_invalid(raw: _Raw, plan: _Plan, table: str) -> np.ndarray | None:
+    """Per row, whether a column the program never reads has an invalid cell (None: none has),
+    raising any error it would raise when read.  A Parquet column is judged one row group at a
+    time (the rules are per cell), so that a run never holds the whole of it."""
+    groups = getattr(raw, "row_groups", None)
+    if groups is None:
+        invalid = _parse_unread(raw[plan.column.name], plan, table).row_invalid()
+        return None if invalid is None else invalid.copy()
+    masks, found = [], False
+    for col in groups(plan.column.name):
+        invalid = _parse_unread(col, plan, table).row_invalid()
+        found = found or invalid is not None
+        masks.append(np.zeros(len(col), dtype=bool) if invalid is None else invalid)
+    return np.concatenate(masks) if found else None
+
+
 def _parse_unread(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Cells:
     """A column the program never reads: only which cells are invalid matters (its `drop`
     policy), and any error it raises.  Plain text (not dictionary-encoded) is judged cell by

@@ -195,6 +195,37 @@ def test_an_unread_text_column_drops_the_rows_it_drops_when_read(text_type) -> N
     pd.testing.assert_frame_equal(kept, whole[["x"]])
 
 
+def test_unread_parquet_columns_judged_by_row_group_drop_the_rows_they_drop_when_read(tmp_path) -> None:
+    """A Parquet column the program does not read is decoded one row group at a time
+    (runtime/data._unread_invalid): the same rows go as when every column is read whole, and an
+    unparsable unread column fails the load as it would read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = report_of("laplace eps (count db)").schemas["T"]
+    n = 103
+    text = ["foo", "NA", None, "x y", "?", "ok"]
+    data = pa.table({"x": [float(i % 10) for i in range(n)], "y": [i % 6 for i in range(n)],
+                     "k": ["a", "b", "c"][:1] * n, "s": [text[i % len(text)] for i in range(n)],
+                     "f": [None if i % 17 == 3 else bool(i % 2) for i in range(n)]})
+    path = tmp_path / "t.parquet"
+    pq.write_table(data, path, row_group_size=10)
+    assert pq.ParquetFile(path).num_row_groups == 11
+    whole = load_table(path, schema)
+    assert 0 < len(whole) < n
+    pd.testing.assert_frame_equal(load_table(path, schema, keep={"x"}), whole[["x"]])
+    none = load_table(path, schema, keep=frozenset())
+    assert none.shape == (len(whole), 0) and none.index.equals(whole.index)
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(data.set_column(1, "y", pa.array([[i] for i in range(n)])), bad, row_group_size=10)
+    codes = []
+    for keep in (None, {"x"}):
+        with pytest.raises(FuzzError) as err:
+            load_table(bad, schema, keep=keep)
+        codes.append([(d.code, d.message) for d in err.value.diagnostics])
+    assert codes[0] == codes[1] and codes[0][0][0] == "E0504"
+
+
 @pytest.mark.parametrize("vectorise", [True, False])
 @pytest.mark.parametrize("body, ret", [
     ("laplace eps (count (filter (fun r -> true) db))", "fuzzy num"),
