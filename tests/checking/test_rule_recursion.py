@@ -228,10 +228,11 @@ def test_a_recursion_wrapping_its_closure_at_each_released_level_is_refused_not_
                    + MAIN + "{ " + RELEASED_N + "laplace 1 (rep (fun x -> count db) n) }", "E0306")
 
 
-def test_a_closure_in_a_tuple_cannot_be_applied():
-    """Seventh review round (7b), handled: a projection of a tuple holding a closure is no function
-    to give to a recursion (E0203)."""
-    refused_report(REP + MAIN + "{ " + RELEASED_N + "let p = (fun x -> count db, 1); laplace 1 (rep p.1 n) }", "E0203")
+def test_a_closure_taken_out_of_a_tuple_and_given_to_a_recursion_is_infinite():
+    """Seventh review round (7b), handled: it was E0203 (a projection of a tuple holding a closure
+    was no function); with rule Functions in containers it is the closure itself, used at every
+    level of an unbounded recursion, as the let-bound closure above: E0305."""
+    refused_report(REP + MAIN + "{ " + RELEASED_N + "let p = (fun x -> count db, 1); laplace 1 (rep p.1 n) }", "E0305")
 
 
 def test_a_self_applied_closure_needs_a_declared_return_type():
