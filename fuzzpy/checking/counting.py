@@ -50,7 +50,8 @@ class CountShape:
 
 # rule Count: the shape `if n op c then BASE else STEP`, read off the declaration
 def count_shape(decl: A.FunDecl) -> Optional[CountShape]:
-    body, params = decl.body, [p.name for p in decl.params]
+    params = [p.name for p in decl.params]
+    body, bound_names = _guarded(decl)
     if decl.ret is None or not isinstance(body, A.If) or not isinstance(body.cond, A.BinOp):
         return None
     cond = body.cond
@@ -59,17 +60,31 @@ def count_shape(decl: A.FunDecl) -> Optional[CountShape]:
     sides = [(cond.left, cond.op, cond.right), (cond.right, _FLIP[cond.op], cond.left)]
     for counter, op, bound in sides:  # `i >= n` with both parameters: either may be the counter
         if isinstance(counter, A.Var) and counter.name in params:
-            shape = _shape_with_counter(decl, params, counter.name, op, bound)
+            if _free_vars(bound, set()) & bound_names:
+                continue  # the bound names a local value, not a parameter or a public constant
+            shape = _shape_with_counter(decl, body, params, counter.name, op, bound)
             if shape is not None:
                 return shape
     return None
 
 
+# rule Count: local definitions (a closure, a constant) before the guard
+def _guarded(decl: A.FunDecl) -> tuple[A.Expr, set]:
+    """The body's `if`, after the `let`s that precede it (they run at every level, base
+    included, and the check of the body sees them), and the names those lets bind.  A let whose
+    value calls the function itself is not peeled: its call would not be a step of the count."""
+    body, names = decl.body, set()
+    while isinstance(body, A.Let) and not _mentions(body.bound, decl.name):
+        names |= set(_pattern_names(body.pattern))
+        body = body.body
+    return body, names
+
+
 # rule Count: the shape with one parameter as the counter (the other side its bound)
-def _shape_with_counter(decl: A.FunDecl, params: list, name: str, op: str, bound: A.Expr) -> Optional[CountShape]:
-    body = decl.body
+def _shape_with_counter(decl: A.FunDecl, body: A.If, params: list, name: str, op: str,
+                        bound: A.Expr) -> Optional[CountShape]:
     bound_param = params.index(bound.name) if isinstance(bound, A.Var) and bound.name in params else None
-    if bound_param == params.index(name) or _binds(body, name):
+    if bound_param == params.index(name) or _binds(decl.body, name):
         return None
     if bound_param is None and _free_vars(bound, set()) & set(params):
         return None
@@ -80,7 +95,7 @@ def _shape_with_counter(decl: A.FunDecl, params: list, name: str, op: str, bound
     steps = _recursive_steps(step_arm, decl.name, params.index(name), name, len(params), set(params))
     if not steps or len({sign for sign, _ in steps}) != 1:
         return None  # no call, or calls that count in both directions
-    if bound_param is not None and (_binds(body, bound.name)
+    if bound_param is not None and (_binds(decl.body, bound.name)
                                     or not _passed_on(step_arm, decl.name, bound_param, bound.name)):
         return None  # a bound that may change from level to level
     return CountShape(params.index(name), op, bound, not in_then, tuple(k for _, k in steps), steps[0][0] == "+",
