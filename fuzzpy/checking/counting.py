@@ -1,17 +1,18 @@
 """Rule Count (docs/soundness.md): a recursion over a public counter, checked once.
 
 A function whose body is `if n <op> c then BASE else STEP` (or the arms the other way round),
-where every call of itself in STEP passes `n - k` (counting down) or every one `n + k` (counting
-up) for its counter n (k > 0 public) and the same other arguments, called with a constant N,
-runs STEP a number of times D that the checker can compute, then BASE.  The bound c is public,
-or a parameter every call passes on unchanged.  Instead of unrolling D levels (rule Unroll, one check per level), the
-body is checked once with n public but not constant, its recursive call assumed to have the
-summary U (rule Recursion), which gives the body's summary as a monotone function F(U); the
-summary of the call is F applied D times to the summary of the base level, computed in exact
-arithmetic.  By induction on the level, F^d(S_base) bounds the level-d call: the body check
-holds for every public value of n, and level d calls level d - 1.  Anything the rule cannot
-establish (another shape, a mechanism that needs the recursion's own sensitivity, a nested
-recursion) falls back to unrolling.
+where every call of itself in STEP passes `n - k` (counting down) or every one `n + k`
+(counting up) for its counter n (k > 0 public) and the same other arguments, called with a
+constant N, runs STEP a number of times D that the checker can compute, then BASE. The bound c
+is public, or a parameter every call passes on unchanged; `let`s may precede the `if`. Instead
+of unrolling D levels (rule Unroll, one check per level), the body is checked once with n
+public but not constant, its recursive call assumed to have the summary U (rule Recursion),
+which gives the body's summary as a monotone function F(U); the summary of the call is F
+applied D times to the summary of the base level, computed in exact arithmetic. By induction on
+the level, F^d(S_base) bounds the level-d call: the body check holds for every public value of
+n, and level d calls level d - 1. Anything the rule cannot establish (another shape, a
+mechanism that needs the recursion's own sensitivity, a nested recursion) falls back to
+unrolling.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class CountShape:
 
     param: int            # index of the counter parameter
     op: str               # the guard is `n op bound`
-    bound: A.Expr         # mentions no parameter
+    bound: A.Expr         # mentions no parameter, or is the parameter `bound_param`
     base_is_then: bool    # the `then` arm is the base (holds no recursive call)
     steps: tuple          # the step expressions k of the recursive calls (no parameter)
     up: bool = False      # the calls pass `n + k` (counting up) rather than `n - k`

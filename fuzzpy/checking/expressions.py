@@ -194,7 +194,8 @@ class ExpressionRules:
     def _join_fns(self, a: Val, b: Val) -> Optional[list]:
         """The function values a branch's container holds: where both arms hold a function of a
         declared type at a component, their join (rule Join); anything else is not kept, and a
-        function of a declared type there is then known by its type alone (`applied_fn`)."""
+        function of a declared type there is then known by its type alone
+        (`applications._known_by_type`)."""
         if a.fns is None or b.fns is None or len(a.fns) != len(b.fns):
             return None
         return [self._join_fn(Val(a.type, {}, a.ir, fn=x), Val(b.type, {}, b.ir, fn=y)) if x is not y else x
