@@ -199,7 +199,8 @@ def _captured_per_part(t: Parts, captured: Dist) -> Dist:
 @primitive("pmap", ("f", "ps"), "('a -o[s] 'b) -> parts K 'a -o[s] parts K 'b",
            "pmap f ps: apply f to every part (no release).",
            "An s-sensitive function applied to each component of a tensor is s-sensitive in each "
-           "component's distance variable. " + _REF,
+           "component's distance variable; what f captures besides its part moves every part, so the "
+           "parts' sum counts it once per key (infinite over released keys). " + _REF,
            category="partition")
 def _pmap(ctx, args, span):
     f, ps = args
@@ -211,7 +212,9 @@ def _pmap(ctx, args, span):
 @primitive("each", ("f", "ps"), "('a -o[s] fuzzy 'b) -> parts K 'a -o[s] fuzzy (parts K 'b)",
            "each f ps: run the mechanism f on every part and release all results (a map from key to value).",
            "Releases on disjoint parts compose in parallel: the cost is sum_k s * d_k <= s * d(b) "
-           "(parallel composition; PrivJail appendix B for unions of parts). " + _REF,
+           "(parallel composition; PrivJail appendix B for unions of parts), plus n * C for what f "
+           "captures (C, read once per key of n; infinite over released keys: docs/soundness.md, rule "
+           "Captured per part). " + _REF,
            category="partition")
 def _each(ctx, args, span):
     f, ps = args
