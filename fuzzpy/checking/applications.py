@@ -85,10 +85,10 @@ class ApplicationRules:
 
     def apply(self, f: Val, args: list[Val], span: Span) -> Val:
         while args:
-            fn = f.fn
+            fn = f.fn if f.fn is not None or not isinstance(f.type, Fun) else _known_by_type(f.type)
             if fn is None:
                 raise self.fail("E0203", f"this is not a function (it is {f.type}), but it is applied "
-                                f"to an argument", span)
+                                f"to an argument", span, *_lost_function_note(f.type))
             if isinstance(fn, Opaque):
                 f, args = self._apply_opaque(f, fn, args[0], span), args[1:]
                 continue
@@ -244,6 +244,25 @@ class ApplicationRules:
         # Rule Rho: its releases are charged in channel z, whole, where it is last applied
         # (_apply_opaque); a cost of what it captured kept here would count them twice.
         return Val(t, without_channel(inst.captured, "z"), code, NOCONST, fn, risk=dict(v.risk))
+
+
+# rule Functions in containers: why a closure taken out of a container that lost it is refused
+def _lost_function_note(t: Type) -> list[str]:
+    """Why a function value without a declared type cannot be applied here."""
+    if not isinstance(t, FnT):
+        return []
+    return ["a function without a declared type is known only where it is written, and in the tuples, records "
+            "and lists built there; passed to a function, returned, or chosen by a branch inside a container, "
+            "it is not: give it a declared type, (fun t -> ... : A -o[s] B), which travels with the container"]
+
+
+# rule Functions in containers: a function taken out of a container that did not keep it
+def _known_by_type(t: Fun) -> Opaque:
+    """A value of a declared function type whose function the checker no longer knows (a tuple
+    parameter's component, a branch's container): its type states its sensitivity and its
+    distance what it captured (rule Declared); the calls it nests are unknown, so it is not
+    `complete` and each application may fail."""
+    return Opaque(t, complete=False)
 
 
 def evaluated_risk(v: Val) -> Dist:

@@ -401,7 +401,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
                 sym = next(iter(v.dist))
                 self.uses.setdefault(sym, []).append(e.span)
             return Val(v.type, v.dist, I.IVar(e.name, span=e.span) if not isinstance(v.ir, I.IConst) else v.ir,
-                       v.const, v.fn, v.parts)
+                       v.const, v.fn, v.parts, fns=v.fns)
         if e.name in self.functions:
             decl = self.functions[e.name]
             return Val(FnT(e.name), {}, I.IClosure(span=e.span), NOCONST, TopFn(decl))

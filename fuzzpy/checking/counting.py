@@ -1,16 +1,18 @@
 """Rule Count (docs/soundness.md): a recursion over a public counter, checked once.
 
 A function whose body is `if n <op> c then BASE else STEP` (or the arms the other way round),
-where every call of itself in STEP passes `n - k` for its counter n (k > 0 public) and the same
-other arguments, called with a constant N, runs STEP a number of times D that the checker can
-compute, then BASE.  Instead of unrolling D levels (rule Unroll, one check per level), the
-body is checked once with n public but not constant, its recursive call assumed to have the
-summary U (rule Recursion), which gives the body's summary as a monotone function F(U); the
-summary of the call is F applied D times to the summary of the base level, computed in exact
-arithmetic.  By induction on the level, F^d(S_base) bounds the level-d call: the body check
-holds for every public value of n, and level d calls level d - 1.  Anything the rule cannot
-establish (another shape, a mechanism that needs the recursion's own sensitivity, a nested
-recursion) falls back to unrolling.
+where every call of itself in STEP passes `n - k` (counting down) or every one `n + k`
+(counting up) for its counter n (k > 0 public) and the same other arguments, called with a
+constant N, runs STEP a number of times D that the checker can compute, then BASE. The bound c
+is public, or a parameter every call passes on unchanged; `let`s may precede the `if`. Instead
+of unrolling D levels (rule Unroll, one check per level), the body is checked once with n
+public but not constant, its recursive call assumed to have the summary U (rule Recursion),
+which gives the body's summary as a monotone function F(U); the summary of the call is F
+applied D times to the summary of the base level, computed in exact arithmetic. By induction on
+the level, F^d(S_base) bounds the level-d call: the body check holds for every public value of
+n, and level d calls level d - 1. Anything the rule cannot establish (another shape, a
+mechanism that needs the recursion's own sensitivity, a nested recursion) falls back to
+unrolling.
 """
 
 from __future__ import annotations
@@ -40,35 +42,65 @@ class CountShape:
 
     param: int            # index of the counter parameter
     op: str               # the guard is `n op bound`
-    bound: A.Expr         # mentions no parameter
+    bound: A.Expr         # mentions no parameter, or is the parameter `bound_param`
     base_is_then: bool    # the `then` arm is the base (holds no recursive call)
-    steps: tuple          # the decrement expressions of the recursive calls (no parameter)
+    steps: tuple          # the step expressions k of the recursive calls (no parameter)
+    up: bool = False      # the calls pass `n + k` (counting up) rather than `n - k`
+    bound_param: Optional[int] = None  # the bound is this parameter, passed on unchanged
 
 
 # rule Count: the shape `if n op c then BASE else STEP`, read off the declaration
 def count_shape(decl: A.FunDecl) -> Optional[CountShape]:
-    body, params = decl.body, [p.name for p in decl.params]
+    params = [p.name for p in decl.params]
+    body, bound_names = _guarded(decl)
     if decl.ret is None or not isinstance(body, A.If) or not isinstance(body.cond, A.BinOp):
         return None
     cond = body.cond
     if cond.op not in _FLIP:
         return None
-    if isinstance(cond.left, A.Var) and cond.left.name in params:
-        name, op, bound = cond.left.name, cond.op, cond.right
-    elif isinstance(cond.right, A.Var) and cond.right.name in params:
-        name, op, bound = cond.right.name, _FLIP[cond.op], cond.left
-    else:
+    sides = [(cond.left, cond.op, cond.right), (cond.right, _FLIP[cond.op], cond.left)]
+    for counter, op, bound in sides:  # `i >= n` with both parameters: either may be the counter
+        if isinstance(counter, A.Var) and counter.name in params:
+            if _free_vars(bound, set()) & bound_names:
+                continue  # the bound names a local value, not a parameter or a public constant
+            shape = _shape_with_counter(decl, body, params, counter.name, op, bound)
+            if shape is not None:
+                return shape
+    return None
+
+
+# rule Count: local definitions (a closure, a constant) before the guard
+def _guarded(decl: A.FunDecl) -> tuple[A.Expr, set]:
+    """The body's `if`, after the `let`s that precede it (they run at every level, base
+    included, and the check of the body sees them), and the names those lets bind.  A let whose
+    value calls the function itself is not peeled: its call would not be a step of the count."""
+    body, names = decl.body, set()
+    while isinstance(body, A.Let) and not _mentions(body.bound, decl.name):
+        names |= set(_pattern_names(body.pattern))
+        body = body.body
+    return body, names
+
+
+# rule Count: the shape with one parameter as the counter (the other side its bound)
+def _shape_with_counter(decl: A.FunDecl, body: A.If, params: list, name: str, op: str,
+                        bound: A.Expr) -> Optional[CountShape]:
+    bound_param = params.index(bound.name) if isinstance(bound, A.Var) and bound.name in params else None
+    if bound_param == params.index(name) or _binds(decl.body, name):
         return None
-    if _free_vars(bound, set()) & set(params) or _binds(body, name):
+    if bound_param is None and _free_vars(bound, set()) & set(params):
         return None
     in_then, in_other = _mentions(body.then, decl.name), _mentions(body.other, decl.name)
     if in_then == in_other:
         return None
     step_arm = body.then if in_then else body.other
     steps = _recursive_steps(step_arm, decl.name, params.index(name), name, len(params), set(params))
-    if not steps:
-        return None
-    return CountShape(params.index(name), op, bound, not in_then, tuple(steps))
+    if not steps or len({sign for sign, _ in steps}) != 1:
+        return None  # no call, or calls that count in both directions
+    if bound_param is not None and (_binds(decl.body, bound.name)
+                                    or not _passed_on(step_arm, decl.name, bound_param, bound.name)):
+        return None  # a bound that may change from level to level
+    return CountShape(params.index(name), op, bound, not in_then, tuple(k for _, k in steps), steps[0][0] == "+",
+                      bound_param)
 
 
 def _mentions(e: A.Node, name: str) -> bool:
@@ -87,8 +119,9 @@ def _binds(e: A.Node, name: str) -> bool:
 
 
 def _recursive_steps(e: A.Node, fname: str, index: int, counter: str, arity: int, params: set) -> list:
-    """The decrement of every call of fname in e, or [] if some occurrence of fname is not a
-    full call whose counter argument is `counter - k` with k free of parameters."""
+    """The step (`-` or `+`, k) of every call of fname in e, or [] if some occurrence of fname is
+    not a full call whose counter argument is `counter - k` or `counter + k` with k free of
+    parameters."""
     out: list = []
     ok = [True]
 
@@ -97,9 +130,9 @@ def _recursive_steps(e: A.Node, fname: str, index: int, counter: str, arity: int
             head, args = _spine(node)
             if isinstance(head, A.Var) and head.name == fname:
                 arg = args[index] if len(args) == arity else None
-                if (isinstance(arg, A.BinOp) and arg.op == "-" and isinstance(arg.left, A.Var)
+                if (isinstance(arg, A.BinOp) and arg.op in ("-", "+") and isinstance(arg.left, A.Var)
                         and arg.left.name == counter and not (_free_vars(arg.right, set()) & params)):
-                    out.append(arg.right)
+                    out.append((arg.op, arg.right))
                     for a in args:
                         walk(a)
                     return
@@ -115,14 +148,28 @@ def _recursive_steps(e: A.Node, fname: str, index: int, counter: str, arity: int
     return out if ok[0] else []
 
 
+# rule Count: a bound parameter must be the same constant at every level
+def _passed_on(e: A.Node, fname: str, index: int, name: str) -> bool:
+    """Does every call of fname in e pass the parameter `name` itself as its argument `index`?
+    (`_recursive_steps` has checked that every occurrence of fname is a full call.)"""
+    if isinstance(e, A.Apply):
+        head, args = _spine(e)
+        if isinstance(head, A.Var) and head.name == fname:
+            arg = args[index]
+            if not (isinstance(arg, A.Var) and arg.name == name):
+                return False
+            return all(_passed_on(a, fname, index, name) for a in args)
+    return all(_passed_on(c, fname, index, name) for c in A.children(e))
+
+
 def _holds(op: str, n: Fraction, bound: Fraction) -> bool:
     return {"<=": n <= bound, "<": n < bound, ">=": n >= bound, ">": n > bound,
             "==": n == bound, "!=": n != bound}[op]
 
 
 def levels(shape: CountShape, n: Fraction, bound: Fraction, k: Fraction) -> Optional[int]:
-    """How many times the step arm runs from counter n, decreasing by k > 0 (None: never stops,
-    or more than MAX_COUNT_LEVELS)."""
+    """How many times the step arm runs from counter n, moving by -k at each level (k > 0 counts
+    down, k < 0 up; None: never stops, or more than MAX_COUNT_LEVELS)."""
     def step(x: Fraction) -> bool:
         return not _holds(shape.op, x, bound) if shape.base_is_then else _holds(shape.op, x, bound)
 
@@ -156,10 +203,10 @@ class CountRules:
         n = args[shape.param]
         if not n.is_const or not isinstance(n.type, Num):
             return None
-        consts = [self._public_constant(e) for e in (shape.bound, *shape.steps)]
+        consts = [self._bound(shape, args), *(self._public_constant(e) for e in shape.steps)]
         if any(c is None for c in consts) or any(c != consts[1] for c in consts[1:]) or consts[1] <= 0:
             return None
-        bound, k = consts[0], consts[1]
+        bound, k = consts[0], (-consts[1] if shape.up else consts[1])  # the counter moves by -k per level
         depth = levels(shape, Fraction(n.const), bound, k)
         if depth is None or depth < 2:
             return None
@@ -170,6 +217,14 @@ class CountRules:
         if key not in self._shapes:
             self._shapes[key] = (decl, count_shape(decl))
         return self._shapes[key][1]
+
+    def _bound(self, shape: CountShape, args: list[Val]) -> Optional[Fraction]:
+        """Rule Count: the guard's bound: a public constant, or the constant given for the parameter that
+        every level passes on unchanged."""
+        if shape.bound_param is None:
+            return self._public_constant(shape.bound)
+        b = args[shape.bound_param]
+        return Fraction(b.const) if b.is_const and isinstance(b.type, Num) else None
 
     def _public_constant(self, e: A.Expr) -> Optional[Fraction]:
         try:

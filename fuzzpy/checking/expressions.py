@@ -78,7 +78,7 @@ class ExpressionRules:
             return self.to_opaque(v, t, e.span)  # keeps v's risk: the value is computed once
         if not is_subtype(v.type, t):
             raise self.fail("E0202", f"this has type {v.type}, which does not fit the annotation {t}", e.span)
-        return Val(t, v.dist, v.ir, v.const, v.fn, v.parts, v.risk)
+        return Val(t, v.dist, v.ir, v.const, v.fn, v.parts, v.risk, v.fns)
 
     def x_Let(self, e: A.Let, env: Env) -> Val:
         bound = self.expr(e.bound, env)
@@ -89,7 +89,7 @@ class ExpressionRules:
         # The bound value is computed even if the body never uses it: its failure risk counts,
         # used or not (rule Let).
         return Val(body.type, body.dist, I.ILet(pat, bound.ir, body.ir, span=e.span), body.const, body.fn,
-                   body.parts, r_union(bound.risk, body.risk))
+                   body.parts, r_union(bound.risk, body.risk), body.fns)
 
     # rule Sample: both sides run when the distribution is drawn
     def x_Sample(self, e: A.Sample, env: Env) -> Val:
@@ -138,7 +138,8 @@ class ExpressionRules:
         t = self.join(then, other, e.span)
         dist = d_add(_branch_choice(cond.dist), self.d_max(then.dist, other.dist))
         risk = self.branch_risk(cond, [then, other], e.cond.span)
-        return Val(t, dist, I.IIf(cond.ir, then.ir, other.ir, span=e.span), fn=self._join_fn(then, other), risk=risk)
+        return Val(t, dist, I.IIf(cond.ir, then.ir, other.ir, span=e.span), fn=self._join_fn(then, other), risk=risk,
+                   fns=self._join_fns(then, other))
 
     def branch(self, e: A.Expr, env: Env, since: Optional[int] = None) -> Val:
         """Check one branch, with the parts it split eliminated: the max of two branches must
@@ -156,7 +157,7 @@ class ExpressionRules:
             # More calls than the budget in this arm alone: it may not finish in practice (FAIL,
             # rule Unroll), so which arm runs matters (rule Branch).
             risk = r_union(risk, {FAIL: ONE})
-        return Val(v.type, self.eliminate(v.dist, since), v.ir, v.const, v.fn, None, risk)
+        return Val(v.type, self.eliminate(v.dist, since), v.ir, v.const, v.fn, None, risk, v.fns)
 
     def branch_risk(self, scrutinee: Val, arms: list[Val], span: Span) -> Dist:
         """Risk of a branch (soundness.md, rule Branch): the scrutinee's and the arms', and, when
@@ -188,6 +189,17 @@ class ExpressionRules:
             return Opaque(join_types(a.fn.type, b.fn.type), max(a.fn.depth, b.fn.depth),  # type: ignore[arg-type]
                           max(a.fn.draw_depth, b.fn.draw_depth), a.fn.complete and b.fn.complete)
         return None
+
+    # rule Functions in containers: the arms' functions component by component
+    def _join_fns(self, a: Val, b: Val) -> Optional[list]:
+        """The function values a branch's container holds: where both arms hold a function of a
+        declared type at a component, their join (rule Join); anything else is not kept, and a
+        function of a declared type there is then known by its type alone
+        (`applications._known_by_type`)."""
+        if a.fns is None or b.fns is None or len(a.fns) != len(b.fns):
+            return None
+        return [self._join_fn(Val(a.type, {}, a.ir, fn=x), Val(b.type, {}, b.ir, fn=y)) if x is not y else x
+                for x, y in zip(a.fns, b.fns)]
 
     # rule Lambda: building a closure evaluates nothing; as data it costs its captures
     def x_Lambda(self, e: A.Lambda, env: Env) -> Val:
@@ -245,6 +257,7 @@ class ExpressionRules:
         return Val(rtype, dist, I.ICase(scrut.ir, "sum", (lp, lv.ir), (rp, rv.ir), span=e.span), risk=risk)
 
     # rule Branch: case on a list: one arm if constant, else choice + max of the arms
+    # rule Functions in containers: the head is the list's function, the tail keeps it
     def _case_list(self, e: A.Case, scrut: Val, env: Env) -> Val:
         arms = {arm.kind: arm for arm in e.arms}
         elem = scrut.type.elem  # type: ignore[attr-defined]
@@ -264,8 +277,9 @@ class ExpressionRules:
         since = len(self.splits)
         # A public list (distance 0 everywhere) has public parts: nothing to split (rule Widen (breadth)).
         hd, td = self.split(scrut.dist, ["head", "tail"], [elem, scrut.type]) if scrut.dist else ({}, {})
-        hb, hp = self.bind_pattern(cons.patterns[0], Val(elem, hd, I.IVar("_")))
-        tb, tp = self.bind_pattern(cons.patterns[1], Val(scrut.type, td, I.IVar("_")))
+        element_fn = scrut.fns[0] if scrut.fns else None  # rule Functions in containers
+        hb, hp = self.bind_pattern(cons.patterns[0], Val(elem, hd, I.IVar("_"), fn=element_fn))
+        tb, tp = self.bind_pattern(cons.patterns[1], Val(scrut.type, td, I.IVar("_"), fns=scrut.fns))
         consv = self.branch(cons.body, env.extend({**hb, **tb}), since)
         rtype = self.join(nil, consv, e.span)
         dist = d_add(_branch_choice(scrut.dist), self.d_max(nil.dist, consv.dist))
@@ -291,6 +305,7 @@ class ExpressionRules:
         return Val(t, v.dist, I.IInject(e.side, v.ir, span=e.span), const, risk=v.risk)
 
     # rule Tuples: a field's distance if known, else the record's; the record's risk
+    # rule Functions in containers: and the field's function
     def x_Field(self, e: A.Field, env: Env) -> Val:
         v = self.expr(e.value, env)
         if isinstance(v.type, Record):
@@ -303,12 +318,13 @@ class ExpressionRules:
             const = dict(v.const)[e.name] if v.is_const else NOCONST
             idx = [n for n, _ in v.type.fields].index(e.name)
             dist = v.parts[idx] if v.parts is not None else v.dist
-            return Val(ft, dist, I.IField(v.ir, e.name, span=e.span), const, risk=v.risk)
+            return Val(ft, dist, I.IField(v.ir, e.name, span=e.span), const, _component_fn(v, idx), risk=v.risk)
         if isinstance(v.type, Parts):  # `part` refuses a partition of released keys
             return self.call_primitive_vals("part", [v, self.const_val(e.name, STRING)], e.span)
         raise self.fail("E0205", f"field access .{e.name} needs a record, but this is {v.type}", e.span)
 
     # rule Tuples: a component's distance if known, else the whole's; the whole's risk
+    # rule Functions in containers: and the component's function
     def x_Proj(self, e: A.Proj, env: Env) -> Val:
         v = self.expr(e.value, env)
         if not isinstance(v.type, (Tensor, With)) or not 1 <= e.index <= len(v.type.items):
@@ -317,7 +333,7 @@ class ExpressionRules:
         i = e.index - 1
         const = v.const[i] if v.is_const else NOCONST
         dist = v.parts[i] if v.parts is not None else v.dist  # a component moves at most as the whole
-        return Val(v.type.items[i], dist, I.IProj(v.ir, i, span=e.span), const, None, risk=v.risk)
+        return Val(v.type.items[i], dist, I.IProj(v.ir, i, span=e.span), const, _component_fn(v, i), risk=v.risk)
 
     # rule Tuples: tensor tuples add their distances, with-pairs take the max; risks unite
     def x_Tuple(self, e: A.Tuple, env: Env) -> Val:
@@ -333,7 +349,7 @@ class ExpressionRules:
                 dist = self.d_max(dist, p)
         const = tuple(v.const for v in vals) if all(v.is_const for v in vals) else NOCONST
         return Val(t, dist, I.ITuple(kind, [v.ir for v in vals], span=e.span), const, None, parts,
-                   r_union(*[v.risk for v in vals]))
+                   r_union(*[v.risk for v in vals]), _component_fns(vals))
 
     # rule Tuples: a record adds its fields' distances; risks unite
     def x_RecordLit(self, e: A.RecordLit, env: Env) -> Val:
@@ -345,7 +361,7 @@ class ExpressionRules:
         const = tuple((n, v.const) for n, v in zip(names, vals)) if all(v.is_const for v in vals) else NOCONST
         parts = [v.dist for v in vals]
         return Val(t, d_add(*parts), I.IRecord([(n, v.ir) for n, v in zip(names, vals)], span=e.span), const,
-                   None, parts, r_union(*[v.risk for v in vals]))
+                   None, parts, r_union(*[v.risk for v in vals]), _component_fns(vals))
 
     # rule Tuples: a list adds its elements' distances; risks unite
     def x_ListLit(self, e: A.ListLit, env: Env) -> Val:
@@ -358,7 +374,7 @@ class ExpressionRules:
         t = ListT(elem if elem is not None else Hole())
         const = tuple(v.const for v in vals) if all(v.is_const for v in vals) else NOCONST
         return Val(t, d_add(*[v.dist for v in vals]), I.IList([v.ir for v in vals], span=e.span), const,
-                   risk=r_union(*[v.risk for v in vals]))
+                   risk=r_union(*[v.risk for v in vals]), fns=self._element_fn([v.fn for v in vals]))
 
     # rule Tuples: h :: t adds the two distances; risks unite
     def x_Cons(self, e: A.Cons, env: Env) -> Val:
@@ -375,6 +391,33 @@ class ExpressionRules:
             dist = d_add({} if h.is_const else h.dist, {} if tl.is_const else tl.dist)
         else:
             dist = d_add(h.dist, tl.dist)
+        elements = [h.fn] if tl.is_const and not tl.const else [h.fn, tl.fns[0] if tl.fns else None]
         return Val(ListT(elem), dist, I.ICons(h.ir, tl.ir, span=e.span), const,
-                   risk=r_union(h.risk, tl.risk))
+                   risk=r_union(h.risk, tl.risk), fns=self._element_fn(elements))
 
+    # rule Functions in containers: the one function every element of a list is
+    def _element_fn(self, fns: list) -> Optional[list]:
+        """[f] when every element is known to be f (one closure), or functions of declared types
+        (their join, rule Join: a list's elements have one type); None otherwise."""
+        if not fns or any(f is None for f in fns):
+            return None
+        out = fns[0]
+        for f in fns[1:]:
+            if f is out:
+                continue
+            if not (isinstance(out, Opaque) and isinstance(f, Opaque)):
+                return None
+            out = self._join_fn(Val(out.type, {}, I.IConst(None), fn=out), Val(f.type, {}, I.IConst(None), fn=f))
+            if out is None:
+                return None
+        return [out]
+
+
+# rule Functions in containers: a component's function travels with the container
+def _component_fns(vals: list) -> Optional[list]:
+    return [v.fn for v in vals] if any(v.fn is not None for v in vals) else None
+
+
+# rule Functions in containers: the function of one component, where the container kept it
+def _component_fn(v: Val, i: int):
+    return v.fns[i] if v.fns is not None and i < len(v.fns) else None

@@ -59,7 +59,9 @@ from ..typesystem.types import (
     ListT,
     Num,
     Type,
+    components,
     holds_choices,
+    holds_fuzzy,
     holds_tables,
     is_subtype,
     type_size,
@@ -315,7 +317,7 @@ class InstanceRules:
         # distance is infinite at once (an argument computed by a product, say), which would
         # charge every such recursion infinitely; a recursion that cannot release anything
         # assumes no shadow cost, and the check of its body confirms it (E0304 otherwise).
-        gauss = self._may_release(decl, state)
+        gauss = self._may_release(decl, state) or any(_holds_function(t) for t in s.param_types)
         # Rule Inventory: a count for each Laplace epsilon written as a public constant in the
         # function (or those it names), and the unknown mark for anything else.
         channels = CHANNELS + (UNKNOWN, *self._laplace_channels(decl)) if gauss else ()
@@ -785,3 +787,11 @@ def _nonzero(d: Dist) -> Dist:
 
 
 __all__ = ["Summary", "InstanceRules", "WIDEN_SPECULATIVE", "MAX_INSTANCES", "apply_scale"]
+
+
+# rule Functions in containers: a container's function may release when a recursion applies it
+def _holds_function(t: Type) -> bool:
+    """Does a parameter of this type carry, inside a container, a function whose result holds
+    distributions (applied by its type in the body, so a recursion may release through it)?"""
+    parts = components(t)
+    return parts is not None and any(isinstance(p, Fun) and holds_fuzzy(p) or _holds_function(p) for p in parts)

@@ -19,6 +19,7 @@ class PatternRules:
 
     # ---- patterns ------------------------------------------------------------------------------
 
+    # rule Functions in containers: a tuple pattern's components keep their functions
     def bind_pattern(self, p: A.Pattern, v: Val) -> tuple[dict[str, Val], Any]:
         if isinstance(p, A.PVar):
             self._note_binding(p.span, p.name, v)
@@ -36,7 +37,8 @@ class PatternRules:
         for i, (sub, t, d) in enumerate(zip(p.items, v.type.items, dists)):
             const = v.const[i] if v.is_const else NOCONST
             ir = I.IConst(const) if const is not NOCONST else I.IVar("_")  # constants are inlined
-            b, sp = self.bind_pattern(sub, Val(t, d, ir, const))
+            fn = v.fns[i] if v.fns is not None else None  # rule Functions in containers
+            b, sp = self.bind_pattern(sub, Val(t, d, ir, const, fn))
             bindings.update(b)
             pats.append(sp)
         return bindings, (p.kind, pats)

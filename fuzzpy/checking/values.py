@@ -33,6 +33,9 @@ class Val:
     fn: Optional["FnValue"] = None
     parts: Optional[list[Dist]] = None  # per-component distances (tuples, partitions)
     risk: Dist = field(default_factory=dict)  # effects.py: on what evaluating it may fail
+    # Rule Functions in containers: the function value of each component of a tuple or record,
+    # or the one of every element of a list; None where a component holds no known function.
+    fns: Optional[list[Optional["FnValue"]]] = None
 
     @property
     def is_const(self) -> bool:

@@ -15,7 +15,7 @@ from fractions import Fraction
 from ..diagnostics import FuzzError
 from ..typesystem import ir as I
 from ..typesystem.keys import Reading
-from ..typesystem.sens import d_add, d_inf
+from ..typesystem.sens import Dist, d_add, d_inf
 from ..typesystem.types import Bag, Cat, Fuzzy, ListT, Num, Parts, Str, Tensor
 from .bags import elem_type, row_function
 from .declarations import Result, primitive
@@ -171,6 +171,7 @@ def _part(ctx, args, span):
     return Result(t.elem, _parts_dists(ctx, ps)[i], info={"index": i})
 
 
+# rule Captured per part: f once per key, its parameter mapped onto each part
 def _per_part(ctx, f, ps, span, fuzzy: bool):
     t = _parts_type(ctx, ps, "each" if fuzzy else "pmap")
     inst = ctx.instantiate(f, [t.elem], span, times=part_count(t), quadratic=True)  # once per key
@@ -178,8 +179,7 @@ def _per_part(ctx, f, ps, span, fuzzy: bool):
         raise ctx.fail("E0202", f"each expects a function returning a distribution, but it returns {inst.cod}",
                        f.span, "use pmap for a function that releases nothing")
     k = inst.param_coefs[0]
-    # The function runs once per part: its captured private data is read k times -> infinite.
-    captured = d_inf(inst.captured)
+    captured = _captured_per_part(t, inst.captured)
     quad = inst.quad[0] if inst.quad else {}
     # Each part's Gaussian releases cost rho per unit of its distance squared (rule Rho); the parts
     # are split symbols, so their maximum is taken where they are eliminated.
@@ -187,10 +187,20 @@ def _per_part(ctx, f, ps, span, fuzzy: bool):
     return inst, parts
 
 
+# rule Captured per part
+def _captured_per_part(t: Parts, captured: Dist) -> Dist:
+    """What each part's result owes to what the function captures.  The function runs once per
+    part, so each part's result moves by the captured distance (with its release costs), and the
+    parts' sum counts it once per key: a public number for declared keys.  Released keys are as
+    many as the data makes them, up to a bound of runs, not of the distance: infinite there."""
+    return d_inf(captured) if t.released else dict(captured)
+
+
 @primitive("pmap", ("f", "ps"), "('a -o[s] 'b) -> parts K 'a -o[s] parts K 'b",
            "pmap f ps: apply f to every part (no release).",
            "An s-sensitive function applied to each component of a tensor is s-sensitive in each "
-           "component's distance variable. " + _REF,
+           "component's distance variable; what f captures besides its part moves every part, so the "
+           "parts' sum counts it once per key (infinite over released keys). " + _REF,
            category="partition")
 def _pmap(ctx, args, span):
     f, ps = args
@@ -202,7 +212,9 @@ def _pmap(ctx, args, span):
 @primitive("each", ("f", "ps"), "('a -o[s] fuzzy 'b) -> parts K 'a -o[s] fuzzy (parts K 'b)",
            "each f ps: run the mechanism f on every part and release all results (a map from key to value).",
            "Releases on disjoint parts compose in parallel: the cost is sum_k s * d_k <= s * d(b) "
-           "(parallel composition; PrivJail appendix B for unions of parts). " + _REF,
+           "(parallel composition; PrivJail appendix B for unions of parts), plus n * C for what f "
+           "captures (C, read once per key of n; infinite over released keys: docs/soundness.md, rule "
+           "Captured per part). " + _REF,
            category="partition")
 def _each(ctx, args, span):
     f, ps = args

@@ -228,10 +228,11 @@ def test_a_recursion_wrapping_its_closure_at_each_released_level_is_refused_not_
                    + MAIN + "{ " + RELEASED_N + "laplace 1 (rep (fun x -> count db) n) }", "E0306")
 
 
-def test_a_closure_in_a_tuple_cannot_be_applied():
-    """Seventh review round (7b), handled: a projection of a tuple holding a closure is no function
-    to give to a recursion (E0203)."""
-    refused_report(REP + MAIN + "{ " + RELEASED_N + "let p = (fun x -> count db, 1); laplace 1 (rep p.1 n) }", "E0203")
+def test_a_closure_taken_out_of_a_tuple_and_given_to_a_recursion_is_infinite():
+    """Seventh review round (7b), handled: it was E0203 (a projection of a tuple holding a closure
+    was no function); with rule Functions in containers it is the closure itself, used at every
+    level of an unbounded recursion, as the let-bound closure above: E0305."""
+    refused_report(REP + MAIN + "{ " + RELEASED_N + "let p = (fun x -> count db, 1); laplace 1 (rep p.1 n) }", "E0305")
 
 
 def test_a_self_applied_closure_needs_a_declared_return_type():
@@ -310,3 +311,49 @@ def test_fr5_destructuring_a_recursive_result_is_infinite():
     use = MAIN + "{ sample n = laplace 1 3; let (s, c) = id2 n (count db); laplace 1 s }"
     exactly(direct + use, 1, [0, 1])
     refused_report(destr + use, "E0305")  # precise: epsilon 1
+
+
+# ---- closures inside a recursion whose length is released (issue 37) ---------------------------------
+# Issue 37 lists "a closure inside a recursion whose length is a released value (E0305)" among the
+# false rejects.  The shapes below are the ones an analyst writes; each is accepted with its exact
+# bound (a closure built at each level and applied once there, passed on unchanged and applied at
+# the base, returned by a helper, given to filter), and the ones that stay refused read the table
+# once per level of a recursion of unbounded length, which no finite bound covers.
+
+CLOSURE_RECURSIONS = {
+    "applied-to-accumulator": "function go (n : num) (acc : num) : num { let inc = fun y -> y + 1; "
+                              "if n <= 0 then acc else go (n - 1) (inc acc) }\n" + MAIN + "{ " + RELEASED_N
+                              + "laplace 1 (go n (count db)) }",
+    "capturing-the-accumulator": "function go (n : num) (acc : num) : num { if n <= 0 then acc else "
+                                 "(let f = fun y -> y + acc; go (n - 1) (f 0)) }\n" + MAIN + "{ " + RELEASED_N
+                                 + "laplace 1 (go n (count db)) }",
+    "capturing-the-table-applied-at-the-base": "function go (n : num) (b : bag T) : num { let f = fun y -> "
+                                               "clip 0 1 (count b); if n <= 0 then f 0 else go (n - 1) b }\n" + MAIN
+                                               + "{ " + RELEASED_N + "laplace 1 (go n db) }",
+    "passed-on-applied-at-the-base": "function go f (n : num) : num { if n <= 0 then f 0 else go f (n - 1) }\n"
+                                     + MAIN + "{ " + RELEASED_N + "laplace 1 (go (fun x -> count db) n) }",
+    "a-row-function-per-level": "function go (n : num) (b : bag T) : bag T { if n <= 0 then b else "
+                                "go (n - 1) (filter (fun r -> r.x > n) b) }\n" + MAIN + "{ " + RELEASED_N
+                                + "laplace 1 (count (go n db)) }",
+    "releasing-at-the-base": "function go (n : num) (b : bag T) : fuzzy num { let g = fun t -> laplace 1 (count t); "
+                             "if n <= 0 then g b else go (n - 1) b }\n" + MAIN + "{ " + RELEASED_N + "go n db }",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLOSURE_RECURSIONS))
+def test_a_closure_inside_a_recursion_of_released_length_is_exact(name, tables):
+    """One release of the table: 1 (the released length is a release of a constant, free)."""
+    r = exactly(CLOSURE_RECURSIONS[name], 1)
+    assert violations(r, tables) == []
+
+
+@pytest.mark.parametrize("body", [
+    "let f = fun t -> clip 0 1 (count t); f b - f b + go (n - 1) b",       # the table read at every level
+    "let g = fun x -> x + clip 0 1 (count b); go (n - 1) b (g 0)",
+], ids=["read-per-level", "accumulated-per-level"])
+def test_a_closure_reading_the_table_at_every_level_of_a_released_length_stays_infinite(body):
+    params = "(n : num) (b : bag T)" + (" (acc : num)" if "go (n - 1) b (" in body else "")
+    base = "acc" if "acc" in params else "0"
+    call = "go n db 0" if "acc" in params else "go n db"
+    refused_report(f"function go {params} : num {{ if n <= 0 then {base} else ({body}) }}\n"
+                   + MAIN + "{ " + RELEASED_N + f"laplace 1 ({call}) }}", "E0305")

@@ -99,8 +99,10 @@ def test_a_partial_application_joined_with_a_lambda_of_another_cost_is_charged_t
     "let r = { h = f t }; r.h t",
     "case [f t] of { [] => return 0 | h :: rest => h t }",
 ], ids=["tuple", "tuple-pattern", "record", "list"])
-def test_a_function_taken_out_of_data_cannot_be_applied(body):
-    refused(through_app(body), "E0203", "this is not a function")
+def test_a_function_taken_out_of_data_is_charged_its_whole_release(body):
+    """Rule Functions in containers (it was E0203): the partial application keeps its release in
+    a tuple, a record and a list as it does bound to a name."""
+    assert loss(through_app(body)) == (2, 2)
 
 
 # ---- recursion --------------------------------------------------------------------------------------

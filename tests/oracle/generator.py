@@ -34,8 +34,13 @@ EPSILONS = ["1", "0.5", "2", "0.1"]
 # list recursion, a release inside a helper, a discarded hazard, a curried function of a declared
 # type partially applied) at the heart of main.
 THEMES = [(5, "any"), (2, "fold"), (1, "loop"), (1, "longloop"), (2, "tvar"), (1, "lfold"), (1, "genrec"),
-          (1, "mechfn"), (2, "discard"), (1, "curried")]
-THEME_SHAPES = {"fold", "loop", "longloop", "tvar", "lfold", "genrec", "mechfn", "curried"}
+          (1, "mechfn"), (2, "discard"), (1, "curried"), (2, "rejects")]
+THEME_SHAPES = {"fold", "loop", "longloop", "tvar", "lfold", "genrec", "mechfn", "curried", "rejects"}
+# The shapes of the false rejects of issue 37, each accepted by a rule of its own: what each/pmap's
+# function captures paid once per part, functions taken out of tuples, records and lists, loops
+# counting up to a public bound (or with a closure before the guard), closures in recursions of
+# released length.
+REJECT_SHAPES = ["each_capture", "pmap_capture", "container", "count_up", "released_closure"]
 SMALL = ["0", "1", "2", "3", "5", "10", "100"]
 # Counters that run past the checker's unrolling (256 nested instances) as well as small ones.
 LONG_COUNTS = ["260", "300", "400", "1000"]
@@ -643,8 +648,142 @@ class ProgramGen:
     def helper(self) -> None:
         shape = weighted(self.ch, [(3, "fold"), (3, "loop"), (2, "tvar"), (2, "deep"), (2, "lfold"), (2, "hof"),
                                    (2, "plain"), (1, "cdf"), (1, "bagloop"), (2, "genrec"), (1, "mechfn"),
-                                   (1, "curried")])
+                                   (1, "curried"), (1, "rejects")])
         getattr(self, "make_" + shape)()
+
+    # ---- the false rejects of issue 37 -------------------------------------------------------------
+
+    def make_rejects(self) -> None:
+        """One of REJECT_SHAPES, as a helper whose call releases (ret "fuzzy", a number)."""
+        shape = pick(self.ch, REJECT_SHAPES)
+        getattr(self, "_reject_" + shape)()
+
+    def _captured_bag(self, g: "ProgramGen", env: list[Var], d: int) -> str:
+        """The table a per-part function captures: main's table, or a bag expression over it."""
+        return g.bag(env, d - 1) if coin(g.ch, 40) else "db"
+
+    def _reject_each_capture(self) -> None:
+        """`each (fun p -> ...)` whose function also reads a captured table: once per part."""
+        name = self.fresh("ecap")
+
+        def call(g: "ProgramGen", env: list[Var], d: int) -> str:
+            ch = g.ch
+            key = pick(ch, ["sex", "n"])
+            cap = paren(self._captured_bag(g, env, d))
+            body = pick(ch, ["laplace {e} (count {c})", "laplace {e} (count p + count {c})",
+                             "sample a = laplace {e} (count {c}); laplace {e} (count {c} + count p)",
+                             "laplace {e} (count p + 2 * count {c})", "gaussian {e} (count {c})",
+                             "laplace {e} (count {c} + count (part {ps} {k}))"])
+            ps = g.fresh("ps")
+            body = body.format(e=g.eps(), c=cap, ps=ps, k=pick(ch, KEYS[key]))
+            h = g.fresh("h")
+            return (f"(let {ps} = groupby (fun r -> r.{key}) {paren(g.bag(env, d - 1))}; "
+                    f"sample {h} = each (fun p -> {body}) {ps}; return (part {h} {pick(ch, KEYS[key])}))")
+
+        self.helpers.append(Helper(name, "fuzzy", call, needs_bag=True))
+
+    def _reject_pmap_capture(self) -> None:
+        """`pmap (fun p -> ...)` capturing a table, then `values`, summed and released."""
+        name = self.fresh("pcap")
+        total = self.fresh("ltot")
+        self.decls.append(f"function {total} (xs : list num) : num {{ case xs of {{ [] => 0 | h :: t => h + {total} t }} }}")
+
+        def call(g: "ProgramGen", env: list[Var], d: int) -> str:
+            ch = g.ch
+            key = pick(ch, ["sex", "n"])
+            cap = paren(self._captured_bag(g, env, d))
+            f = pick(ch, ["clip 0 1 (count {c})", "clip 0 1 (count p + count {c})", "count {c}",
+                          "clip 0 5 (count {c}) + clip 0 1 (count {c})"]).format(c=cap)
+            return (f"laplace {g.eps()} ({total} (values (pmap (fun p -> {f}) "
+                    f"(groupby (fun r -> r.{key}) {paren(g.bag(env, d - 1))}))))")
+
+        self.helpers.append(Helper(name, "fuzzy", call, needs_bag=True))
+
+    def _reject_container(self) -> None:
+        """Functions stored in a tuple, record or list, taken out and applied."""
+        name = self.fresh("cont")
+
+        def call(g: "ProgramGen", env: list[Var], d: int) -> str:
+            ch = g.ch
+            declared = coin(ch, 50)
+            fns = []
+            for _ in range(2):
+                body = pick(ch, ["laplace {e} (count t)", "laplace {e} (count t + count db)",
+                                 "laplace {e} (clip 0 5 (count t))", "sample a = laplace {e} (count t); return (a + 1)"])
+                lam = f"fun t -> {body.format(e=g.eps())}"
+                fns.append(f"({lam} : bag P -o[{pick(ch, ['1', '2', '3'])}] fuzzy num)" if declared else f"({lam})")
+            f, h = g.fresh("f"), g.fresh("g")
+            arg = paren(g.bag(env, d - 1))
+            kinds = ["tuple", "with", "record", "pattern"] + (["list", "branch"] if declared else [])
+            kind = pick(ch, kinds)
+            pre = f"let {f} = {fns[0]}; let {h} = {fns[1]}; "
+            fs = g.fresh("fs")
+            if kind == "tuple":
+                use = f"let {fs} = ({f}, {h}); {fs}.{pick(ch, ['1', '2'])} {arg}"
+            elif kind == "with":
+                use = f"let {fs} = (|{f}, {h}|); {fs}.{pick(ch, ['1', '2'])} {arg}"
+            elif kind == "record":
+                use = f"let {fs} = {{ fit = {f}, other = {h} }}; {fs}.{pick(ch, ['fit', 'other'])} {arg}"
+            elif kind == "pattern":
+                use = f"let ({fs}, {g.fresh('o')}) = ({f}, {h}); {fs} {arg}"
+            elif kind == "list":
+                use = f"case [{f}, {h}] of {{ [] => return 0 | x :: rest => x {arg} }}"
+            else:  # swapped for another in a branch on a released value
+                c = g.fresh("c")
+                use = (f"sample {c} = laplace {g.eps()} (count {arg}); "
+                       f"let {fs} = if {c} > 3 then ({f}, 0) else ({h}, 0); {fs}.1 {arg}")
+            return f"({pre}{use})"
+
+        self.helpers.append(Helper(name, "fuzzy", call, needs_bag=True))
+
+    def _reject_count_up(self) -> None:
+        """A loop of releases counting up to a bound (a constant or a parameter passed on), with an
+        early stop on a released value, sometimes a closure defined before the guard."""
+        ch = self.ch
+        name = self.fresh("up")
+        param_bound = coin(ch, 50)
+        up = coin(ch, 70)
+        bound = "m" if param_bound else pick(ch, SHORT_COUNTS + LONG_COUNTS)
+        guard = pick(ch, ["i >= {b}", "{b} <= i"] if up else ["i <= {b}", "{b} >= i"]).format(b=bound if up else "0")
+        step = f"i {'+' if up else '-'} {pick(ch, ['1', '1', '2'])}"
+        closure = coin(ch, 40)
+        eps = self.eps()
+        release = "f b" if closure else f"laplace {eps} (count b)"
+        pre = f"let f = fun t -> laplace {eps} (count t); " if closure else ""
+        more = " m" if param_bound else ""
+        params = "(i : int)" + (" (m : int)" if param_bound else "") + " (b : bag P)"
+        self.decls.append(f"function {name} {params} : fuzzy num {{ {pre}if {guard} then return 0 else "
+                          f"(sample v = {release}; if v > {pick(ch, ['3', '50'])} then return v "
+                          f"else {name} ({step}){more} b) }}")
+
+        def call(g: "ProgramGen", env: list[Var], d: int) -> str:
+            count = pick(g.ch, SHORT_COUNTS + LONG_COUNTS)
+            start, limit = ("0", count) if up else (count, "0")
+            if not up and param_bound:
+                start, limit = count, "0"
+            args = f"{start} {limit}" if param_bound else (start if up else count)
+            return f"{name} {args} {paren(g.bag(env, d - 1))}"
+
+        self.helpers.append(Helper(name, "fuzzy", call, needs_bag=True))
+
+    def _reject_released_closure(self) -> None:
+        """A recursion whose length is released, with a closure inside (built at each level, or
+        passed on), releasing once."""
+        ch = self.ch
+        name = self.fresh("rcl")
+        body = pick(ch, [
+            "let inc = fun y -> y + 1; if n <= 0 then clip 0 1 (count b) else {r} (n - 1) b",
+            "if n <= 0 then (fun y -> clip 0 1 (count b)) 0 else {r} (n - 1) b",
+            "let g = fun y -> clip 0 1 (count b); if n <= 0 then g 0 else {r} (n - 1) b",
+            "if n <= 0 then count b else {r} (n - 1) (filter (fun r -> r.age > n) b)",
+            "let g = fun y -> clip 0 1 (count b); if n <= 0 then 0 else g 0 - g 0 + {r} (n - 1) b",  # unbounded
+        ])
+        self.decls.append(f"function {name} (n : num) (b : bag P) : num {{ {body.format(r=name)} }}")
+
+        def call(g: "ProgramGen", env: list[Var], d: int) -> str:
+            return f"laplace {g.eps()} ({name} {paren(g.counter(env, d))} {paren(g.bag(env, d - 1))})"
+
+        self.helpers.append(Helper(name, "fuzzy", call, needs_bag=True))
 
     def counter(self, env: list[Var], d: int, released: int = 1) -> str:
         """A recursion counter: a small or long public constant, a released value (`released`
