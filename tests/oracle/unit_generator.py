@@ -25,7 +25,7 @@ UNITS = ["p", "q", "r", "s", "w"]
 CITIES = ["BOS", "LAX", "SFO", "ORD"]
 EPSILONS = ["1", "0.5", "2"]
 DELTAS = ["0.000001", "0.001", "0.1"]
-SELECTIONS = ["select_keys"]
+SELECTIONS = ["select_keys", "select_keys_optimal"]
 FILTERS = ["r.x > 2", "r.ok", 'r.g == "a"']
 
 
