@@ -100,3 +100,36 @@ def test_the_oracle_catches_a_bound_charged_once(monkeypatch):
     case = UnitCase(text, rows, rows + [("z", "BOS", "a", 1, "true")] * 3)
     status, found = audit_unit_case(case)
     assert status == "ok" and any(v.kind == "loss" for v in found), found
+
+
+SELECTING = ("schema U unit u { u : string, city : string, g : cat{\"a\", \"b\", \"c\"}, x : int[0, 10], ok : bool }\n"
+             "function main (t : bag U) { {call} 1 0.001 2 (fun r -> r.city) t }\n")
+ROWS = [(unit, city, "a", 1, "true") for unit in ("p", "q", "r") for city in ("BOS", "SFO")]
+NEW_UNIT = [("z", "NEW", "a", 1, "true"), ("z", "DEN", "a", 1, "true")]  # two keys nobody else has
+
+
+def test_the_oracle_measures_a_selections_delta_and_finds_none_over_it():
+    for call in ("select_keys", "select_keys_optimal"):
+        status, found = audit_unit_case(UnitCase(SELECTING.replace("{call}", call), ROWS, ROWS + NEW_UNIT, True))
+        assert status == "ok" and found == [], (call, found)
+
+
+def test_the_oracle_catches_a_curve_that_forgets_m(monkeypatch):
+    """The delta check is not blind: a keep curve for (eps, delta) per key instead of (eps/m, delta/m)
+    releases the two new keys of one unit with probability about 2 delta."""
+    from fuzzpy.accounting import partition_selection
+
+    real = partition_selection.keep_curve
+    monkeypatch.setattr(partition_selection, "keep_curve", lambda e, d, m, s: real(e, d, 1, s))
+    status, found = audit_unit_case(UnitCase(SELECTING.replace("{call}", "select_keys_optimal"), ROWS,
+                                             ROWS + NEW_UNIT, True))
+    assert status == "ok" and {v.kind for v in found} == {"delta"}, found
+
+
+def test_the_oracle_catches_a_threshold_too_low(monkeypatch):
+    from fuzzpy.primitives import units
+
+    real = units.selection_threshold
+    monkeypatch.setattr(units, "selection_threshold", lambda e, d, m, s: real(e, d, m, s) - 2)
+    status, found = audit_unit_case(UnitCase(SELECTING.replace("{call}", "select_keys"), ROWS, ROWS + NEW_UNIT, True))
+    assert status == "ok" and {v.kind for v in found} == {"delta"}, found
