@@ -140,3 +140,19 @@ def test_each_key_reads_its_own_bits_from_the_runs_random_source():
     top = len(keep_curve(F(1), F(1, 100), 1, F(1)).grid)
     assert kept_by_curve({"a": 1, "b": top, "c": 0}, info, rng) == ("b",)  # the largest u: kept at probability 1
     assert rng.asked == Counter({2 * BITS // 8: 1})  # one draw of 16 bytes for each key with units
+
+
+def test_the_table_of_half_counts_in_the_docs_is_what_the_code_computes():
+    from pathlib import Path
+
+    from fuzzpy.primitives.units import selection_threshold
+
+    text = (Path(__file__).parents[2] / "docs" / "privacy-notions.md").read_text()
+    section = text[text.index("### The optimal rule"):text.index("## Certification")]
+    rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 13
+    for eps, delta, m, threshold, optimal, ratio in rows[1:]:
+        e, d, groups = F(eps.strip()), F(delta.strip()), int(m)
+        assert selection_threshold(e, d, groups, F(1)) == int(threshold)
+        assert keep_curve(e, d, groups, F(1)).half_count() == int(optimal)
+        assert f"{int(optimal) / int(threshold):.2f}" == ratio.strip()
