@@ -29,6 +29,7 @@ import math
 from fractions import Fraction
 
 from ..accounting.partition_selection import MAX_STEPS, keep_curve
+from ..typesystem.ir import EXPLAINED
 from ..typesystem.quadratic import delta_of_release, linear_part
 from ..typesystem.sens import d_add, d_scale
 from ..typesystem.types import STRING, Bag, Cat, Fuzzy, ListT, Num, Parts, Str, Type, UnitBag, holds_units
@@ -164,7 +165,26 @@ def _bound_rows(ctx, args, span):
     k_arg, t = args
     unit_t = unit_table(ctx, t, "bound_rows")
     k = whole_bound(ctx, k_arg, "k", "bound_rows")
-    return Result(Bag(unit_t.elem), d_scale(Fraction(k), t.dist), info={"k": k, "unit": unit_t.unit})
+    return Result(Bag(unit_t.elem), d_scale(Fraction(k), t.dist),
+                  info={"k": k, "unit": unit_t.unit, EXPLAINED: _rows_explained(k, unit_t.unit)})
+
+
+# rule Bound rows, rule Bounded groups: the cost of bounding in the user's terms (the editor's hover)
+def _rows_explained(k: int, unit: str) -> str:
+    return (f"at most {k} {_plural(k, 'row')} of each {unit}: a {unit} added or removed moves the result, a table "
+            f"without a unit (each row its own), by at most {k} {_plural(k, 'row')}, so a count or sum of it costs "
+            f"{k} times its epsilon")
+
+
+def _groups_explained(m: int, c: int, unit: str) -> str:
+    return (f"at most {m} {_plural(m, 'group')} of each {unit} and {c} {_plural(c, 'row')} in each: a {unit} added "
+            f"or removed moves at most {m} {_plural(m, 'part')}, each by at most {c} {_plural(c, 'row')} "
+            f"({m * c} in all), so a histogram of counts costs {m * c} times a part's epsilon with laplace and "
+            f"{m * c * c} times its rho with gaussian")
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
 
 
 def _bounded_groups(ctx, m_arg: Arg, c_arg: Arg, key: Arg, t: Arg, span, prim: str, keys, info: dict) -> Result:
@@ -181,7 +201,7 @@ def _bounded_groups(ctx, m_arg: Arg, c_arg: Arg, key: Arg, t: Arg, span, prim: s
     released = keys is None
     labels = ["released"] if released else list(keys)
     parts = ctx.split(parent, labels, spread=m, uniform=released)
-    info = {**info, "m": m, "c": c, "unit": unit_t.unit}
+    info = {**info, "m": m, "c": c, "unit": unit_t.unit, EXPLAINED: _groups_explained(m, c, unit_t.unit)}
     return Result(Parts(() if released else tuple(keys), Bag(unit_t.elem), released), d_add(*parts),
                   ir_args=[m_arg.ir, c_arg.ir, inst.code, t.ir], parts=parts, info=info)
 
