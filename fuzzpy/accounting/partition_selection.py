@@ -92,10 +92,8 @@ def exp_grid_bounds(x: Fraction) -> tuple[int, int]:
 @lru_cache(maxsize=64)
 def keep_curve(epsilon: Fraction, delta: Fraction, m: int, sensitivity: Fraction) -> KeepCurve:
     """The optimal curve for a selection of eps and delta in all, each unit in at most m keys, an
-    input that moves by `sensitivity` units (a whole number >= 1)."""
-    step = max(1, int(sensitivity))
-    if step != sensitivity:
-        raise ValueError(f"a partition selection's sensitivity must be a whole number, got {sensitivity}")
+    input that moves by at most `sensitivity` units (rounded up to a whole number, at least 1)."""
+    step = max(1, math.ceil(sensitivity))
     keys = m * step
     e, d = epsilon / keys, delta / keys
     return KeepCurve(e, d, step, _recursion(e, d))

@@ -294,12 +294,9 @@ def _selection_release(ctx, info: dict, counts: dict[str, int]) -> MechanismDist
 
 
 def optimal_accuracy(info: dict) -> Accuracy:
-    """A key with at least this many units is released with probability at least 1 - beta (a
-    curve cut before 1 - beta: its last count, which is not)."""
+    """A key with at least this many units is released with probability at least 1 - beta (the
+    checker accepts only curves that reach 1; without a charge every key with a unit is)."""
     units = _curve(info).units_for(1 - BETA) if info["charged"] else 1
-    if units is None:
-        curve = _curve(info)
-        units = len(curve.grid) * curve.step
     return Accuracy(Fraction(units), BETA, "units a key needs to be released")
 
 
