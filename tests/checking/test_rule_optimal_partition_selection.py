@@ -86,15 +86,16 @@ def test_it_costs_what_select_keys_costs():
     assert not r.ok and "E0332" in [d.code for d in r.diagnostics]  # its delta would need group privacy
 
 
+@pytest.mark.parametrize("m", [1, 3])
 @pytest.mark.parametrize("eps, delta", [(F(1), F(1, 10**6)), (F(1, 10), F(1, 10**5)), (F(2), F(1, 10**9))])
-def test_it_is_never_less_likely_to_release_a_key_than_the_threshold(eps, delta):
-    text = f"select_keys {float(eps)} {float(delta):.12f} 1 (fun r -> r.dest) t"
+def test_it_is_never_less_likely_to_release_a_key_than_the_threshold(eps, delta, m):
+    text = f"select_keys {float(eps)} {float(delta):.12f} {m} (fun r -> r.dest) t"
     laplace = check(U + f"function main (t : bag F) {{ {text} }}")
     info = {"scale": laplace.mechanisms[0].scale, "threshold": laplace.mechanisms[0].extra["threshold"]}
-    optimal = {"method": "optimal", "epsilon": eps, "delta": delta, "m": 1, "sensitivity": F(1)}
+    optimal = {"method": "optimal", "epsilon": eps, "delta": delta, "m": m, "sensitivity": F(1)}
     for n in range(1, info["threshold"] + 40):
         assert lower_end(keep_interval(n, optimal)) >= upper_end(keep_interval(n, info)) - F(1, 2**120), n
-    assert keep_curve(eps, delta, 1, F(1)).half_count() <= info["threshold"]
+    assert keep_curve(eps, delta, m, F(1)).half_count() <= info["threshold"]
 
 
 @pytest.mark.parametrize("eps, delta, m", [(F(1), F(1, 10**6), 1), (F(1, 2), F(1, 1000), 3), (F(2), F(1, 10), 2)])
