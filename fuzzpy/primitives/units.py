@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from ..accounting.partition_selection import MAX_STEPS, keep_curve
 from ..typesystem.ir import EXPLAINED
 from ..typesystem.quadratic import delta_of_release, linear_part
 from ..typesystem.sens import d_add, d_scale
@@ -363,6 +362,9 @@ def _partition_selection(ctx, args, span, prim: str) -> Result:
 def optimal_half_count(ctx, eps: Fraction, delta: Fraction, m: int, sens: Fraction, span) -> int:
     """The smallest number of units with which select_keys_optimal keeps a key with probability
     at least 1/2; E0213 when the curve does not reach 1 in MAX_STEPS steps."""
+    # imported here: the accounting package loads numpy, which checking a program does not need
+    from ..accounting.partition_selection import MAX_STEPS, keep_curve
+
     curve = keep_curve(eps, delta, m, selection_step(sens))
     if not curve.complete:
         raise ctx.fail("E0213", f"select_keys_optimal's keep curve for eps {eps}, delta {delta}, m {m} and a "
