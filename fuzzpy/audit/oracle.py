@@ -35,9 +35,11 @@ import numpy as np
 import pandas as pd
 
 from .. import limits
+from ..accounting.partition_selection import MAX_MOVED_KEYS, keep_interval, selection_divergence
 from ..diagnostics import FuzzError
 from ..limits import RECURSION_LIMIT, STACK_BYTES
 from ..primitives.registry import Primitive
+from ..primitives.units import SELECTIONS
 from ..runtime.interpreter import (  # the runtime, with every primitive's kernels
     Interpreter,
     RunFailure,
@@ -79,6 +81,7 @@ class Call:
     sensitivity: Fraction
     charged: Fraction    # the epsilon the checker charges per unit of distance over S
     rho: Fraction = Fraction(0)  # a Gaussian release's rho at a move of S (L2)
+    info: dict = field(default_factory=dict)  # the checked call's parameters (a partition selection's delta)
 
 
 @dataclass
@@ -94,7 +97,7 @@ class Outcome:
 
 @dataclass
 class Violation:
-    kind: str      # "outcome" | "calls" | "loss" | "rho" | "zero-sensitivity" | "result"
+    kind: str      # "outcome" | "calls" | "loss" | "rho" | "delta" | "zero-sensitivity" | "result"
     detail: str
     over: int = 0  # for "loss": calls whose input moved more than their proven sensitivity
 
@@ -222,7 +225,7 @@ class Recorder:
                 diverged = True
         self.calls.append(Call(id(node), str(node.span), mechanism, observed, released,
                                Fraction(info["sensitivity"]), Fraction(info.get("charged", 0)),
-                               Fraction(info.get("charged_rho", 0))))
+                               Fraction(info.get("charged_rho", 0)), info))
         if diverged:
             raise ReplayDiverged(k)
         return released
@@ -350,7 +353,8 @@ def _partition_selection(ctx: Context, name: str, args: list[Any]) -> tuple[Any,
 
 
 IDENTITY = {"laplace": _additive, "gaussian": _additive, "randomized_response": _coin, "exponential": _selection,
-            "noisy_max": _selection, "above_threshold": _sparse_vector, "select_keys": _partition_selection}
+            "noisy_max": _selection, "above_threshold": _sparse_vector, "select_keys": _partition_selection,
+            "select_keys_optimal": _partition_selection}
 
 
 def _order_key(score: Any) -> Any:
@@ -543,6 +547,7 @@ def compare(a: Outcome, b: Outcome, epsilon: Any, rho: Any = 0, rho_pure: Any = 
             over.append(f"call {k + 1} ({x.mechanism} at {x.where}): moved {_num(delta)}, proven sensitivity "
                         f"{_num(x.sensitivity)}")
         total = total + call_loss(x, delta)
+        out += selection_delta(k, x, y, call_loss(x, delta))
         pure_total = pure_total + call_loss(x, delta) ** 2 / 2
     if rho_pure is not None and pure_total > rho_pure:
         out.append(Violation("rho", f"observed pure zCDP {_num(pure_total)} > proven rho_pure {_num(rho_pure)}"))
@@ -555,6 +560,28 @@ def compare(a: Outcome, b: Outcome, epsilon: Any, rho: Any = 0, rho_pure: Any = 
     if a.status == "ok" and b.status == "ok" and a.result != b.result:
         out.append(Violation("result", f"results differ: A {_short(a.result)}, B {_short(b.result)}"))
     return out
+
+
+# rule Partition selection, rule Optimal partition selection: each call's (eps, delta) on its counts
+def selection_delta(k: int, x: Call, y: Call, loss: Any) -> list[Violation]:
+    """A partition selection whose released key sets on the two runs' counts are further apart than
+    its proven delta at the epsilon charged for the move: the exact hockey-stick divergence of the
+    laws of the keys whose count moved (each key released independently).  A call that moves more
+    than MAX_MOVED_KEYS keys is not measured (its loss already exceeds what the checker proved)."""
+    if x.mechanism not in SELECTIONS or not x.charged or loss == INF:
+        return []
+    ca, cb = dict(x.observed.counts), dict(y.observed.counts)
+    moved = sorted(key for key in set(ca) | set(cb) if ca.get(key, 0) != cb.get(key, 0))
+    if not moved or len(moved) > MAX_MOVED_KEYS:
+        return []
+    keep_a = [keep_interval(ca.get(key, 0), x.info) for key in moved]
+    keep_b = [keep_interval(cb.get(key, 0), x.info) for key in moved]
+    observed = selection_divergence(keep_a, keep_b, Fraction(loss))
+    proven = Fraction(x.info["delta"])
+    if observed <= proven:
+        return []
+    return [Violation("delta", f"call {k + 1} ({x.mechanism} at {x.where}): its released keys on the two tables are "
+                      f"at delta {float(observed):.6g} at epsilon {_num(loss)}, proven delta {_num(proven)}")]
 
 
 def _status(o: Outcome) -> str:

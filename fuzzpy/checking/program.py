@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..diagnostics import Diagnostic, FuzzError, Span
 from ..hints import drop_cascades, private_divisor_hint, shown_span
 from ..primitives.registry import NOCONST
+from ..primitives.units import SELECTIONS
 from ..syntax import ast as A
 from ..syntax.loader import load_program, read_source
 from ..typesystem import ir as I
@@ -618,7 +619,7 @@ def check_selection_delta(report: CheckReport, decl: A.FunDecl) -> None:
     moved = [i.name for i in report.inputs if i.delta == INF]
     if not moved:
         return
-    sites = [f"select_keys at {shown_span(m.span)}" for m in report.mechanisms if m.name == "select_keys"][:3]
+    sites = [f"{m.name} at {shown_span(m.span)}" for m in report.mechanisms if m.name in SELECTIONS][:3]
     raise FuzzError(Diagnostic("E0332", f"{decl.name} selects keys from a table that moves by more than one unit "
                                f"when {', '.join(moved)} moves by one", decl.name_span,
                                [*sites, "give select_keys a table as it was loaded, filtered or mapped (not a "

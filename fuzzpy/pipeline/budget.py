@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 from ..checking.reports import CheckReport
 from ..diagnostics import Diagnostic
+from ..primitives.units import SELECTIONS
 from ..render.locations import relative_span
 from ..render.numbers import scientific
 from ..render.numbers import show as fmt_coef
@@ -142,8 +143,8 @@ def needs_delta(report: CheckReport) -> Diagnostic:
 # rule Partition selection: its delta needs a delta budget above it
 def selection_needs_delta(report: CheckReport, fn: Any, words: Wording) -> Diagnostic:
     """A program that selects keys is (epsilon, delta)-DP only: a pure budget cannot admit it."""
-    sites = [m for m in report.mechanisms if m.name == "select_keys"]
-    notes = [f"select_keys at {relative_span(m.span, report.file)} costs epsilon {fmt_coef(m.epsilon)} and delta "
+    sites = [m for m in report.mechanisms if m.name in SELECTIONS]
+    notes = [f"{m.name} at {relative_span(m.span, report.file)} costs epsilon {fmt_coef(m.epsilon)} and delta "
              f"{fmt_coef(m.extra.get('delta', 0))}" for m in sites[:5]]
     notes.append(f"its partition selections spend delta {fmt_coef(report.approx_delta)}: give a larger delta "
                  f"({words.delta}, or a '# fuzzpy: delta 1e-5' line) to state it as (epsilon, delta)")

@@ -25,8 +25,10 @@ suffices).  The evaluators are in fuzzpy/runtime/kernels/units.py.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
+from ..typesystem.ir import EXPLAINED
 from ..typesystem.quadratic import delta_of_release, linear_part
 from ..typesystem.sens import d_add, d_scale
 from ..typesystem.types import STRING, Bag, Cat, Fuzzy, ListT, Num, Parts, Str, Type, UnitBag, holds_units
@@ -39,6 +41,11 @@ _REF_UNITS = ("Tumult Analytics (MaxRowsPerID, MaxGroupsPerID); Wilson, Zhang, L
               "Gipson 2020, Differentially private SQL with bounded user contribution (PoPETs 2020(2))")
 _REF_SELECTION = ("Desfontaines, Voss, Gipson, Mandayam 2022, Differentially private partition selection (PoPETs "
                   "2022(1)), section 3 (Laplace thresholding); Korolova, Kenthapadi, Mishra, Ntoulas 2009")
+
+_REF_OPTIMAL = ("Desfontaines, Voss, Gipson, Mandayam 2022, Differentially private partition selection (PoPETs "
+                "2022(1)), section 4 (the optimal mechanism) and its extension to users in several partitions")
+# the partition selections: mechanisms that cost a delta (rule Partition selection)
+SELECTIONS = ("select_keys", "select_keys_optimal")
 
 MAX_BOUND = 10**9  # the largest k, m or c: far above any table, and small enough for every kernel
 
@@ -157,7 +164,26 @@ def _bound_rows(ctx, args, span):
     k_arg, t = args
     unit_t = unit_table(ctx, t, "bound_rows")
     k = whole_bound(ctx, k_arg, "k", "bound_rows")
-    return Result(Bag(unit_t.elem), d_scale(Fraction(k), t.dist), info={"k": k, "unit": unit_t.unit})
+    return Result(Bag(unit_t.elem), d_scale(Fraction(k), t.dist),
+                  info={"k": k, "unit": unit_t.unit, EXPLAINED: _rows_explained(k, unit_t.unit)})
+
+
+# rule Bound rows, rule Bounded groups: the cost of bounding in the user's terms (the editor's hover)
+def _rows_explained(k: int, unit: str) -> str:
+    return (f"at most {k} {_plural(k, 'row')} of each {unit}: a {unit} added or removed moves the result, a table "
+            f"without a unit (each row its own), by at most {k} {_plural(k, 'row')}, so a count or sum of it costs "
+            f"{k} times its epsilon")
+
+
+def _groups_explained(m: int, c: int, unit: str) -> str:
+    return (f"at most {m} {_plural(m, 'group')} of each {unit} and {c} {_plural(c, 'row')} in each: a {unit} added "
+            f"or removed moves at most {m} {_plural(m, 'part')}, each by at most {c} {_plural(c, 'row')} "
+            f"({m * c} in all), so a histogram of counts costs {m * c} times a part's epsilon with laplace and "
+            f"{m * c * c} times its rho with gaussian")
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
 
 
 def _bounded_groups(ctx, m_arg: Arg, c_arg: Arg, key: Arg, t: Arg, span, prim: str, keys, info: dict) -> Result:
@@ -174,7 +200,7 @@ def _bounded_groups(ctx, m_arg: Arg, c_arg: Arg, key: Arg, t: Arg, span, prim: s
     released = keys is None
     labels = ["released"] if released else list(keys)
     parts = ctx.split(parent, labels, spread=m, uniform=released)
-    info = {**info, "m": m, "c": c, "unit": unit_t.unit}
+    info = {**info, "m": m, "c": c, "unit": unit_t.unit, EXPLAINED: _groups_explained(m, c, unit_t.unit)}
     return Result(Parts(() if released else tuple(keys), Bag(unit_t.elem), released), d_add(*parts),
                   ir_args=[m_arg.ir, c_arg.ir, inst.code, t.ir], parts=parts, info=info)
 
@@ -299,23 +325,78 @@ def _iv(iv, x: Fraction):
            + _REF_SELECTION,
            category="mechanism", is_mechanism=True, units=True)
 def _select_keys(ctx, args, span):
+    return _partition_selection(ctx, args, span, "select_keys")
+
+
+# rule Partition selection, rule Optimal partition selection: one declaration, two release rules
+def _partition_selection(ctx, args, span, prim: str) -> Result:
+    """Rules Partition selection and Optimal partition selection: eps in the pure part, delta in
+    channel D on the input's one symbol; the runtime's threshold or keep curve for S = the
+    proven sensitivity of the input."""
     eps_arg, delta_arg, m_arg, key, t = args
     eps = public_epsilon(ctx, eps_arg)
-    delta = public_delta(ctx, delta_arg, "select_keys")
-    m = whole_bound(ctx, m_arg, "m", "select_keys")
-    elem, unit = _row_source(ctx, t, "select_keys")
+    delta = public_delta(ctx, delta_arg, prim)
+    m = whole_bound(ctx, m_arg, "m", prim)
+    elem, unit = _row_source(ctx, t, prim)
     inst, captured = row_function(ctx, key, elem, span)
-    kind = _key_kind(ctx, inst.cod, key.span, "select_keys")
+    kind = _key_kind(ctx, inst.cod, key.span, prim)
     moves = linear_part(d_add(t.dist, captured))
     sens = ctx.sensitivity(moves, t.span) if moves else Fraction(0)
-    threshold = selection_threshold(eps, delta, m, sens) if sens else 1
-    extra = {"delta": delta if sens else Fraction(0), "threshold": threshold, "groups": m}
-    _, scale, cost = charge(ctx, "select_keys", eps, moves, t.span, span, Fraction(m), extra, sens)
+    optimal = prim == "select_keys_optimal"
+    if optimal:
+        threshold = optimal_half_count(ctx, eps, delta, m, sens, delta_arg.span) if sens else 1
+    else:
+        threshold = selection_threshold(eps, delta, m, sens) if sens else 1
+    extra = {"delta": delta if sens else Fraction(0), "threshold": threshold, "groups": m,
+             **({"method": "optimal"} if optimal else {})}
+    _, scale, cost = charge(ctx, prim, eps, moves, t.span, span, Fraction(m), extra, sens)
     dist = d_add(pure_release(cost), delta_of_release(delta, moves))
     info = {"epsilon": eps, "delta": delta, "m": m, "scale": scale, "sensitivity": sens, "threshold": threshold,
-            "unit": unit, "key_kind": kind, "charged": eps if sens else Fraction(0)}
+            "unit": unit, "key_kind": kind, "charged": eps if sens else Fraction(0),
+            **({"method": "optimal"} if optimal else {})}
     return Result(Fuzzy(ListT(STRING)), dist, info=info,
                   ir_args=[eps_arg.ir, delta_arg.ir, m_arg.ir, inst.code, t.ir])
 
 
-__all__ = ["MAX_BOUND", "first_unit", "refuse_units", "selection_threshold", "unit_table", "whole_bound"]
+# rule Optimal partition selection: the count at which a key is kept with probability 1/2
+def optimal_half_count(ctx, eps: Fraction, delta: Fraction, m: int, sens: Fraction, span) -> int:
+    """The smallest number of units with which select_keys_optimal keeps a key with probability
+    at least 1/2; E0213 when the curve does not reach 1 in MAX_STEPS steps."""
+    # imported here: the accounting package loads numpy, which checking a program does not need
+    from ..accounting.partition_selection import MAX_STEPS, keep_curve
+
+    curve = keep_curve(eps, delta, m, selection_step(sens))
+    if not curve.complete:
+        raise ctx.fail("E0213", f"select_keys_optimal's keep curve for eps {eps}, delta {delta}, m {m} and a "
+                       f"sensitivity of {sens} does not reach 1 in {MAX_STEPS} steps: eps/(m S) or delta/(m S) is "
+                       "too small", span, "give a larger eps or delta, a smaller m, or use select_keys")
+    return curve.half_count()
+
+
+def selection_step(sens: Fraction) -> Fraction:
+    """The units per step of the keep curve: the proven sensitivity, rounded up to a whole number
+    (a count moves by at most that many units)."""
+    return Fraction(math.ceil(sens))
+
+
+# rule Optimal partition selection: each key kept with the optimal (eps/(mS), delta/(mS)) curve
+@primitive("select_keys_optimal", ("eps", "delta", "m", "key", "t"),
+           "(eps : num) -> (delta : num) -> (m : int) -> ('a -> string | int) -> bag 'a (unit u) -o[eps; delta] "
+           "fuzzy (list string)",
+           "select_keys_optimal eps delta m key t: select_keys with the optimal release rule of Desfontaines et "
+           "al.: a key with n units is released with probability pi(n), the largest keep-probability curve that "
+           "is (eps/m, delta/m)-DP per key (per unit of the input's sensitivity), computed exactly. Releases keys "
+           "with fewer units than select_keys at the same eps, delta and m; costs eps and delta as select_keys.",
+           "Desfontaines et al. 2022, section 4: pi(0) = 0, pi(n) = min(e^e pi(n-1) + d, 1 - e^-e (1 - pi(n-1) - "
+           "d), 1) is (e, d)-DP for a count that moves by one; one unit moves at most m keys (m S for an input "
+           "that moves by S, counts read in steps of S), so by composition e = eps/(m S), d = delta/(m S). Each "
+           "key's pair of laws splits into an eps/(m S)-DP good part and a bad event of probability at most d on "
+           "each side, so the accountant treats it as select_keys (docs/soundness.md, rule "
+           "Optimal partition selection). " + _REF_OPTIMAL,
+           category="mechanism", is_mechanism=True, units=True)
+def _select_keys_optimal(ctx, args, span):
+    return _partition_selection(ctx, args, span, "select_keys_optimal")
+
+
+__all__ = ["MAX_BOUND", "SELECTIONS", "first_unit", "optimal_half_count", "refuse_units", "selection_threshold",
+           "unit_table", "whole_bound"]

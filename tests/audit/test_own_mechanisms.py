@@ -22,8 +22,9 @@ def test_every_registry_mechanism_has_an_audit_target():
     # Every mechanism, the Gaussian one included (its claim is (epsilon, delta): tests/audit/test_gaussian.py),
     # but partition selection: its claim is eps-DP except on a bad event of probability delta (1e-6 and
     # below), which no affordable number of samples can see; its threshold is certified in interval
-    # arithmetic instead (tests/checking/test_rule_partition_selection.py).
-    assert registry - {"select_keys"} == set(TARGETS)
+    # arithmetic instead (tests/checking/test_rule_partition_selection.py), and the optimal one's keep
+    # probabilities are exact (tests/checking/test_rule_optimal_partition_selection.py).
+    assert registry - {"select_keys", "select_keys_optimal"} == set(TARGETS)
     assert set(mechanism_names()) >= {"laplace", "exponential", "noisy_max", "above_threshold",
                                       "randomized_response", "gaussian"}
 

@@ -319,7 +319,7 @@ def test_every_mechanism_is_declared_once_with_runtime_and_reference():
 
     mechs = {n: p for n, p in all_primitives().items() if p.is_mechanism}
     assert set(mechs) == {"laplace", "exponential", "noisy_max", "above_threshold", "randomized_response",
-                          "gaussian", "select_keys"}
+                          "gaussian", "select_keys", "select_keys_optimal"}
     for p in mechs.values():
         assert p.run is not None and p.needs_context and p.category == "mechanism"
         assert any(str(year) in p.justification for year in (1965, 2006, 2007, 2014, 2016, 2017, 2020, 2021, 2022))

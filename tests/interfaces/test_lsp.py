@@ -488,6 +488,39 @@ async def test_hover_shows_the_privacy_unit_and_what_a_selection_costs(client: L
     assert "proven sensitivity 3, epsilon charged 1, noise scale 3" in lap
 
 
+BOUNDS = textwrap.dedent("""\
+    schema Flight unit plane { plane : string, dest : string, origin : cat{"EWR", "JFK"} }
+    function main (t : bag Flight) {
+      sample n = laplace 1 (count (bound_rows 3 t));
+      sample h = each (fun g -> laplace 1 (count g)) (bound_groups 2 4 (fun r -> r.origin) t);
+      sample ks = select_keys_optimal 1 0.000001 2 (fun r -> r.dest) t;
+      return (n, h, ks)
+    }
+    """)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_on_a_bound_shows_what_the_distance_becomes(client: LanguageClient, tmp_path: Path):
+    uri = open_doc(client, tmp_path / "bounds.fz", BOUNDS)
+    assert await diagnostics_for(client, uri, 1) == []
+    doc = T.TextDocumentIdentifier(uri=uri)
+    rows = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(BOUNDS, "bound_rows", 2))))
+    assert "At this call at most 3 rows of each plane: a plane added or removed moves the result" in rows
+    assert "by at most 3 rows, so a count or sum of it costs 3 times its epsilon" in rows
+    assert "its result has sensitivity 3 in t" in rows
+    assert "bound_rows k t" in rows  # the registry's text follows
+    groups = hover_text(await client.text_document_hover_async(
+        T.HoverParams(doc, position_of(BOUNDS, "bound_groups", 2))))
+    assert "at most 2 groups of each plane and 4 rows in each" in groups
+    assert "moves at most 2 parts, each by at most 4 rows (8 in all)" in groups
+    assert "costs 8 times a part's epsilon with laplace and 32 times its rho with gaussian" in groups
+    select = hover_text(await client.text_document_hover_async(
+        T.HoverParams(doc, position_of(BOUNDS, "select_keys_optimal", 2))))
+    assert "delta 0.000001" in select.replace("1e-06", "0.000001")
+    assert "optimal curve for its count of units, one half from 27 units" in select
+    assert "each unit counted in at most 2 keys" in select
+
+
 JOIN = textwrap.dedent("""\
     schema F { tail : string, delay : num[0, 10] }
     public schema P { tail : string unique, seats : int[0, 10] }

@@ -113,6 +113,7 @@ GENERIC_REVIEWED = {
     "bound_rows": "the unit column (columns_read adds every unit)", "bound_groups": "a key function and the unit",
     "bound_groups_in": "a key function and the unit", "groupby_in": "a key function",
     "select_keys": "a key function and the unit",
+    "select_keys_optimal": "a key function and the unit (the same evaluator as select_keys)",
     "truncate": "its key, named (READS_COLUMNS); the priorities hash whatever columns are kept, any serve",
     "join_public": "its keys, named (READS_COLUMNS)", "join_private": "its keys, named (READS_COLUMNS)",
     "values_of": "no rows: the values its key's column declares",

@@ -59,7 +59,7 @@ def test_a_primitive_is_evaluated_in_the_kernels_module_named_as_its_declaration
 
 def test_every_mechanism_is_evaluated_on_lanes_by_the_auditors_per_run_draws():
     mechanisms = [p for p in all_primitives().values() if p.is_mechanism]
-    assert len(mechanisms) == 7  # with select_keys (partition selection)
+    assert len(mechanisms) == 8  # with select_keys and select_keys_optimal (partition selection)
     assert all(p.batched is batch.mechanism_on_lanes and p.needs_context for p in mechanisms)
     assert [n for n, p in all_primitives().items() if p.batched is batch.mechanism_on_lanes and not p.is_mechanism] == []
 
@@ -86,7 +86,7 @@ def test_the_dask_refusals_are_the_registered_ones_and_the_tables_the_engine_had
     # what the engine's tables said before the kernels: table primitives, less those it implemented
     # and those that only pass parts around
     implemented = {"count", "filter", "map", "sum", "split", "groupby", "vsum", "union", "bound_rows", "select_keys",
-                   "truncate", "join_public", "join_private"}
+                   "select_keys_optimal", "truncate", "join_public", "join_private"}
     passed_on = {"part", "pmap", "each", "values", "keys", "values_of"}
     assert {n for n, p in all_primitives().items() if callable(p.dask)} == implemented
     assert {n for n, p in all_primitives().items() if p.dask is PASSES_TABLES} == passed_on

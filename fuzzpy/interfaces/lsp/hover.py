@@ -70,6 +70,10 @@ def hover_mechanisms(records: list[MechanismRecord]) -> str:
             line += (f", delta {fmt_coef(m.extra.get('delta', 0))}; a key is released when its noisy count of "
                      f"units reaches {m.extra.get('threshold')} (each unit counted in at most "
                      f"{m.extra.get('groups')} keys)")
+        if m.name == "select_keys_optimal":  # rule Optimal partition selection: its delta and its curve
+            line += (f", delta {fmt_coef(m.extra.get('delta', 0))}; a key is released with the probability of the "
+                     f"optimal curve for its count of units, one half from {m.extra.get('threshold')} units (each "
+                     f"unit counted in at most {m.extra.get('groups')} keys)")
         if m.name == "laplace" and m.scale:
             line += f"; |error| <= {to_float(m.scale) * math.log(20):.4g} with probability 0.95"
         lines.append(line)

@@ -27,8 +27,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...accounting.partition_selection import BITS, KeepCurve, keep_curve
 from ...primitives.mechanisms import BETA, Accuracy
 from ...primitives.registry import PER_LANE, kernel
+from ...primitives.units import selection_step
 from .. import batch as lanes
 from ..samplers import sample_bernoulli_exp, sample_discrete_laplace
 from ..state import RunFailure
@@ -257,15 +259,45 @@ def _select_keys(ctx, eps, delta, m, key, t):
     return _selection_release(ctx, info, dict(zip(names, counts.tolist())))
 
 
+# rule Optimal partition selection: each key kept with probability pi(its units), exactly
+def kept_by_curve(counts: dict[str, int], info: dict, rng: Any) -> tuple[str, ...]:
+    """The keys kept by the optimal curve: for each key with units, in sorted order, BITS uniform
+    bits u from the run's random source, kept when u < pi(n) 2^BITS (probability pi(n) exactly)."""
+    curve = _curve(info)
+    keys = [key for key in sorted(counts) if counts[key] > 0]
+    size = BITS // 8
+    bits = rng.randbytes(size * len(keys)) if keys else b""
+    return tuple(key for i, key in enumerate(keys)
+                 if int.from_bytes(bits[i * size:(i + 1) * size], "little") < curve.numerator(counts[key]))
+
+
+def _curve(info: dict) -> KeepCurve:
+    return keep_curve(Fraction(info["epsilon"]), Fraction(info["delta"]), int(info["m"]),
+                      selection_step(Fraction(info["sensitivity"])))
+
+
 def _selection_release(ctx, info: dict, counts: dict[str, int]) -> MechanismDistribution:
+    optimal = info.get("method") == "optimal"
+    name = "select_keys_optimal" if optimal else "select_keys"
+
     def draw(sctx):
-        keys = thresholded(counts, info, sctx.rng) if info["charged"] else tuple(sorted(k for k, n in counts.items()
-                                                                                      if n > 0))
-        sctx.record_release("select_keys", keys, info["charged"], Fraction(info["scale"]), selection_accuracy(info),
+        if not info["charged"]:
+            keys = tuple(sorted(k for k, n in counts.items() if n > 0))
+        else:
+            keys = kept_by_curve(counts, info, sctx.rng) if optimal else thresholded(counts, info, sctx.rng)
+        accuracy = optimal_accuracy(info) if optimal else selection_accuracy(info)
+        sctx.record_release(name, keys, info["charged"], Fraction(info["scale"]), accuracy,
                             sensitivity=info["sensitivity"], delta=info["delta"], threshold=info["threshold"])
         return keys
 
-    return MechanismDistribution("select_keys", draw)
+    return MechanismDistribution(name, draw)
+
+
+def optimal_accuracy(info: dict) -> Accuracy:
+    """A key with at least this many units is released with probability at least 1 - beta (the
+    checker accepts only curves that reach 1; without a charge every key with a unit is)."""
+    units = _curve(info).units_for(1 - BETA) if info["charged"] else 1
+    return Accuracy(Fraction(units), BETA, "units a key needs to be released")
 
 
 # ---- on the Dask engine -----------------------------------------------------------------------------
@@ -372,3 +404,5 @@ kernel("groupby_in", reference=_groupby_in, context=True, lazy_bags=True, batche
 # a mechanism: on lane values, as every other one (only the auditor's sampler evaluates it there)
 kernel("select_keys", reference=_select_keys, context=True, lazy_bags=True, batched=lanes.mechanism_on_lanes,
        dask=_d_select_keys)
+kernel("select_keys_optimal", reference=_select_keys, context=True, lazy_bags=True,
+       batched=lanes.mechanism_on_lanes, dask=_d_select_keys)
