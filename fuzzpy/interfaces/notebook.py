@@ -15,6 +15,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--public", action="append", default=[],
                    help="NAME=VARIABLE: a DataFrame for the public table NAME (not charged)")
     p.add_argument("--budget", default=None)
+    p.add_argument("--delta", default=None, help="the delta of an (epsilon, delta) budget")
+    p.add_argument("--rho", default=None, help="a budget in zCDP instead of --budget")
+    p.add_argument("--allow-empty", action="store_true", help="run even if no row is left after conforming")
     p.add_argument("--param", action="append", default=[])
     p.add_argument("--ledger", default=None)
     p.add_argument("--seed", type=int, default=None)
@@ -31,17 +34,18 @@ def fuzzpy_cell(line: str, cell: str, namespace: dict) -> Any:
         args = _parser().parse_args(shlex.split(line))
     except SystemExit:
         raise FuzzpyError([Diagnostic("E0701", "usage: %%fuzzpy [--data NAME=VARIABLE] [--public NAME=VARIABLE] "
-                                      "[--budget B] [--param NAME=VALUE] [--ledger PATH] [--seed N] "
-                                      "[--check]")]) from None
+                                      "[--budget B] [--delta D] [--rho R] [--param NAME=VALUE] [--ledger PATH] "
+                                      "[--seed N] [--allow-empty] [--check]")]) from None
     params = dict(_pair(p, "--param") for p in args.param)
-    report = check(cell, params=params, budget=args.budget)
+    report = check(cell, params=params, budget=args.budget, delta=args.delta, rho=args.rho)
     _display(report)
     if args.check or not args.data or not report.ok:
         report.raise_for_errors()
         return None
     data = _frames(args.data, "--data", namespace, "table")
     public = _frames(args.public, "--public", namespace, "public table")
-    return run(cell, data, budget=args.budget, params=params, ledger=args.ledger, seed=args.seed, public=public)
+    return run(cell, data, budget=args.budget, params=params, ledger=args.ledger, seed=args.seed, public=public,
+               delta=args.delta, rho=args.rho, allow_empty=args.allow_empty)
 
 
 def _frames(items: list[str], option: str, namespace: dict, what: str) -> dict[str, Any]:

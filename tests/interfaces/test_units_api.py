@@ -59,6 +59,20 @@ def test_the_cell_magic_runs_a_selection_with_a_delta_line():
     assert result.releases[0].mechanism == "select_keys_optimal"
 
 
+def test_the_cell_magic_takes_its_delta_as_an_option(tmp_path):
+    from fuzzpy.interfaces.notebook import fuzzpy_cell
+
+    ledger = tmp_path / "ledger.sqlite"
+    result = fuzzpy_cell(f"--data t=flights --budget 6 --delta 1e-5 --ledger {ledger}",
+                         PROGRAM.format(select="select_keys"), {"flights": FLIGHTS})
+    assert set(result.value) == {"D0", "D1", "D2"} and 5 < result.epsilon <= 5 + 1.01e-6
+    assert len(Ledger(ledger).entries()) == 1
+    with pytest.raises(fuzzpy.FuzzpyError) as exc:  # no delta, no run, nothing charged
+        fuzzpy_cell(f"--data t=flights --budget 6 --ledger {ledger}", PROGRAM.format(select="select_keys"),
+                    {"flights": FLIGHTS})
+    assert "E0314" in exc.value.codes and len(Ledger(ledger).entries()) == 1
+
+
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
