@@ -29,7 +29,10 @@ Files without the entry function are treated as libraries: no "missing entry poi
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import hashlib
+import re
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -60,8 +63,8 @@ class _Chunk:
     errors: tuple
 
     @property
-    def last_line(self) -> int:
-        return self.first_line + self.text.count("\n")
+    def last_line(self) -> int:  # a final newline ends this chunk's last line; the next chunk starts after it
+        return self.first_line + self.text.count("\n") - self.text.endswith("\n")
 
     @property
     def broken(self) -> bool:
@@ -89,6 +92,8 @@ class _Plan:
     entry_mode: bool
     reason_full: Optional[str] = None
     virtual: Optional[dict[str, str]] = None  # published schemas checked with it (remote.py)
+    layouts: dict[str, tuple] = dataclasses.field(default_factory=dict)  # per unit: UnitResult.layout
+    extents: dict[str, tuple] = dataclasses.field(default_factory=dict)  # per unit: UnitResult.extents
 
 
 class IncrementalChecker:
@@ -156,7 +161,9 @@ class IncrementalChecker:
                 reason = "several declarations in one chunk"
         closure = _closures({name: self._names_of(c) for name, c in units.items()})
         library = tuple(sorted((k, v) for k, v in texts.items() if k != file))
-        prelude = [(c.first_line, c.text) for c in chunks if c.function is None and not c.broken]
+        # Trailing blank lines are left out of the keys: a line inserted above a declaration
+        # lengthens the chunk before it, and blank lines change nothing but later positions.
+        prelude = [(c.first_line, c.text.rstrip()) for c in chunks if c.function is None and not c.broken]
         # The entry point is whatever the parser found, wherever it sits (indented, sharing a
         # line, or in an imported file): the editor must check what `fuzzpy check` checks.
         entry_mode = settings.entry in units or any(
@@ -164,11 +171,9 @@ class IncrementalChecker:
         if entry_mode and settings.entry not in units and reason is None:
             reason = "the entry point is not a declaration of its own in this file"  # check it all
         prelude_key = _hash((file, settings.key(), entry_mode, tuple(prelude), library))
-        keys = {name: _hash((prelude_key, name, tuple((units[g].first_line, units[g].text)
-                                                      for g in sorted(closure[name]))))
-                for name in units}
-        return _Plan(file, text, chunks, units, closure, keys, prelude_key, tuple(sorted(units)),
-                     entry_mode, reason)
+        plan = _Plan(file, text, chunks, units, closure, {}, prelude_key, tuple(sorted(units)), entry_mode, reason)
+        _key_units(plan, prelude)
+        return plan
 
     def _names_of(self, chunk: _Chunk) -> frozenset:
         key = chunk.text  # the names a function mentions do not depend on where it sits
@@ -180,10 +185,16 @@ class IncrementalChecker:
         return names
 
     def _lookup(self, plan: _Plan, unit: str) -> Optional[UnitResult]:
-        hit = self.cache.get(plan.keys[unit])
+        key = plan.keys[unit]
+        hit = self.cache.get(key)
         if hit is None or (hit.uses_names and hit.names != plan.names):
             return None
-        self.cache.move_to_end(plan.keys[unit])
+        if hit.layout != plan.layouts[unit]:  # the same functions, at other lines
+            hit = moved(hit, plan.file, plan.layouts[unit], plan.extents[unit])
+            if hit is None:
+                return None
+            self.cache[key] = hit
+        self.cache.move_to_end(key)
         return hit
 
     def _store(self, key: str, result: UnitResult) -> None:
@@ -207,6 +218,7 @@ class IncrementalChecker:
             result.entry = None
         result.uses_names = any(d.code == "E0201" for d in result.diagnostics)
         result.names = plan.names
+        result.layout, result.extents = plan.layouts[name], plan.extents[name]
         self._store(plan.keys[name], result)
         return result
 
@@ -315,6 +327,69 @@ def _closures(mentions: dict[str, frozenset]) -> dict[str, frozenset]:
                     todo.append(dep)
         out[name] = frozenset(seen)
     return out
+
+
+def _key_units(plan: _Plan, prelude: list[tuple[int, str]]) -> None:
+    """Each unit's key, layout and extents.  The key holds the code of the functions of its
+    closure in file order, each with the number of prelude chunks above it, but not their lines:
+    a result found at another layout is reused with its spans moved (`moved`)."""
+    code = {name: c.text.rstrip() for name, c in plan.units.items()}
+    starts = sorted(line for line, _ in prelude)
+    for name in plan.units:
+        order = sorted(plan.closure[name], key=lambda g: plan.units[g].first_line)
+        firsts = [plan.units[g].first_line for g in order]
+        plan.keys[name] = _hash((plan.prelude_key, name, tuple(
+            (bisect.bisect_left(starts, first), g, code[g]) for g, first in zip(order, firsts))))
+        plan.layouts[name] = tuple((first, plan.units[g].last_line) for g, first in zip(order, firsts))
+        plan.extents[name] = tuple((first, first + code[g].count("\n")) for g, first in zip(order, firsts))
+
+
+# Line numbers written into text (a lambda's type, a recursion's call sites, `file:line:col`).
+_LINE_TEXT = re.compile(r"\blines? \d|:\d+:\d+")
+
+
+def moved(result: UnitResult, file: str, layout: tuple, extents: tuple) -> Optional[UnitResult]:
+    """The result of the same functions checked at `layout`: every span of `file` moved by its
+    function's shift, or None when the result cannot be moved (docs/soundness.md, "Moved
+    results"): it writes a line number in a message or a type, holds a position that is not one
+    of its known spans, or has a span outside its functions' code."""
+    if result.movable is None:
+        result.movable = _movable(result, file)
+    if not result.movable or len(extents) != len(result.extents):
+        return None
+    shifts = [new[0] - old[0] for old, new in zip(result.extents, extents)]
+
+    def shift(span: Any) -> Any:
+        if span is None or span.file != file:
+            return span
+        d = shifts[_extent_of(result.extents, span)]  # type: ignore[index]
+        return span if d == 0 else Span(span.file, span.line + d, span.col, span.end_line + d, span.end_col)
+
+    return dataclasses.replace(
+        result,
+        diagnostics=[dataclasses.replace(d, span=shift(d.span), notes=list(d.notes)) for d in result.diagnostics],
+        functions=[dataclasses.replace(f, span=shift(f.span)) for f in result.functions],
+        mechanisms=[dataclasses.replace(m, span=shift(m.span), extra=dict(m.extra)) for m in result.mechanisms],
+        bindings=[dataclasses.replace(b, span=shift(b.span)) for b in result.bindings],
+        calls=[dataclasses.replace(c, span=shift(c.span)) for c in result.calls],
+        layout=layout, extents=extents, movable=True)
+
+
+def _movable(result: UnitResult, file: str) -> bool:
+    spans = [x.span for group in (result.diagnostics, result.functions, result.mechanisms, result.bindings,
+                                  result.calls) for x in group if x.span is not None]
+    shown = repr(result)  # every field, however deep: no other span, no line number in any text
+    if shown.count("Span(") != len(spans) or _LINE_TEXT.search(shown):
+        return False
+    return all(s.file != file or _extent_of(result.extents, s) is not None for s in spans)
+
+
+def _extent_of(extents: tuple, span: Span) -> Optional[int]:
+    """The index of the function whose code holds the whole span."""
+    for i, (first, last) in enumerate(extents):
+        if first <= span.line and span.end_line <= last:
+            return i
+    return None
 
 
 def _names_used(decl: A.FunDecl) -> set[str]:
