@@ -525,19 +525,27 @@ _LEAVES = frozenset({str, int, bool, float, Fraction, type(None)})  # immutable,
 def _moved(value: object, lines: int) -> object:
     """A copy of a parsed value (nodes, lists, tuples) with every span `lines` lines further down;
     the leaves (names, numbers) are immutable and shared."""
-    if type(value) in _LEAVES:
+    kind = type(value)
+    if kind in _LEAVES:
         return value
+    if kind is Span:  # built without the frozen class's checked __init__: a tree holds thousands
+        span = object.__new__(Span)
+        span.__dict__.update(file=value.file, line=value.line + lines, col=value.col,  # type: ignore[attr-defined]
+                             end_line=value.end_line + lines, end_col=value.end_col)  # type: ignore[attr-defined]
+        return span
     if isinstance(value, A.Node):  # its declared fields only: whatever a later stage kept on the node stays there
         attrs = vars(value)
-        copy = object.__new__(type(value))
-        copy.__dict__ = {name: _moved(attrs[name], lines) for name in _fields_of(type(value)) if name in attrs}
+        copy = object.__new__(kind)
+        copy.__dict__ = {name: _moved(attrs[name], lines) for name in _fields_of(kind) if name in attrs}
         return copy
+    if kind is list:
+        return [_moved(v, lines) for v in value]  # type: ignore[attr-defined]
+    if kind is tuple:
+        return tuple([_moved(v, lines) for v in value])  # type: ignore[attr-defined]
     if isinstance(value, Span):
         return Span(value.file, value.line + lines, value.col, value.end_line + lines, value.end_col)
-    if isinstance(value, list):
-        return [_moved(v, lines) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_moved(v, lines) for v in value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_moved(v, lines) for v in value)
     return value
 
 

@@ -53,6 +53,7 @@ SYNTHETIC_ENTRY = "__fuzzpy_lsp_entry__"
 FULL_FACTOR = 1.5   # re-run changed units unless that costs more than 1.5 full checks
 RUN_OVERHEAD = 3    # fixed cost of one check run, in "functions"
 CACHE_ENTRIES = 5_000
+PREPARE_PER_UNIT = 20  # results whose movability one background step finds out, per unit it may check
 
 
 @dataclass
@@ -125,7 +126,9 @@ class IncrementalChecker:
             results += [self._lookup(plan, u) for u in plan.units if u not in missing]  # type: ignore[misc]
             if not plan.units:
                 results.append(self._prelude_run(plan, settings, overlays))
-            return self._merge(plan, settings, modules, parse_diags, texts, results, runs=len(missing))
+            analysis = self._merge(plan, settings, modules, parse_diags, texts, results, runs=len(missing))
+            analysis.stale_units = len(self._unprepared(plan))
+            return analysis
 
     def warm(self, text: str, file: str, settings: Settings, overlays: Optional[dict[str, str]] = None,
              limit: int = 1) -> int:
@@ -140,7 +143,18 @@ class IncrementalChecker:
                              key=lambda u: len(plan.closure[u]))
             for name in missing[:limit]:
                 self._run_unit(plan, settings, name, overlays)
-            return max(0, len(missing) - limit)
+            if len(missing) > limit:
+                return len(missing) - limit
+            unprepared = self._unprepared(plan)
+            for result in unprepared[:PREPARE_PER_UNIT * limit]:
+                result.movable = _movable(result, plan.file)
+            return max(0, len(unprepared) - PREPARE_PER_UNIT * limit)
+
+    def _unprepared(self, plan: _Plan) -> list[UnitResult]:
+        """This plan's cached results not yet known to be movable or not (found out while the
+        editor idles, so that the next inserted line does not pay for it)."""
+        hits = (self.cache.get(plan.keys[u]) for u in plan.units)
+        return [hit for hit in hits if hit is not None and hit.movable is None]
 
     # -- planning
 
@@ -242,9 +256,15 @@ class IncrementalChecker:
             result.entry = None
         analysis = self._merge(plan, settings, modules, parse_diags, texts, [result], runs=1)
         analysis.full = True
-        analysis.stale_units = 0 if plan.reason_full else sum(
-            1 for u in plan.units if self._lookup(plan, u) is None)
+        analysis.stale_units = 0 if plan.reason_full else sum(1 for u in plan.units if self._stale(plan, u))
         return analysis
+
+    def _stale(self, plan: _Plan, unit: str) -> bool:
+        """Whether the background should check this unit or find out if its result moves (not
+        `_lookup`, which would move results before the full check's diagnostics are published)."""
+        hit = self.cache.get(plan.keys[unit])
+        return hit is None or (hit.uses_names and hit.names != plan.names) or (
+            hit.layout != plan.layouts[unit] and hit.movable is not True)
 
     def _check(self, source: str, plan: _Plan, settings: Settings, entry: str,
                overlays: Optional[dict[str, str]], keep: Callable[[Span], bool]) -> UnitResult:
@@ -357,22 +377,35 @@ def moved(result: UnitResult, file: str, layout: tuple, extents: tuple) -> Optio
         result.movable = _movable(result, file)
     if not result.movable or len(extents) != len(result.extents):
         return None
+    starts = [first for first, _ in result.extents]
     shifts = [new[0] - old[0] for old, new in zip(result.extents, extents)]
 
     def shift(span: Any) -> Any:
         if span is None or span.file != file:
             return span
-        d = shifts[_extent_of(result.extents, span)]  # type: ignore[index]
+        d = shifts[bisect.bisect_right(starts, span.line) - 1]  # _movable: inside that function's code
         return span if d == 0 else Span(span.file, span.line + d, span.col, span.end_line + d, span.end_col)
 
+    diagnostics = [_with_span(d, shift(d.span)) for d in result.diagnostics]
+    for d in diagnostics:
+        d.notes = list(d.notes)
     return dataclasses.replace(
-        result,
-        diagnostics=[dataclasses.replace(d, span=shift(d.span), notes=list(d.notes)) for d in result.diagnostics],
-        functions=[dataclasses.replace(f, span=shift(f.span)) for f in result.functions],
-        mechanisms=[dataclasses.replace(m, span=shift(m.span), extra=dict(m.extra)) for m in result.mechanisms],
-        bindings=[dataclasses.replace(b, span=shift(b.span)) for b in result.bindings],
-        calls=[dataclasses.replace(c, span=shift(c.span)) for c in result.calls],
+        result, diagnostics=diagnostics,
+        functions=[_with_span(f, shift(f.span)) for f in result.functions],
+        mechanisms=[_with_span(m, shift(m.span)) for m in result.mechanisms],
+        bindings=[_with_span(b, shift(b.span)) for b in result.bindings],
+        calls=[_with_span(c, shift(c.span)) for c in result.calls],
         layout=layout, extents=extents, movable=True)
+
+
+def _with_span(item: Any, span: Any) -> Any:
+    """A shallow copy of a record (a dataclass, frozen or not) with another span: the cached
+    one is never changed.  Copied field by field, since `dataclasses.replace` costs 20 times more
+    and a moved result holds thousands of bindings."""
+    copy = object.__new__(type(item))
+    copy.__dict__.update(item.__dict__)
+    copy.__dict__["span"] = span
+    return copy
 
 
 def _movable(result: UnitResult, file: str) -> bool:
