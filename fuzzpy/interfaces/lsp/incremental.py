@@ -53,7 +53,7 @@ SYNTHETIC_ENTRY = "__fuzzpy_lsp_entry__"
 FULL_FACTOR = 1.5   # re-run changed units unless that costs more than 1.5 full checks
 RUN_OVERHEAD = 3    # fixed cost of one check run, in "functions"
 CACHE_ENTRIES = 5_000
-PREPARE_PER_UNIT = 20  # results whose movability one background step finds out, per unit it may check
+PREPARE_PER_UNIT = 5  # results whose movability one background step finds out (a few ms), per unit it may check
 
 
 @dataclass
