@@ -505,12 +505,19 @@ def _remember_parse(file: str, first_line: int, text: str, decls: tuple[A.Decl, 
 
 
 def _spans_within(value: object, first: int, last: int) -> bool:
-    if isinstance(value, Span):
-        return first <= value.line <= value.end_line <= last
-    if isinstance(value, A.Node):
-        return all(_spans_within(v, first, last) for v in vars(value).values())
-    if isinstance(value, (list, tuple)):
-        return all(_spans_within(v, first, last) for v in value)
+    todo = [value]  # a loop on exact types, not recursion: it walks every tree a file parses into
+    while todo:
+        item = todo.pop()
+        kind = type(item)
+        if kind in _LEAVES:
+            continue
+        if kind is Span or isinstance(item, Span):
+            if not first <= item.line <= item.end_line <= last:  # type: ignore[attr-defined]
+                return False
+        elif kind is list or kind is tuple or isinstance(item, (list, tuple)):
+            todo.extend(item)  # type: ignore[arg-type]
+        elif isinstance(item, A.Node):
+            todo.extend(vars(item).values())
     return True
 
 
