@@ -6,9 +6,11 @@ press takes 40-100 ms.  `IncrementalChecker` re-checks only the top-level functi
 text, or the text of a function they call (transitively), changed:
 
 * A *unit* is a declaration chunk of the open file (see `syntax.parser.split_chunks`) holding
-  exactly one function.  Its key is a hash of the *prelude* (every other chunk: schemas, params,
-  imports, plus the text of imported files and the server settings) and of the text and first
-  line of each function in its dependency closure (functions it names, transitively).
+  exactly one function.  Its key is a hash of the *prelude* (every other chunk with its line:
+  schemas, params, imports, plus the text of imported files and the server settings) and of the
+  code of each function in its dependency closure (functions it names, transitively), in file
+  order, without their lines: a result found at other lines is reused with its spans moved
+  (`moved`), unless it shows a line in a text.
 * A unit is checked by running the ordinary `check_source` on a copy of the file in which every
   function outside its closure is replaced, on the same line, by a one-line generic stub
   (`function f x { x }`: generic functions are only checked at their uses, so a stub costs
