@@ -57,6 +57,7 @@ def private_folder(name: str) -> Optional[Path]:
 KEY_BYTES = 32
 
 
+# rule Reused reports
 def user_key(folder: Path) -> Optional[bytes]:
     """The per-user key that authenticates a private folder's entries: created once with mode
     0600, refused when others could read it (then the caller does not use the folder)."""

@@ -36,6 +36,7 @@ BASE_MODULES = ("accounting", "cachedir.py", "diagnostics.py", "exact.py", "hint
                 "stdlib_location.py", "version.py")
 
 
+# rule Reused reports
 def parse_module_cached(text: str, file: str) -> tuple[Any, list[Diagnostic]]:
     """`parser.parse_module(text, file)`, read from disk for a file of the standard library."""
     from .parser import parse_module
@@ -69,6 +70,7 @@ def _place() -> Optional[tuple[Path, bytes]]:
     return None if key is None else (folder, key)  # type: ignore[return-value]
 
 
+# rule Reused reports
 @lru_cache(maxsize=1)
 def parser_fingerprint() -> str:
     """Python, lark's installed file, and every source file the parser can run."""

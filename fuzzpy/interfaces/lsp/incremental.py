@@ -351,6 +351,7 @@ def _closures(mentions: dict[str, frozenset]) -> dict[str, frozenset]:
     return out
 
 
+# rule Reused reports
 def _key_units(plan: _Plan, prelude: list[tuple[int, str]]) -> None:
     """Each unit's key, layout and extents.  The key holds the code of the functions of its
     closure in file order, each with the number of prelude chunks above it, but not their lines:
@@ -370,6 +371,7 @@ def _key_units(plan: _Plan, prelude: list[tuple[int, str]]) -> None:
 _LINE_TEXT = re.compile(r"\blines? \d|:\d+:\d+")
 
 
+# rule Reused reports
 def moved(result: UnitResult, file: str, layout: tuple, extents: tuple) -> Optional[UnitResult]:
     """The result of the same functions checked at `layout`: every span of `file` moved by its
     function's shift, or None when the result cannot be moved (docs/soundness.md, "Moved
@@ -410,6 +412,7 @@ def _with_span(item: Any, span: Any) -> Any:
     return copy
 
 
+# rule Reused reports
 def _movable(result: UnitResult, file: str) -> bool:
     spans = [x.span for group in (result.diagnostics, result.functions, result.mechanisms, result.bindings,
                                   result.calls) for x in group if x.span is not None]
