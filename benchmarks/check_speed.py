@@ -1,6 +1,6 @@
 """Checker speed: parse and check time per 1,000 lines, LP solves, and `fuzzpy check` start-up.
 
-    python benchmarks/check_speed.py [ROUNDS] [--shell | --in-process] [--code DIR]
+    python benchmarks/check_speed.py [ROUNDS] [--shell | --in-process | --startup [--against DIR]] [--code DIR]
 
 Generates programs of ordinary code (arithmetic, lets, branches, row functions, bag operations,
 mechanisms, a recursive function) of 1,000 and 10,000 lines.  In-process figures are given
@@ -10,7 +10,11 @@ ratio the median of the rounds' ratios.  Shell figures (start-up, the check cach
 file that imports three standard-library files) are given against `python -c pass`,
 `python -c "import lark"` and `python -c "import pandas"` run in turn with them.
 `--code DIR` imports fuzzpy from DIR (another checkout) instead: run it in turn with the current
-code to compare two versions in one session.  docs/performance.md has the figures of one run.
+code to compare two versions in one session.  `--startup` times only the start-up of a cold
+check (50 lines, and 50 lines importing the standard library) against `python -c pass` and
+`import lark`; with `--against DIR` the same checks with DIR's code run in the same rounds, and the
+median of the rounds' ratios (this code over DIR's) is printed.  docs/performance.md has the
+figures of one run.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 if "--code" in sys.argv:  # before anything imports fuzzpy
     sys.path.insert(0, str(Path(sys.argv[sys.argv.index("--code") + 1]).resolve()))
@@ -124,17 +129,54 @@ def _env() -> dict:
     return env
 
 
-def interleaved(commands: dict[str, list[str]], env: dict, rounds: int) -> dict[str, float]:
+def interleaved(commands: dict[str, list[str]], env: dict, rounds: int,
+                envs: Optional[dict[str, dict]] = None, per_round: Optional[dict] = None) -> dict[str, float]:
     """Median wall time of each command, the commands run in turn (one warm-up round first), so
-    that the machine's load weighs on all of them alike."""
+    that the machine's load weighs on all of them alike.  `envs`: another environment for some
+    commands; `per_round` receives each command's times, round by round."""
     times: dict[str, list[float]] = {k: [] for k in commands}
     for r in range(rounds + 1):
         for name, cmd in commands.items():
             t0 = time.perf_counter()
-            subprocess.run(cmd, capture_output=True, env=env, check=True)  # a failed check is no figure
+            subprocess.run(cmd, capture_output=True, env=(envs or {}).get(name, env), check=True)  # failed: no figure
             if r:
                 times[name].append(time.perf_counter() - t0)
+    if per_round is not None:
+        per_round.update(times)
     return {k: statistics.median(v) for k, v in times.items()}
+
+
+def startup(rounds: int, against: Optional[str]) -> None:
+    """A cold check's whole process, against `python -c pass` and `import lark` (and, with
+    `against`, the same checks with another checkout's code, in the same rounds)."""
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        env = _env()
+        env["FUZZPY_CACHE_DIR"] = str(tmp_path / "cache")  # the parser's tables and parsed stdlib: kept
+        small, with_stdlib = tmp_path / "small.fz", tmp_path / "with_stdlib.fz"
+        small.write_text(program(50))
+        with_stdlib.write_text(STDLIB_IMPORTS + program(47))
+        checks = {"check 50 lines importing the stdlib (--no-cache)": [py, "-m", "fuzzpy", "check", "--no-cache",
+                                                                      str(with_stdlib)],
+                  "check 50 lines (--no-cache)": [py, "-m", "fuzzpy", "check", "--no-cache", str(small)]}
+        commands = {"python -c pass": [py, "-c", "pass"], "python -c 'import lark'": [py, "-c", "import lark"], **checks}
+        envs = {}
+        if against is not None:
+            other = {**env, "PYTHONPATH": str(Path(against).resolve()), "FUZZPY_CACHE_DIR": str(tmp_path / "other")}
+            for name, cmd in checks.items():
+                commands[f"{name}, {against}"] = cmd
+                envs[f"{name}, {against}"] = other
+        times: dict = {}
+        medians = interleaved(commands, env, rounds, envs, times)
+    base, lark = medians["python -c pass"], medians["python -c 'import lark'"]
+    print(f"\nfrom the shell, median of {rounds} interleaved rounds:")
+    for name, t in medians.items():
+        print(f"  {name:<60} {t * 1000:7.0f} ms   {t / lark:5.2f} x import lark   {t / base:6.1f} x python -c pass")
+    if against is not None:
+        for name in checks:
+            ratios = [a / b for a, b in zip(times[name], times[f"{name}, {against}"])]
+            print(f"  {name}: this code over {against}'s, median of the rounds' ratios x{statistics.median(ratios):.2f}")
 
 
 def project(folder: Path, files: int, lines: int) -> None:
@@ -185,12 +227,19 @@ def startup_and_cache(rounds: int) -> None:
 
 def main() -> None:
     argv = sys.argv[1:]
+    against = None
+    if "--against" in argv:
+        against = argv[argv.index("--against") + 1]
+        del argv[argv.index("--against"):argv.index("--against") + 2]
     if "--code" in argv:
         del argv[argv.index("--code"):argv.index("--code") + 2]
     args = [a for a in argv if not a.startswith("--")]
     rounds = int(args[0]) if args else 5
     if hasattr(os, "getloadavg"):
         print("load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    if "--startup" in sys.argv:  # a cold check's start-up alone
+        startup(rounds, against)
+        return
     if "--shell" in sys.argv:  # the start-up and cache figures alone
         startup_and_cache(rounds)
         return

@@ -52,3 +52,30 @@ def private_folder(name: str) -> Optional[Path]:
     except OSError:
         return None
     return folder
+
+
+KEY_BYTES = 32
+
+
+# rule Reused reports
+def user_key(folder: Path) -> Optional[bytes]:
+    """The per-user key that authenticates a private folder's entries: created once with mode
+    0600, refused when others could read it (then the caller does not use the folder)."""
+    path = folder / "key"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    else:
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(KEY_BYTES))
+    try:
+        st = path.stat()
+        if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o077):
+            return None
+        key = path.read_bytes()
+    except OSError:
+        return None
+    return key if len(key) == KEY_BYTES else None

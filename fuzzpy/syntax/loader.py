@@ -65,9 +65,9 @@ def load_program(source: str, file: str, overlays: dict[str, str] | None = None,
     def visit(text: str, name: str) -> None:
         visiting.append(name)
         texts[name] = text
-        from .parser import parse_module  # lark: imported when a file is parsed
+        from .library_cache import parse_module_cached  # lark: imported when a file is parsed
 
-        module, errs = parse_module(text, name)
+        module, errs = parse_module_cached(text, name)  # a standard-library file: read from disk if kept
         diags.extend(errs)
         for decl in module.decls:
             if isinstance(decl, A.Import):

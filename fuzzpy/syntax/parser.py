@@ -505,12 +505,19 @@ def _remember_parse(file: str, first_line: int, text: str, decls: tuple[A.Decl, 
 
 
 def _spans_within(value: object, first: int, last: int) -> bool:
-    if isinstance(value, Span):
-        return first <= value.line <= value.end_line <= last
-    if isinstance(value, A.Node):
-        return all(_spans_within(v, first, last) for v in vars(value).values())
-    if isinstance(value, (list, tuple)):
-        return all(_spans_within(v, first, last) for v in value)
+    todo = [value]  # a loop on exact types, not recursion: it walks every tree a file parses into
+    while todo:
+        item = todo.pop()
+        kind = type(item)
+        if kind in _LEAVES:
+            continue
+        if kind is Span or isinstance(item, Span):
+            if not first <= item.line <= item.end_line <= last:  # type: ignore[attr-defined]
+                return False
+        elif kind is list or kind is tuple or isinstance(item, (list, tuple)):
+            todo.extend(item)  # type: ignore[arg-type]
+        elif isinstance(item, A.Node):
+            todo.extend(vars(item).values())
     return True
 
 
@@ -525,19 +532,27 @@ _LEAVES = frozenset({str, int, bool, float, Fraction, type(None)})  # immutable,
 def _moved(value: object, lines: int) -> object:
     """A copy of a parsed value (nodes, lists, tuples) with every span `lines` lines further down;
     the leaves (names, numbers) are immutable and shared."""
-    if type(value) in _LEAVES:
+    kind = type(value)
+    if kind in _LEAVES:
         return value
+    if kind is Span:  # built without the frozen class's checked __init__: a tree holds thousands
+        span = object.__new__(Span)
+        span.__dict__.update(file=value.file, line=value.line + lines, col=value.col,  # type: ignore[attr-defined]
+                             end_line=value.end_line + lines, end_col=value.end_col)  # type: ignore[attr-defined]
+        return span
     if isinstance(value, A.Node):  # its declared fields only: whatever a later stage kept on the node stays there
         attrs = vars(value)
-        copy = object.__new__(type(value))
-        copy.__dict__ = {name: _moved(attrs[name], lines) for name in _fields_of(type(value)) if name in attrs}
+        copy = object.__new__(kind)
+        copy.__dict__ = {name: _moved(attrs[name], lines) for name in _fields_of(kind) if name in attrs}
         return copy
+    if kind is list:
+        return [_moved(v, lines) for v in value]  # type: ignore[attr-defined]
+    if kind is tuple:
+        return tuple([_moved(v, lines) for v in value])  # type: ignore[attr-defined]
     if isinstance(value, Span):
         return Span(value.file, value.line + lines, value.col, value.end_line + lines, value.end_col)
-    if isinstance(value, list):
-        return [_moved(v, lines) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_moved(v, lines) for v in value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_moved(v, lines) for v in value)
     return value
 
 

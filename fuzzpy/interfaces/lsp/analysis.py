@@ -142,6 +142,11 @@ class UnitResult:
     uses_names: bool = False
     names: tuple = ()
     calls: list[CallRecord] = field(default_factory=list)
+    # Where the unit's functions were when it ran: ((first line, last line), ...) in file order,
+    # and the line ranges of their code (trailing blank lines left out); see incremental.moved.
+    layout: tuple = ()
+    extents: tuple = ()
+    movable: Optional[bool] = None  # whether shifting its spans gives the result at another layout
 
 
 @dataclass

@@ -6,9 +6,11 @@ press takes 40-100 ms.  `IncrementalChecker` re-checks only the top-level functi
 text, or the text of a function they call (transitively), changed:
 
 * A *unit* is a declaration chunk of the open file (see `syntax.parser.split_chunks`) holding
-  exactly one function.  Its key is a hash of the *prelude* (every other chunk: schemas, params,
-  imports, plus the text of imported files and the server settings) and of the text and first
-  line of each function in its dependency closure (functions it names, transitively).
+  exactly one function.  Its key is a hash of the *prelude* (every other chunk with its line:
+  schemas, params, imports, plus the text of imported files and the server settings) and of the
+  code of each function in its dependency closure (functions it names, transitively), in file
+  order, without their lines: a result found at other lines is reused with its spans moved
+  (`moved`), unless it shows a line in a text.
 * A unit is checked by running the ordinary `check_source` on a copy of the file in which every
   function outside its closure is replaced, on the same line, by a one-line generic stub
   (`function f x { x }`: generic functions are only checked at their uses, so a stub costs
@@ -29,7 +31,10 @@ Files without the entry function are treated as libraries: no "missing entry poi
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import hashlib
+import re
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +55,7 @@ SYNTHETIC_ENTRY = "__fuzzpy_lsp_entry__"
 FULL_FACTOR = 1.5   # re-run changed units unless that costs more than 1.5 full checks
 RUN_OVERHEAD = 3    # fixed cost of one check run, in "functions"
 CACHE_ENTRIES = 5_000
+PREPARE_PER_UNIT = 5  # results whose movability one background step finds out (a few ms), per unit it may check
 
 
 @dataclass
@@ -60,8 +66,8 @@ class _Chunk:
     errors: tuple
 
     @property
-    def last_line(self) -> int:
-        return self.first_line + self.text.count("\n")
+    def last_line(self) -> int:  # a final newline ends this chunk's last line; the next chunk starts after it
+        return self.first_line + self.text.count("\n") - self.text.endswith("\n")
 
     @property
     def broken(self) -> bool:
@@ -89,6 +95,8 @@ class _Plan:
     entry_mode: bool
     reason_full: Optional[str] = None
     virtual: Optional[dict[str, str]] = None  # published schemas checked with it (remote.py)
+    layouts: dict[str, tuple] = dataclasses.field(default_factory=dict)  # per unit: UnitResult.layout
+    extents: dict[str, tuple] = dataclasses.field(default_factory=dict)  # per unit: UnitResult.extents
 
 
 class IncrementalChecker:
@@ -120,7 +128,9 @@ class IncrementalChecker:
             results += [self._lookup(plan, u) for u in plan.units if u not in missing]  # type: ignore[misc]
             if not plan.units:
                 results.append(self._prelude_run(plan, settings, overlays))
-            return self._merge(plan, settings, modules, parse_diags, texts, results, runs=len(missing))
+            analysis = self._merge(plan, settings, modules, parse_diags, texts, results, runs=len(missing))
+            analysis.stale_units = len(self._unprepared(plan))
+            return analysis
 
     def warm(self, text: str, file: str, settings: Settings, overlays: Optional[dict[str, str]] = None,
              limit: int = 1) -> int:
@@ -135,7 +145,18 @@ class IncrementalChecker:
                              key=lambda u: len(plan.closure[u]))
             for name in missing[:limit]:
                 self._run_unit(plan, settings, name, overlays)
-            return max(0, len(missing) - limit)
+            if len(missing) > limit:
+                return len(missing) - limit
+            unprepared = self._unprepared(plan)
+            for result in unprepared[:PREPARE_PER_UNIT * limit]:
+                result.movable = _movable(result, plan.file)
+            return max(0, len(unprepared) - PREPARE_PER_UNIT * limit)
+
+    def _unprepared(self, plan: _Plan) -> list[UnitResult]:
+        """This plan's cached results not yet known to be movable or not (found out while the
+        editor idles, so that the next inserted line does not pay for it)."""
+        hits = (self.cache.get(plan.keys[u]) for u in plan.units)
+        return [hit for hit in hits if hit is not None and hit.movable is None]
 
     # -- planning
 
@@ -156,7 +177,9 @@ class IncrementalChecker:
                 reason = "several declarations in one chunk"
         closure = _closures({name: self._names_of(c) for name, c in units.items()})
         library = tuple(sorted((k, v) for k, v in texts.items() if k != file))
-        prelude = [(c.first_line, c.text) for c in chunks if c.function is None and not c.broken]
+        # Trailing blank lines are left out of the keys: a line inserted above a declaration
+        # lengthens the chunk before it, and blank lines change nothing but later positions.
+        prelude = [(c.first_line, c.text.rstrip()) for c in chunks if c.function is None and not c.broken]
         # The entry point is whatever the parser found, wherever it sits (indented, sharing a
         # line, or in an imported file): the editor must check what `fuzzpy check` checks.
         entry_mode = settings.entry in units or any(
@@ -164,11 +187,9 @@ class IncrementalChecker:
         if entry_mode and settings.entry not in units and reason is None:
             reason = "the entry point is not a declaration of its own in this file"  # check it all
         prelude_key = _hash((file, settings.key(), entry_mode, tuple(prelude), library))
-        keys = {name: _hash((prelude_key, name, tuple((units[g].first_line, units[g].text)
-                                                      for g in sorted(closure[name]))))
-                for name in units}
-        return _Plan(file, text, chunks, units, closure, keys, prelude_key, tuple(sorted(units)),
-                     entry_mode, reason)
+        plan = _Plan(file, text, chunks, units, closure, {}, prelude_key, tuple(sorted(units)), entry_mode, reason)
+        _key_units(plan, prelude)
+        return plan
 
     def _names_of(self, chunk: _Chunk) -> frozenset:
         key = chunk.text  # the names a function mentions do not depend on where it sits
@@ -176,14 +197,20 @@ class IncrementalChecker:
         if names is None:
             if len(self.names_used) > self.max_entries:
                 self.names_used.clear()
-            names = self.names_used[key] = frozenset(_names_used(chunk.function))  # type: ignore[arg-type]
+            names = self.names_used[key] = frozenset(_NAME.findall(key))
         return names
 
     def _lookup(self, plan: _Plan, unit: str) -> Optional[UnitResult]:
-        hit = self.cache.get(plan.keys[unit])
+        key = plan.keys[unit]
+        hit = self.cache.get(key)
         if hit is None or (hit.uses_names and hit.names != plan.names):
             return None
-        self.cache.move_to_end(plan.keys[unit])
+        if hit.layout != plan.layouts[unit]:  # the same functions, at other lines
+            hit = moved(hit, plan.file, plan.layouts[unit], plan.extents[unit])
+            if hit is None:
+                return None
+            self.cache[key] = hit
+        self.cache.move_to_end(key)
         return hit
 
     def _store(self, key: str, result: UnitResult) -> None:
@@ -207,6 +234,7 @@ class IncrementalChecker:
             result.entry = None
         result.uses_names = any(d.code == "E0201" for d in result.diagnostics)
         result.names = plan.names
+        result.layout, result.extents = plan.layouts[name], plan.extents[name]
         self._store(plan.keys[name], result)
         return result
 
@@ -230,9 +258,15 @@ class IncrementalChecker:
             result.entry = None
         analysis = self._merge(plan, settings, modules, parse_diags, texts, [result], runs=1)
         analysis.full = True
-        analysis.stale_units = 0 if plan.reason_full else sum(
-            1 for u in plan.units if self._lookup(plan, u) is None)
+        analysis.stale_units = 0 if plan.reason_full else sum(1 for u in plan.units if self._stale(plan, u))
         return analysis
+
+    def _stale(self, plan: _Plan, unit: str) -> bool:
+        """Whether the background should check this unit or find out if its result moves (not
+        `_lookup`, which would move results before the full check's diagnostics are published)."""
+        hit = self.cache.get(plan.keys[unit])
+        return hit is None or (hit.uses_names and hit.names != plan.names) or (
+            hit.layout != plan.layouts[unit] and hit.movable is not True)
 
     def _check(self, source: str, plan: _Plan, settings: Settings, entry: str,
                overlays: Optional[dict[str, str]], keep: Callable[[Span], bool]) -> UnitResult:
@@ -317,15 +351,89 @@ def _closures(mentions: dict[str, frozenset]) -> dict[str, frozenset]:
     return out
 
 
-def _names_used(decl: A.FunDecl) -> set[str]:
-    """Every variable name in a function body (shadowing ignored: over-approximating is safe)."""
-    names, todo = set(), [decl.body]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, A.Var):
-            names.add(node.name)
-        todo.extend(A.children(node))
-    return names
+# rule Reused reports
+def _key_units(plan: _Plan, prelude: list[tuple[int, str]]) -> None:
+    """Each unit's key, layout and extents.  The key holds the code of the functions of its
+    closure in file order, each with the number of prelude chunks above it, but not their lines:
+    a result found at another layout is reused with its spans moved (`moved`)."""
+    code = {name: c.text.rstrip() for name, c in plan.units.items()}
+    starts = sorted(line for line, _ in prelude)
+    for name in plan.units:
+        order = sorted(plan.closure[name], key=lambda g: plan.units[g].first_line)
+        firsts = [plan.units[g].first_line for g in order]
+        plan.keys[name] = _hash((plan.prelude_key, name, tuple(
+            (bisect.bisect_left(starts, first), g, code[g]) for g, first in zip(order, firsts))))
+        plan.layouts[name] = tuple((first, plan.units[g].last_line) for g, first in zip(order, firsts))
+        plan.extents[name] = tuple((first, first + code[g].count("\n")) for g, first in zip(order, firsts))
+
+
+# Line numbers written into text (a lambda's type, a recursion's call sites, `file:line:col`).
+_LINE_TEXT = re.compile(r"\blines? \d|:\d+:\d+")
+
+
+# rule Reused reports
+def moved(result: UnitResult, file: str, layout: tuple, extents: tuple) -> Optional[UnitResult]:
+    """The result of the same functions checked at `layout`: every span of `file` moved by its
+    function's shift, or None when the result cannot be moved (docs/soundness.md, "Moved
+    results"): it writes a line number in a message or a type, holds a position that is not one
+    of its known spans, or has a span outside its functions' code."""
+    if result.movable is None:
+        result.movable = _movable(result, file)
+    if not result.movable or len(extents) != len(result.extents):
+        return None
+    starts = [first for first, _ in result.extents]
+    shifts = [new[0] - old[0] for old, new in zip(result.extents, extents)]
+
+    def shift(span: Any) -> Any:
+        if span is None or span.file != file:
+            return span
+        d = shifts[bisect.bisect_right(starts, span.line) - 1]  # _movable: inside that function's code
+        return span if d == 0 else Span(span.file, span.line + d, span.col, span.end_line + d, span.end_col)
+
+    diagnostics = [_with_span(d, shift(d.span)) for d in result.diagnostics]
+    for d in diagnostics:
+        d.notes = list(d.notes)
+    return dataclasses.replace(
+        result, diagnostics=diagnostics,
+        functions=[_with_span(f, shift(f.span)) for f in result.functions],
+        mechanisms=[_with_span(m, shift(m.span)) for m in result.mechanisms],
+        bindings=[_with_span(b, shift(b.span)) for b in result.bindings],
+        calls=[_with_span(c, shift(c.span)) for c in result.calls],
+        layout=layout, extents=extents, movable=True)
+
+
+def _with_span(item: Any, span: Any) -> Any:
+    """A shallow copy of a record (a dataclass, frozen or not) with another span: the cached
+    one is never changed.  Copied field by field, since `dataclasses.replace` costs 20 times more
+    and a moved result holds thousands of bindings."""
+    copy = object.__new__(type(item))
+    copy.__dict__.update(item.__dict__)
+    copy.__dict__["span"] = span
+    return copy
+
+
+# rule Reused reports
+def _movable(result: UnitResult, file: str) -> bool:
+    spans = [x.span for group in (result.diagnostics, result.functions, result.mechanisms, result.bindings,
+                                  result.calls) for x in group if x.span is not None]
+    shown = repr(result)  # every field, however deep: no other span, no line number in any text
+    if shown.count("Span(") != len(spans) or _LINE_TEXT.search(shown):
+        return False
+    return all(s.file != file or _extent_of(result.extents, s) is not None for s in spans)
+
+
+def _extent_of(extents: tuple, span: Span) -> Optional[int]:
+    """The index of the function whose code holds the whole span."""
+    for i, (first, last) in enumerate(extents):
+        if first <= span.line and span.end_line <= last:
+            return i
+    return None
+
+
+# Every name a chunk's text can mention (the grammar's NAME): a superset of the names its body
+# uses (the parser makes a variable only from a NAME token), and a word in a comment or a string
+# only adds a dependency, which is safe.  Much cheaper than walking the syntax tree.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _reduced_source(plan: _Plan, needed: frozenset, synthetic_entry: bool) -> str:
