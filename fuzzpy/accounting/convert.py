@@ -187,6 +187,7 @@ def epsilon_at_delta(loss: ProvenLoss, delta: Fraction | float) -> Conversion:
     d = check_delta(delta)
     if loss.delta:
         return _with_selection(loss, d)
+    sampled, loss = loss, loss.unamplified()  # every conversion below counts sampled releases plainly
     cands: list[tuple[str, Fraction | float]] = []
     refused: list[tuple[str, str]] = []
     if loss.is_pure():
@@ -210,8 +211,79 @@ def epsilon_at_delta(loss: ProvenLoss, delta: Fraction | float) -> Conversion:
                             "declared type)"))
         if loss.epsilon == 0 and gauss.mu > 0:
             cands.append(("analytic Gaussian (GDP)", _pure_gdp(Fraction(0), gauss, d)))
+    if sampled.subsampled != ():
+        why = _why_not_subsampled(sampled, d)
+        if why is None:
+            cands.append((SUBSAMPLED_METHOD, _subsampled_epsilon(sampled, d)))
+        else:
+            refused.append((SUBSAMPLED_METHOD, why))
     method, eps = min(cands, key=lambda c: c[1])
     return Conversion(eps, method, d, tuple(cands), tuple(refused))
+
+
+# --- releases on Poisson samples ---------------------------------------------------------------
+
+SUBSAMPLED_METHOD = "Poisson-subsampled PLD"
+
+
+def _why_not_subsampled(loss: ProvenLoss, delta: Fraction) -> str | None:
+    """Why the subsampled releases cannot be composed by their amplified PLDs, or None."""
+    if loss.subsampled is None or (loss.pure is None and loss.epsilon != 0):
+        return ("not every release could be counted (a release on a sample or an input used more than "
+                "once, on several inputs, or by a function of a declared type)")
+    if loss.gauss_rho and not loss.gauss_subsampled:
+        return "a Gaussian release is not made on a Poisson sample"
+    if any(k == "gauss" for k, *_ in loss.subsampled):
+        sigma = loss.gauss_grid_sigma
+        if sigma is None or sigma < MIN_GRID_SIGMA:
+            return "the grid sigma of a Gaussian release on a sample is unknown or below " + str(MIN_GRID_SIGMA)
+        if mpf(delta) <= 2 * CERT_MARGIN:
+            return f"delta {float(delta):.3g} is below what the discrete Gaussian's certificate resolves"
+    return None
+
+
+@lru_cache(maxsize=32)
+def _subsampled_plds(loss: ProvenLoss, delta: Fraction) -> tuple[LatticePld, LatticePld]:
+    """The composition of every release, in the remove and in the add direction: the pure releases
+    not on a sample by their inventory's pairs (symmetric), each release on a sample by its
+    amplified pair (docs/privacy-notions.md, "Poisson subsampling")."""
+    from .subsampled import SUBSAMPLED_H, subsampled_gaussian_pld, subsampled_lattice_pld
+
+    base = _inventory("laplace", loss.laplace) if loss.laplace is not None else _inventory("pure", loss.pure or ())
+    out = []
+    for remove in (True, False):
+        total = base.regrid(SUBSAMPLED_H) if base.h > SUBSAMPLED_H else base
+        for kind, q, value, count in loss.subsampled or ():
+            if kind == "gauss":
+                mu2 = 2 * float(value) * (1 + 1e-15)
+                slack = _slack(loss.gauss_grid_sigma, Fraction(mu2), delta)
+                if slack is None:
+                    raise _NoSlack()
+                one = subsampled_gaussian_pld(float(q), slack.kappa * math.sqrt(mu2) * (1 + 1e-15),
+                                              slack.log_scale(mu2), SUBSAMPLED_H, remove)
+            else:
+                pair = laplace_pld(value) if kind == "laplace" else rr_pld(value)
+                one = subsampled_lattice_pld(pair, float(q), SUBSAMPLED_H, remove)
+            total = total.compose(one.self_compose(count))
+        out.append(total)
+    return out[0], out[1]
+
+
+class _NoSlack(Exception):
+    """No certified scale for a discrete Gaussian release on a sample."""
+
+
+def _subsampled_epsilon(loss: ProvenLoss, delta: Fraction) -> Fraction | float:
+    """Epsilon at delta of the composition of every release with the amplified pairs of the
+    releases on samples: the larger of the two directions' (rule Poisson subsampling)."""
+    try:
+        remove, add = _subsampled_plds(loss, delta)
+    except _NoSlack:
+        return math.inf
+
+    def upper(e: float) -> float:
+        return max(remove.delta_pure(e), add.delta_pure(e))
+    return _certify(upper, delta, float(loss.epsilon) if loss.epsilon != math.inf else 1.0)
 
 
 # rule Partition selection: the releases' conversion at delta - Delta, plus Delta/(1 - Delta)
