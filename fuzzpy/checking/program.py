@@ -413,7 +413,7 @@ class _ProgramChecker:
                                                       rho_g if is_const(rho_g) else INF,
                                                       rho_z if is_const(rho_z) else INF, _inventory(q),
                                                       _inventory(q, pure=True),
-                                                      delta if is_const(delta) else INF))
+                                                      delta if is_const(delta) else INF, _subsampled(q)))
             self.check_closed(decl, summary)
             self.check_bounded(decl, summary, first_origin)
             self.check_completes(decl, summary)
@@ -505,7 +505,7 @@ def _inventory(quad: dict, pure: bool = False) -> Optional[tuple]:
     a release is not a scalar Laplace one."""
     import math
 
-    from ..typesystem.quadratic import PURE_PREFIX, UNKNOWN, is_inventory
+    from ..typesystem.quadratic import PURE_PREFIX, SUBSAMPLED_PREFIX, UNKNOWN, is_inventory
 
     out = []
     for ch, c in quad.items():
@@ -513,12 +513,33 @@ def _inventory(quad: dict, pure: bool = False) -> Optional[tuple]:
             continue
         if ch == UNKNOWN or not is_const(c) or c == INF:
             return None
+        if ch.startswith(SUBSAMPLED_PREFIX):
+            continue  # counted apart (`_subsampled`)
         if ch.startswith(PURE_PREFIX):
             if not pure:
                 return None
             out.append((Fraction(ch[len(PURE_PREFIX):]), math.ceil(Fraction(c))))
         else:
             out.append((Fraction(ch[2:]), math.ceil(Fraction(c))))
+    return tuple(sorted(out))
+
+
+# rule Poisson subsampling: the counted releases on Poisson samples of one entry parameter
+def _subsampled(quad: dict) -> Optional[tuple]:
+    """Its releases on Poisson samples as ((kind, rate, epsilon, most releases), ...); None when
+    a release is not counted (the inventory's unknown mark, or a count that is not finite)."""
+    import math
+
+    from ..typesystem.quadratic import SUBSAMPLED_PREFIX, UNKNOWN, parse_subsampled
+
+    if quad.get(UNKNOWN, 0) != 0:
+        return None
+    out = []
+    for ch, c in quad.items():
+        if ch.startswith(SUBSAMPLED_PREFIX) and c != 0:
+            if not is_const(c) or c == INF:
+                return None
+            out.append((*parse_subsampled(ch), math.ceil(Fraction(c))))
     return tuple(sorted(out))
 
 

@@ -49,6 +49,9 @@ class InputReport:
     # Rule Partition selection: the total probability of the bad events of its partition
     # selections (their delta) when it moves by one unit; their epsilon is among the pure releases.
     delta: Any = Fraction(0)
+    # Rule Poisson subsampling: its releases on Poisson samples as ((kind, rate, epsilon, most
+    # releases), ...), counted apart from `laplace` and `pure`; None when not known.
+    subsampled: Any = ()
 
     @property
     def is_pure(self) -> bool:

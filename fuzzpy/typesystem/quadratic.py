@@ -225,3 +225,22 @@ __all__ = ["CHANNELS", "DELTA", "delta_of_release", "is_count",
            "shadow", "is_shadow", "base_of", "channel_of", "linear_part", "quadratic_part",
            "pop_quad", "lift", "zcdp_of_pure", "without_channel", "UNKNOWN", "laplace_channel", "is_inventory",
            "inventory_of_release", "pure_channel", "PURE_PREFIX"]
+
+
+# rule Poisson subsampling: releases on Poisson samples are counted apart from the inventory
+SUBSAMPLED_PREFIX = "LS:"
+
+
+def subsampled_channel(kind: str, q: Fraction, value: Fraction) -> str:
+    """The count channel of releases of one amplified pair: kind ("laplace" or "pure"), the
+    sample's rate q and the inner release's epsilon.  It starts with "L": an inventory channel,
+    which moves, or becomes the unknown mark, by the inventory's substitution rule (`lift`)."""
+    return f"{SUBSAMPLED_PREFIX}{kind}:{q}:{value}"
+
+
+def parse_subsampled(ch: str) -> tuple[str, Fraction, Fraction]:
+    kind, q, value = ch[len(SUBSAMPLED_PREFIX):].split(":")
+    return kind, Fraction(q), Fraction(value)
+
+
+__all__ += ["SUBSAMPLED_PREFIX", "subsampled_channel", "parse_subsampled"]
