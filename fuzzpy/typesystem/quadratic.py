@@ -231,6 +231,7 @@ __all__ = ["CHANNELS", "DELTA", "delta_of_release", "is_count",
 SUBSAMPLED_PREFIX = "LS:"
 
 
+# rule Poisson subsampling: the count channel of one amplified pair
 def subsampled_channel(kind: str, q: Fraction, value: Fraction) -> str:
     """The count channel of releases of one amplified pair: kind ("laplace" or "pure"), the
     sample's rate q and the inner release's epsilon.  It starts with "L": an inventory channel,

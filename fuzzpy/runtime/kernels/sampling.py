@@ -20,6 +20,7 @@ from ..values import Distribution, is_distribution, restrict
 _WORD = 2**64
 
 
+# rule Poisson subsampling: one fresh coin per row, from the OS generator
 def poisson_mask(rng: Any, n: int, q: Fraction) -> np.ndarray:
     """n independent coins of rate floor(q 2^64) / 2^64 <= q, from the source's own bytes (never
     numpy's generator, never anything the data decides)."""
