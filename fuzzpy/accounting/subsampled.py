@@ -135,9 +135,13 @@ def subsampled_lattice_pld(pair: LatticePld, q: float, h: Fraction, remove: bool
     p = pair.probs
     if remove:
         loss = np.log1p(q * np.expm1(inner))
-        mass = (1 - q) * p * np.exp(-inner) + q * p
-        # Q's masses carry P's error times e^-l, at most e^(max |l|)
-        err = pair.err * ((1 - q) * math.exp(float(np.max(np.abs(inner)))) + q)
+        with np.errstate(divide="ignore"):
+            q_mass = np.exp(np.log(p) - inner)  # no overflow where p is tiny and e^-l huge
+        mass = (1 - q) * q_mass + q * p
+        # Q's masses carry P's error times e^-l; a mass lost to underflow is at most the
+        # shortfall of the total from 1 (P and Q are probability measures)
+        err = pair.err * ((1 - q) * math.exp(min(float(np.max(-inner)), 700.0)) + q) \
+            + abs(1.0 - float(mass.sum()))
     else:
         loss = -np.log1p(q * np.expm1(-inner))
         mass = p.copy()

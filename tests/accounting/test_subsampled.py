@@ -69,3 +69,54 @@ def test_ten_subsampled_releases_within_one_percent_above_dp_accounting():
     ref = DP_ACCOUNTING_0_6_0[(0.01, 1.1, 10)]
     eps = subsampled_gaussian_epsilon_float(0.01, 1 / 1.1, 0.0, 10, 1e-5)
     assert ref <= eps <= ref * 1.01
+
+
+# --- Laplace releases on Poisson samples (accounting/convert._subsampled_epsilon) --------------
+
+# (rate, Laplace epsilon, releases) -> dp-accounting 0.6.0's epsilon at delta 1e-5, computed once with
+#     acc = pld.PLDAccountant(value_discretization_interval=1e-4)
+#     acc.compose(dp_event.SelfComposedDpEvent(
+#         dp_event.PoissonSampledDpEvent(q, dp_event.LaplaceDpEvent(1 / eps)), count))
+DP_ACCOUNTING_LAPLACE_0_6_0 = {
+    (0.01, 1, 100): 0.33047713463565737,
+    (0.1, 1, 10): 1.1742074328638354,
+    (0.05, 0.5, 1000): 3.144760073547506,
+}
+
+
+@pytest.mark.parametrize("key", sorted(DP_ACCOUNTING_LAPLACE_0_6_0))
+def test_subsampled_laplace_compositions_are_within_half_a_percent_above_dp_accounting(key):
+    from fuzzpy.accounting import ProvenLoss, epsilon_at_delta
+
+    q, eps, count = key
+    e = F(eps)
+    loss = ProvenLoss(e * count, e * e * count / 2, 0, laplace=(),
+                      subsampled=(("laplace", F(q).limit_denominator(1000), e, count),))
+    conv = epsilon_at_delta(loss, F(1, 10**5))
+    ref = DP_ACCOUNTING_LAPLACE_0_6_0[key]
+    assert conv.method == "Poisson-subsampled PLD"
+    assert ref <= conv.epsilon <= ref * 1.005
+
+
+@pytest.mark.parametrize("remove", [True, False], ids=["remove", "add"])
+def test_one_subsampled_laplace_release_is_bounded_by_its_pld(remove):
+    """The PLD's delta is at least the hockey-stick divergence of the subsampled discrete Laplace
+    pair computed directly from its two laws (in mpmath), and close to it."""
+    from fuzzpy.accounting.pld import laplace_pld
+    from fuzzpy.accounting.subsampled import subsampled_lattice_pld
+
+    q, e = 0.05, F(1, 2)
+    pair = laplace_pld(e)
+    pld = subsampled_lattice_pld(pair, q, F(1, 10**5), remove)
+    with mpmath.workdps(30):
+        ls = [mpmath.mpf(float(pair.h)) * (pair.lo + i) for i in range(len(pair.probs))]
+        p = [mpmath.mpf(float(x)) for x in pair.probs]
+        qm = [pi * mpmath.exp(-li) for pi, li in zip(p, ls)]
+        for eps in (0.0, 0.01, 0.03):
+            g = mpmath.e**eps
+            if remove:  # H_g((1-q) Q + q P || Q)
+                exact = sum(max((1 - q) * b + q * a - g * b, 0) for a, b in zip(p, qm))
+            else:  # H_g(P || (1-q) P + q Q)
+                exact = sum(max(a - g * ((1 - q) * a + q * b), 0) for a, b in zip(p, qm))
+            bound = pld.delta_pure(eps)
+            assert float(exact) <= bound <= float(exact) * 1.01 + 1e-9, (eps, exact, bound)
