@@ -231,12 +231,10 @@ def _why_not_subsampled(loss: ProvenLoss, delta: Fraction) -> str | None:
     if loss.subsampled is None or (loss.pure is None and loss.epsilon != 0):
         return ("not every release could be counted (a release on a sample or an input used more than "
                 "once, on several inputs, or by a function of a declared type)")
-    if loss.gauss_rho and not loss.gauss_subsampled:
-        return "a Gaussian release is not made on a Poisson sample"
-    if any(k == "gauss" for k, *_ in loss.subsampled):
+    if loss.gauss_rho:
         sigma = loss.gauss_grid_sigma
         if sigma is None or sigma < MIN_GRID_SIGMA:
-            return "the grid sigma of a Gaussian release on a sample is unknown or below " + str(MIN_GRID_SIGMA)
+            return "the grid sigma of a Gaussian release is unknown or below " + str(MIN_GRID_SIGMA)
         if mpf(delta) <= 2 * CERT_MARGIN:
             return f"delta {float(delta):.3g} is below what the discrete Gaussian's certificate resolves"
     return None
@@ -275,15 +273,33 @@ class _NoSlack(Exception):
 
 def _subsampled_epsilon(loss: ProvenLoss, delta: Fraction) -> Fraction | float:
     """Epsilon at delta of the composition of every release with the amplified pairs of the
-    releases on samples: the larger of the two directions' (rule Poisson subsampling)."""
+    releases on samples, the other Gaussian releases by their scaled GDP pair: the larger of
+    the two directions' (rule Poisson subsampling)."""
+    plain = loss.gauss_rho - loss.gauss_sampled_rho
+    gauss = _NO_GAUSS
+    if plain:
+        slack = _slack(loss.gauss_grid_sigma, 2 * plain, delta)
+        if slack is None:
+            return math.inf
+        budget = float(2 * plain) * (1 + 1e-15)
+        gauss = _GaussPart(slack.kappa * math.sqrt(budget) * (1 + 1e-15), slack.log_scale(budget))
     try:
         remove, add = _subsampled_plds(loss, delta)
     except _NoSlack:
         return math.inf
+    mu = gauss.mu
+    if not mu:
+        from .subsampled import DeltaCurve
 
-    def upper(e: float) -> float:
-        return max(remove.delta_pure(e), add.delta_pure(e))
-    return _certify(upper, delta, float(loss.epsilon) if loss.epsilon != math.inf else 1.0)
+        curves = (DeltaCurve(remove), DeltaCurve(add))
+
+        def upper(e: float) -> float:
+            return max(c(e) for c in curves) if e >= 0 else math.inf  # the search asks for eps >= 0 only
+    else:
+        def upper(e: float) -> float:
+            return max(p.delta_with_gaussian(e, mu) for p in (remove, add))
+    start = float(min(loss.epsilon, 1)) + float(loss.gauss_rho) + 1.0
+    return _certify(gauss.scaled(upper), delta, start)
 
 
 # rule Partition selection: the releases' conversion at delta - Delta, plus Delta/(1 - Delta)

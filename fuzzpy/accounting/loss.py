@@ -79,8 +79,8 @@ class ProvenLoss:
       parameter, maximum number): their plain cost (un-amplified) is also in `epsilon`,
       `pure_rho` and `gauss_rho`, but not in `laplace` and `pure`, which then list the other pure
       releases. None when not known (then `laplace` and `pure` are None too).
-    - gauss_subsampled: every Gaussian release is among `subsampled` (so `gauss_rho` is theirs
-      alone and the subsampled accountant may replace it).
+    - gauss_sampled_rho: the part of `gauss_rho` made on Poisson samples (the rest, gauss_rho -
+      gauss_sampled_rho, is the other Gaussian releases'; the checker bounds the two apart).
     """
 
     epsilon: Fraction | float = Fraction(0)
@@ -91,7 +91,7 @@ class ProvenLoss:
     gauss_grid_sigma: Fraction | None = field(default=None)
     delta: Fraction = Fraction(0)
     subsampled: Subsampled | None = ()
-    gauss_subsampled: bool = False
+    gauss_sampled_rho: Fraction = Fraction(0)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -110,7 +110,9 @@ class ProvenLoss:
         if self.subsampled is None:  # unknown releases on samples: the other inventories cannot be complete
             set_(self, "laplace", None)
             set_(self, "pure", None)
-        set_(self, "gauss_subsampled", bool(self.gauss_subsampled) and self.gauss_rho > 0)
+        set_(self, "gauss_sampled_rho", as_fraction(self.gauss_sampled_rho, "gauss_sampled_rho"))
+        if not 0 <= self.gauss_sampled_rho <= self.gauss_rho:
+            raise ValueError("gauss_sampled_rho must be in [0, gauss_rho]")
         if not 0 <= self.delta < 1:
             raise ValueError("delta must be in [0, 1)")
         if self.epsilon != math.inf and self.pure_rho > self.epsilon ** 2 / 2:
@@ -121,12 +123,9 @@ class ProvenLoss:
                 raise ValueError(f"the {name} inventory exceeds epsilon")
         if self.subsampled:
             sub_pure = sum(v * c for k, _, v, c in self.subsampled if k != "gauss")
-            sub_rho = sum(v * c for k, _, v, c in self.subsampled if k == "gauss")
             listed = sum(e * c for e, c in self.pure or ())
             if self.epsilon != math.inf and listed + sub_pure > self.epsilon:
                 raise ValueError("the subsampled releases and the pure inventory exceed epsilon")
-            if sub_rho > self.gauss_rho:
-                raise ValueError("the subsampled Gaussian releases exceed gauss_rho")
 
     # -- constructors ----------------------------------------------------------------------
     @staticmethod
@@ -164,9 +163,9 @@ class ProvenLoss:
             else self.epsilon + other.epsilon
         delta = min(self.delta + other.delta, Fraction(1) - Fraction(1, 10**30))  # below 1: unusable anyway
         sub = None if self.subsampled is None or other.subsampled is None else self.subsampled + other.subsampled
-        all_sub = all(x.gauss_rho == 0 or x.gauss_subsampled for x in (self, other))
         return ProvenLoss(eps, self.pure_rho + other.pure_rho, self.gauss_rho + other.gauss_rho,
-                          merge("laplace"), merge("pure"), grid, delta, sub, all_sub)
+                          merge("laplace"), merge("pure"), grid, delta, sub,
+                          self.gauss_sampled_rho + other.gauss_sampled_rho)
 
     def __add__(self, other: "ProvenLoss") -> "ProvenLoss":
         return self.add(other)
@@ -179,7 +178,7 @@ class ProvenLoss:
     def without_delta(self) -> "ProvenLoss":
         """The same releases with their bad events taken out (what the accountant composes)."""
         return ProvenLoss(self.epsilon, self.pure_rho, self.gauss_rho, self.laplace, self.pure,
-                          self.gauss_grid_sigma, Fraction(0), self.subsampled, self.gauss_subsampled)
+                          self.gauss_grid_sigma, Fraction(0), self.subsampled, self.gauss_sampled_rho)
 
     def unamplified(self) -> "ProvenLoss":
         """The same releases with every subsampled pure release counted as the release it makes on
@@ -210,7 +209,7 @@ class ProvenLoss:
         if self.subsampled != ():  # likewise for releases on Poisson samples
             out["subsampled"] = None if self.subsampled is None else \
                 [[k, str(q), str(v), c] for k, q, v, c in self.subsampled]
-            out["gauss_subsampled"] = self.gauss_subsampled
+            out["gauss_sampled_rho"] = str(self.gauss_sampled_rho)
         return out
 
     @staticmethod
@@ -224,4 +223,4 @@ class ProvenLoss:
                           inv(data.get("laplace")), inv(data.get("pure")),
                           None if grid is None else Fraction(grid), Fraction(data.get("delta", "0")),
                           None if sub is None else tuple((k, Fraction(q), Fraction(v), int(c)) for k, q, v, c in sub),
-                          bool(data.get("gauss_subsampled", False)))
+                          Fraction(data.get("gauss_sampled_rho", "0")))

@@ -154,3 +154,28 @@ def subsampled_lattice_pld(pair: LatticePld, q: float, h: Fraction, remove: bool
     np.add.at(out, idx - lo, mass)
     # exp / log1p / expm1 are within a few ulps: a relative 1e-13 of the total mass covers them
     return LatticePld(h, lo, out, 0.0, err + 1e-13 * float(mass.sum()))
+
+
+class DeltaCurve:
+    """delta(eps) of a PLD for eps >= 0, by suffix sums, in O(log n) per query (an epsilon search
+    asks for many): delta(eps) = sum_{l > eps} p_l - e^eps sum_{l > eps} p_l e^-l, with an
+    outward margin for the float error of the two sums (recursive summation: at most n u times
+    the sum of the terms, u = 2^-53), plus the mass at +infinity and the PLD's error."""
+
+    def __init__(self, pld: LatticePld):
+        ell = pld.losses()  # each rounded up
+        keep = ell > 0
+        self.ell, p = ell[keep], pld.probs[keep]
+        self.mass = np.cumsum(p[::-1])[::-1]
+        self.tilted = np.cumsum((p * np.exp(-self.ell))[::-1])[::-1]
+        self.slack = 4 * len(p) * _U
+        self.extra = pld.inf + pld.err
+
+    def __call__(self, eps: float) -> float:
+        if eps < 0:
+            raise ValueError("DeltaCurve answers for eps >= 0")
+        i = int(np.searchsorted(self.ell, eps, side="right"))
+        if i == len(self.ell):
+            return self.extra
+        a, b = float(self.mass[i]), math.exp(eps) * float(self.tilted[i])
+        return max(a - b, 0.0) + self.slack * (a + b) + self.extra

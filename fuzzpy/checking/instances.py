@@ -373,6 +373,11 @@ class InstanceRules:
                     if eps is not None and eps > 0:
                         found.add(laplace_channel(eps) if head.name == "laplace" else pure_channel(eps))
                         counted.add(("laplace" if head.name == "laplace" else "pure", eps))
+                if isinstance(head, A.Var) and head.name == "gaussian" and args and \
+                        isinstance(args[0], (A.Lit, A.Var)):
+                    rho = self._public_constant(args[0])
+                    if rho is not None and rho > 0:  # a release on one symbol costs rho in channel gs
+                        counted.add(("gauss", rho))
                 if isinstance(head, A.Var) and head.name == "subsample" and args and \
                         isinstance(args[0], (A.Lit, A.Var)):
                     rate = self._public_constant(args[0])

@@ -19,8 +19,8 @@ from ..syntax import ast as A
 from ..syntax.loader import load_program, read_source
 from ..typesystem import ir as I
 from ..typesystem.effects import FAIL
-from ..typesystem.quadratic import DELTA
-from ..typesystem.sens import INF, fmt_coef, is_const
+from ..typesystem.quadratic import DELTA, SAMPLED_GAUSS
+from ..typesystem.sens import INF, c_add, fmt_coef, is_const
 from ..typesystem.types import Bool, Cat, Column, Fun, Fuzzy, Num, PublicSchema, Schema, Str, Type, UnitBag, is_subtype
 from .records import MechanismRecord
 from .typeexpr import TypeResolver
@@ -342,7 +342,7 @@ class _ProgramChecker:
             self.report.functions.append(FunctionReport(decl.name, decl.name_span,
                                                         _fun_type(types, summary.coefs, summary.cod, summary.quad),
                                                         coefs=list(summary.coefs),
-                                                        rhos=[q.get("g", 0) for q in summary.quad],
+                                                        rhos=[_gauss_rho(q) for q in summary.quad],
                                                         param_names=[p.name for p in decl.params]))
         except FuzzError as exc:
             if exc.diagnostics[0].code in ("E0209", "E1501") and decl.params:
@@ -402,18 +402,20 @@ class _ProgramChecker:
             self.report.functions.append(FunctionReport(decl.name, decl.name_span,
                                                         _fun_type(types, summary.coefs, summary.cod, summary.quad),
                                                         coefs=list(summary.coefs),
-                                                        rhos=[q.get("g", 0) for q in summary.quad],
+                                                        rhos=[_gauss_rho(q) for q in summary.quad],
                                                         param_names=[p.name for p in decl.params]))
             self.report.public_tables = public
             for p, t, c, q in zip(decl.params, types, summary.coefs, summary.quad):
                 if p.name in public:
                     continue  # public data: nothing to charge
-                rho_g, rho_z, delta = (q.get(ch, Fraction(0)) for ch in ("g", "z", DELTA))
+                rho_g, rho_z, delta, rho_s = (q.get(ch, Fraction(0)) for ch in ("g", "z", DELTA, SAMPLED_GAUSS))
+                rho_g = _gauss_rho(q)
                 self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t,
                                                       rho_g if is_const(rho_g) else INF,
                                                       rho_z if is_const(rho_z) else INF, _inventory(q),
                                                       _inventory(q, pure=True),
-                                                      delta if is_const(delta) else INF, _subsampled(q)))
+                                                      delta if is_const(delta) else INF, _subsampled(q),
+                                                      rho_s if is_const(rho_s) else INF))
             self.check_closed(decl, summary)
             self.check_bounded(decl, summary, first_origin)
             self.check_completes(decl, summary)
@@ -524,6 +526,12 @@ def _inventory(quad: dict, pure: bool = False) -> Optional[tuple]:
     return tuple(sorted(out))
 
 
+# rule Poisson subsampling: the rho of every Gaussian release, on samples or not
+def _gauss_rho(quad: dict):
+    """Channel g plus channel gs (a sum: INF when either is)."""
+    return c_add(quad.get("g", Fraction(0)), quad.get(SAMPLED_GAUSS, Fraction(0)))
+
+
 # rule Poisson subsampling: the counted releases on Poisson samples of one entry parameter
 def _subsampled(quad: dict) -> Optional[tuple]:
     """Its releases on Poisson samples as ((kind, rate, epsilon, most releases), ...); None when
@@ -550,7 +558,7 @@ def _fun_type(types: list[Type], coefs, cod: Type, quad=None) -> str:
         return str(cod)
     parts = []
     for t, c, q in zip(types, coefs, quad or [{}] * len(types)):
-        g = q.get("g", 0)
+        g = _gauss_rho(q)
         if g != 0:
             rho = f"rho {fmt_coef(g)}"
             arrow = "->" if INF in (c, g) else f"-o[{rho}]" if c == 0 else f"-o[{fmt_coef(c)}; {rho}]"

@@ -52,6 +52,8 @@ class InputReport:
     # Rule Poisson subsampling: its releases on Poisson samples as ((kind, rate, epsilon, most
     # releases), ...), counted apart from `laplace` and `pure`; None when not known.
     subsampled: Any = ()
+    # Rule Poisson subsampling: the part of rho_gauss made on Poisson samples (channel gs).
+    rho_sampled: Any = Fraction(0)
 
     @property
     def is_pure(self) -> bool:

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..typesystem.quadratic import PURE_PREFIX, SUBSAMPLED_PREFIX, UNKNOWN, is_inventory, subsampled_channel
+from ..typesystem.quadratic import (
+    PURE_PREFIX,
+    SAMPLED_GAUSS,
+    SUBSAMPLED_PREFIX,
+    UNKNOWN,
+    is_inventory,
+    subsampled_channel,
+)
 from ..typesystem.sens import INF, d_add, is_const
 from ..typesystem.types import Bag, Fuzzy, Num
 from .declarations import Arg, Instantiated, Result, primitive
@@ -54,10 +61,14 @@ def _classify(ctx, inst: Instantiated, span) -> tuple[str, Fraction, dict]:
     counts = {ch: c for ch, c in quad.items() if is_inventory(ch) and c != 0}
     rest = {ch: c for ch, c in quad.items() if not is_inventory(ch) and c != 0}
     if not counts and coef == 0:
-        if set(rest) == {"g"}:  # Gaussian releases only: charged their plain rho
-            return "gauss", Fraction(rest["g"]), rest
+        if set(rest) == {"g"}:  # Gaussian releases only, of rho at most rest["g"] together
+            return "gauss", Fraction(rest["g"]), {SAMPLED_GAUSS: rest["g"]}
+        if SAMPLED_GAUSS in rest:
+            raise _refuse(ctx, span, "its release is itself on a sample (subsample nested in subsample)")
         raise _refuse(ctx, span, "it releases nothing that depends on the sample")
     if len(counts) != 1 or UNKNOWN in counts or set(rest) - {"z"} or next(iter(counts.values())) != 1:
+        if SAMPLED_GAUSS in rest:
+            raise _refuse(ctx, span, "its release is itself on a sample (subsample nested in subsample)")
         raise _refuse(ctx, span, "it makes more than one release on the sample, or one whose epsilon is not "
                       "known (the sample used twice, a release on a sample of the sample, or on a table built "
                       "from the sample that moves by more than one row)")
@@ -75,8 +86,7 @@ def _classify(ctx, inst: Instantiated, span) -> tuple[str, Fraction, dict]:
            "subsample q f db: f's one release made on a Poisson sample of db, each row kept independently "
            "with the public rate q by coins the runtime draws fresh when it is sampled. f makes exactly one "
            "release on its argument (laplace, another pure mechanism, or gaussian) and reads nothing else "
-           "private. A pure release is amplified: the accountant composes it by the PLD of the subsampled pair; a "
-           "Gaussian one is charged its plain rho (an upper bound).",
+           "private. The release is amplified: the accountant composes it by the PLD of the subsampled pair.",
            "Poisson subsampling amplifies privacy (Balle, Barthe & Gaboardi 2018, Theorem 8; Zhu, Dong & "
            "Wang 2022, Theorem 11): a release dominated by the pair (P, Q) on neighbouring samples is "
            "dominated by ((1-q)Q + qP, Q) when a row is removed and (P, (1-q)P + qQ) when one is added, "
@@ -92,10 +102,9 @@ def _subsample(ctx, args, span):
     inst = ctx.instantiate(f, [db.type], span, quadratic=True)
     kind, value, rest = _classify(ctx, inst, span)
     # The plain cost (an upper bound whatever the sample) on db, and the count of one release of
-    # this amplified pair in place of the inner release's count.  A Gaussian release keeps its
-    # plain cost only: its rho is in the channel of every Gaussian release, from which the
-    # releases on samples cannot be told apart where branches take the maximum.
-    quad = rest if kind == "gauss" else {**rest, subsampled_channel(kind, q, value): Fraction(1)}
+    # this amplified pair in place of the inner release's count; a Gaussian release's rho moves
+    # from channel g to channel gs, which holds the Gaussian releases on samples only.
+    quad = {**rest, subsampled_channel(kind, q, value): Fraction(1)}
     dist = d_add(ctx.scale_apply(inst.param_coefs[0], db.dist, span), ctx.lift(quad, db.dist, span))
-    return Result(Fuzzy(inst.cod.inner), dist, info={"rate": q, "kind": kind, "amplified": kind != "gauss"},
+    return Result(Fuzzy(inst.cod.inner), dist, info={"rate": q, "kind": kind},
                   ir_args=[q_arg.ir, inst.code, db.ir])

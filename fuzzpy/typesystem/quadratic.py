@@ -31,7 +31,11 @@ from typing import Optional
 
 from .sens import INF, ONE, ZERO, Coef, Dist, c_add, c_mul, is_const
 
-CHANNELS = ("g", "z")
+# "gs": the Gaussian releases made on Poisson samples (rule Poisson subsampling), kept apart from
+# "g" so that the accountant knows the rho of the other Gaussian releases.
+SAMPLED_GAUSS = "gs"
+GAUSS_CHANNELS = ("g", SAMPLED_GAUSS)
+CHANNELS = ("g", "z", SAMPLED_GAUSS)
 # The inventory of scalar Laplace releases (rule Inventory): channel "L:<eps>" counts releases of
 # that epsilon whose input moves by at most its calibrated sensitivity when the symbol moves by
 # at most 1; "L?" marks a symbol on which a pure release is not counted (the inventory is then
@@ -221,7 +225,7 @@ def zcdp_of_pure(cost: Dist) -> Dist:
     (sum_s eps_s d_s)^2 / 2 <= (E/2) sum_s eps_s d_s^2 with E = sum_s eps_s (Cauchy-Schwarz)."""
     return lift({"z": Fraction(1, 2)}, cost)
 
-__all__ = ["CHANNELS", "DELTA", "delta_of_release", "is_count",
+__all__ = ["CHANNELS", "GAUSS_CHANNELS", "SAMPLED_GAUSS", "DELTA", "delta_of_release", "is_count",
            "shadow", "is_shadow", "base_of", "channel_of", "linear_part", "quadratic_part",
            "pop_quad", "lift", "zcdp_of_pure", "without_channel", "UNKNOWN", "laplace_channel", "is_inventory",
            "inventory_of_release", "pure_channel", "PURE_PREFIX"]

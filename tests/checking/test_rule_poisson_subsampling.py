@@ -74,9 +74,49 @@ def test_a_table_moving_by_two_rows_is_not_amplified():
     assert guarantee(r, DELTA).epsilon == 2
 
 
-def test_a_gaussian_release_on_a_sample_is_charged_its_plain_rho():
+def test_a_gaussian_release_on_a_sample_is_counted_in_its_own_channel_and_amplified():
     r = ok("function main (db : bag T) : fuzzy num { subsample 0.1 (fun s -> gaussian 1 (count s)) db }")
-    assert r.inputs[0].rho_gauss == 1 and r.inputs[0].subsampled == ()
+    inp = r.inputs[0]
+    assert inp.rho_gauss == 1 and inp.rho_sampled == 1 and inp.subsampled == (("gauss", F(1, 10), F(1), 1),)
+    g = guarantee(r, DELTA)
+    loss = proven_loss(r)
+    assert loss.gauss_sampled_rho == 1 and g.method == "Poisson-subsampled PLD"
+    assert g.epsilon == epsilon_at_delta(loss, DELTA).epsilon < epsilon_at_delta(loss.unamplified(), DELTA).epsilon
+
+
+def test_a_gaussian_release_beside_one_on_a_sample_is_composed_by_its_gdp_pair():
+    r = ok("function main (db : bag T) : fuzzy num { sample a = gaussian 1 (count db); "
+           "sample b = subsample 0.1 (fun s -> gaussian 1 (count s)) db; return a + b }")
+    inp = r.inputs[0]
+    assert inp.rho_gauss == 2 and inp.rho_sampled == 1
+    g = guarantee(r, DELTA)
+    plain_only = ok("function main (db : bag T) : fuzzy num { gaussian 1 (count db) }")
+    two_plain = ok("function main (db : bag T) : fuzzy num { sample a = gaussian 1 (count db); "
+                   "sample b = gaussian 1 (count db); return a + b }")
+    assert guarantee(plain_only, DELTA).epsilon < g.epsilon < guarantee(two_plain, DELTA).epsilon
+    assert g.method == "Poisson-subsampled PLD"
+
+
+def test_a_branch_between_plain_and_sampled_gaussians_keeps_both_bounds():
+    # the larger of the two arms in each channel: a plain release of rho 1 or one of rho 1 on a sample
+    r = ok("function main (db : bag T) : fuzzy num { sample c = laplace 1 (count db); "
+           "if c > 10 then gaussian 1 (count db) else subsample 0.1 (fun s -> gaussian 1 (count s)) db }")
+    inp = r.inputs[0]
+    assert inp.rho_gauss == 2 and inp.rho_sampled == 1  # g and gs each bound their own arm
+
+
+def test_gaussian_releases_on_samples_in_a_recursion_are_counted():
+    r = ok("param rho : num = 0.5;\n"
+           "function steps (k : int) (db : bag T) (acc : num) : fuzzy num { if k <= 0 then return acc else "
+           "sample c = subsample 0.01 (fun s -> gaussian rho (count s)) db; steps (k - 1) db (acc + c) }\n"
+           "function main (db : bag T) : fuzzy num { steps 5 db 0 }")
+    assert r.inputs[0].subsampled == (("gauss", F(1, 100), F(1, 2), 5),)
+
+
+def test_a_declared_function_type_cannot_hide_a_gaussian_release_on_a_sample():
+    refused("function app (f : bag T -o fuzzy num) (t : bag T) : fuzzy num { f t }\n"
+            "function main (db : bag T) : fuzzy num { app (fun s -> subsample 0.1 (fun u -> gaussian 1 (count u)) s) "
+            "db }", "E0313", "cannot make Gaussian releases on its arguments")
 
 
 @pytest.mark.parametrize("q,code,words", [
