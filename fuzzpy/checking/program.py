@@ -409,7 +409,7 @@ class _ProgramChecker:
                 if p.name in public:
                     continue  # public data: nothing to charge
                 rho_g, rho_z, delta, rho_s = (q.get(ch, Fraction(0)) for ch in ("g", "z", DELTA, SAMPLED_GAUSS))
-                rho_g = _gauss_rho(q)
+                rho_g = _gauss_rho(q, Fraction(0))
                 self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t,
                                                       rho_g if is_const(rho_g) else INF,
                                                       rho_z if is_const(rho_z) else INF, _inventory(q),
@@ -527,9 +527,11 @@ def _inventory(quad: dict, pure: bool = False) -> Optional[tuple]:
 
 
 # rule Poisson subsampling: the rho of every Gaussian release, on samples or not
-def _gauss_rho(quad: dict):
-    """Channel g plus channel gs (a sum: INF when either is)."""
-    return c_add(quad.get("g", Fraction(0)), quad.get(SAMPLED_GAUSS, Fraction(0)))
+def _gauss_rho(quad: dict, absent: Any = 0):
+    """Channel g plus channel gs (a sum: INF when either is); channel g as it is without gs."""
+    if SAMPLED_GAUSS not in quad:
+        return quad.get("g", absent)
+    return c_add(quad.get("g", Fraction(0)), quad[SAMPLED_GAUSS])
 
 
 # rule Poisson subsampling: the counted releases on Poisson samples of one entry parameter

@@ -9,8 +9,9 @@ every rule (I5 in docs/soundness.md) is
 
     rho_ch(value) <= sum over shadow entries (s, ch) of  r * d_s^2     for every move d >= 0.
 
-Two channels:
-  - "g": Gaussian releases, sum of mu_i^2 / 2 with mu_i = Delta_i / sigma_i (a Gaussian bound, so
+Three channels:
+  - "gs": the Gaussian releases made on Poisson samples, like "g" (rule Poisson subsampling);
+  - "g": the other Gaussian releases, sum of mu_i^2 / 2 with mu_i = Delta_i / sigma_i (a Gaussian bound, so
     the exact Gaussian conversion to (epsilon, delta) applies to this part alone);
   - "z": the pure-epsilon releases seen as zCDP (eps-DP implies eps^2/2-zCDP), so that a
     program mixing both has a total rho.
