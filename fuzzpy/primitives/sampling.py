@@ -93,7 +93,7 @@ def _classify(ctx, inst: Instantiated, span) -> tuple[str, Fraction, dict]:
            "because the row's coin is independent of the data, of the other coins and of earlier releases. "
            "The coins are drawn from the operating system's generator with a rate at most q "
            "(docs/privacy-notions.md, \"Poisson subsampling\"; rule Poisson subsampling in docs/soundness.md).",
-           category="mechanism", is_mechanism=True)
+           category="mechanism")  # not a mechanism itself: f's release is (its noise, its record)
 def _subsample(ctx, args, span):
     q_arg, f, db = args
     q = _rate(ctx, q_arg)
