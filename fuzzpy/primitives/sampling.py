@@ -20,9 +20,10 @@ from ..typesystem.quadratic import (
     SUBSAMPLED_PREFIX,
     UNKNOWN,
     is_inventory,
+    linear_part,
     subsampled_channel,
 )
-from ..typesystem.sens import INF, d_add, is_const
+from ..typesystem.sens import INF, d_add, d_inf, is_const
 from ..typesystem.types import Bag, Fuzzy, Num
 from .declarations import Arg, Instantiated, Result, primitive
 
@@ -50,7 +51,7 @@ def _classify(ctx, inst: Instantiated, span) -> tuple[str, Fraction, dict]:
     """The kind and parameter of f's release on the sample, ("laplace", eps), ("pure", eps) or
     ("gauss", rho), from its cost on its parameter; and the channels of that cost other than the
     release's count."""
-    if any(c != 0 for c in inst.captured.values()):
+    if any(is_const(c) and c != 0 for k, c in linear_part(inst.captured).items()):
         raise _refuse(ctx, span, "it reads private data other than the sample (each row would be in every "
                       "sample's release, unamplified)")
     if not isinstance(inst.cod, Fuzzy):
@@ -105,6 +106,9 @@ def _subsample(ctx, args, span):
     # this amplified pair in place of the inner release's count; a Gaussian release's rho moves
     # from channel g to channel gs, which holds the Gaussian releases on samples only.
     quad = {**rest, subsampled_channel(kind, q, value): Fraction(1)}
-    dist = d_add(ctx.scale_apply(inst.param_coefs[0], db.dist, span), ctx.lift(quad, db.dist, span))
+    # What f captures (a released value, say, which a recursion's parameter may still stand for) is
+    # read by a release amplified only for db: infinitely sensitive in it, as in a row function.
+    dist = d_add(ctx.scale_apply(inst.param_coefs[0], db.dist, span), ctx.lift(quad, db.dist, span),
+                 d_inf(inst.captured))
     return Result(Fuzzy(inst.cod.inner), dist, info={"rate": q, "kind": kind},
                   ir_args=[q_arg.ir, inst.code, db.ir])
