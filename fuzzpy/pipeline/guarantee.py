@@ -75,7 +75,8 @@ def proven_loss(report: Any) -> Any:
                               pure=inp.pure if inp.laplace is None else None, delta=delta, subsampled=sampled,
                               gauss_sampled_rho=getattr(inp, "rho_sampled", Fraction(0)))
         except ValueError:
-            loss = ProvenLoss(inp.epsilon, pure_rho, inp.rho_gauss, delta=delta, subsampled=None)
+            loss = ProvenLoss(inp.epsilon, pure_rho, inp.rho_gauss, delta=delta,
+                              subsampled=None if sampled != () else ())  # unknown only if there were some
         total = total.add(loss)
     return ProvenLoss(total.epsilon, total.pure_rho, total.gauss_rho, total.laplace, total.pure,
                       gauss_grid_sigma=gaussian_sites(report), delta=total.delta, subsampled=total.subsampled,
