@@ -42,9 +42,9 @@ class PoissonSampled(Distribution):
         return out.sample(ctx) if is_distribution(out) else out
 
 
-def _subsample(q, f, db):
+def _subsample(ctx, q, f, db):
     return PoissonSampled(Fraction(q), f, db)
 
 
-kernel("subsample", reference=_subsample, lazy_bags=True, batched=PER_LANE,
+kernel("subsample", reference=_subsample, context=True, lazy_bags=True, batched=PER_LANE,
        dask=Refused("subsample draws one coin per row on the client; the Dask engine does not sample yet"))
