@@ -38,10 +38,38 @@ RECORDED = {
 PURE_REFERENCE = 4.306791372516507
 # Poisson-subsampled Gaussian (rate, noise multiplier, steps) -> dp-accounting 0.6.0's epsilon at 1e-5
 SUBSAMPLED = {
+    (0.01, 1.1, 10): 0.2717365201744012,
     (0.01, 1.1, 100): 0.5497650958602305,
     (0.01, 1.1, 1000): 1.5153702481094293,
     (0.01, 1.1, 10000): 5.192620123878041,
 }
+# the same compositions by Opacus 1.6.0's default accountant (RDP, its default orders), recorded
+# in a virtual environment with `pip install --no-deps opacus` (opacus/accountants/analysis/rdp.py
+# needs only numpy and scipy): compute_rdp then get_privacy_spent at delta 1e-5
+OPACUS_RDP = {10: 0.8394535578288401, 100: 0.9560910987474418, 1000: 1.7117700912203435,
+              10000: 5.63199236854841}
+# Poisson-subsampled Laplace (rate, epsilon, releases) -> dp-accounting 0.6.0's epsilon at 1e-5
+# (PoissonSampledDpEvent of LaplaceDpEvent(1 / epsilon), value_discretization_interval 1e-4)
+SUBSAMPLED_LAPLACE = {
+    (0.01, 1, 100): 0.33047713463565737,
+    (0.1, 1, 10): 1.1742074328638354,
+    (0.05, 0.5, 1000): 3.144760073547506,
+}
+
+
+def subsampled_gaussian_loss(q: float, z: float, steps: int) -> ProvenLoss:
+    """`steps` Gaussian releases of sensitivity 1 and noise z on Poisson samples of rate q, as
+    the checker states them (`subsample q (fun s -> gaussian rho ...)`), on the runtime's grid."""
+    rho = F(1) / (2 * F(z) ** 2)
+    grid = grid_sigma_lower([(F(1), rho, 1)])
+    rate = F(q).limit_denominator(10**6)
+    return ProvenLoss(0, 0, rho * steps, laplace=(), subsampled=(("gauss", rate, rho, steps),),
+                      gauss_grid_sigma=grid, gauss_sampled_rho=rho * steps)
+
+
+def subsampled_laplace_loss(q: float, eps: float, count: int) -> ProvenLoss:
+    e, rate = F(eps), F(q).limit_denominator(10**6)
+    return ProvenLoss(e * count, e * e * count / 2, 0, laplace=(), subsampled=(("laplace", rate, e, count),))
 
 _REFERENCE_SCRIPT = """
 import json, sys
@@ -74,7 +102,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference-python", help="a Python with dp-accounting 0.6.0 installed")
     parser.add_argument("--subsampled", action="store_true",
-                        help="also the Poisson-subsampled Gaussian (minutes: 10,000-fold convolutions)")
+                        help="also Poisson-subsampled Gaussian and Laplace compositions (minutes)")
+    parser.add_argument("--max-steps", type=int, default=10_000,
+                        help="skip the subsampled Gaussian compositions longer than this")
     args = parser.parse_args()
     refs = references(args.reference_python)
     print(f"{'releases':>24s} {'fuzzpy':>12s} {'reference':>14s} {'ratio':>9s}  conversion (time)")
@@ -86,13 +116,21 @@ def main() -> None:
         print(f"{name:>24s} {float(conv.epsilon):12.6f} {ref:14.6f} {float(conv.epsilon) / ref:9.6f}  "
               f"{conv.method} ({took:.2f} s)")
     if args.subsampled:
-        from fuzzpy.accounting.subsampled import subsampled_gaussian_epsilon_float
-
         for (q, z, steps), ref in SUBSAMPLED.items():
+            if steps > args.max_steps:
+                continue
             t = time.perf_counter()
-            eps = subsampled_gaussian_epsilon_float(q, 1 / z, 0.0, steps, float(DELTA))
+            conv = epsilon_at_delta(subsampled_gaussian_loss(q, z, steps), DELTA)
+            eps = float(conv.epsilon)
             name = f"{steps} x Poisson {q} z {z}"
-            print(f"{name:>24s} {eps:12.6f} {ref:14.6f} {eps / ref:9.6f}  subsampled PLD, h 1e-5 "
+            print(f"{name:>24s} {eps:12.6f} {ref:14.6f} {eps / ref:9.6f}  {conv.method} "
+                  f"({time.perf_counter() - t:.0f} s); Opacus RDP {OPACUS_RDP[steps]:.6f}")
+        for (q, e, count), ref in SUBSAMPLED_LAPLACE.items():
+            t = time.perf_counter()
+            conv = epsilon_at_delta(subsampled_laplace_loss(q, e, count), DELTA)
+            eps = float(conv.epsilon)
+            name = f"{count} x Poisson {q} Lap {e}"
+            print(f"{name:>24s} {eps:12.6f} {ref:14.6f} {eps / ref:9.6f}  {conv.method} "
                   f"({time.perf_counter() - t:.0f} s)")
     conv = epsilon_at_delta(ProvenLoss(F(10), F(1, 2), pure=((F(1, 10), 100),)), DELTA)
     print(f"{'100 x pure epsilon 0.1':>24s} {float(conv.epsilon):12.6f} {PURE_REFERENCE:14.6f} "

@@ -53,6 +53,7 @@ CODES: dict[str, str] = {
     "E0330": "rows of a table with a privacy unit read before its contributions are bounded",
     "E0331": "tables with different privacy units combined",
     "E0332": "partition selection whose input moves by more than one unit",
+    "E0333": "function given to subsample whose release cannot be amplified",
     # E04xx: budget
     "E0401": "privacy budget exceeded",
     "E0402": "invalid budget",

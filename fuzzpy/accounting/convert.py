@@ -187,6 +187,7 @@ def epsilon_at_delta(loss: ProvenLoss, delta: Fraction | float) -> Conversion:
     d = check_delta(delta)
     if loss.delta:
         return _with_selection(loss, d)
+    sampled, loss = loss, loss.unamplified()  # every conversion below counts sampled releases plainly
     cands: list[tuple[str, Fraction | float]] = []
     refused: list[tuple[str, str]] = []
     if loss.is_pure():
@@ -210,8 +211,95 @@ def epsilon_at_delta(loss: ProvenLoss, delta: Fraction | float) -> Conversion:
                             "declared type)"))
         if loss.epsilon == 0 and gauss.mu > 0:
             cands.append(("analytic Gaussian (GDP)", _pure_gdp(Fraction(0), gauss, d)))
+    if sampled.subsampled != ():
+        why = _why_not_subsampled(sampled, d)
+        if why is None:
+            cands.append((SUBSAMPLED_METHOD, _subsampled_epsilon(sampled, d)))
+        else:
+            refused.append((SUBSAMPLED_METHOD, why))
     method, eps = min(cands, key=lambda c: c[1])
     return Conversion(eps, method, d, tuple(cands), tuple(refused))
+
+
+# --- releases on Poisson samples ---------------------------------------------------------------
+
+SUBSAMPLED_METHOD = "Poisson-subsampled PLD"
+
+
+def _why_not_subsampled(loss: ProvenLoss, delta: Fraction) -> str | None:
+    """Why the subsampled releases cannot be composed by their amplified PLDs, or None."""
+    if loss.subsampled is None or (loss.pure is None and loss.epsilon != 0):
+        return ("not every release could be counted (a release on a sample or an input used more than "
+                "once, on several inputs, or by a function of a declared type)")
+    if loss.gauss_rho:
+        sigma = loss.gauss_grid_sigma
+        if sigma is None or sigma < MIN_GRID_SIGMA:
+            return "the grid sigma of a Gaussian release is unknown or below " + str(MIN_GRID_SIGMA)
+        if mpf(delta) <= 2 * CERT_MARGIN:
+            return f"delta {float(delta):.3g} is below what the discrete Gaussian's certificate resolves"
+    return None
+
+
+@lru_cache(maxsize=32)
+def _subsampled_plds(loss: ProvenLoss, delta: Fraction) -> tuple[LatticePld, LatticePld]:
+    """The composition of every release, in the remove and in the add direction: the pure releases
+    not on a sample by their inventory's pairs (symmetric), each release on a sample by its
+    amplified pair (docs/privacy-notions.md, "Poisson subsampling")."""
+    from .subsampled import SUBSAMPLED_H, subsampled_gaussian_pld, subsampled_lattice_pld
+
+    base = _inventory("laplace", loss.laplace) if loss.laplace is not None else _inventory("pure", loss.pure or ())
+    out = []
+    for remove in (True, False):
+        total = base.regrid(SUBSAMPLED_H) if base.h > SUBSAMPLED_H else base
+        for kind, q, value, count in loss.subsampled or ():
+            if kind == "gauss":
+                mu2 = 2 * float(value) * (1 + 1e-15)
+                slack = _slack(loss.gauss_grid_sigma, Fraction(mu2), delta)
+                if slack is None:
+                    raise _NoSlack()
+                one = subsampled_gaussian_pld(float(q), slack.kappa * math.sqrt(mu2) * (1 + 1e-15),
+                                              slack.log_scale(mu2), SUBSAMPLED_H, remove)
+            else:
+                pair = laplace_pld(value) if kind == "laplace" else rr_pld(value)
+                one = subsampled_lattice_pld(pair, float(q), SUBSAMPLED_H, remove)
+            total = total.compose(one.self_compose(count))
+        out.append(total)
+    return out[0], out[1]
+
+
+class _NoSlack(Exception):
+    """No certified scale for a discrete Gaussian release on a sample."""
+
+
+def _subsampled_epsilon(loss: ProvenLoss, delta: Fraction) -> Fraction | float:
+    """Epsilon at delta of the composition of every release with the amplified pairs of the
+    releases on samples, the other Gaussian releases by their scaled GDP pair: the larger of
+    the two directions' (rule Poisson subsampling)."""
+    plain = loss.gauss_rho - loss.gauss_sampled_rho
+    gauss = _NO_GAUSS
+    if plain:
+        slack = _slack(loss.gauss_grid_sigma, 2 * plain, delta)
+        if slack is None:
+            return math.inf
+        budget = float(2 * plain) * (1 + 1e-15)
+        gauss = _GaussPart(slack.kappa * math.sqrt(budget) * (1 + 1e-15), slack.log_scale(budget))
+    try:
+        remove, add = _subsampled_plds(loss, delta)
+    except _NoSlack:
+        return math.inf
+    mu = gauss.mu
+    if not mu:
+        from .subsampled import DeltaCurve
+
+        curves = (DeltaCurve(remove), DeltaCurve(add))
+
+        def upper(e: float) -> float:
+            return max(c(e) for c in curves) if e >= 0 else math.inf  # the search asks for eps >= 0 only
+    else:
+        def upper(e: float) -> float:
+            return max(p.delta_with_gaussian(e, mu) for p in (remove, add))
+    start = float(min(loss.epsilon, 1)) + float(loss.gauss_rho) + 1.0
+    return _certify(gauss.scaled(upper), delta, start)
 
 
 # rule Partition selection: the releases' conversion at delta - Delta, plus Delta/(1 - Delta)

@@ -10,6 +10,11 @@ from typing import Any
 from ._num import as_fraction
 
 Inventory = tuple[tuple[Fraction, int], ...]
+# Releases on Poisson samples (rule Poisson subsampling): (kind, rate q, parameter, most releases),
+# kind "laplace" (a scalar Laplace release of epsilon = parameter), "pure" (an epsilon-DP release)
+# or "gauss" (Gaussian releases of rho = mu^2/2 = parameter).
+SUBSAMPLED_KINDS = ("laplace", "pure", "gauss")
+Subsampled = tuple[tuple[str, Fraction, Fraction, int], ...]
 
 
 def _epsilon(x: Fraction | float | int) -> Fraction | float:
@@ -29,6 +34,23 @@ def _inventory(entries: Any, name: str) -> Inventory | None:
         if e > 0 and count > 0:
             merged[e] = merged.get(e, 0) + count
     return tuple(sorted(merged.items()))
+
+
+def _subsampled(entries: Any) -> Subsampled | None:
+    if entries is None:
+        return None
+    merged: dict[tuple[str, Fraction, Fraction], int] = {}
+    for kind, q, param, count in entries:
+        if kind not in SUBSAMPLED_KINDS:
+            raise ValueError(f"subsampled kind must be one of {SUBSAMPLED_KINDS}")
+        rate, value = as_fraction(q, "subsampled rate"), as_fraction(param, "subsampled parameter")
+        if not 0 < rate < 1:
+            raise ValueError("a subsampling rate must be in (0, 1)")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError("subsampled counts must be whole numbers >= 0")
+        if value > 0 and count > 0:
+            merged[(kind, rate, value)] = merged.get((kind, rate, value), 0) + count
+    return tuple((k, r, v, c) for (k, r, v), c in sorted(merged.items()))
 
 
 @dataclass(frozen=True)
@@ -53,6 +75,12 @@ class ProvenLoss:
       selection): releases that are, but for an event of that probability on the larger of two
       neighbouring tables, pure and counted in `epsilon` (docs/privacy-notions.md, "Partition
       selection"). 0 when there is none.
+    - subsampled: releases made on Poisson samples (rule Poisson subsampling), as (kind, rate,
+      parameter, maximum number): their plain cost (un-amplified) is also in `epsilon`,
+      `pure_rho` and `gauss_rho`, but not in `laplace` and `pure`, which then list the other pure
+      releases. None when not known (then `laplace` and `pure` are None too).
+    - gauss_sampled_rho: the part of `gauss_rho` made on Poisson samples (the rest, gauss_rho -
+      gauss_sampled_rho, is the other Gaussian releases'; the checker bounds the two apart).
     """
 
     epsilon: Fraction | float = Fraction(0)
@@ -62,6 +90,8 @@ class ProvenLoss:
     pure: Inventory | None = None
     gauss_grid_sigma: Fraction | None = field(default=None)
     delta: Fraction = Fraction(0)
+    subsampled: Subsampled | None = ()
+    gauss_sampled_rho: Fraction = Fraction(0)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -76,6 +106,13 @@ class ProvenLoss:
         if self.gauss_grid_sigma is not None:
             set_(self, "gauss_grid_sigma", as_fraction(self.gauss_grid_sigma, "gauss_grid_sigma"))
         set_(self, "delta", as_fraction(self.delta, "delta"))
+        set_(self, "subsampled", _subsampled(self.subsampled))
+        if self.subsampled is None:  # unknown releases on samples: the other inventories cannot be complete
+            set_(self, "laplace", None)
+            set_(self, "pure", None)
+        set_(self, "gauss_sampled_rho", as_fraction(self.gauss_sampled_rho, "gauss_sampled_rho"))
+        if not 0 <= self.gauss_sampled_rho <= self.gauss_rho:
+            raise ValueError("gauss_sampled_rho must be in [0, gauss_rho]")
         if not 0 <= self.delta < 1:
             raise ValueError("delta must be in [0, 1)")
         if self.epsilon != math.inf and self.pure_rho > self.epsilon ** 2 / 2:
@@ -84,6 +121,11 @@ class ProvenLoss:
             if inv is not None and self.epsilon != math.inf \
                     and sum(e * c for e, c in inv) > self.epsilon:
                 raise ValueError(f"the {name} inventory exceeds epsilon")
+        if self.subsampled:
+            sub_pure = sum(v * c for k, _, v, c in self.subsampled if k != "gauss")
+            listed = sum(e * c for e, c in self.pure or ())
+            if self.epsilon != math.inf and listed + sub_pure > self.epsilon:
+                raise ValueError("the subsampled releases and the pure inventory exceed epsilon")
 
     # -- constructors ----------------------------------------------------------------------
     @staticmethod
@@ -120,8 +162,10 @@ class ProvenLoss:
         eps = math.inf if math.inf in (self.epsilon, other.epsilon) \
             else self.epsilon + other.epsilon
         delta = min(self.delta + other.delta, Fraction(1) - Fraction(1, 10**30))  # below 1: unusable anyway
+        sub = None if self.subsampled is None or other.subsampled is None else self.subsampled + other.subsampled
         return ProvenLoss(eps, self.pure_rho + other.pure_rho, self.gauss_rho + other.gauss_rho,
-                          merge("laplace"), merge("pure"), grid, delta)
+                          merge("laplace"), merge("pure"), grid, delta, sub,
+                          self.gauss_sampled_rho + other.gauss_sampled_rho)
 
     def __add__(self, other: "ProvenLoss") -> "ProvenLoss":
         return self.add(other)
@@ -134,7 +178,21 @@ class ProvenLoss:
     def without_delta(self) -> "ProvenLoss":
         """The same releases with their bad events taken out (what the accountant composes)."""
         return ProvenLoss(self.epsilon, self.pure_rho, self.gauss_rho, self.laplace, self.pure,
-                          self.gauss_grid_sigma)
+                          self.gauss_grid_sigma, Fraction(0), self.subsampled, self.gauss_sampled_rho)
+
+    def unamplified(self) -> "ProvenLoss":
+        """The same releases with every subsampled pure release counted as the release it makes on
+        its sample (its plain cost, an upper bound: rule Poisson subsampling) in the inventories,
+        and no subsampled list: what every conversion that knows nothing of subsampling composes."""
+        if not self.subsampled:
+            return self
+        lap = [(v, c) for k, _, v, c in self.subsampled if k == "laplace"]
+        pure = [(v, c) for k, _, v, c in self.subsampled if k != "gauss"]
+        others = any(k == "pure" for k, *_ in self.subsampled)
+        return ProvenLoss(self.epsilon, self.pure_rho, self.gauss_rho,
+                          None if self.laplace is None or others else self.laplace + tuple(lap),
+                          None if self.pure is None else self.pure + tuple(pure),
+                          self.gauss_grid_sigma, self.delta)
 
     # -- serialisation for the ledger --------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -148,6 +206,10 @@ class ProvenLoss:
                else str(self.gauss_grid_sigma)}
         if self.delta:  # only then: a record without partition selection is as it always was
             out["delta"] = str(self.delta)
+        if self.subsampled != ():  # likewise for releases on Poisson samples
+            out["subsampled"] = None if self.subsampled is None else \
+                [[k, str(q), str(v), c] for k, q, v, c in self.subsampled]
+            out["gauss_sampled_rho"] = str(self.gauss_sampled_rho)
         return out
 
     @staticmethod
@@ -156,6 +218,9 @@ class ProvenLoss:
             return None if x is None else tuple((Fraction(e), int(c)) for e, c in x)
         eps = math.inf if data["epsilon"] == "inf" else Fraction(data["epsilon"])
         grid = data.get("gauss_grid_sigma")
+        sub = data.get("subsampled", [])
         return ProvenLoss(eps, Fraction(data["pure_rho"]), Fraction(data["gauss_rho"]),
                           inv(data.get("laplace")), inv(data.get("pure")),
-                          None if grid is None else Fraction(grid), Fraction(data.get("delta", "0")))
+                          None if grid is None else Fraction(grid), Fraction(data.get("delta", "0")),
+                          None if sub is None else tuple((k, Fraction(q), Fraction(v), int(c)) for k, q, v, c in sub),
+                          Fraction(data.get("gauss_sampled_rho", "0")))

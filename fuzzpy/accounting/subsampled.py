@@ -109,3 +109,73 @@ def subsampled_gaussian_epsilon_float(q: float, mu: float, log_c: float, count: 
                 hi = mid
         out = max(out, hi)
     return out
+
+
+# --- subsampled releases of an exact lattice pair (Laplace, randomized response) ---------------
+
+# the lattice of subsampled losses: their values are irregular, so they are rounded up onto it
+SUBSAMPLED_H = Fraction(1, 10**5)
+
+
+def subsampled_lattice_pld(pair: LatticePld, q: float, h: Fraction, remove: bool) -> LatticePld:
+    """The PLD (on lattice h, losses rounded up) of one Poisson-subsampled release dominated by
+    the pair (P, Q) whose PLD `pair` is *exact*: every loss exactly h' * index, no mass at +inf
+    (the discrete Laplace and randomized-response pairs of pld.py). The likelihood ratio of the
+    subsampled pair is a function of the inner one's, e^l (docs/privacy-notions.md, "Poisson
+    subsampling"):
+
+        remove: ((1-q) Q + q P, Q):  loss log(1 - q + q e^l), mass (1-q) p e^-l + q p
+        add:    (P, (1-q) P + q Q):  loss -log(1 - q + q e^-l), mass p
+
+    where p is P's mass at inner loss l and p e^-l is Q's."""
+    if pair.inf:
+        raise ValueError("the inner pair must have no mass at +infinity")
+    hp = float(pair.h)
+    inner = np.arange(pair.lo, pair.lo + len(pair.probs), dtype=float) * hp  # exact to a few ulps
+    p = pair.probs
+    if remove:
+        loss = np.log1p(q * np.expm1(inner))
+        with np.errstate(divide="ignore"):
+            q_mass = np.exp(np.log(p) - inner)  # no overflow where p is tiny and e^-l huge
+        mass = (1 - q) * q_mass + q * p
+        # Q's masses carry P's error times e^-l; a mass lost to underflow is at most the
+        # shortfall of the total from 1 (P and Q are probability measures)
+        err = pair.err * ((1 - q) * math.exp(min(float(np.max(-inner)), 700.0)) + q) \
+            + abs(1.0 - float(mass.sum()))
+    else:
+        loss = -np.log1p(q * np.expm1(-inner))
+        mass = p.copy()
+        err = pair.err
+    hf = float(h)
+    # rounded up: the margin (1e-6 of a step) is far above the float error of loss / h
+    idx = np.ceil(loss / hf + 1e-6).astype(np.int64)
+    lo = int(idx.min())
+    out = np.zeros(int(idx.max()) - lo + 1)
+    np.add.at(out, idx - lo, mass)
+    # exp / log1p / expm1 are within a few ulps: a relative 1e-13 of the total mass covers them
+    return LatticePld(h, lo, out, 0.0, err + 1e-13 * float(mass.sum()))
+
+
+class DeltaCurve:
+    """delta(eps) of a PLD for eps >= 0, by suffix sums, in O(log n) per query (an epsilon search
+    asks for many): delta(eps) = sum_{l > eps} p_l - e^eps sum_{l > eps} p_l e^-l, with an
+    outward margin for the float error of the two sums (recursive summation: at most n u times
+    the sum of the terms, u = 2^-53), plus the mass at +infinity and the PLD's error."""
+
+    def __init__(self, pld: LatticePld):
+        ell = pld.losses()  # each rounded up
+        keep = ell > 0
+        self.ell, p = ell[keep], pld.probs[keep]
+        self.mass = np.cumsum(p[::-1])[::-1]
+        self.tilted = np.cumsum((p * np.exp(-self.ell))[::-1])[::-1]
+        self.slack = 4 * len(p) * _U
+        self.extra = pld.inf + pld.err
+
+    def __call__(self, eps: float) -> float:
+        if eps < 0:
+            raise ValueError("DeltaCurve answers for eps >= 0")
+        i = int(np.searchsorted(self.ell, eps, side="right"))
+        if i == len(self.ell):
+            return self.extra
+        a, b = float(self.mass[i]), math.exp(eps) * float(self.tilted[i])
+        return max(a - b, 0.0) + self.slack * (a + b) + self.extra

@@ -13,7 +13,7 @@ from ..primitives.units import refuse_units
 from ..syntax import ast as A
 from ..typesystem import ir as I
 from ..typesystem.effects import ARGS, FAIL, r_presence, r_union
-from ..typesystem.quadratic import DELTA, UNKNOWN, without_channel, zcdp_of_pure
+from ..typesystem.quadratic import DELTA, GAUSS_CHANNELS, UNKNOWN, without_channel, zcdp_of_pure
 from ..typesystem.sens import ONE, ZERO, Dist, NonLinear, d_add, d_inf, fmt_coef, is_const
 from ..typesystem.types import Fun, Type, holds_choices, holds_fuzzy, is_subtype
 from .helpers import _cover, _rename_args, _spine
@@ -205,7 +205,7 @@ class ApplicationRules:
             raise self.fail("E0332", f"a function given the type {t} cannot select keys from its arguments: a "
                             "declared type states a linear cost, and a partition selection also costs a delta", span,
                             "leave the function's type undeclared, so that each application is checked")
-        if any("g" in q for q in inst.quad):
+        if any(ch in q for q in inst.quad for ch in GAUSS_CHANNELS):
             raise self.fail("E0313", f"a function given the type {t} cannot make Gaussian releases on its "
                             "arguments: a declared type states a linear cost, and a Gaussian release's cost grows "
                             "with the square of the distance", span,

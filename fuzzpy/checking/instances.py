@@ -37,6 +37,7 @@ from ..typesystem.quadratic import (
     pop_quad,
     pure_channel,
     shadow,
+    subsampled_channel,
 )
 from ..typesystem.sens import (
     INF,
@@ -359,6 +360,8 @@ class InstanceRules:
 
         found: set[str] = set()
         seen: set[str] = set()
+        counted: set[tuple[str, Fraction]] = set()
+        rates: set[Fraction] = set()
         todo: list[A.Node] = [decl.body]
         while todo:
             node = todo.pop()
@@ -371,12 +374,25 @@ class InstanceRules:
                     eps = self._public_constant(args[0])
                     if eps is not None and eps > 0:
                         found.add(laplace_channel(eps) if head.name == "laplace" else pure_channel(eps))
+                        counted.add(("laplace" if head.name == "laplace" else "pure", eps))
+                if isinstance(head, A.Var) and head.name == "gaussian" and args and \
+                        isinstance(args[0], (A.Lit, A.Var)):
+                    rho = self._public_constant(args[0])
+                    if rho is not None and rho > 0:  # a release on one symbol costs rho in channel gs
+                        counted.add(("gauss", rho))
+                if isinstance(head, A.Var) and head.name == "subsample" and args and \
+                        isinstance(args[0], (A.Lit, A.Var)):
+                    rate = self._public_constant(args[0])
+                    if rate is not None and 0 < rate < 1:
+                        rates.add(rate)
             if isinstance(node, A.Var):
                 f = self.functions.get(node.name)
                 if f is not None and node.name not in seen:
                     seen.add(node.name)
                     todo.append(f.body)
             todo.extend(A.children(node))
+        # rule Poisson subsampling: each counted epsilon on a sample of each rate written here
+        found.update(subsampled_channel(kind, q, eps) for q in rates for kind, eps in counted)
         return tuple(sorted(found))
 
     def _may_release(self, decl: A.FunDecl, state: _Active) -> bool:

@@ -20,8 +20,8 @@ from ..syntax import ast as A
 from ..syntax.loader import load_program, read_source
 from ..typesystem import ir as I
 from ..typesystem.effects import FAIL
-from ..typesystem.quadratic import DELTA
-from ..typesystem.sens import INF, fmt_coef, is_const
+from ..typesystem.quadratic import DELTA, SAMPLED_GAUSS
+from ..typesystem.sens import INF, c_add, fmt_coef, is_const
 from ..typesystem.types import Bool, Cat, Column, Fun, Fuzzy, Num, PublicSchema, Schema, Str, Type, UnitBag, is_subtype
 from .records import MechanismRecord
 from .typeexpr import TypeResolver
@@ -343,7 +343,7 @@ class _ProgramChecker:
             self.report.functions.append(FunctionReport(decl.name, decl.name_span,
                                                         _fun_type(types, summary.coefs, summary.cod, summary.quad),
                                                         coefs=list(summary.coefs),
-                                                        rhos=[q.get("g", 0) for q in summary.quad],
+                                                        rhos=[_gauss_rho(q) for q in summary.quad],
                                                         param_names=[p.name for p in decl.params]))
         except FuzzError as exc:
             if exc.diagnostics[0].code in ("E0209", "E1501") and decl.params:
@@ -403,18 +403,20 @@ class _ProgramChecker:
             self.report.functions.append(FunctionReport(decl.name, decl.name_span,
                                                         _fun_type(types, summary.coefs, summary.cod, summary.quad),
                                                         coefs=list(summary.coefs),
-                                                        rhos=[q.get("g", 0) for q in summary.quad],
+                                                        rhos=[_gauss_rho(q) for q in summary.quad],
                                                         param_names=[p.name for p in decl.params]))
             self.report.public_tables = public
             for p, t, c, q in zip(decl.params, types, summary.coefs, summary.quad):
                 if p.name in public:
                     continue  # public data: nothing to charge
-                rho_g, rho_z, delta = (q.get(ch, Fraction(0)) for ch in ("g", "z", DELTA))
+                rho_g, rho_z, delta, rho_s = (q.get(ch, Fraction(0)) for ch in ("g", "z", DELTA, SAMPLED_GAUSS))
+                rho_g = _gauss_rho(q, Fraction(0))
                 self.report.inputs.append(InputReport(p.name, str(t), c if is_const(c) else INF, t,
                                                       rho_g if is_const(rho_g) else INF,
                                                       rho_z if is_const(rho_z) else INF, _inventory(q),
                                                       _inventory(q, pure=True),
-                                                      delta if is_const(delta) else INF))
+                                                      delta if is_const(delta) else INF, _subsampled(q),
+                                                      rho_s if is_const(rho_s) else INF))
             self.check_closed(decl, summary)
             self.check_bounded(decl, summary, first_origin)
             self.check_completes(decl, summary)
@@ -506,7 +508,7 @@ def _inventory(quad: dict, pure: bool = False) -> Optional[tuple]:
     a release is not a scalar Laplace one."""
     import math
 
-    from ..typesystem.quadratic import PURE_PREFIX, UNKNOWN, is_inventory
+    from ..typesystem.quadratic import PURE_PREFIX, SUBSAMPLED_PREFIX, UNKNOWN, is_inventory
 
     out = []
     for ch, c in quad.items():
@@ -514,12 +516,41 @@ def _inventory(quad: dict, pure: bool = False) -> Optional[tuple]:
             continue
         if ch == UNKNOWN or not is_const(c) or c == INF:
             return None
+        if ch.startswith(SUBSAMPLED_PREFIX):
+            continue  # counted apart (`_subsampled`)
         if ch.startswith(PURE_PREFIX):
             if not pure:
                 return None
             out.append((Fraction(ch[len(PURE_PREFIX):]), math.ceil(Fraction(c))))
         else:
             out.append((Fraction(ch[2:]), math.ceil(Fraction(c))))
+    return tuple(sorted(out))
+
+
+# rule Poisson subsampling: the rho of every Gaussian release, on samples or not
+def _gauss_rho(quad: dict, absent: Any = 0):
+    """Channel g plus channel gs (a sum: INF when either is); channel g as it is without gs."""
+    if SAMPLED_GAUSS not in quad:
+        return quad.get("g", absent)
+    return c_add(quad.get("g", Fraction(0)), quad[SAMPLED_GAUSS])
+
+
+# rule Poisson subsampling: the counted releases on Poisson samples of one entry parameter
+def _subsampled(quad: dict) -> Optional[tuple]:
+    """Its releases on Poisson samples as ((kind, rate, epsilon, most releases), ...); None when
+    a release is not counted (the inventory's unknown mark, or a count that is not finite)."""
+    import math
+
+    from ..typesystem.quadratic import SUBSAMPLED_PREFIX, UNKNOWN, parse_subsampled
+
+    if quad.get(UNKNOWN, 0) != 0:
+        return None
+    out = []
+    for ch, c in quad.items():
+        if ch.startswith(SUBSAMPLED_PREFIX) and c != 0:
+            if not is_const(c) or c == INF:
+                return None
+            out.append((*parse_subsampled(ch), math.ceil(Fraction(c))))
     return tuple(sorted(out))
 
 
@@ -530,7 +561,7 @@ def _fun_type(types: list[Type], coefs, cod: Type, quad=None) -> str:
         return str(cod)
     parts = []
     for t, c, q in zip(types, coefs, quad or [{}] * len(types)):
-        g = q.get("g", 0)
+        g = _gauss_rho(q)
         if g != 0:
             rho = f"rho {fmt_coef(g)}"
             arrow = "->" if INF in (c, g) else f"-o[{rho}]" if c == 0 else f"-o[{fmt_coef(c)}; {rho}]"

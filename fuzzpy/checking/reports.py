@@ -49,6 +49,11 @@ class InputReport:
     # Rule Partition selection: the total probability of the bad events of its partition
     # selections (their delta) when it moves by one unit; their epsilon is among the pure releases.
     delta: Any = Fraction(0)
+    # Rule Poisson subsampling: its releases on Poisson samples as ((kind, rate, epsilon, most
+    # releases), ...), counted apart from `laplace` and `pure`; None when not known.
+    subsampled: Any = ()
+    # Rule Poisson subsampling: the part of rho_gauss made on Poisson samples (channel gs).
+    rho_sampled: Any = Fraction(0)
 
     @property
     def is_pure(self) -> bool:

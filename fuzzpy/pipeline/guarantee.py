@@ -69,14 +69,18 @@ def proven_loss(report: Any) -> Any:
         # epsilon^2/2-zCDP whatever the z channel's Cauchy-Schwarz bound says).
         pure_rho = inp.rho_releases - inp.rho_gauss
         delta = getattr(inp, "delta", Fraction(0))
+        sampled = getattr(inp, "subsampled", ())  # rule Poisson subsampling
         try:  # the accountant refuses an inventory worth more than epsilon: then it is not used
             loss = ProvenLoss(inp.epsilon, pure_rho, inp.rho_gauss, laplace=inp.laplace,
-                              pure=inp.pure if inp.laplace is None else None, delta=delta)
+                              pure=inp.pure if inp.laplace is None else None, delta=delta, subsampled=sampled,
+                              gauss_sampled_rho=getattr(inp, "rho_sampled", Fraction(0)))
         except ValueError:
-            loss = ProvenLoss(inp.epsilon, pure_rho, inp.rho_gauss, delta=delta)
+            loss = ProvenLoss(inp.epsilon, pure_rho, inp.rho_gauss, delta=delta,
+                              subsampled=None if sampled != () else ())  # unknown only if there were some
         total = total.add(loss)
     return ProvenLoss(total.epsilon, total.pure_rho, total.gauss_rho, total.laplace, total.pure,
-                      gauss_grid_sigma=gaussian_sites(report), delta=total.delta)
+                      gauss_grid_sigma=gaussian_sites(report), delta=total.delta, subsampled=total.subsampled,
+                      gauss_sampled_rho=total.gauss_sampled_rho)
 
 
 def _releases_rho(report: Any) -> Any:

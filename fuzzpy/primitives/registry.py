@@ -149,6 +149,7 @@ def _load() -> None:
                 mechanisms,
                 ordered,
                 partitions,
+                sampling,
                 trees,
                 units,
                 vectors,

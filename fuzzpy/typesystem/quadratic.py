@@ -9,8 +9,9 @@ every rule (I5 in docs/soundness.md) is
 
     rho_ch(value) <= sum over shadow entries (s, ch) of  r * d_s^2     for every move d >= 0.
 
-Two channels:
-  - "g": Gaussian releases, sum of mu_i^2 / 2 with mu_i = Delta_i / sigma_i (a Gaussian bound, so
+Three channels:
+  - "gs": the Gaussian releases made on Poisson samples, like "g" (rule Poisson subsampling);
+  - "g": the other Gaussian releases, sum of mu_i^2 / 2 with mu_i = Delta_i / sigma_i (a Gaussian bound, so
     the exact Gaussian conversion to (epsilon, delta) applies to this part alone);
   - "z": the pure-epsilon releases seen as zCDP (eps-DP implies eps^2/2-zCDP), so that a
     program mixing both has a total rho.
@@ -31,7 +32,11 @@ from typing import Optional
 
 from .sens import INF, ONE, ZERO, Coef, Dist, c_add, c_mul, is_const
 
-CHANNELS = ("g", "z")
+# "gs": the Gaussian releases made on Poisson samples (rule Poisson subsampling), kept apart from
+# "g" so that the accountant knows the rho of the other Gaussian releases.
+SAMPLED_GAUSS = "gs"
+GAUSS_CHANNELS = ("g", SAMPLED_GAUSS)
+CHANNELS = ("g", "z", SAMPLED_GAUSS)
 # The inventory of scalar Laplace releases (rule Inventory): channel "L:<eps>" counts releases of
 # that epsilon whose input moves by at most its calibrated sensitivity when the symbol moves by
 # at most 1; "L?" marks a symbol on which a pure release is not counted (the inventory is then
@@ -221,7 +226,27 @@ def zcdp_of_pure(cost: Dist) -> Dist:
     (sum_s eps_s d_s)^2 / 2 <= (E/2) sum_s eps_s d_s^2 with E = sum_s eps_s (Cauchy-Schwarz)."""
     return lift({"z": Fraction(1, 2)}, cost)
 
-__all__ = ["CHANNELS", "DELTA", "delta_of_release", "is_count",
+__all__ = ["CHANNELS", "GAUSS_CHANNELS", "SAMPLED_GAUSS", "DELTA", "delta_of_release", "is_count",
            "shadow", "is_shadow", "base_of", "channel_of", "linear_part", "quadratic_part",
            "pop_quad", "lift", "zcdp_of_pure", "without_channel", "UNKNOWN", "laplace_channel", "is_inventory",
            "inventory_of_release", "pure_channel", "PURE_PREFIX"]
+
+
+# rule Poisson subsampling: releases on Poisson samples are counted apart from the inventory
+SUBSAMPLED_PREFIX = "LS:"
+
+
+# rule Poisson subsampling: the count channel of one amplified pair
+def subsampled_channel(kind: str, q: Fraction, value: Fraction) -> str:
+    """The count channel of releases of one amplified pair: kind ("laplace" or "pure"), the
+    sample's rate q and the inner release's epsilon.  It starts with "L": an inventory channel,
+    which moves, or becomes the unknown mark, by the inventory's substitution rule (`lift`)."""
+    return f"{SUBSAMPLED_PREFIX}{kind}:{q}:{value}"
+
+
+def parse_subsampled(ch: str) -> tuple[str, Fraction, Fraction]:
+    kind, q, value = ch[len(SUBSAMPLED_PREFIX):].split(":")
+    return kind, Fraction(q), Fraction(value)
+
+
+__all__ += ["SUBSAMPLED_PREFIX", "subsampled_channel", "parse_subsampled"]

@@ -13,6 +13,7 @@ environment with
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction as F
 
 import mpmath
@@ -69,3 +70,91 @@ def test_ten_subsampled_releases_within_one_percent_above_dp_accounting():
     ref = DP_ACCOUNTING_0_6_0[(0.01, 1.1, 10)]
     eps = subsampled_gaussian_epsilon_float(0.01, 1 / 1.1, 0.0, 10, 1e-5)
     assert ref <= eps <= ref * 1.01
+
+
+# --- Laplace releases on Poisson samples (accounting/convert._subsampled_epsilon) --------------
+
+# (rate, Laplace epsilon, releases) -> dp-accounting 0.6.0's epsilon at delta 1e-5, computed once with
+#     acc = pld.PLDAccountant(value_discretization_interval=1e-4)
+#     acc.compose(dp_event.SelfComposedDpEvent(
+#         dp_event.PoissonSampledDpEvent(q, dp_event.LaplaceDpEvent(1 / eps)), count))
+DP_ACCOUNTING_LAPLACE_0_6_0 = {
+    (0.01, 1, 100): 0.33047713463565737,
+    (0.1, 1, 10): 1.1742074328638354,
+    (0.05, 0.5, 1000): 3.144760073547506,
+}
+
+
+@pytest.mark.parametrize("key", sorted(DP_ACCOUNTING_LAPLACE_0_6_0))
+def test_subsampled_laplace_compositions_are_within_half_a_percent_above_dp_accounting(key):
+    from fuzzpy.accounting import ProvenLoss, epsilon_at_delta
+
+    q, eps, count = key
+    e = F(eps)
+    loss = ProvenLoss(e * count, e * e * count / 2, 0, laplace=(),
+                      subsampled=(("laplace", F(q).limit_denominator(1000), e, count),))
+    conv = epsilon_at_delta(loss, F(1, 10**5))
+    ref = DP_ACCOUNTING_LAPLACE_0_6_0[key]
+    assert conv.method == "Poisson-subsampled PLD"
+    assert ref <= conv.epsilon <= ref * 1.005
+
+
+@pytest.mark.parametrize("remove", [True, False], ids=["remove", "add"])
+def test_one_subsampled_laplace_release_is_bounded_by_its_pld(remove):
+    """The PLD's delta is at least the hockey-stick divergence of the subsampled discrete Laplace
+    pair computed directly from its two laws (in mpmath), and close to it."""
+    from fuzzpy.accounting.pld import laplace_pld
+    from fuzzpy.accounting.subsampled import subsampled_lattice_pld
+
+    q, e = 0.05, F(1, 2)
+    pair = laplace_pld(e)
+    pld = subsampled_lattice_pld(pair, q, F(1, 10**5), remove)
+    with mpmath.workdps(30):
+        ls = [mpmath.mpf(float(pair.h)) * (pair.lo + i) for i in range(len(pair.probs))]
+        p = [mpmath.mpf(float(x)) for x in pair.probs]
+        qm = [pi * mpmath.exp(-li) for pi, li in zip(p, ls)]
+        for eps in (0.0, 0.01, 0.03):
+            g = mpmath.e**eps
+            if remove:  # H_g((1-q) Q + q P || Q)
+                exact = sum(max((1 - q) * b + q * a - g * b, 0) for a, b in zip(p, qm))
+            else:  # H_g(P || (1-q) P + q Q)
+                exact = sum(max(a - g * ((1 - q) * a + q * b), 0) for a, b in zip(p, qm))
+            bound = pld.delta_pure(eps)
+            assert float(exact) <= bound <= float(exact) * 1.01 + 1e-9, (eps, exact, bound)
+
+
+@pytest.mark.parametrize("n,q", [(0, 0.3), (12, 0.2), (40, 0.05)])
+def test_a_subsampled_laplace_count_on_neighbouring_tables_is_within_the_amplified_bound(n, q):
+    """The exact laws of a Laplace count (the pair's discrete Laplace of epsilon 1, on its grid of
+    K steps per unit) of a Poisson sample of a table of n rows and of n + 1 rows: their
+    hockey-stick divergences, both ways, are at most the subsampled PLD's delta (remove: the
+    larger table first). A rate 0.8 q in the PLD fails it (n = 12 and 40)."""
+    import numpy as np
+    from scipy import stats
+
+    from fuzzpy.accounting.pld import laplace_grid, laplace_pld
+    from fuzzpy.accounting.subsampled import subsampled_lattice_pld
+
+    e = F(1)
+    K = laplace_grid(e)
+    a = float(e) / K
+    tail = int(45 / a)  # noise beyond it has mass below 2 e^-45
+    z = np.arange(-tail, tail + 1)
+    noise = np.exp(-a * np.abs(z)) * (1 - math.exp(-a)) / (1 + math.exp(-a))
+    size = K * (n + 1) + 2 * tail + 1
+
+    def law(rows: int) -> np.ndarray:
+        out = np.zeros(size)
+        for c in range(rows + 1):
+            out[K * c: K * c + len(noise)] += stats.binom.pmf(c, rows, q) * noise
+        return out
+
+    small, large = law(n), law(n + 1)
+    remove = subsampled_lattice_pld(laplace_pld(e), q, F(1, 10**5), True)
+    add = subsampled_lattice_pld(laplace_pld(e), q, F(1, 10**5), False)
+    for eps in (0.0, 0.05, 0.2, 0.5):
+        g = math.exp(eps)
+        exact_remove = float(np.maximum(large - g * small, 0).sum())
+        exact_add = float(np.maximum(small - g * large, 0).sum())
+        assert exact_remove <= remove.delta_pure(eps) + 1e-12, (eps, exact_remove)
+        assert exact_add <= add.delta_pure(eps) + 1e-12, (eps, exact_add)

@@ -117,6 +117,7 @@ GENERIC_REVIEWED = {
     "truncate": "its key, named (READS_COLUMNS); the priorities hash whatever columns are kept, any serve",
     "join_public": "its keys, named (READS_COLUMNS)", "join_private": "its keys, named (READS_COLUMNS)",
     "values_of": "no rows: the values its key's column declares",
+    "subsample": "a function (the sample keeps every column of the rows it keeps)",
 }
 
 

@@ -520,7 +520,7 @@ def test_bag_only_primitives_are_the_lazy_ones_without_context_fold_or_vectors()
     lazy = {n for n, p in all_primitives().items() if p.lazy_bags}
     assert lazy == {"count", "filter", "map", "sum", "union", "split", "groupby", "part", "values", "pmap", "each",
                     "vsum", "bound_rows", "bound_groups", "bound_groups_in", "groupby_in", "select_keys",
-                    "select_keys_optimal", "truncate", "join_public", "join_private", "values_of"}
+                    "select_keys_optimal", "truncate", "join_public", "join_private", "values_of", "subsample"}
     BAG_ONLY = {n for n, p in all_primitives().items() if p.bag_only}
     derived = {name for name in lazy
                if not lookup(name).needs_context and lookup(name).fold is None and not lookup(name).structured}

@@ -82,7 +82,7 @@ def test_the_dask_refusals_are_the_registered_ones_and_the_tables_the_engine_had
     refused = {n for n, p in all_primitives().items() if isinstance(p.dask, Refused)}
     # bound_groups, bound_groups_in and groupby_in: parts of one table, which the engine keeps for groupby only
     assert dask_engine.refused_primitives() == refused == {"sort_by", "head", "tail", "slice", "bound_groups",
-                                                           "bound_groups_in", "groupby_in"}
+                                                           "bound_groups_in", "groupby_in", "subsample"}
     # what the engine's tables said before the kernels: table primitives, less those it implemented
     # and those that only pass parts around
     implemented = {"count", "filter", "map", "sum", "split", "groupby", "vsum", "union", "bound_rows", "select_keys",

@@ -22,6 +22,7 @@ from . import (  # noqa: F401
     mechanisms,
     ordered,
     partitions,
+    sampling,
     trees,
     units,
     vectors,
