@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -39,11 +40,23 @@ def test_the_loader_finds_the_repository_stdlib_in_a_clone(monkeypatch, tmp_path
     assert loader.stdlib_folder() == tmp_path
 
 
+# What a build reads: it runs in a copy of these, because setuptools writes `build/` and
+# `*.egg-info` into the tree it builds, and two test workers building in the checkout at once
+# delete each other's files.
+BUILD_INPUTS = ("pyproject.toml", "README.md", "fuzzpy", "stdlib")
+
+
 @pytest.fixture(scope="module")
 def wheel_build(tmp_path_factory) -> tuple[Path, str]:
     """The wheel, and what its build printed (verbose: setuptools' warnings included)."""
     out = tmp_path_factory.mktemp("wheel")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(out), str(ROOT)],
+    source = tmp_path_factory.mktemp("source")
+    for name in BUILD_INPUTS:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(ROOT / name, source / name)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(out), str(source)],
                           capture_output=True, text=True, timeout=HANG_GUARD)
     if done.returncode != 0:
         pytest.fail(f"pip wheel failed:\n{done.stdout}\n{done.stderr}")

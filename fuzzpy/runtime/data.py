@@ -1099,6 +1099,7 @@ def _unread_invalid(raw: _Raw, plan: _Plan, table: str) -> np.ndarray | None:
     return np.concatenate(masks) if found else None
 
 
+# rule Columns kept: an unread column is judged by the rules it would be read by
 def _parse_unread(col: pa.ChunkedArray, plan: _Plan, table: str) -> _Cells:
     """A column the program never reads: only which cells are invalid matters (its `drop`
     policy), and any error it raises.  Plain text (not dictionary-encoded) is judged cell by
