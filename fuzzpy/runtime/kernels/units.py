@@ -58,35 +58,46 @@ def random_u32(rng: Any, n: int) -> np.ndarray:
 def keep_at_most(group: np.ndarray, k: int, rng: Any) -> np.ndarray:
     """A mask keeping at most k rows of each group (group ids >= 0; -1: dropped): every row of a
     group of at most k rows, else the k rows with the smallest random bits, ties in row order.
-    The choice for one group reads only its rows' positions among themselves and their bits."""
+    The choice for one group reads only its rows' positions among themselves and their bits.
+    (Row-sized temporaries are masks where possible, and freed as soon as they are read: this
+    runs on every row of a table.)"""
     valid = group >= 0
     if not valid.any():
         return valid
-    g = group[valid]
-    size = np.zeros(len(group), dtype=np.int64)
-    size[valid] = np.bincount(g)[g]
-    keep = valid & (size <= k)
-    over = np.flatnonzero(valid & (size > k))
-    if over.size == 0:
-        return keep
-    og = group[over].astype(np.uint64)
+    crowded = np.bincount(group[valid]) > k  # per group
+    if not crowded.any():
+        return valid
+    over_mask = crowded[np.maximum(group, 0)]
+    over_mask &= valid
+    keep = valid
+    keep &= ~over_mask
+    over = np.flatnonzero(over_mask)
+    del over_mask
+    og = group[over]
+    og = og.view(np.uint64) if og.dtype == np.int64 else og.astype(np.uint64)  # ids >= 0 here
     if og.size and int(og.max()) >= 2**32:  # pragma: no cover - more than 4 billion groups
         order = np.lexsort((random_u32(rng, over.size), og))
+        ordered = og[order]
     else:
-        key = (og << np.uint64(32)) | random_u32(rng, over.size).astype(np.uint64)
-        order = np.argsort(key)
-        _rows_order_in_ties(key, order)
-    ordered = group[over][order]
+        og <<= np.uint64(32)
+        np.bitwise_or(og, random_u32(rng, over.size), out=og)  # (group, random bits) as one word
+        order = np.argsort(og)
+        ordered = og[order]
+        del og
+        _rows_order_in_ties(ordered, order)
+        ordered >>= np.uint64(32)  # the groups, in sorted order
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    rank = np.arange(ordered.size) - np.repeat(starts, np.diff(np.r_[starts, ordered.size]))
+    del ordered
+    rank = np.arange(order.size)
+    rank -= np.repeat(starts, np.diff(np.r_[starts, order.size]))
     keep[over[order[rank < k]]] = True
     return keep
 
 
-def _rows_order_in_ties(key: np.ndarray, order: np.ndarray) -> None:
+def _rows_order_in_ties(sorted_key: np.ndarray, order: np.ndarray) -> None:
     """Equal keys (one group, the same random bits) in row order, whatever order the sort left
     them in: the choice must not depend on the other groups' rows."""
-    sk = key[order]
+    sk = sorted_key
     tie = np.flatnonzero(sk[1:] == sk[:-1])
     if tie.size == 0:
         return
@@ -182,14 +193,20 @@ def bounded_parts(rows: Any, units: np.ndarray, part: np.ndarray, m: int, c: int
     (chosen at random among the unit's parts), and at most c of its unit's rows in each."""
     valid = (units >= 0) & (part >= 0)
     n_parts = int(part.max()) + 1 if part.size and valid.any() else 1
-    cell = np.where(valid, units * n_parts + part, -1)
+    cell = units * n_parts  # each row's (unit, part) cell; row-sized arrays are built in place
+    cell += part
+    cell[~valid] = -1
     pair, pairs = pd.factorize(cell, use_na_sentinel=False)
+    del cell
     pair = np.asarray(pair, dtype=np.int64)
     pairs = np.asarray(pairs, dtype=np.int64)
     unit_of_pair = np.where(pairs >= 0, pairs // n_parts, -1)
     chosen = keep_at_most(unit_of_pair, m, rng)
-    in_chosen = chosen[pair] & valid
-    kept = keep_at_most(np.where(in_chosen, pair, -1), c, rng)
+    valid &= chosen[pair]
+    pair[~valid] = -1  # the rows of the unit's chosen parts, by cell
+    del valid
+    kept = keep_at_most(pair, c, rng)
+    del pair
     return np.where(kept, part, -1)
 
 
