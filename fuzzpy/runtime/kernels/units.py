@@ -294,7 +294,9 @@ def _selection_release(ctx, info: dict, counts: dict[str, int]) -> MechanismDist
 
 def _shuffled(b: Any) -> Any:
     """The table with every unit's rows in one partition."""
-    return b.frame.shuffle(on=b.unit)
+    from ..engines.dask_tables import SHUFFLE
+
+    return b.frame.shuffle(on=b.unit, shuffle_method=SHUFFLE)
 
 
 def _p_bound_rows(part: Any, unit: str, k: int, seed: bytes) -> Any:
