@@ -6,11 +6,20 @@
     git archive OLD fuzzpy | tar -x -C /tmp/old && python benchmarks/dask_scale.py --rows 20_000_000 \
         --sides "baseline,fuzzpy,hand-written Dask" --baseline-src /tmp/old
     python benchmarks/dask_scale.py --rows 10_000_000 --scheduler tcp://host:8786 --data /shared/adult-pq
+    python benchmarks/dask_scale.py --schema flights --rows 1_000_000 --rows-per-file 250_000 --row-group 250_000 \
+        --memory-limit 3GiB --repeat 1 --sides "fuzzpy,hand-written Dask"               # about a minute
+    python benchmarks/dask_scale.py --schema flights --rows 50_000_000 --rows-per-file 1_000_000 \
+        --row-group 1_000_000 --memory-limit 3GiB --repeat 1 --sides "fuzzpy,hand-written Dask"
 
 Generates (once, one file at a time, never the whole table in memory) a Parquet directory of
 synthetic Adult-like rows: `--schema narrow` (six columns, one free text) or `wide` (Adult's
 fifteen columns and two free-text columns, about 175 bytes a row conformed), files of
-`--rows-per-file` rows, row groups of `--row-group` rows.  Then, on one cluster (a fresh local one
+`--rows-per-file` rows, row groups of `--row-group` rows.  `--schema flights` generates flights
+instead (a plane, a destination, a carrier, a delay; about 250 flights a plane, the plane the
+privacy unit) and a Parquet file of the planes beside them (public for `join_public`, private for
+the truncated `join_private`), and its queries are the units and join programs of FLIGHT_QUERIES,
+against the same work written by hand in Dask (one shuffle on the plane shared by what needs it).
+Then, on one cluster (a fresh local one
 per measured run, with `--workers` processes, started in its own process; or `--scheduler`), it
 runs each query with `fuzzpy run --engine dask --scheduler ADDR` (a subprocess: the whole
 pipeline, with a ledger, real noise, hashing and the checking pass), the same with `--persist`,
