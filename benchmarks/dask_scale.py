@@ -6,11 +6,20 @@
     git archive OLD fuzzpy | tar -x -C /tmp/old && python benchmarks/dask_scale.py --rows 20_000_000 \
         --sides "baseline,fuzzpy,hand-written Dask" --baseline-src /tmp/old
     python benchmarks/dask_scale.py --rows 10_000_000 --scheduler tcp://host:8786 --data /shared/adult-pq
+    python benchmarks/dask_scale.py --schema flights --rows 1_000_000 --rows-per-file 250_000 --row-group 250_000 \
+        --memory-limit 3GiB --repeat 1 --sides "fuzzpy,hand-written Dask"               # about a minute
+    python benchmarks/dask_scale.py --schema flights --rows 50_000_000 --rows-per-file 1_000_000 \
+        --row-group 1_000_000 --memory-limit 3GiB --repeat 1 --sides "fuzzpy,hand-written Dask"
 
 Generates (once, one file at a time, never the whole table in memory) a Parquet directory of
 synthetic Adult-like rows: `--schema narrow` (six columns, one free text) or `wide` (Adult's
 fifteen columns and two free-text columns, about 175 bytes a row conformed), files of
-`--rows-per-file` rows, row groups of `--row-group` rows.  Then, on one cluster (a fresh local one
+`--rows-per-file` rows, row groups of `--row-group` rows.  `--schema flights` generates flights
+instead (a plane, a destination, a carrier, a delay; about 250 flights a plane, the plane the
+privacy unit) and a Parquet file of the planes beside them (public for `join_public`, private for
+the truncated `join_private`), and its queries are the units and join programs of FLIGHT_QUERIES,
+against the same work written by hand in Dask (one shuffle on the plane shared by what needs it).
+Then, on one cluster (a fresh local one
 per measured run, with `--workers` processes, started in its own process; or `--scheduler`), it
 runs each query with `fuzzpy run --engine dask --scheduler ADDR` (a subprocess: the whole
 pipeline, with a ledger, real noise, hashing and the checking pass), the same with `--persist`,
@@ -42,6 +51,7 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
 EDUCATION = ["Bachelors", "Some-college", "11th", "HS-grad", "Prof-school", "Assoc-acdm", "Assoc-voc", "9th",
@@ -111,7 +121,44 @@ BODIES = {
 }
 
 
+# The flights-like table (`--schema flights`): one row a flight, the plane (tailnum) as the privacy
+# unit, many flights per plane; a public table of planes (one row per plane) to join, and the same
+# planes as a private table for the truncated private-private join.  Each query declares only the
+# columns it reads (a declared column is read and checked).
+MANUFACTURERS = ["BOEING", "AIRBUS", "AIRBUS INDUSTRIE", "BOMBARDIER INC", "EMBRAER", "MCDONNELL DOUGLAS",
+                 "MCDONNELL DOUGLAS AIRCRAFT CO", "OTHER"]
+ROWS_PER_PLANE = 250  # on average
+DESTINATIONS = 105
+BOUND_K, TRUNCATE_K = 4, 40
+PLANE_COLUMNS = f"tailnum : string, manufacturer : {_cat(MANUFACTURERS)}, seats : int[2, 450]"
+FLIGHT_QUERIES = {
+    # the flights_delay shape: destinations discovered privately, flights bounded per plane, a
+    # histogram over the released destinations
+    "units": f"""schema Flight unit tailnum {{ tailnum : string, dest : string }}
+function main (flights : bag Flight) {{
+  sample dests = select_keys 0.9 0.0000001 1 (fun r -> r.dest) flights;
+  each (fun g -> laplace 0.1 (count g)) (groupby_in dests (fun r -> r.dest) (bound_rows {BOUND_K} flights))
+}}""",
+    # seats flown per manufacturer: the flights joined with the public planes, a sum per group
+    "join_public": f"""schema Flight {{ tailnum : string }}
+public schema Plane {{ {PLANE_COLUMNS.replace("tailnum : string", "tailnum : string unique")} }}
+function main (flights : bag Flight) (planes : bag Plane) {{
+  each (fun g -> laplace 1 (sum (map (fun r -> clip 0 450 r.seats) g)))
+       (groupby (fun r -> r.manufacturer) (join_public "tailnum" "tailnum" flights planes))
+}}""",
+    # the same with the planes private: both sides truncated per tail number, then joined
+    "join_private": f"""schema Flight {{ tailnum : string }}
+schema PrivatePlane {{ {PLANE_COLUMNS} }}
+function main (flights : bag Flight) (planes : bag PrivatePlane) {{
+  let flown = join_private "tailnum" "tailnum" (truncate {TRUNCATE_K} "tailnum" flights) (truncate 1 "tailnum" planes);
+  each (fun g -> laplace 0.0125 (sum (map (fun r -> clip 0 450 r.seats) g))) (groupby (fun r -> r.manufacturer) flown)
+}}""",
+}
+
+
 def program(query: str, schema: str) -> str:
+    if schema == "flights":
+        return FLIGHT_QUERIES[query]
     return SCHEMAS[schema] + BODIES[query]
 
 
@@ -170,6 +217,41 @@ def _chunk(rng: np.random.Generator, n: int, schema: str, vocabulary: "pa.Array"
     return pa.table(cols)
 
 
+def _planes(rows: int) -> int:
+    return max(100, rows // ROWS_PER_PLANE)
+
+
+def _tailnums(n: int) -> "pa.Array":
+    import pyarrow as pa
+
+    return pa.array([f"N{i:06d}" for i in range(n)])
+
+
+def _flights_chunk(rng: np.random.Generator, n: int, tailnums: "pa.Array", dest_p: np.ndarray) -> "pa.Table":
+    """n flights: a uniformly random plane each (about ROWS_PER_PLANE flights a plane), a skewed
+    destination, a carrier, an arrival delay."""
+    import pyarrow as pa
+
+    dests = [f"D{i:03d}" for i in range(DESTINATIONS)]
+    return pa.table({
+        "tailnum": tailnums.take(rng.integers(0, len(tailnums), n)),
+        "dest": _pick(rng, dests, n, dest_p).cast(pa.string()),
+        "carrier": _pick(rng, [f"C{i:02d}" for i in range(16)], n).cast(pa.string()),
+        "arr_delay": np.clip(rng.normal(5, 40, n), -60, 240).round(),
+    })
+
+
+def write_planes(path: Path, rows: int, seed: int = 1) -> None:
+    """The planes of a flights table of `rows` rows: one row per tail number."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    n = _planes(rows)
+    pq.write_table(pa.table({"tailnum": _tailnums(n), "manufacturer": _pick(rng, MANUFACTURERS, n).cast(pa.string()),
+                             "seats": rng.integers(2, 451, n)}), path)
+
+
 def generate(out: Path, rows: int, per_file: int, row_group: int, schema: str, seed: int = 0) -> None:
     """Files of `per_file` rows written one at a time, each built in row-group chunks: the whole
     table is never in memory."""
@@ -178,13 +260,19 @@ def generate(out: Path, rows: int, per_file: int, row_group: int, schema: str, s
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     vocabulary = _vocabulary(rng)
+    if schema == "flights":
+        tailnums = _tailnums(_planes(rows))
+        weights = 1 / np.arange(1, DESTINATIONS + 1)
+        dest_p = weights / weights.sum()
     done, index = 0, 0
     while done < rows:
         n = min(per_file, rows - done)
         path = out / f"part-{index:05d}.parquet"
         writer = None
         for start in range(0, n, row_group):
-            table = _chunk(rng, min(row_group, n - start), schema, vocabulary)
+            m = min(row_group, n - start)
+            table = _flights_chunk(rng, m, tailnums, dest_p) if schema == "flights" else \
+                _chunk(rng, m, schema, vocabulary)
             writer = writer or pq.ParquetWriter(path, table.schema)
             writer.write_table(table, row_group_size=row_group)
         writer.close()
@@ -202,9 +290,16 @@ def ensure_data(args: argparse.Namespace) -> Path:
         for old in data.glob("*.parquet"):
             old.unlink()
         generate(data, args.rows, args.rows_per_file, args.row_group, args.schema)
+        if args.schema == "flights":
+            write_planes(planes_file(data), args.rows)
         stamp.write_text(want)  # not a data file: the engines read only .parquet files
         print(f"generated {args.rows:,} rows in {time.perf_counter() - t:.1f} s into {data}", flush=True)
     return data
+
+
+def planes_file(data: Path) -> Path:
+    """The planes of a flights table, beside its directory (the engines read every file in it)."""
+    return data.parent / f"{data.name}-planes.parquet"
 
 
 # ---- the hand-written side (run as a subprocess: `--hand QUERY`) ---------------------------------
@@ -215,6 +310,8 @@ def hand_written(query: str, scheduler: str, data: str) -> dict:
 
     rng = np.random.default_rng()
     with Client(scheduler) as client:
+        if query in FLIGHT_QUERIES:
+            return hand_written_flights(query, client, data, rng)
         if query == "count_sum":
             df = dd.read_parquet(data, columns=["age"])
             adults = df[df.age >= 18]
@@ -223,6 +320,56 @@ def hand_written(query: str, scheduler: str, data: str) -> dict:
         df = dd.read_parquet(data, columns=["education"])
         counts = client.compute(df.education.value_counts(), sync=True)
         return {k: float(counts.get(k, 0)) + rng.laplace(0, 2) for k in EDUCATION}
+
+
+def _p_one_key_per_plane(part: "pd.DataFrame", seed: int) -> "pd.Series":
+    """Planes per destination, each plane counted in one of its destinations (chosen at random)."""
+    pairs = part.drop_duplicates()
+    return pairs.sample(frac=1, random_state=seed).drop_duplicates("tailnum").dest.value_counts()
+
+
+def _p_bounded_counts(part: "pd.DataFrame", k: int, seed: int) -> "pd.Series":
+    """Flights per destination, at most k random flights of each plane."""
+    return part.sample(frac=1, random_state=seed).groupby("tailnum", sort=False).head(k).dest.value_counts()
+
+
+def _p_truncated(part: "pd.DataFrame", k: int, seed: int) -> "pd.DataFrame":
+    """At most k random rows of each tail number."""
+    return part.sample(frac=1, random_state=seed).groupby("tailnum", sort=False).head(k)
+
+
+def _added(counts: list) -> "pd.Series":
+    import pandas as pd
+
+    return pd.concat(counts).groupby(level=0).sum() if counts else pd.Series(dtype="int64")
+
+
+def hand_written_flights(query: str, client, data: str, rng: np.random.Generator) -> dict:
+    """The flights queries written by hand in Dask: one shuffle on the plane shared by what needs it."""
+    import dask.dataframe as dd
+    import pandas as pd
+    from dask import delayed
+
+    seed = int(rng.integers(2**31))
+    planes = pd.read_parquet(planes_file(Path(data)))
+    if query == "units":
+        df = dd.read_parquet(data, columns=["tailnum", "dest"]).shuffle(on="tailnum")
+        parts = df.to_delayed()
+        keys = [delayed(_p_one_key_per_plane)(p, seed + i) for i, p in enumerate(parts)]
+        bounded = [delayed(_p_bounded_counts)(p, BOUND_K, seed + i) for i, p in enumerate(parts)]
+        out = client.compute(keys + bounded, sync=True)  # one graph: the shuffle is shared
+        planes_per_dest, flights_per_dest = _added(out[:len(keys)]), _added(out[len(keys):])
+        threshold = 1 + np.log(1 / (2 * 1e-7)) / 0.9
+        released = [d for d, n in planes_per_dest.items() if n + rng.laplace(0, 1 / 0.9) >= threshold]
+        return {d: float(flights_per_dest.get(d, 0)) + rng.laplace(0, BOUND_K / 0.1) for d in sorted(released)}
+    flights = dd.read_parquet(data, columns=["tailnum"])
+    if query == "join_public":
+        sums = client.compute(flights.merge(planes, on="tailnum").groupby("manufacturer").seats.sum(), sync=True)
+        return {m: float(sums.get(m, 0)) + rng.laplace(0, 450) for m in MANUFACTURERS}
+    truncated = flights.shuffle(on="tailnum").map_partitions(_p_truncated, TRUNCATE_K, seed, meta=flights._meta)
+    one_each = planes.sample(frac=1, random_state=seed).drop_duplicates("tailnum")
+    sums = client.compute(truncated.merge(one_each, on="tailnum").groupby("manufacturer").seats.sum(), sync=True)
+    return {m: float(sums.get(m, 0)) + rng.laplace(0, 450 / 0.0125) for m in MANUFACTURERS}
 
 
 # ---- measuring -----------------------------------------------------------------------------------------
@@ -240,7 +387,7 @@ def _size(piece: tuple, schema_name: str) -> int:
     from fuzzpy.checking.program import check_source
     from fuzzpy.runtime.data import load_arrow
 
-    report = check_source(program("count_sum", schema_name), "size.fz")
+    report = check_source(program("units" if schema_name == "flights" else "count_sum", schema_name), "size.fz")
     schema = report.table_schema(report.inputs[0])
     path, group = piece
     with open(path, "rb") as fh:
@@ -327,7 +474,7 @@ def measure(args: argparse.Namespace, make_cmd, src: Optional[str] = None) -> di
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10_000_000)
-    ap.add_argument("--schema", choices=sorted(SCHEMAS), default="narrow")
+    ap.add_argument("--schema", choices=[*sorted(SCHEMAS), "flights"], default="narrow")
     ap.add_argument("--rows-per-file", type=int, default=5_000_000)
     ap.add_argument("--row-group", type=int, default=1_000_000)
     ap.add_argument("--data", help="Parquet directory (generated if missing or of another size)")
@@ -337,7 +484,8 @@ def main() -> None:
     ap.add_argument("--memory-limit", default="4GiB", help="per local worker")
     ap.add_argument("--scheduler", help="an existing cluster instead of a local one")
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--queries", default="count_sum,histogram")
+    ap.add_argument("--queries", help="comma-separated (default: count_sum,histogram; with --schema flights: "
+                                      f"{','.join(FLIGHT_QUERIES)})")
     ap.add_argument("--sides", default="fuzzpy,fuzzpy --persist,hand-written Dask",
                     help="comma-separated, among: fuzzpy, fuzzpy --persist, hand-written Dask, baseline, "
                          "baseline --persist")
@@ -355,6 +503,8 @@ def main() -> None:
         print(json.dumps(hand_written(args.hand, args.scheduler, args.data)))
         return
 
+    if args.queries is None:
+        args.queries = ",".join(FLIGHT_QUERIES) if args.schema == "flights" else "count_sum,histogram"
     data = ensure_data(args)
     if args.generate_only:
         return
@@ -373,14 +523,16 @@ def main() -> None:
     if any(x.startswith("baseline") for x in wanted) and not args.baseline_src:
         raise SystemExit("the baseline sides need --baseline-src")
     with tempfile.TemporaryDirectory() as tmp:
-        ledger = Path(tmp) / "ledger.sqlite"
         for name in args.queries.split(","):
             prog = Path(tmp) / f"{name}.fz"
             prog.write_text(program(name, args.schema))
+            # a ledger per query: a dataset's default cap is set by its first run, and the units
+            # query's delta would not fit the pure epsilon cap a join query set
+            ledger = Path(tmp) / f"{name}.sqlite"
 
             def fuzz_cmd(address: str) -> list[str]:
                 return [sys.executable, "-m", "fuzzpy", "run", str(prog), "--engine", "dask", "--scheduler", address,
-                        "--data", str(data), "--budget", "1000", "--ledger", str(ledger), "--format", "json"]
+                        *tables_args(name, data), "--budget", "1000", "--ledger", str(ledger), "--format", "json"]
 
             def hand_cmd(address: str) -> list[str]:
                 return [sys.executable, __file__, "--hand", name, "--scheduler", address, "--data", str(data)]
@@ -408,6 +560,15 @@ def main() -> None:
             for new, old in (("fuzzpy", "baseline"), ("fuzzpy --persist", "baseline --persist")):
                 if new in med and old in med:
                     print(f"{name:10s} {new} against {old}: time x{med[new]['s'] / med[old]['s']:.2f}", flush=True)
+
+
+def tables_args(query: str, data: Path) -> list[str]:
+    """`fuzzpy run`'s data options for a query: the flights queries name their tables."""
+    if query not in FLIGHT_QUERIES:
+        return ["--data", str(data)]
+    planes = str(planes_file(data))
+    return ["--data", f"flights={data}", *{"units": ["--delta", "1e-6"], "join_public": ["--public", f"planes={planes}"],
+                                          "join_private": ["--data", f"planes={planes}"]}[query]]
 
 
 def _pieces_of(data: Path) -> list:

@@ -80,13 +80,12 @@ def test_only_a_primitive_that_takes_a_table_has_a_dask_evaluator_or_refuses_one
 
 def test_the_dask_refusals_are_the_registered_ones_and_the_tables_the_engine_had():
     refused = {n for n, p in all_primitives().items() if isinstance(p.dask, Refused)}
-    # bound_groups, bound_groups_in and groupby_in: parts of one table, which the engine keeps for groupby only
-    assert dask_engine.refused_primitives() == refused == {"sort_by", "head", "tail", "slice", "bound_groups",
-                                                           "bound_groups_in", "groupby_in", "subsample"}
+    assert dask_engine.refused_primitives() == refused == {"sort_by", "head", "tail", "slice", "subsample"}
     # what the engine's tables said before the kernels: table primitives, less those it implemented
     # and those that only pass parts around
     implemented = {"count", "filter", "map", "sum", "split", "groupby", "vsum", "union", "bound_rows", "select_keys",
-                   "select_keys_optimal", "truncate", "join_public", "join_private"}
+                   "select_keys_optimal", "truncate", "join_public", "join_private", "bound_groups",
+                   "bound_groups_in", "groupby_in"}
     passed_on = {"part", "pmap", "each", "values", "keys", "values_of"}
     assert {n for n, p in all_primitives().items() if callable(p.dask)} == implemented
     assert {n for n, p in all_primitives().items() if p.dask is PASSES_TABLES} == passed_on

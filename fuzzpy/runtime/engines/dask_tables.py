@@ -23,6 +23,11 @@ from ..vectorize import apply_rows
 from . import RemoteBag
 
 KEPT = "the epsilon charged for this run stays spent: values may have been released before the failure"
+# How the engine's shuffles (a bound's units, truncation's keys, a merge of two tables) move rows:
+# peer to peer between the workers, in bounded memory, spilling to their disks.  Dask's default
+# without a default client (the engine's is never the default) would be "disk", a partd store in
+# this process's filesystem, which only a cluster on this machine can share.
+SHUFFLE = "p2p"
 
 
 class DaskRunFailure(RunFailure):

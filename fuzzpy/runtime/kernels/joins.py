@@ -22,7 +22,7 @@ import pandas as pd
 
 from ...primitives.joins import KEY_LEFT, KEY_RIGHT, SHARED_KEY
 from ...primitives.registry import PER_LANE, kernel
-from ..engines.dask_tables import DaskBag, take_rows
+from ..engines.dask_tables import SHUFFLE, DaskBag, take_rows
 from ..unit_rows import UnitRows
 from ..values import materialise, restrict
 
@@ -178,7 +178,7 @@ def _p_truncate(part: pd.DataFrame, key: str, k: int, secret: int) -> pd.DataFra
 def _d_truncate(eng: Any, ctx: Any, vec: bool, k: Any, key: str, b: Any) -> DaskBag:
     info = ctx.info
     column = info["key"]
-    frame = b.frame.dropna(subset=[column]).shuffle(on=column)
+    frame = b.frame.dropna(subset=[column]).shuffle(on=column, shuffle_method=SHUFFLE)
     return eng.bag(frame.map_partitions(_p_truncate, column, info["k"], ctx.rng.secret(), meta=b.frame._meta))
 
 
@@ -189,7 +189,7 @@ def _d_join(eng: Any, ctx: Any, vec: bool, key_a: str, key_b: str, a: Any, b: An
     fa, fb = _comparable_keys(fa, fb, ka, kb)
     on = {"on": ka} if shared else {"left_on": ka, "right_on": kb}
     if isinstance(a, DaskBag):
-        out = fa.merge(fb, how="inner", **on)
+        out = fa.merge(fb, how="inner", shuffle_method=SHUFFLE, **on)
     else:  # a public table on the left: merged into each partition of the right, columns put back in order
         flipped = {"on": ka} if shared else {"left_on": kb, "right_on": ka}
         out = fb.merge(fa, how="inner", **flipped)

@@ -17,6 +17,11 @@ On the Dask engine (`_d_*`) the units are a column of the table: the rows are br
 by unit with a shuffle (`shuffle(on=unit)`), each partition bounds its own units with the
 pandas code above and random bits drawn on the client per partition, and `select_keys` counts
 on the workers (exact integer partials, added on the client); noise is drawn on the client.
+`bound_groups` and `bound_groups_in` bound each shuffled partition the same way, giving each kept
+row its part number, and keep the bounded rows on the workers (one shuffle, whatever number of
+parts is read); their parts, and `groupby_in`'s, are lazy selections by part number, as
+`groupby`'s are.  Which parts a unit keeps is drawn over its (unit, part) pairs in sorted order:
+a function of the unit's set of parts and the seed alone, not of the order the shuffle gave.
 """
 
 from __future__ import annotations
@@ -55,35 +60,46 @@ def random_u32(rng: Any, n: int) -> np.ndarray:
 def keep_at_most(group: np.ndarray, k: int, rng: Any) -> np.ndarray:
     """A mask keeping at most k rows of each group (group ids >= 0; -1: dropped): every row of a
     group of at most k rows, else the k rows with the smallest random bits, ties in row order.
-    The choice for one group reads only its rows' positions among themselves and their bits."""
+    The choice for one group reads only its rows' positions among themselves and their bits.
+    (Row-sized temporaries are masks where possible, and freed as soon as they are read: this
+    runs on every row of a table.)"""
     valid = group >= 0
     if not valid.any():
         return valid
-    g = group[valid]
-    size = np.zeros(len(group), dtype=np.int64)
-    size[valid] = np.bincount(g)[g]
-    keep = valid & (size <= k)
-    over = np.flatnonzero(valid & (size > k))
-    if over.size == 0:
-        return keep
-    og = group[over].astype(np.uint64)
+    crowded = np.bincount(group[valid]) > k  # per group
+    if not crowded.any():
+        return valid
+    over_mask = crowded[np.maximum(group, 0)]
+    over_mask &= valid
+    keep = valid
+    keep &= ~over_mask
+    over = np.flatnonzero(over_mask)
+    del over_mask
+    og = group[over]
+    og = og.view(np.uint64) if og.dtype == np.int64 else og.astype(np.uint64)  # ids >= 0 here
     if og.size and int(og.max()) >= 2**32:  # pragma: no cover - more than 4 billion groups
         order = np.lexsort((random_u32(rng, over.size), og))
+        ordered = og[order]
     else:
-        key = (og << np.uint64(32)) | random_u32(rng, over.size).astype(np.uint64)
-        order = np.argsort(key)
-        _rows_order_in_ties(key, order)
-    ordered = group[over][order]
+        og <<= np.uint64(32)
+        np.bitwise_or(og, random_u32(rng, over.size), out=og)  # (group, random bits) as one word
+        order = np.argsort(og)
+        ordered = og[order]
+        del og
+        _rows_order_in_ties(ordered, order)
+        ordered >>= np.uint64(32)  # the groups, in sorted order
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    rank = np.arange(ordered.size) - np.repeat(starts, np.diff(np.r_[starts, ordered.size]))
+    del ordered
+    rank = np.arange(order.size)
+    rank -= np.repeat(starts, np.diff(np.r_[starts, order.size]))
     keep[over[order[rank < k]]] = True
     return keep
 
 
-def _rows_order_in_ties(key: np.ndarray, order: np.ndarray) -> None:
+def _rows_order_in_ties(sorted_key: np.ndarray, order: np.ndarray) -> None:
     """Equal keys (one group, the same random bits) in row order, whatever order the sort left
     them in: the choice must not depend on the other groups' rows."""
-    sk = key[order]
+    sk = sorted_key
     tie = np.flatnonzero(sk[1:] == sk[:-1])
     if tie.size == 0:
         return
@@ -179,14 +195,20 @@ def bounded_parts(rows: Any, units: np.ndarray, part: np.ndarray, m: int, c: int
     (chosen at random among the unit's parts), and at most c of its unit's rows in each."""
     valid = (units >= 0) & (part >= 0)
     n_parts = int(part.max()) + 1 if part.size and valid.any() else 1
-    cell = np.where(valid, units * n_parts + part, -1)
+    cell = units * n_parts  # each row's (unit, part) cell; row-sized arrays are built in place
+    cell += part
+    cell[~valid] = -1
     pair, pairs = pd.factorize(cell, use_na_sentinel=False)
+    del cell
     pair = np.asarray(pair, dtype=np.int64)
     pairs = np.asarray(pairs, dtype=np.int64)
     unit_of_pair = np.where(pairs >= 0, pairs // n_parts, -1)
     chosen = keep_at_most(unit_of_pair, m, rng)
-    in_chosen = chosen[pair] & valid
-    kept = keep_at_most(np.where(in_chosen, pair, -1), c, rng)
+    valid &= chosen[pair]
+    pair[~valid] = -1  # the rows of the unit's chosen parts, by cell
+    del valid
+    kept = keep_at_most(pair, c, rng)
+    del pair
     return np.where(kept, part, -1)
 
 
@@ -304,7 +326,9 @@ def optimal_accuracy(info: dict) -> Accuracy:
 
 def _shuffled(b: Any) -> Any:
     """The table with every unit's rows in one partition."""
-    return b.frame.shuffle(on=b.unit)
+    from ..engines.dask_tables import SHUFFLE
+
+    return b.frame.shuffle(on=b.unit, shuffle_method=SHUFFLE)
 
 
 def _p_bound_rows(part: Any, unit: str, k: int, seed: bytes) -> Any:
@@ -385,22 +409,149 @@ def _d_select_keys(eng, ctx, vec, eps, delta, m, key, b):
     return _selection_release(ctx, info, total)
 
 
-def _refused_on_dask(what: str) -> Any:
-    from ...primitives.registry import Refused
+# The parts of `bound_groups`, `bound_groups_in` and `groupby_in` are lazy selections of one coded
+# frame, as `groupby`'s are (kernels/partitions.py): part i is the rows whose part number is i, and
+# the parts' sizes are counted together, in one pass, when a size is first asked for.
 
-    return Refused(what)
+def _free_column(meta: Any) -> str:
+    """A column name the frame does not have (to carry each row's part number)."""
+    name = "__fuzzpy_part"
+    while name in set(map(str, meta.columns)):
+        name += "_"
+    return name
+
+
+def _sorted_unit_codes(values: Any) -> np.ndarray:
+    """Each row's unit as a code in the sorted order of the units (-1: none): the same code for
+    the same unit however the partition's rows are ordered."""
+    codes, _ = pd.factorize(values, sort=True, use_na_sentinel=True)
+    return np.asarray(codes, dtype=np.int64)
+
+
+def _p_part_codes(part: Any, fn: Any, vec: bool, listing: tuple) -> np.ndarray:
+    """Each row's part number (-1: none): ("declared", info) for the checker's keys, ("listed",
+    kind, keys) for a released list of keys."""
+    from ..engines.dask_tables import rows_of
+
+    values = rows_of(part, fn, vec)
+    if listing[0] == "declared":
+        return np.asarray(key_codes(values, listing[1]), dtype=np.int64)
+    return _listed_codes(values, listing[1], listing[2])
+
+
+# rule Bounded groups: each unit is whole in its partition, so bounding a partition bounds its units
+def _p_bounded(part: Any, unit: Any, fn: Any, vec: bool, listing: tuple, m: int, c: int, seed: bytes,
+               column: str) -> Any:
+    """One partition's rows that the bounds keep, each with its part number in `column`.  The rows
+    are bounded in (unit, part) order, each cell's rows in their own order: which parts a unit
+    keeps then depends only on the set of its parts and the seed, not on how the shuffle ordered
+    the rows, so every pass over the table (one per part read) keeps the same parts of a unit."""
+    part = part.reset_index(drop=True)
+    codes = _p_part_codes(part, fn, vec, listing)
+    units = _sorted_unit_codes(part[unit].array) if unit is not None else np.arange(len(part), dtype=np.int64)
+    order = np.lexsort((codes, units))  # stable: a cell's rows keep their order
+    bounded = np.empty(len(part), dtype=np.int64)
+    bounded[order] = bounded_parts(None, units[order], codes[order], m, c, _Stream(seed))
+    kept = np.flatnonzero(bounded >= 0)
+    out = part.iloc[kept].reset_index(drop=True)
+    out[column] = bounded[kept]
+    return out
+
+
+def _p_coded_part(part: Any, column: str, i: int) -> Any:
+    """The rows of a coded partition in part i, without their part number."""
+    return part.loc[part[column].to_numpy() == i].drop(columns=[column]).reset_index(drop=True)
+
+
+def _p_coded_counts(part: Any, column: str, n: int) -> list[int]:
+    codes = part[column].to_numpy()
+    return np.bincount(codes[codes >= 0], minlength=n)[:n].tolist()
+
+
+def _p_listed_part(part: Any, fn: Any, vec: bool, listing: tuple, i: int) -> Any:
+    from ..engines.dask_tables import take_rows
+
+    return take_rows(part, _p_part_codes(part, fn, vec, listing) == i)
+
+
+def _p_listed_counts(part: Any, fn: Any, vec: bool, listing: tuple, n: int) -> list[int]:
+    codes = _p_part_codes(part, fn, vec, listing)
+    return np.bincount(codes[codes >= 0], minlength=n)[:n].tolist()
+
+
+class _PartSizes:
+    """The sizes of a Dask partition's parts: every partition's counts per part (`fn`), added as
+    ints on the client, in one pass when a size is first asked for."""
+
+    def __init__(self, engine: Any, frame: Any, fn: Any, *args: Any):
+        self.engine, self.frame, self.fn, self.args = engine, frame, fn, args
+        self._counts: Any = None
+
+    # rule Engines: a part's size, the partitions' counts added as ints
+    def count(self, i: int) -> int:
+        if self._counts is None:
+            total: list[int] = []
+            for partial in self.engine.partials(self.frame, self.fn, *self.args):
+                total = [a + int(b) for a, b in zip(total, partial)] if total else [int(b) for b in partial]
+            self._counts = total
+        return self._counts[i] if self._counts else 0
+
+
+def _d_bounded_partition(eng: Any, ctx: Any, vec: bool, b: Any, key: Any, listing: tuple, keys: tuple,
+                         prim: str) -> dict:
+    """The parts of `bound_groups` / `bound_groups_in` on Dask: the table shuffled on its unit, every
+    partition bounded with its own seed (as `bound_rows`) and kept on the workers, then one lazy
+    selection per key."""
+    import dask.dataframe as dd
+    from dask import delayed
+
+    from ..engines.dask_tables import Shipped, need_bag
+
+    b = need_bag(prim, b, ctx.span)
+    frame = _shuffled(b) if b.unit is not None else b.frame
+    meta = frame._meta
+    column = _free_column(meta)
+    coded_meta = meta.assign(**{column: np.zeros(0, dtype=np.int64)})
+    fn, m, c = Shipped(key), int(ctx.info["m"]), int(ctx.info["c"])
+    pieces = [delayed(_p_bounded, pure=False)(p, b.unit, fn, vec, listing, m, c, s, column)
+              for p, s in zip(frame.to_delayed(), _partition_seeds(ctx, frame))]
+    # computed once and kept on the workers (spilled to disk beyond their memory targets): every
+    # part read later selects from the same bounded rows, without shuffling the table again
+    coded = dd.from_delayed(eng.client.compute(pieces), meta=coded_meta, verify_meta=False)
+    sizes = _PartSizes(eng, coded, _p_coded_counts, column, len(keys))
+    return {k: eng.bag(coded.map_partitions(_p_coded_part, column, i, meta=meta), sizes, i)
+            for i, k in enumerate(keys)}
+
+
+def _d_bound_groups(eng, ctx, vec, m, c, key, b):
+    return _d_bounded_partition(eng, ctx, vec, b, key, ("declared", dict(ctx.info)), tuple(ctx.info["keys"]),
+                                "bound_groups")
+
+
+def _d_bound_groups_in(eng, ctx, vec, keys, m, c, key, b):
+    keys = _released_list(keys, ctx.span)
+    return _d_bounded_partition(eng, ctx, vec, b, key, ("listed", ctx.info["key_kind"], keys), keys,
+                                "bound_groups_in")
+
+
+def _d_groupby_in(eng, ctx, vec, keys, key, b):
+    """`groupby_in` on Dask: like `groupby`'s parts (no unit, no choice: nothing to shuffle)."""
+    from ..engines.dask_tables import Shipped, need_bag
+
+    b = need_bag("groupby_in", b, ctx.span)
+    keys = _released_list(keys, ctx.span)
+    fn, listing, meta = Shipped(key), ("listed", ctx.info["key_kind"], keys), b.frame._meta
+    sizes = _PartSizes(eng, b.frame, _p_listed_counts, fn, vec, listing, len(keys))
+    return {k: eng.bag(b.frame.map_partitions(_p_listed_part, fn, vec, listing, i, meta=meta), sizes, i)
+            for i, k in enumerate(keys)}
 
 
 kernel("bound_rows", reference=_bound_rows, context=True, lazy_bags=True, batched=PER_LANE, dask=_d_bound_rows)
 kernel("bound_groups", reference=_bound_groups, context=True, lazy_bags=True, batched=PER_LANE,
-       dask=_refused_on_dask("bound_groups gives the parts of one table, which the Dask engine keeps only for "
-                             "groupby; bound_rows and select_keys run there"))
+       dask=_d_bound_groups)
 kernel("bound_groups_in", reference=_bound_groups_in, context=True, lazy_bags=True, batched=PER_LANE,
-       dask=_refused_on_dask("bound_groups_in gives the parts of one table, which the Dask engine keeps only for "
-                             "groupby; bound_rows and select_keys run there"))
-kernel("groupby_in", reference=_groupby_in, context=True, lazy_bags=True, batched=PER_LANE,
-       dask=_refused_on_dask("groupby_in gives the parts of one table, which the Dask engine keeps only for "
-                             "groupby; bound_rows and select_keys run there"))
+       dask=_d_bound_groups_in)
+kernel("groupby_in", reference=_groupby_in, context=True, lazy_bags=True, batched=PER_LANE, dask=_d_groupby_in)
 # a mechanism: on lane values, as every other one (only the auditor's sampler evaluates it there)
 kernel("select_keys", reference=_select_keys, context=True, lazy_bags=True, batched=lanes.mechanism_on_lanes,
        dask=_d_select_keys)
