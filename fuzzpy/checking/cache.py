@@ -33,7 +33,6 @@ from typing import Any, Optional
 
 FORMAT = 1
 MAGIC = b"FZCHECK1"
-KEY_BYTES = 32
 # Libraries whose installed files are part of the key: the parser, the LP solver's stack, and
 # what a primitive's typing rule may compute with.
 LIBRARIES = ("lark", "pulp", "highspy", "numpy", "sympy")
@@ -46,27 +45,6 @@ def _folder() -> Optional[Path]:
     from ..cachedir import private_folder
 
     return private_folder("checks")
-
-
-# rule Reused reports
-def _user_key(folder: Path) -> Optional[bytes]:
-    """The per-user HMAC key: created once with mode 0600; refused when others could read it."""
-    path = folder / "key"
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "wb") as f:
-            f.write(os.urandom(KEY_BYTES))
-    try:
-        st = path.stat()
-        if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o077):
-            return None
-        key = path.read_bytes()
-    except OSError:
-        return None
-    return key if len(key) == KEY_BYTES else None
 
 
 # rule Reused reports
@@ -267,7 +245,9 @@ def cached_check_file(path: str | Path, params: Optional[dict[str, str]] = None,
         report.diagnostics.append(err)
         return report
     folder = _folder()
-    key = _user_key(folder) if folder is not None else None
+    from ..cachedir import user_key
+
+    key = user_key(folder) if folder is not None else None
     if folder is None or key is None:
         from .program import check_source
 
