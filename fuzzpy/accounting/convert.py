@@ -19,7 +19,7 @@ import mpmath
 from ._num import CERT_DPS, CERT_MARGIN, EPS_DENOMINATOR, ceil_fraction, check_delta, mpf
 from .gaussian import MIN_GRID_SIGMA, DiscreteGaussianSlack, discrete_gaussian_slack, gdp_delta_float
 from .loss import Inventory, ProvenLoss
-from .pld import LatticePld, inventory_pld, laplace_pld, rr_pld
+from .pld import LatticePld, inventory_pld, laplace_pld, power_by_fft, rr_pld
 from .rdp import zcdp_epsilon
 
 
@@ -245,12 +245,13 @@ def _subsampled_plds(loss: ProvenLoss, delta: Fraction) -> tuple[LatticePld, Lat
     """The composition of every release, in the remove and in the add direction: the pure releases
     not on a sample by their inventory's pairs (symmetric), each release on a sample by its
     amplified pair (docs/privacy-notions.md, "Poisson subsampling")."""
-    from .subsampled import SUBSAMPLED_H, subsampled_gaussian_pld, subsampled_lattice_pld
+    from .subsampled import GAUSS_H, SUBSAMPLED_H, subsampled_gaussian_pld, subsampled_lattice_pld
 
     base = _inventory("laplace", loss.laplace) if loss.laplace is not None else _inventory("pure", loss.pure or ())
     out = []
     for remove in (True, False):
-        total = base.regrid(SUBSAMPLED_H) if base.h > SUBSAMPLED_H else base
+        parts = [] if base.probs.shape == (1,) and base.lo == 0 else \
+            [base.regrid(SUBSAMPLED_H) if base.h > SUBSAMPLED_H else base]
         for kind, q, value, count in loss.subsampled or ():
             if kind == "gauss":
                 mu2 = 2 * float(value) * (1 + 1e-15)
@@ -258,11 +259,14 @@ def _subsampled_plds(loss: ProvenLoss, delta: Fraction) -> tuple[LatticePld, Lat
                 if slack is None:
                     raise _NoSlack()
                 one = subsampled_gaussian_pld(float(q), slack.kappa * math.sqrt(mu2) * (1 + 1e-15),
-                                              slack.log_scale(mu2), SUBSAMPLED_H, remove)
+                                              slack.log_scale(mu2), GAUSS_H, remove, connect_dots=True)
             else:
                 pair = laplace_pld(value) if kind == "laplace" else rr_pld(value)
                 one = subsampled_lattice_pld(pair, float(q), SUBSAMPLED_H, remove)
-            total = total.compose(one.self_compose(count))
+            parts.append(power_by_fft(one, count))
+        total = parts[0] if parts else LatticePld.identity()
+        for part in parts[1:]:
+            total = total.compose(part)
         out.append(total)
     return out[0], out[1]
 

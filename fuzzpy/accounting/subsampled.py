@@ -53,7 +53,8 @@ def _interval_masses(edges: np.ndarray, mus: tuple[float, ...],
     return out, err * (1 + 1e-6) + 8 * _U * len(edges) * sum(weights) * 1e-3
 
 
-def subsampled_gaussian_pld(q: float, mu: float, log_c: float, h: Fraction, remove: bool) -> LatticePld:
+def subsampled_gaussian_pld(q: float, mu: float, log_c: float, h: Fraction, remove: bool,
+                            connect_dots: bool = False) -> LatticePld:
     """The PLD (on lattice h, losses rounded up) of one Poisson-subsampled release dominated by the
     scaled pair (e^log_c N(mu, 1), N(0, 1)), in the `remove` or the add direction."""
     c = math.exp(log_c) * (1 + 1e-12)
@@ -88,7 +89,39 @@ def subsampled_gaussian_pld(q: float, mu: float, log_c: float, h: Fraction, remo
     total = sum(weights)
     # the top tail's mass, rounded up by the masses' error and the float sum's
     above = max(total - float(masses.sum()), 0.0) + err + 64 * _U * total if remove else 0.0
+    if connect_dots:
+        masses, err = _connect_the_dots(masses, edges, levels, hf, q, c, mu, remove), 2 * err
+        i0 -= 1
     return LatticePld(h, i0, masses, above, err)
+
+
+def _connect_the_dots(masses: np.ndarray, edges: np.ndarray, levels: np.ndarray, hf: float,
+                      q: float, c: float, mu: float, remove: bool) -> np.ndarray:
+    """Each interval's mass split between the lattice points below and above its losses, the
+    upper part b at least the part that keeps the interval's Q-mass (docs/privacy-notions.md,
+    "Connecting the dots"): b = E / (1 - e^-h) with E = int (e^L - e^l_lo) dQ over the interval,
+    bounded above in closed form. Returned on the lattice from levels[0] - h up."""
+    lo_edge = np.concatenate(([-np.inf], edges[:-1]))
+    width = edges - lo_edge
+    finite = np.isfinite(lo_edge) & np.isfinite(edges) & (width * max(mu, 1.0) < 0.5)
+    xa = np.where(finite, lo_edge, 0.0)
+    w = np.where(finite, width, 0.0) * (1 + 1e-15) + 1e-300
+    if remove:
+        # e^L - e^L(xa) = q c e^(-mu^2/2) (e^(mu x) - e^(mu xa)); (e^(mu t) - 1) <= t expm1(mu w)/w and
+        # phi(xa + t) <= phi(xa) e^(max(0, -xa) t): E <= q c phi(xa - mu) e^(max(0,-xa) w) expm1(mu w) w / 2
+        bound = q * c * np.exp(-0.5 * (xa - mu) ** 2) / math.sqrt(2 * math.pi) \
+            * np.exp(np.maximum(0.0, -xa) * w) * np.expm1(mu * w) * w / 2
+    else:
+        # 1 - e^(L(xa) - L(x)) <= e^L(xa) (q/c) e^(mu^2/2 - mu xa) mu t under c N(mu):
+        # E <= q mu phi(xa) e^(max(0, mu - xa) w) w^2 / 2 * e^l_lo
+        l_lo = np.concatenate(([levels[0] - hf], levels[:-1]))
+        bound = q * mu * np.exp(-0.5 * xa ** 2) / math.sqrt(2 * math.pi) \
+            * np.exp(np.maximum(0.0, mu - xa) * w) * w * w / 2 * np.exp(l_lo)
+    upper = np.where(finite, np.minimum(masses, bound * (1 + 1e-9) / -math.expm1(-hf)), masses)
+    out = np.zeros(len(masses) + 1)
+    out[1:] += upper
+    out[:-1] += masses - upper
+    return out
 
 
 def subsampled_gaussian_epsilon_float(q: float, mu: float, log_c: float, count: int, delta: float,
@@ -115,6 +148,8 @@ def subsampled_gaussian_epsilon_float(q: float, mu: float, log_c: float, count: 
 
 # the lattice of subsampled losses: their values are irregular, so they are rounded up onto it
 SUBSAMPLED_H = Fraction(1, 10**5)
+# the lattice of a subsampled Gaussian release's losses, split between its points (connect the dots)
+GAUSS_H = Fraction(1, 10**4)
 
 
 def subsampled_lattice_pld(pair: LatticePld, q: float, h: Fraction, remove: bool) -> LatticePld:
