@@ -245,7 +245,7 @@ def _subsampled_plds(loss: ProvenLoss, delta: Fraction) -> tuple[LatticePld, Lat
     """The composition of every release, in the remove and in the add direction: the pure releases
     not on a sample by their inventory's pairs (symmetric), each release on a sample by its
     amplified pair (docs/privacy-notions.md, "Poisson subsampling")."""
-    from .subsampled import GAUSS_H, SUBSAMPLED_H, subsampled_gaussian_pld, subsampled_lattice_pld
+    from .subsampled import SUBSAMPLED_H, gauss_lattice, subsampled_gaussian_pld, subsampled_lattice_pld
 
     base = _inventory("laplace", loss.laplace) if loss.laplace is not None else _inventory("pure", loss.pure or ())
     out = []
@@ -259,7 +259,8 @@ def _subsampled_plds(loss: ProvenLoss, delta: Fraction) -> tuple[LatticePld, Lat
                 if slack is None:
                     raise _NoSlack()
                 one = subsampled_gaussian_pld(float(q), slack.kappa * math.sqrt(mu2) * (1 + 1e-15),
-                                              slack.log_scale(mu2), GAUSS_H, remove, connect_dots=True)
+                                              slack.log_scale(mu2), gauss_lattice(float(q)), remove,
+                                              connect_dots=True)
             else:
                 pair = laplace_pld(value) if kind == "laplace" else rr_pld(value)
                 one = subsampled_lattice_pld(pair, float(q), SUBSAMPLED_H, remove)

@@ -22,7 +22,7 @@ from fractions import Fraction
 import numpy as np
 from scipy import special
 
-from .pld import LatticePld
+from .pld import LatticePld, power_by_fft
 
 _U = 2.0**-53
 # mass above this tail probability (per release, relative) is kept on the lattice; the rest of the
@@ -117,26 +117,56 @@ def _connect_the_dots(masses: np.ndarray, edges: np.ndarray, levels: np.ndarray,
         l_lo = np.concatenate(([levels[0] - hf], levels[:-1]))
         bound = q * mu * np.exp(-0.5 * xa ** 2) / math.sqrt(2 * math.pi) \
             * np.exp(np.maximum(0.0, mu - xa) * w) * w * w / 2 * np.exp(l_lo)
-    upper = np.where(finite, np.minimum(masses, bound * (1 + 1e-9) / -math.expm1(-hf)), masses)
+    closed = _closed_form_excess(lo_edge, edges, levels, hf, q, c, mu, remove)
+    bound = np.minimum(np.where(finite, bound * (1 + 1e-9), np.inf), closed)
+    upper = np.minimum(masses, bound / -math.expm1(-hf))
     out = np.zeros(len(masses) + 1)
-    out[1:] += upper
+    out[1:] += np.where(np.isfinite(upper), upper, masses)
     out[:-1] += masses - upper
     return out
 
 
+def _closed_form_excess(lo_edge: np.ndarray, edges: np.ndarray, levels: np.ndarray, hf: float,
+                        q: float, c: float, mu: float, remove: bool) -> np.ndarray:
+    """E = p - e^l_lo r of each interval from its P- and Q-masses (normal CDF differences), plus
+    the bound on their float error (8 ulps of each tail value, doubled): an upper bound that is
+    the tighter one where the interval is wide."""
+    l_lo = np.concatenate(([levels[0] - hf], levels[:-1]))
+    scale = np.exp(l_lo) * (1 + 1e-12)
+    d0, t0 = _ndtr_between(lo_edge, edges)
+    d1, t1 = _ndtr_between(lo_edge - mu, edges - mu)
+    d0, d1 = np.clip(d0, 0.0, None), np.clip(d1, 0.0, None)
+    if remove:  # P = (1-q) N(0) + q c N(mu), Q = N(0)
+        value = q * c * d1 - (scale - 1 + q) * d0
+        err = 16 * _U * (q * c * t1 + (scale + 1) * t0)
+    else:  # P = c N(mu), Q = (1-q) c N(mu) + q N(0)
+        value = c * d1 * (1 - scale * (1 - q)) - scale * q * d0
+        err = 16 * _U * (c * t1 * (1 + scale) + scale * q * t0)
+    return np.maximum(value, 0.0) + err
+
+
+def gauss_lattice(q: float) -> Fraction:
+    """The lattice of a subsampled Gaussian release at rate q: 1e-4 down to 1e-6, about q/100,
+    since the losses of the bulk are of the order of q."""
+    digits = min(max(math.ceil(-math.log10(q)) + 2, 4), 6)
+    return Fraction(1, 10**digits)
+
+
 def subsampled_gaussian_epsilon_float(q: float, mu: float, log_c: float, count: int, delta: float,
-                                      h: Fraction = Fraction(1, 10**6)) -> float:
+                                      h: Fraction | None = None) -> float:
     """The smallest epsilon (a float search on the certified curve) with delta(epsilon) <= delta
-    for `count` composed releases, the larger of the two directions."""
+    for `count` composed releases, the larger of the two directions: each release's PLD with
+    its dots connected on lattice h (`gauss_lattice(q)` by default), the count by one FFT."""
     out = 0.0
     for remove in (True, False):
-        pld = subsampled_gaussian_pld(q, mu, log_c, h, remove).self_compose(count)
+        one = subsampled_gaussian_pld(q, mu, log_c, h or gauss_lattice(q), remove, connect_dots=True)
+        pld = DeltaCurve(power_by_fft(one, count))
         lo, hi = 0.0, 1.0
-        while pld.delta_pure(hi) > delta:
+        while pld(hi) > delta:
             lo, hi = hi, 2 * hi
         for _ in range(60):
             mid = (lo + hi) / 2
-            if pld.delta_pure(mid) > delta:
+            if pld(mid) > delta:
                 lo = mid
             else:
                 hi = mid
@@ -148,8 +178,6 @@ def subsampled_gaussian_epsilon_float(q: float, mu: float, log_c: float, count: 
 
 # the lattice of subsampled losses: their values are irregular, so they are rounded up onto it
 SUBSAMPLED_H = Fraction(1, 10**5)
-# the lattice of a subsampled Gaussian release's losses, split between its points (connect the dots)
-GAUSS_H = Fraction(1, 10**4)
 
 
 def subsampled_lattice_pld(pair: LatticePld, q: float, h: Fraction, remove: bool) -> LatticePld:

@@ -17,8 +17,10 @@ import math
 from fractions import Fraction as F
 
 import mpmath
+import numpy as np
 import pytest
 
+from fuzzpy.accounting.pld import LatticePld, power_by_fft
 from fuzzpy.accounting.subsampled import subsampled_gaussian_epsilon_float, subsampled_gaussian_pld
 
 # (rate, noise multiplier, steps) -> dp-accounting 0.6.0's epsilon at delta 1e-5
@@ -26,8 +28,10 @@ DP_ACCOUNTING_0_6_0 = {
     (0.01, 1.1, 10): 0.2717365201744012,
     (0.01, 1.1, 100): 0.5497650958602305,
     (0.01, 1.1, 1000): 1.5153702481094293,
-    (0.01, 1.1, 10000): 5.192620123878041,  # the issue's reference figure (benchmark only: slow)
-    (0.001, 1.0, 10000): 0.4759870125935778,
+    (0.01, 1.1, 10000): 5.192620123878041,  # the issue's reference figure
+    # at rate 0.001 the losses are of the order of 1e-3 and dp-accounting's interval 1e-4 is coarse
+    # (it gives 0.4759870125935778, above the truth): recomputed with value_discretization_interval=1e-5
+    (0.001, 1.0, 10000): 0.47576354601194615,
 }
 
 
@@ -63,12 +67,11 @@ def test_the_scale_of_the_discrete_gaussian_only_raises_the_bound():
     assert all(scaled.delta_pure(e) >= plain.delta_pure(e) for e in (0.0, 0.05, 0.2))
 
 
-@pytest.mark.slow
-def test_ten_subsampled_releases_within_one_percent_above_dp_accounting():
-    """Ten steps of rate 0.01 and noise multiplier 1.1 (both directions, about 20 s); the longer
-    compositions are in benchmarks/accounting_vs_pld.py --subsampled."""
-    ref = DP_ACCOUNTING_0_6_0[(0.01, 1.1, 10)]
-    eps = subsampled_gaussian_epsilon_float(0.01, 1 / 1.1, 0.0, 10, 1e-5)
+@pytest.mark.parametrize("steps", [10, 10_000])
+def test_subsampled_continuous_gaussian_within_one_percent_above_dp_accounting(steps):
+    """Rate 0.01, noise multiplier 1.1, both directions, continuous noise (c = 1)."""
+    ref = DP_ACCOUNTING_0_6_0[(0.01, 1.1, steps)]
+    eps = subsampled_gaussian_epsilon_float(0.01, 1 / 1.1, 0.0, steps, 1e-5)
     assert ref <= eps <= ref * 1.01
 
 
@@ -158,3 +161,86 @@ def test_a_subsampled_laplace_count_on_neighbouring_tables_is_within_the_amplifi
         exact_add = float(np.maximum(small - g * large, 0).sum())
         assert exact_remove <= remove.delta_pure(eps) + 1e-12, (eps, exact_remove)
         assert exact_add <= add.delta_pure(eps) + 1e-12, (eps, exact_add)
+
+
+# --- connect the dots and one FFT for the whole count (the issue's reference figure) -----------
+
+@pytest.mark.parametrize("remove", [True, False], ids=["remove", "add"])
+@pytest.mark.parametrize("q,mu", [(0.01, 1 / 1.1), (0.1, 2.0), (0.5, 0.5), (0.05, 0.42)])
+def test_connecting_the_dots_never_goes_below_the_exact_curve_and_beats_rounding_up(q, mu, remove):
+    dots = subsampled_gaussian_pld(q, mu, 0.0, F(1, 10**4), remove, connect_dots=True)
+    rounded = subsampled_gaussian_pld(q, mu, 0.0, F(1, 10**4), remove)
+    for eps in (0.0, 0.001, 0.01, 0.1, 0.5, 1.0):
+        exact = float(_exact_delta(q, mu, eps, remove))
+        bound = dots.delta_pure(eps)
+        assert exact <= bound, (eps, exact, bound)
+        assert bound - dots.err <= rounded.delta_pure(eps) - rounded.err + 1e-15
+        assert bound <= exact * (1 + 1e-4) + 1e-9  # second order in h: far below rounding up's
+
+
+@pytest.mark.parametrize("remove", [True, False], ids=["remove", "add"])
+def test_connecting_the_dots_keeps_each_intervals_mass_and_only_splits_it_upward(remove):
+    dots = subsampled_gaussian_pld(0.01, 1.0, 0.0, F(1, 10**4), remove, connect_dots=True)
+    rounded = subsampled_gaussian_pld(0.01, 1.0, 0.0, F(1, 10**4), remove)
+    assert (dots.probs >= 0).all()
+    assert dots.lo == rounded.lo - 1 and len(dots.probs) == len(rounded.probs) + 1
+    assert dots.probs.sum() == pytest.approx(rounded.probs.sum(), rel=1e-12)
+    assert dots.inf == rounded.inf and dots.err >= rounded.err
+    # every split mass stays within h below its rounded-up point: the cumulative mass up to any
+    # point is at least the rounded-up PLD's and at most the one a step higher
+    cd, cr = np.cumsum(dots.probs)[1:], np.cumsum(rounded.probs)
+    assert (cd >= cr * (1 - 1e-12) - 1e-18).all()
+    assert (cd[:-1] <= cr[1:] * (1 + 1e-12) + 1e-18).all()
+
+
+def _direct_power(pld: LatticePld, count: int) -> np.ndarray:
+    out = np.ones(1)
+    for _ in range(count):
+        out = np.convolve(out, pld.probs)
+    return out
+
+
+@pytest.mark.parametrize("count", [2, 7, 40])
+def test_the_count_by_one_fft_matches_direct_convolution_and_bounds_the_mass_above_its_window(count):
+    one = subsampled_gaussian_pld(0.1, 1.5, 0.0, F(1, 200), True)
+    direct = _direct_power(one, count)
+    fft = power_by_fft(one, count)
+    assert fft.h == one.h
+    # the window's place: fft index i is the direct index i + offset
+    offset = fft.lo - count * one.lo
+    assert offset >= 0
+    above = direct[offset + len(fft.probs):].sum()
+    assert above <= fft.inf + 1e-15  # the mass left out above the window is counted at +infinity
+    inside = direct[offset:offset + len(fft.probs)]
+    assert np.abs(fft.probs - inside).sum() <= fft.err + direct[:offset].sum() + 1e-15
+    expected = LatticePld(one.h, count * one.lo, direct, count * one.inf)
+    for eps in (0.0, 0.2, 1.0, 3.0):
+        assert fft.delta_pure(eps) >= expected.delta_pure(eps) - 1e-15
+
+
+def test_the_fft_error_bound_is_far_below_delta_at_ten_thousand_steps():
+    one = subsampled_gaussian_pld(0.01, 1 / 1.1, 0.0, F(1, 10**4), True, connect_dots=True)
+    total = power_by_fft(one, 10_000)
+    assert total.err < 1e-7 and total.inf < 1e-8  # both are added to every delta (1e-5 here)
+    assert total.probs.sum() == pytest.approx(float(one.probs.sum()) ** 10_000, rel=1e-6)
+
+
+@pytest.mark.parametrize("key", sorted(DP_ACCOUNTING_0_6_0))
+def test_subsampled_gaussian_compositions_as_checked_are_never_below_dp_accounting(key):
+    """The checker's statement of DP-SGD steps (discrete Gaussian on its grid, both directions,
+    certified): never below dp-accounting's PLD, within 1% (the issue's reference figure, 10,000
+    steps of rate 0.01 and noise multiplier 1.1, is x1.0015)."""
+    from fuzzpy.accounting import ProvenLoss, epsilon_at_delta
+    from fuzzpy.runtime.noise import grid_sigma_lower
+
+    q, z, steps = key
+    rho = 1 / (2 * F(z) ** 2)
+    loss = ProvenLoss(0, 0, rho * steps, laplace=(),
+                      subsampled=(("gauss", F(q).limit_denominator(10**6), rho, steps),),
+                      gauss_grid_sigma=grid_sigma_lower([(F(1), rho, 1)]), gauss_sampled_rho=rho * steps)
+    conv = epsilon_at_delta(loss, F(1, 10**5))
+    ref = DP_ACCOUNTING_0_6_0[key]
+    assert conv.method == "Poisson-subsampled PLD"
+    assert ref <= conv.epsilon <= ref * 1.01
+    if key == (0.01, 1.1, 10000):
+        assert conv.epsilon <= ref * 1.003
