@@ -232,11 +232,13 @@ def _render_distance(checker: Checker, value: Any) -> str:
 def render_call_cost(checker: Checker, cod: Any, dist: Any) -> str:
     """What one call costs, in the caller's inputs: a release's epsilon (the distance of a fuzzy
     value is its privacy loss) and rho (zCDP, Gaussian releases), else how far its result moves."""
-    from ...typesystem.quadratic import base_of, channel_of, is_shadow
+    from ...typesystem.quadratic import SAMPLED_GAUSS, base_of, channel_of, is_shadow
     from ...typesystem.types import holds_fuzzy
 
     linear = [(s, c) for s, c in dist.items() if not is_shadow(s) and c != 0]
-    rho = [(base_of(k), c) for k, c in dist.items() if is_shadow(k) and channel_of(k) == "g" and c != 0]
+    rho = _gauss_rho(dist)
+    sampled_rho = [(base_of(k), c) for k, c in dist.items()
+                   if is_shadow(k) and channel_of(k) == SAMPLED_GAUSS and c != 0]
 
     def listed(entries: list, word: str) -> str:
         return ", ".join(f"{fmt_coef(c)} {word} {checker.describe(s)}" for s, c in entries)
@@ -249,7 +251,38 @@ def render_call_cost(checker: Checker, cod: Any, dist: Any) -> str:
         parts.append(f"epsilon {listed(linear, 'on')}")
     if rho:
         parts.append(f"rho (zCDP) {listed(rho, 'on')}")
+    if sampled_rho:  # rule Poisson subsampling: part of that rho is on samples, amplified
+        parts[-1] += f" (of which {listed(sampled_rho, 'on')} on Poisson samples, amplified)"
+    parts += _sampled_releases(checker, dist)
     return f"it charges {' and '.join(parts)}" if parts else "it releases nothing that depends on private inputs"
+
+
+def _gauss_rho(dist: Any) -> list:
+    """rho of the Gaussian releases per input, on samples (channel gs) or not (g), as `fuzzpy
+    check` states it in the type."""
+    from ...typesystem.quadratic import SAMPLED_GAUSS, base_of, channel_of, is_shadow
+    from ...typesystem.sens import c_add
+
+    total: dict[str, Any] = {}
+    for k, c in dist.items():
+        if is_shadow(k) and channel_of(k) in ("g", SAMPLED_GAUSS) and c != 0:
+            total[base_of(k)] = c_add(total.get(base_of(k), Fraction(0)), c)
+    return list(total.items())
+
+
+def _sampled_releases(checker: Checker, dist: Any) -> list[str]:
+    """The pure releases on Poisson samples (channels LS:kind:rate:epsilon), each with its count."""
+    from ...typesystem.quadratic import SUBSAMPLED_PREFIX, base_of, channel_of, is_shadow, parse_subsampled
+
+    out = []
+    for k, c in dist.items():
+        if is_shadow(k) and channel_of(k).startswith(SUBSAMPLED_PREFIX) and c != 0:
+            kind, q, eps = parse_subsampled(channel_of(k))
+            what = "Laplace" if kind == "laplace" else "pure"
+            count = "an unknown number of" if c == INF else fmt_coef(c)
+            out.append(f"{count} {what} releases of epsilon {fmt_coef(eps)} on Poisson samples of rate "
+                       f"{fmt_coef(q)} of {checker.describe(base_of(k))} (amplified)")
+    return out
 
 
 _RECORDER = _BindingRecorder()
