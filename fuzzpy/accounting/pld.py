@@ -240,7 +240,7 @@ def _chernoff_index(p: np.ndarray, count: int, tail: float, upper: bool) -> int:
     m = len(p)
     sign = 1.0 if upper else -1.0
     best = math.inf if upper else -math.inf
-    for lam in np.geomspace(1e-3, 50.0, 60) * 8.0 / max(m, 1):
+    for lam in np.geomspace(1e-3, 1e4, 80) * 8.0 / max(m, 1):
         s = (count * _log_mgf(p, sign * lam) - math.log(tail)) / lam
         best = min(best, s) if upper else max(best, -s)
     return math.ceil(best) if upper else math.floor(best)
@@ -286,7 +286,8 @@ def power_by_fft(pld: LatticePld, count: int) -> LatticePld:
     z = np.roll(np.clip(z, 0.0, None), -(bottom % size))
     total, err_in = float(p.sum()) + pld.inf, pld.err
     grow = (total + err_in) ** (count - 1)
-    tail = _upper_tail_bound(p, count, bottom + size)
+    # the window reaches the largest sum: nothing lies above it
+    tail = 0.0 if bottom + size > count * (m - 1) else _upper_tail_bound(p, count, bottom + size)
     inf = min(1.0, count * pld.inf * total ** (count - 1) + tail)
     err = count * err_in * grow + spectrum_err + inverse_err
     return LatticePld(pld.h, count * pld.lo + bottom, z, inf, err)
@@ -296,6 +297,6 @@ def _upper_tail_bound(p: np.ndarray, count: int, s: int) -> float:
     """A Chernoff bound on the mass of {sum of `count` indices >= s}, rounded up."""
     m = len(p)
     best = math.inf
-    for lam in np.geomspace(1e-3, 50.0, 60) * 8.0 / max(m, 1):
+    for lam in np.geomspace(1e-3, 1e4, 80) * 8.0 / max(m, 1):
         best = min(best, count * _log_mgf(p, lam) - lam * s)
     return math.exp(best) * (1 + 1e-9) if best < 700 else math.inf
