@@ -157,3 +157,45 @@ def test_a_part_whose_row_function_differs_from_its_siblings_has_its_own_pass():
     assert one != function_identity(made(2, Closure({}, ["x"], inner)))  # another constant
     assert function_identity(made(1, table)) == function_identity(made(1, table))  # the same value read
     assert function_identity(made(1, table)) != function_identity(made(1, object()))  # another value read
+
+
+def _halves(partition):
+    return [partition.iloc[:1], partition.iloc[1:]]
+
+
+def _stop_on_negative(rows):
+    if (rows["x"] < 0).any():
+        raise ValueError("a row function stopping on these rows")
+    return rows
+
+
+def _rows(rows):
+    return len(rows)
+
+
+def test_a_sibling_failing_in_the_shared_pass_is_computed_on_its_own():
+    """The asked part fails as its own pass would; a sibling that fails is left to its own pass
+    (None), its siblings' partials kept."""
+    from fuzzpy.runtime.engines.dask_tables import SharedPass, Step
+
+    class Engine:
+        passes = 0
+
+        def partials(self, frame, fn, *args):
+            Engine.passes += 1
+            return [fn(p, *args) for p in frame]
+
+    class Halves(SharedPass):
+        engine, k = Engine(), 2
+        frame = [pd.DataFrame({"x": [1, -1]}), pd.DataFrame({"x": [2, 3, 4]})]
+
+        def splitter(self):
+            return Step(None, _halves, ())
+
+    steps, count = (Step("stop", _stop_on_negative, ()),), Step("rows", _rows, ())
+    halves = Halves()
+    assert halves.shared_partials(0, steps, count) == [1, 1]
+    assert halves.shared_partials(1, steps, count) is None  # its own pass will stop the run
+    assert Engine.passes == 1
+    with pytest.raises(ValueError):
+        Halves().shared_partials(1, steps, count)
