@@ -67,3 +67,135 @@ def test_a_public_table_breaking_its_key_is_refused_on_dask_before_anything_is_c
     assert "N10156" not in result.output
     assert not ledger.exists() or "seats_by_manufacturer" not in runner.invoke(
         app, ["ledger", "show", "--ledger", str(ledger)]).output
+
+
+# ---- every part's aggregate in one pass (dask_tables.SharedPass) ----------------------------------
+
+PER_PART = """schema Flight { carrier : string, tailnum : string, arr_delay : num[-60, 240], distance : num[0, 5000] }
+public schema Plane {
+  tailnum : string unique,
+  manufacturer : cat{"BOEING", "AIRBUS", "AIRBUS INDUSTRIE", "BOMBARDIER INC", "EMBRAER",
+                     "MCDONNELL DOUGLAS", "MCDONNELL DOUGLAS AIRCRAFT CO", "OTHER"} default "OTHER",
+  seats : int[2, 450],
+}
+param lo : num = 100;
+function main (flights : bag Flight) (planes : bag Plane) {
+  let parts = groupby (fun r -> r.manufacturer) (join_public "tailnum" "tailnum" flights planes);
+  each (fun g ->
+    let (late, early) = split (fun r -> r.arr_delay > 0) g;
+    sample n = laplace 1 (count (filter (fun r -> r.seats >= lo) g));
+    sample s = laplace 1 (sum (map (fun r -> clip 0 5000 r.distance) late));
+    sample e = laplace 1 (count early);
+    return (n, s, e)) parts
+}
+"""
+
+
+@pytest.fixture()
+def passes(monkeypatch) -> list:
+    """The per-partition function of every pass the Dask engine makes over a table."""
+    from fuzzpy.runtime.engines.dask_engine import DaskEngine
+
+    seen: list = []
+    partials = DaskEngine.partials
+
+    def counted(self, frame, fn, *args):
+        seen.append(fn.__name__)
+        return partials(self, frame, fn, *args)
+
+    monkeypatch.setattr(DaskEngine, "partials", counted)
+    return seen
+
+
+@pytest.mark.parametrize("name, tables", [
+    ("seats_by_manufacturer", ["--public", f"planes={DATA / 'planes.csv'}"]),
+    ("seats_by_manufacturer_private", ["--data", f"planes={DATA / 'planes.csv'}"]),
+])
+def test_each_sum_over_the_parts_of_a_join_is_one_pass(name, tables, flights_parts, dask_scheduler, passes):
+    """group_sum over 8 manufacturers: the join (and the truncations' shuffles) computed once for
+    the 8 sums, which release what the pandas engine releases under the same seed."""
+    common = [*tables, "--budget", "1.1", "--seed", "5", "--format", "json"]
+    prog = EXAMPLES / f"{name}.fz"
+    pandas_run = _released(["run", prog, "--data", f"flights={DATA / 'flights_sample.csv'}", *common])
+    assert passes == []
+    dask_run = _released(["run", prog, "--engine", "dask", "--scheduler", dask_scheduler,
+                          "--data", f"flights={flights_parts}", *common])
+    assert dask_run == pandas_run and len(dask_run) == 8
+    assert passes == ["_shared_partials"]
+
+
+def test_aggregates_of_steps_from_each_part_are_one_pass_each(flights_parts, dask_scheduler, passes, tmp_path):
+    """A filtered count, a sum of a mapped split and a count of the split's other side per part: one
+    pass for each of the three, every part's released values those of the pandas engine."""
+    prog = tmp_path / "per_part.fz"
+    prog.write_text(PER_PART)
+    common = ["--public", f"planes={DATA / 'planes.csv'}", "--budget", "100", "--seed", "9", "--format", "json"]
+    pandas_run = _released(["run", prog, "--data", f"flights={DATA / 'flights_sample.csv'}", *common])
+    dask_run = _released(["run", prog, "--engine", "dask", "--scheduler", dask_scheduler,
+                          "--data", f"flights={flights_parts}", *common])
+    assert dask_run == pandas_run and len(dask_run) == 24
+    assert passes == ["_shared_partials"] * 3
+
+
+def test_a_part_whose_row_function_differs_from_its_siblings_has_its_own_pass():
+    """Row functions made anew per part share an identity when they compute the same thing (the
+    same code reading the same constants and functions), never when a value they read differs."""
+    from fuzzpy.runtime.kernels.bags import function_identity
+    from fuzzpy.runtime.values import Closure
+    from fuzzpy.typesystem import ir as I
+
+    inner = I.IVar("x")
+    body = I.IPrim("add", [I.IApply(I.IVar("f"), [I.IVar("r")]), I.IVar("c")])
+
+    def made(c, f):  # as `each` makes it for a part: its own environment, its own part `g`
+        return Closure({"c": c, "g": object(), "f": f}, ["r"], body)
+
+    table = object()
+    one = function_identity(made(1, Closure({}, ["x"], inner)))
+    assert one is not None
+    assert one == function_identity(made(1, Closure({}, ["x"], inner)))  # the same function, made anew
+    assert one != function_identity(made(2, Closure({}, ["x"], inner)))  # another constant
+    assert function_identity(made(1, table)) == function_identity(made(1, table))  # the same value read
+    assert function_identity(made(1, table)) != function_identity(made(1, object()))  # another value read
+
+
+def _halves(partition):
+    return [partition.iloc[:1], partition.iloc[1:]]
+
+
+def _stop_on_negative(rows):
+    if (rows["x"] < 0).any():
+        raise ValueError("a row function stopping on these rows")
+    return rows
+
+
+def _rows(rows):
+    return len(rows)
+
+
+def test_a_sibling_failing_in_the_shared_pass_is_computed_on_its_own():
+    """The asked part fails as its own pass would; a sibling that fails is left to its own pass
+    (None), its siblings' partials kept."""
+    from fuzzpy.runtime.engines.dask_tables import SharedPass, Step
+
+    class Engine:
+        passes = 0
+
+        def partials(self, frame, fn, *args):
+            Engine.passes += 1
+            return [fn(p, *args) for p in frame]
+
+    class Halves(SharedPass):
+        engine, k = Engine(), 2
+        frame = [pd.DataFrame({"x": [1, -1]}), pd.DataFrame({"x": [2, 3, 4]})]
+
+        def splitter(self):
+            return Step(None, _halves, ())
+
+    steps, count = (Step("stop", _stop_on_negative, ()),), Step("rows", _rows, ())
+    halves = Halves()
+    assert halves.shared_partials(0, steps, count) == [1, 1]
+    assert halves.shared_partials(1, steps, count) is None  # its own pass will stop the run
+    assert Engine.passes == 1
+    with pytest.raises(ValueError):
+        Halves().shared_partials(1, steps, count)

@@ -32,7 +32,9 @@ from ..engines.dask_tables import (
     KEPT,
     DaskBag,
     DaskRunFailure,
+    SharedPass,
     Shipped,
+    Step,
     TableUsedOnWorker,
     captured_table,
     need_bag,
@@ -278,21 +280,78 @@ def _p_sum(part: Any, bound: Fraction) -> Any:
 
 def _d_count(eng: Any, ctx: Any, vec: bool, b: Any) -> int:
     b = need_bag("count", b, ctx.span)
-    if b.group is not None:
+    if b.is_part():
         return b.group.count(b.part)
-    return sum(int(n) for n in eng.partials(b.frame, _p_count))
+    shared = _shared(b, Step(("count",), _p_count, ()))
+    return sum(int(n) for n in (shared if shared is not None else eng.partials(b.frame, _p_count)))
+
+
+def _shared(b: DaskBag, aggregate: Step) -> Optional[list]:
+    """The partials of `aggregate` on a table made from a part of a grouping, computed with its
+    siblings' in one pass (dask_tables.SharedPass); None for any other table."""
+    if b.group is None or not isinstance(b.group, SharedPass):
+        return None
+    return b.group.shared_partials(b.part, b.steps, aggregate)
+
+
+def _row_step(f: Closure, fn: Any, *args: Any) -> Optional[Step]:
+    """A per-row step of row function `f`, or None when what it computes is not known (its
+    table is then aggregated on its own)."""
+    ident = function_identity(f)
+    return None if ident is None else Step((ident, *args[1:]), fn, args)
+
+
+class _Same:
+    """A value compared by identity (and kept alive, so that its id is never reused)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.value is self.value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+
+def function_identity(f: Any, depth: int = 0) -> Optional[tuple]:
+    """What a row function computes: its code (up to the names of its bound variables) and the
+    values it reads from its scope, public constants by value, functions by their own identity,
+    anything else as that very object.  Equal identities compute the same thing: the row
+    function `fun r -> clip lo hi (value r)` made anew for every part of `each` has one identity
+    for all of them.  None for something that is not a function of code."""
+    if type(f) is not Closure or f.body is None or not f.params or depth > 4:
+        return None
+    params = tuple(f.params)
+    read: list = []
+    for name in batch._outer_reads(f.body, params):
+        if name not in f.env:
+            continue
+        v = f.env[name]
+        if batch._is_constant(v):
+            read.append((name, type(v).__name__, v))
+        else:
+            inner = function_identity(v, depth + 1)
+            read.append((name, inner if inner is not None else _Same(v)))
+    return batch._code_identity(f.body, params, tuple(read))
 
 
 def _d_filter(eng: Any, ctx: Any, vec: bool, p: Closure, b: Any) -> DaskBag:
     b = need_bag("filter", b, ctx.span)
-    return eng.bag(b.frame.map_partitions(_p_select, Shipped(p), vec, False, meta=b.frame._meta), unit=b.unit)
+    fn = Shipped(p)
+    return b.stepped(b.frame.map_partitions(_p_select, fn, vec, False, meta=b.frame._meta),
+                     _row_step(p, _p_select, fn, vec, False), b.unit)
 
 
 def _d_split(eng: Any, ctx: Any, vec: bool, p: Closure, b: Any) -> tuple[DaskBag, DaskBag]:
     b = need_bag("split", b, ctx.span)
     fn = Shipped(p)
-    return (eng.bag(b.frame.map_partitions(_p_select, fn, vec, False, meta=b.frame._meta)),
-            eng.bag(b.frame.map_partitions(_p_select, fn, vec, True, meta=b.frame._meta)))
+    return (b.stepped(b.frame.map_partitions(_p_select, fn, vec, False, meta=b.frame._meta),
+                      _row_step(p, _p_select, fn, vec, False)),
+            b.stepped(b.frame.map_partitions(_p_select, fn, vec, True, meta=b.frame._meta),
+                      _row_step(p, _p_select, fn, vec, True)))
 
 
 def _d_map(eng: Any, ctx: Any, vec: bool, f: Closure, b: Any) -> DaskBag:
@@ -306,13 +365,16 @@ def _d_map(eng: Any, ctx: Any, vec: bool, f: Closure, b: Any) -> DaskBag:
         raise captured_table() from None
     except Exception:  # noqa: BLE001 - on an empty frame instead
         meta = _p_map(b.frame._meta, fn, vec)
-    return eng.bag(b.frame.map_partitions(_p_map, fn, vec, meta=meta))
+    return b.stepped(b.frame.map_partitions(_p_map, fn, vec, meta=meta), _row_step(f, _p_map, fn, vec))
 
 
 # rule Engines: the partitions' exact sums added as Fractions
 def _d_sum(eng: Any, ctx: Any, vec: bool, b: Any) -> Any:
     b = need_bag("sum", b, ctx.span)
-    partials = eng.partials(b.frame, _p_sum, ctx.info["bound"])
+    bound = ctx.info["bound"]
+    partials = _shared(b, Step(("sum", bound), _p_sum, (bound,)))
+    if partials is None:
+        partials = eng.partials(b.frame, _p_sum, bound)
     exact = [p for p in partials if isinstance(p, Fraction)]
     # bounded_sum gives the float 0.0 for no rows: so does the pandas engine's whole table.
     return sum(exact, Fraction(0)) if exact else 0.0

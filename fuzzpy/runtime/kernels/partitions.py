@@ -23,7 +23,7 @@ from ...typesystem import ir as I
 from ...typesystem.keys import part_keys
 from .. import batch
 from ..batch import LaneBag, LaneEvaluator, Lanes, NotBatchable, has_lanes, unlane
-from ..engines.dask_tables import Shipped, need_bag, rows_of, take_rows
+from ..engines.dask_tables import SharedPass, Shipped, Step, need_bag, rows_of, take_rows
 from ..evaluator import Interpreter
 from ..state import Context
 from ..values import Closure, EachDistribution, MaskedBag, Partition
@@ -515,14 +515,21 @@ def _p_part(part: Any, fn: Shipped, info: dict, vectorise: bool, i: int) -> Any:
     return take_rows(part, _codes(part, fn, info, vectorise) == i)
 
 
+def _p_parts(part: Any, fn: Shipped, info: dict, vectorise: bool) -> list:
+    """Every part's rows of one partition, in key order: what `_p_part` gives for each."""
+    codes = _codes(part, fn, info, vectorise)
+    return [take_rows(part, codes == i) for i in range(len(info["keys"]))]
+
+
 # rule Engines: each partition's exact count per key
 def _p_group_counts(part: Any, fn: Shipped, info: dict, vectorise: bool) -> list[int]:
     return [int(c) for c in group_counts(_codes(part, fn, info, vectorise), len(info["keys"]))]
 
 
 @dataclasses.dataclass(eq=False)
-class _Groups:
-    """The parts of one `groupby`: their sizes are counted in one pass, on first use."""
+class _Groups(SharedPass):
+    """The parts of one `groupby`: their sizes are counted in one pass, on first use, and so is
+    any other aggregate of them (SharedPass)."""
 
     engine: Any
     frame: Any
@@ -530,6 +537,13 @@ class _Groups:
     info: dict
     vectorise: bool
     _counts: Optional[list[int]] = None
+
+    @property
+    def k(self) -> int:
+        return len(self.info["keys"])
+
+    def splitter(self) -> Step:
+        return Step(None, _p_parts, (self.key, self.info, self.vectorise))
 
     # rule Engines: a part's size, the partitions' counts added as ints
     def count(self, i: int) -> int:
