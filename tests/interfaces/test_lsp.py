@@ -366,6 +366,29 @@ def test_a_change_after_a_quiet_moment_is_checked_at_once():
     assert delays == [0.0, 0.05, 0.0, 0.0]
 
 
+def test_a_superseded_analysis_stops_between_unit_runs(tmp_path: Path):
+    """A newer version of the document stops an analysis after its current unit run: nothing is
+    published for it, and the units it ran are cached for the next analysis."""
+    file = str(tmp_path / "prog.fz")
+    engine, settings, executor = IncrementalChecker(full_factor=100.0), Settings(), make_executor()
+    try:
+        executor.submit(engine.analyse, PROGRAM, file, settings).result()
+        edited = PROGRAM.replace("clip 0 50", "clip 0 60")  # clipped, total and main run again
+        calls = []
+
+        def superseded() -> bool:
+            calls.append(1)
+            return True
+
+        assert executor.submit(engine.analyse, edited, file, settings, None, superseded).result() is None
+        assert len(calls) == 1  # asked after the first run (clipped's), before the second
+        analysis = executor.submit(engine.analyse, edited, file, settings).result()
+        assert analysis.runs == 2  # total and main; clipped came from the cache
+        assert comparable(analysis.report.diagnostics) == comparable(full_check(edited, file).diagnostics)
+    finally:
+        executor.shutdown()
+
+
 # ---- a server whose checker fails ----------------------------------------------------------------
 
 FAILING_SERVER = [sys.executable, "-c", textwrap.dedent("""\

@@ -112,8 +112,11 @@ class IncrementalChecker:
     # -- public
 
     def analyse(self, text: str, file: str, settings: Settings,
-                overlays: Optional[dict[str, str]] = None) -> Analysis:
-        """Check `text`; must run in a thread with a large stack (see `make_executor`)."""
+                overlays: Optional[dict[str, str]] = None,
+                superseded: Optional[Callable[[], bool]] = None) -> Optional[Analysis]:
+        """Check `text`; must run in a thread with a large stack (see `make_executor`).  When
+        `superseded()` turns true between two unit runs (a newer version of the document came),
+        stop there and return None: the runs done are cached, the rest is left for the newer one."""
         with self.lock:
             modules, parse_diags, texts, virtual = _load(text, file, settings, overlays)
             plan = self._plan(text, file, settings, modules, texts)
@@ -123,8 +126,11 @@ class IncrementalChecker:
             missing = [u for u in plan.units if self._lookup(plan, u) is None]
             if _unit_cost(plan, missing) > self.full_factor * _unit_cost(plan, None) and len(missing) > 1:
                 return self._full(plan, settings, modules, parse_diags, texts, overlays)
-            results = [self._run_unit(plan, settings, name, overlays)
-                       for name in sorted(missing, key=lambda u: len(plan.closure[u]))]
+            results = []
+            for name in sorted(missing, key=lambda u: len(plan.closure[u])):
+                if results and superseded is not None and superseded():
+                    return None
+                results.append(self._run_unit(plan, settings, name, overlays))
             results += [self._lookup(plan, u) for u in plan.units if u not in missing]  # type: ignore[misc]
             if not plan.units:
                 results.append(self._prelude_run(plan, settings, overlays))

@@ -132,7 +132,10 @@ class FuzzpyServer(LanguageServer):
             loop = asyncio.get_running_loop()
             started = loop.time()
             analysis = await loop.run_in_executor(self.executor, self.engine.analyse, text, file,
-                                                  self.settings, self.overlays(uri))
+                                                  self.settings, self.overlays(uri),
+                                                  lambda: st.generation != generation)
+            if analysis is None:  # superseded by a newer version between two unit runs
+                return
             log.info("checked %s v%s in %.1f ms (%d check runs%s)", uri, version, 1000 * (loop.time() - started),
                      analysis.runs, ", full" if analysis.full else "")
             if st.generation != generation:
