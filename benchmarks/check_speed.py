@@ -118,14 +118,20 @@ def lark_floor(src: str, bare=None) -> float:
 
 # ---- start-up and the check cache, measured from the shell ---------------------------------
 
+THIS_CODE = Path(__file__).resolve().parents[1]  # the checkout this script belongs to
+
+
 def _env() -> dict:
     """The environment of the timed commands: bytecode may be written (an installed package has
-    its .pyc files; PYTHONDONTWRITEBYTECODE would recompile fuzzpy at every start) and the cache
-    folder is a fresh one of this run."""
+    its .pyc files; PYTHONDONTWRITEBYTECODE would recompile fuzzpy at every start), the cache
+    folder is a fresh one of this run, and PYTHONPATH names the code to time (`--code`'s, else
+    this checkout's).  The commands run in a temporary folder (`interleaved`): `python -m` puts
+    the current folder first on sys.path, so run from a checkout's root they would import that
+    checkout whatever PYTHONPATH says."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.pop("FUZZPY_NO_CACHE", None)
-    if "--code" in sys.argv:  # the timed commands run the same code as the in-process figures
-        env["PYTHONPATH"] = sys.path[0]
+    # the timed commands run the same code as the in-process figures
+    env["PYTHONPATH"] = sys.path[0] if "--code" in sys.argv else str(THIS_CODE)
     return env
 
 
@@ -135,12 +141,14 @@ def interleaved(commands: dict[str, list[str]], env: dict, rounds: int,
     that the machine's load weighs on all of them alike.  `envs`: another environment for some
     commands; `per_round` receives each command's times, round by round."""
     times: dict[str, list[float]] = {k: [] for k in commands}
-    for r in range(rounds + 1):
-        for name, cmd in commands.items():
-            t0 = time.perf_counter()
-            subprocess.run(cmd, capture_output=True, env=(envs or {}).get(name, env), check=True)  # failed: no figure
-            if r:
-                times[name].append(time.perf_counter() - t0)
+    with tempfile.TemporaryDirectory() as neutral:  # no fuzzpy package here to shadow PYTHONPATH (_env)
+        for r in range(rounds + 1):
+            for name, cmd in commands.items():
+                t0 = time.perf_counter()
+                subprocess.run(cmd, capture_output=True, env=(envs or {}).get(name, env), check=True,  # failed: no figure
+                               cwd=neutral)
+                if r:
+                    times[name].append(time.perf_counter() - t0)
     if per_round is not None:
         per_round.update(times)
     return {k: statistics.median(v) for k, v in times.items()}
@@ -215,7 +223,7 @@ def startup_and_cache(rounds: int) -> None:
         cold = {"check 10,000-line file (--no-cache)": fz + ["check", "--no-cache", str(big)],
                 "check 10 x 1,000-line project (--no-cache)": fz + ["check", "--no-cache", str(proj)]}
         for cmd in commands.values():  # fill the cache (and the parser tables)
-            subprocess.run(cmd, capture_output=True, env=env, check=True)
+            subprocess.run(cmd, capture_output=True, env=env, check=True, cwd=tmp)
         medians = interleaved(commands, env, rounds)
         medians.update(interleaved(cold, env, 1))
     base, pandas, lark = medians["python -c pass"], medians["python -c 'import pandas'"], medians["python -c 'import lark'"]

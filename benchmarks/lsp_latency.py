@@ -15,7 +15,8 @@ stops.  Last, a burst of keystrokes (debouncing).
     python benchmarks/lsp_latency.py [--functions 100] [--edits 20] [--opens 5] [--pause 0.05] [--code DIR]
 
 `--code DIR` runs the server on another checkout's fuzzpy (the baseline of a change: run both in
-turn in one session).
+turn in one session); without it, on this script's checkout.  Either way the server starts in a
+temporary folder, so the folder the script is run from cannot shadow the code asked for.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from lsprotocol import types as T
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
+THIS_CODE = Path(__file__).resolve().parents[1]  # the checkout this script belongs to
 CALLED_BY_MAIN = 0.4  # the share of functions main calls; the others are library-style helpers
 GOAL_MS = 100  # from an edit to its diagnostics, at p90, on a 1,000-line file
 
@@ -85,12 +87,15 @@ class Session:
             self.logs.append(params.message)
             self.event.set()
 
-    async def start(self, server_log: bool, code: Optional[str]) -> None:
+    async def start(self, server_log: bool, code: Optional[str], cwd: Path) -> None:
         level = "info"  # its "checked ... full" lines say which edits cost a full check
-        env = None
-        if code is not None:  # the server imports fuzzpy from another checkout
-            env = {**os.environ, "PYTHONPATH": str(Path(code).resolve())}
-        await self.client.start_io(sys.executable, "-m", "fuzzpy.interfaces.cli", "lsp", "--log-level", level, env=env)
+        # The server imports fuzzpy from `code` (another checkout) or from this one, named on
+        # PYTHONPATH and started in `cwd`, a folder without a fuzzpy package: `python -m` puts the
+        # current folder first on sys.path, so started from a checkout's root it would import that
+        # checkout whatever PYTHONPATH says.
+        env = {**os.environ, "PYTHONPATH": str(Path(code).resolve() if code is not None else THIS_CODE)}
+        await self.client.start_io(sys.executable, "-m", "fuzzpy.interfaces.cli", "lsp", "--log-level", level,
+                                   env=env, cwd=str(cwd))
         self.stderr_task = asyncio.create_task(self.drain_stderr(server_log))
         await self.client.initialize_async(T.InitializeParams(capabilities=T.ClientCapabilities()))
         self.client.initialized(T.InitializedParams())
@@ -137,7 +142,7 @@ async def measure(functions: int, edits: int, opens: int, pause: float, server_l
 
     before = baseline_times(text, str(path))
     s = Session()
-    await s.start(server_log, code)
+    await s.start(server_log, code, folder)
     opened = await measure_opens(s, folder, functions, opens)
     t0 = time.perf_counter()
     s.client.text_document_did_open(T.DidOpenTextDocumentParams(

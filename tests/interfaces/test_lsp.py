@@ -335,6 +335,60 @@ async def test_rapid_changes_publish_the_last_version(client: LanguageClient, tm
     assert [(d.code, d.message.splitlines()[0]) for d in diags] == [("E0201", "unknown name 'helpr'")]
 
 
+def test_a_change_after_a_quiet_moment_is_checked_at_once():
+    """Debounce: a change whose document was not changed within the debounce is checked without
+    waiting; a change that follows another within it waits the debounce (a burst is checked once)."""
+    from fuzzpy.interfaces.lsp.server import FuzzpyServer, debounce_delay
+
+    assert debounce_delay(10.0, float("-inf"), 0.015) == 0.0
+    assert debounce_delay(10.0, 9.9, 0.015) == 0.0
+    assert debounce_delay(10.0, 9.99, 0.015) == 0.015
+
+    server, delays = FuzzpyServer(), []
+
+    def check_later(uri: str, generation: int, delay: float):
+        delays.append(delay)
+        return asyncio.sleep(0)
+
+    server._check_later = check_later  # type: ignore[method-assign]
+
+    async def edits() -> None:
+        server.schedule("file:///a.fz", 0.05)  # the first change: nothing to wait for
+        server.schedule("file:///a.fz", 0.05)  # right after it: a burst
+        server.schedule("file:///b.fz", 0.05)  # another document has its own quiet moment
+        await asyncio.sleep(0.1)
+        server.schedule("file:///a.fz", 0.05)  # after a quiet moment
+
+    try:
+        asyncio.run(edits())
+    finally:
+        server.executor.shutdown()
+    assert delays == [0.0, 0.05, 0.0, 0.0]
+
+
+def test_a_superseded_analysis_stops_between_unit_runs(tmp_path: Path):
+    """A newer version of the document stops an analysis after its current unit run: nothing is
+    published for it, and the units it ran are cached for the next analysis."""
+    file = str(tmp_path / "prog.fz")
+    engine, settings, executor = IncrementalChecker(full_factor=100.0), Settings(), make_executor()
+    try:
+        executor.submit(engine.analyse, PROGRAM, file, settings).result()
+        edited = PROGRAM.replace("clip 0 50", "clip 0 60")  # clipped, total and main run again
+        calls = []
+
+        def superseded() -> bool:
+            calls.append(1)
+            return True
+
+        assert executor.submit(engine.analyse, edited, file, settings, None, superseded).result() is None
+        assert len(calls) == 1  # asked after the first run (clipped's), before the second
+        analysis = executor.submit(engine.analyse, edited, file, settings).result()
+        assert analysis.runs == 2  # total and main; clipped came from the cache
+        assert comparable(analysis.report.diagnostics) == comparable(full_check(edited, file).diagnostics)
+    finally:
+        executor.shutdown()
+
+
 # ---- a server whose checker fails ----------------------------------------------------------------
 
 FAILING_SERVER = [sys.executable, "-c", textwrap.dedent("""\

@@ -100,3 +100,23 @@ def test_an_inserted_line_reuses_what_does_not_name_lines(tmp_path):
     assert executor.submit(engine.analyse, above_leak, file, settings).result().runs == 1  # main
     above_clipped = PROGRAM.replace("function clipped", "\nfunction clipped")
     assert executor.submit(engine.analyse, above_clipped, file, settings).result().runs == 3
+
+
+def test_merge_keys_are_made_once_and_made_again_for_a_moved_result(tmp_path):
+    """A cached result's merge keys (incremental.merge_keys) are kept for the next merges; a
+    moved result's are made from its moved spans, never copied from the result it moved."""
+    from fuzzpy.interfaces.lsp.incremental import merge_keys
+
+    file, settings, executor = str(tmp_path / "prog.fz"), Settings(), make_executor()
+    engine = IncrementalChecker(full_factor=100.0)
+    executor.submit(engine.analyse, PROGRAM, file, settings).result()
+    cached = next(r for r in engine.cache.values() if any(f.name == "leak" for f in r.functions))
+    keys = merge_keys(cached)
+    assert merge_keys(cached) is keys and keys[0]
+    above_leak = PROGRAM.replace("function leak", "\nfunction leak")
+    executor.submit(engine.analyse, above_leak, file, settings).result()
+    moved = next(r for r in engine.cache.values() if any(f.name == "leak" for f in r.functions))
+    assert moved is not cached and moved.merge_keys is not keys
+    leak = next(f for f in moved.functions if f.name == "leak")
+    assert [k.key for k in merge_keys(moved)[0]] == [(f.name, f.span) for f in moved.functions]
+    assert leak.span.line == next(f for f in cached.functions if f.name == "leak").span.line + 1

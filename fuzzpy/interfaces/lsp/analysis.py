@@ -147,6 +147,9 @@ class UnitResult:
     layout: tuple = ()
     extents: tuple = ()
     movable: Optional[bool] = None  # whether shifting its spans gives the result at another layout
+    # Its records' identities for merging, made once (incremental.merge_keys); not part of what
+    # it says (left out of repr, which decides whether it can move, and of equality).
+    merge_keys: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass

@@ -112,8 +112,11 @@ class IncrementalChecker:
     # -- public
 
     def analyse(self, text: str, file: str, settings: Settings,
-                overlays: Optional[dict[str, str]] = None) -> Analysis:
-        """Check `text`; must run in a thread with a large stack (see `make_executor`)."""
+                overlays: Optional[dict[str, str]] = None,
+                superseded: Optional[Callable[[], bool]] = None) -> Optional[Analysis]:
+        """Check `text`; must run in a thread with a large stack (see `make_executor`).  When
+        `superseded()` turns true between two unit runs (a newer version of the document came),
+        stop there and return None: the runs done are cached, the rest is left for the newer one."""
         with self.lock:
             modules, parse_diags, texts, virtual = _load(text, file, settings, overlays)
             plan = self._plan(text, file, settings, modules, texts)
@@ -123,8 +126,11 @@ class IncrementalChecker:
             missing = [u for u in plan.units if self._lookup(plan, u) is None]
             if _unit_cost(plan, missing) > self.full_factor * _unit_cost(plan, None) and len(missing) > 1:
                 return self._full(plan, settings, modules, parse_diags, texts, overlays)
-            results = [self._run_unit(plan, settings, name, overlays)
-                       for name in sorted(missing, key=lambda u: len(plan.closure[u]))]
+            results = []
+            for name in sorted(missing, key=lambda u: len(plan.closure[u])):
+                if results and superseded is not None and superseded():
+                    return None
+                results.append(self._run_unit(plan, settings, name, overlays))
             results += [self._lookup(plan, u) for u in plan.units if u not in missing]  # type: ignore[misc]
             if not plan.units:
                 results.append(self._prelude_run(plan, settings, overlays))
@@ -291,11 +297,9 @@ class IncrementalChecker:
         report = CheckReport(plan.file, dict(texts))
         report.diagnostics = drop_cascades(_dedupe(list(parse_diags) + [d for r in results for d in r.diagnostics]),
                                            texts)
-        report.functions = _unique_by(
-            (f for r in results for f in r.functions), lambda f: (f.name, f.span))
-        report.mechanisms = _unique_by(
-            (m for r in results for m in r.mechanisms),
-            lambda m: (m.span, m.name, m.sensitivity, m.epsilon, m.scale))
+        keys = [merge_keys(r) for r in results]
+        report.functions = _unique_keyed(zip(r.functions, k[0]) for r, k in zip(results, keys))
+        report.mechanisms = _unique_keyed(zip(r.mechanisms, k[1]) for r, k in zip(results, keys))
         for r in results:
             report.params.update(r.params)
             report.schemas.update(r.schemas)
@@ -307,7 +311,7 @@ class IncrementalChecker:
         apply_budget(report, settings.budget, settings.delta)
         report.diagnostics.sort(key=_diag_order)
         bindings = [b for r in results for b in r.bindings]  # duplicates are merged by hover
-        calls = _unique_by((c for r in results for c in r.calls), lambda c: c)
+        calls = _unique_keyed(zip(r.calls, k[2]) for r, k in zip(results, keys))
         return Analysis(plan.file, plan.text, report, modules, bindings, runs, calls=calls)
 
 
@@ -399,7 +403,7 @@ def moved(result: UnitResult, file: str, layout: tuple, extents: tuple) -> Optio
         mechanisms=[_with_span(m, shift(m.span)) for m in result.mechanisms],
         bindings=[_with_span(b, shift(b.span)) for b in result.bindings],
         calls=[_with_span(c, shift(c.span)) for c in result.calls],
-        layout=layout, extents=extents, movable=True)
+        layout=layout, extents=extents, movable=True, merge_keys=None)
 
 
 def _with_span(item: Any, span: Any) -> Any:
@@ -493,6 +497,46 @@ def _unique_by(items: Iterable[Any], key: Callable[[Any], Any]) -> list[Any]:
         if k not in seen:
             seen.add(k)
             out.append(item)
+    return out
+
+
+class _Key:
+    """A record's merge key with its hash computed once: a cached result is merged again at every
+    edit, and hashing its keys (spans, exact fractions) was most of an edit's merge."""
+
+    __slots__ = ("key", "hash")
+
+    def __init__(self, key: tuple) -> None:
+        self.key = key
+        self.hash = hash(key)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and self.hash == other.hash and self.key == other.key
+
+
+def merge_keys(result: UnitResult) -> tuple:
+    """The keys that identify a result's functions, mechanisms and calls when results are merged
+    (the same record found by two units is shown once), made on its first merge."""
+    if result.merge_keys is None:
+        result.merge_keys = (
+            [_Key((f.name, f.span)) for f in result.functions],
+            [_Key((m.span, m.name, m.sensitivity, m.epsilon, m.scale)) for m in result.mechanisms],
+            [_Key((c,)) for c in result.calls])
+    return result.merge_keys
+
+
+def _unique_keyed(groups: Iterable[Iterable[tuple[Any, _Key]]]) -> list[Any]:
+    """The records of (record, key) pairs, in order, each key's first only."""
+    seen: set = set()
+    out = []
+    for group in groups:
+        for item, key in group:
+            if key not in seen:
+                seen.add(key)
+                out.append(item)
     return out
 
 

@@ -48,6 +48,7 @@ class _DocState:
     task: Optional[asyncio.Task] = None
     analysis: Optional[Analysis] = None
     published: Optional[int] = None
+    last_change: float = float("-inf")  # the event loop's time of the last change scheduled
 
 
 class FuzzpyServer(LanguageServer):
@@ -104,12 +105,16 @@ class FuzzpyServer(LanguageServer):
     # -- scheduling
 
     def schedule(self, uri: str, delay: float) -> None:
-        """Debounce: each change restarts the timer; only the newest version is published."""
+        """Debounce: each change restarts the timer; only the newest version is published.  A
+        change after a quiet moment is checked at once (`debounce_delay`)."""
         st = self.state(uri)
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        delay, st.last_change = debounce_delay(now, st.last_change, delay), now
         st.generation += 1
         if st.task is not None and not st.task.done():
             st.task.cancel()
-        st.task = asyncio.get_running_loop().create_task(self._check_later(uri, st.generation, delay))
+        st.task = loop.create_task(self._check_later(uri, st.generation, delay))
 
     def schedule_dependents(self, uri: str) -> None:
         file = self.file_of(uri)
@@ -127,7 +132,10 @@ class FuzzpyServer(LanguageServer):
             loop = asyncio.get_running_loop()
             started = loop.time()
             analysis = await loop.run_in_executor(self.executor, self.engine.analyse, text, file,
-                                                  self.settings, self.overlays(uri))
+                                                  self.settings, self.overlays(uri),
+                                                  lambda: st.generation != generation)
+            if analysis is None:  # superseded by a newer version between two unit runs
+                return
             log.info("checked %s v%s in %.1f ms (%d check runs%s)", uri, version, 1000 * (loop.time() - started),
                      analysis.runs, ", full" if analysis.full else "")
             if st.generation != generation:
@@ -281,6 +289,15 @@ class FuzzpyServer(LanguageServer):
         lines = doc.lines
         text = lines[server_pos.line] if server_pos.line < len(lines) else ""
         return server_pos.line + 1, server_pos.character + 1, text.rstrip("\r\n")
+
+
+def debounce_delay(now: float, last_change: float, debounce: float) -> float:
+    """How long to wait before checking a change made at `now`: nothing when the document's
+    previous change is more than `debounce` old (a keystroke on its own, not the start of a burst
+    the debounce is for), else `debounce`.  The first change of a burst is then checked at once,
+    and its check is not published if later changes arrive meanwhile (one check wasted, at most,
+    per burst); every later change of the burst waits as before."""
+    return 0.0 if now - last_change > debounce else debounce
 
 
 def _import_span_for(analysis: Analysis, file: str) -> Optional[Span]:
