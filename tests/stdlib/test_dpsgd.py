@@ -126,3 +126,16 @@ def test_dpsgd_linear_recovers_a_slope_and_a_small_loss(tmp_path):
     w, loss = result.value
     assert abs(w[0] - 0.5) < 0.1 and abs(w[1] + 1) < 0.2, w
     assert abs(loss) < 0.01, loss
+
+
+def test_a_run_is_the_same_vectorised_and_row_by_row(tmp_path):
+    # vsum reads the vectorised row function's columns as one matrix (vectorize.row_vectors);
+    # the reference evaluates each row: the same coins and noise must give the same model
+    from fuzzpy.runtime.interpreter import run_program
+    from fuzzpy.runtime.samplers import RandomSource
+
+    table = load_rows(tmp_path, planted_rows(300))
+    report = checked("dpsgd_logistic 0.3 1 5 1 2 features label (vec (0, 0, 0)) db")
+    fast, slow = (run_program(report.entry_instance, {"db": table}, RandomSource.seeded(5), vectorise=v).value
+                  for v in (True, False))
+    assert fast == slow
