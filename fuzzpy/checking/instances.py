@@ -85,6 +85,7 @@ _COUNTED = frozenset({"laplace", "noisy_max", "exponential", "above_threshold", 
 # The arithmetic a mechanism's constant argument may be written with (rule Constant parameters).
 _ARITHMETIC = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
                "/": lambda a, b: a / b if b != 0 else None}
+_FIRST_READ = _COUNTED | {"gaussian", "subsample"}  # their first argument is an epsilon, a rho or a rate
 _SCANS_PER_FUNCTION = 8  # sets of constants a function's body is scanned with (rule Constant parameters)
 
 # Speculative levels (under branches on values that are not constants) of one function's chain
@@ -372,7 +373,9 @@ class InstanceRules:
             node, names = todo.pop()
             if isinstance(node, A.Apply):
                 head, args = _spine(node)
-                first = self._constant_of(args[0], names) if args else None
+                # only a mechanism's first argument is read (evaluating costs a check per call)
+                released = isinstance(head, A.Var) and head.name in _FIRST_READ and args
+                first = self._constant_of(args[0], names) if released else None
                 if isinstance(head, A.Var) and head.name in _COUNTED and first is not None and first > 0:
                     found.add(laplace_channel(first) if head.name == "laplace" else pure_channel(first))
                     counted.add(("laplace" if head.name == "laplace" else "pure", first))
