@@ -82,6 +82,11 @@ from .values import Closure, Env, FnT, FnValue, Opaque, Partial, TopFn, Val
 # Rule Inventory: the pure mechanisms whose releases a recursion may count (laplace in its own
 # channel, the others in the pure channel of their epsilon).
 _COUNTED = frozenset({"laplace", "noisy_max", "exponential", "above_threshold", "randomized_response"})
+# The arithmetic a mechanism's constant argument may be written with (rule Constant parameters).
+_ARITHMETIC = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+               "/": lambda a, b: a / b if b != 0 else None}
+_FIRST_READ = _COUNTED | {"gaussian", "subsample"}  # their first argument is an epsilon, a rho or a rate
+_SCANS_PER_FUNCTION = 8  # sets of constants a function's body is scanned with (rule Constant parameters)
 
 # Speculative levels (under branches on values that are not constants) of one function's chain
 # of nested instances before its changing numeric constants are forgotten (rule Widen).
@@ -321,7 +326,7 @@ class InstanceRules:
         gauss = self._may_release(decl, state) or any(_holds_function(t) for t in s.param_types)
         # Rule Inventory: a count for each Laplace epsilon written as a public constant in the
         # function (or those it names), and the unknown mark for anything else.
-        channels = CHANNELS + (UNKNOWN, *self._laplace_channels(decl)) if gauss else ()
+        channels = CHANNELS + (UNKNOWN, *self._laplace_channels(decl, state)) if gauss else ()
         s.quad = [{ch: store.fresh(f"{decl.name}.{p.name}.rho", minimise=True) for ch in channels}
                   if not isinstance(t, FnT) else {} for p, t in zip(decl.params, s.param_types)]
         cands = sorted(state.candidates)
@@ -352,48 +357,78 @@ class InstanceRules:
             out[key] = c_add(out[key], c) if key in out else c
         return out
 
-    def _laplace_channels(self, decl: A.FunDecl) -> tuple[str, ...]:
+    def _laplace_channels(self, decl: A.FunDecl, state: _Active) -> tuple[str, ...]:
         """The inventory channels of the `laplace` calls (and of the other pure mechanisms) whose
         epsilon is a public constant, in the function and the top-level functions it names (rule
-        Inventory)."""
+        Inventory); the epsilon, rho or rate may be a constant parameter of this instance or of a
+        function it calls with constants (rule Constant parameters)."""
         from .helpers import _spine
 
         found: set[str] = set()
-        seen: set[str] = set()
+        seen: set[tuple] = set()
         counted: set[tuple[str, Fraction]] = set()
         rates: set[Fraction] = set()
-        todo: list[A.Node] = [decl.body]
+        todo: list[tuple[A.Node, dict]] = [(decl.body, self._numeric_parameters(decl, state))]
         while todo:
-            node = todo.pop()
+            node, names = todo.pop()
             if isinstance(node, A.Apply):
                 head, args = _spine(node)
-                # Only a literal or a name (a program parameter): evaluating anything else here,
-                # in the middle of an assumption, could check other instances.
-                if isinstance(head, A.Var) and head.name in _COUNTED and args and \
-                        isinstance(args[0], (A.Lit, A.Var)):
-                    eps = self._public_constant(args[0])
-                    if eps is not None and eps > 0:
-                        found.add(laplace_channel(eps) if head.name == "laplace" else pure_channel(eps))
-                        counted.add(("laplace" if head.name == "laplace" else "pure", eps))
-                if isinstance(head, A.Var) and head.name == "gaussian" and args and \
-                        isinstance(args[0], (A.Lit, A.Var)):
-                    rho = self._public_constant(args[0])
-                    if rho is not None and rho > 0:  # a release on one symbol costs rho in channel gs
-                        counted.add(("gauss", rho))
-                if isinstance(head, A.Var) and head.name == "subsample" and args and \
-                        isinstance(args[0], (A.Lit, A.Var)):
-                    rate = self._public_constant(args[0])
-                    if rate is not None and 0 < rate < 1:
-                        rates.add(rate)
-            if isinstance(node, A.Var):
-                f = self.functions.get(node.name)
-                if f is not None and node.name not in seen:
-                    seen.add(node.name)
-                    todo.append(f.body)
-            todo.extend(A.children(node))
-        # rule Poisson subsampling: each counted epsilon on a sample of each rate written here
+                # only a mechanism's first argument is read (evaluating costs a check per call)
+                released = isinstance(head, A.Var) and head.name in _FIRST_READ and args
+                first = self._constant_of(args[0], names) if released else None
+                if isinstance(head, A.Var) and head.name in _COUNTED and first is not None and first > 0:
+                    found.add(laplace_channel(first) if head.name == "laplace" else pure_channel(first))
+                    counted.add(("laplace" if head.name == "laplace" else "pure", first))
+                if isinstance(head, A.Var) and head.name == "gaussian" and first is not None and first > 0:
+                    counted.add(("gauss", first))  # a release on one symbol costs rho in channel gs
+                if isinstance(head, A.Var) and head.name == "subsample" and first is not None and 0 < first < 1:
+                    rates.add(first)
+                callee = self.functions.get(head.name) if isinstance(head, A.Var) else None
+                if callee is not None:  # its parameters bound to the constants it is given here
+                    bound = {p.name: v for p, a in zip(callee.params, args)
+                             if (v := self._constant_of(a, names)) is not None}
+                    self._visit(callee, bound, seen, todo)
+            if isinstance(node, A.Var) and node.name in self.functions:
+                self._visit(self.functions[node.name], {}, seen, todo)
+            todo.extend((child, names) for child in A.children(node))
+        # rule Poisson subsampling: each counted epsilon on a sample of each rate found here
         found.update(subsampled_channel(kind, q, eps) for q in rates for kind, eps in counted)
         return tuple(sorted(found))
+
+    # rule Constant parameters: a called function's body scanned with the constants it is given
+    @staticmethod
+    def _visit(f: A.FunDecl, bound: dict, seen: set, todo: list) -> None:
+        """Scan f's body once per set of constants it is given, at most _SCANS_PER_FUNCTION sets
+        (a recursion on a constant would give a new set at each level)."""
+        key = (f.name, tuple(sorted(bound.items())))
+        if key not in seen and sum(1 for name, _ in seen if name == f.name) < _SCANS_PER_FUNCTION:
+            seen.add(key)
+            todo.append((f.body, bound))
+
+    # rule Constant parameters: a parameter bound to a constant by this instance
+    @staticmethod
+    def _numeric_parameters(decl: A.FunDecl, state: _Active) -> dict[str, Fraction]:
+        """The instance's numeric constant arguments, by parameter name (its key holds them)."""
+        out = {}
+        for p, t, c in zip(decl.params, state.summary.param_types, state.consts):
+            if isinstance(t, Num) and c is not None and not isinstance(c, bool):
+                out[p.name] = Fraction(*c) if isinstance(c, tuple) else Fraction(c)
+        return out
+
+    # rule Constant parameters: a literal, a param, a parameter bound to a constant, or arithmetic
+    def _constant_of(self, e: A.Expr, names: dict) -> Optional[Fraction]:
+        """The value of a mechanism's first argument or of an argument of a call, when it is
+        known here: a literal, a program parameter, a parameter bound to a constant (`names`),
+        or arithmetic of them.  Only these are evaluated: evaluating anything else in the
+        middle of an assumption could check other instances."""
+        if isinstance(e, A.Var) and e.name in names:
+            return names[e.name]
+        if isinstance(e, (A.Lit, A.Var)):
+            return self._public_constant(e)
+        if isinstance(e, A.BinOp) and e.op in _ARITHMETIC:
+            left, right = self._constant_of(e.left, names), self._constant_of(e.right, names)
+            return None if left is None or right is None else _ARITHMETIC[e.op](left, right)
+        return None
 
     def _may_release(self, decl: A.FunDecl, state: _Active) -> bool:
         """Could a call of this instance make a release (which has a shadow cost)?  Conservative:

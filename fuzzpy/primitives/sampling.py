@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..typesystem.ir import IVar
 from ..typesystem.quadratic import (
     PURE_PREFIX,
     SAMPLED_GAUSS,
@@ -34,12 +35,21 @@ _ALLOWED = ("f must make exactly one release on the sample and read nothing else
 def _rate(ctx, arg: Arg) -> Fraction:
     """q: a public constant in (0, 1)."""
     if not isinstance(arg.type, Num) or not arg.is_const:
-        raise ctx.fail("E0209", "the rate of subsample must be a public constant (a literal or a param)", arg.span,
+        raise ctx.fail("E0209", "the rate of subsample must be a public constant (a literal, a param, or "
+                       f"arithmetic of them){_named(arg)}", arg.span,
                        "a rate the data decides could not be amplified: the sample's coins must not depend on it")
     q = Fraction(arg.const)
     if not 0 < q < 1:
         raise ctx.fail("E0213", f"the rate of subsample must be in (0, 1), got {q}", arg.span)
     return q
+
+
+def _named(arg: Arg) -> str:
+    """Which parameter a rate that is not constant came through (rule Constant parameters)."""
+    if isinstance(arg.ir, IVar):
+        return (f", but {arg.ir.name} is not: the argument given for {arg.ir.name} where this function "
+                "is called must be one")
+    return ""
 
 
 def _refuse(ctx, span, why: str):

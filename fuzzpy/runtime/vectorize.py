@@ -143,6 +143,12 @@ def apply_rows(state: RunState, fn: Closure, bag: Bag) -> Frame:
 
 
 def _vectorised(state: RunState, fn: Closure, bag: Bag) -> Frame:
+    out, n = _vector_rows(state, fn, bag)
+    return to_frame(out, n)
+
+
+def _vector_rows(state: RunState, fn: Closure, bag: Bag) -> tuple[Any, int]:
+    """The row function evaluated on whole columns, before it is made a frame; and the rows."""
     if not isinstance(bag, MaskedBag) and not _has_range_index(bag):
         bag = bag.reset_index(drop=True)
     env = dict(fn.env)
@@ -154,7 +160,24 @@ def _vectorised(state: RunState, fn: Closure, bag: Bag) -> Frame:
         out = VectorEvaluator(state).eval(fn.body, env)  # type: ignore[arg-type]
     finally:
         state.row_calls = outer
-    return to_frame(out, nrows(bag))
+    return out, nrows(bag)
+
+
+# rule Vector: a row function's vectors as one float matrix, without the frame when it can
+def row_vectors(state: RunState, fn: Any, bag: Bag, size: int) -> np.ndarray:
+    """row_matrix(row_function(state, fn)(bag), size): the same matrix, read straight from the
+    vectorised columns (number_matrix) when they are numbers, instead of through a frame."""
+    if isinstance(fn, Closure) and fn.body is not None and fn.params and state.vectorise \
+            and id(fn.body) not in state.no_vector:
+        try:
+            out, n = _vector_rows(state, fn, bag)
+            matrix = number_matrix(out, n, size)
+            frame = to_frame(out, n) if matrix is None else None
+        except Exception:  # noqa: BLE001 - as in apply_rows: the rows are run one by one
+            state.no_vector.add(id(fn.body))
+        else:
+            return matrix if matrix is not None else row_matrix(frame, size)
+    return row_matrix(row_function(state, fn)(bag), size)
 
 
 # rule Row: a row that fails or exceeds ROW_CALLS is missing, not a failed run

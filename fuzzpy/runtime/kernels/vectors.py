@@ -25,7 +25,7 @@ from ..numbers import as_float
 from ..ratios import Ratios
 from ..sums import bounded_sum
 from ..values import Closure
-from ..vectorize import row_function, row_matrix
+from ..vectorize import row_matrix, row_vectors
 from .arith import mul
 
 # Relative error of the float norm below (max-scaled sum of squares, then sqrt and a product):
@@ -134,7 +134,7 @@ def _vsum(ctx, c, f, b):
     n, bound = ctx.info["size"], ctx.info["bound"]
     if len(b) == 0:
         return tuple(Fraction(0) for _ in range(n))
-    matrix = clip_rows(row_matrix(row_function(ctx.interp.state, f)(b), n), float(bound))
+    matrix = clip_rows(row_vectors(ctx.interp.state, f, b, n), float(bound))
     return tuple(Fraction(bounded_sum(matrix[:, i], bound)) for i in range(n))
 
 
