@@ -38,6 +38,7 @@ def _square_side(ctx, arg: Arg, prim: str) -> int:
     return side
 
 
+# rule Vector: a row's share of the Gram matrix; infinitely sensitive unless vsum clips it
 @primitive("vouter", ("v",), "vec[n] -> vec[n*n]",
            "vouter v: the outer product v v^T, row by row, as a vector of n*n numbers; its norm is ||v||^2. "
            "Infinitely sensitive in a private v: use it in a row function under vsum's clip (vsum (B * B) "

@@ -48,7 +48,8 @@ def _min_eigenvalue(m: tuple) -> float:
 def _ridge_solve(lam: Any, m: tuple, v: tuple) -> tuple:
     s = _symmetric(m)
     rhs = np.array([float(as_float(x)) for x in v], dtype=np.float64)
-    a = s + float(as_float(lam)) * np.eye(len(rhs))
+    with np.errstate(invalid="ignore", over="ignore"):  # an infinite ridge term: NaN below
+        a = s + float(as_float(lam)) * np.eye(len(rhs))
     if not (np.isfinite(a).all() and np.isfinite(rhs).all()):
         return tuple(math.nan for _ in v)
     try:
