@@ -1,7 +1,7 @@
 """linear_fit_adassp (AdaSSP, stdlib/ml.fz) against numpy's least squares on the UCI Adult data.
 
     python benchmarks/adassp_utility.py --data PATH/adult.data [--test PATH/adult.test]
-        [--rho 0.0077,0.028,0.1] [--seeds 10]
+        [--rho 0.0077,0.028,0.1] [--eps 0.5,1,2] [--seeds 10]
 
 The program is examples/linear_regression_adassp.fz (the 0/1 income label on an intercept, age,
 years of education and hours per week scaled to [-1, 1], and being married, +1/-1; features
@@ -10,7 +10,8 @@ is the checker's) and run through the interpreter with seeds 0, 1, ...; seeded n
 measurement only.  Printed per rho: the non-private least-squares coefficients, the mean
 private ones, the largest deviation of a coefficient over the seeds, how many seeds give every
 coefficient the sign of least squares, and the mean squared error on --test (the training rows
-if none is given) against least squares'.
+if none is given) against least squares'.  --eps runs the pure-epsilon fit,
+linear_fit_adassp_pure, on the same program (Laplace noise; no delta).
 """
 
 from __future__ import annotations
@@ -56,13 +57,18 @@ def epsilon_at(rho: str, delta: str = "1e-6") -> str:
     return out.split("epsilon = ")[1].split(",")[0]
 
 
-def private_fits(db, rho: str, seeds: int) -> list[np.ndarray]:
+def private_fits(db, rho: str, seeds: int, pure: bool = False) -> list[np.ndarray]:
+    """The example with rho (or, pure, linear_fit_adassp_pure with epsilon `rho`), run per seed."""
     from fuzzpy.checking.program import check_source
     from fuzzpy.runtime.interpreter import run_program
     from fuzzpy.runtime.samplers import RandomSource
 
-    report = check_source(EXAMPLE.read_text(), str(EXAMPLE), params={"rho": rho})
-    assert report.ok and report.rho == Fraction(rho), [d.message for d in report.diagnostics]
+    src = EXAMPLE.read_text()
+    if pure:
+        src = src.replace("linear_fit_adassp rho B", f"linear_fit_adassp_pure ({rho}) B")
+    report = check_source(src, str(EXAMPLE), params={"rho": rho})
+    assert report.ok, [d.message for d in report.diagnostics]
+    assert (report.epsilon, report.is_pure) == (Fraction(rho), True) if pure else report.rho == Fraction(rho)
     return [np.array([float(v) for v in run_program(report.entry_instance, {"db": db.copy()},
                                                      RandomSource.seeded(s)).value]) for s in range(seeds)]
 
@@ -76,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, required=True, help="adult.data (or a CSV with a header)")
     ap.add_argument("--test", type=Path, help="adult.test (the mean squared error is measured on it)")
     ap.add_argument("--rho", default="0.0077,0.028,0.1")
+    ap.add_argument("--eps", default="0.5,1,2", help="epsilons of the pure fit (empty: none)")
     ap.add_argument("--seeds", type=int, default=10)
     args = ap.parse_args(argv)
 
@@ -92,11 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Adult: {len(train)} training rows, {len(test)} rows for the error; coefficients (intercept, age, "
           f"education, hours, married)")
     print(f"least squares {show(exact)}  mean squared error {mse:.4f} (constant model {yt.var():.4f})")
-    for rho in args.rho.split(","):
-        ws = private_fits(train, rho, args.seeds)
+    runs = [(rho, False) for rho in args.rho.split(",") if rho] + [(eps, True) for eps in args.eps.split(",") if eps]
+    for value, pure in runs:
+        ws = private_fits(train, value, args.seeds, pure)
         errors = [float(((xt @ w - yt) ** 2).mean()) for w in ws]
         signs = sum(bool((np.sign(w) == np.sign(exact)).all()) for w in ws)
-        print(f"rho {rho} (epsilon {epsilon_at(rho)} at delta 1e-6): mean {show(np.mean(ws, axis=0))}  "
+        cost = f"pure epsilon {value}" if pure else f"rho {value} (epsilon {epsilon_at(value)} at delta 1e-6)"
+        print(f"{cost}: mean {show(np.mean(ws, axis=0))}  "
               f"largest deviation {np.abs(np.array(ws) - exact).max():.4f}  right signs {signs} of {len(ws)}  "
               f"mean squared error {min(errors):.4f}-{max(errors):.4f}", flush=True)
     return 0

@@ -70,6 +70,18 @@ def test_adassp_cost_does_not_grow_with_the_number_of_features():
     assert four.rho == 1 and _gauss(four) == [(F(2), F(1, 2)), (F(4), F(1, 2))]
 
 
+def test_pure_adassp_costs_eps_in_two_laplace_releases_of_l1_sensitivity_d_bound_squared_and_sqrt_d_bound():
+    from fuzzpy.primitives.vectors import sqrt_upper
+
+    report = probe("(db : bag Row)", "linear_fit_adassp_pure (1/2) 3 (fun r -> vec (1, r.x / 100, r.y / 100, 1)) "
+                                     "(fun r -> r.y / 100) db")
+    assert report.epsilon == F(1, 2) and report.is_pure
+    laplace = sorted((m.sensitivity, m.epsilon) for m in report.mechanisms if m.name == "laplace")
+    # the Gram matrix's 16 coordinates: vtuple's sqrt(16) = 4 times its L2 sensitivity 9
+    assert laplace == [(sqrt_upper(F(4)) * 3, F(1, 4)), (F(36), F(1, 4))]
+    assert sqrt_upper(F(4)) == 2
+
+
 @pytest.mark.parametrize("expr, code, message", [
     # the clip bound read from the data: the noise could not be calibrated before the run
     ("linear_fit_adassp 1 (count db) (fun r -> vec (1, r.x)) (fun r -> r.y) db", "E0209",
@@ -117,6 +129,14 @@ def test_adassp_matches_least_squares_on_the_clipped_rows(tmp_path):
     _, theta = _fit(table, FIT.format(rho=4, bound=2, features=THREE), 4, seed=0)
     assert np.abs(theta - exact).max() < 0.05, (theta, exact)
     assert (np.sign(theta) == np.sign(exact)).all()
+
+
+def test_pure_adassp_recovers_a_known_linear_model(tmp_path):
+    table = _table(tmp_path, _points(20000, seed=4))
+    for seed in (0, 1):
+        report, theta = _fit(table, FIT.format(rho=2, bound=2, features=THREE).replace("adassp", "adassp_pure"), 4, seed)
+        assert report.epsilon == 2 and report.is_pure
+        assert np.abs(theta - np.array(TRUTH)).max() < 0.03, theta
 
 
 @pytest.mark.parametrize("features, size", [
