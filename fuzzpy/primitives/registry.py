@@ -145,6 +145,7 @@ def _load() -> None:
                 estimates,
                 joins,
                 library,
+                linalg,
                 lists,
                 mechanisms,
                 ordered,

@@ -76,6 +76,8 @@ GAUSSIAN = {
     # stdlib's dpsgd_logistic: 60 steps of rho 1/10 on Poisson samples, a noisy count and a noisy
     # loss of rho 1/360 each: amplified at a delta
     "dpsgd_logistic": (SAMPLE, 6 + F(2, 360), {("gaussian", 1)}),
+    # AdaSSP: the Gram matrix (L2 sensitivity B^2) and X^T y (B), rho / 2 each, B = 9/4
+    "linear_regression_adassp": (SAMPLE, F(7, 250), {("gaussian", F(81, 16)), ("gaussian", F(9, 4))}),
 }
 
 # The examples with a privacy unit: example -> (data, checked epsilon, delta of its partition selections).
@@ -186,7 +188,7 @@ def test_every_example_checks_at_exactly_the_documented_epsilon():
     # zCDP (Gaussian) examples have a rho, not an epsilon: tests/examples checks theirs exactly; so does
     # it the epsilon and delta of the example with a partition selection (UNITS)
     not_pure = {name for name in examples if not check_file(EXAMPLES / f"{name}.fz").is_pure}
-    assert not_pure == {"logistic_regression_gauss", "kmeans_gauss", "dpsgd_logistic"} | set(UNITS)
+    assert not_pure == {"logistic_regression_gauss", "kmeans_gauss", "dpsgd_logistic", "linear_regression_adassp"} | set(UNITS)
     assert set(documented) == examples - not_pure
     for name, epsilon in documented.items():
         r = check_file(EXAMPLES / f"{name}.fz")
@@ -366,6 +368,19 @@ def test_dpsgd_on_poisson_samples_beats_the_majority_class():
     majority = float((sample.income == "<=50K").mean())
     assert _logistic_accuracy(weights, sample) > majority + 0.02
     assert weights[4] > 0 and weights[2] > 0
+
+
+def test_adassp_linear_regression_fits_without_a_step():
+    report, sample, result = run_gaussian("linear_regression_adassp")
+    theta = np.array([float(w) for w in result.value])
+    assert len(result.releases) == 2
+    x = np.c_[np.ones(len(sample)), 2 * (sample.age - 17) / 73 - 1, 2 * (sample.education_num - 1) / 15 - 1,
+              2 * (sample.hours_per_week - 1) / 98 - 1,
+              np.where(sample.marital_status == "Married-civ-spouse", 1.0, -1.0)]
+    y = (sample.income == ">50K").to_numpy(dtype=float)
+    # education and marriage, the strongest effects, keep their signs; the model beats the mean
+    assert theta[2] > 0 and theta[4] > 0
+    assert ((x @ theta - y) ** 2).mean() < 0.8 * y.var()
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     estimates,
     joins,
     library,
+    linalg,
     lists,
     mechanisms,
     ordered,
