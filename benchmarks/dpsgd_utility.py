@@ -26,7 +26,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from fit_utility import COLUMNS, accuracy, least_squares, logistic_newton, show  # noqa: E402
+from fit_utility import COLUMNS, accuracy, least_squares, logistic_newton, show, sklearn_logistic  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "dpsgd_logistic.fz"
 
@@ -94,6 +94,10 @@ def main() -> None:
     print(f"non-private logistic (Newton): {show(newton)}; test accuracy {100 * accuracy(newton, xt, yt):.2f}%; "
           f"majority {100 * (yt == 0).mean():.2f}%")
     print(f"non-private least squares: {show(lsq)}")
+    sk = sklearn_logistic(x, y)
+    if sk is not None:
+        print(f"non-private logistic (scikit-learn, no penalty): {show(sk)}; "
+              f"test accuracy {100 * accuracy(sk, xt, yt):.2f}%")
     eps, runs = fits(program(None), train, args.seeds, args.delta)
     summary("dpsgd_logistic", eps, runs, newton, (xt, yt))
     eps, runs = fits(program(args.linear_rate), train, args.seeds, args.delta)

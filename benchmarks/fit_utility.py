@@ -77,6 +77,17 @@ def logistic_newton(x: np.ndarray, y: np.ndarray, steps: int = 25) -> np.ndarray
     return w
 
 
+def sklearn_logistic(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """scikit-learn's non-private logistic regression (no penalty; x carries its own intercept
+    column), or None when scikit-learn is not installed (it is not a dependency of fuzzpy)."""
+    try:
+        from sklearn.linear_model import LogisticRegression
+    except ImportError:
+        return None
+    model = LogisticRegression(penalty=None, fit_intercept=False, max_iter=1000).fit(x, y)
+    return model.coef_[0]
+
+
 def noise_free_descent(x: np.ndarray, y: np.ndarray, iters: int, step: float, c: float, logistic: bool) -> np.ndarray:
     """fit_vec's descent without noise: per-row gradients clipped to L2 norm c, mean, step."""
     w = np.zeros(x.shape[1])

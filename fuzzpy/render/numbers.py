@@ -50,6 +50,20 @@ def show(c: Any) -> str:
         return scientific(Fraction(c))
 
 
+def show_measured(c: Any, digits: int = 6) -> str:
+    """A derived quantity a reader compares by eye (a noise scale, a Gaussian's sd), total: the
+    exact notation when it is short, else `digits` significant digits.  A grid sigma such as
+    629397181890197/281474976710656 says nothing to a reader that 2.23607 does not; the exact
+    value stays in the JSON report."""
+    text = show(c)
+    if "/" not in text or len(text) <= 12:
+        return text
+    value = to_float(c)
+    if math.isfinite(value) and value != 0:
+        return f"{value:.{digits}g}"
+    return scientific(Fraction(c), digits)
+
+
 def finite_json(value: Any) -> Any:
     """`value` with every non-finite float replaced by its text ("inf", "-inf", "nan")."""
     if isinstance(value, float) and not math.isfinite(value):

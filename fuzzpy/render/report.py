@@ -9,7 +9,7 @@ from ..checking.reports import CheckReport
 from ..diagnostics import render
 from ..hints import shown_span
 from ..typesystem.sens import INF
-from .numbers import dumps, json_number
+from .numbers import dumps, json_number, show_measured
 from .numbers import show as fmt_coef
 from .printed import Printed
 
@@ -158,8 +158,8 @@ def report_text(report: CheckReport) -> Printed:
     if report.mechanisms and report.ok:
         shown.out("mechanisms:")
         for m in report.mechanisms:
-            cost = (f"rho {fmt_coef(m.extra.get('rho', 0))}, noise sd {fmt_coef(m.scale)}" if m.name == "gaussian"
-                    else f"epsilon {fmt_coef(m.epsilon)}, noise scale {fmt_coef(m.scale)}")
+            cost = (f"rho {fmt_coef(m.extra.get('rho', 0))}, noise sd {show_measured(m.scale)}" if m.name == "gaussian"
+                    else f"epsilon {fmt_coef(m.epsilon)}, noise scale {show_measured(m.scale)}")
             shown.out(f"  {shown_span(m.span)}  {m.name}: sensitivity {fmt_coef(m.sensitivity)}, {cost}  "
                       f"(in {m.function})")
     return shown
