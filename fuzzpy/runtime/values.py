@@ -248,9 +248,14 @@ class MaskedBag:
                 col = self._frame[label]
             else:
                 src = self.base[label] if self.is_frame else self.base
-                col = select(src, self.mask)
+                col = take(src, self.rows) if self._few_rows() else select(src, self.mask)
             self._columns[label] = col
         return col
+
+    def _few_rows(self) -> bool:
+        """Whether taking the rows by index beats a boolean mask: when the indices are known, or
+        the bag keeps under an eighth of its base (a Poisson sample, a small group)."""
+        return self._rows is not None or self._rows_fn is not None or 8 * len(self) < len(self.base)
 
     def series(self) -> pd.Series:
         """The selected values of a bag of scalars."""
@@ -278,6 +283,11 @@ def is_bag(v: Any) -> bool:
 def select(series: pd.Series, mask: np.ndarray) -> pd.Series:
     """series[mask] with a fresh RangeIndex; categoricals stay categorical."""
     return pd.Series(series.array[mask], name=series.name, copy=False)
+
+
+def take(series: pd.Series, rows: np.ndarray) -> pd.Series:
+    """series at the positions `rows`, with a fresh RangeIndex: `select` by index."""
+    return pd.Series(series.array.take(rows), name=series.name, copy=False)
 
 
 def nrows(bag: Bag) -> int:

@@ -555,3 +555,23 @@ def test_int_codes_are_each_keys_position_and_small():
             assert got.dtype == want_type
             assert got.tolist() == [reference(v, lo, k) for v in x.tolist()]
     assert int_codes(4.0, 1, 5).tolist() == [3] and int_codes(float("nan"), 0, 5).tolist() == [-1]
+
+
+def test_a_sparse_bag_takes_its_columns_by_index_with_the_same_values_and_dtypes():
+    """A bag keeping under an eighth of its base (a Poisson batch) takes its columns by row
+    index; a dense one by its mask: the same values, dtypes (categoricals stay categorical,
+    missing values stay missing) and a fresh RangeIndex either way."""
+    from fuzzpy.runtime.values import MaskedBag
+
+    rng = np.random.default_rng(3)
+    n = 4000
+    base = pd.DataFrame({"x": rng.normal(size=n), "k": pd.Categorical(rng.choice(["a", "b"], n)),
+                         "s": pd.array(np.where(rng.random(n) < 0.1, None, "t"), dtype="string")})
+    for share in (0.02, 0.5):
+        mask = rng.random(n) < share
+        bag = MaskedBag(base, mask)
+        assert bag._few_rows() == (share < 1 / 8)
+        for label in base.columns:
+            col = bag.column(label)
+            expected = base[label][mask].reset_index(drop=True)
+            pd.testing.assert_series_equal(col, expected, check_names=True)
