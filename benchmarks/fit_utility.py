@@ -84,7 +84,7 @@ def sklearn_logistic(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
         from sklearn.linear_model import LogisticRegression
     except ImportError:
         return None
-    model = LogisticRegression(penalty=None, fit_intercept=False, max_iter=1000).fit(x, y)
+    model = LogisticRegression(C=np.inf, fit_intercept=False, max_iter=1000).fit(x, y)
     return model.coef_[0]
 
 
