@@ -226,7 +226,7 @@ def expect(done: subprocess.CompletedProcess, args: list[str], code: int = 0) ->
 
 # zCDP examples (Gaussian noise): run at delta 1e-6, where they are (0.83, 1e-6)-, (1.37, 1e-6)-
 # and (0.995, 1e-6)-DP (DP-SGD's steps on Poisson samples), under a budget of 2.
-ZCDP = {"logistic_regression_gauss", "kmeans_gauss", "dpsgd_logistic"}
+ZCDP = {"logistic_regression_gauss", "kmeans_gauss", "dpsgd_logistic", "linear_regression_adassp"}
 # The flights examples: their tables (public ones with --public) and, for partition selection's
 # delta, a delta.
 FLIGHTS = "flights=examples/data/flights_sample.csv"
