@@ -26,6 +26,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "linear_regression_adassp.fz"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from fit_utility import show  # noqa: E402
 
 
 def design(df) -> tuple[np.ndarray, np.ndarray]:
@@ -71,10 +74,6 @@ def private_fits(db, rho: str, seeds: int, pure: bool = False) -> list[np.ndarra
     assert (report.epsilon, report.is_pure) == (Fraction(rho), True) if pure else report.rho == Fraction(rho)
     return [np.array([float(v) for v in run_program(report.entry_instance, {"db": db.copy()},
                                                      RandomSource.seeded(s)).value]) for s in range(seeds)]
-
-
-def show(w: np.ndarray) -> str:
-    return "(" + ", ".join(f"{v:+.3f}" for v in w) + ")"
 
 
 def main(argv: list[str] | None = None) -> int:

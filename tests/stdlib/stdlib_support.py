@@ -3,6 +3,7 @@ exact type and epsilon, and run programs on a small deterministic table with see
 
 from __future__ import annotations
 
+import math
 import random
 from fractions import Fraction
 from pathlib import Path
@@ -83,3 +84,20 @@ def run(body: str, table, *, ret: str = "fuzzy num", extra: str = "", seed: int 
     assert not errors(report), errors(report)
     result = run_program(report.entry_instance, {"db": table}, RandomSource.seeded(seed))
     return report, result
+
+
+# A planted logistic model on Row-like points, shared by the fits' tests.
+TRUE_MODEL = (-0.5, 3.0, -2.0)     # intercept, x / 50 - 1, y / 50 - 1
+FEATURES = "function features (r : Row) : vec[3] { vec (1, r.x / 50 - 1, r.y / 50 - 1) }\n"
+LABEL = "function label (r : Row) : num { if r.flag then 1 else 0 }\n"
+
+
+def planted_rows(n: int = 2000, seed: int = 11) -> list[tuple[float, float, str, bool]]:
+    """x, y uniform in [0, 100]; flag drawn with probability sigmoid(TRUE_MODEL . (1, x/50-1, y/50-1))."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        x, y = round(rng.uniform(0, 100), 2), round(rng.uniform(0, 100), 2)
+        z = TRUE_MODEL[0] + TRUE_MODEL[1] * (x / 50 - 1) + TRUE_MODEL[2] * (y / 50 - 1)
+        out.append((x, y, "a", rng.random() < 1 / (1 + math.exp(-z))))
+    return out

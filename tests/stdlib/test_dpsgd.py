@@ -7,29 +7,14 @@ planted model gets its signs, and the released loss tells a descent that has not
 from __future__ import annotations
 
 import math
-import random
 from fractions import Fraction as F
 
-from stdlib_support import IMPORTS, ROW, errors, load_rows, rows, run
+from stdlib_support import FEATURES, IMPORTS, LABEL, ROW, TRUE_MODEL, errors, load_rows, planted_rows, rows, run
 
 from fuzzpy.checking.program import check_source
 from fuzzpy.pipeline.guarantee import guarantee, proven_loss
 
-TRUE_MODEL = (-0.5, 3.0, -2.0)     # intercept, x / 50 - 1, y / 50 - 1
-FEATURES = "function features (r : Row) : vec[3] { vec (1, r.x / 50 - 1, r.y / 50 - 1) }\n"
-LABEL = "function label (r : Row) : num { if r.flag then 1 else 0 }\n"
 RET = "fuzzy (vec[3], num)"
-
-
-def planted_rows(n: int = 2000, seed: int = 11) -> list[tuple[float, float, str, bool]]:
-    """x, y uniform in [0, 100]; flag drawn with probability sigmoid(TRUE_MODEL . (1, x/50-1, y/50-1))."""
-    rng = random.Random(seed)
-    out = []
-    for _ in range(n):
-        x, y = round(rng.uniform(0, 100), 2), round(rng.uniform(0, 100), 2)
-        z = TRUE_MODEL[0] + TRUE_MODEL[1] * (x / 50 - 1) + TRUE_MODEL[2] * (y / 50 - 1)
-        out.append((x, y, "a", rng.random() < 1 / (1 + math.exp(-z))))
-    return out
 
 
 def checked(body: str, extra: str = ""):
