@@ -13,6 +13,10 @@ the level, F^d(S_base) bounds the level-d call: the body check holds for every p
 n, and level d calls level d - 1. Anything the rule cannot establish (another shape, a
 mechanism that needs the recursion's own sensitivity, a nested recursion) falls back to
 unrolling.
+
+Rule Count over a range: a public counter that is not a constant but an integer of a small range
+(a released value clipped) is counted for every value of the range; the call's summary is the
+pointwise maximum of F^d(S_base) over the levels d those values need.
 """
 
 from __future__ import annotations
@@ -198,9 +202,10 @@ class CountRules:
     """Rule Count (a mixin of `Checker`; see the module docstring)."""
 
     def counted(self, fn: TopFn, args: list[Val], key, span: Span):
-        """The summary of a counted recursion called with a constant counter, or with a public
-        counter whose type is a small integer range (rule Count over a range), or None when
-        neither applies (the caller then unrolls).  The summary is kept as the call's instance."""
+        """Rule Count: the summary of a counted recursion called with a constant counter, or
+        with a public counter whose type is a small integer range (rule Count over a range), or
+        None when neither applies (the caller then unrolls).  The summary is kept as the call's
+        instance."""
         shape = self._shape(fn.decl)
         if shape is None or self._counting is not None:
             return None
@@ -414,7 +419,8 @@ class CountRules:
 
 @dataclass(frozen=True)
 class _Deepest:
-    """The most calls and nesting of the base levels a range of counters reaches (rule Unroll)."""
+    """The most calls and nesting of the base levels a range of counters reaches (rule Count over
+    a range; rule Unroll counts them)."""
 
     calls: int
     depth: int
