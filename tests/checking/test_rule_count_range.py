@@ -11,8 +11,11 @@ and a finite bound reused for another range or for no range at all.
 
 from __future__ import annotations
 
+import random
+from fractions import Fraction
+
 import pytest
-from check_and_run import codes, exactly, make_tables, refused_report, violations
+from check_and_run import check, codes, exactly, make_tables, refused_report, violations
 
 from fuzzpy.checking.counting import MAX_COUNT_RANGE
 
@@ -50,6 +53,26 @@ def test_a_range_that_starts_above_the_bound_is_charged_its_top_not_its_bottom()
 def test_a_range_that_reaches_past_the_bound_counts_the_values_that_stop_at_once():
     """-3..0 run no level (each its own base level), 1..5 run up to 5."""
     exactly(DOWN + main("loop db (floor (clip (-3) 5 m)) 0"), 6)
+
+
+def test_a_range_is_never_charged_less_than_any_of_its_values_counted_as_a_constant():
+    """The base level releases at 5 when its counter is below -1: from -3 and -2 the base releases,
+    from 1 and 2 up to 2 levels of 1 do.  Each value counted as a constant (rule Count, or
+    unrolled) is a lower bound of the range's charge; the range's is 7 (the body checked once sees
+    both arms with n not a constant, as rule Count does for a constant counter past 1 level)."""
+    src = LOOP.format(guard="n <= 0", rest="loop db (n - 1) (acc + x)").replace(
+        "then return acc", "then (if n < -1 then laplace 5 (count db) else return acc)")
+    r = exactly(src + main("loop db (floor (clip (-3) 2 m)) 0"), 7)
+    for n in range(-3, 3):
+        single = check(src + main(f"loop db ({n}) 0"))
+        assert single.ok and single.epsilon <= r.epsilon, (n, single.epsilon)
+
+
+def test_a_counter_whose_range_is_not_of_integers_stays_refused():
+    """A counter of 2.5 makes other levels than 2 or 3: only integer ranges are enumerated."""
+    src = DOWN.replace("(n : int)", "(n : num)")
+    refused_report(src + main("loop db (clip 0 5 m) 0"), "E0302")
+    exactly(src + main("loop db (floor (clip 0 5 m)) 0"), 6)
 
 
 def test_a_step_of_two_reaches_two_base_levels_and_takes_the_most_levels():
@@ -109,3 +132,45 @@ def test_a_range_of_more_than_the_cap_is_not_enumerated():
     exactly(DOWN + main(f"loop db (floor (clip 0 {top} m)) 0"), top + 1)
     refused_report(DOWN + main(f"loop db (floor (clip 0 {top + 1} m)) 0"), "E0302")
 
+
+
+def _expected_levels(n: int, bound: int, k: int, up: bool) -> int:
+    """The levels a run makes from counter n, counted by hand (the guard stops at the bound)."""
+    levels = 0
+    while (n < bound) if up else (n > bound):
+        n, levels = n + k if up else n - k, levels + 1
+    return levels
+
+
+def _random_range_program(rng: random.Random) -> tuple[str, Fraction]:
+    """A counted loop of releases over a clipped released counter, and its epsilon by hand."""
+    up, k, eps = rng.random() < 0.5, rng.choice([1, 2, 3]), rng.choice([Fraction(1), Fraction(1, 2)])
+    bound = rng.choice([6, 8, 10]) if up else rng.choice([0, 1, 2])
+    lo = rng.randint(-3, 4)
+    hi = lo + rng.randint(0, 6)
+    guard = rng.choice(["n >= {b}", "{b} <= n"] if up else ["n <= {b}", "{b} >= n"]).format(b=bound)
+    step = f"n {'+' if up else '-'} {k}"
+    e = "1" if eps == 1 else "0.5"
+    closure = rng.random() < 0.5
+    pre = f"let f = fun t -> laplace {e} (count (filter (fun r -> r.x > n) t));\n  " if closure else ""
+    release = "f db" if closure else f"laplace {e} (count (filter (fun r -> r.x > n) db))"
+    rest = f"loop db ({step}) (acc + x)"
+    if rng.random() < 0.4:
+        rest = f"if x > 3 then return acc else {rest}"
+    src = (f"function loop (db : bag T) (n : int) (acc : num) : fuzzy num {{\n  {pre}if {guard} then return acc\n"
+           f"  else (sample x = {release};\n    {rest})\n}}\n")
+    clip = f"clip ({lo}) ({hi}) m"
+    most = max(_expected_levels(n, bound, k, up) for n in range(lo, hi + 1))
+    return src + main(f"loop db (floor ({clip})) 0"), 1 + eps * most
+
+
+def test_random_ranges_are_charged_the_levels_counted_by_hand(tables):
+    """Directions, steps, bounds on either side, ranges that start past the bound, early stops and
+    closures, drawn at random: the epsilon is the release of m plus the most levels any counter of
+    the range makes, counted by hand; a few are run on neighbouring tables by the oracle."""
+    rng = random.Random(37)
+    for i in range(40):
+        src, epsilon = _random_range_program(rng)
+        r = exactly(src, epsilon)
+        if i % 8 == 0:
+            assert violations(r, tables) == [], src
