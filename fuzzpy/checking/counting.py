@@ -340,13 +340,15 @@ class CountRules:
         maxes = [r for r in rows if r[1] is not None and r[1] not in assumed]
         steps = [r for r in rows if r[1] is not None and r[1] in assumed]
         top: dict = {}
+        ranged = len(bases) > 1 or bases[0][1][0] != bases[0][1][1]
         for base, (fewest, most) in bases:
             values = _start(summary, base)
             for d in range(most + 1):
                 if d:
                     self._level(values, maxes, steps, assumed)
-                if d >= fewest:
+                if d >= fewest or ranged:  # a range's annotations hold at every level of every value
                     self._check_level(values, span)
+                if d >= fewest:
                     top = {u: max(v, top.get(u, ZERO)) for u, v in {**top, **values}.items()}
         self._substitute(summary, top)
         deepest = max(most for _, (_, most) in bases)
