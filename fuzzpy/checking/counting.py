@@ -13,10 +13,15 @@ the level, F^d(S_base) bounds the level-d call: the body check holds for every p
 n, and level d calls level d - 1. Anything the rule cannot establish (another shape, a
 mechanism that needs the recursion's own sensitivity, a nested recursion) falls back to
 unrolling.
+
+Rule Count over a range: a public counter that is not a constant but an integer of a small range
+(a released value clipped) is counted for every value of the range; the call's summary is the
+pointwise maximum of F^d(S_base) over the levels d those values need.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Optional
@@ -28,11 +33,13 @@ from ..syntax import ast as A
 from ..typesystem.effects import FAIL, r_union
 from ..typesystem.sens import INF, ONE, ZERO, Coef, ConstraintStore, Lin, is_const
 from ..typesystem.types import Num
-from .helpers import _free_vars, _pattern_names, _spine
+from .helpers import _free_vars, _pattern_names, _spine, _widen
 from .values import TopFn, Val
 
 # Levels a counted recursion may have: each costs one step of exact arithmetic on its summary.
 MAX_COUNT_LEVELS = 1_000_000
+# Counter values rule Count over a range enumerates (each one's levels found; past it, unrolled).
+MAX_COUNT_RANGE = 4096
 _FLIP = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "==": "==", "!=": "!="}
 
 
@@ -194,23 +201,63 @@ def _samples(t: int) -> range | list:
 class CountRules:
     """Rule Count (a mixin of `Checker`; see the module docstring)."""
 
-    def counted(self, fn: TopFn, args: list[Val], span: Span):
-        """The summary of a counted recursion called with a constant counter, or None when rule
-        Count does not apply (the caller then unrolls)."""
+    def counted(self, fn: TopFn, args: list[Val], key, span: Span):
+        """Rule Count: the summary of a counted recursion called with a constant counter, or
+        with a public counter whose type is a small integer range (rule Count over a range), or
+        None when neither applies (the caller then unrolls).  The summary is kept as the call's
+        instance."""
         shape = self._shape(fn.decl)
         if shape is None or self._counting is not None:
             return None
         n = args[shape.param]
-        if not n.is_const or not isinstance(n.type, Num):
+        if not isinstance(n.type, Num):
             return None
         consts = [self._bound(shape, args), *(self._public_constant(e) for e in shape.steps)]
         if any(c is None for c in consts) or any(c != consts[1] for c in consts[1:]) or consts[1] <= 0:
             return None
         bound, k = consts[0], (-consts[1] if shape.up else consts[1])  # the counter moves by -k per level
+        if not n.is_const:
+            return self._counted_over_range(fn, args, key, shape, bound, k, span)
         depth = levels(shape, Fraction(n.const), bound, k)
         if depth is None or depth < 2:
             return None
-        return self._count(fn, args, shape, depth, Fraction(n.const) - depth * k, span)
+        summary = self._count(fn, args, shape, {Fraction(n.const) - depth * k: (depth, depth)}, span)
+        if summary is not None:
+            self.instances[key] = summary
+        return summary
+
+    # rule Count over a range: a public counter known to lie in [lo, hi], every value counted
+    def _counted_over_range(self, fn: TopFn, args: list[Val], key, shape: CountShape, bound: Fraction,
+                            k: Fraction, span: Span):
+        """The pointwise maximum of the summaries of the call for every integer counter value in
+        its type's range, or None (a private counter, an unbounded or too large range, a value
+        for which the count never stops).  Cached under the call's key and the range: the key
+        alone stands for any public counter."""
+        n = args[shape.param]
+        t = n.type
+        if n.dist or not t.integer or not t.bounded or t.hi - t.lo + 1 > MAX_COUNT_RANGE:
+            return None
+        range_key = (key, "count over", t.lo, t.hi)
+        if range_key in self.instances:
+            return self.instances[range_key]
+        by_base = _levels_by_base(shape, t, bound, k)
+        if by_base is None or sum(hi for _, hi in by_base.values()) > MAX_COUNT_LEVELS:
+            return None
+        summary = self._count(fn, self._forget_changing_constants(fn, args, shape), shape, by_base, span)
+        if summary is not None:
+            self.instances[range_key] = summary
+        return summary
+
+    def _forget_changing_constants(self, fn: TopFn, args: list[Val], shape: CountShape) -> list[Val]:
+        """Rule Count over a range: a numeric constant that the recursive calls do not pass on as
+        itself (an accumulator's start) is forgotten (rule Widen), so that every level, the
+        first and the base included, is the instance the step check describes."""
+        out = list(args)
+        for i, p in enumerate(fn.decl.params):
+            if i != shape.param and args[i].is_const and not _passed_on(fn.decl.body, fn.decl.name, i, p.name):
+                declared = self.types.resolve(p.type) if p.type is not None else None
+                out[i] = _widen(args[i], declared if isinstance(declared, Num) else None)
+        return out
 
     def _shape(self, decl: A.FunDecl) -> Optional[CountShape]:
         key = id(decl)
@@ -233,10 +280,14 @@ class CountRules:
             return None
         return Fraction(v.const) if v.is_const and isinstance(v.type, Num) else None
 
-    def _count(self, fn: TopFn, args: list[Val], shape: CountShape, depth: int, base_n: Fraction, span: Span):
-        base_args = list(args)
-        base_args[shape.param] = self.const_val(base_n, Num(base_n, base_n, args[shape.param].type.integer))
-        base, _ = self.summary(fn, base_args, span)
+    def _count(self, fn: TopFn, args: list[Val], shape: CountShape, by_base: dict, span: Span):
+        """The summary over the counter values given as {base level's counter: (fewest, most)
+        levels from it}: one entry for a constant counter, one per base reached for a range."""
+        bases = []
+        for base_n, depths in by_base.items():
+            base_args = list(args)
+            base_args[shape.param] = self.const_val(base_n, Num(base_n, base_n, args[shape.param].type.integer))
+            bases.append((self.summary(fn, base_args, span)[0], depths))
         step_args = list(args)
         counter = args[shape.param]
         step_args[shape.param] = Val(Num(None, None, counter.type.integer), {}, counter.ir)  # public, not constant
@@ -247,14 +298,14 @@ class CountRules:
                 self._restore(snapshot)
                 return None
             summary, state, key = step
-            self._iterate(summary, state, base, depth, span)
+            self._iterate(summary, state, bases, span)
         except FuzzError:
             self._restore(snapshot)
             return None
         finally:
             self.store, self.unsolved, self.pending_checks = snapshot[0], snapshot[1], snapshot[2]
             self._counting = None
-        self.instances.pop(key, None)  # the summary holds for this counter value only (the caller keys it)
+        self.instances.pop(key, None)  # the summary holds for these counter values only (counted keys it)
         if max(summary.depth, summary.draw_depth) > limits.CALL_DEPTH:
             # The count's depth is an upper bound (each level's deepest path): unrolling decides,
             # and no level below tries rule Count again (which would make unrolling quadratic).
@@ -280,28 +331,50 @@ class CountRules:
         return summary, state, key
 
     # rule Count: the summary is F applied D times to the base level's, exactly
-    def _iterate(self, summary, state, base, depth: int, span: Span) -> None:
-        """summary := F^depth(base), F being one level of the body given the level below."""
-        values = _start(summary, base)
+    # rule Count over a range: the pointwise maximum of F^d(S_base) over every d a value may need
+    def _iterate(self, summary, state, bases: list, span: Span) -> None:
+        """summary := F^depth(base) (a constant counter), or the maximum of F^d(base) over d in
+        [fewest, most] for each base (a range), F being one level of the body given the level below."""
         rows = [(lhs, _single(rhs)) for lhs, rhs, _ in self.store.constraints]
         assumed = set(_assumed_unknowns(summary))
         maxes = [r for r in rows if r[1] is not None and r[1] not in assumed]
         steps = [r for r in rows if r[1] is not None and r[1] in assumed]
-        for _ in range(depth):
-            for m in {u for _, u in maxes}:
-                values[m] = ZERO
-            for _ in range(len(maxes) + 1):  # maxima depend on one another without cycles
-                changed = False
-                for lhs, u in maxes:
-                    v = _eval(lhs, values)
-                    if v > values[u]:
-                        values[u], changed = v, True
-                if not changed:
-                    break
-            nxt = {u: ZERO for u in assumed}
-            for lhs, u in steps:
-                nxt[u] = max(nxt[u], _eval(lhs, values))
-            values.update(nxt)
+        top: dict = {}
+        ranged = len(bases) > 1 or bases[0][1][0] != bases[0][1][1]
+        for base, (fewest, most) in bases:
+            values = _start(summary, base)
+            for d in range(most + 1):
+                if d:
+                    self._level(values, maxes, steps, assumed)
+                if d >= fewest or ranged:  # a range's annotations hold at every level of every value
+                    self._check_level(values, span)
+                if d >= fewest:
+                    top = {u: max(v, top.get(u, ZERO)) for u, v in {**top, **values}.items()}
+        self._substitute(summary, top)
+        deepest = max(most for _, (_, most) in bases)
+        base = _Deepest(*(max(getattr(b, f) for b, _ in bases) for f in ("calls", "depth", "draw_depth")))
+        self._count_depth(summary, state, base, deepest, span)
+
+    @staticmethod
+    def _level(values: dict, maxes: list, steps: list, assumed: set) -> None:
+        """One level more: values := F(values), the maxima first (they read the level below)."""
+        for m in {u for _, u in maxes}:
+            values[m] = ZERO
+        for _ in range(len(maxes) + 1):  # maxima depend on one another without cycles
+            changed = False
+            for lhs, u in maxes:
+                v = _eval(lhs, values)
+                if v > values[u]:
+                    values[u], changed = v, True
+            if not changed:
+                break
+        nxt = {u: ZERO for u in assumed}
+        for lhs, u in steps:
+            nxt[u] = max(nxt[u], _eval(lhs, values))
+        values.update(nxt)
+
+    def _check_level(self, values: dict, span: Span) -> None:
+        """The constraints that are not one level's definitions (annotations) hold at this level."""
         for lhs, rhs, why in self.store.constraints:
             if _single(rhs) is None and _eval(lhs, values) > _eval(rhs, values):
                 raise self.fail("E0301", f"this counted recursion needs more than its annotation allows ({why})", span)
@@ -309,8 +382,6 @@ class CountRules:
             if _eval(c, values) > bound:
                 raise self.fail("E0301", f"{name} is used with sensitivity {_eval(c, values)} by this recursion, but "
                                 f"its annotation allows {bound}", pspan)
-        self._substitute(summary, values)
-        self._count_depth(summary, state, base, depth, span)
 
     def _substitute(self, summary, values: dict) -> None:
         from ..typesystem.sens import d_substitute, substitute
@@ -346,6 +417,31 @@ class CountRules:
         del self.inf_origins[snap[5]:]
         del self.risk_origins[snap[6]:]
         del self.widened[snap[7]:]
+
+
+@dataclass(frozen=True)
+class _Deepest:
+    """The most calls and nesting of the base levels a range of counters reaches (rule Count over
+    a range; rule Unroll counts them)."""
+
+    calls: int
+    depth: int
+    draw_depth: int
+
+
+# rule Count over a range: the levels of every counter value, grouped by the base level it reaches
+def _levels_by_base(shape: CountShape, t: Num, bound: Fraction, k: Fraction) -> Optional[dict]:
+    """{base counter: (fewest, most) levels} over the integers of [t.lo, t.hi], or None when
+    some value never stops."""
+    out: dict = {}
+    for n in range(math.ceil(t.lo), math.floor(t.hi) + 1):
+        depth = levels(shape, Fraction(n), bound, k)
+        if depth is None:
+            return None
+        base = Fraction(n) - depth * k
+        fewest, most = out.get(base, (depth, depth))
+        out[base] = (min(fewest, depth), max(most, depth))
+    return out or None
 
 
 def _is_fnt(t) -> bool:

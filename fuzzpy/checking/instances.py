@@ -179,9 +179,8 @@ class InstanceRules:
             # Rule Count checks one level for a non-constant counter: a call of itself that is not
             # the recursive call (a new function argument at each level, say) cannot be counted.
             raise self.fail("E0306", "not a counted recursion", span)
-        counted = self.counted(fn, args, span) if isinstance(fn, TopFn) else None
-        if counted is not None:  # rule Count: checked once for every level
-            self.instances[key] = counted
+        counted = self.counted(fn, args, key, span) if isinstance(fn, TopFn) else None
+        if counted is not None:  # rule Count: checked once for every level (and kept by it)
             return counted, args
         if len(self.stack) >= limits.UNROLL_DEPTH or self.instance_count >= MAX_INSTANCES:
             raise self.fail("E0306", f"function calls nested more than {limits.UNROLL_DEPTH} deep (or more than "
