@@ -11,7 +11,9 @@ Nothing here imports typer, click or pydantic (tests/interfaces/test_check_cache
 
 from __future__ import annotations
 
+import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -129,18 +131,19 @@ def run_check(paths: list[Path], budget: Optional[str] = None, delta: Optional[s
     limit, at, rho_limit = parse_budget(budget), parse_delta(delta), parse_rho(rho)
     params = parse_params(param or [])
     files = collect_files(paths)
-    # Formulas are derived from a fresh check's functions and declared parameter types, which a
-    # cached report does not keep.
-    results = [check_with_budget(f, params, entry_for(f, entry, in_folder), limit, at, rho_limit,
-                                   use_cache=use_cache and formula is None)
-               for f, in_folder in files]
-    if not results:
-        raise usage_error("no .fz files found")
-    if formula is not None:
-        from ..render.formulas import attach_formulas
+    with stdout_kept_for_the_document(fmt != "text"):
+        # Formulas are derived from a fresh check's functions and declared parameter types, which
+        # a cached report does not keep.
+        results = [check_with_budget(f, params, entry_for(f, entry, in_folder), limit, at, rho_limit,
+                                     use_cache=use_cache and formula is None)
+                   for f, in_folder in files]
+        if not results:
+            raise usage_error("no .fz files found")
+        if formula is not None:
+            from ..render.formulas import attach_formulas
 
-        for res, (f, in_folder) in zip(results, files):
-            attach_formulas(res, params, formula, formula_timeout, entry_for(f, entry, in_folder))
+            for res, (f, in_folder) in zip(results, files):
+                attach_formulas(res, params, formula, formula_timeout, entry_for(f, entry, in_folder))
     if fmt == "json":
         echo(R.reports_json_text(results))
     elif fmt == "sarif":
@@ -149,6 +152,36 @@ def run_check(paths: list[Path], budget: Optional[str] = None, delta: Optional[s
         for res in results:
             R.report_text(res).write()
     return max(exit_code_for(res.diagnostics) for res in results)
+
+
+@contextmanager
+def stdout_kept_for_the_document(machine: bool):
+    """For JSON and SARIF, stdout carries the document and nothing else: while the check works,
+    whatever else writes to stdout (a library's print, a solver's banner written from C to
+    descriptor 1) is sent to stderr instead, at both levels (sys.stdout and descriptor 1)."""
+    if not machine or sys.stdout is None or sys.stderr is None:
+        yield
+        return
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError):  # no descriptor 1 (an embedded interpreter): Python level only
+        saved = None
+    python_stdout = sys.stdout
+    try:
+        if saved is not None:
+            os.dup2(2, 1)
+        sys.stdout = sys.stderr
+        yield
+    finally:
+        sys.stdout = python_stdout
+        if saved is not None:
+            try:
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 # ---- the fast dispatch ------------------------------------------------------------------------
