@@ -169,6 +169,7 @@ def run_local(opts: RunOptions, tables: Any) -> int:
     from ..pipeline.local import LocalLedger, ledger_path
     from ..pipeline.output import printed, release_rows
     from ..pipeline.session import Session
+    from .checkcmd import stdout_kept_for_the_document
 
     session = Session(
         check=lambda: check_with_budget(opts.program, opts.params, opts.entry, opts.budget, opts.delta, opts.rho),
@@ -176,7 +177,8 @@ def run_local(opts: RunOptions, tables: Any) -> int:
         charger=None if opts.seed is not None else (lambda: LocalLedger(ledger_path(opts.ledger))),
         label=f"{opts.program.name}:{opts.entry}", params=opts.params, seed=opts.seed,
         wait=_wait_with_progress, freeze_heap=True)
-    outcome = session.execute()
+    with stdout_kept_for_the_document(opts.fmt != "text"):
+        outcome = session.execute()
     shown = printed(outcome, opts.fmt)
     shown.write()
     if shown.exit_code == 0 and opts.plot is not None and outcome.result.releases:

@@ -56,3 +56,28 @@ def test_every_example_checks_to_one_strict_json_document(example):
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout, parse_constant=refuse)["ok"] is True
     assert res.stderr == ""
+
+
+# A run made noisy the same way: the pipeline's check prints at both levels.
+NOISY_RUN = """
+import os, sys
+import fuzzpy.pipeline.budget as budget
+from fuzzpy.interfaces.checkcmd import fast_run, fast_run_plan, guard
+
+real = budget.check_with_budget
+def noisy(*args, **kwargs):
+    print("a library's print")
+    os.write(1, b"a banner written from C\\n")
+    return real(*args, **kwargs)
+budget.check_with_budget = noisy
+sys.exit(guard(lambda: fast_run(fast_run_plan(sys.argv[1:]))))
+"""
+
+
+def test_stray_stdout_during_a_json_run_goes_to_stderr():
+    res = subprocess.run([sys.executable, "-c", NOISY_RUN, "run", "examples/histogram.fz", "--data",
+                          "examples/data/adult_sample.csv", "--budget", "1.0", "--seed", "1", "--format", "json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)
+    assert "a library's print" in res.stderr and "a banner written from C" in res.stderr
