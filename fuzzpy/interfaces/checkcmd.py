@@ -16,7 +16,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NoReturn, Optional
 
 from ..diagnostics import Diagnostic, FuzzError, render
 from ..render.exits import EXIT_BUDGET, EXIT_OK, EXIT_PROGRAM, EXIT_RUNTIME, EXIT_USAGE, exit_code_for, internal_error  # noqa: F401 - shared
@@ -357,8 +357,25 @@ def main() -> None:  # pragma: no cover - console entry (tested through subproce
         return
     threading.excepthook = thread_excepthook
     if run_plan is not None:
-        sys.exit(guard(lambda: fast_run(run_plan)))
-    sys.exit(guard(lambda: run_check(**plan)))
+        exit_process(guard(lambda: fast_run(run_plan)))
+    exit_process(guard(lambda: run_check(**plan)))
+
+
+def exit_process(code: int) -> NoReturn:
+    """End a command's process with `code` once its work and output are complete: the Python
+    exit work (atexit handlers, flushing stdout and stderr) runs here, and the C-level teardown
+    after it is skipped.  In that teardown Arrow's thread pools (used to read CSV and Parquet) can
+    abort the process with "terminate called without an active exception" (exit -6), now and
+    then on a busy machine, after a run that had finished and printed its results."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,7 +6,6 @@ Exit codes: 0 success; 1 the program has errors (syntax, types, privacy); 2 usag
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -23,6 +22,7 @@ from .checkcmd import (  # noqa: F401 - re-exported
     collect_files,
     entry_for,
     exit_code_for,
+    exit_process,
     guard,
     internal_error,
     parse_budget,
@@ -115,7 +115,7 @@ def main() -> None:  # pragma: no cover - console entry (tested through subproce
     import threading
 
     threading.excepthook = _thread_excepthook
-    sys.exit(run_app())
+    exit_process(run_app())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -227,6 +227,7 @@ def test_the_fuzzpy_script_checks_without_typer_and_prints_the_same(project):
     """The console entry: a plain check loads neither typer nor pydantic, and prints what the
     full command line prints (json, then a cache hit)."""
     probe = ("import sys, runpy; sys.argv = ['fuzzpy', 'check', '--format', 'json', sys.argv[1]]\n"
+             "import fuzzpy.interfaces.checkcmd as entry; entry.exit_process = sys.exit  # keep the process to look in it\n"
              "try:\n    runpy.run_module('fuzzpy', run_name='__main__')\n"
              "except SystemExit as e:\n    code = e.code\n"
              "print(sorted(m for m in ('typer', 'click', 'pydantic', 'pandas', 'pulp', 'highspy', 'numpy', 'mpmath', 'scipy', 'ctypes') if m in sys.modules),"

@@ -21,6 +21,7 @@ DEFAULTS = {"data": [], "public": [], "param": [], "header": False, "allow_empty
             "rho": None, "seed": None,
             "ledger": None, "fmt": "text", "entry": "main", "plot": None}
 PROBE = ("import sys, runpy; sys.argv = ['fuzzpy'] + sys.argv[1:]\n"
+         "import fuzzpy.interfaces.checkcmd as entry; entry.exit_process = sys.exit  # keep the process to look in it\n"
          "try:\n    runpy.run_module('fuzzpy', run_name='__main__')\n"
          "except SystemExit as e:\n    code = e.code\n"
          "print('loaded:', sorted(m for m in ('pydantic', 'click') if m in sys.modules), code, file=sys.stderr)\n")
