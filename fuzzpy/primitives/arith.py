@@ -48,7 +48,7 @@ def _sample_hint(*args: Arg) -> list[str]:
 def _abs_bound(t: Num, arg: Arg):
     """Largest |value| of an argument: exact for constants, from declared bounds otherwise."""
     if arg.is_const:
-        return abs(Fraction(arg.const))
+        return abs(_exact(arg.const))
     if t.bounded:
         return max(abs(t.lo), abs(t.hi))
     return INF
@@ -98,12 +98,19 @@ def _fold(ctx, op: str, a: Arg, b: Arg, span):
         return NOCONST
     if op == "/" and b.const == 0:
         raise ctx.fail("E0213", "division by zero in a constant expression", span)
-    value = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}[op](
-        Fraction(a.const), Fraction(b.const))
+    value = _EXACT_OPS[op](_exact(a.const), _exact(b.const))
     if max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_CONSTANT_BITS:
         # Exact constants could otherwise grow without bound (x * x, 30 times) and hang the check.
         raise ctx.fail("E0213", f"this constant expression has more than {MAX_CONSTANT_BITS} bits", span)
     return value
+
+
+_EXACT_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+
+def _exact(x) -> Fraction:
+    """Fraction(x), without building a copy of a Fraction (the common case: constants are exact)."""
+    return x if type(x) is Fraction else Fraction(x)
 
 
 def _arith_rule(op: str):
@@ -381,12 +388,12 @@ def _clip(ctx, args, span):
             released = isinstance(bound.type, Num) and not bound.dist  # public, known only at run time
             raise ctx.fail("E0209", "clip bounds must be public constants (literals or params)", bound.span,
                            *([hint("released-clip-bound")] if released else []))
-    if Fraction(lo.const) > Fraction(hi.const):
+    low, high = _exact(lo.const), _exact(hi.const)
+    if low > high:
         raise ctx.fail("E0213", "clip: lower bound is above upper bound", span)
     t = _num(ctx, x, "clip")
-    low, high = Fraction(lo.const), Fraction(hi.const)
     if x.is_const:
-        v = min(max(Fraction(x.const), low), high)
+        v = min(max(_exact(x.const), low), high)
         return Result(_const_type(v, t.integer), {}, v)
     return Result(Num(low, high, t.integer and lo.type.integer and hi.type.integer), x.dist)
 

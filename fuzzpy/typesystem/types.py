@@ -44,7 +44,7 @@ class Type:
 
 
 # Facts about a type kept in its instance after their first use (types are immutable): not fields.
-_MEMO_SLOTS = ("_hash", "_size", "_tables", "_parts", "_units", "_fuzzy", "_choices")
+_MEMO_SLOTS = ("_hash", "_size", "_tables", "_parts", "_units", "_fuzzy", "_choices", "_integral")
 
 
 def memoise_hash(cls: type) -> type:
@@ -578,9 +578,15 @@ def holds_tables(t: Type) -> bool:
     return known
 
 
+# Types with no parts (holds_* answer for them without the memo: they are often new instances).
+_SCALARS = frozenset({Num, Bool, Str, Cat, Unit, Vector})
+
+
 def holds_fuzzy(t: Type) -> bool:
     """Does a value of this type hold distributions (whose cost a function's result carries)?
     Kept in the type."""
+    if type(t) in _SCALARS:
+        return False
     known = t.__dict__.get("_fuzzy")
     if known is None:
         known = t.__dict__["_fuzzy"] = _holds_fuzzy(t)
@@ -602,6 +608,8 @@ def holds_choices(t: Type) -> bool:
     """Can a branch choose on a value of this type directly (`if` on a bool, `case` on a sum or a
     list's shape), rather than through a comparison whose distance is already infinite?  Kept
     in the type."""
+    if type(t) in _SCALARS:
+        return type(t) is Bool
     known = t.__dict__.get("_choices")
     if known is None:
         known = t.__dict__["_choices"] = _holds_choices(t)
@@ -619,6 +627,8 @@ def _holds_choices(t: Type) -> bool:
 
 def holds_units(t: Type) -> bool:
     """Does a value of this type hold a table with a privacy unit (rule Units)?  Kept in the type."""
+    if type(t) in _SCALARS:
+        return False
     known = t.__dict__.get("_units")
     if known is None:
         known = t.__dict__["_units"] = _holds_units(t)
