@@ -62,6 +62,11 @@ def _interval(lo_hi_pairs, integer: bool) -> Num:
     return Num(min(los), max(his), integer)
 
 
+def _bounds(lo, hi, integer: bool) -> Num:
+    """_interval of one pair, without its lists: every `+` and `-` asks for it."""
+    return Num(None, None, integer) if lo is None or hi is None else Num(lo, hi, integer)
+
+
 def _const_type(value: Fraction, integer: bool) -> Num:
     return Num(value, value, integer)
 
@@ -71,9 +76,9 @@ def _arith_type(op: str, a: Num, b: Num, ac, bc) -> Num:
     alo, ahi = (ac, ac) if ac is not NOCONST else (a.lo, a.hi)
     blo, bhi = (bc, bc) if bc is not NOCONST else (b.lo, b.hi)
     if op == "+":
-        return _interval([(_s(alo, blo, operator.add), _s(ahi, bhi, operator.add))], integer)
+        return _bounds(_s(alo, blo, operator.add), _s(ahi, bhi, operator.add), integer)
     if op == "-":
-        return _interval([(_s(alo, bhi, operator.sub), _s(ahi, blo, operator.sub))], integer)
+        return _bounds(_s(alo, bhi, operator.sub), _s(ahi, blo, operator.sub), integer)
     if op == "*":
         if None in (alo, ahi, blo, bhi):
             return Num(None, None, integer)

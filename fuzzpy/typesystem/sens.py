@@ -117,6 +117,9 @@ def d_sym(symbol: str, coef: Coef = ONE) -> Dist:
 def d_add(*ds: Dist) -> Dist:
     out: Dist = {}
     for d in ds:
+        if not out:  # nothing to add to yet: a copy (the same entries, in the same order)
+            out.update(d)
+            continue
         for s, c in d.items():
             out[s] = c_add(out[s], c) if s in out else c
     return out
