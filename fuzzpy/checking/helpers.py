@@ -148,19 +148,30 @@ def _contains(t: Type, kind: type) -> bool:
 
 
 def _free_vars(e: A.Node, bound: set[str]) -> set[str]:
-    if isinstance(e, A.Var):
-        return set() if e.name in bound else {e.name}
     out: set[str] = set()
+    _add_free_vars(e, bound, out)
+    return out
+
+
+def _add_free_vars(e: A.Node, bound: set[str], out: set[str]) -> None:
+    """The free names of e, added to out (one set for the whole walk, not one per node)."""
+    if isinstance(e, A.Var):
+        if e.name not in bound:
+            out.add(e.name)
+        return
     if isinstance(e, (A.Let, A.Sample)):
-        return _free_vars(e.bound, bound) | _free_vars(e.body, bound | _pattern_names(e.pattern))
+        _add_free_vars(e.bound, bound, out)
+        _add_free_vars(e.body, bound | _pattern_names(e.pattern), out)
+        return
     if isinstance(e, A.Lambda):
-        return _free_vars(e.body, bound | {p.name for p in e.params})
+        _add_free_vars(e.body, bound | {p.name for p in e.params}, out)
+        return
     if isinstance(e, A.CaseArm):
         names = set().union(*[_pattern_names(p) for p in e.patterns]) if e.patterns else set()
-        return _free_vars(e.body, bound | names)
+        _add_free_vars(e.body, bound | names, out)
+        return
     for child in A.children(e):
-        out |= _free_vars(child, bound)
-    return out
+        _add_free_vars(child, bound, out)
 
 
 def _pattern_names(p: A.Pattern) -> set[str]:
