@@ -126,6 +126,8 @@ def d_add(*ds: Dist) -> Dist:
 
 
 def d_scale(k: Coef, d: Dist) -> Dist:
+    if not d:  # a public value: nothing to scale, whatever k is
+        return {}
     if type(k) is Fraction and all(type(c) is Fraction for c in d.values()):  # exact numbers only
         if k == 0:
             return {}
