@@ -58,13 +58,13 @@ class CountShape:
 
 # rule Count: the shape `if n op c then BASE else STEP`, read off the declaration
 def count_shape(decl: A.FunDecl) -> Optional[CountShape]:
+    if decl.ret is None or not _guard_of(_after_lets(decl.body)):
+        return None  # no `if n op c` after the lets: no shape, without walking the body
     params = [p.name for p in decl.params]
     body, bound_names = _guarded(decl)
-    if decl.ret is None or not isinstance(body, A.If) or not isinstance(body.cond, A.BinOp):
+    if not _guard_of(body):
         return None
     cond = body.cond
-    if cond.op not in _FLIP:
-        return None
     sides = [(cond.left, cond.op, cond.right), (cond.right, _FLIP[cond.op], cond.left)]
     for counter, op, bound in sides:  # `i >= n` with both parameters: either may be the counter
         if isinstance(counter, A.Var) and counter.name in params:
@@ -110,8 +110,28 @@ def _shape_with_counter(decl: A.FunDecl, body: A.If, params: list, name: str, op
                       bound_param)
 
 
+# Most bodies are not counted recursions: their shape is refused before any walk of the body.
+# `_guarded` peels only the lets whose value does not call the function; where it stops early,
+# its body is a let, not an `if`, so peeling every let first refuses all that it refuses.
+def _after_lets(body: A.Expr) -> A.Expr:
+    while isinstance(body, A.Let):
+        body = body.body
+    return body
+
+
+def _guard_of(body: A.Expr) -> bool:
+    """Is body `if a op b then ... else ...`, op a comparison?"""
+    return isinstance(body, A.If) and isinstance(body.cond, A.BinOp) and body.cond.op in _FLIP
+
+
 def _mentions(e: A.Node, name: str) -> bool:
-    return isinstance(e, A.Var) and e.name == name or any(_mentions(c, name) for c in A.children(e))
+    todo = [e]  # a stack, not recursion: rule Count asks this of whole bodies
+    while todo:
+        node = todo.pop()
+        if isinstance(node, A.Var) and node.name == name:
+            return True
+        todo += A.children(node)
+    return False
 
 
 def _binds(e: A.Node, name: str) -> bool:

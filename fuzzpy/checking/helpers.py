@@ -40,9 +40,17 @@ def _widen(v: Val, declared: Optional[Num] = None) -> Val:
 
 
 def _integral_type(t: Type) -> bool:
-    """Values of these types are at whole-number (or infinite) distances from each other."""
+    """Values of these types are at whole-number (or infinite) distances from each other.  Kept
+    in the type (types are immutable: a parameter's type is asked at each of its symbols)."""
     if isinstance(t, Num):
         return t.integer
+    known = t.__dict__.get("_integral")
+    if known is None:
+        known = t.__dict__["_integral"] = _integral_parts(t)
+    return known
+
+
+def _integral_parts(t: Type) -> bool:
     if isinstance(t, (Bag, Seq, Parts, Bool, Str, Cat, Unit, UnitBag)):
         return True
     parts = components(t)
@@ -86,7 +94,12 @@ def _spine(e: A.Apply) -> tuple[A.Expr, list[A.Expr]]:
 
 def _cover(head: A.Expr, args: list[A.Expr]) -> Span:
     first, last = head.span, (args[-1].span if args else head.span)
-    return Span(first.file, first.line, first.col, last.end_line, last.end_col)
+    # Span(...) without the frozen dataclass's __init__ (five object.__setattr__): one per
+    # application checked; the instance is the same (the parser builds its spans so).
+    span = object.__new__(Span)
+    span.__dict__.update(file=first.file, line=first.line, col=first.col, end_line=last.end_line,
+                         end_col=last.end_col)
+    return span
 
 
 def _hashable(v: Any):
@@ -135,19 +148,30 @@ def _contains(t: Type, kind: type) -> bool:
 
 
 def _free_vars(e: A.Node, bound: set[str]) -> set[str]:
-    if isinstance(e, A.Var):
-        return set() if e.name in bound else {e.name}
     out: set[str] = set()
+    _add_free_vars(e, bound, out)
+    return out
+
+
+def _add_free_vars(e: A.Node, bound: set[str], out: set[str]) -> None:
+    """The free names of e, added to out (one set for the whole walk, not one per node)."""
+    if isinstance(e, A.Var):
+        if e.name not in bound:
+            out.add(e.name)
+        return
     if isinstance(e, (A.Let, A.Sample)):
-        return _free_vars(e.bound, bound) | _free_vars(e.body, bound | _pattern_names(e.pattern))
+        _add_free_vars(e.bound, bound, out)
+        _add_free_vars(e.body, bound | _pattern_names(e.pattern), out)
+        return
     if isinstance(e, A.Lambda):
-        return _free_vars(e.body, bound | {p.name for p in e.params})
+        _add_free_vars(e.body, bound | {p.name for p in e.params}, out)
+        return
     if isinstance(e, A.CaseArm):
         names = set().union(*[_pattern_names(p) for p in e.patterns]) if e.patterns else set()
-        return _free_vars(e.body, bound | names)
+        _add_free_vars(e.body, bound | names, out)
+        return
     for child in A.children(e):
-        out |= _free_vars(child, bound)
-    return out
+        _add_free_vars(child, bound, out)
 
 
 def _pattern_names(p: A.Pattern) -> set[str]:

@@ -48,7 +48,7 @@ def _sample_hint(*args: Arg) -> list[str]:
 def _abs_bound(t: Num, arg: Arg):
     """Largest |value| of an argument: exact for constants, from declared bounds otherwise."""
     if arg.is_const:
-        return abs(Fraction(arg.const))
+        return abs(_exact(arg.const))
     if t.bounded:
         return max(abs(t.lo), abs(t.hi))
     return INF
@@ -62,6 +62,11 @@ def _interval(lo_hi_pairs, integer: bool) -> Num:
     return Num(min(los), max(his), integer)
 
 
+def _bounds(lo, hi, integer: bool) -> Num:
+    """_interval of one pair, without its lists: every `+` and `-` asks for it."""
+    return Num(None, None, integer) if lo is None or hi is None else Num(lo, hi, integer)
+
+
 def _const_type(value: Fraction, integer: bool) -> Num:
     return Num(value, value, integer)
 
@@ -71,9 +76,9 @@ def _arith_type(op: str, a: Num, b: Num, ac, bc) -> Num:
     alo, ahi = (ac, ac) if ac is not NOCONST else (a.lo, a.hi)
     blo, bhi = (bc, bc) if bc is not NOCONST else (b.lo, b.hi)
     if op == "+":
-        return _interval([(_s(alo, blo, operator.add), _s(ahi, bhi, operator.add))], integer)
+        return _bounds(_s(alo, blo, operator.add), _s(ahi, bhi, operator.add), integer)
     if op == "-":
-        return _interval([(_s(alo, bhi, operator.sub), _s(ahi, blo, operator.sub))], integer)
+        return _bounds(_s(alo, bhi, operator.sub), _s(ahi, blo, operator.sub), integer)
     if op == "*":
         if None in (alo, ahi, blo, bhi):
             return Num(None, None, integer)
@@ -98,12 +103,19 @@ def _fold(ctx, op: str, a: Arg, b: Arg, span):
         return NOCONST
     if op == "/" and b.const == 0:
         raise ctx.fail("E0213", "division by zero in a constant expression", span)
-    value = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}[op](
-        Fraction(a.const), Fraction(b.const))
+    value = _EXACT_OPS[op](_exact(a.const), _exact(b.const))
     if max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_CONSTANT_BITS:
         # Exact constants could otherwise grow without bound (x * x, 30 times) and hang the check.
         raise ctx.fail("E0213", f"this constant expression has more than {MAX_CONSTANT_BITS} bits", span)
     return value
+
+
+_EXACT_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+
+def _exact(x) -> Fraction:
+    """Fraction(x), without building a copy of a Fraction (the common case: constants are exact)."""
+    return x if type(x) is Fraction else Fraction(x)
 
 
 def _arith_rule(op: str):
@@ -381,12 +393,12 @@ def _clip(ctx, args, span):
             released = isinstance(bound.type, Num) and not bound.dist  # public, known only at run time
             raise ctx.fail("E0209", "clip bounds must be public constants (literals or params)", bound.span,
                            *([hint("released-clip-bound")] if released else []))
-    if Fraction(lo.const) > Fraction(hi.const):
+    low, high = _exact(lo.const), _exact(hi.const)
+    if low > high:
         raise ctx.fail("E0213", "clip: lower bound is above upper bound", span)
     t = _num(ctx, x, "clip")
-    low, high = Fraction(lo.const), Fraction(hi.const)
     if x.is_const:
-        v = min(max(Fraction(x.const), low), high)
+        v = min(max(_exact(x.const), low), high)
         return Result(_const_type(v, t.integer), {}, v)
     return Result(Num(low, high, t.integer and lo.type.integer and hi.type.integer), x.dist)
 

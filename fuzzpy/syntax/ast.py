@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Optional, Union
@@ -337,14 +338,32 @@ class Module:
     source: str
 
 
-def children(node: Node):
-    """Direct sub-nodes of a node, for generic walks (name resolution, hover lookup)."""
-    for value in vars(node).values():
+def children(node: Node) -> list[Node]:
+    """Direct sub-nodes of a node, for generic walks (name resolution, hover lookup, the checker's
+    rules that read a body's shape)."""
+    fields = _NODE_FIELDS.get(type(node))
+    if fields is None:
+        fields = _NODE_FIELDS[type(node)] = _fields_that_may_hold_nodes(type(node))
+    out: list[Node] = []
+    for value in map(node.__dict__.get, fields):
         if isinstance(value, Node):
-            yield value
+            out.append(value)
         elif isinstance(value, list):
             for item in value:
                 if isinstance(item, Node):
-                    yield item
+                    out.append(item)
                 elif isinstance(item, tuple):
-                    yield from (x for x in item if isinstance(x, Node))
+                    out.extend(x for x in item if isinstance(x, Node))
+    return out
+
+
+# Field annotations that never hold a node: children skips those fields (the checker walks bodies
+# thousands of times per check).
+_LEAF_ANNOTATIONS = frozenset({"Span", "Optional[Span]", "str", "Optional[str]", "list[str]", "bool", "int",
+                               "Fraction", "Optional[Fraction]", "Union[Fraction, float]",
+                               "Optional[Union[Fraction, float]]"})
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields_that_may_hold_nodes(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if str(f.type) not in _LEAF_ANNOTATIONS)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Optional
 
-from .sens import INF, ONE, ZERO, Coef, Dist, c_add, c_mul, is_const
+from .sens import INF, ONE, ZERO, Coef, Dist, c_add, c_mul, is_const, is_inf
 
 # "gs": the Gaussian releases made on Poisson samples (rule Poisson subsampling), kept apart from
 # "g" so that the accountant knows the rho of the other Gaussian releases.
@@ -90,18 +90,21 @@ def channel_of(key: str) -> str:
 
 def linear_part(d: Dist) -> Dist:
     """The distance entries (what bounds how far the value moves)."""
-    return {s: c for s, c in d.items() if not is_shadow(s)}
+    return {s: c for s, c in d.items() if _SEP not in s}  # not is_shadow(s), inline: asked of every distance
 
 
 def quadratic_part(d: Dist) -> Dist:
-    return {s: c for s, c in d.items() if is_shadow(s)}
+    return {s: c for s, c in d.items() if _SEP in s}
 
 
 # rule Rho: a symbol's shadow coefficients, taken out to be lifted
 def pop_quad(d: Dist, sym: str) -> dict[str, Coef]:
     """Remove and return the shadow coefficients of `sym` (channel -> coefficient)."""
     out = {}
-    for key in [k for k in d if is_shadow(k) and base_of(k) == sym]:
+    if _SEP in sym:  # not a symbol: no key has it as its base
+        return out
+    prefix = sym + _SEP  # is_shadow(k) and base_of(k) == sym, in one test
+    for key in [k for k in d if k.startswith(prefix)]:
         c = d.pop(key)
         if c != 0:
             out[channel_of(key)] = c
@@ -124,7 +127,7 @@ def lift(quad: dict[str, Coef], arg: Dist) -> Dist:
     # 0 * inf = 0), Cauchy-Schwarz over the finite entries alone bounds the move.
     total: Coef = ZERO
     for c in moves.values():
-        if c != INF:
+        if not is_inf(c):
             total = c_add(total, c)
     out: Dist = {}
     for ch, r in quad.items():
@@ -138,7 +141,7 @@ def lift(quad: dict[str, Coef], arg: Dist) -> Dist:
             continue
         factor = c_mul(r, total)  # raises NonLinear for two unknowns (the caller reports E0304)
         for u, a in moves.items():
-            c = INF if factor == INF or a == INF else c_mul(factor, a)
+            c = INF if is_inf(factor) or is_inf(a) else c_mul(factor, a)
             if c != 0:
                 key = shadow(u, ch)
                 out[key] = c_add(out[key], c) if key in out else c
@@ -224,7 +227,10 @@ def without_channel(d: Dist, ch: str) -> Dist:
 def zcdp_of_pure(cost: Dist) -> Dist:
     """The "z" channel of a pure release whose linear cost is `cost` (eps_s per unit of d_s):
     (sum_s eps_s d_s)^2 / 2 <= (E/2) sum_s eps_s d_s^2 with E = sum_s eps_s (Cauchy-Schwarz)."""
-    return lift({"z": Fraction(1, 2)}, cost)
+    return lift(_Z_HALF, cost)
+
+
+_Z_HALF = {"z": Fraction(1, 2)}  # read only (lift does not change its quad)
 
 __all__ = ["CHANNELS", "GAUSS_CHANNELS", "SAMPLED_GAUSS", "DELTA", "delta_of_release", "is_count",
            "shadow", "is_shadow", "base_of", "channel_of", "linear_part", "quadratic_part",

@@ -117,12 +117,17 @@ def d_sym(symbol: str, coef: Coef = ONE) -> Dist:
 def d_add(*ds: Dist) -> Dist:
     out: Dist = {}
     for d in ds:
+        if not out:  # nothing to add to yet: a copy (the same entries, in the same order)
+            out.update(d)
+            continue
         for s, c in d.items():
             out[s] = c_add(out[s], c) if s in out else c
     return out
 
 
 def d_scale(k: Coef, d: Dist) -> Dist:
+    if not d:  # a public value: nothing to scale, whatever k is
+        return {}
     if type(k) is Fraction and all(type(c) is Fraction for c in d.values()):  # exact numbers only
         if k == 0:
             return {}

@@ -43,7 +43,8 @@ class Type:
         return {k: v for k, v in self.__dict__.items() if k not in _MEMO_SLOTS}
 
 
-_MEMO_SLOTS = ("_hash", "_size", "_tables")
+# Facts about a type kept in its instance after their first use (types are immutable): not fields.
+_MEMO_SLOTS = ("_hash", "_size", "_tables", "_parts", "_units", "_fuzzy", "_choices", "_integral")
 
 
 def memoise_hash(cls: type) -> type:
@@ -427,8 +428,11 @@ def components(t: Type) -> tuple[Type, ...] | None:
     elements), or None for a type that is not a plain structure of values."""
     if isinstance(t, (Tensor, With)):
         return t.items
-    if isinstance(t, Record):
-        return tuple(ft for _, ft in t.fields)
+    if isinstance(t, Record):  # kept in the type: the walks of holds_* ask for it often
+        known = t.__dict__.get("_parts")
+        if known is None:
+            known = t.__dict__["_parts"] = tuple(ft for _, ft in t.fields)
+        return known
     if isinstance(t, SumT):
         return (t.left, t.right)
     if isinstance(t, ListT):
@@ -574,8 +578,22 @@ def holds_tables(t: Type) -> bool:
     return known
 
 
+# Types with no parts (holds_* answer for them without the memo: they are often new instances).
+_SCALARS = frozenset({Num, Bool, Str, Cat, Unit, Vector})
+
+
 def holds_fuzzy(t: Type) -> bool:
-    """Does a value of this type hold distributions (whose cost a function's result carries)?"""
+    """Does a value of this type hold distributions (whose cost a function's result carries)?
+    Kept in the type."""
+    if type(t) in _SCALARS:
+        return False
+    known = t.__dict__.get("_fuzzy")
+    if known is None:
+        known = t.__dict__["_fuzzy"] = _holds_fuzzy(t)
+    return known
+
+
+def _holds_fuzzy(t: Type) -> bool:
     if isinstance(t, Fuzzy):
         return True
     if isinstance(t, Fun):
@@ -588,7 +606,17 @@ def holds_fuzzy(t: Type) -> bool:
 
 def holds_choices(t: Type) -> bool:
     """Can a branch choose on a value of this type directly (`if` on a bool, `case` on a sum or a
-    list's shape), rather than through a comparison whose distance is already infinite?"""
+    list's shape), rather than through a comparison whose distance is already infinite?  Kept
+    in the type."""
+    if type(t) in _SCALARS:
+        return type(t) is Bool
+    known = t.__dict__.get("_choices")
+    if known is None:
+        known = t.__dict__["_choices"] = _holds_choices(t)
+    return known
+
+
+def _holds_choices(t: Type) -> bool:
     if isinstance(t, (Bool, SumT, ListT, TVar, Hole)):
         return True
     if isinstance(t, (Bag, Seq, Parts, UnitBag)):  # a function given the container chooses on each element
@@ -598,7 +626,16 @@ def holds_choices(t: Type) -> bool:
 
 
 def holds_units(t: Type) -> bool:
-    """Does a value of this type hold a table with a privacy unit (rule Units)?"""
+    """Does a value of this type hold a table with a privacy unit (rule Units)?  Kept in the type."""
+    if type(t) in _SCALARS:
+        return False
+    known = t.__dict__.get("_units")
+    if known is None:
+        known = t.__dict__["_units"] = _holds_units(t)
+    return known
+
+
+def _holds_units(t: Type) -> bool:
     if isinstance(t, UnitBag):
         return True
     if isinstance(t, (Bag, Seq, Parts, ListT)):
