@@ -54,7 +54,7 @@ from ..typesystem.sens import (
     d_scale,
     is_const,
 )
-from ..typesystem.types import Bag, Record, Type, Unit, holds_tables
+from ..typesystem.types import Bag, Num, Record, Type, Unit, holds_tables
 from .applications import ApplicationRules
 from .counting import CountRules
 from .expressions import ExpressionRules
@@ -95,6 +95,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         self.split_spread: dict[int, tuple[int, bool]] = {}
         self.integral_syms: set[str] = set()  # symbols whose distances are whole numbers
         self.table_syms: set[str] = set()     # symbols of values that hold tables
+        self._integral_types: dict[Type, bool] = {}  # fresh_symbol's memo of _integral_type
         self.symbol_names: dict[str, str] = {}
         self.uses: dict[str, list[Span]] = {}
         self.mechanisms: list[MechanismRecord] = []
@@ -129,11 +130,22 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         self._sym += 1
         sym = f"{name}#{self._sym}"
         self.symbol_names[sym] = name
-        if t is not None and _integral_type(t):
-            self.integral_syms.add(sym)
-        if t is not None and holds_tables(t):
-            self.table_syms.add(sym)  # rule Growth counts the rows of these
+        if t is not None:
+            if self._integral(t):
+                self.integral_syms.add(sym)
+            if holds_tables(t):
+                self.table_syms.add(sym)  # rule Growth counts the rows of these
         return sym
+
+    def _integral(self, t: Type) -> bool:
+        """`_integral_type`, kept per type: each row function's parameter asks it of the same
+        row type twice (its holder and its parameter), and the walk visits every field."""
+        if type(t) is Num:
+            return t.integer
+        known = self._integral_types.get(t)
+        if known is None:
+            known = self._integral_types[t] = _integral_type(t)
+        return known
 
     def integral(self, sym: str) -> bool:
         """Does this symbol only ever move by whole numbers (tables, ints, discrete values)?"""
@@ -399,7 +411,11 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         if v is not None:
             if len(v.dist) == 1:
                 sym = next(iter(v.dist))
-                self.uses.setdefault(sym, []).append(e.span)
+                sites = self.uses.get(sym)
+                if sites is None:
+                    self.uses[sym] = [e.span]
+                else:
+                    sites.append(e.span)
             return Val(v.type, v.dist, I.IVar(e.name, span=e.span) if not isinstance(v.ir, I.IConst) else v.ir,
                        v.const, v.fn, v.parts, fns=v.fns)
         if e.name in self.functions:

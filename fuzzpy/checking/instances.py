@@ -166,9 +166,8 @@ class InstanceRules:
             raise self.fail("E0306", f"the arguments of {name} have types of more than {MAX_TYPE_SIZE} parts",
                             span, "a recursion whose argument types grow at each call (a tuple of the argument, "
                             "say) cannot be checked; give the parameter a declared type")
-        fname = fn.decl.name if isinstance(fn, TopFn) else "this function"
-        args = [self.coerce(a, t, span, f"parameter {p.name} of {fname}") if not isinstance(t, FnT) else a
-                for a, t, p in zip(args, param_types, params)]
+        args = [a if a.type is t or isinstance(t, FnT) else self.coerce(a, t, span, _parameter(fn, p))
+                for a, t, p in zip(args, param_types, params)]  # an argument of its own type is kept
         key = self.instance_key(fn, param_types, args)
         if key in self.instances:
             return self.instances[key], args
@@ -803,6 +802,12 @@ class _Rebinder:
             else:
                 out = d_add(out, {sym: c})
         return out
+
+
+def _parameter(fn: FnValue, p: A.Param) -> str:
+    """A parameter, as coerce names it in an error."""
+    fname = fn.decl.name if isinstance(fn, TopFn) else "this function"  # type: ignore[union-attr]
+    return f"parameter {p.name} of {fname}"
 
 
 # rule Instance: an argument whose parameter is checked as public (the key records it)
