@@ -351,7 +351,9 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
             risk[ARGS] = ONE
         grows = ZERO
         for s in syms:
-            grows = self.c_max(grows, growth.pop(s, ZERO))
+            g = growth.pop(s, None)
+            if g is not None:  # (the max with an absent 0 would keep `grows`, never negative)
+                grows = self.c_max(grows, g)
         self.note_growth(growth)  # tables built from what it captures, whoever applies it
         code = I.ILambda(names, result.ir, span=span)
         if per_row:
