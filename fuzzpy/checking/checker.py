@@ -185,6 +185,8 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         if not dist:
             return {}
         out = dict(dist)
+        if since >= len(self.splits):  # no split made since: nothing to replace (most instances)
+            return out
         pending = {self.split_of[s] for s in map(base_of, out) if self.split_of.get(s, -1) >= since}
         while pending:
             j = max(pending)
