@@ -349,8 +349,10 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
                             "only each/pmap over a partition, and direct calls, account for it: release the "
                             "result of the primitive instead")
         risk = r_base(self.eliminate(result.risk, since))
-        if any(risk.pop(s, ZERO) != 0 for s in syms):
-            risk[ARGS] = ONE
+        for s in syms if risk else ():
+            if risk.pop(s, ZERO) != 0:  # (the entries after the first one found are kept)
+                risk[ARGS] = ONE
+                break
         grows = ZERO
         for s in syms:
             g = growth.pop(s, None)
@@ -374,6 +376,9 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
     def _forget_row_origins(self, first_origin: int, first_sym: int) -> None:
         """A row function may be infinitely sensitive in its row: an origin of infinity in symbols
         made inside it alone explains no error of the entry point, and would misplace its caret."""
+        if len(self.inf_origins) <= first_origin:  # it noted none
+            return
+
         def local(sym: str) -> bool:
             number = sym.rpartition("#")[2]
             return number.isdigit() and int(number) > first_sym

@@ -529,7 +529,11 @@ class InstanceRules:
         self.active[key] = state
         self.stack.append(state)
         if state.name is not None:
-            self.chains.setdefault(state.name, []).append(state)
+            chain = self.chains.get(state.name)
+            if chain is None:
+                self.chains[state.name] = [state]
+            else:
+                chain.append(state)
 
     def _leave(self, key, state: _Active) -> None:
         self.active.pop(key)
