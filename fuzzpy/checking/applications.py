@@ -9,7 +9,7 @@ from fractions import Fraction
 
 from ..diagnostics import Span
 from ..primitives.registry import NOCONST, Arg, Result, lookup  # noqa: F401
-from ..primitives.units import refuse_units
+from ..primitives.units import SCALAR_TYPES, refuse_units
 from ..syntax import ast as A
 from ..typesystem import ir as I
 from ..typesystem.effects import ARGS, FAIL, r_presence, r_union
@@ -50,29 +50,31 @@ class ApplicationRules:
     def call_primitive_vals(self, name: str, vals: list[Val], span: Span) -> Val:
         prim = lookup(name)
         assert prim is not None
-        args, given_fn = [], False
+        args, given_fn, structured = [], False, False
         for v in vals:  # const_ir(v), inline: this runs for every argument of every primitive call
             ir = v.ir
             if v.fn is not None:
                 given_fn = True
-            elif v.const is not NOCONST and not isinstance(ir, I.IConst):
-                ir = I.IConst(v.const, span=ir.span)
+            else:
+                if v.const is not NOCONST and not isinstance(ir, I.IConst):
+                    ir = I.IConst(v.const, span=ir.span)
+                structured = structured or type(v.type) not in SCALAR_TYPES
             args.append(Arg(v.type, v.dist, v.const, v.ir.span or span, ir, v.fn, v.parts))
-        if not prim.units:
+        if structured and not prim.units:  # only a structured value can hold a table
             refuse_units(self, name, args)  # rule Units
         applied: Dist = {}
         if given_fn:
             res, applied = self._rule_applying_functions(prim, args, vals, span)
         else:
             res = prim.rule(self, args, span)
-        ir_args = res.ir_args if res.ir_args is not None else [a.ir for a in args]
-        node = I.IPrim(name, ir_args, dict(res.info), span=span)
         if I.EXPLAINED in res.info:  # a primitive that says why its result moves as it does (a join)
             self._note_primitive(span, name, res)
         if res.const is not NOCONST:
             return Val(res.type, res.dist, I.IConst(res.const, span=span), res.const, None, res.parts)
-        return Val(res.type, res.dist, node, res.const, None, res.parts,
-                   r_union(res.risk, applied, *_evaluated_risks(vals)))
+        ir_args = res.ir_args if res.ir_args is not None else [a.ir for a in args]
+        risks = _evaluated_risks(vals)
+        return Val(res.type, res.dist, I.IPrim(name, ir_args, dict(res.info), span=span), res.const, None,
+                   res.parts, r_union(res.risk, applied, *risks) if res.risk or applied or risks else {})
 
     def _rule_applying_functions(self, prim, args: list[Arg], vals: list[Val], span: Span) -> tuple[Result, Dist]:
         """Rule Primitive for a primitive given functions: the functions its rule checks

@@ -70,7 +70,7 @@ def refuse_units(ctx, name: str, args: list[Arg]) -> None:
     """E0330 when a primitive that reads rows is given a table with a privacy unit (or a value
     holding one): one unit may have any number of rows, so no bound holds."""
     for a in args:
-        if a.fn is None and type(a.type) not in _SCALARS and _holds_units(a.type):
+        if a.fn is None and type(a.type) not in SCALAR_TYPES and _holds_units(a.type):
             unit = first_unit(a.type)
             raise ctx.fail("E0330", f"{name} cannot take a table whose privacy unit is {unit}: one {unit} may have "
                            "any number of rows, so nothing it computes from them has a bound", a.span,
@@ -81,9 +81,9 @@ def refuse_units(ctx, name: str, args: list[Arg]) -> None:
                            *_join_notes(name, unit))
 
 
-# Every primitive call asks `refuse_units` of each argument: scalars are answered at once, and the
-# few structured types a program has (its tables' rows) once each.
-_SCALARS = frozenset({Num, Bool, Str, Cat, Unit})
+# The types whose values never hold a table (so no unit): a primitive call given only these
+# (and functions) needs no `refuse_units`; the few structured types a program has are asked once.
+SCALAR_TYPES = frozenset({Num, Bool, Str, Cat, Unit})
 
 
 @functools.lru_cache(maxsize=512)
@@ -416,5 +416,5 @@ def _select_keys_optimal(ctx, args, span):
     return _partition_selection(ctx, args, span, "select_keys_optimal")
 
 
-__all__ = ["MAX_BOUND", "SELECTIONS", "first_unit", "optimal_half_count", "refuse_units", "selection_threshold",
-           "unit_table", "whole_bound"]
+__all__ = ["MAX_BOUND", "SCALAR_TYPES", "SELECTIONS", "first_unit", "optimal_half_count", "refuse_units",
+           "selection_threshold", "unit_table", "whole_bound"]
