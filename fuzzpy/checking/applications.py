@@ -112,7 +112,7 @@ class ApplicationRules:
                            risk=r_union(f.risk, *[a.risk for a in args]))
             given = args[:n]
             out = self._apply_full(f, fn, given, span)
-            out.risk = r_union(f.risk, out.risk, *map(evaluated_risk, given))
+            out.risk = r_union(f.risk, out.risk, *_evaluated_risks(given))
             f, args = out, args[n:]
         return f
 

@@ -170,8 +170,9 @@ class InstanceRules:
         args = [a if a.type is t or isinstance(t, FnT) else self.coerce(a, t, span, _parameter(fn, p))
                 for a, t, p in zip(args, param_types, params)]  # an argument of its own type is kept
         key = self.instance_key(fn, param_types, args)
-        if key in self.instances:
-            return self.instances[key], args
+        known = self.instances.get(key)  # (one hash of the key: it hashes every parameter type)
+        if known is not None:
+            return known, args
         if key in self.active:
             return self.recursive_summary(fn, key, span), args
         counting = getattr(self, "_counting", None)
