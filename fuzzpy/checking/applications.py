@@ -9,7 +9,7 @@ from fractions import Fraction
 
 from ..diagnostics import Span
 from ..primitives.registry import NOCONST, Arg, Result, lookup  # noqa: F401
-from ..primitives.units import refuse_units
+from ..primitives.units import SCALAR_TYPES, refuse_units
 from ..syntax import ast as A
 from ..typesystem import ir as I
 from ..typesystem.effects import ARGS, FAIL, r_presence, r_union
@@ -27,15 +27,19 @@ class ApplicationRules:
 
     def x_Apply(self, e: A.Apply, env: Env) -> Val:
         head, args = _spine(e)
-        if isinstance(head, A.Var) and env.lookup(head.name) is None and head.name not in self.functions:
-            prim = lookup(head.name)
-            if prim is not None:
-                if len(args) < prim.arity:
-                    raise self.fail("E0210", f"primitive {head.name} needs {prim.arity} arguments "
-                                    f"({' '.join(prim.params)}), but has {len(args)}", e.span)
-                result = self.call_primitive(head.name, args[:prim.arity], env, _cover(head, args[:prim.arity]))
-                rest = [self.expr(a, env) for a in args[prim.arity:]]
-                return self.apply(result, rest, e.span) if rest else result
+        # The registry is asked first: most heads that are not primitives are then never looked
+        # up through every scope.
+        prim = lookup(head.name) if isinstance(head, A.Var) else None
+        if prim is not None and head.name not in self.functions and env.lookup(head.name) is None:
+            arity = prim.arity
+            if len(args) < arity:
+                raise self.fail("E0210", f"primitive {head.name} needs {arity} arguments "
+                                f"({' '.join(prim.params)}), but has {len(args)}", e.span)
+            given = args[:arity]
+            result = self.call_primitive(head.name, given, env, _cover(head, given))
+            if len(args) == arity:
+                return result
+            return self.apply(result, [self.expr(a, env) for a in args[arity:]], e.span)
         fval = self.expr(head, env)
         return self.apply(fval, [self.expr(a, env) for a in args], e.span)
 
@@ -46,22 +50,31 @@ class ApplicationRules:
     def call_primitive_vals(self, name: str, vals: list[Val], span: Span) -> Val:
         prim = lookup(name)
         assert prim is not None
-        args = [Arg(v.type, v.dist, v.const, v.ir.span or span, const_ir(v), v.fn, v.parts) for v in vals]
-        if not prim.units:
+        args, given_fn, structured = [], False, False
+        for v in vals:  # const_ir(v), inline: this runs for every argument of every primitive call
+            ir = v.ir
+            if v.fn is not None:
+                given_fn = True
+            else:
+                if v.const is not NOCONST and not isinstance(ir, I.IConst):
+                    ir = I.IConst(v.const, span=ir.span)
+                structured = structured or type(v.type) not in SCALAR_TYPES
+            args.append(Arg(v.type, v.dist, v.const, v.ir.span or span, ir, v.fn, v.parts))
+        if structured and not prim.units:  # only a structured value can hold a table
             refuse_units(self, name, args)  # rule Units
         applied: Dist = {}
-        if any(v.fn is not None for v in vals):
+        if given_fn:
             res, applied = self._rule_applying_functions(prim, args, vals, span)
         else:
             res = prim.rule(self, args, span)
-        ir_args = res.ir_args if res.ir_args is not None else [a.ir for a in args]
-        node = I.IPrim(name, ir_args, dict(res.info), span=span)
         if I.EXPLAINED in res.info:  # a primitive that says why its result moves as it does (a join)
             self._note_primitive(span, name, res)
         if res.const is not NOCONST:
             return Val(res.type, res.dist, I.IConst(res.const, span=span), res.const, None, res.parts)
-        return Val(res.type, res.dist, node, res.const, None, res.parts,
-                   r_union(res.risk, applied, *map(evaluated_risk, vals)))
+        ir_args = res.ir_args if res.ir_args is not None else [a.ir for a in args]
+        risks = _evaluated_risks(vals)
+        return Val(res.type, res.dist, I.IPrim(name, ir_args, dict(res.info), span=span), res.const, None,
+                   res.parts, r_union(res.risk, applied, *risks) if res.risk or applied or risks else {})
 
     def _rule_applying_functions(self, prim, args: list[Arg], vals: list[Val], span: Span) -> tuple[Result, Dist]:
         """Rule Primitive for a primitive given functions: the functions its rule checks
@@ -99,7 +112,7 @@ class ApplicationRules:
                            risk=r_union(f.risk, *[a.risk for a in args]))
             given = args[:n]
             out = self._apply_full(f, fn, given, span)
-            out.risk = r_union(f.risk, out.risk, *map(evaluated_risk, given))
+            out.risk = r_union(f.risk, out.risk, *_evaluated_risks(given))
             f, args = out, args[n:]
         return f
 
@@ -268,6 +281,12 @@ def _known_by_type(t: Fun) -> Opaque:
 def evaluated_risk(v: Val) -> Dist:
     """The risk of an argument as the IR passes it: nothing for a constant (rule Const)."""
     return {} if v.is_const and v.fn is None else v.risk
+
+
+def _evaluated_risks(vals: list[Val]) -> list[Dist]:
+    """The risks of the arguments that carry one (`evaluated_risk` of each, empty ones left out:
+    a union skips them anyway)."""
+    return [v.risk for v in vals if v.risk and (v.const is NOCONST or v.fn is not None)]
 
 
 # rule Const: a known value is passed on as the constant itself

@@ -54,7 +54,7 @@ from ..typesystem.sens import (
     d_scale,
     is_const,
 )
-from ..typesystem.types import Bag, Record, Type, Unit, holds_tables
+from ..typesystem.types import Bag, Num, Record, Type, Unit, holds_tables
 from .applications import ApplicationRules
 from .counting import CountRules
 from .expressions import ExpressionRules
@@ -95,6 +95,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         self.split_spread: dict[int, tuple[int, bool]] = {}
         self.integral_syms: set[str] = set()  # symbols whose distances are whole numbers
         self.table_syms: set[str] = set()     # symbols of values that hold tables
+        self._integral_types: dict[Type, bool] = {}  # fresh_symbol's memo of _integral_type
         self.symbol_names: dict[str, str] = {}
         self.uses: dict[str, list[Span]] = {}
         self.mechanisms: list[MechanismRecord] = []
@@ -129,11 +130,22 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         self._sym += 1
         sym = f"{name}#{self._sym}"
         self.symbol_names[sym] = name
-        if t is not None and _integral_type(t):
-            self.integral_syms.add(sym)
-        if t is not None and holds_tables(t):
-            self.table_syms.add(sym)  # rule Growth counts the rows of these
+        if t is not None:
+            if self._integral(t):
+                self.integral_syms.add(sym)
+            if holds_tables(t):
+                self.table_syms.add(sym)  # rule Growth counts the rows of these
         return sym
+
+    def _integral(self, t: Type) -> bool:
+        """`_integral_type`, kept per type: each row function's parameter asks it of the same
+        row type twice (its holder and its parameter), and the walk visits every field."""
+        if type(t) is Num:
+            return t.integer
+        known = self._integral_types.get(t)
+        if known is None:
+            known = self._integral_types[t] = _integral_type(t)
+        return known
 
     def integral(self, sym: str) -> bool:
         """Does this symbol only ever move by whole numbers (tables, ints, discrete values)?"""
@@ -173,6 +185,8 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         if not dist:
             return {}
         out = dict(dist)
+        if since >= len(self.splits):  # no split made since: nothing to replace (most instances)
+            return out
         pending = {self.split_of[s] for s in map(base_of, out) if self.split_of.get(s, -1) >= since}
         while pending:
             j = max(pending)
@@ -335,11 +349,15 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
                             "only each/pmap over a partition, and direct calls, account for it: release the "
                             "result of the primitive instead")
         risk = r_base(self.eliminate(result.risk, since))
-        if any(risk.pop(s, ZERO) != 0 for s in syms):
-            risk[ARGS] = ONE
+        for s in syms if risk else ():
+            if risk.pop(s, ZERO) != 0:  # (the entries after the first one found are kept)
+                risk[ARGS] = ONE
+                break
         grows = ZERO
         for s in syms:
-            grows = self.c_max(grows, growth.pop(s, ZERO))
+            g = growth.pop(s, None)
+            if g is not None:  # (the max with an absent 0 would keep `grows`, never negative)
+                grows = self.c_max(grows, g)
         self.note_growth(growth)  # tables built from what it captures, whoever applies it
         code = I.ILambda(names, result.ir, span=span)
         if per_row:
@@ -358,6 +376,9 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
     def _forget_row_origins(self, first_origin: int, first_sym: int) -> None:
         """A row function may be infinitely sensitive in its row: an origin of infinity in symbols
         made inside it alone explains no error of the entry point, and would misplace its caret."""
+        if len(self.inf_origins) <= first_origin:  # it noted none
+            return
+
         def local(sym: str) -> bool:
             number = sym.rpartition("#")[2]
             return number.isdigit() and int(number) > first_sym
@@ -399,7 +420,11 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         if v is not None:
             if len(v.dist) == 1:
                 sym = next(iter(v.dist))
-                self.uses.setdefault(sym, []).append(e.span)
+                sites = self.uses.get(sym)
+                if sites is None:
+                    self.uses[sym] = [e.span]
+                else:
+                    sites.append(e.span)
             return Val(v.type, v.dist, I.IVar(e.name, span=e.span) if not isinstance(v.ir, I.IConst) else v.ir,
                        v.const, v.fn, v.parts, fns=v.fns)
         if e.name in self.functions:

@@ -46,6 +46,7 @@ from ..typesystem.sens import (
     Coef,
     ConstraintStore,
     Dist,
+    Lin,
     c_add,
     d_add,
     d_substitute,
@@ -166,12 +167,12 @@ class InstanceRules:
             raise self.fail("E0306", f"the arguments of {name} have types of more than {MAX_TYPE_SIZE} parts",
                             span, "a recursion whose argument types grow at each call (a tuple of the argument, "
                             "say) cannot be checked; give the parameter a declared type")
-        fname = fn.decl.name if isinstance(fn, TopFn) else "this function"
-        args = [self.coerce(a, t, span, f"parameter {p.name} of {fname}") if not isinstance(t, FnT) else a
-                for a, t, p in zip(args, param_types, params)]
+        args = [a if a.type is t or isinstance(t, FnT) else self.coerce(a, t, span, _parameter(fn, p))
+                for a, t, p in zip(args, param_types, params)]  # an argument of its own type is kept
         key = self.instance_key(fn, param_types, args)
-        if key in self.instances:
-            return self.instances[key], args
+        known = self.instances.get(key)  # (one hash of the key: it hashes every parameter type)
+        if known is not None:
+            return known, args
         if key in self.active:
             return self.recursive_summary(fn, key, span), args
         counting = getattr(self, "_counting", None)
@@ -230,9 +231,9 @@ class InstanceRules:
         # Closures are keyed by the object itself (identity hash), which also keeps it alive:
         # an id() could be reused by a later closure and return a wrong cached instance.
         ident = ("top", fn.decl.name) if isinstance(fn, TopFn) else ("closure", fn)  # type: ignore[union-attr]
-        consts = tuple(_hashable(a.const) if a.is_const else None for a in args)
-        fns = tuple(_fn_identity(a.fn) for a in args)
-        return (ident, tuple(types), consts, fns, tuple(_public(a) for a in args))
+        consts = tuple([None if a.const is NOCONST else _hashable(a.const) for a in args])
+        fns = tuple([_fn_identity(a.fn) for a in args])
+        return (ident, tuple(types), consts, fns, tuple([_public(a) for a in args]))
 
     # ---- rule Widen: stop unrolling a speculative chain ------------------------------------------
 
@@ -529,7 +530,11 @@ class InstanceRules:
         self.active[key] = state
         self.stack.append(state)
         if state.name is not None:
-            self.chains.setdefault(state.name, []).append(state)
+            chain = self.chains.get(state.name)
+            if chain is None:
+                self.chains[state.name] = [state]
+            else:
+                chain.append(state)
 
     def _leave(self, key, state: _Active) -> None:
         self.active.pop(key)
@@ -646,18 +651,21 @@ class InstanceRules:
         # Functions of a declared type given to it are applied inside it: their nesting adds up,
         # and one of unknown depth may exceed the runtime's limits there (FAIL).
         given = [a.fn for a, t in zip(args, summary.param_types) if isinstance(t, Fun) and isinstance(a.fn, Opaque)]
-        if not all(g.complete for g in given):
+        if given and not all(g.complete for g in given):
             risk = r_union(risk, {FAIL: ONE})
         growth = {s: c for s, c in summary.growth.items() if s not in summary.param_syms}
         for i, (coef, a, t, sym) in enumerate(zip(summary.coefs, args, summary.param_types, summary.param_syms)):
-            if isinstance(t, FnT):
+            if isinstance(t, FnT) or not a.dist:
                 # A function value checked inside this instance (not through a symbol): each of
                 # its applications, and any use of it as data, is already in the body's distance.
+                # An argument at distance {} adds nothing below (each term is a multiple of it).
                 continue
             dist = d_add(dist, self._scale(coef, a.dist, span, apply=True))
             if summary.quad and summary.quad[i]:
                 dist = d_add(dist, self.lift(summary.quad[i], a.dist, span))
-            risk = r_union(risk, r_presence(a.dist, summary.risk.get(sym, ZERO)))
+            present = summary.risk.get(sym)
+            if present is not None and present != 0:
+                risk = r_union(risk, r_presence(a.dist, present))
             if FAIL in risk and holds_choices(t):
                 # An argument that may move infinitely far (a bool, a sum's side, a list's length)
                 # can change which branches run inside, whatever its parameter's coefficient: the
@@ -668,8 +676,11 @@ class InstanceRules:
             if g != 0 and holds_tables(t):  # only tables have a size to grow
                 growth = d_add(growth, self._scale(g, a.dist, span, apply=True))
         self.note_growth(growth)
-        self.note_depth(summary.depth + max((g.depth for g in given), default=0),
-                        max([summary.draw_depth] + [g.depth + g.draw_depth for g in given]))
+        if given:
+            self.note_depth(summary.depth + max(g.depth for g in given),
+                            max([summary.draw_depth] + [g.depth + g.draw_depth for g in given]))
+        else:
+            self.note_depth(summary.depth, summary.draw_depth)
         if self.stack:
             self.stack[-1].calls += summary.calls
         return dist, risk
@@ -805,6 +816,12 @@ class _Rebinder:
         return out
 
 
+def _parameter(fn: FnValue, p: A.Param) -> str:
+    """A parameter, as coerce names it in an error."""
+    fname = fn.decl.name if isinstance(fn, TopFn) else "this function"  # type: ignore[union-attr]
+    return f"parameter {p.name} of {fname}"
+
+
 # rule Instance: an argument whose parameter is checked as public (the key records it)
 def _public(a: Val) -> bool:
     """A public value that is not a constant (a released value, a public candidate), or a function
@@ -828,8 +845,12 @@ def _candidates(args: list[Val], param_types: list[Type]) -> frozenset:
 
 
 def _mentions_unknowns(s: Summary) -> bool:
-    return any(not is_const(c) for c in s.coefs) or any(
-        not is_const(c) for part in (s.captured, s.risk, s.growth, *s.quad) for c in part.values())
+    """Does any component mention an LP unknown (a `Lin`, what is_const tells apart)?"""
+    for part in (s.coefs, s.captured.values(), s.risk.values(), s.growth.values(), *(q.values() for q in s.quad)):
+        for c in part:
+            if isinstance(c, Lin):
+                return True
+    return False
 
 
 def _nonzero(d: Dist) -> Dist:

@@ -28,7 +28,7 @@ class _NoConst:
 NOCONST: Any = _NoConst()  # "value not known at check time"
 
 
-@dataclass
+@dataclass(slots=True)  # built for every argument of every primitive call: slots are cheaper
 class Arg:
     """What the checker knows about one argument of a primitive call."""
 
@@ -46,7 +46,7 @@ class Arg:
 
 
 # rule Exact: a result carries the failure risk of the primitive itself (`risk`)
-@dataclass
+@dataclass(slots=True)
 class Result:
     type: Type
     dist: Dist
@@ -57,7 +57,7 @@ class Result:
     risk: Dist = field(default_factory=dict)  # a failure risk of the primitive's own (typesystem/effects.py)
 
 
-@dataclass
+@dataclass(slots=True)
 class Instantiated:
     """A function argument checked at a given parameter type."""
 

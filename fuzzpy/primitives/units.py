@@ -25,13 +25,14 @@ suffices).  The evaluators are in fuzzpy/runtime/kernels/units.py.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
 from ..typesystem.ir import EXPLAINED
 from ..typesystem.quadratic import delta_of_release, linear_part
 from ..typesystem.sens import d_add, d_scale
-from ..typesystem.types import STRING, Bag, Cat, Fuzzy, ListT, Num, Parts, Str, Type, UnitBag, holds_units
+from ..typesystem.types import STRING, Bag, Bool, Cat, Fuzzy, ListT, Num, Parts, Str, Type, Unit, UnitBag, holds_units
 from .bags import row_function
 from .declarations import Arg, Result, primitive
 from .mechanisms import charge, public_epsilon, public_list, pure_release
@@ -69,7 +70,7 @@ def refuse_units(ctx, name: str, args: list[Arg]) -> None:
     """E0330 when a primitive that reads rows is given a table with a privacy unit (or a value
     holding one): one unit may have any number of rows, so no bound holds."""
     for a in args:
-        if a.fn is None and holds_units(a.type):
+        if a.fn is None and type(a.type) not in SCALAR_TYPES and _holds_units(a.type):
             unit = first_unit(a.type)
             raise ctx.fail("E0330", f"{name} cannot take a table whose privacy unit is {unit}: one {unit} may have "
                            "any number of rows, so nothing it computes from them has a bound", a.span,
@@ -78,6 +79,23 @@ def refuse_units(ctx, name: str, args: list[Arg]) -> None:
                            f"and c rows per group of each {unit}",
                            "filter, map and union keep the unit; select_keys releases the keys many units have",
                            *_join_notes(name, unit))
+
+
+# The types whose values never hold a table (so no unit): a primitive call given only these
+# (and functions) needs no `refuse_units`; the few structured types a program has are asked once.
+SCALAR_TYPES = frozenset({Num, Bool, Str, Cat, Unit})
+
+
+@functools.lru_cache(maxsize=512)
+def _holds_units_memo(t: Type) -> bool:
+    return holds_units(t)
+
+
+def _holds_units(t: Type) -> bool:
+    try:
+        return _holds_units_memo(t)
+    except TypeError:  # a type that cannot be hashed: asked directly
+        return holds_units(t)
 
 
 # rule Units: which joins keep a unit, and why the others need bounded rows
@@ -398,5 +416,5 @@ def _select_keys_optimal(ctx, args, span):
     return _partition_selection(ctx, args, span, "select_keys_optimal")
 
 
-__all__ = ["MAX_BOUND", "SELECTIONS", "first_unit", "optimal_half_count", "refuse_units", "selection_threshold",
-           "unit_table", "whole_bound"]
+__all__ = ["MAX_BOUND", "SCALAR_TYPES", "SELECTIONS", "first_unit", "optimal_half_count", "refuse_units",
+           "selection_threshold", "unit_table", "whole_bound"]

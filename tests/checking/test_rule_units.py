@@ -95,6 +95,26 @@ def test_a_tuple_holding_a_table_with_a_unit_is_refused_by_other_primitives():
     refused(MAIN + "{ let xs = take 1 [t]; laplace 1 0 }", "E0330", "take")
 
 
+def test_rule_units_scalar_arguments_never_hold_a_unit():
+    # A primitive call asks rule Units only of its structured arguments (units.SCALAR_TYPES).
+    from fuzzpy.primitives.units import SCALAR_TYPES
+    from fuzzpy.typesystem.types import BOOL, STRING, UNIT, Bool, Cat, Num, Str, Unit, holds_units
+
+    samples = {Num: Num(F(0), F(1), True), Bool: BOOL, Str: STRING, Cat: Cat(("a", "b")), Unit: UNIT}
+    assert set(samples) == SCALAR_TYPES
+    assert not any(holds_units(t) for t in samples.values())
+
+
+def test_rule_units_answers_kept_per_type_agree_with_holds_units():
+    from fuzzpy.primitives.units import _holds_units
+    from fuzzpy.typesystem.types import Bag, Num, Record, Tensor, UnitBag, holds_units
+
+    row = Record((("plane", Num()), ("delay", Num(F(-10), F(100)))))
+    types = [UnitBag(row, "plane"), Tensor((Num(), UnitBag(row, "plane"))), Bag(row), Tensor((Num(), Bag(row)))]
+    for _ in range(2):  # asked again: the kept answer
+        assert [_holds_units(t) for t in types] == [holds_units(t) for t in types] == [True, True, False, False]
+
+
 def test_filter_and_map_keep_the_unit_and_the_distance():
     r = ok(MAIN + "{ laplace 1 (count (bound_rows 4 (map (fun r -> r.delay) (filter (fun r -> r.n > 1) t)))) }")
     assert r.epsilon == 1 and [m.sensitivity for m in r.mechanisms] == [4]
