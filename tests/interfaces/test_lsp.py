@@ -366,6 +366,32 @@ def test_a_change_after_a_quiet_moment_is_checked_at_once():
     assert delays == [0.0, 0.05, 0.0, 0.0]
 
 
+def test_the_editor_process_freezes_what_it_checked_and_collects_now_and_then(monkeypatch):
+    """The server's own process (`freeze_heap`) leaves the objects alive after each step of work
+    out of the collector's passes, and makes a full pass only every COLLECT_EVERY steps; a
+    server created inside another program (these tests) leaves the collector alone."""
+    import gc
+
+    from fuzzpy.interfaces.lsp import server as server_module
+
+    server = server_module.FuzzpyServer()
+    try:
+        server.settle_heap()
+        assert gc.get_freeze_count() == 0 and server.settled_since_collect == 0
+        server.freeze_heap = True
+        monkeypatch.setattr(server_module, "COLLECT_EVERY", 2)
+        server.settle_heap()
+        assert gc.get_freeze_count() > 0 and server.settled_since_collect == 1
+        server.collect_heap()  # one step since the last pass: not yet
+        assert server.settled_since_collect == 1
+        server.settle_heap()
+        server.collect_heap()
+        assert server.settled_since_collect == 0 and gc.get_freeze_count() > 0  # frozen again after the pass
+    finally:
+        gc.unfreeze()
+        server.executor.shutdown()
+
+
 def test_a_superseded_analysis_stops_between_unit_runs(tmp_path: Path):
     """A newer version of the document stops an analysis after its current unit run: nothing is
     published for it, and the units it ran are cached for the next analysis."""

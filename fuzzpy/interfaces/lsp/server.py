@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import logging
 import re
 import traceback
@@ -37,6 +38,7 @@ log = logging.getLogger("fuzzpy.lsp")
 
 SOURCE = "fuzzpy"
 INTERNAL_CODE = "internal-error"
+COLLECT_EVERY = 1_000  # steps of work (checks, background steps) between two full collections
 
 
 # ---- the server -----------------------------------------------------------------------------------
@@ -60,7 +62,29 @@ class FuzzpyServer(LanguageServer):
         self.docs: dict[str, _DocState] = {}
         self.remote_warnings: list[Diagnostic] = []  # failed fetches of published schemas
         self.fetch_task: Optional[asyncio.Task] = None
+        # The editor's own process (`main`) keeps what it has checked out of the garbage
+        # collector's passes (gc.freeze after each step of work): a full pass over the caches
+        # took 100-500 ms and fell at random inside an edit's check.  Process-wide, so off for a
+        # server created inside another program (the tests).
+        self.freeze_heap = False
+        self.settled_since_collect = 0
 
+    def settle_heap(self) -> None:
+        """Leave every object alive now out of the collector's later passes."""
+        if self.freeze_heap:
+            gc.freeze()
+            self.settled_since_collect += 1
+
+    def collect_heap(self) -> None:
+        """Now and then (called while the editor idles), one full pass over everything, frozen
+        or not, then freeze again: it frees the cycles among frozen objects that died since.  A
+        check leaves few (tens of objects per file checked), and the pass costs as much as a
+        full check, so it runs once every `COLLECT_EVERY` steps of work."""
+        if self.freeze_heap and self.settled_since_collect >= COLLECT_EVERY:
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
+            self.settled_since_collect = 0
     # -- schemas published by a curator service (remote.py)
 
     async def fetch_published(self) -> None:
@@ -134,6 +158,7 @@ class FuzzpyServer(LanguageServer):
             analysis = await loop.run_in_executor(self.executor, self.engine.analyse, text, file,
                                                   self.settings, self.overlays(uri),
                                                   lambda: st.generation != generation)
+            self.settle_heap()
             if analysis is None:  # superseded by a newer version between two unit runs
                 return
             log.info("checked %s v%s in %.1f ms (%d check runs%s)", uri, version, 1000 * (loop.time() - started),
@@ -184,6 +209,7 @@ class FuzzpyServer(LanguageServer):
                 report.formulas = None
 
         await asyncio.get_running_loop().run_in_executor(self.executor, work)
+        self.settle_heap()
         if self.state(uri).generation == generation and report.formulas is not None:
             self.refresh_lenses()
 
@@ -194,7 +220,9 @@ class FuzzpyServer(LanguageServer):
         while remaining and self.state(uri).generation == generation:
             remaining = await loop.run_in_executor(self.executor, self.engine.warm, text, file, self.settings,
                                                    self.overlays(uri))
+            self.settle_heap()
         if self.state(uri).generation == generation:
+            await loop.run_in_executor(self.executor, self.collect_heap)
             self.log_message(T.MessageType.Log, f"fuzzpy: analysis cache ready for {uri}")
 
     # -- output
@@ -372,4 +400,7 @@ def main() -> None:
     stdin, stdout = reserve_stdout()
     logging.basicConfig(level=logging.WARNING, format="fuzzpy-lsp %(levelname)s %(message)s")
     all_primitives()  # load the registry before the first request
-    create_server().start_io(stdin, stdout)
+    server = create_server()
+    server.freeze_heap = True
+    server.settle_heap()
+    server.start_io(stdin, stdout)
