@@ -415,6 +415,44 @@ def test_a_superseded_analysis_stops_between_unit_runs(tmp_path: Path):
         executor.shutdown()
 
 
+
+def test_background_warming_stops_between_steps_and_resumes_where_it_stopped(tmp_path: Path):
+    """After a full check, the background fills the unit cache in slices: `stop()` is asked
+    between two steps (never before the first), the slice returns what is left, and the next
+    slice goes on from there until the cache serves every unit."""
+    file = str(tmp_path / "prog.fz")
+    engine, settings, executor = IncrementalChecker(), Settings(), make_executor()
+    try:
+        analysis = executor.submit(engine.analyse, PROGRAM, file, settings).result()
+        assert analysis.full and analysis.stale_units == 5
+        asked = []
+
+        def stop_after_two() -> bool:
+            asked.append(1)
+            return len(asked) >= 2
+
+        left = executor.submit(engine.warm, PROGRAM, file, settings, None, None, stop_after_two).result()
+        assert (left, len(asked)) == (3, 2)  # two units checked, three left
+        slices = 1
+        while executor.submit(engine.warm, PROGRAM, file, settings, None, None, lambda: False).result():
+            slices += 1
+        assert slices == 1  # the rest in one slice when nothing stops it
+        again = executor.submit(engine.analyse, PROGRAM.replace("count db\n}", "count dbb\n}"), file,
+                                settings).result()
+        assert (again.runs, again.full) == (1, False)  # the cache is full: one unit ran
+    finally:
+        executor.shutdown()
+
+
+def test_the_warm_up_program_checks_cleanly():
+    """The program the server checks at start (to build the parser and import what a check
+    uses before the first document) stays a valid program as the language changes."""
+    from fuzzpy.interfaces.lsp.server import WARM_UP_PROGRAM
+
+    report = check_source(WARM_UP_PROGRAM, "<warm-up>")
+    assert report.ok and report.diagnostics == []
+
+
 # ---- a server whose checker fails ----------------------------------------------------------------
 
 FAILING_SERVER = [sys.executable, "-c", textwrap.dedent("""\

@@ -139,8 +139,11 @@ class IncrementalChecker:
             return analysis
 
     def warm(self, text: str, file: str, settings: Settings, overlays: Optional[dict[str, str]] = None,
-             limit: int = 1) -> int:
-        """Fill the cache for up to `limit` units of this text; returns how many are still missing."""
+             limit: Optional[int] = 1, stop: Optional[Callable[[], bool]] = None) -> int:
+        """Fill the cache for up to `limit` units of this text (None: all), then find out whether
+        up to `PREPARE_PER_UNIT * limit` cached results can move; returns how many are left.
+        When `stop()` turns true between two of these steps (an edit came, or the caller's time
+        slice is over), return there: the file is loaded and planned once for all the steps."""
         with self.lock:
             modules, _, texts, virtual = _load(text, file, settings, overlays)
             plan = self._plan(text, file, settings, modules, texts)
@@ -149,14 +152,19 @@ class IncrementalChecker:
                 return 0
             missing = sorted((u for u in plan.units if self._lookup(plan, u) is None),
                              key=lambda u: len(plan.closure[u]))
-            for name in missing[:limit]:
+            for done, name in enumerate(missing[:limit]):
+                if done and stop is not None and stop():
+                    return len(missing) - done
                 self._run_unit(plan, settings, name, overlays)
-            if len(missing) > limit:
+            if limit is not None and len(missing) > limit:
                 return len(missing) - limit
             unprepared = self._unprepared(plan)
-            for result in unprepared[:PREPARE_PER_UNIT * limit]:
+            prepare = len(unprepared) if limit is None else PREPARE_PER_UNIT * limit
+            for done, result in enumerate(unprepared[:prepare]):
+                if (done or missing) and stop is not None and stop():
+                    return len(unprepared) - done
                 result.movable = _movable(result, plan.file)
-            return max(0, len(unprepared) - PREPARE_PER_UNIT * limit)
+            return max(0, len(unprepared) - prepare)
 
     def _unprepared(self, plan: _Plan) -> list[UnitResult]:
         """This plan's cached results not yet known to be movable or not (found out while the
