@@ -86,6 +86,7 @@ class FuzzpyServer(LanguageServer):
             gc.collect()
             gc.freeze()
             self.settled_since_collect = 0
+
     # -- schemas published by a curator service (remote.py)
 
     async def fetch_published(self) -> None:
@@ -155,13 +156,12 @@ class FuzzpyServer(LanguageServer):
             doc = self.workspace.get_text_document(uri)
             text, version, file = doc.source, doc.version, self.file_of(uri)
             loop = asyncio.get_running_loop()
-            started, began = loop.time(), []
+            started, began, overlays = loop.time(), [], self.overlays(uri)
 
             def analyse() -> Optional[Analysis]:
                 began.append(loop.time())  # the worker may still be busy with background work
                 return self.engine.analyse(text, file, self.settings, overlays, lambda: st.generation != generation)
 
-            overlays = self.overlays(uri)
             analysis = await loop.run_in_executor(self.executor, analyse)
             self.settle_heap()
             if analysis is None:  # superseded by a newer version between two unit runs
