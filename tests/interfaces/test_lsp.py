@@ -444,6 +444,31 @@ def test_background_warming_stops_between_steps_and_resumes_where_it_stopped(tmp
         executor.shutdown()
 
 
+def test_a_type_nested_too_deep_for_the_editors_thread_is_shown_and_does_not_stop_the_background(
+        tmp_path: Path):
+    """A binding whose type is a tuple nested 400 deep: finding out whether its result can move
+    does not fail (it is checked again instead of moved), and hover's text for its type, written
+    when first read in a thread with a normal stack, is the whole type."""
+    import threading
+
+    expr = "1"
+    for i in range(400):
+        expr = f"({expr}, {i})"
+    program = f"function f (y : num) {{\n  let x = {expr};\n  y\n}}\n"
+    file = str(tmp_path / "deep.fz")
+    engine, settings, executor = IncrementalChecker(), Settings(), make_executor()
+    try:
+        analysis = executor.submit(engine.analyse, program, file, settings).result()
+        while executor.submit(engine.warm, program, file, settings).result():
+            pass
+        shown = {}
+        reader = threading.Thread(target=lambda: shown.update((b.name, b.type) for b in analysis.bindings))
+        reader.start()
+        reader.join()
+        assert shown["y"] == "num" and shown["x"].count("(") == 400
+    finally:
+        executor.shutdown()
+
 def test_the_warm_up_program_checks_cleanly():
     """The program the server checks at start (to build the parser and import what a check
     uses before the first document) stays a valid program as the language changes."""

@@ -5,13 +5,16 @@ check report, the parsed modules, and the local bindings the checker saw (record
 from __future__ import annotations
 
 import logging
+import sys
+import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ...checking.checker import Checker, MechanismRecord
 from ...checking.program import CheckReport, FunctionReport
 from ...diagnostics import Diagnostic, Span
+from ...limits import RECURSION_LIMIT, STACK_BYTES
 from ...render.numbers import show as fmt_coef
 from ...syntax import ast as A
 from ...typesystem.sens import INF, is_const
@@ -124,14 +127,15 @@ class Binding:
     def type(self) -> str:
         text = self.__dict__.get("_type")
         if text is None:
-            text = self.__dict__["_type"] = str(self.value_type)
+            text = self.__dict__["_type"] = deep(lambda: str(self.value_type))
         return text
 
     @property
     def sensitivity(self) -> str:
         text = self.__dict__.get("_sensitivity")
         if text is None:
-            text = self.__dict__["_sensitivity"] = _render_distance(self._function, self._dist, self._input_names)
+            text = self.__dict__["_sensitivity"] = deep(
+                lambda: _render_distance(self._function, self._dist, self._input_names))
         return text
 
     def _shown(self) -> tuple:
@@ -146,6 +150,34 @@ class Binding:
     def __repr__(self) -> str:  # every text it can show (incremental._movable reads them)
         return (f"Binding(span={self.span!r}, name={self.name!r}, type={self.type!r}, "
                 f"sensitivity={self.sensitivity!r}, value_type={self.value_type!r})")
+
+
+def deep(render: Callable[[], str]) -> str:
+    """`render()`; for a value nested too deeply for this thread (a type of a tuple nested 400
+    deep), `render()` in a thread with the stack and recursion limit the check it comes from had."""
+    try:
+        return render()
+    except RecursionError:
+        pass
+    box: dict[str, str] = {}
+
+    def work() -> None:
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, RECURSION_LIMIT))  # safe: this thread has a large stack
+        try:
+            box["text"] = render()
+        finally:
+            sys.setrecursionlimit(old)
+
+    old_size = threading.stack_size()
+    threading.stack_size(STACK_BYTES)
+    try:
+        thread = threading.Thread(target=work, name="fuzzpy-lsp-render")
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(old_size)
+    return box["text"]
 
 
 @dataclass(frozen=True)

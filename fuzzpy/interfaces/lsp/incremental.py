@@ -434,7 +434,10 @@ def _with_span(item: Any, span: Any) -> Any:
 def _movable(result: UnitResult, file: str) -> bool:
     spans = [x.span for group in (result.diagnostics, result.functions, result.mechanisms, result.bindings,
                                   result.calls) for x in group if x.span is not None]
-    shown = repr(result)  # every field, however deep: no other span, no line number in any text
+    try:
+        shown = repr(result)  # every field, however deep: no other span, no line number in any text
+    except RecursionError:  # a type nested too deeply to show here: checked again instead of moved
+        return False
     if shown.count("Span(") != len(spans) or _LINE_TEXT.search(shown):
         return False
     return all(s.file != file or _extent_of(result.extents, s) is not None for s in spans)
