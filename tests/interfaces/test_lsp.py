@@ -366,6 +366,32 @@ def test_a_change_after_a_quiet_moment_is_checked_at_once():
     assert delays == [0.0, 0.05, 0.0, 0.0]
 
 
+def test_the_editor_process_freezes_what_it_checked_and_collects_now_and_then(monkeypatch):
+    """The server's own process (`freeze_heap`) leaves the objects alive after each step of work
+    out of the collector's passes, and makes a full pass only every COLLECT_EVERY steps; a
+    server created inside another program (these tests) leaves the collector alone."""
+    import gc
+
+    from fuzzpy.interfaces.lsp import server as server_module
+
+    server = server_module.FuzzpyServer()
+    try:
+        server.settle_heap()
+        assert gc.get_freeze_count() == 0 and server.settled_since_collect == 0
+        server.freeze_heap = True
+        monkeypatch.setattr(server_module, "COLLECT_EVERY", 2)
+        server.settle_heap()
+        assert gc.get_freeze_count() > 0 and server.settled_since_collect == 1
+        server.collect_heap()  # one step since the last pass: not yet
+        assert server.settled_since_collect == 1
+        server.settle_heap()
+        server.collect_heap()
+        assert server.settled_since_collect == 0 and gc.get_freeze_count() > 0  # frozen again after the pass
+    finally:
+        gc.unfreeze()
+        server.executor.shutdown()
+
+
 def test_a_superseded_analysis_stops_between_unit_runs(tmp_path: Path):
     """A newer version of the document stops an analysis after its current unit run: nothing is
     published for it, and the units it ran are cached for the next analysis."""
@@ -387,6 +413,69 @@ def test_a_superseded_analysis_stops_between_unit_runs(tmp_path: Path):
         assert comparable(analysis.report.diagnostics) == comparable(full_check(edited, file).diagnostics)
     finally:
         executor.shutdown()
+
+
+
+def test_background_warming_stops_between_steps_and_resumes_where_it_stopped(tmp_path: Path):
+    """After a full check, the background fills the unit cache in slices: `stop()` is asked
+    between two steps (never before the first), the slice returns what is left, and the next
+    slice goes on from there until the cache serves every unit."""
+    file = str(tmp_path / "prog.fz")
+    engine, settings, executor = IncrementalChecker(), Settings(), make_executor()
+    try:
+        analysis = executor.submit(engine.analyse, PROGRAM, file, settings).result()
+        assert analysis.full and analysis.stale_units == 5
+        asked = []
+
+        def stop_after_two() -> bool:
+            asked.append(1)
+            return len(asked) >= 2
+
+        left = executor.submit(engine.warm, PROGRAM, file, settings, None, None, stop_after_two).result()
+        assert (left, len(asked)) == (3, 2)  # two units checked, three left
+        slices = 1
+        while executor.submit(engine.warm, PROGRAM, file, settings, None, None, lambda: False).result():
+            slices += 1
+        assert slices == 1  # the rest in one slice when nothing stops it
+        again = executor.submit(engine.analyse, PROGRAM.replace("count db\n}", "count dbb\n}"), file,
+                                settings).result()
+        assert (again.runs, again.full) == (1, False)  # the cache is full: one unit ran
+    finally:
+        executor.shutdown()
+
+
+def test_a_type_nested_too_deep_for_the_editors_thread_is_shown_and_does_not_stop_the_background(
+        tmp_path: Path):
+    """A binding whose type is a tuple nested 400 deep: finding out whether its result can move
+    does not fail (it is checked again instead of moved), and hover's text for its type, written
+    when first read in a thread with a normal stack, is the whole type."""
+    import threading
+
+    expr = "1"
+    for i in range(400):
+        expr = f"({expr}, {i})"
+    program = f"function f (y : num) {{\n  let x = {expr};\n  y\n}}\n"
+    file = str(tmp_path / "deep.fz")
+    engine, settings, executor = IncrementalChecker(), Settings(), make_executor()
+    try:
+        analysis = executor.submit(engine.analyse, program, file, settings).result()
+        while executor.submit(engine.warm, program, file, settings).result():
+            pass
+        shown = {}
+        reader = threading.Thread(target=lambda: shown.update((b.name, b.type) for b in analysis.bindings))
+        reader.start()
+        reader.join()
+        assert shown["y"] == "num" and shown["x"].count("(") == 400
+    finally:
+        executor.shutdown()
+
+def test_the_warm_up_program_checks_cleanly():
+    """The program the server checks at start (to build the parser and import what a check
+    uses before the first document) stays a valid program as the language changes."""
+    from fuzzpy.interfaces.lsp.server import WARM_UP_PROGRAM
+
+    report = check_source(WARM_UP_PROGRAM, "<warm-up>")
+    assert report.ok and report.diagnostics == []
 
 
 # ---- a server whose checker fails ----------------------------------------------------------------

@@ -5,13 +5,16 @@ check report, the parsed modules, and the local bindings the checker saw (record
 from __future__ import annotations
 
 import logging
+import sys
+import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ...checking.checker import Checker, MechanismRecord
 from ...checking.program import CheckReport, FunctionReport
 from ...diagnostics import Diagnostic, Span
+from ...limits import RECURSION_LIMIT, STACK_BYTES
 from ...render.numbers import show as fmt_coef
 from ...syntax import ast as A
 from ...typesystem.sens import INF, is_const
@@ -106,15 +109,75 @@ def _remote_options(options: dict) -> tuple[Optional[str], tuple[str, ...]]:
 # ---- what one analysis produces -------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Binding:
-    """A local variable or parameter as the checker saw it (recorded through `Checker.on_bind`)."""
+    """A local variable or parameter as the checker saw it (recorded through `Checker.on_bind`):
+    its span, name, type and sensitivity (texts), and the checker's Type, for `r.` completion.
 
-    span: Span
-    name: str
-    type: str
-    sensitivity: str
-    value_type: Any = field(default=None, compare=False)  # the checker's Type, for `r.` completion
+    The two texts are written when first read (hover, or the background's test of whether a
+    result can move), not while the check runs: writing them for the thousand bindings of a
+    1,000-line file was a sixth of a full check.  What they say is fixed at the binding: its
+    type, its distance and the names of that distance's inputs, copied then."""
+
+    def __init__(self, span: Span, name: str, value_type: Any, function: bool, dist: dict,
+                 input_names: dict) -> None:
+        self.span, self.name, self.value_type = span, name, value_type
+        self._function, self._dist, self._input_names = function, dist, input_names
+
+    @property
+    def type(self) -> str:
+        text = self.__dict__.get("_type")
+        if text is None:
+            text = self.__dict__["_type"] = deep(lambda: str(self.value_type))
+        return text
+
+    @property
+    def sensitivity(self) -> str:
+        text = self.__dict__.get("_sensitivity")
+        if text is None:
+            text = self.__dict__["_sensitivity"] = deep(
+                lambda: _render_distance(self._function, self._dist, self._input_names))
+        return text
+
+    def _shown(self) -> tuple:
+        return (self.span, self.name, self.type, self.sensitivity)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Binding) and self._shown() == other._shown()
+
+    def __hash__(self) -> int:
+        return hash(self._shown())
+
+    def __repr__(self) -> str:  # every text it can show (incremental._movable reads them)
+        return (f"Binding(span={self.span!r}, name={self.name!r}, type={self.type!r}, "
+                f"sensitivity={self.sensitivity!r}, value_type={self.value_type!r})")
+
+
+def deep(render: Callable[[], str]) -> str:
+    """`render()`; for a value nested too deeply for this thread (a type of a tuple nested 400
+    deep), `render()` in a thread with the stack and recursion limit the check it comes from had."""
+    try:
+        return render()
+    except RecursionError:
+        pass
+    box: dict[str, str] = {}
+
+    def work() -> None:
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, RECURSION_LIMIT))  # safe: this thread has a large stack
+        try:
+            box["text"] = render()
+        finally:
+            sys.setrecursionlimit(old)
+
+    old_size = threading.stack_size()
+    threading.stack_size(STACK_BYTES)
+    try:
+        thread = threading.Thread(target=work, name="fuzzpy-lsp-render")
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(old_size)
+    return box["text"]
 
 
 @dataclass(frozen=True)
@@ -193,7 +256,9 @@ class _BindingRecorder:
         if self.items is None:
             return
         try:
-            self.items.append(Binding(span, name, str(value.type), _render_distance(checker, value), value.type))
+            dist = dict(value.dist)
+            self.items.append(Binding(span, name, value.type, value.fn is not None, dist,
+                                      {s: checker.describe(s) for s in dist}))
         except Exception:  # noqa: BLE001 - hover data is best effort, never breaks a check
             pass
 
@@ -223,12 +288,12 @@ class _BindingRecorder:
             pass
 
 
-def _render_distance(checker: Checker, value: Any) -> str:
-    if value.fn is not None:
+def _render_distance(function: bool, dist: dict, input_names: dict) -> str:
+    if function:
         return "a function: its sensitivity is in its type, or checked at each use"
-    if not value.dist:
+    if not dist:
         return "public: does not depend on private inputs"
-    parts = [f"{fmt_coef(c)} in {checker.describe(s)}" for s, c in value.dist.items()]
+    parts = [f"{fmt_coef(c)} in {input_names[s]}" for s, c in dist.items()]
     return "sensitivity " + ", ".join(parts)
 
 

@@ -139,8 +139,11 @@ class IncrementalChecker:
             return analysis
 
     def warm(self, text: str, file: str, settings: Settings, overlays: Optional[dict[str, str]] = None,
-             limit: int = 1) -> int:
-        """Fill the cache for up to `limit` units of this text; returns how many are still missing."""
+             limit: Optional[int] = 1, stop: Optional[Callable[[], bool]] = None) -> int:
+        """Fill the cache for up to `limit` units of this text (None: all), then find out whether
+        up to `PREPARE_PER_UNIT * limit` cached results can move; returns how many are left.
+        When `stop()` turns true between two of these steps (an edit came, or the caller's time
+        slice is over), return there: the file is loaded and planned once for all the steps."""
         with self.lock:
             modules, _, texts, virtual = _load(text, file, settings, overlays)
             plan = self._plan(text, file, settings, modules, texts)
@@ -149,14 +152,19 @@ class IncrementalChecker:
                 return 0
             missing = sorted((u for u in plan.units if self._lookup(plan, u) is None),
                              key=lambda u: len(plan.closure[u]))
-            for name in missing[:limit]:
+            for done, name in enumerate(missing[:limit]):
+                if done and stop is not None and stop():
+                    return len(missing) - done
                 self._run_unit(plan, settings, name, overlays)
-            if len(missing) > limit:
+            if limit is not None and len(missing) > limit:
                 return len(missing) - limit
             unprepared = self._unprepared(plan)
-            for result in unprepared[:PREPARE_PER_UNIT * limit]:
+            prepare = len(unprepared) if limit is None else PREPARE_PER_UNIT * limit
+            for done, result in enumerate(unprepared[:prepare]):
+                if (done or missing) and stop is not None and stop():
+                    return len(unprepared) - done
                 result.movable = _movable(result, plan.file)
-            return max(0, len(unprepared) - PREPARE_PER_UNIT * limit)
+            return max(0, len(unprepared) - prepare)
 
     def _unprepared(self, plan: _Plan) -> list[UnitResult]:
         """This plan's cached results not yet known to be movable or not (found out while the
@@ -392,7 +400,13 @@ def moved(result: UnitResult, file: str, layout: tuple, extents: tuple) -> Optio
         if span is None or span.file != file:
             return span
         d = shifts[bisect.bisect_right(starts, span.line) - 1]  # _movable: inside that function's code
-        return span if d == 0 else Span(span.file, span.line + d, span.col, span.end_line + d, span.end_col)
+        if d == 0:
+            return span
+        # Built without the frozen class's checked __init__ (a moved result holds a thousand spans).
+        copy = object.__new__(Span)
+        copy.__dict__.update(file=span.file, line=span.line + d, col=span.col, end_line=span.end_line + d,
+                             end_col=span.end_col)
+        return copy
 
     diagnostics = [_with_span(d, shift(d.span)) for d in result.diagnostics]
     for d in diagnostics:
@@ -420,7 +434,10 @@ def _with_span(item: Any, span: Any) -> Any:
 def _movable(result: UnitResult, file: str) -> bool:
     spans = [x.span for group in (result.diagnostics, result.functions, result.mechanisms, result.bindings,
                                   result.calls) for x in group if x.span is not None]
-    shown = repr(result)  # every field, however deep: no other span, no line number in any text
+    try:
+        shown = repr(result)  # every field, however deep: no other span, no line number in any text
+    except RecursionError:  # a type nested too deeply to show here: checked again instead of moved
+        return False
     if shown.count("Span(") != len(spans) or _LINE_TEXT.search(shown):
         return False
     return all(s.file != file or _extent_of(result.extents, s) is not None for s in spans)
