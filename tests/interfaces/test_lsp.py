@@ -366,6 +366,50 @@ def test_a_change_after_a_quiet_moment_is_checked_at_once():
     assert delays == [0.0, 0.05, 0.0, 0.0]
 
 
+def test_the_cache_refill_after_a_full_check_waits_until_the_document_is_still(monkeypatch):
+    """After a full check (a param's new value) the background refill starts only once the
+    document has not changed for WARM_IDLE_AFTER_FULL: an edit made meanwhile finds the worker
+    free and the refill of the older version never starts.  After a check of a few units it
+    starts at once."""
+    from types import SimpleNamespace
+
+    from fuzzpy.interfaces.lsp import server as server_module
+
+    monkeypatch.setattr(server_module, "WARM_IDLE_AFTER_FULL", 0.2)
+    assert server_module.warm_delay(SimpleNamespace(full=True)) == 0.2  # type: ignore[arg-type]
+    assert server_module.warm_delay(SimpleNamespace(full=False)) == 0.0  # type: ignore[arg-type]
+
+    from pygls.workspace import Workspace
+
+    server, uri, warmed = server_module.FuzzpyServer(), "file:///a.fz", []
+    server.protocol._workspace = Workspace(None)  # what `initialize` sets up
+    server.workspace.put_text_document(T.TextDocumentItem(uri=uri, language_id="fuzzpy", version=1, text="x"))
+    full = SimpleNamespace(full=True, stale_units=3, runs=1, report=SimpleNamespace(ok=False), known={})
+
+    async def warm(uri: str, generation: int, text: str, file: str) -> None:
+        warmed.append(generation)
+
+    server.engine.analyse = lambda *args: full  # type: ignore[method-assign]
+    server.publish = lambda *args: None  # type: ignore[method-assign]
+    server._warm = warm  # type: ignore[method-assign]
+    monkeypatch.setattr(server_module, "known_types", lambda analysis: {})
+
+    async def edits() -> None:
+        server.schedule(uri, 0)
+        await asyncio.sleep(0.1)  # checked, published, and waiting for the document to be still
+        assert warmed == []
+        server.schedule(uri, 0)  # the next edit: the first version's refill is given up
+        await asyncio.sleep(0.1)
+        assert warmed == []
+        await asyncio.sleep(0.25)
+
+    try:
+        asyncio.run(edits())
+    finally:
+        server.executor.shutdown()
+    assert warmed == [2]
+
+
 def test_the_editor_process_freezes_what_it_checked_and_collects_now_and_then(monkeypatch):
     """The server's own process (`freeze_heap`) leaves the objects alive after each step of work
     out of the collector's passes, and makes a full pass only every COLLECT_EVERY steps; a

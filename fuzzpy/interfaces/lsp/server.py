@@ -39,6 +39,9 @@ log = logging.getLogger("fuzzpy.lsp")
 SOURCE = "fuzzpy"
 INTERNAL_CODE = "internal-error"
 WARM_SLICE = 0.05  # seconds of background work the worker gives one document at a time
+# After a full check, how long the document must stay unchanged before the cache refill starts:
+# the next edit of a burst (a param being typed) would otherwise wait for a refill step under way.
+WARM_IDLE_AFTER_FULL = 0.3
 COLLECT_EVERY = 1_000  # steps of work (checks, background steps) between two full collections
 
 
@@ -176,6 +179,7 @@ class FuzzpyServer(LanguageServer):
             self.publish(uri, version, analysis)
             analysis.known = merge_known(previous.known if previous is not None else {}, known_types(analysis))
             if analysis.stale_units:
+                await asyncio.sleep(warm_delay(analysis))  # cancelled with this task by the next edit
                 await self._warm(uri, generation, text, file)
             await self._derive_formulas(uri, generation, text, file, analysis)
         except asyncio.CancelledError:
@@ -338,6 +342,14 @@ def debounce_delay(now: float, last_change: float, debounce: float) -> float:
     and its check is not published if later changes arrive meanwhile (one check wasted, at most,
     per burst); every later change of the burst waits as before."""
     return 0.0 if now - last_change > debounce else debounce
+
+
+def warm_delay(analysis: Analysis) -> float:
+    """How long the document must stay unchanged before its cache is refilled: after a full
+    check (a param's new value, an opened file), `WARM_IDLE_AFTER_FULL`, so that the next edit
+    of a burst finds the worker free; after a check of a few units, none (the refill then only
+    finds out which new results can move, and the next inserted line needs that)."""
+    return WARM_IDLE_AFTER_FULL if analysis.full else 0.0
 
 
 def _import_span_for(analysis: Analysis, file: str) -> Optional[Span]:
