@@ -521,9 +521,12 @@ def _spans_within(value: object, first: int, last: int) -> bool:
     return True
 
 
-@lru_cache(maxsize=None)
+_FIELDS: dict[type, tuple[str, ...]] = {}  # per node class: its dataclass fields
+
+
 def _fields_of(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+    fields = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return fields
 
 
 _LEAVES = frozenset({str, int, bool, float, Fraction, type(None)})  # immutable, and hold no span
@@ -531,29 +534,49 @@ _LEAVES = frozenset({str, int, bool, float, Fraction, type(None)})  # immutable,
 
 def _moved(value: object, lines: int) -> object:
     """A copy of a parsed value (nodes, lists, tuples) with every span `lines` lines further down;
-    the leaves (names, numbers) are immutable and shared."""
+    the leaves (names, numbers) are immutable and shared.  Leaves are tested before the call
+    (most fields are names and numbers): a moved file copies tens of thousands of values."""
     kind = type(value)
     if kind in _LEAVES:
         return value
-    if kind is Span:  # built without the frozen class's checked __init__: a tree holds thousands
-        span = object.__new__(Span)
-        span.__dict__.update(file=value.file, line=value.line + lines, col=value.col,  # type: ignore[attr-defined]
-                             end_line=value.end_line + lines, end_col=value.end_col)  # type: ignore[attr-defined]
-        return span
+    if kind is Span:
+        return _moved_span(value, lines)  # type: ignore[arg-type]
     if isinstance(value, A.Node):  # its declared fields only: whatever a later stage kept on the node stays there
         attrs = vars(value)
-        copy = object.__new__(kind)
-        copy.__dict__ = {name: _moved(attrs[name], lines) for name in _fields_of(kind) if name in attrs}
+        copy = _new(kind)
+        fields = {}
+        for name in _FIELDS.get(kind) or _fields_of(kind):
+            if name in attrs:
+                v = attrs[name]
+                field_kind = type(v)
+                if field_kind in _LEAVES:
+                    fields[name] = v
+                elif field_kind is Span:
+                    fields[name] = _moved_span(v, lines)
+                else:
+                    fields[name] = _moved(v, lines)
+        copy.__dict__ = fields
         return copy
     if kind is list:
-        return [_moved(v, lines) for v in value]  # type: ignore[attr-defined]
+        return [v if type(v) in _LEAVES else _moved(v, lines) for v in value]  # type: ignore[attr-defined]
     if kind is tuple:
-        return tuple([_moved(v, lines) for v in value])  # type: ignore[attr-defined]
+        return tuple([v if type(v) in _LEAVES else _moved(v, lines) for v in value])  # type: ignore[attr-defined]
     if isinstance(value, Span):
         return Span(value.file, value.line + lines, value.col, value.end_line + lines, value.end_col)
     if isinstance(value, (list, tuple)):
         return type(value)(_moved(v, lines) for v in value)
     return value
+
+
+def _moved_span(span: Span, lines: int) -> Span:
+    """Built without the frozen class's checked __init__ (a tree holds thousands): the same
+    fields in the same order."""
+    copy = _new(Span)
+    d = copy.__dict__
+    d.update(span.__dict__)
+    d["line"] += lines
+    d["end_line"] += lines
+    return copy
 
 
 def _syntax_diagnostic(file: str, e: UnexpectedInput, text: str) -> Diagnostic:
