@@ -401,7 +401,10 @@ def test_the_cache_refill_after_a_full_check_waits_until_the_document_is_still(m
         server.schedule(uri, 0)  # the next edit: the first version's refill is given up
         await asyncio.sleep(0.1)
         assert warmed == []
-        await asyncio.sleep(0.25)
+        for _ in range(100):  # the second version's refill, once it has been still long enough
+            if warmed:
+                break
+            await asyncio.sleep(0.05)
 
     try:
         asyncio.run(edits())
