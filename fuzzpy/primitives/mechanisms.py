@@ -102,7 +102,8 @@ def charge(ctx, name: str, eps: Fraction, dist: Dist, dist_span, span, factor: F
     if sens == 0:  # the input is public: nothing to hide, nothing charged
         scale, cost = Fraction(0), {}
     else:
-        scale, cost = factor * sens / eps, d_scale(eps / sens, dist)
+        scale = sens / eps if factor == 1 else factor * sens / eps  # (a factor 1: one division fewer)
+        cost = d_scale(eps / sens, dist)
     ctx.record_mechanism(name, span, sens, eps if sens else Fraction(0), scale, cost, extra)
     return sens, scale, cost
 

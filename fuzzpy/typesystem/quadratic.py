@@ -208,7 +208,7 @@ def inventory_of_release(eps: Optional[Fraction], moves: Dist, cost: Optional[Di
     otherwise every symbol it depends on is marked unknown."""
     if eps is not None and len(moves) == 1:
         (u, a), = moves.items()
-        if is_const(a) and a != INF:
+        if is_const(a) and not is_inf(a):  # (is_inf: no Fraction-float comparison)
             return {shadow(u, laplace_channel(eps)): ONE}
     if eps is None and cost is not None and len(cost) == 1:
         (u, c), = cost.items()
