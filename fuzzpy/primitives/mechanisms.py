@@ -43,7 +43,7 @@ def public_epsilon(ctx, arg: Arg, what: str = "epsilon") -> Fraction:
     if not arg.is_const or not isinstance(arg.type, Num):
         raise ctx.fail("E0209", f"{what} must be a public constant (a literal, a param, or arithmetic on them)",
                        arg.span)
-    value = Fraction(arg.const)
+    value = arg.const if type(arg.const) is Fraction else Fraction(arg.const)  # (a number's constant is one)
     if value <= 0:
         raise ctx.fail("E0213", f"{what} must be positive, got {value}", arg.span)
     return value

@@ -173,7 +173,7 @@ def fmt_coef(c: Coef) -> str:
         return "inf"
     if isinstance(c, Lin):
         return f"({c})"
-    f = Fraction(c)
+    f = c if type(c) is Fraction else Fraction(c)
     if f.denominator == 1:
         return str(f.numerator)
     return _fmt_ratio(f.numerator, f.denominator)
