@@ -169,7 +169,7 @@ def d_str(d: Dist, names: dict[str, str] | None = None) -> str:
 
 
 def fmt_coef(c: Coef) -> str:
-    if c == INF:
+    if is_inf(c):  # (not `c == INF`: Fraction's comparison with a float is slow)
         return "inf"
     if isinstance(c, Lin):
         return f"({c})"
