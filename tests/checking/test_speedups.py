@@ -127,3 +127,17 @@ def test_parser_spans_are_ordinary_spans() -> None:
     assert repr(s) == repr(Span("f.fz", 1, 2, 3, 4)) and pickle.loads(pickle.dumps(s)) == s
     module, diags = parser.parse_module("function f (x : num) : num {\n  x + 1\n}\n", "f.fz")
     assert not diags and module.decls[0].body.span == Span("f.fz", 2, 3, 2, 8)
+
+
+def test_numeric_type_equality_is_the_dataclass_equality() -> None:
+    """Num's own `==` (bounds compared by numerator and denominator) agrees with comparing its
+    fields, and equal numeric types hash alike."""
+    bounds = [None, ZERO, Fraction(2, 2), Fraction(1, 3), Fraction(-5), 0, 1]
+    types = [Num(lo, hi, integer) for lo in bounds for hi in bounds for integer in (False, True)]
+    for a in types:
+        for b in types:
+            fields_equal = (a.lo, a.hi, a.integer) == (b.lo, b.hi, b.integer)
+            assert (a == b) is fields_equal and (a != b) is not fields_equal
+            if fields_equal:
+                assert hash(a) == hash(b)
+    assert Num(ONE, ONE) != Record((("x", Num(ONE, ONE)),)) and Num() != "num"
