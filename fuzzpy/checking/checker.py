@@ -53,6 +53,7 @@ from ..typesystem.sens import (
     d_add,
     d_scale,
     is_const,
+    is_inf,
 )
 from ..typesystem.types import Bag, Num, Record, Type, Unit, holds_tables
 from .applications import ApplicationRules
@@ -82,6 +83,12 @@ from .values import Env, FnT, TopFn, Val
 
 class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, CountRules):
     """Checks a program's functions; the rules come from the mixins (see the module docstring)."""
+
+    # Tool hooks (`_note_binding` and its neighbours): a tool such as the language server's hover
+    # sets them; None, the case of every plain check, costs one attribute read per binding.
+    on_bind: Optional[Any] = None
+    on_call: Optional[Any] = None
+    on_primitive: Optional[Any] = None
 
     def __init__(self, functions: dict[str, A.FunDecl], resolver: TypeResolver, globals_: dict[str, Val]):
         self.functions = functions
@@ -277,7 +284,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         """The proven sensitivity of a mechanism's argument: the largest distance it can move
         when any one input moves by one, after eliminating split parts."""
         flat = linear_part(self.eliminate(dist))  # shadow entries are costs, not distances (rule Rho)
-        finite = {s: c for s, c in flat.items() if c != INF}
+        finite = {s: c for s, c in flat.items() if not is_inf(c)}  # no Fraction-float comparison
         if flat and not finite:
             sym = next(iter(flat))
             raise self.fail("E0305", f"the argument of this mechanism has unbounded sensitivity in "
@@ -291,7 +298,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
                 raise self.fail("E0304", "the sensitivity of this mechanism's argument depends on the "
                                 "sensitivity of a recursive function that is not solved yet", span,
                                 "annotate the recursive function's parameters with their sensitivity")
-            best = max(best, Fraction(c))
+            best = max(best, c if type(c) is Fraction else Fraction(c))
         return best
 
     def _why_infinite(self) -> list[str]:
@@ -390,7 +397,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
     def _note_binding(self, span: Span, name: str, v: Val) -> None:
         """Tool hook: when a tool (the language server's hover) has set `Checker.on_bind`, tell
         it each local binding's span, name and value.  Checking never depends on it."""
-        hook = getattr(Checker, "on_bind", None)
+        hook = Checker.on_bind
         if hook is not None:
             hook(self, span, name, v)
 
@@ -399,7 +406,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         it each call of a top-level function: the call's span, the function's name, the checked
         instance (its summary) and the call's distance in the caller's symbols.  Checking never
         depends on it."""
-        hook = getattr(Checker, "on_call", None)
+        hook = Checker.on_call
         if hook is not None:
             hook(self, span, name, summary, dist)
 
@@ -407,7 +414,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         """Tool hook: when a tool (the language server's hover) has set `Checker.on_primitive`, tell
         it each call of a primitive whose rule explains its result's distance (`info["explained"]`:
         a join, a truncation), with that result.  Checking never depends on it."""
-        hook = getattr(Checker, "on_primitive", None)
+        hook = Checker.on_primitive
         if hook is not None:
             hook(self, span, name, result)
 

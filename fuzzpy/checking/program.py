@@ -21,7 +21,7 @@ from ..syntax.loader import load_program, read_source
 from ..typesystem import ir as I
 from ..typesystem.effects import FAIL
 from ..typesystem.quadratic import DELTA, SAMPLED_GAUSS
-from ..typesystem.sens import INF, c_add, fmt_coef, is_const
+from ..typesystem.sens import INF, c_add, fmt_coef, is_const, is_inf
 from ..typesystem.types import Bool, Cat, Column, Fun, Fuzzy, Num, PublicSchema, Schema, Str, Type, UnitBag, is_subtype
 from .records import MechanismRecord
 from .typeexpr import TypeResolver
@@ -566,7 +566,7 @@ def _fun_type(types: list[Type], coefs, cod: Type, quad=None) -> str:
             rho = f"rho {fmt_coef(g)}"
             arrow = "->" if INF in (c, g) else f"-o[{rho}]" if c == 0 else f"-o[{fmt_coef(c)}; {rho}]"
         else:
-            arrow = "->" if c == INF else "-o" if c == 1 else f"-o[{fmt_coef(c)}]"
+            arrow = "->" if is_inf(c) else "-o" if c == 1 else f"-o[{fmt_coef(c)}]"
         dom = f"({t})" if isinstance(t, Fun) else str(t)
         parts.append(f"{dom} {arrow}")
     return " ".join(parts) + f" {cod}"

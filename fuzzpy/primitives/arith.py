@@ -80,7 +80,7 @@ def _arith_type(op: str, a: Num, b: Num, ac, bc) -> Num:
     if op == "-":
         return _bounds(_s(alo, bhi, operator.sub), _s(ahi, blo, operator.sub), integer)
     if op == "*":
-        if None in (alo, ahi, blo, bhi):
+        if alo is None or ahi is None or blo is None or bhi is None:  # (not `in`: Fraction == None is slow)
             return Num(None, None, integer)
         prods = [x * y for x in (alo, ahi) for y in (blo, bhi)]
         return Num(min(prods), max(prods), integer)

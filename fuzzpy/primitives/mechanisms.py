@@ -43,7 +43,7 @@ def public_epsilon(ctx, arg: Arg, what: str = "epsilon") -> Fraction:
     if not arg.is_const or not isinstance(arg.type, Num):
         raise ctx.fail("E0209", f"{what} must be a public constant (a literal, a param, or arithmetic on them)",
                        arg.span)
-    value = Fraction(arg.const)
+    value = arg.const if type(arg.const) is Fraction else Fraction(arg.const)  # (a number's constant is one)
     if value <= 0:
         raise ctx.fail("E0213", f"{what} must be positive, got {value}", arg.span)
     return value
@@ -102,7 +102,8 @@ def charge(ctx, name: str, eps: Fraction, dist: Dist, dist_span, span, factor: F
     if sens == 0:  # the input is public: nothing to hide, nothing charged
         scale, cost = Fraction(0), {}
     else:
-        scale, cost = factor * sens / eps, d_scale(eps / sens, dist)
+        scale = sens / eps if factor == 1 else factor * sens / eps  # (a factor 1: one division fewer)
+        cost = d_scale(eps / sens, dist)
     ctx.record_mechanism(name, span, sens, eps if sens else Fraction(0), scale, cost, extra)
     return sens, scale, cost
 

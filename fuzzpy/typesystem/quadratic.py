@@ -162,7 +162,7 @@ def _move_inventory(ch: str, count: Coef, moves: Dist) -> Dist:
     u is marked unknown."""
     if ch != UNKNOWN and len(moves) == 1:
         (u, a), = moves.items()
-        if is_const(a) and a != INF and a <= 1:
+        if is_const(a) and not is_inf(a) and a <= 1:
             return {shadow(u, ch): count}
     # The mark's coefficient is only a presence; it is the count itself, so that an unknown count
     # of a recursion (0 once solved, say) marks nothing when it is 0.
@@ -178,7 +178,7 @@ def _move_delta(delta: Coef, moves: Dist) -> Dist:
     the program is refused (E0332) rather than charged a wrong delta."""
     if len(moves) == 1:
         (u, a), = moves.items()
-        if is_const(a) and a != INF and a <= 1:
+        if is_const(a) and not is_inf(a) and a <= 1:
             return {shadow(u, DELTA): delta}
     return {shadow(u, DELTA): INF for u in moves}
 
@@ -193,7 +193,7 @@ def delta_of_release(delta: Fraction, moves: Dist) -> Dist:
         return {}
     if len(moves) == 1:
         (u, a), = moves.items()
-        if is_const(a) and a != INF:
+        if is_const(a) and not is_inf(a):
             return {shadow(u, DELTA): delta}
     return {shadow(u, DELTA): INF for u in moves}
 
@@ -208,11 +208,11 @@ def inventory_of_release(eps: Optional[Fraction], moves: Dist, cost: Optional[Di
     otherwise every symbol it depends on is marked unknown."""
     if eps is not None and len(moves) == 1:
         (u, a), = moves.items()
-        if is_const(a) and a != INF:
+        if is_const(a) and not is_inf(a):  # (is_inf: no Fraction-float comparison)
             return {shadow(u, laplace_channel(eps)): ONE}
     if eps is None and cost is not None and len(cost) == 1:
         (u, c), = cost.items()
-        if is_const(c) and c != INF and c > 0:
+        if is_const(c) and not is_inf(c) and c > 0:
             return {shadow(u, pure_channel(Fraction(c))): ONE}
     return {shadow(u, UNKNOWN): ONE for u in moves}
 

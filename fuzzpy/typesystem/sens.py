@@ -64,6 +64,8 @@ def is_inf(c: Coef) -> bool:
 
 def c_add(a: Coef, b: Coef) -> Coef:
     if type(a) is Fraction and type(b) is Fraction:  # the common case: two finite exact numbers
+        if not a:  # 0 + b is b: spares Fraction's normalising addition (a sum starting at ZERO)
+            return b
         return a + b
     if a == INF or b == INF:
         return INF
@@ -79,7 +81,10 @@ def c_add(a: Coef, b: Coef) -> Coef:
 def c_mul(a: Coef, b: Coef) -> Coef:
     """Product; 0 * inf = 0 because a zero coefficient means "does not depend on"."""
     if type(a) is Fraction and type(b) is Fraction:  # the common case: two finite exact numbers
-        return ZERO if a == 0 or b == 0 else a * b
+        if a == 0 or b == 0:
+            return ZERO
+        # a factor 1 (a unit distance, a coefficient of one) gives the other: no normalising product
+        return b if a == 1 else a if b == 1 else a * b
     if isinstance(a, Lin) and isinstance(b, Lin):
         raise NonLinear()
     if isinstance(b, Lin):
@@ -133,7 +138,7 @@ def d_scale(k: Coef, d: Dist) -> Dist:
             return {}
         if k == 1:
             return {s: c for s, c in d.items() if c != 0}
-        return {s: k * c for s, c in d.items() if c != 0}
+        return {s: k if c == 1 else k * c for s, c in d.items() if c != 0}  # k * 1 is k
     out = {s: c_mul(k, c) for s, c in d.items()}
     return {s: c for s, c in out.items() if c != 0}
 
@@ -164,11 +169,11 @@ def d_str(d: Dist, names: dict[str, str] | None = None) -> str:
 
 
 def fmt_coef(c: Coef) -> str:
-    if c == INF:
+    if is_inf(c):  # (not `c == INF`: Fraction's comparison with a float is slow)
         return "inf"
     if isinstance(c, Lin):
         return f"({c})"
-    f = Fraction(c)
+    f = c if type(c) is Fraction else Fraction(c)
     if f.denominator == 1:
         return str(f.numerator)
     return _fmt_ratio(f.numerator, f.denominator)

@@ -76,6 +76,14 @@ class Num(Type):
     def bounded(self) -> bool:
         return self.lo is not None and self.hi is not None
 
+    def __eq__(self, other: object) -> bool:
+        """The dataclass equality (bounds and integer flag), without Fraction's own `==`, which asks
+        `numbers.Rational` (an ABC) of every bound: numeric types are compared very often."""
+        if other.__class__ is not Num:
+            return NotImplemented
+        return (self.integer == other.integer  # type: ignore[attr-defined]
+                and _same_bound(self.lo, other.lo) and _same_bound(self.hi, other.hi))  # type: ignore[attr-defined]
+
     def __str__(self) -> str:
         base = "int" if self.integer else "num"
         if self.lo is None and self.hi is None:
@@ -83,6 +91,12 @@ class Num(Type):
         lo = "-inf" if self.lo is None else fmt_num(self.lo)
         hi = "inf" if self.hi is None else fmt_num(self.hi)
         return f"{base}[{lo}, {hi}]"
+
+
+def _same_bound(a: Fraction | None, b: Fraction | None) -> bool:
+    if type(a) is Fraction and type(b) is Fraction:  # numerator and denominator: what Fraction compares
+        return a.numerator == b.numerator and a.denominator == b.denominator
+    return a == b
 
 
 def fmt_num(x: Fraction) -> str:

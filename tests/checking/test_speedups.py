@@ -98,9 +98,46 @@ def test_exact_fast_paths_agree_with_the_general_rules() -> None:
     assert is_inf(INF) and not is_inf(two) and not is_inf(u)
 
 
+def test_unit_and_zero_operands_give_the_exact_product_and_sum() -> None:
+    """c_mul's factor 1, c_add's term 0 and d_scale's coefficient 1 return the other number: the
+    same value and type as Fraction's own arithmetic, for every pair of these numbers."""
+    numbers = [ZERO, ONE, -ONE, Fraction(1, 2), Fraction(-7, 3), Fraction(10**20, 3)]
+    for a in numbers:
+        for b in numbers:
+            product, total = c_mul(a, b), c_add(a, b)
+            assert product == a * b and type(product) is Fraction
+            assert total == a + b and type(total) is Fraction
+        scaled = d_scale(a, {"x": ONE, "y": Fraction(3, 4)})
+        assert scaled == {s: a * c for s, c in {"x": ONE, "y": Fraction(3, 4)}.items() if a * c != 0}
+
+
+def test_tool_hooks_are_unset_for_a_plain_check() -> None:
+    """A check without a tool reads one class attribute per binding: the hooks default to None."""
+    from fuzzpy.checking.checker import Checker
+
+    code = "from fuzzpy.checking.checker import Checker; print(Checker.on_bind, Checker.on_call, Checker.on_primitive)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["None", "None", "None"]
+    assert hasattr(Checker, "on_bind")  # declared on the class, whatever a tool in this process set
+
+
 def test_parser_spans_are_ordinary_spans() -> None:
     s = parser._span("f.fz", 1, 2, 3, 4)
     assert s == Span("f.fz", 1, 2, 3, 4) and hash(s) == hash(Span("f.fz", 1, 2, 3, 4))
     assert repr(s) == repr(Span("f.fz", 1, 2, 3, 4)) and pickle.loads(pickle.dumps(s)) == s
     module, diags = parser.parse_module("function f (x : num) : num {\n  x + 1\n}\n", "f.fz")
     assert not diags and module.decls[0].body.span == Span("f.fz", 2, 3, 2, 8)
+
+
+def test_numeric_type_equality_is_the_dataclass_equality() -> None:
+    """Num's own `==` (bounds compared by numerator and denominator) agrees with comparing its
+    fields, and equal numeric types hash alike."""
+    bounds = [None, ZERO, Fraction(2, 2), Fraction(1, 3), Fraction(-5), 0, 1]
+    types = [Num(lo, hi, integer) for lo in bounds for hi in bounds for integer in (False, True)]
+    for a in types:
+        for b in types:
+            fields_equal = (a.lo, a.hi, a.integer) == (b.lo, b.hi, b.integer)
+            assert (a == b) is fields_equal and (a != b) is not fields_equal
+            if fields_equal:
+                assert hash(a) == hash(b)
+    assert Num(ONE, ONE) != Record((("x", Num(ONE, ONE)),)) and Num() != "num"
