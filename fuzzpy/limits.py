@@ -8,6 +8,9 @@ harness can lower them for both sides at once.
 
 from __future__ import annotations
 
+import threading
+from typing import Callable
+
 # Function calls nested inside one another at run time: the interpreter refuses to nest deeper
 # (E0604), and the checker refuses a program whose unrolled calls could nest deeper (E0306), so
 # only a recursion the checker could not unroll can meet this limit (and that is a failure
@@ -23,6 +26,19 @@ UNROLL_DEPTH = 20_000
 # Python frames and stack for the checker's and the interpreter's threads.
 STACK_BYTES = 1024 * 1024 * 1024
 RECURSION_LIMIT = 1_000_000
+
+
+def in_large_stack_thread(work: Callable[[], None], name: str) -> None:
+    """Run `work()` to its end in a new thread with a stack of STACK_BYTES (deep programs and
+    types must not crash the process); `work` raises its own recursion limit inside."""
+    old = threading.stack_size()
+    threading.stack_size(STACK_BYTES)
+    try:
+        thread = threading.Thread(target=work, name=name)
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(old)
 
 # A checked program builds no table with more than this many times the rows of its inputs
 # (E0311): `union` and the joins are the primitives that add rows, and the checker bounds every table by

@@ -6,7 +6,6 @@ the language server.  They never raise for a user error: everything ends in diag
 
 from __future__ import annotations
 
-import threading
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -30,7 +29,7 @@ from .values import FnT, TopFn, Val
 if TYPE_CHECKING:
     from .checker import Checker
 
-from ..limits import MAX_GROWTH, MAX_PER_KEY, RECURSION_LIMIT, STACK_BYTES
+from ..limits import MAX_GROWTH, MAX_PER_KEY, RECURSION_LIMIT, in_large_stack_thread
 
 # The report's classes live in reports.py (reading a cached report imports no checker); re-exported.
 from .reports import CheckReport, FunctionReport, InputReport  # noqa: E402,F401
@@ -68,14 +67,7 @@ def check_source(source: str, file: str = "<input>", params: dict[str, str] | No
                                                  Span.point(file, 1, 1)))
             box["report"] = report
 
-    old = threading.stack_size()
-    threading.stack_size(STACK_BYTES)
-    try:
-        t = threading.Thread(target=work, name="fuzzpy-check")
-        t.start()
-        t.join()
-    finally:
-        threading.stack_size(old)
+    in_large_stack_thread(work, "fuzzpy-check")
     return box["report"]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Union
+from typing import Callable, Union
 
 INF = float("inf")
 # A sensitivity: an exact non-negative rational, or infinity.
@@ -596,15 +596,20 @@ def holds_tables(t: Type) -> bool:
 _SCALARS = frozenset({Num, Bool, Str, Cat, Unit, Vector})
 
 
+def _kept(t: Type, slot: str, compute: Callable[[Type], bool]) -> bool:
+    """`compute(t)`, kept in the type's memo `slot` (types are immutable; the memo is not a field)."""
+    known = t.__dict__.get(slot)
+    if known is None:
+        known = t.__dict__[slot] = compute(t)
+    return known
+
+
 def holds_fuzzy(t: Type) -> bool:
     """Does a value of this type hold distributions (whose cost a function's result carries)?
     Kept in the type."""
     if type(t) in _SCALARS:
         return False
-    known = t.__dict__.get("_fuzzy")
-    if known is None:
-        known = t.__dict__["_fuzzy"] = _holds_fuzzy(t)
-    return known
+    return _kept(t, "_fuzzy", _holds_fuzzy)
 
 
 def _holds_fuzzy(t: Type) -> bool:
@@ -624,10 +629,7 @@ def holds_choices(t: Type) -> bool:
     in the type."""
     if type(t) in _SCALARS:
         return type(t) is Bool
-    known = t.__dict__.get("_choices")
-    if known is None:
-        known = t.__dict__["_choices"] = _holds_choices(t)
-    return known
+    return _kept(t, "_choices", _holds_choices)
 
 
 def _holds_choices(t: Type) -> bool:
@@ -643,10 +645,7 @@ def holds_units(t: Type) -> bool:
     """Does a value of this type hold a table with a privacy unit (rule Units)?  Kept in the type."""
     if type(t) in _SCALARS:
         return False
-    known = t.__dict__.get("_units")
-    if known is None:
-        known = t.__dict__["_units"] = _holds_units(t)
-    return known
+    return _kept(t, "_units", _holds_units)
 
 
 def _holds_units(t: Type) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Optional
@@ -14,7 +13,7 @@ from typing import Any, Callable, Optional
 from ...checking.checker import Checker, MechanismRecord
 from ...checking.program import CheckReport, FunctionReport
 from ...diagnostics import Diagnostic, Span
-from ...limits import RECURSION_LIMIT, STACK_BYTES
+from ...limits import RECURSION_LIMIT, in_large_stack_thread
 from ...render.numbers import show as fmt_coef
 from ...syntax import ast as A
 from ...typesystem.sens import INF, is_const
@@ -169,14 +168,7 @@ def deep(render: Callable[[], str]) -> str:
         finally:
             sys.setrecursionlimit(old)
 
-    old_size = threading.stack_size()
-    threading.stack_size(STACK_BYTES)
-    try:
-        thread = threading.Thread(target=work, name="fuzzpy-lsp-render")
-        thread.start()
-        thread.join()
-    finally:
-        threading.stack_size(old_size)
+    in_large_stack_thread(work, "fuzzpy-lsp-render")
     return box["text"]
 
 
