@@ -13,12 +13,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The check made noisy at both levels: Python's print and a write to descriptor 1.
-NOISY_CHECK = """
+# The pipeline's check made noisy at both levels: Python's print and a write to descriptor 1.
+NOISE = """
 import os, sys
 from pathlib import Path
 import fuzzpy.pipeline.budget as budget
-from fuzzpy.interfaces.checkcmd import guard, run_check
+from fuzzpy.interfaces.checkcmd import fast_run, fast_run_plan, guard, run_check
 
 real = budget.check_with_budget
 def noisy(*args, **kwargs):
@@ -26,8 +26,9 @@ def noisy(*args, **kwargs):
     os.write(1, b"a banner written from C\\n")
     return real(*args, **kwargs)
 budget.check_with_budget = noisy
-sys.exit(guard(lambda: run_check([Path(sys.argv[1])], fmt=sys.argv[2], use_cache=False)))
 """
+NOISY_CHECK = NOISE + "sys.exit(guard(lambda: run_check([Path(sys.argv[1])], fmt=sys.argv[2], use_cache=False)))\n"
+NOISY_RUN = NOISE + "sys.exit(guard(lambda: fast_run(fast_run_plan(sys.argv[1:]))))\n"
 
 
 @pytest.mark.parametrize("fmt", ["json", "sarif"])
@@ -56,22 +57,6 @@ def test_every_example_checks_to_one_strict_json_document(example):
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout, parse_constant=refuse)["ok"] is True
     assert res.stderr == ""
-
-
-# A run made noisy the same way: the pipeline's check prints at both levels.
-NOISY_RUN = """
-import os, sys
-import fuzzpy.pipeline.budget as budget
-from fuzzpy.interfaces.checkcmd import fast_run, fast_run_plan, guard
-
-real = budget.check_with_budget
-def noisy(*args, **kwargs):
-    print("a library's print")
-    os.write(1, b"a banner written from C\\n")
-    return real(*args, **kwargs)
-budget.check_with_budget = noisy
-sys.exit(guard(lambda: fast_run(fast_run_plan(sys.argv[1:]))))
-"""
 
 
 def test_stray_stdout_during_a_json_run_goes_to_stderr():
