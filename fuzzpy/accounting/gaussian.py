@@ -19,7 +19,6 @@ from fractions import Fraction
 
 import mpmath
 import numpy as np
-from scipy import special
 
 from ._num import CERT_DPS, CERT_MARGIN, mpf
 
@@ -32,6 +31,8 @@ def gdp_delta_float(mu: float, eps: np.ndarray | float) -> np.ndarray | float:
         return np.where(eps >= 0, 0.0, -np.expm1(eps))
     a = -eps / mu + mu / 2
     b = -eps / mu - mu / 2
+    from scipy import special  # here, not at the top: scipy costs ~0.3 s to import, and a run without
+    # Gaussian accounting (a Laplace count) never needs it
     la, lb = special.log_ndtr(a), special.log_ndtr(b)
     out = np.exp(la) * -np.expm1(np.minimum(eps + lb - la, 0.0))
     return out if out.ndim else float(out)

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from fractions import Fraction
 
 import mpmath
-from scipy import optimize
 
 from ._num import CERT_DPS, CERT_MARGIN, ceil_fraction, mpf
 
@@ -28,6 +27,8 @@ def _eps_at(alpha: mpmath.mpf, rdp: mpmath.mpf, log_delta: mpmath.mpf) -> mpmath
 def rdp_epsilon(curve: RdpCurve, delta: Fraction, alpha_max: float = 1e6) -> tuple[Fraction, float]:
     """Certified (epsilon, alpha): the RDP conversion of `curve` (alpha -> RDP epsilon at alpha,
     evaluated in mpmath at the caller's precision) minimised over alpha in (1, alpha_max]."""
+    from scipy import optimize  # imported when used: see accounting/gaussian.py
+
     with mpmath.workdps(20):
         log_delta = mpmath.log(mpf(delta))
 

@@ -20,7 +20,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from scipy import special
 
 from .pld import LatticePld, power_by_fft
 
@@ -33,6 +32,8 @@ _TOP_TAIL = 1e-16
 def _ndtr_between(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Phi(b) - Phi(a) for a <= b, computed on the side of the smaller tail (no cancellation
     against 1), and the larger of the two tail values (each is within a few ulps of it)."""
+    from scipy import special  # imported when used: see accounting/gaussian.py
+
     upper = a >= 0
     ta, tb = special.ndtr(-a), special.ndtr(b)
     diff = np.where(upper, ta - special.ndtr(-b), tb - special.ndtr(a))
@@ -57,6 +58,8 @@ def subsampled_gaussian_pld(q: float, mu: float, log_c: float, h: Fraction, remo
                             connect_dots: bool = False) -> LatticePld:
     """The PLD (on lattice h, losses rounded up) of one Poisson-subsampled release dominated by the
     scaled pair (e^log_c N(mu, 1), N(0, 1)), in the `remove` or the add direction."""
+    from scipy import special  # imported when used: see accounting/gaussian.py
+
     c = math.exp(log_c) * (1 + 1e-12)
     hf = float(h)
     if remove:
