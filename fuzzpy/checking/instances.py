@@ -235,6 +235,49 @@ class InstanceRules:
         fns = tuple([_fn_identity(a.fn) for a in args])
         return (ident, tuple(types), consts, fns, tuple([_public(a) for a in args]))
 
+    # ---- rule Instance for a closure a primitive applies (instantiate) ---------------------------
+
+    def apply_to_holders(self, f: Val, holders: list[Val], span: Span) -> Val:
+        """`apply(f, holders)` for `instantiate`, whose holders are fresh values of the types the
+        primitive gives (no constant, function or risk).  A closure applied to all of them, its
+        parameters without declared types or sensitivities, takes a direct path to
+        `check_instance`: its key is built from what the holders are known to be, and the steps
+        of `apply` and `summary` that cannot apply to them (widening, coercion, a known or
+        recursive instance, rule Count) are skipped.  The result is `apply`'s."""
+        fn = f.fn
+        key = self._holder_key(fn, holders)
+        if key is None:
+            return self.apply(f, holders, span)
+        try:
+            summary = self.check_instance(fn, fn.params, list(key[1]), holders, key, span)
+        except FuzzError as exc:
+            self._note_call_site(exc, fn, span)
+            raise
+        dist, risk = self.map_summary(summary, holders, span)
+        node = I.IApply(f.ir, [h.ir for h in holders], summary.params, summary.body, span=span)
+        fn_out = self.returned_opaque(summary) if isinstance(summary.cod, Fun) else \
+            self.rebind_returned(summary, holders, span)
+        return Val(summary.cod, dist, node, NOCONST, fn_out, risk=r_union(f.risk, risk))
+
+    def _holder_key(self, fn: Optional[FnValue], holders: list[Val]) -> Optional[tuple]:
+        """The instance key `summary` would build for a closure applied to fresh holders, when
+        the direct path gives what `apply` gives; None otherwise (and for a key already known or
+        being checked, or past the limits: `summary` answers those)."""
+        if type(fn) is not Closure or len(fn.params) != len(holders) or self._counting is not None:
+            return None
+        if any(p.type is not None or p.sens is not None for p in fn.params):
+            return None  # a declared type is resolved and coerced to, a sensitivity checked
+        types = tuple([h.type for h in holders])
+        if any(isinstance(t, (Fun, FnT)) or type_size(t) > MAX_TYPE_SIZE for t in types):
+            return None
+        none = (None,) * len(holders)  # no constants, no function values
+        key = (("closure", fn), types, none, none, tuple([not h.dist for h in holders]))  # `_public`
+        if key in self.instances or key in self.active:
+            return None
+        if len(self.stack) >= limits.UNROLL_DEPTH or self.instance_count >= MAX_INSTANCES:
+            return None
+        return key
+
     # ---- rule Widen: stop unrolling a speculative chain ------------------------------------------
 
     def _widen_speculative(self, fn: FnValue, args: list[Val], params: list, span: Span) -> list[Val]:
