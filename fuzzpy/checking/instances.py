@@ -249,7 +249,7 @@ class InstanceRules:
         if key is None:
             return self.apply(f, holders, span)
         try:
-            summary = self.check_instance(fn, fn.params, list(key[1]), holders, key, span)
+            summary = self._check_closure_instance(fn, list(key[1]), holders, key, span)
         except FuzzError as exc:
             self._note_call_site(exc, fn, span)
             raise
@@ -541,10 +541,23 @@ class InstanceRules:
         cod = self._check_return(fn, body, param_types)
         if state.recursive:
             coefs, quad, flat, risk, growth = self._require_assumed(state, coefs, quad, flat, risk, growth, span)
-        summary.cod, summary.coefs, summary.captured, summary.quad = cod, coefs, flat, quad
-        summary.risk, summary.growth = risk, growth
+        self._finish_instance(summary, state, body, cod, (coefs, quad, flat, risk, growth), span)
+        self.instances[key] = summary
+        if _mentions_unknowns(summary):
+            self.unsolved.append(summary)
+        if key == self._counting:
+            self._counted_state = state  # rule Count solves it (counting.py)
+        elif state.recursive and not any(a.recursive for a in self.stack):
+            self.solve_pending(span)
+        return summary
+
+    def _finish_instance(self, summary: Summary, state: _Active, body: Val, cod: Type, parts: tuple,
+                         span: Span) -> None:
+        """The summary's components from its checked body (rules Instance and Unroll)."""
+        summary.cod = cod
+        summary.coefs, summary.quad, summary.captured, summary.risk, summary.growth = parts
         if isinstance(body.type, FnT) and isinstance(body.fn, (Closure, Partial)):
-            summary.returned, summary.since = body.fn, since  # applied at each call (rebind_returned)
+            summary.returned, summary.since = body.fn, state.since  # applied at each call (rebind_returned)
         elif isinstance(body.fn, Opaque):
             summary.returned = body.fn  # its depth counts where it is applied (rule Unroll)
         summary.depth, summary.draw_depth = 1 + state.callee_depth, state.draw_depth
@@ -556,17 +569,38 @@ class InstanceRules:
                             "recursion on public constants runs one nested call per level (except calls in the "
                             "rest of a sample block, which run after it); make sure it reaches its base case "
                             "within that depth")
-        if instance is not None:
-            instance.body = body.ir
+        if summary.instance is not None:
+            summary.instance.body = body.ir
         else:
             summary.body = body.ir
+
+    # rule Instance for `apply_to_holders`: check_instance without the steps that cannot apply
+    def _check_closure_instance(self, fn: Closure, types: list[Type], holders: list[Val], key, span: Span) -> Summary:
+        """`check_instance` of a closure applied to fresh holders: no declared types or
+        sensitivities (`_holder_key`), no function arguments (so no candidates), not the step
+        of rule Count, and never recursive (a closure's recursive call is refused, E0212, before
+        it could assume a summary): what the other steps would do here is nothing."""
+        summary = Summary(FnT(fn.label), [], {}, None, [p.name for p in fn.params], None, types)
+        saved_function, since = self.current_function, len(self.splits)
+        state = _Active(summary, None, self.speculation, key[2], frozenset(), since, deferred=self.deferred,
+                        fns=key[3])
+        self.active[key] = state
+        self.stack.append(state)
+        self.instance_count += 1
+        try:
+            body, symbols = self._check_body(fn, fn.params, types, holders, summary)
+        finally:
+            self.current_function = saved_function
+            self.active.pop(key)
+            self.stack.pop()
+        flat = self.eliminate(body.dist, since)
+        coefs = [flat.pop(s, ZERO) for s in symbols]
+        quad = [pop_quad(flat, s) for s in symbols]
+        risk = r_normal(r_base(self.eliminate(body.risk, since)))
+        self._finish_instance(summary, state, body, body.type, (coefs, quad, flat, risk, state.growth), span)
         self.instances[key] = summary
         if _mentions_unknowns(summary):
             self.unsolved.append(summary)
-        if key == self._counting:
-            self._counted_state = state  # rule Count solves it (counting.py)
-        elif state.recursive and not any(a.recursive for a in self.stack):
-            self.solve_pending(span)
         return summary
 
     def _enter(self, key, state: _Active) -> None:
