@@ -102,7 +102,7 @@ WIDEN_BREADTH = 48
 MAX_INSTANCES = 200_000
 
 
-@dataclass
+@dataclass(slots=True)
 class Summary:
     """A checked function instance, as its callers see it (rule Instance).  `coefs`, `captured`,
     `risk` and `growth` are the components a call maps onto its arguments; `risk` and `growth`
@@ -129,7 +129,7 @@ class Summary:
     quad: list[dict] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Active:
     """An instance whose body is being checked."""
 
