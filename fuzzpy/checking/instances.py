@@ -257,7 +257,7 @@ class InstanceRules:
         node = I.IApply(f.ir, [h.ir for h in holders], summary.params, summary.body, span=span)
         fn_out = self.returned_opaque(summary) if isinstance(summary.cod, Fun) else \
             self.rebind_returned(summary, holders, span)
-        return Val(summary.cod, dist, node, NOCONST, fn_out, risk=r_union(f.risk, risk))
+        return Val(summary.cod, dist, node, NOCONST, fn_out, risk=r_union(f.risk, risk) if f.risk else risk)
 
     def _holder_key(self, fn: Optional[FnValue], holders: list[Val]) -> Optional[tuple]:
         """The instance key `summary` would build for a closure applied to fresh holders, when
@@ -265,11 +265,13 @@ class InstanceRules:
         being checked, or past the limits: `summary` answers those)."""
         if type(fn) is not Closure or len(fn.params) != len(holders) or self._counting is not None:
             return None
-        if any(p.type is not None or p.sens is not None for p in fn.params):
-            return None  # a declared type is resolved and coerced to, a sensitivity checked
+        for p in fn.params:
+            if p.type is not None or p.sens is not None:
+                return None  # a declared type is resolved and coerced to, a sensitivity checked
         types = tuple([h.type for h in holders])
-        if any(isinstance(t, (Fun, FnT)) or type_size(t) > MAX_TYPE_SIZE for t in types):
-            return None
+        for t in types:
+            if isinstance(t, (Fun, FnT)) or type_size(t) > MAX_TYPE_SIZE:
+                return None
         none = (None,) * len(holders)  # no constants, no function values
         key = (("closure", fn), types, none, none, tuple([not h.dist for h in holders]))  # `_public`
         if key in self.instances or key in self.active:
@@ -588,7 +590,7 @@ class InstanceRules:
         self.stack.append(state)
         self.instance_count += 1
         try:
-            body, symbols = self._check_body(fn, fn.params, types, holders, summary)
+            body, symbols = self._check_holder_body(fn, types, holders, summary)
         finally:
             self.current_function = saved_function
             self.active.pop(key)
@@ -667,6 +669,19 @@ class InstanceRules:
         summary.frame = env.extend(bindings)
         body = fn.decl.body if isinstance(fn, TopFn) else fn.body
         return self.expr(body, summary.frame), symbols
+
+    def _check_holder_body(self, fn: Closure, types: list[Type], holders: list[Val], summary: Summary):
+        """`_check_body` for fresh holders: each is public (distance {}) or moves by one symbol,
+        and carries no constant or function, so a parameter is bound as `_check_body` binds it."""
+        bindings, symbols = {}, []
+        for p, t, h in zip(fn.params, types, holders):
+            sym = self.fresh_symbol(p.name, t)
+            symbols.append(sym)
+            bindings[p.name] = v = Val(t, {sym: ONE} if h.dist else {}, I.IVar(p.name))
+            self._note_binding(p.span, p.name, v)
+        summary.param_syms = symbols
+        summary.frame = fn.env.extend(bindings)
+        return self.expr(fn.body, summary.frame), symbols
 
     def _check_annotations(self, fn, params, coefs, symbols) -> None:
         for p, c, sym in zip(params, coefs, symbols):
@@ -923,8 +938,11 @@ def _candidates(args: list[Val], param_types: list[Type]) -> frozenset:
 
 def _mentions_unknowns(s: Summary) -> bool:
     """Does any component mention an LP unknown (a `Lin`, what is_const tells apart)?"""
-    for part in (s.coefs, s.captured.values(), s.risk.values(), s.growth.values(), *(q.values() for q in s.quad)):
-        for c in part:
+    for c in s.coefs:
+        if isinstance(c, Lin):
+            return True
+    for part in (s.captured, s.risk, s.growth, *s.quad):
+        for c in part.values():
             if isinstance(c, Lin):
                 return True
     return False
