@@ -237,6 +237,7 @@ class InstanceRules:
 
     # ---- rule Instance for a closure a primitive applies (instantiate) ---------------------------
 
+    # rule Instance: the instance of a closure applied to fresh holders, its key built directly
     def apply_to_holders(self, f: Val, holders: list[Val], span: Span) -> Val:
         """`apply(f, holders)` for `instantiate`, whose holders are fresh values of the types the
         primitive gives (no constant, function or risk).  A closure applied to all of them, its
@@ -553,6 +554,7 @@ class InstanceRules:
             self.solve_pending(span)
         return summary
 
+    # rule Unroll: the calls an instance nests and makes, and the runtime's limits on them
     def _finish_instance(self, summary: Summary, state: _Active, body: Val, cod: Type, parts: tuple,
                          span: Span) -> None:
         """The summary's components from its checked body (rules Instance and Unroll)."""
