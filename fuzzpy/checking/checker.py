@@ -341,7 +341,7 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
         top.growth, top.callee_depth, top.draw_depth, top.calls = {}, 0, 0, 0
         first_sym, first_origin = self._sym, len(self.inf_origins)
         try:
-            result = self.apply(fval, holders, span)
+            result = self.apply_to_holders(fval, holders, span)
         finally:
             growth, depth, draw_depth, calls = top.growth, top.callee_depth, top.draw_depth, top.calls
             top.growth, top.callee_depth, top.draw_depth, top.calls = outer

@@ -4,6 +4,7 @@ spine of an application, free variables, pattern names)."""
 
 from __future__ import annotations
 
+import weakref
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Optional
@@ -147,9 +148,23 @@ def _contains(t: Type, kind: type) -> bool:
     return False
 
 
+# The free names of a node, kept per node and bound names while the node lives: parsed chunks
+# are kept between checks (the language server re-parses only what an edit touched), and each
+# check asks again for every lambda it meets.  A node is never changed after parsing.
+_FREE_VARS: "weakref.WeakKeyDictionary[A.Node, dict[frozenset, set[str]]]" = weakref.WeakKeyDictionary()
+
+
 def _free_vars(e: A.Node, bound: set[str]) -> set[str]:
-    out: set[str] = set()
-    _add_free_vars(e, bound, out)
+    """The free names of e outside `bound`: the same set each time (callers only read it), built
+    in the same order as a fresh walk would build it."""
+    kept = _FREE_VARS.get(e)
+    if kept is None:
+        kept = _FREE_VARS[e] = {}
+    key = frozenset(bound)
+    out = kept.get(key)
+    if out is None:
+        out = kept[key] = set()
+        _add_free_vars(e, bound, out)
     return out
 
 

@@ -102,7 +102,7 @@ WIDEN_BREADTH = 48
 MAX_INSTANCES = 200_000
 
 
-@dataclass
+@dataclass(slots=True)
 class Summary:
     """A checked function instance, as its callers see it (rule Instance).  `coefs`, `captured`,
     `risk` and `growth` are the components a call maps onto its arguments; `risk` and `growth`
@@ -129,7 +129,7 @@ class Summary:
     quad: list[dict] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Active:
     """An instance whose body is being checked."""
 
@@ -234,6 +234,52 @@ class InstanceRules:
         consts = tuple([None if a.const is NOCONST else _hashable(a.const) for a in args])
         fns = tuple([_fn_identity(a.fn) for a in args])
         return (ident, tuple(types), consts, fns, tuple([_public(a) for a in args]))
+
+    # ---- rule Instance for a closure a primitive applies (instantiate) ---------------------------
+
+    # rule Instance: the instance of a closure applied to fresh holders, its key built directly
+    def apply_to_holders(self, f: Val, holders: list[Val], span: Span) -> Val:
+        """`apply(f, holders)` for `instantiate`, whose holders are fresh values of the types the
+        primitive gives (no constant, function or risk).  A closure applied to all of them, its
+        parameters without declared types or sensitivities, takes a direct path to
+        `check_instance`: its key is built from what the holders are known to be, and the steps
+        of `apply` and `summary` that cannot apply to them (widening, coercion, a known or
+        recursive instance, rule Count) are skipped.  The result is `apply`'s."""
+        fn = f.fn
+        key = self._holder_key(fn, holders)
+        if key is None:
+            return self.apply(f, holders, span)
+        try:
+            summary = self._check_closure_instance(fn, list(key[1]), holders, key, span)
+        except FuzzError as exc:
+            self._note_call_site(exc, fn, span)
+            raise
+        dist, risk = self.map_summary(summary, holders, span)
+        node = I.IApply(f.ir, [h.ir for h in holders], summary.params, summary.body, span=span)
+        fn_out = self.returned_opaque(summary) if isinstance(summary.cod, Fun) else \
+            self.rebind_returned(summary, holders, span)
+        return Val(summary.cod, dist, node, NOCONST, fn_out, risk=r_union(f.risk, risk) if f.risk else risk)
+
+    def _holder_key(self, fn: Optional[FnValue], holders: list[Val]) -> Optional[tuple]:
+        """The instance key `summary` would build for a closure applied to fresh holders, when
+        the direct path gives what `apply` gives; None otherwise (and for a key already known or
+        being checked, or past the limits: `summary` answers those)."""
+        if type(fn) is not Closure or len(fn.params) != len(holders) or self._counting is not None:
+            return None
+        for p in fn.params:
+            if p.type is not None or p.sens is not None:
+                return None  # a declared type is resolved and coerced to, a sensitivity checked
+        types = tuple([h.type for h in holders])
+        for t in types:
+            if isinstance(t, (Fun, FnT)) or type_size(t) > MAX_TYPE_SIZE:
+                return None
+        none = (None,) * len(holders)  # no constants, no function values
+        key = (("closure", fn), types, none, none, tuple([not h.dist for h in holders]))  # `_public`
+        if key in self.instances or key in self.active:
+            return None
+        if len(self.stack) >= limits.UNROLL_DEPTH or self.instance_count >= MAX_INSTANCES:
+            return None
+        return key
 
     # ---- rule Widen: stop unrolling a speculative chain ------------------------------------------
 
@@ -498,10 +544,24 @@ class InstanceRules:
         cod = self._check_return(fn, body, param_types)
         if state.recursive:
             coefs, quad, flat, risk, growth = self._require_assumed(state, coefs, quad, flat, risk, growth, span)
-        summary.cod, summary.coefs, summary.captured, summary.quad = cod, coefs, flat, quad
-        summary.risk, summary.growth = risk, growth
+        self._finish_instance(summary, state, body, cod, (coefs, quad, flat, risk, growth), span)
+        self.instances[key] = summary
+        if _mentions_unknowns(summary):
+            self.unsolved.append(summary)
+        if key == self._counting:
+            self._counted_state = state  # rule Count solves it (counting.py)
+        elif state.recursive and not any(a.recursive for a in self.stack):
+            self.solve_pending(span)
+        return summary
+
+    # rule Unroll: the calls an instance nests and makes, and the runtime's limits on them
+    def _finish_instance(self, summary: Summary, state: _Active, body: Val, cod: Type, parts: tuple,
+                         span: Span) -> None:
+        """The summary's components from its checked body (rules Instance and Unroll)."""
+        summary.cod = cod
+        summary.coefs, summary.quad, summary.captured, summary.risk, summary.growth = parts
         if isinstance(body.type, FnT) and isinstance(body.fn, (Closure, Partial)):
-            summary.returned, summary.since = body.fn, since  # applied at each call (rebind_returned)
+            summary.returned, summary.since = body.fn, state.since  # applied at each call (rebind_returned)
         elif isinstance(body.fn, Opaque):
             summary.returned = body.fn  # its depth counts where it is applied (rule Unroll)
         summary.depth, summary.draw_depth = 1 + state.callee_depth, state.draw_depth
@@ -513,17 +573,38 @@ class InstanceRules:
                             "recursion on public constants runs one nested call per level (except calls in the "
                             "rest of a sample block, which run after it); make sure it reaches its base case "
                             "within that depth")
-        if instance is not None:
-            instance.body = body.ir
+        if summary.instance is not None:
+            summary.instance.body = body.ir
         else:
             summary.body = body.ir
+
+    # rule Instance for `apply_to_holders`: check_instance without the steps that cannot apply
+    def _check_closure_instance(self, fn: Closure, types: list[Type], holders: list[Val], key, span: Span) -> Summary:
+        """`check_instance` of a closure applied to fresh holders: no declared types or
+        sensitivities (`_holder_key`), no function arguments (so no candidates), not the step
+        of rule Count, and never recursive (a closure's recursive call is refused, E0212, before
+        it could assume a summary): what the other steps would do here is nothing."""
+        summary = Summary(FnT(fn.label), [], {}, None, [p.name for p in fn.params], None, types)
+        saved_function, since = self.current_function, len(self.splits)
+        state = _Active(summary, None, self.speculation, key[2], frozenset(), since, deferred=self.deferred,
+                        fns=key[3])
+        self.active[key] = state
+        self.stack.append(state)
+        self.instance_count += 1
+        try:
+            body, symbols = self._check_holder_body(fn, types, holders, summary)
+        finally:
+            self.current_function = saved_function
+            self.active.pop(key)
+            self.stack.pop()
+        flat = self.eliminate(body.dist, since)
+        coefs = [flat.pop(s, ZERO) for s in symbols]
+        quad = [pop_quad(flat, s) for s in symbols]
+        risk = r_normal(r_base(self.eliminate(body.risk, since)))
+        self._finish_instance(summary, state, body, body.type, (coefs, quad, flat, risk, state.growth), span)
         self.instances[key] = summary
         if _mentions_unknowns(summary):
             self.unsolved.append(summary)
-        if key == self._counting:
-            self._counted_state = state  # rule Count solves it (counting.py)
-        elif state.recursive and not any(a.recursive for a in self.stack):
-            self.solve_pending(span)
         return summary
 
     def _enter(self, key, state: _Active) -> None:
@@ -590,6 +671,19 @@ class InstanceRules:
         summary.frame = env.extend(bindings)
         body = fn.decl.body if isinstance(fn, TopFn) else fn.body
         return self.expr(body, summary.frame), symbols
+
+    def _check_holder_body(self, fn: Closure, types: list[Type], holders: list[Val], summary: Summary):
+        """`_check_body` for fresh holders: each is public (distance {}) or moves by one symbol,
+        and carries no constant or function, so a parameter is bound as `_check_body` binds it."""
+        bindings, symbols = {}, []
+        for p, t, h in zip(fn.params, types, holders):
+            sym = self.fresh_symbol(p.name, t)
+            symbols.append(sym)
+            bindings[p.name] = v = Val(t, {sym: ONE} if h.dist else {}, I.IVar(p.name))
+            self._note_binding(p.span, p.name, v)
+        summary.param_syms = symbols
+        summary.frame = fn.env.extend(bindings)
+        return self.expr(fn.body, summary.frame), symbols
 
     def _check_annotations(self, fn, params, coefs, symbols) -> None:
         for p, c, sym in zip(params, coefs, symbols):
@@ -846,8 +940,11 @@ def _candidates(args: list[Val], param_types: list[Type]) -> frozenset:
 
 def _mentions_unknowns(s: Summary) -> bool:
     """Does any component mention an LP unknown (a `Lin`, what is_const tells apart)?"""
-    for part in (s.coefs, s.captured.values(), s.risk.values(), s.growth.values(), *(q.values() for q in s.quad)):
-        for c in part:
+    for c in s.coefs:
+        if isinstance(c, Lin):
+            return True
+    for part in (s.captured, s.risk, s.growth, *s.quad):
+        for c in part.values():
             if isinstance(c, Lin):
                 return True
     return False
