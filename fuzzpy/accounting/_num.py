@@ -7,13 +7,25 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import mpmath
+if TYPE_CHECKING:
+    import mpmath  # imported where it is used: a run of pure-epsilon releases never needs it
 
 # Digits carried by mpmath in certificates. The margins below are many orders of magnitude
 # above the error of a 40-digit evaluation of erfc/exp/log (a few units in the 40th digit).
 CERT_DPS = 40
-CERT_MARGIN = mpmath.mpf("1e-30")
+
+
+@lru_cache(maxsize=1)
+def cert_margin() -> mpmath.mpf:
+    """The margin added to every certified delta: 1e-30 at mpmath's default precision (53 bits),
+    whatever the precision of the caller."""
+    import mpmath
+
+    with mpmath.workprec(53):
+        return mpmath.mpf("1e-30")
 
 # Returned epsilons are rounded up to a multiple of 1/EPS_DENOMINATOR.
 EPS_DENOMINATOR = 10**9
@@ -30,12 +42,16 @@ def ceil_fraction(x: float | mpmath.mpf, denominator: int = EPS_DENOMINATOR) -> 
 
 def mpf_to_fraction(x: mpmath.mpf) -> Fraction:
     """The exact value of an mpmath binary float."""
+    import mpmath
+
     man, exp = mpmath.mpf(x).man_exp
     return Fraction(man) * (Fraction(2) ** exp)
 
 
 def mpf(x: Fraction | int | float) -> mpmath.mpf:
     """A Fraction (or int/float) as an mpmath number at the current precision."""
+    import mpmath
+
     if isinstance(x, Fraction):
         return mpmath.mpf(x.numerator) / x.denominator
     return mpmath.mpf(x)

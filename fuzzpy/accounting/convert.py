@@ -13,14 +13,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import mpmath
-
-from ._num import CERT_DPS, CERT_MARGIN, EPS_DENOMINATOR, ceil_fraction, check_delta, mpf
+from ._num import CERT_DPS, EPS_DENOMINATOR, ceil_fraction, cert_margin, check_delta, mpf
 from .gaussian import MIN_GRID_SIGMA, DiscreteGaussianSlack, discrete_gaussian_slack, gdp_delta_float
 from .loss import Inventory, ProvenLoss
 from .pld import LatticePld, inventory_pld, laplace_pld, power_by_fft, rr_pld
 from .rdp import zcdp_epsilon
+
+if TYPE_CHECKING:
+    import mpmath  # imported where it is used (see _num.py)
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,9 @@ def _gauss_part(loss: ProvenLoss, delta: Fraction) -> _GaussPart | str:
         return "the grid sigma of the Gaussian releases is not known"
     if loss.gauss_grid_sigma < MIN_GRID_SIGMA:
         return f"the grid sigma of a Gaussian release, {float(loss.gauss_grid_sigma):.4g}, is below {MIN_GRID_SIGMA}"
-    if mpf(delta) <= 2 * CERT_MARGIN:  # its certificate adds CERT_MARGIN to delta: it could never hold
+    if mpf(delta) <= 2 * cert_margin():  # its certificate adds cert_margin() to delta: it could never hold
         return (f"delta {float(delta):.3g} is below what the analytic certificate resolves "
-                f"({float(2 * CERT_MARGIN):.0e})")
+                f"({float(2 * cert_margin()):.0e})")
     budget = 2 * loss.gauss_rho
     slack = _slack(loss.gauss_grid_sigma, budget, delta)
     if slack is None:
@@ -133,7 +135,7 @@ def _gauss_part(loss: ProvenLoss, delta: Fraction) -> _GaussPart | str:
 def _pure_gdp(eps_p: Fraction, gauss: _GaussPart, delta: Fraction) -> Fraction | float:
     """RR(eps_p) (dominates every eps_p-DP part) composed with the scaled mu-GDP pair."""
     e, mu, log_c = float(eps_p), gauss.mu, gauss.log_c
-    if mpf(delta) <= 2 * CERT_MARGIN:  # the certificate below could never hold (see _gauss_part)
+    if mpf(delta) <= 2 * cert_margin():  # the certificate below could never hold (see _gauss_part)
         return math.inf
     p = 1 / (1 + math.exp(-e))
 
@@ -143,6 +145,8 @@ def _pure_gdp(eps_p: Fraction, gauss: _GaussPart, delta: Fraction) -> Fraction |
     upper = gauss.scaled(inner)
 
     def cert(eps: Fraction) -> bool:
+        import mpmath
+
         with mpmath.workdps(CERT_DPS):
             m, ep = mpmath.mpf(mu), mpf(eps_p)
             lc = mpmath.mpf(log_c)
@@ -152,7 +156,7 @@ def _pure_gdp(eps_p: Fraction, gauss: _GaussPart, delta: Fraction) -> Fraction |
             def d(t: mpmath.mpf) -> mpmath.mpf:
                 return mpmath.ncdf(-t / m + m / 2) - mpmath.exp(t) * mpmath.ncdf(-t / m - m / 2)
             value = mpmath.exp(lc) * (pp * d(x - ep) + (1 - pp) * d(x + ep))
-            return value + CERT_MARGIN <= mpf(delta)
+            return value + cert_margin() <= mpf(delta)
 
     start = e + log_c + mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / float(delta)))
     return _certify(upper, delta, start, cert)
@@ -235,7 +239,7 @@ def _why_not_subsampled(loss: ProvenLoss, delta: Fraction) -> str | None:
         sigma = loss.gauss_grid_sigma
         if sigma is None or sigma < MIN_GRID_SIGMA:
             return "the grid sigma of a Gaussian release is unknown or below " + str(MIN_GRID_SIGMA)
-        if mpf(delta) <= 2 * CERT_MARGIN:
+        if mpf(delta) <= 2 * cert_margin():
             return f"delta {float(delta):.3g} is below what the discrete Gaussian's certificate resolves"
     return None
 

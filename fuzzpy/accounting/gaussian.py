@@ -16,11 +16,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-import mpmath
 import numpy as np
 
-from ._num import CERT_DPS, CERT_MARGIN, mpf
+from ._num import CERT_DPS, cert_margin, mpf
+
+if TYPE_CHECKING:
+    import mpmath  # imported where it is used (see _num.py)
 
 
 def gdp_delta_float(mu: float, eps: np.ndarray | float) -> np.ndarray | float:
@@ -40,12 +43,14 @@ def gdp_delta_float(mu: float, eps: np.ndarray | float) -> np.ndarray | float:
 
 def gdp_delta_upper(mu: Fraction | mpmath.mpf, eps: Fraction) -> mpmath.mpf:
     """A certified upper bound on delta of mu-GDP at eps: 40 digits plus an explicit margin."""
+    import mpmath
+
     with mpmath.workdps(CERT_DPS):
         m, e = mpf(mu) if isinstance(mu, Fraction) else mpmath.mpf(mu), mpf(eps)
         if m == 0:
-            return mpmath.mpf(0) if e >= 0 else -mpmath.expm1(e) + CERT_MARGIN
+            return mpmath.mpf(0) if e >= 0 else -mpmath.expm1(e) + cert_margin()
         value = mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
-        return max(value, mpmath.mpf(0)) + CERT_MARGIN
+        return max(value, mpmath.mpf(0)) + cert_margin()
 
 
 def gdp_epsilon_float(mu: float, delta: float) -> float:

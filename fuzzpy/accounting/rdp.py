@@ -12,21 +12,26 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-import mpmath
+from ._num import CERT_DPS, ceil_fraction, cert_margin, mpf
 
-from ._num import CERT_DPS, CERT_MARGIN, ceil_fraction, mpf
+if TYPE_CHECKING:
+    import mpmath  # imported where it is used (see _num.py)
 
-RdpCurve = Callable[[mpmath.mpf], mpmath.mpf]
+RdpCurve = Callable[["mpmath.mpf"], "mpmath.mpf"]
 
 
 def _eps_at(alpha: mpmath.mpf, rdp: mpmath.mpf, log_delta: mpmath.mpf) -> mpmath.mpf:
+    import mpmath
+
     return rdp + mpmath.log1p(-1 / alpha) - (log_delta + mpmath.log(alpha)) / (alpha - 1)
 
 
 def rdp_epsilon(curve: RdpCurve, delta: Fraction, alpha_max: float = 1e6) -> tuple[Fraction, float]:
     """Certified (epsilon, alpha): the RDP conversion of `curve` (alpha -> RDP epsilon at alpha,
     evaluated in mpmath at the caller's precision) minimised over alpha in (1, alpha_max]."""
+    import mpmath
     from scipy import optimize  # imported when used: see accounting/gaussian.py
 
     with mpmath.workdps(20):
@@ -41,7 +46,7 @@ def rdp_epsilon(curve: RdpCurve, delta: Fraction, alpha_max: float = 1e6) -> tup
     alpha = 1 + math.exp(float(res.x))
     with mpmath.workdps(CERT_DPS):
         a = mpmath.mpf(alpha)
-        eps = _eps_at(a, curve(a), mpmath.log(mpf(delta))) + CERT_MARGIN
+        eps = _eps_at(a, curve(a), mpmath.log(mpf(delta))) + cert_margin()
     return ceil_fraction(max(eps, mpmath.mpf(0))), alpha
 
 
@@ -57,6 +62,8 @@ def laplace_rdp(eps0: Fraction, count: int) -> RdpCurve:
     """The RDP curve of `count` continuous Laplace releases of epsilon eps0 (Mironov 2017,
     Proposition 6). Used as a comparison figure only: fuzzpy's discrete Laplace is accounted
     with its own privacy loss distribution (pld.py)."""
+    import mpmath
+
     def curve(alpha: mpmath.mpf) -> mpmath.mpf:
         e = mpf(eps0)
         inner = (alpha / (2 * alpha - 1)) * mpmath.exp((alpha - 1) * e) \

@@ -274,16 +274,11 @@ def fast_run_plan(argv: list[str]) -> Optional[dict[str, Any]]:
 
 def fast_run(plan: dict[str, Any]) -> int:
     """`fuzzpy run` for a plan of `fast_run_plan`: the command's own function, without typer's
-    parsing (every option it does not take gets the command line's default)."""
-    import typer
-
+    parsing (every option it does not take gets the command line's default).  `run` ends with
+    SystemExit(code), which `guard` turns into the exit code."""
     from .run_command import run
 
-    try:
-        run(**plan, server=None, dataset=[], engine="pandas", scheduler=None, workers=None, threads=None,
-            persist=False)
-    except typer.Exit as exc:
-        return exc.exit_code
+    run(**plan, server=None, dataset=[], engine="pandas", scheduler=None, workers=None, threads=None, persist=False)
     return EXIT_OK
 
 

@@ -4,6 +4,9 @@ This module reads the options, runs the program through `Session.execute` with t
 (`FileTables`, or `DaskTables` for `--engine dask`) and the local ledger, and prints the outcome
 as `pipeline.output` renders it.  With `--server`, the curator service runs it instead
 (fuzzpy/serve/client.py).  Mounted by cli.py through `register(app)`.
+
+Typer is imported by `register` only: a plain `fuzzpy run` calls `run` directly
+(checkcmd.fast_run), and importing typer is a tenth of a Laplace count's whole process.
 """
 
 from __future__ import annotations
@@ -13,61 +16,83 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, List, Optional
-
-import typer
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence
 
 from ..diagnostics import Diagnostic, render
 from ..pipeline.local import EmptyAdvice, FileTables
 from ..render.exits import EXIT_USAGE
 
+if TYPE_CHECKING:
+    import typer
+
 PROGRESS_AFTER_S = 2.0
 
 
 def register(app: typer.Typer) -> None:
-    app.command("run")(run)
+    app.command("run")(_typer_command())
 
 
-def run(
-    program: Path = typer.Argument(..., help="The program (.fz) to run."),
-    data: List[str] = typer.Option([], "--data", help="Data file for the private table (PATH), or NAME=PATH for "
-                                                      "the entry parameter NAME (repeatable)."),
-    public: List[str] = typer.Option([], "--public", help="Data file for a public table: NAME=PATH for the entry "
-                                                          "parameter NAME of a public schema (repeatable; not "
-                                                          "charged)."),
-    budget: Optional[str] = typer.Option(None, "--budget", help="Refuse to run if the program's epsilon exceeds this "
-                                                                "(default: the program's '# fuzzpy: budget' pragma)."),
-    delta: Optional[str] = typer.Option(None, "--delta", help="State the guarantee as (epsilon, delta) at this "
-                                                              "delta (needed for Gaussian releases)."),
-    rho: Optional[str] = typer.Option(None, "--rho", help="Refuse to run if the program's zCDP rho exceeds this."),
-    param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="TESTING ONLY: reproducible noise, no privacy, no ledger."),
-    ledger: Optional[Path] = typer.Option(None, "--ledger", readable=False,  # unreadable: the ledger's E0602
-                                          help="Ledger file (default: $FUZZPY_LEDGER or ~/.fuzzpy/ledger.sqlite)."),
-    fmt: str = typer.Option("text", "--format", help="text, json or csv (one row per released value)."),
-    entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
-    server: Optional[str] = typer.Option(None, "--server",
-                                          help="Run on a curator service (URL) instead of local data."),
-    dataset: List[str] = typer.Option([], "--dataset",
-                                         help="With --server: dataset NAME, or PARAMETER=NAME (repeatable)."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the released numbers with their accuracy "
-                                                             "as error bars into this PNG (needs matplotlib)."),
-    header: bool = typer.Option(False, "--header", help="Text data files start with a header naming every declared "
-                                                        "column; a missing one is named in the error."),
-    engine: str = typer.Option("pandas", "--engine", help="pandas (one process) or dask (a partitioned table on a "
-                                                          "Dask cluster; docs/scale.md)."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="With --engine dask: the address of an existing "
-                                                                      "Dask scheduler (default: a local cluster)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="With --engine dask: local cluster workers."),
-    threads: Optional[int] = typer.Option(None, "--threads-per-worker", help="With --engine dask: threads per "
-                                                                             "local worker."),
-    persist: bool = typer.Option(False, "--persist", help="With --engine dask: keep the conformed table on the "
-                                                          "workers between passes (spilled to their disks)."),
-    allow_empty: bool = typer.Option(False, "--allow-empty", help="Run even when a table has no rows after loading "
-                                                                  "(its releases are then noise alone); without "
-                                                                  "it such a run is refused before the charge."),
-) -> None:
-    """Check a program, charge its epsilon, run it over the data and print the released values."""
+def _typer_command() -> Callable[..., None]:
+    """`run` with the command line's options and help, for typer."""
+    import typer
+
+    def run_command(
+        program: Path = typer.Argument(..., help="The program (.fz) to run."),
+        data: List[str] = typer.Option([], "--data", help="Data file for the private table (PATH), or NAME=PATH for "
+                                                          "the entry parameter NAME (repeatable)."),
+        public: List[str] = typer.Option([], "--public", help="Data file for a public table: NAME=PATH for the entry "
+                                                              "parameter NAME of a public schema (repeatable; not "
+                                                              "charged)."),
+        budget: Optional[str] = typer.Option(None, "--budget", help="Refuse to run if the program's epsilon exceeds "
+                                                                    "this (default: the program's '# fuzzpy: budget' "
+                                                                    "pragma)."),
+        delta: Optional[str] = typer.Option(None, "--delta", help="State the guarantee as (epsilon, delta) at this "
+                                                                  "delta (needed for Gaussian releases)."),
+        rho: Optional[str] = typer.Option(None, "--rho", help="Refuse to run if the program's zCDP rho exceeds this."),
+        param: List[str] = typer.Option([], "--param", help="Public parameter NAME=VALUE (repeatable)."),
+        seed: Optional[int] = typer.Option(None, "--seed", help="TESTING ONLY: reproducible noise, no privacy, no "
+                                                                "ledger."),
+        ledger: Optional[Path] = typer.Option(None, "--ledger", readable=False,  # unreadable: the ledger's E0602
+                                              help="Ledger file (default: $FUZZPY_LEDGER or ~/.fuzzpy/ledger.sqlite)."),
+        fmt: str = typer.Option("text", "--format", help="text, json or csv (one row per released value)."),
+        entry: str = typer.Option("main", "--entry", help="Name of the entry point."),
+        server: Optional[str] = typer.Option(None, "--server",
+                                              help="Run on a curator service (URL) instead of local data."),
+        dataset: List[str] = typer.Option([], "--dataset",
+                                             help="With --server: dataset NAME, or PARAMETER=NAME (repeatable)."),
+        plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the released numbers with their accuracy "
+                                                                 "as error bars into this PNG (needs matplotlib)."),
+        header: bool = typer.Option(False, "--header", help="Text data files start with a header naming every "
+                                                            "declared column; a missing one is named in the error."),
+        engine: str = typer.Option("pandas", "--engine", help="pandas (one process) or dask (a partitioned table on a "
+                                                              "Dask cluster; docs/scale.md)."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", help="With --engine dask: the address of an "
+                                                                          "existing Dask scheduler (default: a local "
+                                                                          "cluster)."),
+        workers: Optional[int] = typer.Option(None, "--workers", help="With --engine dask: local cluster workers."),
+        threads: Optional[int] = typer.Option(None, "--threads-per-worker", help="With --engine dask: threads per "
+                                                                                 "local worker."),
+        persist: bool = typer.Option(False, "--persist", help="With --engine dask: keep the conformed table on the "
+                                                              "workers between passes (spilled to their disks)."),
+        allow_empty: bool = typer.Option(False, "--allow-empty", help="Run even when a table has no rows after "
+                                                                      "loading (its releases are then noise alone); "
+                                                                      "without it such a run is refused before the "
+                                                                      "charge."),
+    ) -> None:
+        """Check a program, charge its epsilon, run it over the data and print the released values."""
+        run(program, data, public, budget, delta, rho, param, seed, ledger, fmt, entry, server, dataset, plot, header,
+            engine, scheduler, workers, threads, persist, allow_empty)
+
+    return run_command
+
+
+def run(program: Path, data: Sequence[str] = (), public: Sequence[str] = (), budget: Optional[str] = None,
+        delta: Optional[str] = None, rho: Optional[str] = None, param: Sequence[str] = (), seed: Optional[int] = None,
+        ledger: Optional[Path] = None, fmt: str = "text", entry: str = "main", server: Optional[str] = None,
+        dataset: Sequence[str] = (), plot: Optional[Path] = None, header: bool = False, engine: str = "pandas",
+        scheduler: Optional[str] = None, workers: Optional[int] = None, threads: Optional[int] = None,
+        persist: bool = False, allow_empty: bool = False) -> None:
+    """`fuzzpy run`: ends by raising SystemExit with the exit code (as typer.Exit would)."""
     from .checkcmd import parse_budget, parse_delta, parse_params, parse_rho
 
     if fmt not in ("text", "json", "csv"):
@@ -78,7 +103,7 @@ def run(
         if public:
             raise _usage("E0701", "with --server the curator's registered public tables are used: --public cannot "
                                   "be given")
-        raise typer.Exit(_run_remote(program, server, dataset, data, budget, param, seed, ledger, fmt, entry, delta))
+        raise SystemExit(_run_remote(program, server, dataset, data, budget, param, seed, ledger, fmt, entry, delta))
     if plot is not None:
         _check_plot_available()
     if seed is not None and ledger is not None:
@@ -89,7 +114,7 @@ def run(
     tables: Any = FileTables(list(data), header, list(public), EmptyAdvice(allow_empty))
     if engine != "pandas" or scheduler is not None or workers is not None or threads is not None or persist:
         tables = _dask_tables(opts, engine, scheduler, workers, threads, persist)
-    raise typer.Exit(run_local(opts, tables))
+    raise SystemExit(run_local(opts, tables))
 
 
 def _check_plot_available() -> None:
@@ -136,13 +161,13 @@ def _run_remote(program: Path, server: Optional[str], dataset: list[str], data: 
     return run_remote(program, server, dataset, parse_params(param), entry, budget, fmt, delta)
 
 
-def _usage(code: str, message: str) -> typer.Exit:
+def _usage(code: str, message: str) -> SystemExit:
     print_diagnostics([Diagnostic(code, message)])
-    return typer.Exit(EXIT_USAGE)
+    return SystemExit(EXIT_USAGE)
 
 def print_diagnostics(diags: list[Diagnostic], sources: Optional[dict[str, str]] = None) -> None:
     for d in diags:
-        typer.echo(render(d, sources), err=True)
+        _to_stderr(render(d, sources) + "\n")
 
 
 @dataclass
@@ -203,10 +228,17 @@ def _wait_with_progress(handle: Any, report: Any) -> None:
         if elapsed < PROGRESS_AFTER_S:
             continue
         if tty:
-            typer.echo(f"\rfuzzpy: running {report.entry}... {elapsed:.0f}s", nl=False, err=True)
+            _to_stderr(f"\rfuzzpy: running {report.entry}... {elapsed:.0f}s")
             shown = elapsed
         elif not shown or elapsed - last >= 30:
-            typer.echo(f"fuzzpy: running {report.entry}... ({elapsed:.0f}s so far)", err=True)
+            _to_stderr(f"fuzzpy: running {report.entry}... ({elapsed:.0f}s so far)\n")
             shown = last = elapsed
     if tty and shown:
-        typer.echo("\r\033[K", nl=False, err=True)
+        _to_stderr("\r\033[K")
+
+
+def _to_stderr(text: str) -> None:
+    """Write and flush (what typer.echo did here: no text of these has colours to strip)."""
+    if sys.stderr is not None:
+        sys.stderr.write(text)
+        sys.stderr.flush()

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Optional, Protocol
 
-from ..ledger.identity import program_hash
 from ..typesystem.sens import INF
 from .guarantee import proven_loss
 
@@ -70,6 +69,8 @@ def charge(book: Book, accounts: Iterable[str], report: Any, params: Optional[di
     so the loss of any one of them is at most the total (docs/ledger.md).  `names` names the
     accounts in refusals; `book_options` go to the book's `charge_many` (the local ledger's
     default cap and the files each dataset was seen as)."""
+    from ..ledger.identity import program_hash  # the ledger package loads when a run is charged (a seeded run is not)
+
     cost = run_cost(report)
     amounts = {account: cost.epsilon for account in dict.fromkeys(accounts)}
     return book.charge_many(amounts, program_hash(program_source(report), params), label,

@@ -113,13 +113,16 @@ class Session:
     # One run in this process (the command line): the objects alive when the run starts are left
     # out of the cyclic garbage collector's full passes while it runs (gc.freeze: a full pass
     # over the modules, the checked program and the table cost 15 of the 130 ms of a decision
-    # tree's run).  A process running several programs at once does not (it is process-wide).
+    # tree's run), and before it, while the modules are imported, the program checked and the
+    # data read, the collector does not run at all (`collector_held`).  A process running
+    # several programs at once does not (it is process-wide).
     freeze_heap: bool = False
     needs_budget: str = NEEDS_BUDGET
 
     def execute(self) -> Outcome:
         try:
-            return self._execute()
+            with collector_held(self.freeze_heap):
+                return self._execute()
         finally:
             self.tables.close()
 
@@ -210,13 +213,34 @@ def _close(charger: Optional[Charger]) -> None:
 
 @contextmanager
 def heap_frozen(freeze: bool) -> Iterator[None]:
-    """The objects alive now left out of the garbage collector's passes until the block ends
-    (`Session.freeze_heap`)."""
+    """The objects alive now left out of the garbage collector's passes until the block ends,
+    and the collector running meanwhile (`Session.freeze_heap`)."""
     if not freeze:
         yield
         return
+    held = not gc.isenabled()
     gc.freeze()
+    gc.enable()  # the run's own cycles are collected as they come
     try:
         yield
     finally:
+        if held:
+            gc.disable()
         gc.unfreeze()
+
+
+@contextmanager
+def collector_held(hold: bool) -> Iterator[None]:
+    """No cyclic garbage collection in the block, outside a run (`heap_frozen` lets it run):
+    start-up imports pandas, pyarrow and the checker and makes few cycles, and each of the
+    collector's passes meanwhile walks a heap that only grows (5% of the instructions of a
+    whole `fuzzpy run` of a Laplace count on a small file, more of its time: the passes miss
+    the caches).  The few cycles start-up leaves are collected after the run."""
+    if not hold or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
