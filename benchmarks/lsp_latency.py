@@ -108,7 +108,7 @@ class Session:
             found = re.search(rb"checked \S+ v(\d+) in .*, full\)", line)
             if found:
                 self.full_checks.append(int(found.group(1)))
-            if echo and b"checked" in line:
+            if echo and (b"checked" in line or b"stages of" in line or b"scheduled at" in line):
                 print("    server:", line.decode().strip().split("fuzzpy-lsp INFO ")[-1])
 
     def ready_count(self) -> int:

@@ -346,7 +346,7 @@ def test_a_change_after_a_quiet_moment_is_checked_at_once():
 
     server, delays = FuzzpyServer(), []
 
-    def check_later(uri: str, generation: int, delay: float):
+    def check_later(uri: str, generation: int, delay: float, received: float):
         delays.append(delay)
         return asyncio.sleep(0)
 
@@ -364,6 +364,38 @@ def test_a_change_after_a_quiet_moment_is_checked_at_once():
     finally:
         server.executor.shutdown()
     assert delays == [0.0, 0.05, 0.0, 0.0]
+
+
+def test_a_change_that_comes_while_an_older_version_is_checked_waits_the_debounce():
+    """A burst whose keystrokes reach the server late and spread out (the machine busy) is still
+    a burst while the worker checks one of its versions: no change then starts a check at once."""
+    from fuzzpy.interfaces.lsp.server import FuzzpyServer, debounce_delay
+
+    assert debounce_delay(10.0, 9.9, 0.015, checking=True) == 0.015
+    assert debounce_delay(10.0, float("-inf"), 0.015, checking=True) == 0.015
+
+    server, delays = FuzzpyServer(), []
+
+    def check_later(uri: str, generation: int, delay: float, received: float):
+        delays.append(delay)
+        return asyncio.sleep(0)
+
+    server._check_later = check_later  # type: ignore[method-assign]
+
+    async def edits() -> None:
+        server.schedule("file:///a.fz", 0.05)
+        server.state("file:///a.fz").checking = True  # the worker checks that version
+        await asyncio.sleep(0.1)
+        server.schedule("file:///a.fz", 0.05)  # late, but its older version is not answered yet
+        server.state("file:///a.fz").checking = False
+        await asyncio.sleep(0.1)
+        server.schedule("file:///a.fz", 0.05)  # after a quiet moment, the older check over
+
+    try:
+        asyncio.run(edits())
+    finally:
+        server.executor.shutdown()
+    assert delays == [0.0, 0.05, 0.0]
 
 
 def test_the_cache_refill_after_a_full_check_waits_until_the_document_is_still(monkeypatch):
