@@ -557,6 +557,20 @@ def test_the_warm_up_program_checks_cleanly():
     assert report.ok and report.diagnostics == []
 
 
+
+def test_the_server_builds_its_message_converters_and_runs_an_analysis_at_start():
+    """warm_up and warm_protocol do at start what the first document would otherwise wait for:
+    one whole analysis, and pygls' converters for the document messages and for diagnostics."""
+    import json
+
+    from fuzzpy.interfaces.lsp.server import create_server, warm_protocol, warm_up
+
+    warm_up()
+    sent = json.loads(warm_protocol(create_server()))
+    assert sent["method"] == "textDocument/publishDiagnostics"
+    assert [d["code"] for d in sent["params"]["diagnostics"]] == ["E0000"]
+
+
 # ---- a server whose checker fails ----------------------------------------------------------------
 
 FAILING_SERVER = [sys.executable, "-c", textwrap.dedent("""\
