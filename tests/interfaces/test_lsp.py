@@ -571,6 +571,24 @@ def test_the_server_builds_its_message_converters_and_runs_an_analysis_at_start(
     assert [d["code"] for d in sent["params"]["diagnostics"]] == ["E0000"]
 
 
+
+def test_an_analysis_says_how_long_each_of_its_stages_took():
+    """What the server logs for each published version: the time of each stage of the analysis,
+    for a full check (a new document) and for a check of the units an edit changed."""
+    from fuzzpy.interfaces.lsp.server import WARM_UP_PROGRAM
+
+    engine, settings, executor = IncrementalChecker(), Settings(), make_executor()
+    try:
+        full = executor.submit(engine.analyse, WARM_UP_PROGRAM, "/tmp/stages.fz", settings).result()
+        edited = WARM_UP_PROGRAM.replace("  return y\n", "  return y  # changed\n")  # main's unit only
+        units = executor.submit(engine.analyse, edited, "/tmp/stages.fz", settings).result()
+    finally:
+        executor.shutdown()
+    assert full.full and not units.full and units.runs == 1
+    assert list(full.stages) == list(units.stages) == ["load", "plan", "lookup", "check", "merge"]
+    assert all(seconds >= 0 for seconds in [*full.stages.values(), *units.stages.values()])
+
+
 # ---- a server whose checker fails ----------------------------------------------------------------
 
 FAILING_SERVER = [sys.executable, "-c", textwrap.dedent("""\

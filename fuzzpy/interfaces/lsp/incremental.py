@@ -271,7 +271,7 @@ class IncrementalChecker:
         return hit
 
     def _full(self, plan: _Plan, settings: Settings, modules: list[A.Module], parse_diags: list[Diagnostic],
-              texts: dict[str, str], overlays: Optional[dict[str, str]], watch: Optional["Stopwatch"] = None
+              texts: dict[str, str], overlays: Optional[dict[str, str]], watch: Optional[Stopwatch] = None
               ) -> Analysis:
         watch = watch or Stopwatch()
         source, entry = plan.text, settings.entry
