@@ -580,6 +580,7 @@ def test_an_analysis_says_how_long_each_of_its_stages_took():
     engine, settings, executor = IncrementalChecker(), Settings(), make_executor()
     try:
         full = executor.submit(engine.analyse, WARM_UP_PROGRAM, "/tmp/stages.fz", settings).result()
+        executor.submit(engine.warm, WARM_UP_PROGRAM, "/tmp/stages.fz", settings, None, None).result()  # the refill
         edited = WARM_UP_PROGRAM.replace("  return y\n", "  return y  # changed\n")  # main's unit only
         units = executor.submit(engine.analyse, edited, "/tmp/stages.fz", settings).result()
     finally:
