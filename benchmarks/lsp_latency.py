@@ -11,9 +11,10 @@ receiving `publishDiagnostics` for that version; the script prints each kind's m
 (and how many edits the server answered with a full check), and their ratios to the baseline: one
 full `check_source` of the same file in this process, timed before the server starts and after it
 stops (for opening a file: a full `check_source` of a text never parsed, since parsing is most of a
-new file's first check).  Last, a burst of keystrokes (debouncing).
+new file's first check).  Last, `--bursts` bursts of 5 keystrokes 5 ms apart, each in another
+function `main` calls (debouncing): how many versions each published and when the last came.
 
-    python benchmarks/lsp_latency.py [--functions 100] [--edits 20] [--opens 5] [--pause 0.05] [--code DIR]
+    python benchmarks/lsp_latency.py [--functions 100] [--edits 20] [--opens 5] [--pause 0.05] [--bursts 5] [--code DIR]
 
 `--code DIR` runs the server on another checkout's fuzzpy (the baseline of a change: run both in
 turn in one session); without it, on this script's checkout.  Either way the server starts in a
@@ -108,7 +109,7 @@ class Session:
             found = re.search(rb"checked \S+ v(\d+) in .*, full\)", line)
             if found:
                 self.full_checks.append(int(found.group(1)))
-            if echo and b"checked" in line:
+            if echo and (b"checked" in line or b"stages of" in line or b"scheduled at" in line):
                 print("    server:", line.decode().strip().split("fuzzpy-lsp INFO ")[-1])
 
     def ready_count(self) -> int:
@@ -132,7 +133,7 @@ EDIT_KINDS = ("in a function nobody calls", "in a function main calls", "a param
 
 
 async def measure(functions: int, edits: int, opens: int, pause: float, server_log: bool,
-                  code: Optional[str]) -> None:
+                  code: Optional[str], bursts: int = 1) -> None:
     text = generate(functions)
     folder = Path(tempfile.mkdtemp(prefix="fuzzpy-lsp-bench-"))
     path = folder / "big.fz"
@@ -190,7 +191,7 @@ async def measure(functions: int, edits: int, opens: int, pause: float, server_l
         full_note = f"  ({fulls[kind]} answered by a full check)" if kind in fulls else ""
         print(f"  {kind:<34} n={len(xs):>3}  median {statistics.median(xs):7.1f} ms  p90 {_pct(xs, 0.9):7.1f} ms  "
               f"max {max(xs):7.1f} ms{full_note}")
-    await measure_burst(s, uri, current, version)
+    await measure_bursts(s, uri, current, version, bursts, called)
     await s.stop()
     full = baseline(before + baseline_times(text, str(path)))
     first = statistics.median(unseen)
@@ -246,15 +247,35 @@ async def measure_opens(s: Session, folder: Path, functions: int, opens: int) ->
     return times
 
 
-async def measure_burst(s: Session, uri: str, current: str, version: int) -> None:
-    """Five keystrokes 5 ms apart: the server should publish only the last version."""
+async def measure_bursts(s: Session, uri: str, current: str, version: int, bursts: int, called: int) -> None:
+    """Bursts of five keystrokes 5 ms apart, each in another function `main` calls, 0.5 s apart
+    (the server's background work after one is under way when the next begins, as when a person
+    types): the server should publish only the last version of each, one check after the last key."""
+    latencies, counts = [], []
+    for round_ in range(bursts):
+        version, current, latency, count = await measure_burst(s, uri, current, version, 3 + round_ % called)
+        latencies.append(latency)
+        counts.append(count)
+        print(f"  burst {round_ + 1}: 5 keystrokes 5 ms apart -> {count} publication(s); "
+              f"the last {latency:.1f} ms after the last keystroke")
+        await asyncio.sleep(0.5)
+    print(f"  bursts: n={bursts}  median {statistics.median(latencies):7.1f} ms  max {max(latencies):7.1f} ms "
+          f"after the last keystroke; publications per burst {counts}")
+
+
+async def measure_burst(s: Session, uri: str, current: str, version: int, function: int
+                        ) -> tuple[int, str, float, int]:
+    """Five keystrokes 5 ms apart in one function (`count adults` becomes `count hours`, or back):
+    returns the last version, its text, the ms from its keystroke to its diagnostics, and how many
+    of the burst's versions were published."""
     before = len(s.versions)
     first = version + 1
     burst_sent = 0.0
-    start = current.index("let n = count ", current.index("function q3 "))
+    start = current.index("let n = count ", current.index(f"function q{function} "))
     line_end = current.index("\n", start)
-    word = "hours"
-    for k in range(1, len(word) + 1):  # `count adults` becomes `count hours`, one key every 5 ms
+    word = "hours" if current[start:line_end] == "let n = count adults;" else "adults"
+    typed = current
+    for k in range(1, len(word) + 1):  # one key every 5 ms
         version += 1
         burst_sent = time.perf_counter()
         typed = current[:start] + f"let n = count {word[:k]};" + current[line_end:]
@@ -264,8 +285,7 @@ async def measure_burst(s: Session, uri: str, current: str, version: int) -> Non
         await asyncio.sleep(0.005)
     await s.until(lambda: version in s.published)
     published = [v for v in s.versions[before:] if v >= first]
-    print(f"  burst: {len(word)} keystrokes 5 ms apart -> {len(published)} publication(s) (versions {published}); "
-          f"the last {1000 * (s.published[version] - burst_sent):.1f} ms after the last keystroke")
+    return version, typed, 1000 * (s.published[version] - burst_sent), len(published)
 
 
 def baseline_times(text: str, file: str) -> list[float]:
@@ -315,10 +335,12 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=20, help="edits of each kind")
     parser.add_argument("--opens", type=int, default=5, help="files opened (each a new path)")
     parser.add_argument("--pause", type=float, default=0.05, help="seconds between an edit's diagnostics and the next")
+    parser.add_argument("--bursts", type=int, default=5, help="bursts of 5 keystrokes, each in another function")
     parser.add_argument("--code", help="run the server with fuzzpy imported from this checkout (compare versions)")
     parser.add_argument("--server-log", action="store_true", help="show the server's own check times")
     args = parser.parse_args()
-    asyncio.run(measure(args.functions, args.edits, args.opens, args.pause, args.server_log, args.code))
+    asyncio.run(measure(args.functions, args.edits, args.opens, args.pause, args.server_log, args.code,
+                        args.bursts))
 
 
 if __name__ == "__main__":

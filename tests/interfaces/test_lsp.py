@@ -346,7 +346,7 @@ def test_a_change_after_a_quiet_moment_is_checked_at_once():
 
     server, delays = FuzzpyServer(), []
 
-    def check_later(uri: str, generation: int, delay: float):
+    def check_later(uri: str, generation: int, delay: float, received: float):
         delays.append(delay)
         return asyncio.sleep(0)
 
@@ -364,6 +364,38 @@ def test_a_change_after_a_quiet_moment_is_checked_at_once():
     finally:
         server.executor.shutdown()
     assert delays == [0.0, 0.05, 0.0, 0.0]
+
+
+def test_a_change_that_comes_while_an_older_version_is_checked_waits_the_debounce():
+    """A burst whose keystrokes reach the server late and spread out (the machine busy) is still
+    a burst while the worker checks one of its versions: no change then starts a check at once."""
+    from fuzzpy.interfaces.lsp.server import FuzzpyServer, debounce_delay
+
+    assert debounce_delay(10.0, 9.9, 0.015, checking=True) == 0.015
+    assert debounce_delay(10.0, float("-inf"), 0.015, checking=True) == 0.015
+
+    server, delays = FuzzpyServer(), []
+
+    def check_later(uri: str, generation: int, delay: float, received: float):
+        delays.append(delay)
+        return asyncio.sleep(0)
+
+    server._check_later = check_later  # type: ignore[method-assign]
+
+    async def edits() -> None:
+        server.schedule("file:///a.fz", 0.05)
+        server.state("file:///a.fz").checking = True  # the worker checks that version
+        await asyncio.sleep(0.1)
+        server.schedule("file:///a.fz", 0.05)  # late, but its older version is not answered yet
+        server.state("file:///a.fz").checking = False
+        await asyncio.sleep(0.1)
+        server.schedule("file:///a.fz", 0.05)  # after a quiet moment, the older check over
+
+    try:
+        asyncio.run(edits())
+    finally:
+        server.executor.shutdown()
+    assert delays == [0.0, 0.05, 0.0]
 
 
 def test_the_cache_refill_after_a_full_check_waits_until_the_document_is_still(monkeypatch):
@@ -523,6 +555,39 @@ def test_the_warm_up_program_checks_cleanly():
 
     report = check_source(WARM_UP_PROGRAM, "<warm-up>")
     assert report.ok and report.diagnostics == []
+
+
+
+def test_the_server_builds_its_message_converters_and_runs_an_analysis_at_start():
+    """warm_up and warm_protocol do at start what the first document would otherwise wait for:
+    one whole analysis, and pygls' converters for the document messages and for diagnostics."""
+    import json
+
+    from fuzzpy.interfaces.lsp.server import create_server, warm_protocol, warm_up
+
+    warm_up()
+    sent = json.loads(warm_protocol(create_server()))
+    assert sent["method"] == "textDocument/publishDiagnostics"
+    assert [d["code"] for d in sent["params"]["diagnostics"]] == ["E0000"]
+
+
+
+def test_an_analysis_says_how_long_each_of_its_stages_took():
+    """What the server logs for each published version: the time of each stage of the analysis,
+    for a full check (a new document) and for a check of the units an edit changed."""
+    from fuzzpy.interfaces.lsp.server import WARM_UP_PROGRAM
+
+    engine, settings, executor = IncrementalChecker(), Settings(), make_executor()
+    try:
+        full = executor.submit(engine.analyse, WARM_UP_PROGRAM, "/tmp/stages.fz", settings).result()
+        executor.submit(engine.warm, WARM_UP_PROGRAM, "/tmp/stages.fz", settings, None, None).result()  # the refill
+        edited = WARM_UP_PROGRAM.replace("  return y\n", "  return y  # changed\n")  # main's unit only
+        units = executor.submit(engine.analyse, edited, "/tmp/stages.fz", settings).result()
+    finally:
+        executor.shutdown()
+    assert full.full and not units.full and units.runs == 1
+    assert list(full.stages) == list(units.stages) == ["load", "plan", "lookup", "check", "merge"]
+    assert all(seconds >= 0 for seconds in [*full.stages.values(), *units.stages.values()])
 
 
 # ---- a server whose checker fails ----------------------------------------------------------------

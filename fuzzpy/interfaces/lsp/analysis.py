@@ -223,6 +223,8 @@ class Analysis:
     # function -> variable -> types, kept from earlier versions for functions that no longer
     # parse (the server fills it: members.known_types)
     known: dict = field(default_factory=dict)
+    # Seconds spent in each stage of making it ("load", "plan", "check", "merge"), for the log.
+    stages: dict = field(default_factory=dict)
 
     @property
     def decls(self) -> list[A.Decl]:

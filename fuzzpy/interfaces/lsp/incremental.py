@@ -36,6 +36,7 @@ import dataclasses
 import hashlib
 import re
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -118,14 +119,18 @@ class IncrementalChecker:
         `superseded()` turns true between two unit runs (a newer version of the document came),
         stop there and return None: the runs done are cached, the rest is left for the newer one."""
         with self.lock:
+            watch = Stopwatch()
             modules, parse_diags, texts, virtual = _load(text, file, settings, overlays)
+            watch.lap("load")
             plan = self._plan(text, file, settings, modules, texts)
             plan.virtual = virtual
+            watch.lap("plan")
             if not settings.incremental or plan.reason_full:
-                return self._full(plan, settings, modules, parse_diags, texts, overlays)
+                return self._full(plan, settings, modules, parse_diags, texts, overlays, watch)
             missing = [u for u in plan.units if self._lookup(plan, u) is None]
+            watch.lap("lookup")
             if _unit_cost(plan, missing) > self.full_factor * _unit_cost(plan, None) and len(missing) > 1:
-                return self._full(plan, settings, modules, parse_diags, texts, overlays)
+                return self._full(plan, settings, modules, parse_diags, texts, overlays, watch)
             results = []
             for name in sorted(missing, key=lambda u: len(plan.closure[u])):
                 if results and superseded is not None and superseded():
@@ -134,8 +139,11 @@ class IncrementalChecker:
             results += [self._lookup(plan, u) for u in plan.units if u not in missing]  # type: ignore[misc]
             if not plan.units:
                 results.append(self._prelude_run(plan, settings, overlays))
+            watch.lap("check")
             analysis = self._merge(plan, settings, modules, parse_diags, texts, results, runs=len(missing))
             analysis.stale_units = len(self._unprepared(plan))
+            watch.lap("merge")
+            analysis.stages = watch.stages
             return analysis
 
     def warm(self, text: str, file: str, settings: Settings, overlays: Optional[dict[str, str]] = None,
@@ -263,16 +271,21 @@ class IncrementalChecker:
         return hit
 
     def _full(self, plan: _Plan, settings: Settings, modules: list[A.Module], parse_diags: list[Diagnostic],
-              texts: dict[str, str], overlays: Optional[dict[str, str]]) -> Analysis:
+              texts: dict[str, str], overlays: Optional[dict[str, str]], watch: Optional[Stopwatch] = None
+              ) -> Analysis:
+        watch = watch or Stopwatch()
         source, entry = plan.text, settings.entry
         if not plan.entry_mode:
             source, entry = _with_synthetic_entry(plan.text), SYNTHETIC_ENTRY
         result = self._check(source, plan, settings, entry, overlays, keep=lambda s: True)
         if not plan.entry_mode:
             result.entry = None
+        watch.lap("check")
         analysis = self._merge(plan, settings, modules, parse_diags, texts, [result], runs=1)
         analysis.full = True
         analysis.stale_units = 0 if plan.reason_full else sum(1 for u in plan.units if self._stale(plan, u))
+        watch.lap("merge")
+        analysis.stages = watch.stages
         return analysis
 
     def _stale(self, plan: _Plan, unit: str) -> bool:
@@ -321,6 +334,20 @@ class IncrementalChecker:
         bindings = [b for r in results for b in r.bindings]  # duplicates are merged by hover
         calls = _unique_keyed(zip(r.calls, k[2]) for r, k in zip(results, keys))
         return Analysis(plan.file, plan.text, report, modules, bindings, runs, calls=calls)
+
+
+class Stopwatch:
+    """Seconds spent in each named stage of a piece of work, for the server's log."""
+
+    def __init__(self) -> None:
+        self.stages: dict[str, float] = {}
+        self.last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        """Charge the time since the previous lap (or the start) to `stage`."""
+        now = time.perf_counter()
+        self.stages[stage] = self.stages.get(stage, 0.0) + now - self.last
+        self.last = now
 
 
 def _load(text: str, file: str, settings: Settings, overlays: Optional[dict[str, str]]

@@ -13,6 +13,7 @@ import dataclasses
 import gc
 import logging
 import re
+import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,11 @@ WARM_SLICE = 0.05  # seconds of background work the worker gives one document at
 # After a full check, how long the document must stay unchanged before the cache refill starts:
 # the next edit of a burst (a param being typed) would otherwise wait for a refill step under way.
 WARM_IDLE_AFTER_FULL = 0.3
+# How long a thread holding the interpreter lock keeps it while another waits (Python's default:
+# 5 ms).  While the worker checks, the event loop needs the lock a few times to read each
+# message (header, body, handler): at 5 ms a turn, the keystrokes of a burst reached the server
+# tens of ms late, too late to stop the check of an older version.
+SWITCH_INTERVAL = 0.0005
 COLLECT_EVERY = 1_000  # steps of work (checks, background steps) between two full collections
 
 
@@ -55,6 +61,7 @@ class _DocState:
     analysis: Optional[Analysis] = None
     published: Optional[int] = None
     last_change: float = float("-inf")  # the event loop's time of the last change scheduled
+    checking: bool = False  # whether the worker is checking a version not yet published
 
 
 class FuzzpyServer(LanguageServer):
@@ -139,11 +146,11 @@ class FuzzpyServer(LanguageServer):
         st = self.state(uri)
         loop = asyncio.get_running_loop()
         now = loop.time()
-        delay, st.last_change = debounce_delay(now, st.last_change, delay), now
+        delay, st.last_change = debounce_delay(now, st.last_change, delay, st.checking), now
         st.generation += 1
         if st.task is not None and not st.task.done():
             st.task.cancel()
-        st.task = loop.create_task(self._check_later(uri, st.generation, delay))
+        st.task = loop.create_task(self._check_later(uri, st.generation, delay, now))
 
     def schedule_dependents(self, uri: str) -> None:
         file = self.file_of(uri)
@@ -151,7 +158,7 @@ class FuzzpyServer(LanguageServer):
             if other != uri and st.analysis is not None and file in st.analysis.report.sources:
                 self.schedule(other, self.settings.debounce)
 
-    async def _check_later(self, uri: str, generation: int, delay: float) -> None:
+    async def _check_later(self, uri: str, generation: int, delay: float, received: float) -> None:
         st, version = self.state(uri), None
         try:
             if delay > 0:
@@ -163,20 +170,33 @@ class FuzzpyServer(LanguageServer):
 
             def analyse() -> Optional[Analysis]:
                 began.append(loop.time())  # the worker may still be busy with background work
-                return self.engine.analyse(text, file, self.settings, overlays, lambda: st.generation != generation)
+                st.checking = True
+                try:
+                    return self.engine.analyse(text, file, self.settings, overlays,
+                                               lambda: st.generation != generation)
+                finally:
+                    st.checking = False
 
             analysis = await loop.run_in_executor(self.executor, analyse)
+            returned = loop.time()
             self.settle_heap()
             if analysis is None:  # superseded by a newer version between two unit runs
                 return
             log.info("checked %s v%s in %.1f ms (%.1f ms waiting for the worker; %d check runs%s)", uri, version,
-                     1000 * (loop.time() - started), 1000 * (began[0] - started), analysis.runs,
+                     1000 * (returned - started), 1000 * (began[0] - started), analysis.runs,
                      ", full" if analysis.full else "")
             if st.generation != generation:
                 return
             previous = st.analysis
             st.analysis = analysis
+            publishing = loop.time()
             self.publish(uri, version, analysis)
+            if log.isEnabledFor(logging.INFO):  # where an edit's time went, from its arrival to its diagnostics
+                log.info("stages of v%s in ms: %s", version, _stages_text(
+                    [("debounce", started - received), ("worker busy", began[0] - started)]
+                    + list(analysis.stages.items())
+                    + [("to the loop", returned - began[0] - sum(analysis.stages.values())),
+                       ("freeze", publishing - returned), ("publish", loop.time() - publishing)]))
             analysis.known = merge_known(previous.known if previous is not None else {}, known_types(analysis))
             if analysis.stale_units:
                 await asyncio.sleep(warm_delay(analysis))  # cancelled with this task by the next edit
@@ -335,13 +355,16 @@ class FuzzpyServer(LanguageServer):
         return server_pos.line + 1, server_pos.character + 1, text.rstrip("\r\n")
 
 
-def debounce_delay(now: float, last_change: float, debounce: float) -> float:
+def debounce_delay(now: float, last_change: float, debounce: float, checking: bool = False) -> float:
     """How long to wait before checking a change made at `now`: nothing when the document's
-    previous change is more than `debounce` old (a keystroke on its own, not the start of a burst
-    the debounce is for), else `debounce`.  The first change of a burst is then checked at once,
-    and its check is not published if later changes arrive meanwhile (one check wasted, at most,
-    per burst); every later change of the burst waits as before."""
-    return 0.0 if now - last_change > debounce else debounce
+    previous change is more than `debounce` old and its check is over (a keystroke on its own,
+    not the start of a burst the debounce is for), else `debounce`.  The first change of a burst
+    is then checked at once, and its check is not published if later changes arrive meanwhile
+    (one check wasted, at most, per burst); every later change of the burst waits as before.  A
+    change that comes while an older version is still being checked is part of a burst even when
+    it comes late (under load, the keystrokes of a burst reach the server spread out): checked at
+    once, each would start one more check that no one sees."""
+    return 0.0 if now - last_change > debounce and not checking else debounce
 
 
 def warm_delay(analysis: Analysis) -> float:
@@ -350,6 +373,10 @@ def warm_delay(analysis: Analysis) -> float:
     of a burst finds the worker free; after a check of a few units, none (the refill then only
     finds out which new results can move, and the next inserted line needs that)."""
     return WARM_IDLE_AFTER_FULL if analysis.full else 0.0
+
+
+def _stages_text(stages: list[tuple[str, float]]) -> str:
+    return ", ".join(f"{name} {1000 * seconds:.1f}" for name, seconds in stages)
 
 
 def _import_span_for(analysis: Analysis, file: str) -> Optional[Span]:
@@ -433,10 +460,33 @@ function main (db : bag Rows) : fuzzy num {
 
 def warm_up() -> None:
     """Build the parser and import what a check imports on first use (30-50 ms) before the
-    editor's first request, not inside the first document's check."""
-    from ...checking.program import check_source
+    editor's first request, not inside the first document's check: the whole analysis runs
+    once (its merge, the budget and the hover records first cost 5-10 ms more), by a checker
+    of its own whose cache is then dropped."""
+    IncrementalChecker().analyse(WARM_UP_PROGRAM, "<fuzzpy-lsp warm-up>", Settings())
 
-    check_source(WARM_UP_PROGRAM, "<fuzzpy-lsp warm-up>")
+
+def warm_protocol(ls: FuzzpyServer) -> str:
+    """Build pygls' converters for the messages of opening and editing a document (received) and
+    of publishing diagnostics (sent): each is built on its message's first use, and the first
+    document's diagnostics waited 7-13 ms for them.  Returns the diagnostics message it wrote."""
+    import json
+
+    protocol = ls.protocol
+    item = {"uri": "file:///warm-up.fz", "languageId": "fuzzpy", "version": 1, "text": "x"}
+    for method, params in ((T.TEXT_DOCUMENT_DID_OPEN, {"textDocument": item}),
+                           (T.TEXT_DOCUMENT_DID_CHANGE, {"textDocument": {"uri": item["uri"], "version": 2},
+                                                         "contentChanges": [{"text": "y"}]}),
+                           (T.TEXT_DOCUMENT_DID_CLOSE, {"textDocument": {"uri": item["uri"]}})):
+        protocol.structure_message({"jsonrpc": "2.0", "method": method, "params": params})
+    diagnostic = T.Diagnostic(range=T.Range(T.Position(0, 0), T.Position(0, 1)), message="m",
+                              severity=T.DiagnosticSeverity.Error, code="E0000", source=SOURCE,
+                              related_information=[T.DiagnosticRelatedInformation(
+                                  T.Location(item["uri"], T.Range(T.Position(0, 0), T.Position(0, 1))), "m")])
+    publish = protocol.get_message_type(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)(
+        method=T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, jsonrpc="2.0",
+        params=T.PublishDiagnosticsParams(uri=item["uri"], version=1, diagnostics=[diagnostic]))
+    return json.dumps(publish, default=protocol._serialize_message)  # what pygls does before sending
 
 
 def main() -> None:
@@ -446,10 +496,15 @@ def main() -> None:
     for the whole life of the server, so nothing a library prints (HiGHS's banner, from C++)
     can corrupt the JSON-RPC stream (fuzzpy/stdio.py)."""
     stdin, stdout = reserve_stdout()
+    sys.setswitchinterval(SWITCH_INTERVAL)
     logging.basicConfig(level=logging.WARNING, format="fuzzpy-lsp %(levelname)s %(message)s")
     all_primitives()  # load the registry before the first request
     warm_up()
     server = create_server()
+    try:
+        warm_protocol(server)
+    except Exception:  # noqa: BLE001 - only a warm-up: the first messages build them instead
+        log.exception("warming the protocol's converters failed")
     server.freeze_heap = True
     server.settle_heap()
     server.start_io(stdin, stdout)
