@@ -203,9 +203,10 @@ class ExpressionRules:
 
     # rule Lambda: building a closure evaluates nothing; as data it costs its captures
     def x_Lambda(self, e: A.Lambda, env: Env) -> Val:
-        clo = Closure(e.params, e.body, env, f"at line {e.span.line}")
+        where = f"at line {e.span.line}"
+        clo = Closure(e.params, e.body, env, where)
         captured = self._captured_estimate(e, env)
-        return Val(FnT(f"(lambda at line {e.span.line})"), captured, I.IClosure(span=e.span), NOCONST, clo)
+        return Val(FnT(f"(lambda {where})"), captured, I.IClosure(span=e.span), NOCONST, clo)
 
     # rule Lambda: what a stored closure captures, charged infinitely
     def _captured_estimate(self, e: A.Lambda, env: Env) -> Dist:

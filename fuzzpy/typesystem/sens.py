@@ -215,6 +215,10 @@ class ConstraintStore:
         self.constraints.append((lhs, rhs, why))
 
     def c_max(self, a: Coef, b: Coef) -> Coef:
+        if type(a) is Fraction and type(b) is Fraction:
+            # max(a, b) (a on ties) without Fraction's comparison, which asks numbers.Rational, an
+            # ABC: denominators are positive, so b > a is b.n * a.d > a.n * b.d
+            return b if b.numerator * a.denominator > a.numerator * b.denominator else a
         if is_const(a) and is_const(b):
             return max(a, b)
         if a == INF or b == INF:
