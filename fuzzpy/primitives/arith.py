@@ -17,6 +17,8 @@ from ..typesystem.effects import FAIL
 from ..typesystem.sens import INF, ONE, ZERO, d_add, d_inf, d_scale
 from ..typesystem.types import (
     BOOL,
+    INT,
+    NUM,
     Bool,
     Cat,
     Fuzzy,
@@ -58,13 +60,13 @@ def _interval(lo_hi_pairs, integer: bool) -> Num:
     los = [lo for lo, _ in lo_hi_pairs]
     his = [hi for _, hi in lo_hi_pairs]
     if any(v is None for v in los + his):
-        return Num(None, None, integer)
+        return _unbounded(integer)
     return Num(min(los), max(his), integer)
 
 
 def _bounds(lo, hi, integer: bool) -> Num:
     """_interval of one pair, without its lists: every `+` and `-` asks for it."""
-    return Num(None, None, integer) if lo is None or hi is None else Num(lo, hi, integer)
+    return _unbounded(integer) if lo is None or hi is None else Num(lo, hi, integer)
 
 
 def _const_type(value: Fraction, integer: bool) -> Num:
@@ -81,14 +83,19 @@ def _arith_type(op: str, a: Num, b: Num, ac, bc) -> Num:
         return _bounds(_s(alo, bhi, operator.sub), _s(ahi, blo, operator.sub), integer)
     if op == "*":
         if alo is None or ahi is None or blo is None or bhi is None:  # (not `in`: Fraction == None is slow)
-            return Num(None, None, integer)
+            return _unbounded(integer)
         prods = [x * y for x in (alo, ahi) for y in (blo, bhi)]
         return Num(min(prods), max(prods), integer)
     # division: bounded only by a non-zero constant divisor
     if bc is not NOCONST and bc != 0 and None not in (alo, ahi):
         qs = [alo / bc, ahi / bc]
         return Num(min(qs), max(qs), False)
-    return Num(None, None, False)
+    return NUM
+
+
+def _unbounded(integer: bool) -> Num:
+    """`int` or `num`: the shared instances (they keep their hash), not a new type per operation."""
+    return INT if integer else NUM
 
 
 def _s(x, y, f):
@@ -123,9 +130,9 @@ def _arith_rule(op: str):
         a, b = args
         ta, tb = _num(ctx, a, op), _num(ctx, b, op)
         const = _fold(ctx, op, a, b, span)
+        if const is not NOCONST:  # (only _arith_type's integer flag is needed: its bounds are not computed)
+            return Result(_const_type(const, ta.integer and tb.integer and op != "/"), {}, const)
         rtype = _arith_type(op, ta, tb, a.const, b.const)
-        if const is not NOCONST:
-            return Result(_const_type(const, rtype.integer), {}, const)
         if op in "+-":
             dist = d_add(a.dist, b.dist)
         elif op == "*":
