@@ -14,7 +14,7 @@ from fractions import Fraction
 from ..hints import PRIVATE_DIVISOR, hint
 from ..typesystem import ir as I
 from ..typesystem.effects import FAIL
-from ..typesystem.sens import INF, ONE, ZERO, d_add, d_inf, d_scale
+from ..typesystem.sens import INF, ONE, ZERO, d_add, d_inf, d_scale, max_abs
 from ..typesystem.types import (
     BOOL,
     INT,
@@ -50,9 +50,10 @@ def _sample_hint(*args: Arg) -> list[str]:
 def _abs_bound(t: Num, arg: Arg):
     """Largest |value| of an argument: exact for constants, from declared bounds otherwise."""
     if arg.is_const:
-        return abs(_exact(arg.const))
+        c = _exact(arg.const)
+        return c if c.numerator >= 0 else -c  # abs(c), without the copy Fraction's abs builds
     if t.bounded:
-        return max(abs(t.lo), abs(t.hi))
+        return max_abs(t.lo, t.hi)
     return INF
 
 
@@ -136,7 +137,9 @@ def _arith_rule(op: str):
         if op in "+-":
             dist = d_add(a.dist, b.dist)
         elif op == "*":
-            dist = d_add(_scaled(_abs_bound(tb, b), a.dist), _scaled(_abs_bound(ta, a), b.dist))
+            # (a side at distance {} scales to {} whatever its factor: that factor is not computed)
+            dist = d_add(_scaled(_abs_bound(tb, b), a.dist) if a.dist else {},
+                         _scaled(_abs_bound(ta, a), b.dist) if b.dist else {})
         else:  # division: Lipschitz only when dividing by a public non-zero constant
             if b.is_const and b.const != 0:
                 dist = d_scale(1 / abs(Fraction(b.const)), a.dist)

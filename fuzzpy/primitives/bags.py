@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..typesystem.sens import d_add, d_inf, d_scale
+from ..typesystem.sens import d_add, d_inf, d_scale, max_abs
 from ..typesystem.types import INT, NUM, Bag, Bool, Num, Tensor, Type, UnitBag, holds_tables, join_types
 from .declarations import Arg, Result, primitive
 
@@ -98,7 +98,7 @@ def _sum(ctx, args, span):
         raise ctx.fail("E0305", f"sum needs bounded values, but the rows are {t}", b.span,
                        "clip the values first, e.g. sum (map (fun x -> clip 0 100 x) b), "
                        "or declare bounds in the schema (num[0, 100])")
-    bound = max(abs(t.lo), abs(t.hi))
+    bound = max_abs(t.lo, t.hi)
     return Result(INT if t.integer else NUM, d_scale(bound, b.dist), info={"bound": bound})
 
 

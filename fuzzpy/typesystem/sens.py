@@ -104,6 +104,18 @@ def c_mul(a: Coef, b: Coef) -> Coef:
     return a * b
 
 
+def max_abs(a, b):
+    """max(abs(a), abs(b)) (abs(a) on ties): for two exact numbers without Fraction's `abs`, which
+    builds a copy, and its comparison, which asks numbers.Rational, an ABC (denominators are
+    positive: |b| > |a| is |b.n| * a.d > |a.n| * b.d)."""
+    if type(a) is not Fraction or type(b) is not Fraction:
+        return max(abs(a), abs(b))
+    an, bn = a.numerator, b.numerator
+    if abs(bn) * a.denominator > abs(an) * b.denominator:
+        return b if bn >= 0 else -b
+    return a if an >= 0 else -a
+
+
 def is_const(c: Coef) -> bool:
     return not isinstance(c, Lin)
 
