@@ -52,7 +52,7 @@ class ApplicationRules:
         # loads the registry, and waits for it, when the name is not there yet)
         prim = REGISTRY.get(name) or lookup(name)
         assert prim is not None
-        args, given_fn, structured, risks = [], False, False, []
+        args, irs, given_fn, structured, risks = [], [], False, False, []
         for v in vals:  # const_ir(v), inline: this runs for every argument of every primitive call
             ir = v.ir
             if v.fn is not None:
@@ -67,6 +67,7 @@ class ApplicationRules:
                     risks.append(v.risk)
                 structured = structured or type(v.type) not in SCALAR_TYPES
             args.append(Arg(v.type, v.dist, v.const, v.ir.span or span, ir, v.fn, v.parts))
+            irs.append(ir)
         if structured and not prim.units:  # only a structured value can hold a table
             refuse_units(self, name, args)  # rule Units
         applied: Dist = {}
@@ -78,7 +79,7 @@ class ApplicationRules:
             self._note_primitive(span, name, res)
         if res.const is not NOCONST:
             return Val(res.type, res.dist, I.IConst(res.const, span=span), res.const, None, res.parts)
-        ir_args = res.ir_args if res.ir_args is not None else [a.ir for a in args]
+        ir_args = res.ir_args if res.ir_args is not None else irs  # (the arguments' IR, as the loop built it)
         info = dict(res.info) if res.info else {}
         return Val(res.type, res.dist, I.IPrim(name, ir_args, info, span=span), res.const, None,
                    res.parts, r_union(res.risk, applied, *risks) if res.risk or applied or risks else {})
