@@ -129,8 +129,10 @@ def _exact(x) -> Fraction:
 def _arith_rule(op: str):
     def rule(ctx, args: list[Arg], span) -> Result:
         a, b = args
-        ta, tb = _num(ctx, a, op), _num(ctx, b, op)
-        const = _fold(ctx, op, a, b, span)
+        # (the common case inline, for every operator: two numbers, not both constants)
+        ta = a.type if a.type.__class__ is Num else _num(ctx, a, op)
+        tb = b.type if b.type.__class__ is Num else _num(ctx, b, op)
+        const = _fold(ctx, op, a, b, span) if a.const is not NOCONST and b.const is not NOCONST else NOCONST
         if const is not NOCONST:  # (only _arith_type's integer flag is needed: its bounds are not computed)
             return Result(_const_type(const, ta.integer and tb.integer and op != "/"), {}, const)
         rtype = _arith_type(op, ta, tb, a.const, b.const)
@@ -146,7 +148,7 @@ def _arith_rule(op: str):
             else:
                 dist = d_inf(d_add(a.dist, b.dist))
                 ctx.note_infinite(span, b.dist, PRIVATE_DIVISOR)  # for the hint at the mechanism
-        return Result(rtype, dist, risk=_exact_size_risk(op, a, b, rtype))
+        return Result(rtype, dist, risk=_exact_size_risk(op, a, b, rtype) if op in "*/" else {})
     return rule
 
 
