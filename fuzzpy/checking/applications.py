@@ -8,7 +8,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..diagnostics import Span
-from ..primitives.registry import NOCONST, Arg, Result, lookup  # noqa: F401
+from ..primitives.registry import NOCONST, REGISTRY, Arg, Result, lookup  # noqa: F401
 from ..primitives.units import SCALAR_TYPES, refuse_units
 from ..syntax import ast as A
 from ..typesystem import ir as I
@@ -48,18 +48,26 @@ class ApplicationRules:
 
     # rule Primitive: the primitive's rule, and the risk of its evaluated arguments
     def call_primitive_vals(self, name: str, vals: list[Val], span: Span) -> Val:
-        prim = lookup(name)
+        # (the registry itself first: a declared primitive is complete once registered; `lookup`
+        # loads the registry, and waits for it, when the name is not there yet)
+        prim = REGISTRY.get(name) or lookup(name)
         assert prim is not None
-        args, given_fn, structured = [], False, False
+        args, irs, given_fn, structured, risks = [], [], False, False, []
         for v in vals:  # const_ir(v), inline: this runs for every argument of every primitive call
             ir = v.ir
             if v.fn is not None:
                 given_fn = True
+                if v.risk:  # _evaluated_risks, inline
+                    risks.append(v.risk)
             else:
-                if v.const is not NOCONST and not isinstance(ir, I.IConst):
-                    ir = I.IConst(v.const, span=ir.span)
+                if v.const is not NOCONST:
+                    if not isinstance(ir, I.IConst):
+                        ir = I.IConst(v.const, span=ir.span)
+                elif v.risk:
+                    risks.append(v.risk)
                 structured = structured or type(v.type) not in SCALAR_TYPES
             args.append(Arg(v.type, v.dist, v.const, v.ir.span or span, ir, v.fn, v.parts))
+            irs.append(ir)
         if structured and not prim.units:  # only a structured value can hold a table
             refuse_units(self, name, args)  # rule Units
         applied: Dist = {}
@@ -71,9 +79,9 @@ class ApplicationRules:
             self._note_primitive(span, name, res)
         if res.const is not NOCONST:
             return Val(res.type, res.dist, I.IConst(res.const, span=span), res.const, None, res.parts)
-        ir_args = res.ir_args if res.ir_args is not None else [a.ir for a in args]
-        risks = _evaluated_risks(vals)
-        return Val(res.type, res.dist, I.IPrim(name, ir_args, dict(res.info), span=span), res.const, None,
+        ir_args = res.ir_args if res.ir_args is not None else irs  # (the arguments' IR, as the loop built it)
+        info = dict(res.info) if res.info else {}
+        return Val(res.type, res.dist, I.IPrim(name, ir_args, info, span=span), res.const, None,
                    res.parts, r_union(res.risk, applied, *risks) if res.risk or applied or risks else {})
 
     def _rule_applying_functions(self, prim, args: list[Arg], vals: list[Val], span: Span) -> tuple[Result, Dist]:

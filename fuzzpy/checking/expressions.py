@@ -203,9 +203,10 @@ class ExpressionRules:
 
     # rule Lambda: building a closure evaluates nothing; as data it costs its captures
     def x_Lambda(self, e: A.Lambda, env: Env) -> Val:
-        clo = Closure(e.params, e.body, env, f"at line {e.span.line}")
+        where = f"at line {e.span.line}"
+        clo = Closure(e.params, e.body, env, where)
         captured = self._captured_estimate(e, env)
-        return Val(FnT(f"(lambda at line {e.span.line})"), captured, I.IClosure(span=e.span), NOCONST, clo)
+        return Val(FnT(f"(lambda {where})"), captured, I.IClosure(span=e.span), NOCONST, clo)
 
     # rule Lambda: what a stored closure captures, charged infinitely
     def _captured_estimate(self, e: A.Lambda, env: Env) -> Dist:
@@ -290,11 +291,12 @@ class ExpressionRules:
     def const_val(self, value: Any, t: Type) -> Val:
         return Val(t, {}, I.IConst(value), value)
 
+    # (call_primitive_vals directly, not call_primitive: one call and one list fewer per operator)
     def x_BinOp(self, e: A.BinOp, env: Env) -> Val:
-        return self.call_primitive(OPERATORS[e.op], [e.left, e.right], env, e.span)
+        return self.call_primitive_vals(OPERATORS[e.op], [self.expr(e.left, env), self.expr(e.right, env)], e.span)
 
     def x_UnOp(self, e: A.UnOp, env: Env) -> Val:
-        return self.call_primitive("not" if e.op == "!" else "neg", [e.operand], env, e.span)
+        return self.call_primitive_vals("not" if e.op == "!" else "neg", [self.expr(e.operand, env)], e.span)
 
     # rule Tuples: an injection keeps its value's distance and risk
     def x_Inject(self, e: A.Inject, env: Env) -> Val:
@@ -309,14 +311,13 @@ class ExpressionRules:
     def x_Field(self, e: A.Field, env: Env) -> Val:
         v = self.expr(e.value, env)
         if isinstance(v.type, Record):
-            ft = v.type.field_type(e.name)
+            idx, ft = _field_at(v.type, e.name)
             if ft is None:
                 names = [n for n, _ in v.type.fields]
                 close = difflib.get_close_matches(e.name, names, n=1)
                 notes = [f"did you mean {close[0]}?"] if close else [f"the fields are: {', '.join(names)}"]
                 raise self.fail("E0205", f"{v.type} has no field '{e.name}'", e.name_span or e.span, *notes)
             const = dict(v.const)[e.name] if v.is_const else NOCONST
-            idx = [n for n, _ in v.type.fields].index(e.name)
             dist = v.parts[idx] if v.parts is not None else v.dist
             return Val(ft, dist, I.IField(v.ir, e.name, span=e.span), const, _component_fn(v, idx), risk=v.risk)
         if isinstance(v.type, Parts):  # `part` refuses a partition of released keys
@@ -411,6 +412,15 @@ class ExpressionRules:
             if out is None:
                 return None
         return [out]
+
+
+def _field_at(t: Record, name: str) -> tuple[int, Optional[Type]]:
+    """The index and type of a record's first field of that name ((-1, None) if it has none), in
+    one pass over its fields (`field_type` and a list's `index` were two)."""
+    for i, (n, ft) in enumerate(t.fields):
+        if n == name:
+            return i, ft
+    return -1, None
 
 
 # rule Functions in containers: a component's function travels with the container

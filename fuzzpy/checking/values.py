@@ -51,7 +51,7 @@ class TopFn(FnValue):
     decl: A.FunDecl
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # one per lambda evaluated
 class Closure(FnValue):
     params: list[A.Param]
     body: A.Expr
@@ -91,7 +91,7 @@ def fn_params(fn: FnValue) -> int:
     return 1
 
 
-@dataclass
+@dataclass(slots=True)  # one per let, pattern and call: slots make it quicker to build and walk
 class Env:
     """Lexical scope: a chain of frames from the innermost outwards."""
 

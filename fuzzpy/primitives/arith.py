@@ -14,9 +14,11 @@ from fractions import Fraction
 from ..hints import PRIVATE_DIVISOR, hint
 from ..typesystem import ir as I
 from ..typesystem.effects import FAIL
-from ..typesystem.sens import INF, ONE, ZERO, d_add, d_inf, d_scale
+from ..typesystem.sens import INF, ONE, ZERO, d_add, d_inf, d_scale, max_abs
 from ..typesystem.types import (
     BOOL,
+    INT,
+    NUM,
     Bool,
     Cat,
     Fuzzy,
@@ -48,9 +50,10 @@ def _sample_hint(*args: Arg) -> list[str]:
 def _abs_bound(t: Num, arg: Arg):
     """Largest |value| of an argument: exact for constants, from declared bounds otherwise."""
     if arg.is_const:
-        return abs(_exact(arg.const))
+        c = _exact(arg.const)
+        return c if c.numerator >= 0 else -c  # abs(c), without the copy Fraction's abs builds
     if t.bounded:
-        return max(abs(t.lo), abs(t.hi))
+        return max_abs(t.lo, t.hi)
     return INF
 
 
@@ -58,13 +61,13 @@ def _interval(lo_hi_pairs, integer: bool) -> Num:
     los = [lo for lo, _ in lo_hi_pairs]
     his = [hi for _, hi in lo_hi_pairs]
     if any(v is None for v in los + his):
-        return Num(None, None, integer)
+        return _unbounded(integer)
     return Num(min(los), max(his), integer)
 
 
 def _bounds(lo, hi, integer: bool) -> Num:
     """_interval of one pair, without its lists: every `+` and `-` asks for it."""
-    return Num(None, None, integer) if lo is None or hi is None else Num(lo, hi, integer)
+    return _unbounded(integer) if lo is None or hi is None else Num(lo, hi, integer)
 
 
 def _const_type(value: Fraction, integer: bool) -> Num:
@@ -81,14 +84,19 @@ def _arith_type(op: str, a: Num, b: Num, ac, bc) -> Num:
         return _bounds(_s(alo, bhi, operator.sub), _s(ahi, blo, operator.sub), integer)
     if op == "*":
         if alo is None or ahi is None or blo is None or bhi is None:  # (not `in`: Fraction == None is slow)
-            return Num(None, None, integer)
+            return _unbounded(integer)
         prods = [x * y for x in (alo, ahi) for y in (blo, bhi)]
         return Num(min(prods), max(prods), integer)
     # division: bounded only by a non-zero constant divisor
     if bc is not NOCONST and bc != 0 and None not in (alo, ahi):
         qs = [alo / bc, ahi / bc]
         return Num(min(qs), max(qs), False)
-    return Num(None, None, False)
+    return NUM
+
+
+def _unbounded(integer: bool) -> Num:
+    """`int` or `num`: the shared instances (they keep their hash), not a new type per operation."""
+    return INT if integer else NUM
 
 
 def _s(x, y, f):
@@ -121,22 +129,26 @@ def _exact(x) -> Fraction:
 def _arith_rule(op: str):
     def rule(ctx, args: list[Arg], span) -> Result:
         a, b = args
-        ta, tb = _num(ctx, a, op), _num(ctx, b, op)
-        const = _fold(ctx, op, a, b, span)
+        # (the common case inline, for every operator: two numbers, not both constants)
+        ta = a.type if a.type.__class__ is Num else _num(ctx, a, op)
+        tb = b.type if b.type.__class__ is Num else _num(ctx, b, op)
+        const = _fold(ctx, op, a, b, span) if a.const is not NOCONST and b.const is not NOCONST else NOCONST
+        if const is not NOCONST:  # (only _arith_type's integer flag is needed: its bounds are not computed)
+            return Result(_const_type(const, ta.integer and tb.integer and op != "/"), {}, const)
         rtype = _arith_type(op, ta, tb, a.const, b.const)
-        if const is not NOCONST:
-            return Result(_const_type(const, rtype.integer), {}, const)
         if op in "+-":
             dist = d_add(a.dist, b.dist)
         elif op == "*":
-            dist = d_add(_scaled(_abs_bound(tb, b), a.dist), _scaled(_abs_bound(ta, a), b.dist))
+            # (a side at distance {} scales to {} whatever its factor: that factor is not computed)
+            dist = d_add(_scaled(_abs_bound(tb, b), a.dist) if a.dist else {},
+                         _scaled(_abs_bound(ta, a), b.dist) if b.dist else {})
         else:  # division: Lipschitz only when dividing by a public non-zero constant
             if b.is_const and b.const != 0:
                 dist = d_scale(1 / abs(Fraction(b.const)), a.dist)
             else:
                 dist = d_inf(d_add(a.dist, b.dist))
                 ctx.note_infinite(span, b.dist, PRIVATE_DIVISOR)  # for the hint at the mechanism
-        return Result(rtype, dist, risk=_exact_size_risk(op, a, b, rtype))
+        return Result(rtype, dist, risk=_exact_size_risk(op, a, b, rtype) if op in "*/" else {})
     return rule
 
 

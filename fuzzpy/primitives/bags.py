@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..typesystem.sens import d_add, d_inf, d_scale
-from ..typesystem.types import Bag, Bool, Num, Tensor, Type, UnitBag, holds_tables, join_types
+from ..typesystem.sens import d_add, d_inf, d_scale, max_abs
+from ..typesystem.types import INT, NUM, Bag, Bool, Num, Tensor, Type, UnitBag, holds_tables, join_types
 from .declarations import Arg, Result, primitive
 
 _REF_FUZZ = "Reed & Pierce, ICFP 2010, section 4 (bag primitives)"
@@ -48,7 +48,10 @@ def row_function(ctx, fn: Arg, elem: Type, span):
 def _count(ctx, args, span):
     (b,) = args
     elem_type(ctx, b, "count")
-    return Result(Num(Fraction(0), None, True), b.dist)
+    return Result(_COUNT, b.dist)
+
+
+_COUNT = Num(Fraction(0), None, True)  # int[0, inf]: one type for every count (it keeps its hash)
 
 
 @primitive("filter", ("p", "b"), "('a -> bool) -> bag 'a -o bag 'a",
@@ -95,8 +98,8 @@ def _sum(ctx, args, span):
         raise ctx.fail("E0305", f"sum needs bounded values, but the rows are {t}", b.span,
                        "clip the values first, e.g. sum (map (fun x -> clip 0 100 x) b), "
                        "or declare bounds in the schema (num[0, 100])")
-    bound = max(abs(t.lo), abs(t.hi))
-    return Result(Num(None, None, t.integer), d_scale(bound, b.dist), info={"bound": bound})
+    bound = max_abs(t.lo, t.hi)
+    return Result(INT if t.integer else NUM, d_scale(bound, b.dist), info={"bound": bound})
 
 
 # rule Growth: union adds its operands' distances and notes the table it builds

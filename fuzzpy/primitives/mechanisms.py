@@ -25,8 +25,8 @@ from typing import Any, Optional
 from ..hints import hint
 from ..typesystem import ir as I
 from ..typesystem.quadratic import inventory_of_release, linear_part, zcdp_of_pure
-from ..typesystem.sens import INF, Dist, d_add, d_scale, is_const
-from ..typesystem.types import BOOL, Bool, Fuzzy, ListT, Num, Tensor, Type, Vector
+from ..typesystem.sens import INF, ONE, ZERO, Dist, d_add, d_scale, is_const
+from ..typesystem.types import BOOL, NUM, Bool, Fuzzy, ListT, Num, Tensor, Type, Vector
 from .declarations import Arg, Instantiated, Result, primitive
 from .grid import grid_bits
 
@@ -89,7 +89,7 @@ def score_function(ctx, fn: Arg, elem: Type, span, mech: str) -> Instantiated:
 # ---- calibration: the one place where scales and costs are decided ----------------------------
 
 # rule Mechanisms: noise of scale S/eps, cost (eps/S) times the input's distance
-def charge(ctx, name: str, eps: Fraction, dist: Dist, dist_span, span, factor: Fraction = Fraction(1),
+def charge(ctx, name: str, eps: Fraction, dist: Dist, dist_span, span, factor: Fraction = ONE,
            extra: Optional[dict] = None, sens: Optional[Fraction] = None) -> tuple[Fraction, Fraction, Dist]:
     """Proven sensitivity S of `dist`, scale factor*S/eps, cost (eps/S) * dist; recorded.
 
@@ -100,17 +100,18 @@ def charge(ctx, name: str, eps: Fraction, dist: Dist, dist_span, span, factor: F
     if sens is None:
         sens = ctx.sensitivity(dist, dist_span)
     if sens == 0:  # the input is public: nothing to hide, nothing charged
-        scale, cost = Fraction(0), {}
+        scale, cost = ZERO, {}
     else:
-        scale = sens / eps if factor == 1 else factor * sens / eps  # (a factor 1: one division fewer)
+        # (a factor 1: one division fewer; `is ONE` first spares Fraction's `==` on Fractions, an ABC check)
+        scale = sens / eps if factor is ONE or factor == 1 else factor * sens / eps
         cost = d_scale(eps / sens, dist)
-    ctx.record_mechanism(name, span, sens, eps if sens else Fraction(0), scale, cost, extra)
+    ctx.record_mechanism(name, span, sens, eps if sens else ZERO, scale, cost, extra)
     return sens, scale, cost
 
 
 def calibrate(ctx, name: str, eps: Fraction, arg: Arg, span, extra: dict | None = None):
     """Laplace's calibration: S proven for `arg`, scale S/eps, cost (eps/S) * distance."""
-    return charge(ctx, name, eps, arg.dist, arg.span, span, Fraction(1), extra)
+    return charge(ctx, name, eps, arg.dist, arg.span, span, ONE, extra)
 
 
 # rule Mechanisms: a pure release costs its linear cost, plus its channel-z entries
@@ -129,7 +130,7 @@ def pure_release(cost: Dist, laplace_eps: Optional[Fraction] = None, moves: Opti
 def _info(sens: Fraction, eps: Fraction, scale: Fraction, **more: Any) -> dict:
     # `epsilon` is the user's epsilon (the runtime needs it even when S = 0); `charged` is what
     # the checker charges per unit of distance.
-    return {"sensitivity": sens, "epsilon": eps, "scale": scale, "charged": eps if sens else Fraction(0), **more}
+    return {"sensitivity": sens, "epsilon": eps, "scale": scale, "charged": eps if sens else ZERO, **more}
 
 
 # ---- accuracy statements (public: from the calibration alone) ---------------------------------
@@ -172,7 +173,7 @@ def _laplace_shape(ctx, arg: Arg):
                        "L2 does not bound L1: release it with gaussian, or convert it explicitly with vtuple "
                        "(which costs sqrt(n)) and release the tuple with laplace")
     if isinstance(t, Num):
-        return Num()
+        return NUM
     if isinstance(t, Tensor) and all(isinstance(i, Num) for i in t.items):
         return Tensor(tuple(Num() for _ in t.items))
     raise ctx.fail("E0202", f"laplace expects a number or a tensor tuple of numbers, but this is {t}", arg.span,
@@ -194,8 +195,12 @@ def _laplace(ctx, args, span):
     sens, scale, cost = calibrate(ctx, "laplace", eps, x, span)
     scalar = eps if isinstance(shape, Num) else None  # a tuple's release is not a scalar Laplace pair
     counts = isinstance(x.ir, I.IPrim) and x.ir.name == "count"  # for its label (render/labels.py)
-    return Result(Fuzzy(shape), pure_release(cost, scalar, linear_part(x.dist)),
+    released = _FUZZY_NUM if shape is NUM else Fuzzy(shape)  # (one type for every scalar release: kept hash)
+    return Result(released, pure_release(cost, scalar, linear_part(x.dist)),
                   info=_info(sens, eps, scale, **({"counts": True} if counts else {})))
+
+
+_FUZZY_NUM = Fuzzy(NUM)
 
 
 # ---- gaussian (zCDP) ------------------------------------------------------------------------------

@@ -25,7 +25,6 @@ suffices).  The evaluators are in fuzzpy/runtime/kernels/units.py.
 
 from __future__ import annotations
 
-import functools
 import math
 from fractions import Fraction
 
@@ -86,16 +85,10 @@ def refuse_units(ctx, name: str, args: list[Arg]) -> None:
 SCALAR_TYPES = frozenset({Num, Bool, Str, Cat, Unit})
 
 
-@functools.lru_cache(maxsize=512)
-def _holds_units_memo(t: Type) -> bool:
-    return holds_units(t)
-
-
 def _holds_units(t: Type) -> bool:
-    try:
-        return _holds_units_memo(t)
-    except TypeError:  # a type that cannot be hashed: asked directly
-        return holds_units(t)
+    """holds_units, whose answer each type keeps: a cache keyed by types would compare a type with
+    an equal one of an earlier check field by field."""
+    return holds_units(t)
 
 
 # rule Units: which joins keep a unit, and why the others need bounded rows

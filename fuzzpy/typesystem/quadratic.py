@@ -103,6 +103,8 @@ def pop_quad(d: Dist, sym: str) -> dict[str, Coef]:
     out = {}
     if _SEP in sym:  # not a symbol: no key has it as its base
         return out
+    if _SEP not in "".join(d):  # no shadow entry at all (most distances): one scan in C
+        return out
     prefix = sym + _SEP  # is_shadow(k) and base_of(k) == sym, in one test
     for key in [k for k in d if k.startswith(prefix)]:
         c = d.pop(key)

@@ -81,6 +81,8 @@ def c_add(a: Coef, b: Coef) -> Coef:
 def c_mul(a: Coef, b: Coef) -> Coef:
     """Product; 0 * inf = 0 because a zero coefficient means "does not depend on"."""
     if type(a) is Fraction and type(b) is Fraction:  # the common case: two finite exact numbers
+        if b is ONE:  # (a unit coefficient, the common factor: the same answer with two comparisons fewer)
+            return ZERO if a == 0 else b if a == 1 else a
         if a == 0 or b == 0:
             return ZERO
         # a factor 1 (a unit distance, a coefficient of one) gives the other: no normalising product
@@ -100,6 +102,18 @@ def c_mul(a: Coef, b: Coef) -> Coef:
     if a == INF or b == INF:
         return INF
     return a * b
+
+
+def max_abs(a, b):
+    """max(abs(a), abs(b)) (abs(a) on ties): for two exact numbers without Fraction's `abs`, which
+    builds a copy, and its comparison, which asks numbers.Rational, an ABC (denominators are
+    positive: |b| > |a| is |b.n| * a.d > |a.n| * b.d)."""
+    if type(a) is not Fraction or type(b) is not Fraction:
+        return max(abs(a), abs(b))
+    an, bn = a.numerator, b.numerator
+    if abs(bn) * a.denominator > abs(an) * b.denominator:
+        return b if bn >= 0 else -b
+    return a if an >= 0 else -a
 
 
 def is_const(c: Coef) -> bool:
@@ -130,15 +144,20 @@ def d_add(*ds: Dist) -> Dist:
     return out
 
 
+_EXACT = frozenset({Fraction})
+
+
 def d_scale(k: Coef, d: Dist) -> Dist:
     if not d:  # a public value: nothing to scale, whatever k is
         return {}
-    if type(k) is Fraction and all(type(c) is Fraction for c in d.values()):  # exact numbers only
+    if type(k) is Fraction and _EXACT.issuperset(map(type, d.values())):  # exact numbers only
+        # (`c is ONE`, the common coefficient, first: it is neither 0 nor other than 1, and
+        # Fraction's `==` is a Python call)
         if k == 0:
             return {}
         if k == 1:
-            return {s: c for s, c in d.items() if c != 0}
-        return {s: k if c == 1 else k * c for s, c in d.items() if c != 0}  # k * 1 is k
+            return {s: c for s, c in d.items() if c is ONE or c != 0}
+        return {s: k if c is ONE or c == 1 else k * c for s, c in d.items() if c is ONE or c != 0}  # k * 1 is k
     out = {s: c_mul(k, c) for s, c in d.items()}
     return {s: c for s, c in out.items() if c != 0}
 
@@ -215,6 +234,10 @@ class ConstraintStore:
         self.constraints.append((lhs, rhs, why))
 
     def c_max(self, a: Coef, b: Coef) -> Coef:
+        if type(a) is Fraction and type(b) is Fraction:
+            # max(a, b) (a on ties) without Fraction's comparison, which asks numbers.Rational, an
+            # ABC: denominators are positive, so b > a is b.n * a.d > a.n * b.d
+            return b if b.numerator * a.denominator > a.numerator * b.denominator else a
         if is_const(a) and is_const(b):
             return max(a, b)
         if a == INF or b == INF:

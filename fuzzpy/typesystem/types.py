@@ -81,8 +81,15 @@ class Num(Type):
         `numbers.Rational` (an ABC) of every bound: numeric types are compared very often."""
         if other.__class__ is not Num:
             return NotImplemented
-        return (self.integer == other.integer  # type: ignore[attr-defined]
-                and _same_bound(self.lo, other.lo) and _same_bound(self.hi, other.hi))  # type: ignore[attr-defined]
+        if self.integer != other.integer:  # type: ignore[attr-defined]
+            return False
+        a, b = self.lo, other.lo  # type: ignore[attr-defined]
+        if type(a) is Fraction and type(b) is Fraction:  # _same_bound, inline: types are compared very often
+            if a.numerator != b.numerator or a.denominator != b.denominator:
+                return False
+        elif not a == b:
+            return False
+        return _same_bound(self.hi, other.hi)  # type: ignore[attr-defined]
 
     def __str__(self) -> str:
         base = "int" if self.integer else "num"

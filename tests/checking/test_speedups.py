@@ -12,7 +12,7 @@ from fractions import Fraction
 
 from fuzzpy.diagnostics import Span
 from fuzzpy.syntax import parser
-from fuzzpy.typesystem.sens import INF, ONE, ZERO, Lin, c_add, c_mul, d_scale, is_inf
+from fuzzpy.typesystem.sens import INF, ONE, ZERO, ConstraintStore, Lin, c_add, c_mul, d_scale, is_inf, max_abs
 from fuzzpy.typesystem.types import (
     MAX_TYPE_SIZE,
     Bag,
@@ -109,6 +109,21 @@ def test_unit_and_zero_operands_give_the_exact_product_and_sum() -> None:
             assert total == a + b and type(total) is Fraction
         scaled = d_scale(a, {"x": ONE, "y": Fraction(3, 4)})
         assert scaled == {s: a * c for s, c in {"x": ONE, "y": Fraction(3, 4)}.items() if a * c != 0}
+
+        assert d_scale(a, {"x": Fraction(1), "y": ZERO}) == d_scale(a, {"x": ONE})  # a 1 that is not ONE
+
+
+def test_max_abs_and_c_max_of_exact_numbers_are_max_and_abs() -> None:
+    """max_abs and ConstraintStore.c_max compare exact numbers by cross-multiplication: the value
+    and type max(abs(a), abs(b)) and max(a, b) give, for every pair of these numbers."""
+    numbers = [ZERO, ONE, -ONE, Fraction(1, 2), Fraction(-1, 2), Fraction(-7, 3), Fraction(10**20, 3)]
+    store = ConstraintStore()
+    for a in numbers:
+        for b in numbers:
+            bound, larger = max_abs(a, b), store.c_max(a, b)
+            assert bound == max(abs(a), abs(b)) and type(bound) is Fraction
+            assert larger == max(a, b) and type(larger) is Fraction
+    assert max_abs(Fraction(-3), 2) == 3 and store.c_max(ONE, INF) == INF  # other numbers: the general path
 
 
 def test_tool_hooks_are_unset_for_a_plain_check() -> None:
