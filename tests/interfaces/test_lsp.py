@@ -344,6 +344,20 @@ def test_a_change_after_a_quiet_moment_is_checked_at_once():
     assert debounce_delay(10.0, 9.9, 0.015) == 0.0
     assert debounce_delay(10.0, 9.99, 0.015) == 0.015
 
+    async def edits(server: FuzzpyServer) -> None:
+        server.schedule("file:///a.fz", 0.05)  # the first change: nothing to wait for
+        server.schedule("file:///a.fz", 0.05)  # right after it: a burst
+        server.schedule("file:///b.fz", 0.05)  # another document has its own quiet moment
+        await asyncio.sleep(0.1)
+        server.schedule("file:///a.fz", 0.05)  # after a quiet moment
+
+    assert _delays_of_scheduled_checks(edits) == [0.0, 0.05, 0.0, 0.0]
+
+
+def _delays_of_scheduled_checks(edits) -> list[float]:
+    """The debounce delay of each check `edits(server)` schedules, on a server whose checks do nothing."""
+    from fuzzpy.interfaces.lsp.server import FuzzpyServer
+
     server, delays = FuzzpyServer(), []
 
     def check_later(uri: str, generation: int, delay: float, received: float):
@@ -351,19 +365,11 @@ def test_a_change_after_a_quiet_moment_is_checked_at_once():
         return asyncio.sleep(0)
 
     server._check_later = check_later  # type: ignore[method-assign]
-
-    async def edits() -> None:
-        server.schedule("file:///a.fz", 0.05)  # the first change: nothing to wait for
-        server.schedule("file:///a.fz", 0.05)  # right after it: a burst
-        server.schedule("file:///b.fz", 0.05)  # another document has its own quiet moment
-        await asyncio.sleep(0.1)
-        server.schedule("file:///a.fz", 0.05)  # after a quiet moment
-
     try:
-        asyncio.run(edits())
+        asyncio.run(edits(server))
     finally:
         server.executor.shutdown()
-    assert delays == [0.0, 0.05, 0.0, 0.0]
+    return delays
 
 
 def test_a_change_that_comes_while_an_older_version_is_checked_waits_the_debounce():
@@ -374,15 +380,7 @@ def test_a_change_that_comes_while_an_older_version_is_checked_waits_the_debounc
     assert debounce_delay(10.0, 9.9, 0.015, checking=True) == 0.015
     assert debounce_delay(10.0, float("-inf"), 0.015, checking=True) == 0.015
 
-    server, delays = FuzzpyServer(), []
-
-    def check_later(uri: str, generation: int, delay: float, received: float):
-        delays.append(delay)
-        return asyncio.sleep(0)
-
-    server._check_later = check_later  # type: ignore[method-assign]
-
-    async def edits() -> None:
+    async def edits(server: FuzzpyServer) -> None:
         server.schedule("file:///a.fz", 0.05)
         server.state("file:///a.fz").checking = True  # the worker checks that version
         await asyncio.sleep(0.1)
@@ -391,11 +389,7 @@ def test_a_change_that_comes_while_an_older_version_is_checked_waits_the_debounc
         await asyncio.sleep(0.1)
         server.schedule("file:///a.fz", 0.05)  # after a quiet moment, the older check over
 
-    try:
-        asyncio.run(edits())
-    finally:
-        server.executor.shutdown()
-    assert delays == [0.0, 0.05, 0.0]
+    assert _delays_of_scheduled_checks(edits) == [0.0, 0.05, 0.0]
 
 
 def test_the_cache_refill_after_a_full_check_waits_until_the_document_is_still(monkeypatch):
