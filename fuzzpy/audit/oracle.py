@@ -443,9 +443,13 @@ class _BigStackWorker:
             self.jobs.put((fn, done))
             if done.wait(timeout * 1.5 + 1):
                 return True
-            _interrupt(thread)
-            if done.wait(timeout + 5):
-                return True
+            give_up = time.monotonic() + timeout + 5
+            while time.monotonic() < give_up:
+                # Sent again every half second: Python prints and drops an exception raised while
+                # the thread runs a weakref callback or a destructor, and the run would go on.
+                _interrupt(thread)
+                if done.wait(0.5):
+                    return True
             self.thread, self.jobs = None, queue.SimpleQueue()  # abandon it (a daemon thread)
             return False
 
@@ -463,6 +467,7 @@ class _BigStackWorker:
 
     @staticmethod
     def _loop(jobs: queue.SimpleQueue) -> None:
+        done: Optional[threading.Event] = None
         while True:
             try:
                 fn, done = jobs.get()
@@ -470,8 +475,9 @@ class _BigStackWorker:
                     fn()
                 finally:
                     done.set()
-            except OracleTimeout:  # an interrupt that arrived after its run had finished
-                continue
+            except OracleTimeout:  # an interrupt that arrived after its run had finished (or in `set`)
+                if done is not None:
+                    done.set()
 
 
 _WORKER = _BigStackWorker()

@@ -138,6 +138,28 @@ def test_a_run_past_its_deadline_is_a_timeout():
     assert out.status == "timeout" and out.seconds < 5
 
 
+def test_an_interrupt_python_dropped_is_sent_again():
+    """Python prints and drops an exception raised while a thread runs a weakref callback or a
+    destructor: the worker sends the timeout again until the run stops."""
+    import time
+
+    from fuzzpy.audit.oracle import OracleTimeout, _BigStackWorker
+
+    dropped = []
+
+    def stubborn() -> None:
+        try:
+            while True:
+                time.sleep(0.01)
+        except OracleTimeout:
+            dropped.append(True)  # as if it had been raised inside a weakref callback
+        while True:
+            time.sleep(0.01)
+
+    # Without the second interrupt the worker would wait out its grace period and abandon the thread.
+    assert _BigStackWorker().run(stubborn, 0.1) is True and dropped == [True]
+
+
 def test_the_depth_limit_is_shared_and_restored():
     from fuzzpy import limits
 
