@@ -44,7 +44,8 @@ class Type:
 
 
 # Facts about a type kept in its instance after their first use (types are immutable): not fields.
-_MEMO_SLOTS = ("_hash", "_size", "_tables", "_parts", "_units", "_fuzzy", "_choices", "_integral")
+_MEMO_SLOTS = ("_hash", "_size", "_tables", "_parts", "_units", "_fuzzy", "_choices", "_integral", "_tvars",
+               "_holes")
 
 
 def memoise_hash(cls: type) -> type:
@@ -507,7 +508,7 @@ def _inner(t: Type) -> Type:
 # rule Subtyping: a value of a is a value of b, at no larger a distance
 def is_subtype(a: Type, b: Type) -> bool:
     """a can be used where b is expected (narrower bounds, smaller function sensitivity)."""
-    if a == b or isinstance(a, Hole):
+    if a is b or a == b or isinstance(a, Hole):  # (`is` first: a resolved type is met again as itself)
         return True
     if isinstance(a, Num) and isinstance(b, Num):
         if b.integer and not a.integer:
@@ -646,6 +647,45 @@ def _holds_choices(t: Type) -> bool:
         return holds_choices(t.elem)
     parts = components(t)
     return parts is not None and any(holds_choices(p) for p in parts)
+
+
+def holds_type_variables(t: Type) -> bool:
+    """Does this type mention a type variable (`'a`)?  Kept in the type: asked of every declared
+    parameter and return type at each instance."""
+    if type(t) in _SCALARS:
+        return False
+    return _kept(t, "_tvars", _holds_type_variables)
+
+
+def _holds_type_variables(t: Type) -> bool:
+    return _mentions(t, TVar)
+
+
+def holds_holes(t: Type) -> bool:
+    """Does this type mention a hole (`_`: an empty list's element type)?  Kept in the type."""
+    if type(t) in _SCALARS:
+        return False
+    return _kept(t, "_holes", _holds_holes)
+
+
+def _holds_holes(t: Type) -> bool:
+    return _mentions(t, Hole)
+
+
+def _mentions(t: Type, kind: type) -> bool:
+    """Is t, or any type among its fields (directly, in a tuple, or in a tuple of tuples), a `kind`?"""
+    if isinstance(t, kind):
+        return True
+    for value in vars(t).values() if hasattr(t, "__dict__") else []:
+        if isinstance(value, Type) and _mentions(value, kind):
+            return True
+        if isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, Type) and _mentions(item, kind):
+                    return True
+                if isinstance(item, tuple) and any(isinstance(x, Type) and _mentions(x, kind) for x in item):
+                    return True
+    return False
 
 
 def holds_units(t: Type) -> bool:
