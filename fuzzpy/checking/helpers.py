@@ -122,13 +122,10 @@ def _fn_identity(fn: Optional[FnValue]):
     return ("id", fn)
 
 
-def _has_tvar(t: Type) -> bool:
-    return holds_type_variables(t)  # kept in the type, not a cache keyed by types: a type of this
-    # check compared with an equal one of an earlier check went field by field
-
-
-def _has_hole(t: Type) -> bool:
-    return holds_holes(t)
+# Kept in each type, not in a cache keyed by types: a type of this check hashed to an equal one
+# of an earlier check and was compared with it field by field.
+_has_tvar = holds_type_variables
+_has_hole = holds_holes
 
 
 # The free names of a node, kept per node and bound names while the node lives: parsed chunks

@@ -650,42 +650,41 @@ def _holds_choices(t: Type) -> bool:
 
 
 def holds_type_variables(t: Type) -> bool:
-    """Does this type mention a type variable (`'a`)?  Kept in the type: asked of every declared
-    parameter and return type at each instance."""
+    """Does this type mention a type variable (`'a`)?  Kept in the type (and in each of its
+    parts): asked of every declared parameter and return type at each instance."""
     if type(t) in _SCALARS:
         return False
-    return _kept(t, "_tvars", _holds_type_variables)
-
-
-def _holds_type_variables(t: Type) -> bool:
-    return _mentions(t, TVar)
+    d = t.__dict__
+    known = d.get("_tvars")
+    if known is None:
+        known = d["_tvars"] = type(t) is TVar or any(holds_type_variables(x) for x in _field_types(t))
+    return known
 
 
 def holds_holes(t: Type) -> bool:
     """Does this type mention a hole (`_`: an empty list's element type)?  Kept in the type."""
     if type(t) in _SCALARS:
         return False
-    return _kept(t, "_holes", _holds_holes)
+    d = t.__dict__
+    known = d.get("_holes")
+    if known is None:
+        known = d["_holes"] = type(t) is Hole or any(holds_holes(x) for x in _field_types(t))
+    return known
 
 
-def _holds_holes(t: Type) -> bool:
-    return _mentions(t, Hole)
-
-
-def _mentions(t: Type, kind: type) -> bool:
-    """Is t, or any type among its fields (directly, in a tuple, or in a tuple of tuples), a `kind`?"""
-    if isinstance(t, kind):
-        return True
-    for value in vars(t).values() if hasattr(t, "__dict__") else []:
-        if isinstance(value, Type) and _mentions(value, kind):
-            return True
-        if isinstance(value, tuple):
+def _field_types(t: Type) -> list[Type]:
+    """The types among t's fields: directly, in a tuple, or in a tuple of tuples (a record's)."""
+    out = []
+    for k, value in t.__dict__.items():
+        if isinstance(value, Type):
+            out.append(value)
+        elif isinstance(value, tuple) and k not in _MEMO_SLOTS:
             for item in value:
-                if isinstance(item, Type) and _mentions(item, kind):
-                    return True
-                if isinstance(item, tuple) and any(isinstance(x, Type) and _mentions(x, kind) for x in item):
-                    return True
-    return False
+                if isinstance(item, Type):
+                    out.append(item)
+                elif isinstance(item, tuple):
+                    out.extend(x for x in item if isinstance(x, Type))
+    return out
 
 
 def holds_units(t: Type) -> bool:
