@@ -46,6 +46,7 @@ class TypeResolver:
     def __init__(self, schemas: dict[str, Schema]):
         self.schemas = schemas
         self._resolved: dict[int, tuple[A.TypeExpr, Type]] = {}  # id -> (node kept alive, its type)
+        self._tables: dict[str, Type] = {}  # schema name -> the type of its tables, built once per check
 
     def resolve(self, t: A.TypeExpr) -> Type:
         hit = self._resolved.get(id(t))
@@ -97,8 +98,15 @@ class TypeResolver:
         inner = self.resolve(t.inner)
         if t.kind == "bag" and isinstance(t.inner, A.TName) and t.inner.name in self.schemas:
             # a table of a schema: in units if it has one; a public one with the keys it declares
-            return self.schemas[t.inner.name].table_type()
+            return self._table_type(t.inner.name)
         return {"bag": Bag, "fuzzy": Fuzzy, "list": ListT, "seq": Seq}[t.kind](inner)
+
+    def _table_type(self, name: str) -> Type:
+        """`bag S` of schema S: one object for every `bag S` of this check (its hash computed once)."""
+        known = self._tables.get(name)
+        if known is None:
+            known = self._tables[name] = self.schemas[name].table_type()
+        return known
 
     def t_TParts(self, t: A.TParts) -> Type:
         return Parts(tuple(t.keys), self.resolve(t.elem))
