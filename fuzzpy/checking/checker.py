@@ -444,6 +444,8 @@ class Checker(ExpressionRules, PatternRules, ApplicationRules, InstanceRules, Co
                             f"to pass it as a function, wrap it: fun x -> {e.name} x")
         raise self.unknown_name(e.name, e.span, env)
 
+    x_Var = var  # `expr` dispatches a variable here directly, not through ExpressionRules.x_Var's call
+
     def unknown_name(self, name: str, span: Span, env: Env) -> FuzzError:
         from ..primitives.registry import OPERATORS, all_primitives
         # Operators' primitive names (ge for >=) are not written as names: never suggested.

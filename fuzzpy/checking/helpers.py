@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import weakref
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any, Optional
 
 from ..diagnostics import Span
@@ -18,16 +17,16 @@ from ..typesystem.types import (
     Bag,
     Bool,
     Cat,
-    Hole,
     Num,
     Parts,
     Seq,
     Str,
-    TVar,
     Type,
     Unit,
     UnitBag,
     components,
+    holds_holes,
+    holds_type_variables,
 )
 from .values import FnValue, Opaque, TopFn, Val
 
@@ -123,29 +122,10 @@ def _fn_identity(fn: Optional[FnValue]):
     return ("id", fn)
 
 
-@lru_cache(maxsize=4096)
-def _has_tvar(t: Type) -> bool:
-    return _contains(t, TVar)
-
-
-@lru_cache(maxsize=4096)
-def _has_hole(t: Type) -> bool:
-    return _contains(t, Hole)
-
-
-def _contains(t: Type, kind: type) -> bool:
-    if isinstance(t, kind):
-        return True
-    for value in vars(t).values() if hasattr(t, "__dict__") else []:
-        if isinstance(value, Type) and _contains(value, kind):
-            return True
-        if isinstance(value, tuple):
-            for item in value:
-                if isinstance(item, Type) and _contains(item, kind):
-                    return True
-                if isinstance(item, tuple) and any(isinstance(x, Type) and _contains(x, kind) for x in item):
-                    return True
-    return False
+# Kept in each type, not in a cache keyed by types: a type of this check hashed to an equal one
+# of an earlier check and was compared with it field by field.
+_has_tvar = holds_type_variables
+_has_hole = holds_holes
 
 
 # The free names of a node, kept per node and bound names while the node lives: parsed chunks

@@ -741,13 +741,14 @@ class InstanceRules:
         """A call's distance and failure risk, and its table growth noted in the caller: each
         parameter's component scaled by (or, for risk, present on) its argument."""
         dist: Dist = dict(summary.captured)
-        risk = {s: c for s, c in summary.risk.items() if s not in summary.param_syms}
+        # (an empty risk or growth, the common case, skips its comprehension's call)
+        risk = {s: c for s, c in summary.risk.items() if s not in summary.param_syms} if summary.risk else {}
         # Functions of a declared type given to it are applied inside it: their nesting adds up,
         # and one of unknown depth may exceed the runtime's limits there (FAIL).
         given = [a.fn for a, t in zip(args, summary.param_types) if isinstance(t, Fun) and isinstance(a.fn, Opaque)]
         if given and not all(g.complete for g in given):
             risk = r_union(risk, {FAIL: ONE})
-        growth = {s: c for s, c in summary.growth.items() if s not in summary.param_syms}
+        growth = {s: c for s, c in summary.growth.items() if s not in summary.param_syms} if summary.growth else {}
         for i, (coef, a, t, sym) in enumerate(zip(summary.coefs, args, summary.param_types, summary.param_syms)):
             if isinstance(t, FnT) or not a.dist:
                 # A function value checked inside this instance (not through a symbol): each of

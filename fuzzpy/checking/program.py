@@ -570,12 +570,21 @@ def _generic_sig(decl: A.FunDecl) -> str:
 
 
 def _unique(records: list[MechanismRecord]) -> list[MechanismRecord]:
-    seen, out = set(), []
+    """The records in order, each (span, name, sensitivity, epsilon, scale) once.  The numbers of
+    the records of one span and name are compared, not hashed: a Fraction's hash is slow (a modular
+    inverse), and equal numbers hash alike, so a set would find the same ones."""
+    seen: dict[tuple, list[tuple]] = {}
+    out = []
     for r in records:
-        key = (r.span, r.name, r.sensitivity, r.epsilon, r.scale)
-        if key not in seen:
-            seen.add(key)
-            out.append(r)
+        numbers = (r.sensitivity, r.epsilon, r.scale)
+        known = seen.get((r.span, r.name))
+        if known is None:
+            seen[(r.span, r.name)] = [numbers]
+        elif numbers in known:
+            continue
+        else:
+            known.append(numbers)
+        out.append(r)
     return out
 
 

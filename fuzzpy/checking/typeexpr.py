@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import weakref
 from fractions import Fraction
+from typing import Any
 
 from ..diagnostics import Diagnostic, FuzzError
 from ..syntax import ast as A
@@ -31,17 +33,29 @@ from ..typesystem.types import (
     With,
 )
 
+# The type of a type expression that names no schema, kept per syntax node across checks (parsed
+# chunks are reused between checks; a node is never changed after parsing): a check then meets
+# the same type objects as the one before, whose kept hash and facts it reuses, and equal types
+# are one object (`==` and dict lookups take their identity path).  A node naming a schema
+# depends on this check's schemas: it maps to _NAMES_A_SCHEMA and is resolved in each check.
+_NAMES_A_SCHEMA = object()
+_SCHEMA_FREE: "weakref.WeakKeyDictionary[A.TypeExpr, Any]" = weakref.WeakKeyDictionary()
+
 
 class TypeResolver:
     def __init__(self, schemas: dict[str, Schema]):
         self.schemas = schemas
         self._resolved: dict[int, tuple[A.TypeExpr, Type]] = {}  # id -> (node kept alive, its type)
+        self._tables: dict[str, Type] = {}  # schema name -> the type of its tables, built once per check
 
     def resolve(self, t: A.TypeExpr) -> Type:
         hit = self._resolved.get(id(t))
         if hit is not None and hit[0] is t:
             return hit[1]
-        out = getattr(self, "t_" + type(t).__name__)(t)
+        out = _SCHEMA_FREE.get(t)
+        if out is None or out is _NAMES_A_SCHEMA:
+            out = getattr(self, "t_" + type(t).__name__)(t)
+            _SCHEMA_FREE[t] = _NAMES_A_SCHEMA if _names_a_schema(t) else out
         self._resolved[id(t)] = (t, out)
         return out
 
@@ -84,8 +98,15 @@ class TypeResolver:
         inner = self.resolve(t.inner)
         if t.kind == "bag" and isinstance(t.inner, A.TName) and t.inner.name in self.schemas:
             # a table of a schema: in units if it has one; a public one with the keys it declares
-            return self.schemas[t.inner.name].table_type()
+            return self._table_type(t.inner.name)
         return {"bag": Bag, "fuzzy": Fuzzy, "list": ListT, "seq": Seq}[t.kind](inner)
+
+    def _table_type(self, name: str) -> Type:
+        """`bag S` of schema S: one object for every `bag S` of this check (its hash computed once)."""
+        known = self._tables.get(name)
+        if known is None:
+            known = self._tables[name] = self.schemas[name].table_type()
+        return known
 
     def t_TParts(self, t: A.TParts) -> Type:
         return Parts(tuple(t.keys), self.resolve(t.elem))
@@ -105,6 +126,27 @@ class TypeResolver:
 
     def t_TVarExpr(self, t: A.TVarExpr) -> Type:
         return TVar(t.name)
+
+
+def _names_a_schema(t: A.TypeExpr) -> bool:
+    """Does this type expression name a schema (a `TName`) anywhere in it?"""
+    if isinstance(t, A.TName):
+        return True
+    if isinstance(t, A.TRecord):
+        parts = [x for _, x in t.fields]
+    elif isinstance(t, A.TProduct):
+        parts = list(t.items)
+    elif isinstance(t, A.TSum):
+        parts = [t.left, t.right]
+    elif isinstance(t, A.TWrap):
+        parts = [t.inner]
+    elif isinstance(t, A.TParts):
+        parts = [t.elem]
+    elif isinstance(t, A.TFun):
+        parts = [t.dom, t.cod]
+    else:
+        parts = []
+    return any(_names_a_schema(x) for x in parts)
 
 
 def match_type(pattern: Type, actual: Type, binding: dict | None = None) -> bool:

@@ -44,7 +44,8 @@ class Type:
 
 
 # Facts about a type kept in its instance after their first use (types are immutable): not fields.
-_MEMO_SLOTS = ("_hash", "_size", "_tables", "_parts", "_units", "_fuzzy", "_choices", "_integral")
+_MEMO_SLOTS = ("_hash", "_size", "_tables", "_parts", "_units", "_fuzzy", "_choices", "_integral", "_tvars",
+               "_holes")
 
 
 def memoise_hash(cls: type) -> type:
@@ -507,7 +508,7 @@ def _inner(t: Type) -> Type:
 # rule Subtyping: a value of a is a value of b, at no larger a distance
 def is_subtype(a: Type, b: Type) -> bool:
     """a can be used where b is expected (narrower bounds, smaller function sensitivity)."""
-    if a == b or isinstance(a, Hole):
+    if a is b or a == b or isinstance(a, Hole):  # (`is` first: a resolved type is met again as itself)
         return True
     if isinstance(a, Num) and isinstance(b, Num):
         if b.integer and not a.integer:
@@ -646,6 +647,44 @@ def _holds_choices(t: Type) -> bool:
         return holds_choices(t.elem)
     parts = components(t)
     return parts is not None and any(holds_choices(p) for p in parts)
+
+
+def holds_type_variables(t: Type) -> bool:
+    """Does this type mention a type variable (`'a`)?  Kept in the type (and in each of its
+    parts): asked of every declared parameter and return type at each instance."""
+    if type(t) in _SCALARS:
+        return False
+    d = t.__dict__
+    known = d.get("_tvars")
+    if known is None:
+        known = d["_tvars"] = type(t) is TVar or any(holds_type_variables(x) for x in _field_types(t))
+    return known
+
+
+def holds_holes(t: Type) -> bool:
+    """Does this type mention a hole (`_`: an empty list's element type)?  Kept in the type."""
+    if type(t) in _SCALARS:
+        return False
+    d = t.__dict__
+    known = d.get("_holes")
+    if known is None:
+        known = d["_holes"] = type(t) is Hole or any(holds_holes(x) for x in _field_types(t))
+    return known
+
+
+def _field_types(t: Type) -> list[Type]:
+    """The types among t's fields: directly, in a tuple, or in a tuple of tuples (a record's)."""
+    out = []
+    for k, value in t.__dict__.items():
+        if isinstance(value, Type):
+            out.append(value)
+        elif isinstance(value, tuple) and k not in _MEMO_SLOTS:
+            for item in value:
+                if isinstance(item, Type):
+                    out.append(item)
+                elif isinstance(item, tuple):
+                    out.extend(x for x in item if isinstance(x, Type))
+    return out
 
 
 def holds_units(t: Type) -> bool:
