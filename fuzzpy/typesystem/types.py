@@ -652,23 +652,22 @@ def _holds_choices(t: Type) -> bool:
 def holds_type_variables(t: Type) -> bool:
     """Does this type mention a type variable (`'a`)?  Kept in the type (and in each of its
     parts): asked of every declared parameter and return type at each instance."""
-    if type(t) in _SCALARS:
-        return False
-    d = t.__dict__
-    known = d.get("_tvars")
-    if known is None:
-        known = d["_tvars"] = type(t) is TVar or any(holds_type_variables(x) for x in _field_types(t))
-    return known
+    return _holds_kind(t, "_tvars", TVar)
 
 
 def holds_holes(t: Type) -> bool:
     """Does this type mention a hole (`_`: an empty list's element type)?  Kept in the type."""
+    return _holds_kind(t, "_holes", Hole)
+
+
+def _holds_kind(t: Type, slot: str, kind: type) -> bool:
+    """Is t, or a type among its fields, of this kind?  Kept in the type under `slot`."""
     if type(t) in _SCALARS:
         return False
     d = t.__dict__
-    known = d.get("_holes")
+    known = d.get(slot)
     if known is None:
-        known = d["_holes"] = type(t) is Hole or any(holds_holes(x) for x in _field_types(t))
+        known = d[slot] = type(t) is kind or any(_holds_kind(x, slot, kind) for x in _field_types(t))
     return known
 
 
