@@ -20,6 +20,10 @@ def register(app: typer.Typer) -> None:
 
         if not stdio:
             raise typer.BadParameter("only --stdio is supported")
-        logging.basicConfig(level=getattr(logging, log_level.upper(), logging.WARNING),
+        level = getattr(logging, log_level.upper(), logging.WARNING)
+        # The level is the server's own log's; the libraries' (pygls logs every message body at
+        # info) follow it only at debug, and warn otherwise.
+        logging.basicConfig(level=level if level <= logging.DEBUG else max(level, logging.WARNING),
                             format="fuzzpy-lsp %(levelname)s %(message)s")
+        logging.getLogger("fuzzpy").setLevel(level)
         server.main()

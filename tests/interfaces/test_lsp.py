@@ -793,3 +793,30 @@ async def test_hover_on_a_join_shows_its_stability_and_where_each_bound_comes_fr
     assert "join_private \"ka\" \"kb\" a b" in join  # the registry's text follows
     cut = hover_text(await client.text_document_hover_async(T.HoverParams(doc, position_of(JOIN, "truncate", 1))))
     assert "at most 3 rows per tail" in cut and "2 rows" in cut
+
+
+@pytest.mark.parametrize("level, fuzzpy_level, root_level", [("info", "INFO", "WARNING"), ("debug", "DEBUG", "DEBUG"),
+                                                              ("error", "ERROR", "ERROR")])
+def test_log_level_sets_the_servers_own_log_and_libraries_only_at_debug(monkeypatch, level, fuzzpy_level,
+                                                                         root_level):
+    """`fuzzpy lsp --log-level info` shows the server's checks and stages, not pygls' log of
+    every message body (which it writes at info); at debug both."""
+    import logging
+
+    from typer.testing import CliRunner
+
+    import fuzzpy.interfaces.lsp as lsp
+    from fuzzpy.interfaces.cli import app
+
+    monkeypatch.setattr(lsp, "main", lambda: None)  # the command's set-up only, no stdio loop
+    root, ours = logging.getLogger(), logging.getLogger("fuzzpy")
+    saved = root.level, list(root.handlers), ours.level
+    try:
+        root.handlers = []  # basicConfig configures only a root logger without handlers
+        done = CliRunner().invoke(app, ["lsp", "--log-level", level])
+        assert done.exit_code == 0, done.output
+        assert (logging.getLevelName(ours.level), logging.getLevelName(root.level)) == (fuzzpy_level, root_level)
+    finally:
+        root.setLevel(saved[0])
+        root.handlers = saved[1]
+        ours.setLevel(saved[2])
