@@ -439,6 +439,9 @@ class _BigStackWorker:
         """Run fn() on the worker; False if it had not finished in time."""
         with self.lock:
             thread = self._thread()
+            # An interrupt sent as the previous run ended may still wait in the idle thread: it
+            # would fire when this job is taken from the queue, and lose it.
+            _clear_interrupt(thread)
             done = threading.Event()
             self.jobs.put((fn, done))
             if done.wait(timeout * 1.5 + 1):
@@ -487,6 +490,12 @@ def _interrupt(thread: threading.Thread) -> None:
     """Raise OracleTimeout inside a thread at its next Python instruction."""
     if thread.ident is not None:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(OracleTimeout))
+
+
+def _clear_interrupt(thread: threading.Thread) -> None:
+    """Withdraw an interrupt `_interrupt` sent that the thread has not raised yet."""
+    if thread.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), None)  # None: NULL, clears
 
 
 def _classify(box: dict[str, Any], alive: bool) -> Outcome:

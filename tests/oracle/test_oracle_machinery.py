@@ -160,6 +160,18 @@ def test_an_interrupt_python_dropped_is_sent_again():
     assert _BigStackWorker().run(stubborn, 0.1) is True and dropped == [True]
 
 
+def test_an_interrupt_that_comes_after_its_run_never_reaches_the_next_run():
+    """An interrupt sent as a run ended waits in the idle worker until it runs Python code again:
+    the next run must not lose its job to it (seen once in the suite: the run after a timeout
+    'could not be stopped')."""
+    from fuzzpy.audit.oracle import _BigStackWorker, _interrupt
+
+    worker, ran = _BigStackWorker(), []
+    assert worker.run(lambda: None, 1) is True
+    _interrupt(worker.thread)  # late: the worker waits for its next job
+    assert worker.run(lambda: ran.append(True), 1) is True and ran == [True]
+
+
 def test_the_depth_limit_is_shared_and_restored():
     from fuzzpy import limits
 
