@@ -104,7 +104,7 @@ def c_mul(a: Coef, b: Coef) -> Coef:
     return a * b
 
 
-def max_abs(a, b):
+def max_abs(a: Coef, b: Coef) -> Coef:
     """max(abs(a), abs(b)) (abs(a) on ties): for two exact numbers without Fraction's `abs`, which
     builds a copy, and its comparison, which asks numbers.Rational, an ABC (denominators are
     positive: |b| > |a| is |b.n| * a.d > |a.n| * b.d)."""
