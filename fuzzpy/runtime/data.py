@@ -18,6 +18,7 @@ import io
 import math
 import numbers
 import re
+import time
 import warnings
 from dataclasses import dataclass
 from fractions import Fraction
@@ -32,6 +33,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from fuzzpy.diagnostics import Diagnostic, FuzzError, error
+from fuzzpy.runtime.digest_cache import DigestCache, file_state, open_digest_cache
 from fuzzpy.runtime.files import BackgroundIdentity, HashingReader, NotARegularFile, open_regular, read_whole
 from fuzzpy.typesystem.types import (
     MISSING_POLICIES,
@@ -101,12 +103,21 @@ def load_table(path: str | Path, schema: Schema, *, table: str | None = None,
 
 
 def load_identified(path: str | Path, schema: Schema, *, table: str | None = None,
-                    header: bool = False, keep: Collection[str] | None = None) -> tuple[pd.DataFrame, str]:
+                    header: bool = False, keep: Collection[str] | None = None,
+                    known_digests: bool = False) -> tuple[pd.DataFrame, str]:
     """`load_table`, and the file's identity ("sha256:<hex>", as `fuzzpy ledger` shows it) of
-    exactly the bytes that were parsed: the file is read once, hashed on the way."""
+    exactly the bytes that were parsed: the file is read once, hashed on the way.
+
+    With `known_digests` (runs on the user's own data only), a Parquet file hashed before in the
+    same state is neither read whole nor hashed again (runtime/digest_cache.py)."""
     name = table or schema.name
     plans = _plan_schema(schema, name)  # schema errors come before any data is read
-    read = _read_raw(Path(path), schema, name, header)
+    digests = open_digest_cache() if known_digests else None
+    if digests is not None:
+        known = _load_known(Path(path), schema, name, plans, keep, digests)
+        if known is not None:
+            return known
+    read = _read_raw(Path(path), schema, name, header, digests)
     try:
         return _conform(read.raw, plans, name, keep), read.identity
     except FuzzError as exc:
@@ -183,13 +194,15 @@ class _Read:
     by_position: bool  # a text file without a header: columns taken in declared order
 
 
-def _read_raw(path: Path, schema: Schema, name: str, header: bool) -> _Read:
+def _read_raw(path: Path, schema: Schema, name: str, header: bool, digests: DigestCache | None = None) -> _Read:
+    """The declared columns and the file's identity; a Parquet file's identity is recorded in
+    `digests` for its state, when given."""
     with _open_data(path, name) as fh:
         kind, head, tail = _file_kind(fh, path, name)
         try:
             if kind == "parquet":
                 fh.seek(0)
-                return _read_parquet_identified(fh, path, schema, name)
+                return _read_parquet_identified(fh, path, schema, name, digests)
             return _read_csv(fh, path, head, tail, schema, name, header)
         except OSError:
             raise error("E0502", f"data file '{path}' for table '{name}' cannot be read") from None
@@ -680,23 +693,54 @@ def _header_missing(missing: list[str], schema: Schema, table: str, path: Path) 
                  "after stripping spaces, and case matters")
 
 
-def _read_parquet_identified(fh: BinaryIO, path: Path, schema: Schema, table: str) -> _Read:
+def _read_parquet_identified(fh: BinaryIO, path: Path, schema: Schema, table: str,
+                             digests: DigestCache | None = None) -> _Read:
     """Parquet needs random access: the file is read into memory once, and hashed on another
-    thread while its declared columns are decoded from the same bytes."""
+    thread while its declared columns are decoded from the same bytes.  With `digests`, the
+    identity is recorded for the file's state before the read, if it is still that state."""
+    read_at = time.time_ns()  # before the state is taken: see DigestCache.record
+    state = file_state(fh, path) if digests is not None else None
     snapshot = read_whole(fh)
     hashing = BackgroundIdentity(snapshot)
     try:
         raw = _read_parquet(snapshot, path, schema, table)
     finally:
         identity = hashing.result()
+    if digests is not None and state is not None:
+        digests.record(state, fh, identity, read_at)
     return _Read(raw, identity, False)
 
 
-def _read_parquet(snapshot: bytearray, path: Path, schema: Schema, table: str) -> _Raw:
+# rule Known digests: the recorded identity only for the state it was recorded for, still held after the parse
+def _load_known(path: Path, schema: Schema, table: str, plans: list[_Plan], keep: Collection[str] | None,
+                digests: DigestCache) -> tuple[pd.DataFrame, str] | None:
+    """The table and identity of a Parquet file whose identity is recorded for its state, parsed
+    from the file itself (Arrow reads only the declared columns' pages); None on a miss, or when
+    the file's state changed while it was parsed (the caller then reads and hashes it)."""
+    if path.suffix.lower() not in PARQUET_SUFFIXES:
+        return None
+    with _open_data(path, table) as fh:
+        state = file_state(fh, path)
+        identity = digests.lookup(state) if state is not None else None
+        if identity is None:
+            return None
+        _file_kind(fh, path, table)
+        try:
+            fh.seek(0)
+            frame = _conform(_read_parquet(fh, path, schema, table), plans, table, keep)
+        except OSError:
+            raise error("E0502", f"data file '{path}' for table '{table}' cannot be read") from None
+        if file_state(fh, path) != state:
+            return None
+    return frame, identity
+
+
+def _read_parquet(source: bytearray | BinaryIO, path: Path, schema: Schema, table: str) -> _Raw:
+    """The declared columns of a Parquet file, from a snapshot of its bytes or an open file."""
     names = [c.name for c in schema.columns]
     unreadable = error("E0502", f"data file '{path}' for table '{table}' is not a readable "
                                 "Parquet file")
-    f = pa.BufferReader(pa.py_buffer(snapshot))
+    f = pa.BufferReader(pa.py_buffer(source)) if isinstance(source, bytearray) else pa.PythonFile(source, mode="r")
     try:
         file_schema = pq.read_schema(f)
         in_file = list(file_schema.names)
@@ -892,7 +936,15 @@ def _as_final(values: _Values, t: object) -> object:
 def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     if isinstance(col, pa.Array):
         return np.asarray(col.to_numpy(zero_copy_only=False))
+    if col.num_chunks > 1 and col.null_count == 0 and _is_plain_number(col.type):
+        # One pass into an array of numpy's own (Arrow concatenates into its own, which the
+        # table then copies).
+        return np.concatenate([c.to_numpy(zero_copy_only=False) for c in col.chunks])
     return np.asarray(col.to_numpy())
+
+
+def _is_plain_number(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
 
 
 def _value_set(words: Iterable[str], like: pa.Array) -> pa.Array:
