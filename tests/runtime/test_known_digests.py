@@ -1,0 +1,277 @@
+"""Known digests (runtime/digest_cache.py): a Parquet file hashed before in the same state is not
+hashed again, and nothing an attacker (or an accident) does to the file or the cache gives an
+identity other than the SHA-256 of the bytes parsed: the true identity, or a miss."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fuzzpy.runtime import data as data_module
+from fuzzpy.runtime import digest_cache
+from fuzzpy.runtime.data import load_identified
+from fuzzpy.runtime.digest_cache import DigestCache, file_state, open_digest_cache
+from fuzzpy.typesystem.types import Column, Num, Schema
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "getuid"), reason="the cache needs file owners (POSIX)")
+
+SCHEMA = Schema("T", [Column("x", Num(0, 100, integer=True))])
+OLD = 10**9 * 1_000_000  # a time long past (ns): the file is settled
+
+
+def sha256_identity(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_parquet(path: Path, values: list[int], *, settled: bool = True) -> Path:
+    pd.DataFrame({"x": values}).to_parquet(path, index=False)
+    if settled:
+        os.utime(path, ns=(OLD, OLD))  # mtime long past; the ctime is the kernel's (now)
+    return path
+
+
+@pytest.fixture()
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("FUZZPY_CACHE_DIR", str(folder))
+    monkeypatch.delenv("FUZZPY_NO_CACHE", raising=False)
+    monkeypatch.setattr(digest_cache, "SETTLE_NS", 0)  # files written by the test count as settled
+    return folder
+
+
+@pytest.fixture()
+def hashed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the reads that hash a whole file (a miss)."""
+    calls: list[int] = []
+    real = data_module.read_whole
+
+    def counting(raw):
+        calls.append(1)
+        return real(raw)
+
+    monkeypatch.setattr(data_module, "read_whole", counting)
+    return calls
+
+
+def load(path: Path) -> tuple[pd.DataFrame, str]:
+    return load_identified(path, SCHEMA, known_digests=True)
+
+
+def entries(cache_dir: Path) -> list[Path]:
+    return sorted((cache_dir / "digests").glob("*.digest"))
+
+
+def test_a_second_load_of_an_unchanged_file_is_a_hit_with_the_same_identity_and_table(cache_dir, hashed, tmp_path):
+    path = write_parquet(tmp_path / "d.parquet", [1, 2, 3, 200])
+    first, first_id = load(path)
+    second, second_id = load(path)
+    assert hashed == [1]
+    assert first_id == second_id == sha256_identity(path)
+    pd.testing.assert_frame_equal(first, second)
+    assert len(entries(cache_dir)) == 1
+
+
+def test_without_known_digests_nothing_is_looked_up_or_recorded(cache_dir, hashed, tmp_path):
+    path = write_parquet(tmp_path / "d.parquet", [1, 2])
+    for _ in range(2):
+        assert load_identified(path, SCHEMA)[1] == sha256_identity(path)
+    assert hashed == [1, 1]
+    assert not (cache_dir / "digests").exists()
+
+
+def test_no_cache_turns_known_digests_off(cache_dir, hashed, tmp_path, monkeypatch):
+    monkeypatch.setenv("FUZZPY_NO_CACHE", "1")
+    path = write_parquet(tmp_path / "d.parquet", [1, 2])
+    for _ in range(2):
+        assert load(path)[1] == sha256_identity(path)
+    assert hashed == [1, 1]
+
+
+def test_a_file_changed_in_place_with_its_size_and_mtime_restored_is_a_miss(cache_dir, hashed, tmp_path):
+    path = write_parquet(tmp_path / "d.parquet", [1, 2, 3])
+    load(path)
+    before = os.stat(path)
+    edited = write_parquet(tmp_path / "edited.parquet", [1, 2, 4]).read_bytes()
+    assert len(edited) == before.st_size and edited != path.read_bytes()
+    time.sleep(0.05)  # past a tick of the kernel's coarse clock, as SETTLE_NS ensures outside tests
+    with open(path, "r+b") as f:  # same inode, same size, other bytes
+        f.write(edited)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_ino == before.st_ino and os.stat(path).st_mtime_ns == before.st_mtime_ns
+    frame, identity = load(path)
+    assert hashed == [1, 1]  # not taken from the cache
+    assert identity == sha256_identity(path)
+    assert list(frame.x) == [1, 2, 4]
+
+
+def test_a_file_replaced_at_the_same_path_is_hashed_afresh(cache_dir, hashed, tmp_path):
+    path = write_parquet(tmp_path / "d.parquet", [1, 2, 3])
+    old = os.stat(path)
+    load(path)
+    other = write_parquet(tmp_path / "other.parquet", [4, 5, 6])
+    os.utime(other, ns=(old.st_atime_ns, old.st_mtime_ns))
+    os.replace(other, path)
+    frame, identity = load(path)
+    assert identity == sha256_identity(path)
+    assert list(frame.x) == [4, 5, 6]
+    assert hashed == [1, 1]
+
+
+def test_a_swapped_symlink_gives_the_identity_of_the_file_it_now_names(cache_dir, hashed, tmp_path):
+    a = write_parquet(tmp_path / "a.parquet", [1, 2, 3])
+    b = write_parquet(tmp_path / "b.parquet", [7, 8, 9])
+    link = tmp_path / "link.parquet"
+    link.symlink_to(a)
+    assert load(link)[1] == sha256_identity(a)
+    link.unlink()
+    link.symlink_to(b)
+    frame, identity = load(link)
+    assert identity == sha256_identity(b)
+    assert list(frame.x) == [7, 8, 9]
+
+
+def test_a_forged_entry_is_a_miss(cache_dir, hashed, tmp_path):
+    path = write_parquet(tmp_path / "d.parquet", [1, 2, 3])
+    load(path)
+    [entry] = entries(cache_dir)
+    blob = entry.read_bytes()
+    forged = blob[: blob.rindex(b"\n") + 1] + b"sha256:" + b"0" * 64  # another identity, the old tag
+    entry.write_bytes(forged)
+    assert load(path)[1] == sha256_identity(path)
+    # An entry tagged with another key (written by someone without this user's key) is ignored.
+    cache = DigestCache(cache_dir / "digests", b"k" * 32)
+    with open(path, "rb") as f:
+        state = file_state(f, path)
+    assert state is not None
+    body = DigestCache._material(state) + b"\nsha256:" + b"1" * 64
+    entry.write_bytes(digest_cache.MAGIC + cache._tag(body) + body)
+    assert load(path)[1] == sha256_identity(path)
+    assert hashed == [1, 1, 1]
+
+
+@pytest.mark.parametrize("damage", [b"", b"FZDIGST1", b"garbage" * 10, None])
+def test_a_damaged_entry_is_a_miss(cache_dir, hashed, tmp_path, damage):
+    path = write_parquet(tmp_path / "d.parquet", [1, 2, 3])
+    load(path)
+    [entry] = entries(cache_dir)
+    blob = entry.read_bytes()
+    entry.write_bytes(blob[:-3] if damage is None else damage)
+    assert load(path)[1] == sha256_identity(path)
+    assert hashed == [1, 1]
+
+
+def test_an_entry_for_one_state_is_not_taken_for_another(cache_dir, tmp_path):
+    """An authenticated entry copied under another state's name is refused: the material inside
+    must be the state looked up."""
+    path = write_parquet(tmp_path / "d.parquet", [1, 2, 3])
+    cache = open_digest_cache()
+    assert cache is not None
+    with open(path, "rb") as f:
+        state = file_state(f, path)
+        assert state is not None
+        assert cache.record(state, f, "sha256:" + "a" * 64, read_at_ns=state.ctime_ns)
+    [entry] = entries(cache_dir)
+    other = digest_cache.FileState(state.path, state.device, state.inode, state.size, state.mtime_ns,
+                                   state.ctime_ns + 1)
+    entry.rename(cache._entry(DigestCache._material(other)))
+    assert cache.lookup(other) is None
+    assert cache.lookup(state) is None
+
+
+def test_a_cache_folder_others_can_write_is_not_used(cache_dir, hashed, tmp_path):
+    path = write_parquet(tmp_path / "d.parquet", [1, 2, 3])
+    load(path)
+    (cache_dir / "digests").chmod(0o777)
+    assert open_digest_cache() is None
+    assert load(path)[1] == sha256_identity(path)
+    assert hashed == [1, 1]
+
+
+def test_a_file_others_can_write_is_never_cached(cache_dir, hashed, tmp_path):
+    path = write_parquet(tmp_path / "d.parquet", [1, 2, 3])
+    path.chmod(0o666)
+    for _ in range(2):
+        assert load(path)[1] == sha256_identity(path)
+    assert hashed == [1, 1]
+    assert entries(cache_dir) == []
+
+
+def test_a_file_changed_moments_ago_is_not_recorded(cache_dir, hashed, tmp_path, monkeypatch):
+    """A write in the same tick of a coarse clock could leave the state as it was: only a file
+    settled for SETTLE_NS is recorded."""
+    monkeypatch.setattr(digest_cache, "SETTLE_NS", 2_000_000_000)
+    path = write_parquet(tmp_path / "d.parquet", [1, 2, 3], settled=False)
+    for _ in range(2):
+        assert load(path)[1] == sha256_identity(path)
+    assert hashed == [1, 1]
+    assert entries(cache_dir) == []
+
+
+def test_a_file_changed_while_it_is_hashed_is_not_recorded(cache_dir, tmp_path, monkeypatch):
+    path = write_parquet(tmp_path / "d.parquet", [1, 2, 3])
+    real = data_module.read_whole
+
+    def read_then_touch(raw):
+        snapshot = real(raw)
+        os.chmod(path, 0o600)  # any change of the inode moves its ctime
+        os.chmod(path, 0o644)
+        return snapshot
+
+    monkeypatch.setattr(data_module, "read_whole", read_then_touch)
+    ctime = os.stat(path).st_ctime_ns
+    assert load(path)[1] == sha256_identity(path)
+    if os.stat(path).st_ctime_ns != ctime:  # a filesystem whose clock ticked meanwhile
+        assert entries(cache_dir) == []
+
+
+def test_a_file_changed_while_a_hit_is_parsed_is_read_and_hashed_again(cache_dir, hashed, tmp_path, monkeypatch):
+    path = write_parquet(tmp_path / "d.parquet", [1, 2, 3])
+    load(path)
+    real = data_module._conform
+    replacement = write_parquet(tmp_path / "new.parquet", [9, 9, 9, 9])
+
+    def conform_then_rewrite(*args, **kwargs):
+        frame = real(*args, **kwargs)
+        if len(hashed) == 1:  # the hit's parse: the file is rewritten in place meanwhile
+            path.write_bytes(replacement.read_bytes())
+        return frame
+
+    monkeypatch.setattr(data_module, "_conform", conform_then_rewrite)
+    frame, identity = load(path)
+    assert hashed == [1, 1]
+    assert identity == sha256_identity(path)
+    assert list(frame.x) == [9, 9, 9, 9]
+
+
+def test_concurrent_runs_writing_the_cache_leave_a_true_entry(cache_dir, tmp_path):
+    path = write_parquet(tmp_path / "d.parquet", list(range(50)))
+    results: list[str] = []
+
+    def run() -> None:
+        for _ in range(5):
+            results.append(load(path)[1])
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert set(results) == {sha256_identity(path)}
+    assert len(entries(cache_dir)) == 1
+    assert not list((cache_dir / "digests").glob(".*.tmp"))
+    assert load(path)[1] == sha256_identity(path)
+
+
+def test_a_csv_file_is_always_hashed(cache_dir, tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("x\n1\n2\n")
+    os.utime(path, ns=(OLD, OLD))
+    for _ in range(2):
+        assert load_identified(path, SCHEMA, header=True, known_digests=True)[1] == sha256_identity(path)
+    assert entries(cache_dir) == []
