@@ -32,9 +32,8 @@ import hmac
 import os
 import re
 import stat
-from dataclasses import astuple, dataclass
 from pathlib import Path
-from typing import BinaryIO, Optional
+from typing import BinaryIO, NamedTuple, Optional
 
 FORMAT = 1
 MAGIC = b"FZDIGST1"
@@ -43,8 +42,7 @@ MAX_ENTRIES = 1000  # beyond this, the least recently written entries are remove
 _IDENTITY = re.compile(rb"sha256:[0-9a-f]{64}")
 
 
-@dataclass(frozen=True)
-class FileState:
+class FileState(NamedTuple):
     """What the kernel records of an open file, which changes whenever its bytes do."""
 
     path: str
@@ -77,7 +75,7 @@ class DigestCache:
 
     @staticmethod
     def _material(state: FileState) -> bytes:
-        return repr((FORMAT, *astuple(state))).encode("utf-8", "surrogateescape")
+        return repr((FORMAT, *state)).encode("utf-8", "surrogateescape")
 
     def _entry(self, material: bytes) -> Path:
         return self._folder / (hashlib.sha256(material).hexdigest() + ".digest")
