@@ -33,8 +33,15 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from fuzzpy.diagnostics import Diagnostic, FuzzError, error
-from fuzzpy.runtime.digest_cache import DigestCache, file_state, open_digest_cache
-from fuzzpy.runtime.files import BackgroundIdentity, HashingReader, NotARegularFile, open_regular, read_whole
+from fuzzpy.runtime.digest_cache import DigestCache, file_state, open_digest_cache, settled
+from fuzzpy.runtime.files import (
+    BackgroundIdentity,
+    HashingReader,
+    NotARegularFile,
+    StreamedIdentity,
+    open_regular,
+    read_whole,
+)
 from fuzzpy.typesystem.types import (
     MISSING_POLICIES,
     Bool,
@@ -108,16 +115,16 @@ def load_identified(path: str | Path, schema: Schema, *, table: str | None = Non
     """`load_table`, and the file's identity ("sha256:<hex>", as `fuzzpy ledger` shows it) of
     exactly the bytes that were parsed: the file is read once, hashed on the way.
 
-    With `known_digests` (runs on the user's own data only), a Parquet file hashed before in the
-    same state is neither read whole nor hashed again (runtime/digest_cache.py)."""
+    With `known_digests` (runs on the user's own data only), a Parquet file whose state vouches
+    for its bytes is parsed from the file itself, not from a snapshot, and one hashed before in
+    the same state is not hashed again (docs/data.md, "Known digests")."""
     name = table or schema.name
     plans = _plan_schema(schema, name)  # schema errors come before any data is read
-    digests = open_digest_cache() if known_digests else None
-    if digests is not None:
-        known = _load_known(Path(path), schema, name, plans, keep, digests)
-        if known is not None:
-            return known
-    read = _read_raw(Path(path), schema, name, header, digests)
+    if known_digests:
+        by_state = _load_by_state(Path(path), schema, name, plans, keep, open_digest_cache())
+        if by_state is not None:
+            return by_state
+    read = _read_raw(Path(path), schema, name, header)
     try:
         return _conform(read.raw, plans, name, keep), read.identity
     except FuzzError as exc:
@@ -194,15 +201,13 @@ class _Read:
     by_position: bool  # a text file without a header: columns taken in declared order
 
 
-def _read_raw(path: Path, schema: Schema, name: str, header: bool, digests: DigestCache | None = None) -> _Read:
-    """The declared columns and the file's identity; a Parquet file's identity is recorded in
-    `digests` for its state, when given."""
+def _read_raw(path: Path, schema: Schema, name: str, header: bool) -> _Read:
     with _open_data(path, name) as fh:
         kind, head, tail = _file_kind(fh, path, name)
         try:
             if kind == "parquet":
                 fh.seek(0)
-                return _read_parquet_identified(fh, path, schema, name, digests)
+                return _read_parquet_identified(fh, path, schema, name)
             return _read_csv(fh, path, head, tail, schema, name, header)
         except OSError:
             raise error("E0502", f"data file '{path}' for table '{name}' cannot be read") from None
@@ -693,45 +698,52 @@ def _header_missing(missing: list[str], schema: Schema, table: str, path: Path) 
                  "after stripping spaces, and case matters")
 
 
-def _read_parquet_identified(fh: BinaryIO, path: Path, schema: Schema, table: str,
-                             digests: DigestCache | None = None) -> _Read:
+def _read_parquet_identified(fh: BinaryIO, path: Path, schema: Schema, table: str) -> _Read:
     """Parquet needs random access: the file is read into memory once, and hashed on another
-    thread while its declared columns are decoded from the same bytes.  With `digests`, the
-    identity is recorded for the file's state before the read, if it is still that state."""
-    read_at = time.time_ns()  # before the state is taken: see DigestCache.record
-    state = file_state(fh, path) if digests is not None else None
+    thread while its declared columns are decoded from the same bytes."""
     snapshot = read_whole(fh)
     hashing = BackgroundIdentity(snapshot)
     try:
         raw = _read_parquet(snapshot, path, schema, table)
     finally:
         identity = hashing.result()
-    if digests is not None and state is not None:
-        digests.record(state, fh, identity, read_at)
     return _Read(raw, identity, False)
 
 
-# rule Known digests: the recorded identity only for the state it was recorded for, still held after the parse
-def _load_known(path: Path, schema: Schema, table: str, plans: list[_Plan], keep: Collection[str] | None,
-                digests: DigestCache) -> tuple[pd.DataFrame, str] | None:
-    """The table and identity of a Parquet file whose identity is recorded for its state, parsed
-    from the file itself (Arrow reads only the declared columns' pages); None on a miss, or when
-    the file's state changed while it was parsed (the caller then reads and hashes it)."""
+# Known digests (docs/data.md): a file parsed from itself only while its state vouches for its bytes
+def _load_by_state(path: Path, schema: Schema, table: str, plans: list[_Plan], keep: Collection[str] | None,
+                   digests: DigestCache | None) -> tuple[pd.DataFrame, str] | None:
+    """The table and identity of a Parquet file that only this user can write and that has not
+    changed for SETTLE_NS, parsed from the file itself (Arrow reads only the declared columns'
+    pages).  The identity is the one `digests` recorded for the file's state, or else hashed on
+    another thread while the columns are decoded (and recorded).  None when the file does not
+    qualify, or its state changed before the parse ended: the caller then parses a snapshot."""
     if path.suffix.lower() not in PARQUET_SUFFIXES:
         return None
+    read_at = time.time_ns()  # before the state is taken: see settled()
     with _open_data(path, table) as fh:
         state = file_state(fh, path)
-        identity = digests.lookup(state) if state is not None else None
-        if identity is None:
+        if state is None or not settled(state, read_at):
             return None
-        _file_kind(fh, path, table)
+        identity = digests.lookup(state) if digests is not None else None
+        hashing = StreamedIdentity(fh.fileno()) if identity is None else None
         try:
+            _file_kind(fh, path, table)
             fh.seek(0)
             frame = _conform(_read_parquet(fh, path, schema, table), plans, table, keep)
         except OSError:
             raise error("E0502", f"data file '{path}' for table '{table}' cannot be read") from None
-        if file_state(fh, path) != state:
+        except FuzzError:
+            if file_state(fh, path) != state:
+                return None  # refused bytes of no single state: judged again from a snapshot
+            raise
+        finally:
+            if hashing is not None:
+                identity = hashing.result()
+        if file_state(fh, path) != state or identity is None:
             return None
+        if hashing is not None and digests is not None:
+            digests.record(state, fh, identity)
     return frame, identity
 
 

@@ -1,25 +1,24 @@
-"""Known file digests: a local run skips reading and hashing a data file it has hashed before.
+"""Known digests: a local run reads only the columns it needs of a Parquet file, and hashes it
+only the first time.
 
-A dataset's identity is the SHA-256 of its file's bytes (docs/ledger.md).  Hashing a large file
-costs a read of every byte, even when the program reads one column of a Parquet file.  This
-cache records, for a file in a given state, the identity its bytes had, and gives it back only
-for a file in exactly that state; any doubt is a miss, and a miss hashes the file as always.
-The argument (docs/data.md, "Known digests"):
+A dataset's identity is the SHA-256 of its file's bytes (docs/ledger.md), and it must be the
+identity of the bytes parsed.  A snapshot of the whole file in memory guarantees that, at the
+cost of reading (and holding) every byte, even when the program reads one column.  The file's
+*state* can guarantee it too: what the kernel records of the open file (device, inode, size,
+modification time and change time), with its absolute path.  The argument (docs/data.md,
+"Known digests"):
 
-- the state is what the kernel records of the open file: device, inode, size, modification
-  time and change time (ctime), with its absolute path.  Every change of a file's bytes sets its
-  ctime to the current time, and no call sets it to a chosen value (touch, cp -p and rsync set
-  the mtime only), so a file whose bytes changed has another state;
-- an identity is recorded only when the file's state was the same before its bytes were read
-  and after they were hashed, and its ctime is SETTLE_NS older than the read: a later write in
-  the same tick of a coarse clock could otherwise leave the ctime as it was;
-- only files owned by the current user and writable by no one else are looked up or recorded:
-  another user who cannot write the file cannot change its bytes under a recorded state;
-- entries live in the user's private cache folder (fuzzpy/cachedir.py) and are authenticated
-  with an HMAC under the per-user key, checked before an entry is believed: an entry written
-  by anyone without the key, or damaged, is a miss;
-- a hit is checked again after the parse: the open file's state must still be the recorded one,
-  or the caller reads and hashes the file afresh (the bytes parsed are the bytes identified).
+- every change of a file's bytes sets its ctime to the current time, and no call sets it to a
+  chosen value (touch, cp -p and rsync set the mtime only), so a file whose bytes changed has
+  another state;
+- a file is parsed from itself only if its state was SETTLE_NS old when the read began (a write
+  in the same tick of a coarse clock could otherwise leave the ctime as it was) and is the same
+  once the parse and the hash have ended; otherwise it is parsed from a snapshot, as always;
+- only files owned by the current user and writable by no one else qualify: another user, who
+  cannot write the file, cannot change its bytes under a state;
+- the identity of a state is recorded in the user's private cache folder (fuzzpy/cachedir.py),
+  authenticated with an HMAC under the per-user key, checked before an entry is believed: an
+  entry written by anyone without the key, or damaged, is a miss, and a miss hashes the file.
 
 Only runs on the user's own data use it (pipeline/local.py); the curator service hashes every
 file it registers or loads.
@@ -37,7 +36,7 @@ from typing import BinaryIO, NamedTuple, Optional
 
 FORMAT = 1
 MAGIC = b"FZDIGST1"
-SETTLE_NS = 2_000_000_000  # a file changed within the last 2 s is not recorded (coarse clocks)
+SETTLE_NS = 2_000_000_000  # a file changed within the last 2 s is parsed from a snapshot (coarse clocks)
 MAX_ENTRIES = 1000  # beyond this, the least recently written entries are removed
 _IDENTITY = re.compile(rb"sha256:[0-9a-f]{64}")
 
@@ -65,6 +64,13 @@ def file_state(f: BinaryIO, path: Path) -> Optional[FileState]:
     if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
         return None
     return FileState(os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def settled(state: FileState, read_at_ns: int) -> bool:
+    """Whether the file had not changed for SETTLE_NS when its read began at `read_at_ns`
+    (time.time_ns(), taken before the state): on a filesystem with a coarse clock, a write in the
+    same tick as the last one would leave the state as it was."""
+    return max(state.ctime_ns, state.mtime_ns) <= read_at_ns - SETTLE_NS
 
 
 class DigestCache:
@@ -95,13 +101,11 @@ class DigestCache:
             return None
         return identity.decode("ascii")
 
-    def record(self, before: FileState, f: BinaryIO, identity: str, read_at_ns: int) -> bool:
-        """Record `identity` for `before`, the state of `f` when its bytes started to be read at
-        `read_at_ns` (time.time_ns()), if it is still that state and was settled then."""
+    def record(self, before: FileState, f: BinaryIO, identity: str) -> bool:
+        """Record `identity`, hashed from `f` while it was in state `before` (taken, `settled`,
+        before the read), if it is still in that state."""
         if file_state(f, Path(before.path)) != before:
             return False  # changed while it was read: its bytes may be of no single state
-        if max(before.ctime_ns, before.mtime_ns) > read_at_ns - SETTLE_NS:
-            return False  # too recent: a write in the same clock tick would keep this state
         if not _IDENTITY.fullmatch(identity.encode("ascii")):
             return False
         body = self._material(before) + b"\n" + identity.encode("ascii")

@@ -46,16 +46,18 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture()
-def hashed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the reads that hash a whole file (a miss)."""
-    calls: list[int] = []
-    real = data_module.read_whole
+def hashed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The hashes of a whole file computed (a miss): "stream" while Arrow reads the file itself,
+    "snapshot" from a copy in memory."""
+    calls: list[str] = []
+    for name, kind in (("StreamedIdentity", "stream"), ("BackgroundIdentity", "snapshot")):
+        real = getattr(data_module, name)
 
-    def counting(raw):
-        calls.append(1)
-        return real(raw)
+        def counting(source, real=real, kind=kind):
+            calls.append(kind)
+            return real(source)
 
-    monkeypatch.setattr(data_module, "read_whole", counting)
+        monkeypatch.setattr(data_module, name, counting)
     return calls
 
 
@@ -71,7 +73,7 @@ def test_a_second_load_of_an_unchanged_file_is_a_hit_with_the_same_identity_and_
     path = write_parquet(tmp_path / "d.parquet", [1, 2, 3, 200])
     first, first_id = load(path)
     second, second_id = load(path)
-    assert hashed == [1]
+    assert hashed == ["stream"]
     assert first_id == second_id == sha256_identity(path)
     pd.testing.assert_frame_equal(first, second)
     assert len(entries(cache_dir)) == 1
@@ -81,16 +83,16 @@ def test_without_known_digests_nothing_is_looked_up_or_recorded(cache_dir, hashe
     path = write_parquet(tmp_path / "d.parquet", [1, 2])
     for _ in range(2):
         assert load_identified(path, SCHEMA)[1] == sha256_identity(path)
-    assert hashed == [1, 1]
+    assert hashed == ["snapshot", "snapshot"]
     assert not (cache_dir / "digests").exists()
 
 
-def test_no_cache_turns_known_digests_off(cache_dir, hashed, tmp_path, monkeypatch):
+def test_without_a_cache_folder_every_load_hashes_the_file(cache_dir, hashed, tmp_path, monkeypatch):
     monkeypatch.setenv("FUZZPY_NO_CACHE", "1")
     path = write_parquet(tmp_path / "d.parquet", [1, 2])
     for _ in range(2):
         assert load(path)[1] == sha256_identity(path)
-    assert hashed == [1, 1]
+    assert hashed == ["stream", "stream"]
 
 
 def test_a_file_changed_in_place_with_its_size_and_mtime_restored_is_a_miss(cache_dir, hashed, tmp_path):
@@ -105,7 +107,7 @@ def test_a_file_changed_in_place_with_its_size_and_mtime_restored_is_a_miss(cach
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert os.stat(path).st_ino == before.st_ino and os.stat(path).st_mtime_ns == before.st_mtime_ns
     frame, identity = load(path)
-    assert hashed == [1, 1]  # not taken from the cache
+    assert hashed == ["stream", "stream"]  # not taken from the cache
     assert identity == sha256_identity(path)
     assert list(frame.x) == [1, 2, 4]
 
@@ -120,7 +122,7 @@ def test_a_file_replaced_at_the_same_path_is_hashed_afresh(cache_dir, hashed, tm
     frame, identity = load(path)
     assert identity == sha256_identity(path)
     assert list(frame.x) == [4, 5, 6]
-    assert hashed == [1, 1]
+    assert hashed == ["stream", "stream"]
 
 
 def test_a_swapped_symlink_gives_the_identity_of_the_file_it_now_names(cache_dir, hashed, tmp_path):
@@ -152,7 +154,7 @@ def test_a_forged_entry_is_a_miss(cache_dir, hashed, tmp_path):
     body = DigestCache._material(state) + b"\nsha256:" + b"1" * 64
     entry.write_bytes(digest_cache.MAGIC + cache._tag(body) + body)
     assert load(path)[1] == sha256_identity(path)
-    assert hashed == [1, 1, 1]
+    assert hashed == ["stream"] * 3
 
 
 @pytest.mark.parametrize("damage", [b"", b"FZDIGST1", b"garbage" * 10, None])
@@ -163,7 +165,7 @@ def test_a_damaged_entry_is_a_miss(cache_dir, hashed, tmp_path, damage):
     blob = entry.read_bytes()
     entry.write_bytes(blob[:-3] if damage is None else damage)
     assert load(path)[1] == sha256_identity(path)
-    assert hashed == [1, 1]
+    assert hashed == ["stream", "stream"]
 
 
 def test_an_entry_for_one_state_is_not_taken_for_another(cache_dir, tmp_path):
@@ -175,7 +177,7 @@ def test_an_entry_for_one_state_is_not_taken_for_another(cache_dir, tmp_path):
     with open(path, "rb") as f:
         state = file_state(f, path)
         assert state is not None
-        assert cache.record(state, f, "sha256:" + "a" * 64, read_at_ns=state.ctime_ns)
+        assert cache.record(state, f, "sha256:" + "a" * 64)
     [entry] = entries(cache_dir)
     other = digest_cache.FileState(state.path, state.device, state.inode, state.size, state.mtime_ns,
                                    state.ctime_ns + 1)
@@ -190,7 +192,7 @@ def test_a_cache_folder_others_can_write_is_not_used(cache_dir, hashed, tmp_path
     (cache_dir / "digests").chmod(0o777)
     assert open_digest_cache() is None
     assert load(path)[1] == sha256_identity(path)
-    assert hashed == [1, 1]
+    assert hashed == ["stream", "stream"]
 
 
 def test_a_file_others_can_write_is_never_cached(cache_dir, hashed, tmp_path):
@@ -198,7 +200,7 @@ def test_a_file_others_can_write_is_never_cached(cache_dir, hashed, tmp_path):
     path.chmod(0o666)
     for _ in range(2):
         assert load(path)[1] == sha256_identity(path)
-    assert hashed == [1, 1]
+    assert hashed == ["snapshot", "snapshot"]
     assert entries(cache_dir) == []
 
 
@@ -209,25 +211,28 @@ def test_a_file_changed_moments_ago_is_not_recorded(cache_dir, hashed, tmp_path,
     path = write_parquet(tmp_path / "d.parquet", [1, 2, 3], settled=False)
     for _ in range(2):
         assert load(path)[1] == sha256_identity(path)
-    assert hashed == [1, 1]
+    assert hashed == ["snapshot", "snapshot"]
     assert entries(cache_dir) == []
 
 
-def test_a_file_changed_while_it_is_hashed_is_not_recorded(cache_dir, tmp_path, monkeypatch):
+def test_a_file_changed_while_it_is_hashed_is_read_from_a_snapshot_and_not_recorded(cache_dir, hashed, tmp_path,
+                                                                                     monkeypatch):
     path = write_parquet(tmp_path / "d.parquet", [1, 2, 3])
-    real = data_module.read_whole
+    real = data_module.StreamedIdentity
 
-    def read_then_touch(raw):
-        snapshot = real(raw)
+    def hash_then_touch(fd):
+        hashing = real(fd)
+        hashing.result()
+        time.sleep(0.05)  # past a tick of the kernel's coarse clock
         os.chmod(path, 0o600)  # any change of the inode moves its ctime
-        os.chmod(path, 0o644)
-        return snapshot
+        return hashing
 
-    monkeypatch.setattr(data_module, "read_whole", read_then_touch)
-    ctime = os.stat(path).st_ctime_ns
-    assert load(path)[1] == sha256_identity(path)
-    if os.stat(path).st_ctime_ns != ctime:  # a filesystem whose clock ticked meanwhile
-        assert entries(cache_dir) == []
+    monkeypatch.setattr(data_module, "StreamedIdentity", hash_then_touch)
+    frame, identity = load(path)
+    assert identity == sha256_identity(path)
+    assert list(frame.x) == [1, 2, 3]
+    assert hashed == ["stream", "snapshot"]  # the streamed hash was not believed: parsed again
+    assert entries(cache_dir) == []
 
 
 def test_a_file_changed_while_a_hit_is_parsed_is_read_and_hashed_again(cache_dir, hashed, tmp_path, monkeypatch):
@@ -244,7 +249,7 @@ def test_a_file_changed_while_a_hit_is_parsed_is_read_and_hashed_again(cache_dir
 
     monkeypatch.setattr(data_module, "_conform", conform_then_rewrite)
     frame, identity = load(path)
-    assert hashed == [1, 1]
+    assert hashed == ["stream", "snapshot"]
     assert identity == sha256_identity(path)
     assert list(frame.x) == [9, 9, 9, 9]
 
@@ -275,3 +280,29 @@ def test_a_csv_file_is_always_hashed(cache_dir, tmp_path):
     for _ in range(2):
         assert load_identified(path, SCHEMA, header=True, known_digests=True)[1] == sha256_identity(path)
     assert entries(cache_dir) == []
+
+
+def test_a_file_of_many_reads_is_hashed_whole_while_its_columns_are_parsed(cache_dir, hashed, tmp_path):
+    path = tmp_path / "big.parquet"
+    pd.DataFrame({"x": [i % 101 for i in range(600_000)],
+                  "noise": [f"{i * 7919 % 1000003}" for i in range(600_000)]}).to_parquet(path, index=False)
+    os.utime(path, ns=(OLD, OLD))
+    assert path.stat().st_size > 3 << 20  # several reads of the hashing thread
+    frame, identity = load(path)
+    assert identity == sha256_identity(path)
+    assert hashed == ["stream"]
+    pd.testing.assert_frame_equal(frame, load_identified(path, SCHEMA)[0])
+
+
+def test_a_file_parsed_from_itself_gives_the_table_a_snapshot_gives(cache_dir, hashed, tmp_path):
+    schema = Schema("T", [Column("x", Num(0, 100, integer=True), on_invalid="drop"),
+                          Column("w", Num(-1, 1), on_invalid="default", default=0)])
+    path = tmp_path / "d.parquet"
+    pd.DataFrame({"x": [1, None, 300, 4, 5], "w": [0.5, 2.0, None, -3.0, 0.25]}).to_parquet(path, index=False)
+    os.utime(path, ns=(OLD, OLD))
+    for _ in range(2):  # a miss, then a hit
+        by_state = load_identified(path, schema, known_digests=True)
+        snapshot = load_identified(path, schema)
+        pd.testing.assert_frame_equal(by_state[0], snapshot[0])
+        assert by_state[1] == snapshot[1] == sha256_identity(path)
+    assert hashed == ["stream", "snapshot", "snapshot"]
