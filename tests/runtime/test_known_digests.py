@@ -1,6 +1,7 @@
-"""Known digests (runtime/digest_cache.py): a Parquet file hashed before in the same state is not
-hashed again, and nothing an attacker (or an accident) does to the file or the cache gives an
-identity other than the SHA-256 of the bytes parsed: the true identity, or a miss."""
+"""Known digests (docs/data.md): a Parquet file only the user can write is parsed from itself and
+hashed once per state (runtime/digest_cache.py), and nothing an attacker (or an accident) does to
+the file or the cache gives an identity other than the SHA-256 of the bytes parsed: the true
+identity, or a hash."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import hashlib
 import os
 import threading
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_runs import fz, prog
 
+from fuzzpy.ledger import Ledger
 from fuzzpy.runtime import data as data_module
 from fuzzpy.runtime import digest_cache
 from fuzzpy.runtime.data import load_identified
@@ -306,3 +310,18 @@ def test_a_file_parsed_from_itself_gives_the_table_a_snapshot_gives(cache_dir, h
         pd.testing.assert_frame_equal(by_state[0], snapshot[0])
         assert by_state[1] == snapshot[1] == sha256_identity(path)
     assert hashed == ["stream", "snapshot", "snapshot"]
+
+
+def test_charged_runs_book_the_files_sha256_whether_it_was_hashed_or_known(cache_dir, hashed, tmp_path, monkeypatch):
+    monkeypatch.setenv("FUZZPY_LEDGER", str(tmp_path / "env-ledger.sqlite"))
+    program = prog(tmp_path, "function main (db : bag T) : fuzzy num { laplace 0.5 (count db) }")
+    path = tmp_path / "db.parquet"
+    pd.DataFrame({"x": [1.0, 2.0], "k": ["a", "b"], "flag": [True, False], "n": [1, 2]}).to_parquet(path, index=False)
+    os.utime(path, ns=(OLD, OLD))
+    book = tmp_path / "l.sqlite"
+    for _ in range(2):
+        assert fz("run", program, "--data", path, "--budget", "1", "--ledger", book).exit_code == 0
+    assert hashed == ["stream"]  # the second run took the identity the first recorded
+    with Ledger(book) as ledger:
+        assert ledger.datasets() == [sha256_identity(path)]
+        assert ledger.spent(sha256_identity(path)) == Fraction(1)
