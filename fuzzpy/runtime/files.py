@@ -5,7 +5,9 @@ a read block forever, or never end.  `open_regular` looks at what the name point
 opening it, opens without blocking, and checks the open descriptor again, so a name swapped in
 between cannot slip through.  Used for hashing a dataset (fuzzpy/ledger) and for loading it
 (runtime/data.py), which hashes the bytes as it parses them (`HashingReader`), or, for a file
-parsed from a snapshot in memory, on another thread while it parses (`BackgroundIdentity`).
+parsed from a snapshot in memory, on another thread while it parses (`BackgroundIdentity`), or,
+for a Parquet file parsed from itself while its state vouches for its bytes, on another thread
+reading the file by offset (`StreamedIdentity`, runtime/digest_cache.py).
 """
 
 from __future__ import annotations
