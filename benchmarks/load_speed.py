@@ -17,6 +17,9 @@ checkout, say `git worktree add DIR HEAD~1`), to compare two versions in one ses
 its ratio to pandas are printed as well.  `--minimal` declares only the columns each query
 reads (the program's schema, and the pandas script's `columns=`/`usecols=`), so both sides may
 skip the rest of the file; the peak memory (maximum resident set) of each process is printed too.
+A run hashes a Parquet file the user alone can write only once per state of the file (docs/data.md,
+"Known digests"), so the best of R is a run whose identity was known; with FUZZPY_NO_CACHE=1 in
+the environment every run hashes the file.
 """
 
 from __future__ import annotations

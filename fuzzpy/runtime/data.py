@@ -18,6 +18,7 @@ import io
 import math
 import numbers
 import re
+import time
 import warnings
 from dataclasses import dataclass
 from fractions import Fraction
@@ -32,7 +33,15 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from fuzzpy.diagnostics import Diagnostic, FuzzError, error
-from fuzzpy.runtime.files import BackgroundIdentity, HashingReader, NotARegularFile, open_regular, read_whole
+from fuzzpy.runtime.digest_cache import DigestCache, file_state, open_digest_cache, settled
+from fuzzpy.runtime.files import (
+    BackgroundIdentity,
+    HashingReader,
+    NotARegularFile,
+    StreamedIdentity,
+    open_regular,
+    read_whole,
+)
 from fuzzpy.typesystem.types import (
     MISSING_POLICIES,
     Bool,
@@ -101,11 +110,20 @@ def load_table(path: str | Path, schema: Schema, *, table: str | None = None,
 
 
 def load_identified(path: str | Path, schema: Schema, *, table: str | None = None,
-                    header: bool = False, keep: Collection[str] | None = None) -> tuple[pd.DataFrame, str]:
+                    header: bool = False, keep: Collection[str] | None = None,
+                    known_digests: bool = False) -> tuple[pd.DataFrame, str]:
     """`load_table`, and the file's identity ("sha256:<hex>", as `fuzzpy ledger` shows it) of
-    exactly the bytes that were parsed: the file is read once, hashed on the way."""
+    exactly the bytes that were parsed: the file is read once, hashed on the way.
+
+    With `known_digests` (runs on the user's own data only), a Parquet file whose state vouches
+    for its bytes is parsed from the file itself, not from a snapshot, and one hashed before in
+    the same state is not hashed again (docs/data.md, "Known digests")."""
     name = table or schema.name
     plans = _plan_schema(schema, name)  # schema errors come before any data is read
+    if known_digests:
+        by_state = _load_by_state(Path(path), schema, name, plans, keep, open_digest_cache())
+        if by_state is not None:
+            return by_state
     read = _read_raw(Path(path), schema, name, header)
     try:
         return _conform(read.raw, plans, name, keep), read.identity
@@ -692,11 +710,49 @@ def _read_parquet_identified(fh: BinaryIO, path: Path, schema: Schema, table: st
     return _Read(raw, identity, False)
 
 
-def _read_parquet(snapshot: bytearray, path: Path, schema: Schema, table: str) -> _Raw:
+# Known digests (docs/data.md): a file parsed from itself only while its state vouches for its bytes
+def _load_by_state(path: Path, schema: Schema, table: str, plans: list[_Plan], keep: Collection[str] | None,
+                   digests: DigestCache | None) -> tuple[pd.DataFrame, str] | None:
+    """The table and identity of a Parquet file that only this user can write and that has not
+    changed for SETTLE_NS, parsed from the file itself (Arrow reads only the declared columns'
+    pages).  The identity is the one `digests` recorded for the file's state, or else hashed on
+    another thread while the columns are decoded (and recorded).  None when the file does not
+    qualify, or its state changed before the parse ended: the caller then parses a snapshot."""
+    if path.suffix.lower() not in PARQUET_SUFFIXES:
+        return None
+    read_at = time.time_ns()  # before the state is taken: see settled()
+    with _open_data(path, table) as fh:
+        state = file_state(fh, path)
+        if state is None or not settled(state, read_at):
+            return None
+        identity = digests.lookup(state) if digests is not None else None
+        hashing = StreamedIdentity(fh.fileno()) if identity is None else None
+        try:
+            _file_kind(fh, path, table)
+            fh.seek(0)
+            frame = _conform(_read_parquet(fh, path, schema, table), plans, table, keep)
+        except OSError:
+            raise error("E0502", f"data file '{path}' for table '{table}' cannot be read") from None
+        except FuzzError:
+            if file_state(fh, path) != state:
+                return None  # refused bytes of no single state: judged again from a snapshot
+            raise
+        finally:
+            if hashing is not None:
+                identity = hashing.result()
+        if file_state(fh, path) != state or identity is None:
+            return None
+        if hashing is not None and digests is not None:
+            digests.record(state, fh, identity)
+    return frame, identity
+
+
+def _read_parquet(source: bytearray | BinaryIO, path: Path, schema: Schema, table: str) -> _Raw:
+    """The declared columns of a Parquet file, from a snapshot of its bytes or an open file."""
     names = [c.name for c in schema.columns]
     unreadable = error("E0502", f"data file '{path}' for table '{table}' is not a readable "
                                 "Parquet file")
-    f = pa.BufferReader(pa.py_buffer(snapshot))
+    f = pa.BufferReader(pa.py_buffer(source)) if isinstance(source, bytearray) else pa.PythonFile(source, mode="r")
     try:
         file_schema = pq.read_schema(f)
         in_file = list(file_schema.names)
@@ -892,7 +948,15 @@ def _as_final(values: _Values, t: object) -> object:
 def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     if isinstance(col, pa.Array):
         return np.asarray(col.to_numpy(zero_copy_only=False))
+    if col.num_chunks > 1 and col.null_count == 0 and _is_plain_number(col.type):
+        # One pass into an array of numpy's own (Arrow concatenates into its own, which the
+        # table then copies).
+        return np.concatenate([c.to_numpy(zero_copy_only=False) for c in col.chunks])
     return np.asarray(col.to_numpy())
+
+
+def _is_plain_number(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
 
 
 def _value_set(words: Iterable[str], like: pa.Array) -> pa.Array:

@@ -5,7 +5,9 @@ a read block forever, or never end.  `open_regular` looks at what the name point
 opening it, opens without blocking, and checks the open descriptor again, so a name swapped in
 between cannot slip through.  Used for hashing a dataset (fuzzpy/ledger) and for loading it
 (runtime/data.py), which hashes the bytes as it parses them (`HashingReader`), or, for a file
-parsed from a snapshot in memory, on another thread while it parses (`BackgroundIdentity`).
+parsed from a snapshot in memory, on another thread while it parses (`BackgroundIdentity`), or,
+for a Parquet file parsed from itself while its state vouches for its bytes, on another thread
+reading the file by offset (`StreamedIdentity`, runtime/digest_cache.py).
 """
 
 from __future__ import annotations
@@ -112,3 +114,31 @@ class BackgroundIdentity:
     def result(self) -> str:
         self._thread.join()
         return identity(self._digest)
+
+
+class StreamedIdentity:
+    """The identity of an open file's bytes, read with pread (which leaves the file's position to
+    the parser reading it meanwhile) and hashed on another thread: no copy of the whole file is
+    held.  It is the identity of the bytes parsed only if the file did not change meanwhile,
+    which the caller verifies (runtime/digest_cache.py)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._digest = hashlib.sha256()
+        self._failed = False
+        self._thread = threading.Thread(target=self._hash, daemon=True)
+        self._thread.start()
+
+    def _hash(self) -> None:
+        offset = 0
+        try:
+            while chunk := os.pread(self._fd, 1 << 20, offset):
+                self._digest.update(chunk)
+                offset += len(chunk)
+        except OSError:
+            self._failed = True
+
+    def result(self) -> str | None:
+        """The identity, or None when the file could not be read."""
+        self._thread.join()
+        return None if self._failed else identity(self._digest)
