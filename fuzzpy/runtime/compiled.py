@@ -293,11 +293,29 @@ class _Module:
     def build(self, extra: Optional[str] = None) -> dict[Any, Callable[..., Any]]:
         source = "\n".join(self.lines) + "\n"
         namespace = dict(self.globals)
-        exec(compile(source, "<fuzzpy compiled>", "exec"), namespace)
+        exec(_code_of(source), namespace)
         out: dict[Any, Callable[..., Any]] = {inst: namespace[name] for inst, name in self.names.items()}
         if extra is not None:
             out[extra] = namespace[extra]
         return out
+
+
+# Python code objects by source text: functions translated to the same text (a lambda passed at
+# several partition types, a group reached from several roots) are compiled once.  A code object
+# is a function of the text alone; the values it uses are names in the namespace given at exec.
+CODE_ENTRIES = 512
+_CODE: "dict[str, Any]" = {}
+
+
+def _code_of(source: str) -> Any:
+    code = _CODE.get(source)
+    if code is None:
+        code = compile(source, "<fuzzpy compiled>", "exec")
+        with _LOCK:
+            if len(_CODE) >= CODE_ENTRIES:
+                _CODE.clear()
+            _CODE[source] = code
+    return code
 
 
 class _Fold:
