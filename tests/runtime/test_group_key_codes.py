@@ -15,6 +15,7 @@ from fuzzpy.runtime.data import load_table
 from fuzzpy.runtime.interpreter import run_program
 from fuzzpy.runtime.kept import KeptCodes
 from fuzzpy.runtime.kernels import partitions
+from fuzzpy.runtime.kernels.binning import bin_of
 from fuzzpy.runtime.samplers import RandomSource
 from fuzzpy.runtime.vectorize import row_function
 
@@ -48,6 +49,17 @@ def test_int_codes_are_the_masked_codes_with_their_dtype(values, lo, k):
     got = partitions.int_codes(values, lo, k)
     want = masked_int_codes(values, lo, k)
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("lo, hi", [(-np.inf, np.inf), (0, np.inf), (-np.inf, 3), (0, 3)])
+def test_a_bin_of_a_column_is_the_clamped_floor_of_its_quotient_bit_for_bit(lo, hi):
+    """A bound the checker left infinite is not applied (a pass that would change nothing):
+    the same floats, NaN, infinities and negative zero included."""
+    x = np.array([0.0, -0.0, 0.3, 7.5, 12.0, -4.0, np.nan, np.inf, -np.inf, 1e308])
+    with np.errstate(over="ignore"):  # 1e308 * 10 is infinite, as in the kernel
+        want = np.minimum(np.maximum(np.floor(x * 10 / 4), lo), hi)  # both bounds applied, NaN kept
+    got = bin_of(4, 10, x, lo, hi)
+    assert got.tobytes() == want.tobytes()
 
 
 class Tree:
