@@ -301,20 +301,27 @@ class _Module:
 
 
 # Python code objects by source text: functions translated to the same text (a lambda passed at
-# several partition types, a group reached from several roots) are compiled once.  A code object
-# is a function of the text alone; the values it uses are names in the namespace given at exec.
-CODE_ENTRIES = 512
+# several partition types, a group reached from several roots, the same program checked again by
+# a service) are compiled once.  A code object is a function of the text alone and refers to no
+# node; the values it uses are names in the namespace given at exec.  Bounded by the texts'
+# length (DiffPID3's: 87,000 characters, about twice that in code), then started again.
+CODE_CHARS = 2_000_000
 _CODE: "dict[str, Any]" = {}
+_code_chars = 0
 
 
 def _code_of(source: str) -> Any:
+    global _code_chars
     code = _CODE.get(source)
     if code is None:
         code = compile(source, "<fuzzpy compiled>", "exec")
         with _LOCK:
-            if len(_CODE) >= CODE_ENTRIES:
+            if _code_chars + len(source) > CODE_CHARS:
                 _CODE.clear()
-            _CODE[source] = code
+                _code_chars = 0
+            if source not in _CODE:
+                _CODE[source] = code
+                _code_chars += len(source)
     return code
 
 
