@@ -293,11 +293,36 @@ class _Module:
     def build(self, extra: Optional[str] = None) -> dict[Any, Callable[..., Any]]:
         source = "\n".join(self.lines) + "\n"
         namespace = dict(self.globals)
-        exec(compile(source, "<fuzzpy compiled>", "exec"), namespace)
+        exec(_code_of(source), namespace)
         out: dict[Any, Callable[..., Any]] = {inst: namespace[name] for inst, name in self.names.items()}
         if extra is not None:
             out[extra] = namespace[extra]
         return out
+
+
+# Python code objects by source text: functions translated to the same text (a lambda passed at
+# several partition types, a group reached from several roots, the same program checked again by
+# a service) are compiled once.  A code object is a function of the text alone and refers to no
+# node; the values it uses are names in the namespace given at exec.  Bounded by the texts'
+# length (DiffPID3's: 87,000 characters, about twice that in code), then started again.
+CODE_CHARS = 2_000_000
+_CODE: "dict[str, Any]" = {}
+_code_chars = 0
+
+
+def _code_of(source: str) -> Any:
+    global _code_chars
+    code = _CODE.get(source)
+    if code is None:
+        code = compile(source, "<fuzzpy compiled>", "exec")
+        with _LOCK:
+            if _code_chars + len(source) > CODE_CHARS:
+                _CODE.clear()
+                _code_chars = 0
+            if source not in _CODE:
+                _CODE[source] = code
+                _code_chars += len(source)
+    return code
 
 
 class _Fold:

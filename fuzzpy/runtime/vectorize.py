@@ -147,6 +147,24 @@ def _vectorised(state: RunState, fn: Closure, bag: Bag) -> Frame:
     return to_frame(out, n)
 
 
+def row_keys(state: RunState, fn: Any, bag: Bag) -> Any:
+    """row_function(state, fn)(bag) for a group key: the same rows and fallback, but a key
+    computed as one numpy column (a bucket number) comes back as that array, without the Series
+    around it (the key codes read only its values, by position)."""
+    if not isinstance(fn, Closure) or fn.body is None or not fn.params:
+        raise RunFailure("internal error: a row function has no code")
+    if state.vectorise and id(fn.body) not in state.no_vector:
+        try:
+            out, n = _vector_rows(state, fn, bag)
+            data = out.data if type(out) is Vec else None
+            if type(data) is np.ndarray and data.ndim == 1 and len(data) == n and data.dtype.kind in "fiub":
+                return data
+            return to_frame(out, n)
+        except Exception:  # noqa: BLE001 - as in apply_rows: the rows are run one by one
+            state.no_vector.add(id(fn.body))
+    return apply_rows(state, fn, bag)
+
+
 def _vector_rows(state: RunState, fn: Closure, bag: Bag) -> tuple[Any, int]:
     """The row function evaluated on whole columns, before it is made a frame; and the rows."""
     if not isinstance(bag, MaskedBag) and not _has_range_index(bag):

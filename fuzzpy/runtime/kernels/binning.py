@@ -34,7 +34,12 @@ def bin_of(num, den, x, lo, hi):
         # array would be allocated and written again)
         np.divide(out, num, out=out)
         np.floor(out, out=out)
-        np.minimum(np.maximum(out, lo, out=out), hi, out=out)  # np.clip's result, NaN kept
+        # np.clip's result, NaN kept; an infinite bound (a bin the checker left unbounded, clipped
+        # after) is no bound: each skipped pass would leave every value as it is
+        if lo != -np.inf:
+            np.maximum(out, lo, out=out)
+        if hi != np.inf:
+            np.minimum(out, hi, out=out)
     return out
 
 

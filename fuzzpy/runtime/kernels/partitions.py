@@ -27,7 +27,7 @@ from ..engines.dask_tables import SharedPass, Shipped, Step, need_bag, rows_of, 
 from ..evaluator import Interpreter
 from ..state import Context
 from ..values import Closure, EachDistribution, MaskedBag, Partition
-from ..vectorize import row_function
+from ..vectorize import row_function, row_keys
 
 # A partition is a dict key -> part in declared key order, every key present.  Parts are lazy
 # MaskedBags over the grouped bag: their sizes come from one bincount, and their rows are
@@ -69,9 +69,11 @@ def int_codes(values, lo: int, k: int):
     r = np.rint(np.asarray(values, dtype=np.float64))  # a new array: the steps below are in place
     if lo:
         r = np.subtract(r, lo, out=r) if r.ndim else r - lo
+    small = np.int8 if k <= 127 else np.int16 if k <= 32767 else np.int64
+    if r.ndim == 1 and r.size and r.min() >= 0 and r.max() < k:  # NaN: a NaN minimum, False
+        return r.astype(small)  # every row has a part (the usual case): two reductions, no masks
     ok = r >= 0
     ok &= r < k  # False for NaN
-    small = np.int8 if k <= 127 else np.int16 if k <= 32767 else np.int64
     codes = np.asarray(r if ok.all() else np.where(ok, r, -1)).astype(small)
     if codes.ndim == 0:
         return codes.reshape(1)
@@ -153,7 +155,7 @@ def _kept_or_computed(ctx, key, base, ident):
     codes = kept.get(ident) if kept is not None else None
     if codes is None:
         before = state.fallbacks
-        codes = key_codes(row_function(ctx.interp.state, key)(base), ctx.info)
+        codes = key_codes(row_keys(ctx.interp.state, key, base), ctx.info)
         if kept is not None and state.fallbacks == before:
             kept.put(ident, codes)
     return codes
