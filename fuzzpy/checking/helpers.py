@@ -91,8 +91,8 @@ def apply_scale(coef: Coef, arg: Dist) -> Dist:
 _APPLICATIONS: "dict[weakref.ref, list]" = {}
 
 
-def _forget_application(node_ref: "weakref.ref") -> None:
-    _APPLICATIONS.pop(node_ref, None)
+def _forget_application(node_ref: "weakref.ref", _drop=_APPLICATIONS.pop) -> None:
+    _drop(node_ref, None)  # (bound here: a node may die while the interpreter clears this module)
 
 
 def _application(e: A.Apply) -> list:
