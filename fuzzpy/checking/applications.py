@@ -16,7 +16,7 @@ from ..typesystem.effects import ARGS, FAIL, r_presence, r_union
 from ..typesystem.quadratic import DELTA, GAUSS_CHANNELS, UNKNOWN, without_channel, zcdp_of_pure
 from ..typesystem.sens import ONE, ZERO, Dist, NonLinear, d_add, d_inf, fmt_coef, is_const
 from ..typesystem.types import Fun, Type, holds_choices, holds_fuzzy, is_subtype
-from .helpers import _cover, _rename_args, _spine
+from .helpers import _application, _primitive_cover, _rename_args
 from .values import Env, FnT, FnValue, Opaque, Partial, TopFn, Val, fn_params
 
 
@@ -26,7 +26,8 @@ class ApplicationRules:
     # ---- application ---------------------------------------------------------------------------
 
     def x_Apply(self, e: A.Apply, env: Env) -> Val:
-        head, args = _spine(e)
+        kept = _application(e)
+        head, args = kept[0], kept[1]
         # The registry is asked first: most heads that are not primitives are then never looked
         # up through every scope.
         prim = lookup(head.name) if isinstance(head, A.Var) else None
@@ -36,7 +37,7 @@ class ApplicationRules:
                 raise self.fail("E0210", f"primitive {head.name} needs {arity} arguments "
                                 f"({' '.join(prim.params)}), but has {len(args)}", e.span)
             given = args[:arity]
-            result = self.call_primitive(head.name, given, env, _cover(head, given))
+            result = self.call_primitive(head.name, given, env, _primitive_cover(kept, arity))
             if len(args) == arity:
                 return result
             return self.apply(result, [self.expr(a, env) for a in args[arity:]], e.span)

@@ -83,16 +83,53 @@ def apply_scale(coef: Coef, arg: Dist) -> Dist:
     return d_scale(coef, arg)
 
 
-def _spine(e: A.Apply) -> tuple[A.Expr, list[A.Expr]]:
+# An application's head and arguments, and the span of its primitive call, kept per node while
+# the node lives, as its free names are: a node is never changed after parsing, and parsed chunks
+# are reused between checks (the language server re-parses only what an edit touched).  One entry
+# per node, in a dict keyed by weak references (a WeakKeyDictionary's Python-level get and set
+# cost more than the walk they spare when the node is new): the callback drops the entry.
+_APPLICATIONS: "dict[weakref.ref, list]" = {}
+
+
+def _forget_application(node_ref: "weakref.ref", _drop=_APPLICATIONS.pop) -> None:
+    _drop(node_ref, None)  # (bound here: a node may die while the interpreter clears this module)
+
+
+def _application(e: A.Apply) -> list:
+    """[head, args, cover]: e's head, its arguments in order (one tuple, never changed), and
+    (n, span), the span of the primitive call of its first n arguments (None: not asked yet)."""
+    kept = _APPLICATIONS.get(weakref.ref(e))
+    if kept is None:
+        head, args = _walk_spine(e)
+        kept = _APPLICATIONS[weakref.ref(e, _forget_application)] = [head, args, None]
+    return kept
+
+
+def _spine(e: A.Apply) -> tuple[A.Expr, tuple[A.Expr, ...]]:
+    """The head of an application and its arguments, in order."""
+    kept = _application(e)
+    return kept[0], kept[1]
+
+
+def _walk_spine(e: A.Apply) -> tuple[A.Expr, tuple[A.Expr, ...]]:
     args = []
     node: A.Expr = e
     while isinstance(node, A.Apply):
         args.append(node.arg)
         node = node.fn
-    return node, list(reversed(args))
+    return node, tuple(reversed(args))
 
 
-def _cover(head: A.Expr, args: list[A.Expr]) -> Span:
+def _primitive_cover(kept: list, arity: int) -> Span:
+    """`_cover` of the head and first `arity` arguments of the application `kept` describes
+    (`_application`), kept with it: a span is immutable, the same one serves every check."""
+    cover = kept[2]
+    if cover is None or cover[0] != arity:
+        cover = kept[2] = (arity, _cover(kept[0], kept[1][:arity]))
+    return cover[1]
+
+
+def _cover(head: A.Expr, args: "tuple[A.Expr, ...] | list[A.Expr]") -> Span:
     first, last = head.span, (args[-1].span if args else head.span)
     # Span(...) without the frozen dataclass's __init__ (five object.__setattr__): one per
     # application checked; the instance is the same (the parser builds its spans so).
