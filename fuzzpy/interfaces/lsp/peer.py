@@ -118,6 +118,17 @@ class Peer:
                 self._replace(f"failed ({type(exc).__name__}: {exc})")
                 return None
 
+    def wait_ready(self, timeout: float) -> bool:
+        """Whether the peer is warmed up within `timeout` seconds (for tests and benchmarks:
+        the server never waits for it)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.ready or (self.conn is not None and self._take_ready()):
+                    return True
+            time.sleep(POLL)
+        return False
+
     def _take_ready(self) -> bool:
         if not self.conn.poll(0):  # type: ignore[union-attr]
             return False  # still starting: this check runs on one core
