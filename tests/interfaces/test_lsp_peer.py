@@ -24,6 +24,12 @@ from fuzzpy.pipeline import budget as R
 READY_WITHIN = 120  # seconds for a peer to start and warm up on a loaded machine (a hang guard)
 
 
+@pytest.fixture(autouse=True)
+def spare_core(monkeypatch):
+    """The tests run on loaded machines: the peer is used whatever the load average."""
+    monkeypatch.setattr(peer_module, "core_to_spare", lambda: True)
+
+
 @pytest.fixture(scope="module")
 def peer():
     peer = Peer()
@@ -106,6 +112,9 @@ CALLING_EACH_OTHER = textwrap.dedent("""\
 def test_a_file_whose_units_all_call_each_other_is_one_group_checked_without_the_peer(tmp_path, executor,
                                                                                         monkeypatch):
     monkeypatch.setattr(incremental, "SPLIT_WORTH", 1.0)  # no group too large to be worth it
+    engine, settings = IncrementalChecker(), Settings()
+    modules, _, texts, _ = incremental._load(CALLING_EACH_OTHER, "/tmp/c.fz", settings, None)
+    assert two_groups(engine._plan(CALLING_EACH_OTHER, "/tmp/c.fz", settings, modules, texts), "main") is None
     handed = []
     fake = Peer()
     fake.submit = handed.append  # type: ignore[method-assign]
@@ -127,6 +136,7 @@ def test_two_halves_equal_a_full_check_on_the_benchmark_program(peer, executor, 
         edited = with_eps(text, value)
         analysis = executor.submit(engine.analyse, edited, file, Settings()).result()
         assert analysis.full and analysis.peer and analysis.runs == 2, f"value {value}"
+        assert file in engine.shown_to_peer  # parsed ahead by the peer at the first check
         assert_same_as_full(analysis, full_check(edited, file), f"value {value}")
         if i == 2:
             assert any(d.code.startswith("E") for d in analysis.report.diagnostics)  # over budget
@@ -202,6 +212,20 @@ def test_two_halves_equal_a_full_check_with_imports_overlays_params_and_broken_c
         assert comparable(analysis.report.diagnostics) == comparable(full.diagnostics), case
         assert mechanisms(analysis.report) == mechanisms(full), case
         assert {d.code for d in analysis.report.diagnostics} >= {"E0201"}, case
+
+
+def test_on_a_busy_machine_the_check_runs_in_one_piece(peer, executor, tmp_path, monkeypatch):
+    """With the load average at the number of cores or above, there is no core to spare."""
+    monkeypatch.undo()  # the real `core_to_spare`
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.5, 1.0, 1.0))
+    assert not peer_module.core_to_spare()
+    text, file = with_eps(generate(30), "0.08"), str(tmp_path / "busy.fz")
+    analysis = executor.submit(engine_with(peer).analyse, text, file, Settings()).result()
+    assert analysis.full and not analysis.peer
+    assert_same_as_full(analysis, full_check(text, file), "busy")
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 1.0, 1.0))
+    assert peer_module.core_to_spare()
 
 
 # ---- when the peer fails, its half is checked here ----------------------------------------------
@@ -361,6 +385,14 @@ def _smoke():
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = [sys.executable, "-m", "fuzzpy.interfaces.cli", "lsp", "--log-level", "info"]
+# The server with its peer used whatever the load average (the tests run on loaded machines).
+SERVER_USING_ITS_PEER = [sys.executable, "-c", textwrap.dedent("""\
+    import logging
+    logging.basicConfig(level=logging.INFO, format="fuzzpy-lsp %(levelname)s %(message)s")
+    from fuzzpy.interfaces.lsp import main, peer
+    peer.core_to_spare = lambda: True
+    main()
+    """)]
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 
 
@@ -402,8 +434,8 @@ def wait_for(condition, timeout: float = 60) -> bool:
     return condition()
 
 
-def start_server(tmp_path: Path, *flags: str, options: dict | None = None):
-    client = _smoke().StrictLspClient([*SERVER, *flags], cwd=ROOT)
+def start_server(tmp_path: Path, *flags: str, options: dict | None = None, command: list[str] = SERVER):
+    client = _smoke().StrictLspClient([*command, *flags], cwd=ROOT)
     client.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {},
                                   "initializationOptions": options or {}})
     client.notify("initialized", {})
@@ -425,7 +457,7 @@ def open_and_check(client, path: Path, text: str, version: int = 1) -> dict:
 
 @linux_only
 def test_the_server_uses_its_peer_for_a_params_new_value_and_ends_it_at_exit(tmp_path):
-    client = start_server(tmp_path)
+    client = start_server(tmp_path, command=SERVER_USING_ITS_PEER)
     try:
         server = client.proc.pid
         assert wait_for(lambda: len(peers_of(server)) == 1)  # one peer, started with the server

@@ -112,6 +112,7 @@ class IncrementalChecker:
         self.lock = threading.Lock()
         self.names_used: dict[str, frozenset] = {}  # per chunk text: names it mentions
         self.peer: Optional[Any] = None  # peer.Peer: checks half of a full check in another process
+        self.shown_to_peer: set[str] = set()  # files the peer was sent to parse ahead (`analyse`)
 
     # -- public
 
@@ -123,6 +124,7 @@ class IncrementalChecker:
         stop there and return None: the runs done are cached, the rest is left for the newer one."""
         with self.lock:
             watch = Stopwatch()
+            self._show_to_peer(text, file, overlays)
             modules, parse_diags, texts, virtual = _load(text, file, settings, overlays)
             watch.lap("load")
             plan = self._plan(text, file, settings, modules, texts)
@@ -148,6 +150,17 @@ class IncrementalChecker:
             watch.lap("merge")
             analysis.stages = watch.stages
             return analysis
+
+    def _show_to_peer(self, text: str, file: str, overlays: Optional[dict[str, str]]) -> None:
+        """A file's first check is a full check: have the peer parse it meanwhile (parsing is
+        most of that check), so that its half finds the chunks parsed."""
+        peer = self.peer
+        if peer is None or file in self.shown_to_peer or not peer.core_to_spare():
+            return
+        if len(self.shown_to_peer) > self.max_entries:
+            self.shown_to_peer.clear()
+        if peer.prepare(text, file, overlays):
+            self.shown_to_peer.add(file)
 
     def warm(self, text: str, file: str, settings: Settings, overlays: Optional[dict[str, str]] = None,
              limit: Optional[int] = 1, stop: Optional[Callable[[], bool]] = None) -> int:
@@ -279,7 +292,8 @@ class IncrementalChecker:
         file splits well and the peer can take its half now, else in one run here."""
         watch = watch or Stopwatch()
         peer = self.peer  # read once: the server may drop it meanwhile
-        groups = two_groups(plan, settings.entry) if peer is not None and not plan.reason_full else None
+        worth_it = peer is not None and not plan.reason_full and peer.core_to_spare()
+        groups = two_groups(plan, settings.entry) if worth_it else None
         if groups is not None:
             results = self._check_halves(peer, plan, settings, overlays, groups, watch, superseded)
             if results == SUPERSEDED:
