@@ -397,8 +397,7 @@ linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="re
 
 
 def children_of(pid: int) -> list[int]:
-    """The live processes whose parent is `pid`: its peer, and multiprocessing's resource
-    tracker, which starting a process starts (it ends with its parent too)."""
+    """The live processes whose parent is `pid`."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -409,10 +408,6 @@ def children_of(pid: int) -> list[int]:
             if int(fields[1]) == pid and fields[0] != "Z":
                 found.append(int(entry.name))
     return found
-
-
-def peers_of(pid: int) -> list[int]:
-    return [c for c in children_of(pid) if b"resource_tracker" not in Path(f"/proc/{c}/cmdline").read_bytes()]
 
 
 def idle(pid: int) -> bool:
@@ -460,20 +455,19 @@ def test_the_server_uses_its_peer_for_a_params_new_value_and_ends_it_at_exit(tmp
     client = start_server(tmp_path, command=SERVER_USING_ITS_PEER)
     try:
         server = client.proc.pid
-        assert wait_for(lambda: len(peers_of(server)) == 1)  # one peer, started with the server
-        peer_pid = peers_of(server)[0]
+        assert wait_for(lambda: len(children_of(server)) == 1)  # one peer, started with the server
+        peer_pid = children_of(server)[0]
         assert wait_for(lambda: idle(peer_pid), 120)  # warmed up, waiting for work
         text, path = generate(30), tmp_path / "p.fz"
         published = open_and_check(client, path, text)
         for version in range(2, 6):
             published = open_and_check(client, path, with_eps(text, f"0.0{version:03d}"), version)
             assert published["params"]["diagnostics"] == []
-        assert peers_of(server) == [peer_pid]  # never more than one
-        children = children_of(server)
+        assert children_of(server) == [peer_pid]  # never more than one
         assert client.finish() == 0
     finally:
         client.kill()
-    assert wait_for(lambda: not any(map(_alive, children)), 10), "a child outlived the server"
+    assert not _alive(peer_pid), "the peer outlived the server"  # ended before the server exits
     assert b"one in the peer, full" in client.stderr
 
 
@@ -482,13 +476,13 @@ def test_the_peer_ends_by_itself_when_the_server_is_killed(tmp_path):
     client = start_server(tmp_path)
     try:
         server = client.proc.pid
-        assert wait_for(lambda: len(peers_of(server)) == 1)
-        children = children_of(server)
+        assert wait_for(lambda: len(children_of(server)) == 1)
+        peer_pid = children_of(server)[0]
         os.kill(server, signal.SIGKILL)
         client.proc.wait()
     finally:
         client.kill()
-    assert wait_for(lambda: not any(map(_alive, children)), 30), "a child outlived the killed server"
+    assert wait_for(lambda: not _alive(peer_pid), 30), "the peer outlived the killed server"
 
 
 @linux_only
@@ -498,7 +492,7 @@ def test_no_peer_with_no_peer_or_the_option_off(tmp_path, how):
     client = start_server(tmp_path, *flags, options=options)
     try:
         open_and_check(client, tmp_path / "n.fz", CALLING_EACH_OTHER)
-        assert wait_for(lambda: peers_of(client.proc.pid) == [], 10)
+        assert wait_for(lambda: children_of(client.proc.pid) == [], 10)
         assert client.finish() == 0
     finally:
         client.kill()

@@ -23,6 +23,10 @@ text, or the text of a function they call (transitively), changed:
 * When re-running the changed units would cost more than `FULL_FACTOR` full checks (long call
   chains), or the file is unusual (duplicate names, several functions in one chunk), a plain
   full check runs instead and the cache is refilled in the background while the editor idles.
+* With a peer process (peer.py) and a core to spare, that full check runs in two halves at
+  once: the units split into two groups of about equal cost (`two_groups`), each group checked
+  as a unit is, on a reduced source whose needed functions are its units' closures, one group
+  here and one in the peer; the two results are merged as units' results are.
 
 Chunks that fail to parse are left out (blank lines) of every run, so typing inside a broken
 function does not invalidate the others; their syntax errors come from the parser directly.
@@ -59,6 +63,22 @@ CACHE_ENTRIES = 5_000
 SUPERSEDED = "superseded"  # what a check in two halves gives when a newer version came meanwhile
 SPLIT_WORTH = 0.8  # a full check is split in two (peer.py) only when its larger half costs at most 0.8 of it
 PREPARE_PER_UNIT = 5  # results whose movability one background step finds out (a few ms), per unit it may check
+
+
+# A small program using the common constructs, checked once when the server starts.
+WARM_UP_PROGRAM = """\
+schema Rows { a : num[0, 10] }
+param eps : num = 0.1;
+function part (db : bag Rows) : fuzzy num {
+  let xs = map (fun r -> clip 0 5 r.a) (filter (fun r -> r.a >= 1) db);
+  sample x = laplace eps (sum xs);
+  return x
+}
+function main (db : bag Rows) : fuzzy num {
+  sample y = part db;
+  return y
+}
+"""
 
 
 @dataclass

@@ -18,16 +18,20 @@ the server, and by itself when the server's end of its pipe closes (the server w
 
 from __future__ import annotations
 
+import json
 import logging
-import multiprocessing
 import os
+import socket
+import subprocess
+import sys
 import threading
 import time
 import traceback
+from multiprocessing.connection import Connection
 from typing import Any, Callable, Optional
 
 from .analysis import UnitResult
-from .incremental import RunJob, make_executor, run_check
+from .incremental import WARM_UP_PROGRAM, RunJob, make_executor, run_check
 
 log = logging.getLogger("fuzzpy.lsp")
 
@@ -60,7 +64,7 @@ class Peer:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.process: Optional[Any] = None  # multiprocessing's Process (spawn context)
+        self.process: Optional[subprocess.Popen] = None
         self.conn: Optional[Any] = None
         self.ready = False                  # warmed up: it said "ready"
         self.pending: Optional[int] = None  # the ticket of the group it is checking
@@ -84,13 +88,17 @@ class Peer:
     def _start(self) -> None:
         if self.closed:
             return
-        # "spawn": a fresh interpreter, never a fork of a process running threads.
-        context = multiprocessing.get_context("spawn")
-        ours, theirs = context.Pipe()
-        process = context.Process(target=serve, args=(theirs,), name="fuzzpy-lsp-peer", daemon=True)
-        process.start()
-        theirs.close()
-        self.process, self.conn, self.ready, self.pending = process, ours, False, None
+        # A fresh interpreter (never a fork of a process running threads) with this one's import
+        # path, talking over a socket pair; its stdout is this process's stderr, never the
+        # editor's protocol stream.
+        ours, theirs = socket.socketpair()
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, json.dumps(sys.path), str(theirs.fileno())],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=2)
+        finally:
+            theirs.close()
+        self.process, self.conn, self.ready, self.pending = process, Connection(ours.detach()), False, None
         self.starts += 1
         log.info("started the peer process %s", process.pid)
 
@@ -100,10 +108,7 @@ class Peer:
         if conn is not None:
             conn.close()
         if process is not None:
-            process.join(0)
-            if process.is_alive():
-                process.kill()
-                process.join(CLOSE_WAIT)
+            _end(process, 0)
 
     def _replace(self, why: str) -> None:
         log.warning("the peer process %s: its group is checked here, and a new peer is started", why)
@@ -117,7 +122,7 @@ class Peer:
             if self.closed:
                 return None
             try:
-                if self.process is None or not self.process.is_alive():
+                if self.process is None or self.process.poll() is not None:
                     self._replace("is not running")
                     return None
                 if not self.ready and not self._take_ready():
@@ -216,10 +221,26 @@ class Peer:
         if conn is not None:
             conn.close()
         if process is not None:
-            process.join(CLOSE_WAIT)
-            if process.is_alive():
-                process.kill()
-                process.join(CLOSE_WAIT)
+            _end(process, CLOSE_WAIT)
+
+
+def _end(process: subprocess.Popen, grace: float) -> None:
+    """Wait `grace` seconds for the process to end, then kill it; never leaves a zombie."""
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+# The peer's command line: this process's import path, then the descriptor of its socket.
+_BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+         "from fuzzpy.interfaces.lsp.peer import serve_descriptor; serve_descriptor(int(sys.argv[2]))")
+
+
+def serve_descriptor(fd: int) -> None:
+    """The peer process's entry: `serve` on the socket it inherited as descriptor `fd`."""
+    serve(Connection(fd))
 
 
 def serve(conn: Any) -> None:
@@ -261,6 +282,4 @@ def _parse(text: str, file: str, overlays: Optional[dict[str, str]]) -> None:
 
 def _warm_up() -> None:
     """Import what a check needs and build the parser before the first group comes."""
-    from .server import WARM_UP_PROGRAM
-
     run_check(RunJob(WARM_UP_PROGRAM, "<fuzzpy-lsp peer warm-up>", {}, "main", None, None, None))

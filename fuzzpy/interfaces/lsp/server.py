@@ -31,7 +31,7 @@ from ...syntax import ast as A
 from ...syntax.loader import resolve_import
 from .analysis import Analysis, Settings
 from .features import _safe, code_lens, completion, definition, hover, privacy_report
-from .incremental import IncrementalChecker, make_executor
+from .incremental import WARM_UP_PROGRAM, IncrementalChecker, make_executor
 from .members import known_types, merge_known
 from .navigation import span_to_range
 from .peer import Peer
@@ -458,22 +458,6 @@ def create_server() -> FuzzpyServer:
     ls.feature(T.TEXT_DOCUMENT_CODE_LENS)(_safe([])(code_lens))
     ls.command("fuzzpy.privacyReport")(privacy_report)
     return ls
-
-
-# A small program using the common constructs, checked once when the server starts.
-WARM_UP_PROGRAM = """\
-schema Rows { a : num[0, 10] }
-param eps : num = 0.1;
-function part (db : bag Rows) : fuzzy num {
-  let xs = map (fun r -> clip 0 5 r.a) (filter (fun r -> r.a >= 1) db);
-  sample x = laplace eps (sum xs);
-  return x
-}
-function main (db : bag Rows) : fuzzy num {
-  sample y = part db;
-  return y
-}
-"""
 
 
 def warm_up() -> None:
