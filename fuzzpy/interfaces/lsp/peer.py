@@ -43,6 +43,7 @@ BUSY_WAIT = 0.05
 # and at least PEER_WAIT_FACTOR times as long as its own group took.
 PEER_MIN_WAIT = 1.0
 PEER_WAIT_FACTOR = 3.0
+NICENESS = 5  # added to the peer's niceness (lower priority than the server's own thread)
 POLL = 0.005  # seconds between two looks at whether a newer version superseded the wait
 CLOSE_WAIT = 1.0  # seconds a closing peer gets to end by itself before it is killed
 
@@ -239,7 +240,13 @@ _BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
 
 
 def serve_descriptor(fd: int) -> None:
-    """The peer process's entry: `serve` on the socket it inherited as descriptor `fd`."""
+    """The peer process's entry: `serve` on the socket it inherited as descriptor `fd`, at a
+    lower priority than the server (`NICENESS`): on an idle core it runs at full speed, and on
+    a busy machine its start does not slow the server's first checks."""
+    try:
+        os.nice(NICENESS)
+    except (AttributeError, OSError):
+        pass
     serve(Connection(fd))
 
 
