@@ -300,6 +300,22 @@ def test_a_peer_slower_than_the_time_limit_is_replaced_and_its_half_checked_here
         slow.close()
 
 
+def test_a_peer_that_never_gets_ready_is_given_up_after_a_few_tries(monkeypatch):
+    monkeypatch.setattr(peer_module, "_BOOT", "raise SystemExit(3)")  # dies at once, every time
+    doomed = Peer()
+    doomed.start()
+    try:
+        job = RunJob(CALLING_EACH_OTHER, "/tmp/d.fz", {}, "main", None, None, None)
+        for _ in range(4 * peer_module.MAX_FAILURES):
+            if doomed.process is not None:
+                doomed.process.wait(30)
+            assert doomed.submit(job) is None
+        assert doomed.closed and doomed.starts == peer_module.MAX_FAILURES + 1
+        assert doomed.process is None
+    finally:
+        doomed.close()
+
+
 def test_an_error_in_the_peer_gives_no_result_and_the_peer_goes_on(peer, executor):
     broken = RunJob(CALLING_EACH_OTHER, "/tmp/e.fz", {}, "main", None, None, 5)  # type: ignore[arg-type]
     ticket = peer.submit(broken)
@@ -351,6 +367,24 @@ def _alive(pid: int) -> bool:
 
 
 # ---- the setting, and the peer ending with the server -------------------------------------------
+
+
+def test_on_a_busy_machine_the_peer_starts_at_the_first_check_that_finds_a_core_free(monkeypatch, executor,
+                                                                                       tmp_path):
+    from fuzzpy.interfaces.lsp import server
+
+    monkeypatch.setattr(peer_module, "core_to_spare", lambda: False)
+    late = server.start_peer(True)
+    monkeypatch.setattr(peer_module, "core_to_spare", lambda: True)  # a core got free
+    try:
+        assert late is not None and late.process is None  # not started with the server
+        text, file = with_eps(generate(30), "0.09"), str(tmp_path / "late.fz")
+        analysis = executor.submit(engine_with(late).analyse, text, file, Settings()).result()
+        assert not analysis.peer and late.starts == 1 and late.failures == 0
+        assert_same_as_full(analysis, full_check(text, file), "first check, peer starting")
+        assert late.wait_ready(READY_WITHIN)
+    finally:
+        late.close()
 
 
 def test_the_peer_option_turns_it_off():
@@ -473,7 +507,7 @@ def test_the_server_uses_its_peer_for_a_params_new_value_and_ends_it_at_exit(tmp
 
 @linux_only
 def test_the_peer_ends_by_itself_when_the_server_is_killed(tmp_path):
-    client = start_server(tmp_path)
+    client = start_server(tmp_path, command=SERVER_USING_ITS_PEER)
     try:
         server = client.proc.pid
         assert wait_for(lambda: len(children_of(server)) == 1)

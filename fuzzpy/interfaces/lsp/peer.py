@@ -46,6 +46,7 @@ PEER_WAIT_FACTOR = 3.0
 NICENESS = 5  # added to the peer's niceness (lower priority than the server's own thread)
 POLL = 0.005  # seconds between two looks at whether a newer version superseded the wait
 CLOSE_WAIT = 1.0  # seconds a closing peer gets to end by itself before it is killed
+MAX_FAILURES = 5  # peers replaced in a row without one getting ready: then the server stops trying
 
 
 def core_to_spare() -> bool:
@@ -72,6 +73,7 @@ class Peer:
         self.tickets = 0
         self.closed = False
         self.starts = 0
+        self.failures = 0  # replaced in a row since a peer last got ready
 
     def core_to_spare(self) -> bool:
         """Whether handing it work can help now (`core_to_spare`)."""
@@ -112,8 +114,14 @@ class Peer:
             _end(process, 0)
 
     def _replace(self, why: str) -> None:
-        log.warning("the peer process %s: its group is checked here, and a new peer is started", why)
         self._stop()
+        self.failures += 1
+        if self.failures > MAX_FAILURES:
+            log.error("the peer process %s, and %d peers before it failed: checking on one core from now on",
+                      why, MAX_FAILURES)
+            self.closed = True
+            return
+        log.warning("the peer process %s: its group is checked here, and a new peer is started", why)
         self._start()
 
     def submit(self, job: RunJob) -> Optional[int]:
@@ -123,6 +131,9 @@ class Peer:
             if self.closed:
                 return None
             try:
+                if self.process is None and self.starts == 0:
+                    self._start()  # not started with the server (no core to spare then)
+                    return None
                 if self.process is None or self.process.poll() is not None:
                     self._replace("is not running")
                     return None
@@ -169,7 +180,7 @@ class Peer:
         kind = self.conn.recv()[0]  # type: ignore[union-attr]
         if kind != "ready":
             raise RuntimeError(f"it said {kind!r} first")
-        self.ready = True
+        self.ready, self.failures = True, 0
         return True
 
     def _drain(self, timeout: float) -> bool:

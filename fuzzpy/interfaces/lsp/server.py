@@ -492,13 +492,16 @@ def warm_protocol(ls: FuzzpyServer) -> str:
 
 
 def start_peer(wanted: bool = True) -> Optional[Peer]:
-    """The peer process (peer.py), started now and warmed in the background, when wanted and
-    the machine has two cores or more (on one, the two halves would take turns)."""
+    """The peer process (peer.py), when wanted and the machine has two cores or more (on one,
+    the two halves would take turns): started now and warmed in the background when a core is
+    free, else at the first check of a whole file that finds one free (its start, half a second
+    of CPU time, would slow the server's first checks on a busy machine)."""
     if not wanted or (os.cpu_count() or 1) < 2:
         return None
     try:
         peer = Peer()
-        peer.start()
+        if peer.core_to_spare():
+            peer.start()
         return peer
     except Exception:  # noqa: BLE001 - without it the server checks on one core, as before
         log.exception("could not start the peer process")
