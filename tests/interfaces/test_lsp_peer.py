@@ -316,6 +316,20 @@ def test_a_peer_that_never_gets_ready_is_given_up_after_a_few_tries(monkeypatch)
         doomed.close()
 
 
+def test_a_peer_that_cannot_be_started_leaves_the_check_on_one_core(monkeypatch, executor, tmp_path):
+    def no_processes(*args, **kwargs):
+        raise OSError("no processes here")
+
+    monkeypatch.setattr(peer_module.subprocess, "Popen", no_processes)
+    absent = Peer()
+    absent.start()
+    assert absent.closed and absent.process is None
+    text, file = with_eps(generate(30), "0.011"), str(tmp_path / "absent.fz")
+    analysis = executor.submit(engine_with(absent).analyse, text, file, Settings()).result()
+    assert not analysis.peer
+    assert_same_as_full(analysis, full_check(text, file), "no peer")
+
+
 def test_an_error_in_the_peer_gives_no_result_and_the_peer_goes_on(peer, executor):
     broken = RunJob(CALLING_EACH_OTHER, "/tmp/e.fz", {}, "main", None, None, 5)  # type: ignore[arg-type]
     ticket = peer.submit(broken)

@@ -94,13 +94,18 @@ class Peer:
         # A fresh interpreter (never a fork of a process running threads) with this one's import
         # path, talking over a socket pair; its stdout is this process's stderr, never the
         # editor's protocol stream.
-        ours, theirs = socket.socketpair()
         try:
-            process = subprocess.Popen(
-                [sys.executable, "-c", _BOOT, json.dumps(sys.path), str(theirs.fileno())],
-                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=2)
-        finally:
-            theirs.close()
+            ours, theirs = socket.socketpair()
+            try:
+                process = subprocess.Popen(
+                    [sys.executable, "-c", _BOOT, json.dumps(sys.path), str(theirs.fileno())],
+                    pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=2)
+            finally:
+                theirs.close()
+        except Exception:  # noqa: BLE001 - no peer on this system (no fds to pass): one core, as before
+            log.exception("could not start the peer process: checking on one core")
+            self.closed = True
+            return
         self.process, self.conn, self.ready, self.pending = process, Connection(ours.detach()), False, None
         self.starts += 1
         log.info("started the peer process %s", process.pid)
