@@ -8,7 +8,8 @@ kind starting with the server's cache filled: a typo or its fix in a function no
 same in a function `main` calls, a new value of the declared param `eps`, and a new line inserted
 above a function (which moves every later one).  Each is timed from sending `didChange` to
 receiving `publishDiagnostics` for that version; the script prints each kind's median and p90
-(and how many edits the server answered with a full check), and their ratios to the baseline: one
+(and how many edits the server answered with a full check, and how many of those it checked half
+in its peer process, docs/editor.md), and their ratios to the baseline: one
 full `check_source` of the same file in this process, timed before the server starts and after it
 stops (for opening a file: a full `check_source` of a text never parsed, since parsing is most of a
 new file's first check).  Last, `--bursts` bursts of 5 keystrokes 5 ms apart, each in another
@@ -74,6 +75,7 @@ class Session:
         self.first_published: dict[str, float] = {}  # per document: its first diagnostics
         self.logs: list[str] = []
         self.full_checks: list[int] = []  # versions the server answered with a plain full check
+        self.peer_checks: list[int] = []  # ... of which half was checked in its peer process
         self.event = asyncio.Event()
 
         @self.client.feature(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
@@ -109,6 +111,8 @@ class Session:
             found = re.search(rb"checked \S+ v(\d+) in .*, full\)", line)
             if found:
                 self.full_checks.append(int(found.group(1)))
+                if b"one in the peer" in line:
+                    self.peer_checks.append(int(found.group(1)))
             if echo and (b"checked" in line or b"stages of" in line or b"scheduled at" in line):
                 print("    server:", line.decode().strip().split("fuzzpy-lsp INFO ")[-1])
 
@@ -179,6 +183,7 @@ async def measure(functions: int, edits: int, opens: int, pause: float, server_l
     # leaves no function's result reusable (each is a full check, and the cache is refilled in
     # the background once the edits stop), so the next kind waits for that refill.
     fulls: dict[str, int] = {}
+    halves: dict[str, int] = {}
     for kind in EDIT_KINDS:
         if version > 1 and version in s.full_checks:
             await s.until(lambda: s.ready_count() > ready_before_last_edit, timeout=300)
@@ -186,9 +191,12 @@ async def measure(functions: int, edits: int, opens: int, pause: float, server_l
         for round_ in range(edits):
             samples[kind].append(await edit(edited(current, kind, round_, functions, called)))
         fulls[kind] = sum(first <= v <= version for v in s.full_checks)
+        halves[kind] = sum(first <= v <= version for v in s.peer_checks)
 
     for kind, xs in samples.items():
         full_note = f"  ({fulls[kind]} answered by a full check)" if kind in fulls else ""
+        if halves.get(kind):
+            full_note = f"  ({fulls[kind]} answered by a full check, {halves[kind]} of them half in the peer)"
         print(f"  {kind:<34} n={len(xs):>3}  median {statistics.median(xs):7.1f} ms  p90 {_pct(xs, 0.9):7.1f} ms  "
               f"max {max(xs):7.1f} ms{full_note}")
     await measure_bursts(s, uri, current, version, bursts, called)

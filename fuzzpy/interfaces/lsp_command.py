@@ -12,6 +12,9 @@ def register(app: typer.Typer) -> None:
                                    help="Talk LSP over stdin/stdout (the only transport; the flag is "
                                         "accepted because editors pass it)."),
         log_level: str = typer.Option("warning", "--log-level", help="Server log level on stderr."),
+        peer: bool = typer.Option(True, "--peer/--no-peer",
+                                  help="Check half of each full check (a param's new value, an opened "
+                                       "file) in a second process, on machines with 2 cores or more."),
     ) -> None:
         """Start the fuzzpy language server on stdin/stdout (for editors)."""
         import logging
@@ -26,4 +29,4 @@ def register(app: typer.Typer) -> None:
         logging.basicConfig(level=level if level <= logging.DEBUG else max(level, logging.WARNING),
                             format="fuzzpy-lsp %(levelname)s %(message)s")
         logging.getLogger("fuzzpy").setLevel(level)
-        server.main()
+        server.main(peer=peer)

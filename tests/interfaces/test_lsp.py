@@ -410,7 +410,7 @@ def test_the_cache_refill_after_a_full_check_waits_until_the_document_is_still(m
     server, uri, warmed = server_module.FuzzpyServer(), "file:///a.fz", []
     server.protocol._workspace = Workspace(None)  # what `initialize` sets up
     server.workspace.put_text_document(T.TextDocumentItem(uri=uri, language_id="fuzzpy", version=1, text="x"))
-    full = SimpleNamespace(full=True, stale_units=3, runs=1, report=SimpleNamespace(ok=False), known={})
+    full = SimpleNamespace(full=True, peer=False, stale_units=3, runs=1, report=SimpleNamespace(ok=False), known={})
 
     async def warm(uri: str, generation: int, text: str, file: str) -> None:
         warmed.append(generation)
@@ -808,7 +808,7 @@ def test_log_level_sets_the_servers_own_log_and_libraries_only_at_debug(monkeypa
     import fuzzpy.interfaces.lsp as lsp
     from fuzzpy.interfaces.cli import app
 
-    monkeypatch.setattr(lsp, "main", lambda: None)  # the command's set-up only, no stdio loop
+    monkeypatch.setattr(lsp, "main", lambda **options: None)  # the command's set-up only, no stdio loop
     root, ours = logging.getLogger(), logging.getLogger("fuzzpy")
     saved = root.level, list(root.handlers), ours.level
     try:

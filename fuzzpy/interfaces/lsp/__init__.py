@@ -9,6 +9,7 @@ The package, in the order a request flows through it:
 * `analysis.py`: the server settings and what one analysis of a document produces (including
   the local bindings the checker reports through `Checker.on_bind`, for hover);
 * `incremental.py`: `IncrementalChecker`, which re-checks only the functions an edit affected;
+* `peer.py`: the peer process, which checks half of a check of the whole file on another core;
 * `navigation.py`: positions, the word at the cursor, local names and their binding sites;
 * `hover.py`: hover and code lens text;
 * `features.py`: the LSP feature handlers (hover, definition, completion, code lens, the
@@ -17,12 +18,34 @@ The package, in the order a request flows through it:
   `create_server` and `main`.
 """
 
-from .analysis import Analysis, Binding, Settings, UnitResult
-from .hover import epsilon_summary, hover_binding, hover_function, hover_mechanisms, hover_primitive
-from .incremental import IncrementalChecker, make_executor
-from .navigation import enclosing_function, find_local, span_to_range, word_at
-from .server import FuzzpyServer, create_server, main
+from __future__ import annotations
 
-__all__ = ["Analysis", "Binding", "FuzzpyServer", "IncrementalChecker", "Settings", "UnitResult", "create_server",
-           "enclosing_function", "epsilon_summary", "find_local", "hover_binding", "hover_function",
-           "hover_mechanisms", "hover_primitive", "main", "make_executor", "span_to_range", "word_at"]
+import importlib
+from typing import Any
+
+# Imported on first use (PEP 562), not with the package: the peer process (peer.py) imports the
+# checker's part only, without pygls' and lsprotocol's (a second of its start on a busy machine).
+_EXPORTS = {
+    "Analysis": "analysis", "Binding": "analysis", "Settings": "analysis", "UnitResult": "analysis",
+    "epsilon_summary": "hover", "hover_binding": "hover", "hover_function": "hover",
+    "hover_mechanisms": "hover", "hover_primitive": "hover",
+    "IncrementalChecker": "incremental", "make_executor": "incremental",
+    "enclosing_function": "navigation", "find_local": "navigation", "span_to_range": "navigation",
+    "word_at": "navigation",
+    "FuzzpyServer": "server", "create_server": "server", "main": "server",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

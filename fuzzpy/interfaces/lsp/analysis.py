@@ -40,6 +40,7 @@ class Settings:
     formulas: bool = True              # derive costs as formulas after a check (docs/formulas.md)
     formula_timeout: float = 3.0       # seconds (option formulaTimeoutMs)
     formula_delay: float = 1.0         # seconds the document must stay unchanged first (formulaDelayMs)
+    peer: bool = True                  # check half of a full check in a second process (peer.py)
 
     @staticmethod
     def from_options(options: Any) -> "Settings":
@@ -74,6 +75,7 @@ class Settings:
                 log.warning("ignoring invalid debounceMs option %r", str(options["debounceMs"])[:60])
         s.incremental = bool(options.get("incremental", True))
         s.formulas = bool(options.get("formulas", True))
+        s.peer = bool(options.get("peer", True))
         for key, attr in (("formulaTimeoutMs", "formula_timeout"), ("formulaDelayMs", "formula_delay")):
             if options.get(key) is not None:
                 try:
@@ -217,7 +219,8 @@ class Analysis:
     modules: list[A.Module]
     bindings: list[Binding]
     runs: int = 0          # check runs this analysis needed (0: everything from the cache)
-    full: bool = False     # whether a plain full check ran
+    full: bool = False     # whether a plain full check ran (maybe in two halves, see peer)
+    peer: bool = False     # whether half of that full check ran in the peer process (peer.py)
     stale_units: int = 0   # units left for background warming
     calls: list[CallRecord] = field(default_factory=list)
     # function -> variable -> types, kept from earlier versions for functions that no longer

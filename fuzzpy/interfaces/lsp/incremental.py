@@ -23,6 +23,10 @@ text, or the text of a function they call (transitively), changed:
 * When re-running the changed units would cost more than `FULL_FACTOR` full checks (long call
   chains), or the file is unusual (duplicate names, several functions in one chunk), a plain
   full check runs instead and the cache is refilled in the background while the editor idles.
+* With a peer process (peer.py) and a core to spare, that full check runs in two halves at
+  once: the units split into two groups of about equal cost (`two_groups`), each group checked
+  as a unit is, on a reduced source whose needed functions are its units' closures, one group
+  here and one in the peer; the two results are merged as units' results are.
 
 Chunks that fail to parse are left out (blank lines) of every run, so typing inside a broken
 function does not invalidate the others; their syntax errors come from the parser directly.
@@ -56,7 +60,25 @@ SYNTHETIC_ENTRY = "__fuzzpy_lsp_entry__"
 FULL_FACTOR = 1.5   # re-run changed units unless that costs more than 1.5 full checks
 RUN_OVERHEAD = 3    # fixed cost of one check run, in "functions"
 CACHE_ENTRIES = 5_000
+SUPERSEDED = "superseded"  # what a check in two halves gives when a newer version came meanwhile
+SPLIT_WORTH = 0.8  # a full check is split in two (peer.py) only when its larger half costs at most 0.8 of it
 PREPARE_PER_UNIT = 5  # results whose movability one background step finds out (a few ms), per unit it may check
+
+
+# A small program using the common constructs, checked once when the server starts.
+WARM_UP_PROGRAM = """\
+schema Rows { a : num[0, 10] }
+param eps : num = 0.1;
+function part (db : bag Rows) : fuzzy num {
+  let xs = map (fun r -> clip 0 5 r.a) (filter (fun r -> r.a >= 1) db);
+  sample x = laplace eps (sum xs);
+  return x
+}
+function main (db : bag Rows) : fuzzy num {
+  sample y = part db;
+  return y
+}
+"""
 
 
 @dataclass
@@ -109,6 +131,8 @@ class IncrementalChecker:
         self.full_factor = full_factor
         self.lock = threading.Lock()
         self.names_used: dict[str, frozenset] = {}  # per chunk text: names it mentions
+        self.peer: Optional[Any] = None  # peer.Peer: checks half of a full check in another process
+        self.shown_to_peer: set[str] = set()  # files the peer was sent to parse ahead (`analyse`)
 
     # -- public
 
@@ -120,6 +144,7 @@ class IncrementalChecker:
         stop there and return None: the runs done are cached, the rest is left for the newer one."""
         with self.lock:
             watch = Stopwatch()
+            self._show_to_peer(text, file, overlays)
             modules, parse_diags, texts, virtual = _load(text, file, settings, overlays)
             watch.lap("load")
             plan = self._plan(text, file, settings, modules, texts)
@@ -130,7 +155,7 @@ class IncrementalChecker:
             missing = [u for u in plan.units if self._lookup(plan, u) is None]
             watch.lap("lookup")
             if _unit_cost(plan, missing) > self.full_factor * _unit_cost(plan, None) and len(missing) > 1:
-                return self._full(plan, settings, modules, parse_diags, texts, overlays, watch)
+                return self._full(plan, settings, modules, parse_diags, texts, overlays, watch, superseded)
             results = []
             for name in sorted(missing, key=lambda u: len(plan.closure[u])):
                 if results and superseded is not None and superseded():
@@ -145,6 +170,17 @@ class IncrementalChecker:
             watch.lap("merge")
             analysis.stages = watch.stages
             return analysis
+
+    def _show_to_peer(self, text: str, file: str, overlays: Optional[dict[str, str]]) -> None:
+        """A file's first check is a full check: have the peer parse it meanwhile (parsing is
+        most of that check), so that its half finds the chunks parsed."""
+        peer = self.peer
+        if peer is None or file in self.shown_to_peer or not peer.core_to_spare():
+            return
+        if len(self.shown_to_peer) > self.max_entries:
+            self.shown_to_peer.clear()
+        if peer.prepare(text, file, overlays):
+            self.shown_to_peer.add(file)
 
     def warm(self, text: str, file: str, settings: Settings, overlays: Optional[dict[str, str]] = None,
              limit: Optional[int] = 1, stop: Optional[Callable[[], bool]] = None) -> int:
@@ -250,8 +286,7 @@ class IncrementalChecker:
         source = _reduced_source(plan, needed, synthetic_entry=not is_entry)
         entry = settings.entry if is_entry else SYNTHETIC_ENTRY
         lines = _lines_of(plan, needed)
-        result = self._check(source, plan, settings, entry, overlays,
-                             keep=lambda s: s.file != plan.file or s.line in lines)
+        result = self._check(source, plan, settings, entry, overlays, lines)
         if not is_entry:
             result.entry = None
         result.uses_names = any(d.code == "E0201" for d in result.diagnostics)
@@ -265,28 +300,82 @@ class IncrementalChecker:
         hit = self.cache.get(key)
         if hit is None:
             hit = self._check(_reduced_source(plan, frozenset(), True), plan, settings, SYNTHETIC_ENTRY,
-                              overlays, keep=lambda s: s.file != plan.file)
+                              overlays, frozenset())
             hit.entry = None
             self._store(key, hit)
         return hit
 
     def _full(self, plan: _Plan, settings: Settings, modules: list[A.Module], parse_diags: list[Diagnostic],
-              texts: dict[str, str], overlays: Optional[dict[str, str]], watch: Optional[Stopwatch] = None
-              ) -> Analysis:
+              texts: dict[str, str], overlays: Optional[dict[str, str]], watch: Optional[Stopwatch] = None,
+              superseded: Optional[Callable[[], bool]] = None) -> Optional[Analysis]:
+        """A check of every function: in two halves at once (one in the peer process) when the
+        file splits well and the peer can take its half now, else in one run here."""
         watch = watch or Stopwatch()
+        peer = self.peer  # read once: the server may drop it meanwhile
+        worth_it = peer is not None and not plan.reason_full and peer.core_to_spare()
+        groups = two_groups(plan, settings.entry) if worth_it else None
+        if groups is not None:
+            results = self._check_halves(peer, plan, settings, overlays, groups, watch, superseded)
+            if results == SUPERSEDED:
+                return None
+            if results is not None:
+                analysis = self._merge(plan, settings, modules, parse_diags, texts, results[0], runs=2)
+                return self._finish_full(plan, analysis, watch, peer=results[1])
         source, entry = plan.text, settings.entry
         if not plan.entry_mode:
             source, entry = _with_synthetic_entry(plan.text), SYNTHETIC_ENTRY
-        result = self._check(source, plan, settings, entry, overlays, keep=lambda s: True)
+        result = self._check(source, plan, settings, entry, overlays, None)
         if not plan.entry_mode:
             result.entry = None
         watch.lap("check")
         analysis = self._merge(plan, settings, modules, parse_diags, texts, [result], runs=1)
-        analysis.full = True
+        return self._finish_full(plan, analysis, watch, peer=False)
+
+    def _finish_full(self, plan: _Plan, analysis: Analysis, watch: Stopwatch, peer: bool) -> Analysis:
+        analysis.full, analysis.peer = True, peer
         analysis.stale_units = 0 if plan.reason_full else sum(1 for u in plan.units if self._stale(plan, u))
         watch.lap("merge")
         analysis.stages = watch.stages
         return analysis
+
+    def _check_halves(self, peer: Any, plan: _Plan, settings: Settings, overlays: Optional[dict[str, str]],
+                      groups: tuple[frozenset, frozenset], watch: Stopwatch,
+                      superseded: Optional[Callable[[], bool]]) -> Any:
+        """Check the units of `groups[1]` in the peer while this thread checks `groups[0]`:
+        ([ours, theirs], whether the peer's result came), SUPERSEDED when a newer version
+        came while waiting for the peer, or None when the peer cannot take its half now."""
+        theirs_job = self._group_job(plan, settings, groups[1], overlays)
+        ticket = peer.submit(theirs_job)
+        if ticket is None:
+            return None
+        started = time.perf_counter()
+        ours = self._group_result(plan, settings, groups[0], run_check(self._group_job(plan, settings, groups[0],
+                                                                                         overlays)))
+        watch.lap("check")
+        theirs = peer.result(ticket, time.perf_counter() - started, superseded)
+        watch.lap("wait for the peer")
+        came = theirs is not None
+        if not came:
+            if superseded is not None and superseded():
+                return SUPERSEDED
+            theirs = run_check(theirs_job)  # the peer failed: its half is checked here
+            watch.lap("check")
+        return [ours, self._group_result(plan, settings, groups[1], theirs)], came
+
+    def _group_job(self, plan: _Plan, settings: Settings, units: frozenset,
+                   overlays: Optional[dict[str, str]]) -> RunJob:
+        """One run for a group of units, built as `_run_unit` builds one unit's."""
+        needed = frozenset().union(*(plan.closure[u] for u in units))
+        is_entry = plan.entry_mode and settings.entry in units
+        source = _reduced_source(plan, needed, synthetic_entry=not is_entry)
+        entry = settings.entry if is_entry else SYNTHETIC_ENTRY
+        return RunJob(source, plan.file, dict(settings.params), entry, overlays, plan.virtual,
+                      _lines_of(plan, needed))
+
+    def _group_result(self, plan: _Plan, settings: Settings, units: frozenset, result: UnitResult) -> UnitResult:
+        if not (plan.entry_mode and settings.entry in units):
+            result.entry = None
+        return result
 
     def _stale(self, plan: _Plan, unit: str) -> bool:
         """Whether the background should check this unit or find out if its result moves (not
@@ -296,20 +385,8 @@ class IncrementalChecker:
             hit.layout != plan.layouts[unit] and hit.movable is not True)
 
     def _check(self, source: str, plan: _Plan, settings: Settings, entry: str,
-               overlays: Optional[dict[str, str]], keep: Callable[[Span], bool]) -> UnitResult:
-        file = plan.file
-        _RECORDER.items, _RECORDER.calls = [], []
-        try:
-            report = check_source(source, file, settings.params, entry, overlays, plan.virtual)
-            bindings = [b for b in _RECORDER.items if keep(b.span)]
-            calls = _unique_by((c for c in _RECORDER.calls if c.span.file == file and keep(c.span)), lambda c: c)
-        finally:
-            _RECORDER.items, _RECORDER.calls = None, []
-        functions = [f for f in report.functions if f.name != SYNTHETIC_ENTRY and keep(f.span)]
-        entry_part = CheckReport(file, {}, entry=report.entry, inputs=list(report.inputs),
-                                 entry_type=report.entry_type)  # not the IR: cache entries stay small
-        return UnitResult(list(report.diagnostics), functions, list(report.mechanisms), bindings,
-                          dict(report.params), dict(report.schemas), entry_part, calls=calls)
+               overlays: Optional[dict[str, str]], lines: Optional[frozenset]) -> UnitResult:
+        return run_check(RunJob(source, plan.file, dict(settings.params), entry, overlays, plan.virtual, lines))
 
     # -- merging
 
@@ -348,6 +425,42 @@ class Stopwatch:
         now = time.perf_counter()
         self.stages[stage] = self.stages.get(stage, 0.0) + now - self.last
         self.last = now
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """One check run as plain data (it crosses to the peer process, peer.py): the source, the
+    entry point, and the lines of `file` whose records are kept (None: all; the others belong
+    to stubbed functions or to other units)."""
+
+    source: str
+    file: str
+    params: dict[str, str]
+    entry: str
+    overlays: Optional[dict[str, str]]
+    virtual: Optional[dict[str, str]]
+    lines: Optional[frozenset]
+
+    def keeps(self, span: Span) -> bool:
+        return self.lines is None or span.file != self.file or span.line in self.lines
+
+
+def run_check(job: RunJob) -> UnitResult:
+    """One check run, with the bindings and calls the checker reports: what the worker thread
+    and the peer process both run.  Must run in a thread with a large stack (`make_executor`)."""
+    file = job.file
+    _RECORDER.items, _RECORDER.calls = [], []
+    try:
+        report = check_source(job.source, file, job.params, job.entry, job.overlays, job.virtual)
+        bindings = [b for b in _RECORDER.items if job.keeps(b.span)]
+        calls = _unique_by((c for c in _RECORDER.calls if c.span.file == file and job.keeps(c.span)), lambda c: c)
+    finally:
+        _RECORDER.items, _RECORDER.calls = None, []
+    functions = [f for f in report.functions if f.name != SYNTHETIC_ENTRY and job.keeps(f.span)]
+    entry_part = CheckReport(file, {}, entry=report.entry, inputs=list(report.inputs),
+                             entry_type=report.entry_type)  # not the IR: cache entries stay small
+    return UnitResult(list(report.diagnostics), functions, list(report.mechanisms), bindings,
+                      dict(report.params), dict(report.schemas), entry_part, calls=calls)
 
 
 def _load(text: str, file: str, settings: Settings, overlays: Optional[dict[str, str]]
@@ -514,6 +627,29 @@ def _with_synthetic_entry(source: str) -> str:
     return f"{source}{sep}function {SYNTHETIC_ENTRY} {{ return 0 }}\n"
 
 
+def two_groups(plan: _Plan, entry: str) -> Optional[tuple[frozenset, frozenset]]:
+    """The units in two groups of about equal cost (the functions of their closures), the one
+    holding the entry point first; None when the larger would cost more than `SPLIT_WORTH` of a
+    full check (functions calling each other land in one group: nothing to split).  Greedy,
+    largest closure first: a unit goes where its closure is already checked, else where the
+    larger group grows least."""
+    members: list[list[str]] = [[], []]
+    needed: list[set] = [set(), set()]
+    for unit in sorted(plan.units, key=lambda u: (-len(plan.closure[u]), plan.units[u].first_line)):
+        closure = plan.closure[unit]
+        added = [len(closure - n) for n in needed]
+        if 0 in added:
+            side = added.index(0)
+        else:
+            side = min((0, 1), key=lambda k: (max(len(needed[k]) + added[k], len(needed[1 - k])), added[k]))
+        members[side].append(unit)
+        needed[side] |= closure
+    if not members[1] or max(map(len, needed)) + RUN_OVERHEAD > SPLIT_WORTH * _unit_cost(plan, None):
+        return None
+    first, second = frozenset(members[0]), frozenset(members[1])
+    return (second, first) if entry in second else (first, second)
+
+
 def _unit_cost(plan: _Plan, missing: Optional[list[str]]) -> int:
     """Estimated cost, in function checks, of running these units (None: one full check); each
     run also pays a fixed set-up (re-reading the file, schemas, params) of a few functions."""
@@ -522,8 +658,8 @@ def _unit_cost(plan: _Plan, missing: Optional[list[str]]) -> int:
     return sum(len(plan.closure[u]) + RUN_OVERHEAD for u in missing)
 
 
-def _lines_of(plan: _Plan, needed: frozenset) -> set[int]:
-    return {line for n in needed for line in range(plan.units[n].first_line, plan.units[n].last_line + 1)}
+def _lines_of(plan: _Plan, needed: frozenset) -> frozenset:
+    return frozenset({line for n in needed for line in range(plan.units[n].first_line, plan.units[n].last_line + 1)})
 
 
 def _hash(value: Any) -> str:

@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import gc
 import logging
+import os
 import re
 import sys
 import traceback
@@ -30,9 +31,10 @@ from ...syntax import ast as A
 from ...syntax.loader import resolve_import
 from .analysis import Analysis, Settings
 from .features import _safe, code_lens, completion, definition, hover, privacy_report
-from .incremental import IncrementalChecker, make_executor
+from .incremental import WARM_UP_PROGRAM, IncrementalChecker, make_executor
 from .members import known_types, merge_known
 from .navigation import span_to_range
+from .peer import Peer
 from .remote import fetch_all
 
 log = logging.getLogger("fuzzpy.lsp")
@@ -79,6 +81,16 @@ class FuzzpyServer(LanguageServer):
         # server created inside another program (the tests).
         self.freeze_heap = False
         self.settled_since_collect = 0
+
+    def use_peer(self, peer: Optional[Peer]) -> None:
+        """Check half of each full check in `peer`'s process (peer.py); None: all here."""
+        self.engine.peer = peer
+
+    def close_peer(self) -> None:
+        """End the peer process (the `peer` option is off, or the server ends)."""
+        peer, self.engine.peer = self.engine.peer, None
+        if peer is not None:
+            peer.close()
 
     def settle_heap(self) -> None:
         """Leave every object alive now out of the collector's later passes."""
@@ -182,9 +194,9 @@ class FuzzpyServer(LanguageServer):
             self.settle_heap()
             if analysis is None:  # superseded by a newer version between two unit runs
                 return
-            log.info("checked %s v%s in %.1f ms (%.1f ms waiting for the worker; %d check runs%s)", uri, version,
+            log.info("checked %s v%s in %.1f ms (%.1f ms waiting for the worker; %d check runs%s%s)", uri, version,
                      1000 * (returned - started), 1000 * (began[0] - started), analysis.runs,
-                     ", full" if analysis.full else "")
+                     ", one in the peer" if analysis.peer else "", ", full" if analysis.full else "")
             if st.generation != generation:
                 return
             previous = st.analysis
@@ -406,6 +418,12 @@ def create_server() -> FuzzpyServer:
             ls.settings = Settings.from_options(params.initialization_options)
         except Exception:  # noqa: BLE001 - bad options fall back to the defaults
             log.exception("invalid initializationOptions")  # not the options: they may hold a URL's password
+        if not ls.settings.peer:
+            ls.close_peer()
+
+    @ls.feature(T.SHUTDOWN)
+    def on_shutdown(ls: FuzzpyServer, params: None) -> None:
+        ls.close_peer()
 
     @ls.feature(T.INITIALIZED)
     def on_initialized(ls: FuzzpyServer, params: T.InitializedParams) -> None:
@@ -442,22 +460,6 @@ def create_server() -> FuzzpyServer:
     return ls
 
 
-# A small program using the common constructs, checked once when the server starts.
-WARM_UP_PROGRAM = """\
-schema Rows { a : num[0, 10] }
-param eps : num = 0.1;
-function part (db : bag Rows) : fuzzy num {
-  let xs = map (fun r -> clip 0 5 r.a) (filter (fun r -> r.a >= 1) db);
-  sample x = laplace eps (sum xs);
-  return x
-}
-function main (db : bag Rows) : fuzzy num {
-  sample y = part db;
-  return y
-}
-"""
-
-
 def warm_up() -> None:
     """Build the parser and import what a check imports on first use (30-50 ms) before the
     editor's first request, not inside the first document's check: the whole analysis runs
@@ -489,22 +491,45 @@ def warm_protocol(ls: FuzzpyServer) -> str:
     return json.dumps(publish, default=protocol._serialize_message)  # what pygls does before sending
 
 
-def main() -> None:
-    """Serve on stdin/stdout (the editor starts this process).
+def start_peer(wanted: bool = True) -> Optional[Peer]:
+    """The peer process (peer.py), when wanted and the machine has two cores or more (on one,
+    the two halves would take turns): started now and warmed in the background when a core is
+    free, else at the first check of a whole file that finds one free (its start, half a second
+    of CPU time, would slow the server's first checks on a busy machine)."""
+    if not wanted or (os.cpu_count() or 1) < 2:
+        return None
+    try:
+        peer = Peer()
+        if peer.core_to_spare():
+            peer.start()
+        return peer
+    except Exception:  # noqa: BLE001 - without it the server checks on one core, as before
+        log.exception("could not start the peer process")
+        return None
+
+
+def main(peer: bool = True) -> None:
+    """Serve on stdin/stdout (the editor starts this process); `peer`: check half of each full
+    check in a second process (on two cores or more; the `peer` option can still turn it off).
 
     The protocol gets private duplicates of the standard streams; descriptor 1 points at stderr
     for the whole life of the server, so nothing a library prints (HiGHS's banner, from C++)
-    can corrupt the JSON-RPC stream (fuzzpy/stdio.py)."""
+    can corrupt the JSON-RPC stream (fuzzpy/stdio.py); the peer inherits that descriptor 1."""
     stdin, stdout = reserve_stdout()
     sys.setswitchinterval(SWITCH_INTERVAL)
     logging.basicConfig(level=logging.WARNING, format="fuzzpy-lsp %(levelname)s %(message)s")
+    started = start_peer(peer)  # first: it starts and warms up while this process does
     all_primitives()  # load the registry before the first request
     warm_up()
     server = create_server()
+    server.use_peer(started)
     try:
         warm_protocol(server)
     except Exception:  # noqa: BLE001 - only a warm-up: the first messages build them instead
         log.exception("warming the protocol's converters failed")
     server.freeze_heap = True
     server.settle_heap()
-    server.start_io(stdin, stdout)
+    try:
+        server.start_io(stdin, stdout)
+    finally:
+        server.close_peer()
