@@ -135,7 +135,9 @@ def test_a_run_past_its_deadline_is_a_timeout():
                      "function loop f (n : num) : fuzzy num { if n <= 0 then return 0 else (sample u = f 0; loop f (n - 1)) }")
     a, _ = frames(report, 1, 2)
     out = run_identity(report.entry_instance, a, timeout=0.3)
-    assert out.status == "timeout" and out.seconds < 5
+    # 10^8 iterations would take many minutes; the bound is loose because a 2-core machine
+    # shared with a full suite once took 6 s to deliver a 0.3 s timeout.
+    assert out.status == "timeout" and out.seconds < 30
 
 
 def test_an_interrupt_python_dropped_is_sent_again():
