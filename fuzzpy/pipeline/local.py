@@ -80,6 +80,7 @@ class FileTables:
         spec = match_data(self.data, table_inputs(report))
         return {**spec, **match_public(parse_public(self.public), report)}
 
+    # rule Known digests: the user's own run on files is the only one that may take a recorded identity
     def load(self, report: Any, spec: dict[str, Path], seeded: bool) -> Loaded:
         from ..runtime.columns import columns_read
         from ..runtime.data import load_identified

@@ -710,7 +710,7 @@ def _read_parquet_identified(fh: BinaryIO, path: Path, schema: Schema, table: st
     return _Read(raw, identity, False)
 
 
-# Known digests (docs/data.md): a file parsed from itself only while its state vouches for its bytes
+# rule Known digests (docs/data.md): a file parsed from itself only while its state vouches for its bytes
 def _load_by_state(path: Path, schema: Schema, table: str, plans: list[_Plan], keep: Collection[str] | None,
                    digests: DigestCache | None) -> tuple[pd.DataFrame, str] | None:
     """The table and identity of a Parquet file that only this user can write and that has not

@@ -52,6 +52,7 @@ class FileState(NamedTuple):
     ctime_ns: int
 
 
+# rule Known digests: only a regular file that the user alone can write
 def file_state(f: BinaryIO, path: Path) -> Optional[FileState]:
     """The open file's state, or None when its digest must not be cached: not a regular file, or
     one another user may write (or a system without owners)."""
@@ -66,6 +67,7 @@ def file_state(f: BinaryIO, path: Path) -> Optional[FileState]:
     return FileState(os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+# rule Known digests: a file changed within SETTLE_NS is not trusted to its state
 def settled(state: FileState, read_at_ns: int) -> bool:
     """Whether the file had not changed for SETTLE_NS when its read began at `read_at_ns`
     (time.time_ns(), taken before the state): on a filesystem with a coarse clock, a write in the
@@ -86,6 +88,7 @@ class DigestCache:
     def _entry(self, material: bytes) -> Path:
         return self._folder / (hashlib.sha256(material).hexdigest() + ".digest")
 
+    # rule Known digests: an entry is believed only with the user's HMAC and for exactly this state
     def lookup(self, state: FileState) -> Optional[str]:
         """The identity recorded for exactly this state, or None (a miss)."""
         material = self._material(state)
@@ -101,6 +104,7 @@ class DigestCache:
             return None
         return identity.decode("ascii")
 
+    # rule Known digests: recorded only if the state held through the hash
     def record(self, before: FileState, f: BinaryIO, identity: str) -> bool:
         """Record `identity`, hashed from `f` while it was in state `before` (taken, `settled`,
         before the read), if it is still in that state."""
@@ -145,6 +149,7 @@ class DigestCache:
             pass
 
 
+# rule Known digests: only the user's private folder and key
 def open_digest_cache() -> Optional[DigestCache]:
     """The user's digest cache, or None when there is no private cache folder or key
     ($FUZZPY_NO_CACHE, a shared or unwritable folder)."""
