@@ -79,3 +79,40 @@ def user_key(folder: Path) -> Optional[bytes]:
     except OSError:
         return None
     return key if len(key) == KEY_BYTES else None
+
+
+# rule Reused reports
+# rule Known digests
+def write_entry(target: Path, blob: bytes) -> bool:
+    """Write an entry whole under a name of this writer's own, then rename it into place: a
+    concurrent reader sees the old entry, the new one or none, never a part.  False if it could
+    not be written (never a failure of the caller)."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(blob)
+        os.replace(tmp, target)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        return False
+    return True
+
+
+# rule Reused reports
+# rule Known digests
+def prune_oldest(folder: Path, pattern: str, limit: int) -> None:
+    """Keep a cache folder bounded: past `limit` entries matching `pattern`, remove the least
+    recently written down to 3/4 of it."""
+    try:
+        entries = list(folder.glob(pattern))
+        if len(entries) <= limit:
+            return
+        entries.sort(key=lambda p: p.stat().st_mtime_ns)
+        for old in entries[: len(entries) - limit * 3 // 4]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass

@@ -31,6 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
+from ..cachedir import prune_oldest, write_entry
+
 FORMAT = 1
 MAGIC = b"FZCHECK1"
 # Libraries whose installed files are part of the key: the parser, the LP solver's stack, and
@@ -196,37 +198,11 @@ def store(folder: Path, key: bytes, material: str, report: Any) -> bool:
     except Exception:  # noqa: BLE001 - an unpicklable report is simply not cached
         return False
     blob = MAGIC + hmac.new(key, body, hashlib.sha256).digest() + body
-    target = _entry_path(folder, material)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
-        os.replace(tmp, target)
-    except OSError:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+    if not write_entry(_entry_path(folder, material), blob):
         return False
     STATS["stored"] += 1
-    _prune(folder)
+    prune_oldest(folder, "*.bin", MAX_ENTRIES)
     return True
-
-
-# rule Reused reports
-def _prune(folder: Path) -> None:
-    """Keep the folder bounded: past MAX_ENTRIES entries, remove the oldest down to 3/4 of it."""
-    limit = MAX_ENTRIES
-    try:
-        entries = list(folder.glob("*.bin"))
-        if len(entries) <= limit:
-            return
-        entries.sort(key=lambda p: p.stat().st_mtime_ns)
-        for old in entries[: len(entries) - limit * 3 // 4]:
-            old.unlink()
-    except OSError:
-        pass
 
 
 # rule Reused reports

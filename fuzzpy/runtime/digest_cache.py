@@ -34,6 +34,8 @@ import stat
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Optional
 
+from ..cachedir import prune_oldest, write_entry
+
 FORMAT = 1
 MAGIC = b"FZDIGST1"
 SETTLE_NS = 2_000_000_000  # a file changed within the last 2 s is parsed from a snapshot (coarse clocks)
@@ -113,40 +115,13 @@ class DigestCache:
         if not _IDENTITY.fullmatch(identity.encode("ascii")):
             return False
         body = self._material(before) + b"\n" + identity.encode("ascii")
-        return self._write(self._entry(self._material(before)), MAGIC + self._tag(body) + body)
+        if not write_entry(self._entry(self._material(before)), MAGIC + self._tag(body) + body):
+            return False
+        prune_oldest(self._folder, "*.digest", MAX_ENTRIES)
+        return True
 
     def _tag(self, body: bytes) -> bytes:
         return hmac.new(self._key, body, hashlib.sha256).digest()
-
-    def _write(self, target: Path, blob: bytes) -> bool:
-        """Written whole under a name of this process's own, then renamed into place: a
-        concurrent run sees the old entry, the new one or none, never a part."""
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as out:
-                out.write(blob)
-            os.replace(tmp, target)
-        except OSError:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
-            return False
-        self._prune()
-        return True
-
-    def _prune(self) -> None:
-        """Past MAX_ENTRIES entries, the oldest are removed down to 3/4 of it."""
-        try:
-            entries = list(self._folder.glob("*.digest"))
-            if len(entries) <= MAX_ENTRIES:
-                return
-            entries.sort(key=lambda p: p.stat().st_mtime_ns)
-            for old in entries[: len(entries) - MAX_ENTRIES * 3 // 4]:
-                old.unlink()
-        except OSError:
-            pass
 
 
 # rule Known digests: only the user's private folder and key

@@ -115,14 +115,11 @@ def _load(folder: Path, key: bytes, material: str) -> Any:
 
 
 def _store(folder: Path, key: bytes, material: str, module: Any) -> None:
+    from ..cachedir import prune_oldest, write_entry
+
     try:
         body = pickle.dumps((material, module), protocol=pickle.HIGHEST_PROTOCOL)
-        path = _entry(folder, material)
-        temp = path.with_suffix(f".{os.getpid()}.tmp")
-        temp.write_bytes(MAGIC + hmac.new(key, body, hashlib.sha256).digest() + body)
-        os.replace(temp, path)  # readers see a whole entry or none
-        entries = sorted(folder.glob("*.bin"), key=lambda p: p.stat().st_mtime)
-        for old in entries[:max(0, len(entries) - MAX_ENTRIES)]:
-            old.unlink(missing_ok=True)
     except Exception:  # noqa: BLE001 - not storing is never a failure of the check
-        pass
+        return
+    if write_entry(_entry(folder, material), MAGIC + hmac.new(key, body, hashlib.sha256).digest() + body):
+        prune_oldest(folder, "*.bin", MAX_ENTRIES)
