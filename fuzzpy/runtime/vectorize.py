@@ -126,43 +126,42 @@ def has_vec(v: Any) -> bool:
 def row_function(state: RunState, fn: Any) -> Callable[[Bag], Frame]:
     """A row function as a function of a whole bag: bag -> one result per row (a Series, or a DataFrame for records
     and tuples), with a fresh RangeIndex, in the bag's row order."""
-    if not isinstance(fn, Closure) or fn.body is None or not fn.params:
-        raise RunFailure("internal error: a row function has no code")
+    _check_row_function(fn)
     return lambda bag: apply_rows(state, fn, bag)
-
-
-def apply_rows(state: RunState, fn: Closure, bag: Bag) -> Frame:
-    key = id(fn.body)
-    if state.vectorise and key not in state.no_vector:
-        try:
-            return _vectorised(state, fn, bag)
-        except Exception:  # noqa: BLE001 - any failure here means: use the reference path
-            state.no_vector.add(key)
-    state.fallbacks += 1
-    return _row_by_row(state, fn, bag)
-
-
-def _vectorised(state: RunState, fn: Closure, bag: Bag) -> Frame:
-    out, n = _vector_rows(state, fn, bag)
-    return to_frame(out, n)
 
 
 def row_keys(state: RunState, fn: Any, bag: Bag) -> Any:
     """row_function(state, fn)(bag) for a group key: the same rows and fallback, but a key
     computed as one numpy column (a bucket number) comes back as that array, without the Series
     around it (the key codes read only its values, by position)."""
+    _check_row_function(fn)
+    return apply_rows(state, fn, bag, bare_array=True)
+
+
+def _check_row_function(fn: Any) -> None:
     if not isinstance(fn, Closure) or fn.body is None or not fn.params:
         raise RunFailure("internal error: a row function has no code")
-    if state.vectorise and id(fn.body) not in state.no_vector:
+
+
+def apply_rows(state: RunState, fn: Closure, bag: Bag, bare_array: bool = False) -> Frame:
+    """With `bare_array`, a result computed as one numeric numpy column is that array."""
+    key = id(fn.body)
+    if state.vectorise and key not in state.no_vector:
         try:
-            out, n = _vector_rows(state, fn, bag)
-            data = out.data if type(out) is Vec else None
-            if type(data) is np.ndarray and data.ndim == 1 and len(data) == n and data.dtype.kind in "fiub":
-                return data
-            return to_frame(out, n)
-        except Exception:  # noqa: BLE001 - as in apply_rows: the rows are run one by one
-            state.no_vector.add(id(fn.body))
-    return apply_rows(state, fn, bag)
+            return _vectorised(state, fn, bag, bare_array)
+        except Exception:  # noqa: BLE001 - any failure here means: use the reference path
+            state.no_vector.add(key)
+    state.fallbacks += 1
+    return _row_by_row(state, fn, bag)
+
+
+def _vectorised(state: RunState, fn: Closure, bag: Bag, bare_array: bool = False) -> Frame:
+    out, n = _vector_rows(state, fn, bag)
+    if bare_array and type(out) is Vec:
+        data = out.data
+        if type(data) is np.ndarray and data.ndim == 1 and len(data) == n and data.dtype.kind in "fiub":
+            return data
+    return to_frame(out, n)
 
 
 def _vector_rows(state: RunState, fn: Closure, bag: Bag) -> tuple[Any, int]:
