@@ -281,14 +281,8 @@ class IncrementalChecker:
 
     def _run_unit(self, plan: _Plan, settings: Settings, name: str,
                   overlays: Optional[dict[str, str]]) -> UnitResult:
-        needed = plan.closure[name]
-        is_entry = plan.entry_mode and name == settings.entry
-        source = _reduced_source(plan, needed, synthetic_entry=not is_entry)
-        entry = settings.entry if is_entry else SYNTHETIC_ENTRY
-        lines = _lines_of(plan, needed)
-        result = self._check(source, plan, settings, entry, overlays, lines)
-        if not is_entry:
-            result.entry = None
+        unit = frozenset((name,))
+        result = self._group_result(plan, settings, unit, run_check(self._group_job(plan, settings, unit, overlays)))
         result.uses_names = any(d.code == "E0201" for d in result.diagnostics)
         result.names = plan.names
         result.layout, result.extents = plan.layouts[name], plan.extents[name]
@@ -364,7 +358,8 @@ class IncrementalChecker:
 
     def _group_job(self, plan: _Plan, settings: Settings, units: frozenset,
                    overlays: Optional[dict[str, str]]) -> RunJob:
-        """One run for a group of units, built as `_run_unit` builds one unit's."""
+        """One run for a group of units (one unit's, `_run_unit`, or half a full check's): a
+        reduced source holding their closures, with the real entry point if it is one of them."""
         needed = frozenset().union(*(plan.closure[u] for u in units))
         is_entry = plan.entry_mode and settings.entry in units
         source = _reduced_source(plan, needed, synthetic_entry=not is_entry)
